@@ -1,0 +1,123 @@
+# dmprof: one hand-written Makefile.
+#
+#   make            build ./dmprof
+#   make demo       install missing Debian packages, build, run on samples/
+#   make check      install missing Debian packages, build, run every test,
+#                   then the whole suite again under ASan+UBSan
+#   make install    PREFIX=/usr/local DESTDIR=
+#   make clean
+#
+# CC, CFLAGS, CPPFLAGS, LDFLAGS and PREFIX may be overridden.  WERROR=1 turns
+# warnings into errors (CI does this).
+
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+DATADIR ?= $(PREFIX)/share/dmprof
+MANDIR ?= $(PREFIX)/share/man
+DESTDIR ?=
+
+CFLAGS ?= -O2 -g
+O ?= build
+
+# Debian packages: to build, and to run the tests.
+BUILD_DEPS = libpcre2-dev binutils-dev libcsv-dev libcriterion-dev pkg-config
+TEST_DEPS = gcc diffutils
+DEPS = $(BUILD_DEPS) $(TEST_DEPS)
+
+WARNINGS = -Wall -Wextra -Wshadow -Wpointer-arith -Wstrict-prototypes \
+	   -Wmissing-prototypes -Wformat=2 -Wvla -Wundef -Wcast-align \
+	   -Wno-format-nonliteral
+ifeq ($(WERROR),1)
+WARNINGS += -Werror
+endif
+
+ifeq ($(SANITIZE),1)
+O = build/asan
+SANFLAGS = -fsanitize=address,undefined -fno-sanitize-recover=all \
+	   -fno-omit-frame-pointer
+BIN = $(O)/dmprof
+else
+BIN = dmprof
+endif
+
+ALL_CPPFLAGS = -Iinclude -D_GNU_SOURCE -DDMPROF_DATADIR='"$(DATADIR)"' \
+	       $(CPPFLAGS)
+ALL_CFLAGS = -std=gnu11 $(WARNINGS) $(SANFLAGS) $(CFLAGS)
+ALL_LDFLAGS = $(SANFLAGS) $(LDFLAGS)
+LIBS = -lm
+
+SRCS := $(wildcard src/*.c)
+LIB_SRCS := $(filter-out src/dmprof.c,$(SRCS))
+LIB_OBJS := $(LIB_SRCS:src/%.c=$(O)/%.o)
+UNIT_SRCS := $(wildcard tests/unit/*.c)
+UNIT_OBJS := $(UNIT_SRCS:tests/unit/%.c=$(O)/unit/%.o)
+
+SHARED ?= $(abspath ../shared)
+
+.PHONY: all deps demo check test unit golden compat install clean
+
+all: $(BIN)
+
+$(BIN): $(O)/dmprof.o $(O)/libdmprof.a
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
+$(O)/libdmprof.a: $(LIB_OBJS)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+$(O)/%.o: src/%.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(O)/unit/%.o: tests/unit/%.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(O)/unit-tests: $(UNIT_OBJS) $(O)/libdmprof.a
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ -lcriterion $(LIBS)
+
+-include $(wildcard $(O)/*.d $(O)/unit/*.d)
+
+# Install what is missing with apt-get (through sudo unless root).  Only on
+# Debian-like systems; elsewhere say what is needed and go on.
+deps:
+	@if ! command -v dpkg-query >/dev/null 2>&1; then \
+		echo "deps: not a Debian system; make sure these are installed: $(DEPS)"; \
+		exit 0; \
+	fi; \
+	missing=; \
+	for p in $(DEPS); do \
+		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
+			grep -q '^install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "deps: installing$$missing"; \
+		if [ "$$(id -u)" = 0 ]; then sudo=; else sudo=sudo; fi; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		$$sudo apt-get install -y --no-install-recommends $$missing || \
+		{ $$sudo apt-get update && \
+		  $$sudo apt-get install -y --no-install-recommends $$missing; } || \
+		{ echo "deps: could not install$$missing" >&2; exit 1; }; \
+	fi
+
+demo: deps
+	$(MAKE) all
+	@sh samples/demo.sh ./dmprof
+
+# The whole suite, then again under the sanitizers.
+check: deps
+	$(MAKE) test
+	$(MAKE) SANITIZE=1 test
+
+test: $(BIN) $(O)/unit-tests
+	$(O)/unit-tests
+	sh tests/golden/run.sh $(BIN)
+	sh tests/compat/run.sh $(BIN) $(SHARED)
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
+	install -m 755 dmprof $(DESTDIR)$(BINDIR)/dmprof
+	install -m 644 man/dmprof.1 $(DESTDIR)$(MANDIR)/man1/dmprof.1
+
+clean:
+	rm -rf build dmprof

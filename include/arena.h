@@ -1,0 +1,27 @@
+/*
+ * Region allocator for data that lives as long as a run: strings, stacks,
+ * symbols.  Many small allocations, one free at the end.
+ */
+#ifndef DMPROF_ARENA_H
+#define DMPROF_ARENA_H
+
+#include <stddef.h>
+
+struct arena_block;
+
+struct arena {
+	struct arena_block *blocks;
+	char *cur;
+	char *end;
+	size_t total; /* bytes handed out, for statistics */
+};
+#define ARENA_INIT { NULL, NULL, NULL, 0 }
+
+/* SIZE bytes aligned to 16; never fails (dies on out-of-memory). */
+void *arena_alloc(struct arena *a, size_t size);
+/* Copy N bytes into the arena and NUL-terminate them. */
+char *arena_strndup(struct arena *a, const char *s, size_t n);
+/* Release every block; the arena may be reused afterwards. */
+void arena_free(struct arena *a);
+
+#endif

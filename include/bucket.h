@@ -1,0 +1,47 @@
+/*
+ * Buckets: an allocation site (stack + allocator kind + optional type), the
+ * unit that dumps account bytes to and that policies classify.
+ */
+#ifndef DMPROF_BUCKET_H
+#define DMPROF_BUCKET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hashmap.h"
+#include "stack.h"
+
+enum alloc_kind {
+	ALLOC_MALLOC,
+	ALLOC_MMAP,
+};
+
+const char *alloc_kind_name(enum alloc_kind k);
+
+struct bucket {
+	uint64_t id;               /* the producer's id */
+	uint32_t index;            /* dense 0..n-1, for per-bucket caches */
+	enum alloc_kind kind;
+	bool has_typeinfo;         /* a t... word was present */
+	uint64_t typeinfo;         /* address of the std::type_info; 0 = none */
+	const char *type_name;     /* the n... word, interned; "" if absent */
+	const char *typeinfo_sym;  /* symbolized type, set by symbolization */
+	const struct stack *stack;
+	const char *source;        /* file that defined it (interned) */
+	unsigned long source_line;
+};
+
+struct bucket_set {
+	struct hashmap by_id; /* id -> bucket (hash_u64 identity) */
+	struct bucket **v;    /* by index */
+	size_t n, alloc;
+};
+
+void bucket_set_init(struct bucket_set *s);
+void bucket_set_free(struct bucket_set *s);
+struct bucket *bucket_set_find(const struct bucket_set *s, uint64_t id);
+/* Buckets sorted by id (a new array the caller frees). */
+struct bucket **bucket_set_sorted(const struct bucket_set *s);
+
+#endif

@@ -1,0 +1,175 @@
+/*
+ * Snapshots: one heap dump in memory.  The deep-dump reader (DUMP_DEEP_5
+ * and DUMP_DEEP_6) fills them; so will the gperftools reader and the
+ * recorder's dumps.  A snapshot holds what varies per dump; buckets,
+ * stacks and frames live in the run-wide model.
+ */
+#ifndef DMPROF_DUMP_H
+#define DMPROF_DUMP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "maps.h"
+#include "model.h"
+
+/* GLOBAL_STATS rows, in the producer's order. */
+enum gstat_row {
+	GS_TOTAL,
+	GS_ABSENT,
+	GS_FILE_EXEC,
+	GS_FILE_NONEXEC,
+	GS_ANONYMOUS,
+	GS_STACK,
+	GS_OTHER,
+	GS_NP_TOTAL,
+	GS_NP_ABSENT,
+	GS_NP_ANONYMOUS,
+	GS_NP_FILE_EXEC,
+	GS_NP_FILE_NONEXEC,
+	GS_NP_STACK,
+	GS_NP_OTHER,
+	GS_PROFILED_MMAP,
+	GS_PROFILED_MALLOC,
+	GS_NROWS
+};
+
+extern const char *const gstat_names[GS_NROWS];
+/* The rows the original required (all but nonprofiled-total). */
+bool gstat_required(enum gstat_row row);
+
+struct gstat {
+	int64_t virt;
+	int64_t committed;
+};
+
+struct gstat_extra {
+	const char *name; /* interned */
+	struct gstat v;
+};
+
+struct global_stats {
+	struct gstat row[GS_NROWS];
+	uint32_t present;          /* bit per enum gstat_row */
+	struct gstat_extra *extra; /* rows dmprof does not know, kept */
+	size_t nextra;
+};
+
+struct meta_entry {
+	char *key;
+	char *value;
+};
+
+struct pageframe {
+	uint64_t pfn;
+	int64_t size;       /* bytes of the region in this page */
+	uint8_t mapcount;   /* from "#C", if has_count */
+	bool has_count;
+	bool start_inside;  /* '<': the region starts inside this page */
+	bool end_inside;    /* '>': the region ends inside this page */
+};
+
+enum region_kind {
+	REGION_HOOKED,
+	REGION_UNHOOKED,
+};
+
+struct region {
+	uint64_t start, end;   /* clipped to the VMA by '(' / ')' marks */
+	enum region_kind kind;
+	uint32_t vma;          /* index into snapshot.vmas */
+	bool has_committed;    /* legacy lines may lack the numbers */
+	bool has_reserved;
+	bool has_bucket;
+	int64_t committed;
+	int64_t reserved;
+	uint64_t bucket_id;
+	struct bucket *bucket; /* NULL if has_bucket and not defined */
+	const char *type;      /* optional TYPE text, interned, or NULL */
+	uint32_t pf_first, pf_count; /* into snapshot.pfs */
+	unsigned long line;
+};
+
+struct stack_line {
+	int64_t virt;
+	int64_t committed;
+	int64_t alloc;
+	int64_t free;
+	uint64_t bucket_id;
+	struct bucket *bucket; /* NULL: unknown bucket ("no-bucket") */
+	unsigned long line;
+};
+
+enum dump_format {
+	FORMAT_DEEP,       /* Chromium DUMP_DEEP_5/6, and the recorder's */
+	FORMAT_GPERFTOOLS, /* gperftools "heap profile: N: B [...] @ ..." */
+};
+
+struct snapshot {
+	char *path;
+	unsigned long counter;
+	enum dump_format format;
+	int version;           /* 5 or 6 for deep dumps */
+	double time;           /* seconds since the epoch */
+	bool time_from_meta;   /* else the file's mtime */
+
+	/* META */
+	bool has_meta;
+	uint64_t page_size;
+	int pageframe_length;  /* 24 when PFNs are dumped, else 0 */
+	bool pageframe_base64;
+	bool has_pagecount;
+	char *run_id;
+	char *command_line;
+	char *reason;
+	struct meta_entry *meta_extra;
+	size_t nmeta_extra, meta_extra_alloc;
+
+	/* MMAP_LIST */
+	bool has_mmap_list;
+	struct vma *vmas;
+	size_t nvmas, vmas_alloc;
+	struct region *regions;  /* sorted by (start, end), unique */
+	size_t nregions, regions_alloc;
+	struct pageframe *pfs;
+	size_t npfs, pfs_alloc;
+
+	struct global_stats gs;
+	bool has_global_stats;
+
+	struct stack_line *lines;
+	size_t nlines, lines_alloc;
+	size_t unknown_bucket_lines;
+	unsigned long first_unknown_line; /* where the first one is */
+	uint64_t first_unknown_id;
+	int64_t unknown_bucket_bytes;     /* committed bytes of those lines */
+
+	/* A maps table of the snapshot's own (MAPPED_LIBRARIES:), if any. */
+	struct maps own_maps;
+	bool has_own_maps;
+};
+
+/*
+ * Read the dump at PATH into SNAP, resolving bucket ids against M (load the
+ * .buckets files first).  Errors name FILE:LINE and return -1; recoverable
+ * oddities are warnings.  SNAP is released on error.
+ */
+int dump_load(struct snapshot *snap, const char *path, struct model *m);
+void snapshot_release(struct snapshot *snap);
+
+/*
+ * Warn about stack lines naming buckets no .buckets file defines, saying
+ * what the command does with them (CONSEQUENCE, e.g. "left out").
+ */
+void snapshot_warn_unknown_buckets(const struct snapshot *snap,
+				   const char *consequence);
+
+/* The value of a META key dmprof does not interpret, or NULL. */
+const char *snapshot_meta(const struct snapshot *snap, const char *key);
+
+/* Decode a pageframe token ("<ASNF#B>"); false if malformed. */
+bool pageframe_parse(const char *tok, size_t len, struct pageframe *pf,
+		     uint64_t page_size);
+
+#endif

@@ -1,0 +1,53 @@
+/*
+ * The in-memory model that every reader fills: interned strings, frames,
+ * stacks and buckets of one profiled process.  Deep dumps, gperftools
+ * profiles and the recorder's dumps all end up here.
+ */
+#ifndef DMPROF_MODEL_H
+#define DMPROF_MODEL_H
+
+#include "arena.h"
+#include "bucket.h"
+#include "stack.h"
+#include "strtab.h"
+
+struct model {
+	struct arena arena;
+	struct strtab strings;
+	struct frame_table frames;
+	struct stack_table stacks;
+	struct bucket_set buckets;
+	unsigned warned; /* MODEL_WARNED_* bits: said once per run */
+};
+
+enum {
+	MODEL_WARNED_GSTATS = 1 << 0, /* GLOBAL_STATS rows missing */
+};
+
+void model_init(struct model *m);
+void model_free(struct model *m);
+
+/*
+ * Define (or redefine: the later definition wins, as in the original) the
+ * bucket ID.  FRAMES are addresses, innermost first.
+ */
+struct bucket *model_define_bucket(struct model *m, uint64_t id,
+				   enum alloc_kind kind, bool has_typeinfo,
+				   uint64_t typeinfo, const char *type_name,
+				   const uint64_t *frames, uint32_t depth,
+				   const char *source, unsigned long line);
+
+/*
+ * Parse one .buckets file into M.  Malformed lines are errors naming
+ * FILE:LINE; returns 0 or -1.
+ */
+int buckets_load(struct model *m, const char *path);
+
+/*
+ * The original's one-line text form of a bucket (the `buckets` command):
+ * "malloc tTYPE nNAME func(@file) func(@file) ...".  Needs symbolization.
+ */
+void bucket_describe(struct strbuf *sb, const struct model *m,
+		     const struct bucket *b);
+
+#endif

@@ -1,0 +1,41 @@
+/*
+ * A run: the dumps of one profiled process and everything that goes with
+ * them (bucket files, maps, symbols), loaded into one model.  Commands
+ * start here.
+ */
+#ifndef DMPROF_RUN_H
+#define DMPROF_RUN_H
+
+#include <stdbool.h>
+
+#include "dump.h"
+#include "maps.h"
+#include "model.h"
+#include "series.h"
+#include "symbol.h"
+
+enum run_flags {
+	RUN_ALL_DUMPS = 1 << 0, /* the named dump and every later one */
+};
+
+struct run {
+	struct series series;
+	struct model model;
+	struct maps maps;        /* PREFIX.maps or PREFIX.symmap/maps */
+	bool has_maps;
+	struct symbolizer *sym;  /* NULL: nothing to symbolize with */
+	bool symbolized;
+};
+
+/*
+ * Find the run of FIRST_DUMP, load its bucket files and maps and pick a
+ * symbolizer.  Returns 0, or -1 after printing why.
+ */
+int run_open(struct run *r, const char *first_dump, unsigned flags);
+/* Symbolize every frame and type not symbolized yet. */
+void run_symbolize(struct run *r);
+/* Read dump I of the series (0 = the one the user named). */
+int run_load_dump(struct run *r, size_t i, struct snapshot *snap);
+void run_close(struct run *r);
+
+#endif

@@ -1,0 +1,50 @@
+/*
+ * Series discovery: from the first dump of a run, find the rest of it and
+ * its companion files (.buckets, .maps, .symmap/).
+ */
+#ifndef DMPROF_SERIES_H
+#define DMPROF_SERIES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct series_file {
+	unsigned long counter;
+	char *path;
+};
+
+struct series {
+	char *prefix;          /* dump path without ".NNNN.heap" */
+	unsigned long first;   /* counter of the dump the user named */
+	struct series_file *dumps;   /* counter >= first, ascending */
+	size_t ndumps;
+	struct series_file *buckets; /* every PREFIX.N.buckets, ascending */
+	size_t nbuckets;
+};
+
+/*
+ * Split a dump path into prefix and counter.  Both "P.PID.NNNN.heap"
+ * (Chromium) and "P.NNNN.heap" (gperftools) end in ".NNNN.heap", and the
+ * pid stays in the prefix.  Returns false if PATH does not end that way.
+ */
+bool series_split(const char *path, char **prefix, unsigned long *counter);
+
+/*
+ * List the files PREFIX.<digits>.SUFFIX in PREFIX's directory, sorted by
+ * the number (not lexically: 10000 follows 9999).  Empty files are
+ * included; the caller decides.  Returns 0, or -1 if the directory cannot
+ * be read.
+ */
+int series_scan(const char *prefix, const char *suffix,
+		struct series_file **out, size_t *n);
+void series_files_free(struct series_file *v, size_t n);
+
+/*
+ * Discover the run that starts at FIRST_DUMP.  With ALL false, only
+ * FIRST_DUMP itself is taken as a dump (commands that read one dump);
+ * bucket files are always all found.  Returns 0 or -1 (message printed).
+ */
+int series_discover(struct series *s, const char *first_dump, bool all);
+void series_free(struct series *s);
+
+#endif

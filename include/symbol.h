@@ -1,0 +1,85 @@
+/*
+ * Symbolization: the backend interface, the run-wide pass that resolves
+ * each distinct address once, and the helpers every backend shares (the
+ * address rule, the original's short function names).
+ */
+#ifndef DMPROF_SYMBOL_H
+#define DMPROF_SYMBOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "maps.h"
+#include "model.h"
+
+struct sym_info {
+	const char *func; /* interned; NULL = unresolved */
+	const char *file; /* interned; NULL = unknown */
+	uint32_t line;
+};
+
+struct symbolizer;
+
+struct symbolizer_ops {
+	const char *name;
+	/*
+	 * Resolve the return address ADDR (the backend looks up the call
+	 * before it) in a process laid out as MAPS.  Leaves OUT zeroed when
+	 * nothing is known.
+	 */
+	void (*code)(struct symbolizer *s, const struct maps *maps,
+		     uint64_t addr, struct sym_info *out);
+	/*
+	 * The symbol at exactly the data address ADDR (a std::type_info), as
+	 * the backend names it ("typeinfo for X"), or NULL.
+	 */
+	const char *(*data)(struct symbolizer *s, const struct maps *maps,
+			    uint64_t addr);
+	void (*destroy)(struct symbolizer *s);
+};
+
+struct symbolizer {
+	const struct symbolizer_ops *ops;
+	struct strtab *strings; /* where results are interned; not owned */
+};
+
+void symbolizer_destroy(struct symbolizer *s);
+
+/*
+ * Resolve every frame of M not resolved yet, once each, and every bucket's
+ * type.  S may be NULL: frames then stay unresolved.
+ */
+void symbolize_model(struct model *m, struct symbolizer *s,
+		     const struct maps *maps);
+
+/*
+ * The original's short function name: drop argument lists (with a
+ * following "const"), then template arguments, then any leading return
+ * type.  "WTF::RefCounted<X>::operator new(unsigned long)" becomes
+ * "WTF::RefCounted::operator new".  Writes into OUT and returns its text.
+ */
+const char *symbol_short_name(const char *name, size_t len,
+			      struct strbuf *out);
+
+/*
+ * A span of an ELF file that is mapped: file offsets [offset,
+ * offset+size) appear at link-time address addr.  Sections and PT_LOAD
+ * segments both describe spans.
+ */
+struct elf_span {
+	uint64_t addr;
+	uint64_t offset;
+	uint64_t size;
+};
+
+/*
+ * The address rule: runtime ADDR in VMA is at file offset
+ * addr - vma.start + vma.offset; the link-time address is that offset
+ * moved by the span containing it (the last such span, as the original
+ * did with overlapping section headers).  False if no span contains it.
+ */
+bool elf_address(uint64_t addr, const struct vma *vma,
+		 const struct elf_span *spans, size_t n, uint64_t *out);
+
+#endif

@@ -1,0 +1,101 @@
+/*
+ * Reading text input: whole files in one block, lines with their numbers,
+ * words, and numbers parsed by hand with overflow checks.  Inputs may hold
+ * NUL bytes, CRLF endings or a last line without a newline; nothing here
+ * assumes C strings.
+ */
+#ifndef DMPROF_TEXT_H
+#define DMPROF_TEXT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+struct filebuf {
+	char *data;  /* size bytes plus a terminating NUL */
+	size_t size;
+	char *path;  /* as given, for diagnostics */
+	struct timespec mtime;
+};
+
+/* Read PATH whole.  On failure prints "PATH: reason" and returns -1. */
+int file_load(struct filebuf *fb, const char *path);
+void file_release(struct filebuf *fb);
+
+struct line {
+	const char *p;
+	size_t len;          /* without the newline and a CR before it */
+	unsigned long no;    /* 1-based */
+	bool newline;        /* false for a last line cut short */
+};
+
+struct line_reader {
+	const char *p;
+	const char *end;
+	unsigned long no;
+};
+
+void lines_init(struct line_reader *r, const char *data, size_t size);
+bool lines_next(struct line_reader *r, struct line *l);
+
+/* A cursor over one line's bytes. */
+struct cursor {
+	const char *p;
+	const char *end;
+};
+
+static inline struct cursor cursor_of(const struct line *l)
+{
+	struct cursor c = { l->p, l->p + l->len };
+
+	return c;
+}
+
+static inline bool is_space(int c)
+{
+	return c == ' ' || c == '\t' || c == '\v' || c == '\f' || c == '\r';
+}
+
+static inline bool is_digit(int c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/* Value of hex digit C, or -1. */
+static inline int hex_value(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+void cursor_skip_space(struct cursor *c);
+bool cursor_at_end(const struct cursor *c);
+/* Next whitespace-separated word; false at end of line. */
+bool cursor_word(struct cursor *c, const char **w, size_t *len);
+/* Consume LIT if the cursor starts with it. */
+bool cursor_eat(struct cursor *c, const char *lit);
+
+enum num_status { NUM_OK = 0, NUM_NONE = -1, NUM_RANGE = -2 };
+
+/*
+ * Parse digits at the cursor (no leading space skipped).  NUM_NONE leaves
+ * the cursor alone; NUM_RANGE consumes the digits.  parse_i64 accepts one
+ * leading '-'.  parse_hex accepts an optional "0x"/"0X" only when ALLOW_0X.
+ */
+enum num_status parse_u64(struct cursor *c, uint64_t *out);
+enum num_status parse_i64(struct cursor *c, int64_t *out);
+enum num_status parse_hex(struct cursor *c, uint64_t *out, bool allow_0x);
+
+/* Whole-word variants: the word must be a number and nothing else. */
+enum num_status word_u64(const char *w, size_t len, uint64_t *out);
+enum num_status word_i64(const char *w, size_t len, int64_t *out);
+enum num_status word_hex(const char *w, size_t len, uint64_t *out,
+			 bool allow_0x);
+
+#endif

@@ -1,0 +1,89 @@
+/*
+ * Diagnostics, checked allocation and a growable string buffer: the few
+ * helpers every other module leans on.
+ */
+#ifndef DMPROF_UTIL_H
+#define DMPROF_UTIL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define DMPROF_VERSION "0.1.0"
+
+#define NORETURN __attribute__((noreturn))
+#define PRINTF(f, a) __attribute__((format(printf, f, a)))
+#define UNUSED __attribute__((unused))
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/*
+ * Diagnostics go to stderr as "dmprof: MSG" ("dmprof: warning: MSG").
+ * Messages about input start with "FILE:LINE: ".  error() returns -1 so
+ * library code can "return error(...)"; only commands end the process.
+ */
+void die(const char *fmt, ...) PRINTF(1, 2) NORETURN;
+int error(const char *fmt, ...) PRINTF(1, 2);
+void warning(const char *fmt, ...) PRINTF(1, 2);
+void die_errno(const char *fmt, ...) PRINTF(1, 2) NORETURN;
+int error_errno(const char *fmt, ...) PRINTF(1, 2);
+/* Number of warnings printed so far (tests and summaries use it). */
+extern unsigned long warning_count;
+/* When set, warnings are counted but not printed (-q). */
+extern bool quiet_warnings;
+
+/* Allocation that dies on out-of-memory and on size overflow. */
+void *xmalloc(size_t size);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t size);
+void *xreallocarray(void *p, size_t n, size_t size);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+void *xmemdup(const void *p, size_t n);
+size_t st_add(size_t a, size_t b);
+size_t st_mult(size_t a, size_t b);
+
+/*
+ * Grow the array PTR holding NR used elements of ALLOC so that it can hold
+ * at least N; amortized doubling.
+ */
+#define GROW(ptr, n, alloc)                                                 \
+	do {                                                                \
+		if ((size_t)(n) > (alloc)) {                                \
+			size_t grow_new_ = (alloc) < 8 ? 8 : (alloc);       \
+			while (grow_new_ < (size_t)(n))                     \
+				grow_new_ = st_mult(grow_new_, 2);          \
+			(ptr) = xreallocarray((ptr), grow_new_,             \
+					      sizeof(*(ptr)));              \
+			(alloc) = grow_new_;                                \
+		}                                                           \
+	} while (0)
+
+/* A growable, always NUL-terminated byte string (git's strbuf idea). */
+struct strbuf {
+	char *buf;
+	size_t len;
+	size_t alloc;
+};
+#define STRBUF_INIT { NULL, 0, 0 }
+
+void sb_grow(struct strbuf *sb, size_t extra);
+void sb_add(struct strbuf *sb, const void *data, size_t len);
+void sb_addstr(struct strbuf *sb, const char *s);
+void sb_addch(struct strbuf *sb, int c);
+void sb_addf(struct strbuf *sb, const char *fmt, ...) PRINTF(2, 3);
+void sb_vaddf(struct strbuf *sb, const char *fmt, va_list ap);
+void sb_reset(struct strbuf *sb);
+void sb_release(struct strbuf *sb);
+/* The buffer's text; "" for an unused strbuf. */
+const char *sb_str(const struct strbuf *sb);
+/* Hand the buffer to the caller (who frees it) and reset SB. */
+char *sb_detach(struct strbuf *sb);
+
+/* Quote S for a diagnostic: printable ASCII as is, the rest as \xNN. */
+const char *quote_for_msg(const char *s, size_t len, struct strbuf *out);
+
+bool starts_with(const char *s, const char *prefix);
+bool ends_with(const char *s, const char *suffix);
+
+#endif

@@ -1,0 +1,260 @@
+/*
+ * The bucket set and the .buckets reader.  A bucket line is
+ * "ID mmap|malloc [tTYPEINFO] [nNAME] 0xFRAME...", innermost frame first.
+ */
+#include "bucket.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "text.h"
+#include "util.h"
+
+const char *alloc_kind_name(enum alloc_kind k)
+{
+	return k == ALLOC_MMAP ? "mmap" : "malloc";
+}
+
+void bucket_set_init(struct bucket_set *s)
+{
+	memset(s, 0, sizeof(*s));
+	hashmap_init(&s->by_id, 1024);
+}
+
+void bucket_set_free(struct bucket_set *s)
+{
+	hashmap_free(&s->by_id);
+	free(s->v);
+	memset(s, 0, sizeof(*s));
+}
+
+struct bucket *bucket_set_find(const struct bucket_set *s, uint64_t id)
+{
+	return hashmap_get(&s->by_id, hash_u64(id), NULL, NULL);
+}
+
+static int cmp_bucket_id(const void *a, const void *b)
+{
+	const struct bucket *x = *(const struct bucket *const *)a;
+	const struct bucket *y = *(const struct bucket *const *)b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+struct bucket **bucket_set_sorted(const struct bucket_set *s)
+{
+	struct bucket **v = xcalloc(s->n, sizeof(*v));
+
+	if (s->n)
+		memcpy(v, s->v, s->n * sizeof(*v));
+	qsort(v, s->n, sizeof(*v), cmp_bucket_id);
+	return v;
+}
+
+void model_init(struct model *m)
+{
+	memset(m, 0, sizeof(*m));
+	strtab_init(&m->strings, &m->arena);
+	frames_init(&m->frames, &m->arena);
+	stacks_init(&m->stacks, &m->arena);
+	bucket_set_init(&m->buckets);
+}
+
+void model_free(struct model *m)
+{
+	bucket_set_free(&m->buckets);
+	stacks_free(&m->stacks);
+	frames_free(&m->frames);
+	strtab_free(&m->strings);
+	arena_free(&m->arena);
+}
+
+struct bucket *model_define_bucket(struct model *m, uint64_t id,
+				   enum alloc_kind kind, bool has_typeinfo,
+				   uint64_t typeinfo, const char *type_name,
+				   const uint64_t *frames, uint32_t depth,
+				   const char *source, unsigned long line)
+{
+	uint32_t stackbuf[64], *ids = stackbuf;
+	struct bucket *b = bucket_set_find(&m->buckets, id);
+	const struct stack *stack;
+	uint32_t i;
+
+	if (depth > ARRAY_SIZE(stackbuf))
+		ids = xcalloc(depth, sizeof(*ids));
+	for (i = 0; i < depth; i++)
+		ids[i] = frames_intern(&m->frames, frames[i]);
+	stack = stacks_intern(&m->stacks, ids, depth);
+	if (ids != stackbuf)
+		free(ids);
+
+	if (!b) {
+		b = arena_alloc(&m->arena, sizeof(*b));
+		memset(b, 0, sizeof(*b));
+		b->id = id;
+		if (m->buckets.n >= UINT32_MAX)
+			die("too many buckets");
+		b->index = (uint32_t)m->buckets.n;
+		GROW(m->buckets.v, m->buckets.n + 1, m->buckets.alloc);
+		m->buckets.v[m->buckets.n++] = b;
+		hashmap_put(&m->buckets.by_id, hash_u64(id), b);
+	} else if (b->stack != stack || b->kind != kind) {
+		/*
+		 * The producer writes each bucket once per process; a
+		 * different redefinition means files of two runs are mixed.
+		 */
+		warning("%s:%lu: bucket %" PRIu64 " redefined (previously "
+			"at %s:%lu); using the later definition",
+			source, line, id, b->source, b->source_line);
+	}
+	b->kind = kind;
+	b->has_typeinfo = has_typeinfo;
+	b->typeinfo = typeinfo;
+	b->type_name = strtab_intern_str(&m->strings, type_name ? type_name : "");
+	b->stack = stack;
+	b->source = strtab_intern_str(&m->strings, source);
+	b->source_line = line;
+	return b;
+}
+
+static int parse_bucket_line(struct model *m, const char *path,
+			     const struct line *l, uint64_t **frames,
+			     size_t *frames_alloc)
+{
+	struct cursor c = cursor_of(l);
+	struct strbuf q = STRBUF_INIT;
+	const char *w, *name = "";
+	char *namebuf = NULL;
+	size_t len, depth = 0;
+	uint64_t id, typeinfo = 0;
+	bool has_typeinfo = false, in_frames = false;
+	enum alloc_kind kind;
+	enum num_status st;
+	int rc = -1;
+
+	if (!cursor_word(&c, &w, &len))
+		return 0; /* blank line */
+	st = word_u64(w, len, &id);
+	if (st != NUM_OK) {
+		error("%s:%lu: %s bucket id '%s'", path, l->no,
+		      st == NUM_RANGE ? "out-of-range" : "invalid",
+		      quote_for_msg(w, len, &q));
+		goto out;
+	}
+	if (!cursor_word(&c, &w, &len)) {
+		error("%s:%lu: bucket %" PRIu64 " has no allocator", path,
+		      l->no, id);
+		goto out;
+	}
+	if (len == 6 && !memcmp(w, "malloc", 6)) {
+		kind = ALLOC_MALLOC;
+	} else if (len == 4 && !memcmp(w, "mmap", 4)) {
+		kind = ALLOC_MMAP;
+	} else {
+		error("%s:%lu: unknown allocator '%s' (expected malloc or mmap)",
+		      path, l->no, quote_for_msg(w, len, &q));
+		goto out;
+	}
+	while (cursor_word(&c, &w, &len)) {
+		uint64_t addr;
+
+		if (!in_frames && w[0] == 't') {
+			st = word_hex(w + 1, len - 1, &typeinfo, true);
+			if (st != NUM_OK) {
+				error("%s:%lu: invalid typeinfo '%s'", path,
+				      l->no, quote_for_msg(w, len, &q));
+				goto out;
+			}
+			has_typeinfo = true;
+			continue;
+		}
+		if (!in_frames && w[0] == 'n') {
+			free(namebuf);
+			namebuf = xstrndup(w + 1, len - 1);
+			name = namebuf;
+			continue;
+		}
+		in_frames = true;
+		st = word_hex(w, len, &addr, true);
+		if (st != NUM_OK) {
+			error("%s:%lu: %s frame address '%s'", path, l->no,
+			      st == NUM_RANGE ? "out-of-range" : "invalid",
+			      quote_for_msg(w, len, &q));
+			goto out;
+		}
+		if (depth >= UINT32_MAX) {
+			error("%s:%lu: stack too deep", path, l->no);
+			goto out;
+		}
+		GROW(*frames, depth + 1, *frames_alloc);
+		(*frames)[depth++] = addr;
+	}
+	model_define_bucket(m, id, kind, has_typeinfo, typeinfo, name, *frames,
+			    (uint32_t)depth, path, l->no);
+	rc = 0;
+out:
+	free(namebuf);
+	sb_release(&q);
+	return rc;
+}
+
+int buckets_load(struct model *m, const char *path)
+{
+	struct filebuf fb;
+	struct line_reader r;
+	struct line l;
+	uint64_t *frames = NULL;
+	size_t frames_alloc = 0;
+	int rc = 0;
+
+	if (file_load(&fb, path) < 0)
+		return -1;
+	lines_init(&r, fb.data, fb.size);
+	while (lines_next(&r, &l)) {
+		if (!l.newline) {
+			/*
+			 * A writer killed mid-line: the bucket may have lost
+			 * frames, so it is not defined from this line.
+			 */
+			warning("%s:%lu: last line has no newline (file "
+				"truncated?); skipped", path, l.no);
+			break;
+		}
+		if (memchr(l.p, '\0', l.len)) {
+			rc = error("%s:%lu: NUL byte in bucket line", path,
+				   l.no);
+			break;
+		}
+		if (parse_bucket_line(m, path, &l, &frames, &frames_alloc) < 0) {
+			rc = -1;
+			break;
+		}
+	}
+	free(frames);
+	file_release(&fb);
+	return rc;
+}
+
+void bucket_describe(struct strbuf *sb, const struct model *m,
+		     const struct bucket *b)
+{
+	const char *type = b->typeinfo_sym ? b->typeinfo_sym : "no typeinfo";
+
+	sb_addstr(sb, alloc_kind_name(b->kind));
+	sb_addstr(sb, " t");
+	sb_addstr(sb, strcmp(type, "no typeinfo") ? type : "no_typeinfo");
+	sb_addstr(sb, " n");
+	sb_addstr(sb, b->type_name);
+	for (uint32_t i = 0; i < b->stack->depth; i++) {
+		const struct frame *f = frame_get(&m->frames,
+						  b->stack->frames[i]);
+
+		sb_addch(sb, ' ');
+		frame_add_func(sb, f);
+		sb_addstr(sb, "(@");
+		frame_add_file(sb, f);
+		sb_addch(sb, ')');
+	}
+}

@@ -1,0 +1,57 @@
+/*
+ * dmprof stacktrace DUMP: each stack line of one dump whose bucket is
+ * known, with the bucket's symbolized stack.  Lines naming unknown buckets
+ * are left out (the reader has warned about them).
+ */
+#include <inttypes.h>
+#include <getopt.h>
+#include <stdio.h>
+
+#include "cmd.h"
+#include "run.h"
+
+int cmd_stacktrace(int argc, char **argv)
+{
+	struct strbuf sb = STRBUF_INIT;
+	struct snapshot snap;
+	struct run r;
+	int c, status = 0;
+
+	while ((c = cmd_getopt("stacktrace", argc, argv, NULL, NULL,
+			       &status)) != -1)
+		if (c == -2)
+			return status;
+	if (argc - optind != 1)
+		return cmd_usage_error("stacktrace", argc - optind
+						     ? "too many arguments"
+						     : "which dump?");
+	if (run_open(&r, argv[optind], 0) < 0 ||
+	    run_load_dump(&r, 0, &snap) < 0) {
+		run_close(&r);
+		return 1;
+	}
+	snapshot_warn_unknown_buckets(&snap, "left out");
+	run_symbolize(&r);
+	for (size_t i = 0; i < snap.nlines; i++) {
+		const struct stack_line *l = &snap.lines[i];
+		const struct stack *st;
+
+		if (!l->bucket)
+			continue;
+		st = l->bucket->stack;
+		sb_reset(&sb);
+		sb_addf(&sb, "%" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " ",
+			l->virt, l->committed, l->alloc, l->free);
+		for (uint32_t k = 0; k < st->depth; k++) {
+			frame_add_func(&sb, frame_get(&r.model.frames,
+						      st->frames[k]));
+			sb_addch(&sb, ' ');
+		}
+		sb_addch(&sb, '\n');
+		fwrite(sb.buf, 1, sb.len, stdout);
+	}
+	snapshot_release(&snap);
+	sb_release(&sb);
+	run_close(&r);
+	return 0;
+}

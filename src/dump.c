@@ -1,0 +1,990 @@
+/*
+ * The deep-dump reader.  One pass over the file with a small section state
+ * machine; the original searched each section from the top instead, which
+ * accepts the same producer output but also hid garbage.  Here every line
+ * is either understood or reported as FILE:LINE.
+ */
+#include "dump.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "text.h"
+#include "util.h"
+
+const char *const gstat_names[GS_NROWS] = {
+	"total",
+	"absent",
+	"file-exec",
+	"file-nonexec",
+	"anonymous",
+	"stack",
+	"other",
+	"nonprofiled-total",
+	"nonprofiled-absent",
+	"nonprofiled-anonymous",
+	"nonprofiled-file-exec",
+	"nonprofiled-file-nonexec",
+	"nonprofiled-stack",
+	"nonprofiled-other",
+	"profiled-mmap",
+	"profiled-malloc",
+};
+
+bool gstat_required(enum gstat_row row)
+{
+	return row != GS_NP_TOTAL;
+}
+
+enum section {
+	SEC_BEFORE, /* before the version line */
+	SEC_HEADER, /* after it, before any section */
+	SEC_META,
+	SEC_MMAP_LIST,
+	SEC_GLOBAL_STATS,
+	SEC_STACKTRACES,
+	SEC_MAPPED_LIBRARIES,
+};
+
+struct parser {
+	struct snapshot *snap;
+	struct model *m;
+	const char *path;
+	const struct line *l;
+	struct strbuf q;        /* scratch for quoting */
+	enum section sec;
+	unsigned seen;          /* bit per section header seen */
+	bool stack_header_seen;
+	int64_t current_vma;    /* index into snap->vmas, -1 before any */
+	uint32_t pending_pf;    /* first PF of the pending list */
+	uint64_t dup_regions;
+	unsigned long legacy_region_line;
+};
+
+static int perr(struct parser *p, const char *fmt, ...) PRINTF(2, 3);
+static int perr(struct parser *p, const char *fmt, ...)
+{
+	struct strbuf sb = STRBUF_INIT;
+	va_list ap;
+
+	va_start(ap, fmt);
+	sb_vaddf(&sb, fmt, ap);
+	va_end(ap);
+	error("%s:%lu: %s", p->path, p->l->no, sb.buf);
+	sb_release(&sb);
+	return -1;
+}
+
+static const char *quoted(struct parser *p, const char *s, size_t len)
+{
+	return quote_for_msg(s, len, &p->q);
+}
+
+static bool line_is(const struct line *l, const char *lit)
+{
+	size_t n = strlen(lit);
+
+	return l->len == n && memcmp(l->p, lit, n) == 0;
+}
+
+static bool line_starts(const struct line *l, const char *lit)
+{
+	size_t n = strlen(lit);
+
+	return l->len >= n && memcmp(l->p, lit, n) == 0;
+}
+
+static bool line_blank(const struct line *l)
+{
+	for (size_t i = 0; i < l->len; i++)
+		if (!is_space(l->p[i]))
+			return false;
+	return true;
+}
+
+/* ---- version line ---- */
+
+static int parse_version(struct parser *p)
+{
+	const struct line *l = p->l;
+	const char *v;
+	size_t len;
+
+	if (line_is(l, "STACKTRACES:"))
+		return perr(p, "obsolete dump version DUMP_DEEP_1 "
+			       "(dmprof reads DUMP_DEEP_5 and DUMP_DEEP_6)");
+	if (line_is(l, "MMAP_STACKTRACES:"))
+		return perr(p, "obsolete dump version DUMP_DEEP_2 "
+			       "(dmprof reads DUMP_DEEP_5 and DUMP_DEEP_6)");
+	if (!line_starts(l, "heap profile: "))
+		return perr(p, "not a heap dump: expected 'heap profile: "
+			       "DUMP_DEEP_6', found '%s'",
+			    quoted(p, l->p, l->len));
+	v = l->p + 14;
+	len = l->len - 14;
+	while (len && is_space(*v)) {
+		v++;
+		len--;
+	}
+	while (len && is_space(v[len - 1]))
+		len--;
+	if (len == 11 && !memcmp(v, "DUMP_DEEP_5", 11)) {
+		p->snap->version = 5;
+	} else if (len == 11 && !memcmp(v, "DUMP_DEEP_6", 11)) {
+		p->snap->version = 6;
+	} else if (len == 11 && !memcmp(v, "DUMP_DEEP_", 10) && v[10] >= '1' &&
+		   v[10] <= '4') {
+		return perr(p, "obsolete dump version '%s' (dmprof reads "
+			       "DUMP_DEEP_5 and DUMP_DEEP_6)",
+			    quoted(p, v, len));
+	} else if (len && is_digit(*v)) {
+		return perr(p, "this is a gperftools heap profile; dmprof "
+			       "does not read those yet");
+	} else {
+		return perr(p, "unknown dump version '%s' (dmprof reads "
+			       "DUMP_DEEP_5 and DUMP_DEEP_6)",
+			    quoted(p, v, len));
+	}
+	p->snap->format = FORMAT_DEEP;
+	return 0;
+}
+
+/* ---- META ---- */
+
+static bool days_valid(int y, int mo, int d)
+{
+	static const int mdays[] = { 31, 29, 31, 30, 31, 30,
+				     31, 31, 30, 31, 30, 31 };
+	bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+
+	if (mo < 1 || mo > 12 || d < 1)
+		return false;
+	if (mo == 2 && !leap)
+		return d <= 28;
+	return d <= mdays[mo - 1];
+}
+
+/*
+ * "Time: YYYY/MM/DD HH:MM:SS[.FRACTION]" (local time) or "Time: SECONDS[.F]".
+ * The original read the fraction's digits as a count of milliseconds, so
+ * ".5" meant 5 ms; here it is a decimal fraction, which agrees with the
+ * original for the producer's three-digit milliseconds.
+ */
+static bool parse_meta_time(const char *s, size_t len, double *out)
+{
+	struct cursor c = { s, s + len };
+	double frac = 0, scale = 0.1;
+	uint64_t v[6];
+	static const char seps[] = "// ::";
+
+	if (parse_u64(&c, &v[0]) != NUM_OK)
+		return false;
+	if (c.p < c.end && *c.p == '/') {
+		struct tm tm;
+		time_t t;
+
+		for (int i = 1; i < 6; i++) {
+			if (c.p >= c.end || *c.p != seps[i - 1])
+				return false;
+			c.p++;
+			if (parse_u64(&c, &v[i]) != NUM_OK)
+				return false;
+		}
+		if (v[0] < 1900 || v[0] > 9999 || v[3] > 23 || v[4] > 59 ||
+		    v[5] > 60 || !days_valid((int)v[0], (int)v[1], (int)v[2]))
+			return false;
+		memset(&tm, 0, sizeof(tm));
+		tm.tm_year = (int)v[0] - 1900;
+		tm.tm_mon = (int)v[1] - 1;
+		tm.tm_mday = (int)v[2];
+		tm.tm_hour = (int)v[3];
+		tm.tm_min = (int)v[4];
+		tm.tm_sec = (int)v[5];
+		tm.tm_isdst = -1;
+		t = mktime(&tm);
+		if (t == (time_t)-1)
+			return false;
+		*out = (double)t;
+	} else {
+		if (v[0] > (1ULL << 53))
+			return false;
+		*out = (double)v[0];
+	}
+	if (c.p < c.end && *c.p == '.') {
+		c.p++;
+		if (c.p >= c.end || !is_digit(*c.p))
+			return false;
+		for (; c.p < c.end && is_digit(*c.p); c.p++) {
+			frac += (*c.p - '0') * scale;
+			scale /= 10;
+		}
+		*out += frac;
+	}
+	cursor_skip_space(&c);
+	return cursor_at_end(&c);
+}
+
+static char *trimmed_dup(const char *s, size_t len)
+{
+	while (len && is_space(*s)) {
+		s++;
+		len--;
+	}
+	while (len && is_space(s[len - 1]))
+		len--;
+	return xstrndup(s, len);
+}
+
+static int parse_meta(struct parser *p)
+{
+	struct snapshot *snap = p->snap;
+	const struct line *l = p->l;
+	const char *colon = memchr(l->p, ':', l->len);
+	const char *val;
+	size_t klen, vlen;
+
+	if (!colon || colon == l->p)
+		return perr(p, "expected 'Key: value' in META, found '%s'",
+			    quoted(p, l->p, l->len));
+	klen = (size_t)(colon - l->p);
+	val = colon + 1;
+	vlen = l->len - klen - 1;
+	while (vlen && is_space(*val)) {
+		val++;
+		vlen--;
+	}
+
+#define KEY(k) (klen == strlen(k) && !memcmp(l->p, k, klen))
+	if (KEY("Time")) {
+		double t;
+
+		if (parse_meta_time(val, vlen, &t)) {
+			snap->time = t;
+			snap->time_from_meta = true;
+		} else {
+			warning("%s:%lu: cannot read time '%s'; using the "
+				"file's modification time",
+				p->path, l->no, quoted(p, val, vlen));
+		}
+	} else if (KEY("PageSize")) {
+		struct cursor c = { val, val + vlen };
+
+		cursor_skip_space(&c);
+		if (parse_u64(&c, &snap->page_size) != NUM_OK ||
+		    (cursor_skip_space(&c), !cursor_at_end(&c)) ||
+		    snap->page_size == 0 || snap->page_size > (1ULL << 30) ||
+		    (snap->page_size & (snap->page_size - 1)))
+			return perr(p, "invalid page size '%s'",
+				    quoted(p, val, vlen));
+	} else if (KEY("PageFrame") || KEY("PFN")) {
+		const char *s = val, *e = val + vlen;
+
+		while (s < e) {
+			const char *comma = memchr(s, ',', (size_t)(e - s));
+			const char *we = comma ? comma : e;
+			char *w = trimmed_dup(s, (size_t)(we - s));
+
+			if (!strcmp(w, "24"))
+				snap->pageframe_length = 24;
+			else if (!strcmp(w, "Base64"))
+				snap->pageframe_base64 = true;
+			else if (!strcmp(w, "PageCount"))
+				snap->has_pagecount = true;
+			else
+				warning("%s:%lu: unknown PageFrame flag '%s'",
+					p->path, l->no, w);
+			free(w);
+			s = comma ? comma + 1 : e;
+		}
+	} else if (KEY("RunID")) {
+		free(snap->run_id);
+		snap->run_id = trimmed_dup(val, vlen);
+	} else if (KEY("CommandLine")) {
+		free(snap->command_line);
+		snap->command_line = trimmed_dup(val, vlen);
+	} else if (KEY("Reason")) {
+		free(snap->reason);
+		snap->reason = trimmed_dup(val, vlen);
+	} else {
+		struct meta_entry *e;
+
+		GROW(snap->meta_extra, snap->nmeta_extra + 1,
+		     snap->meta_extra_alloc);
+		e = &snap->meta_extra[snap->nmeta_extra++];
+		e->key = xstrndup(l->p, klen);
+		e->value = trimmed_dup(val, vlen);
+	}
+#undef KEY
+	return 0;
+}
+
+/* ---- MMAP_LIST ---- */
+
+static int b64(int c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+')
+		return 62;
+	if (c == '/')
+		return 63;
+	return -1;
+}
+
+bool pageframe_parse(const char *tok, size_t len, struct pageframe *pf,
+		     uint64_t page_size)
+{
+	size_t i = 0;
+
+	memset(pf, 0, sizeof(*pf));
+	if (i < len && tok[i] == '<') {
+		pf->start_inside = true;
+		i++;
+	}
+	if (len - i < 4)
+		return false;
+	for (int k = 0; k < 4; k++) {
+		int d = b64((unsigned char)tok[i++]);
+
+		if (d < 0)
+			return false;
+		pf->pfn = pf->pfn << 6 | (unsigned)d;
+	}
+	if (i < len && tok[i] == '#') {
+		int d;
+
+		if (++i >= len || (d = b64((unsigned char)tok[i])) < 0)
+			return false;
+		pf->mapcount = (uint8_t)d;
+		pf->has_count = true;
+		i++;
+	}
+	if (i < len && tok[i] == '>') {
+		pf->end_inside = true;
+		i++;
+	}
+	pf->size = (int64_t)page_size;
+	return i == len;
+}
+
+static int parse_pf_line(struct parser *p)
+{
+	struct snapshot *snap = p->snap;
+	struct cursor c = cursor_of(p->l);
+	const char *w;
+	size_t len;
+
+	c.p += 5; /* "  PF:" */
+	while (cursor_word(&c, &w, &len)) {
+		struct pageframe pf;
+
+		if (!pageframe_parse(w, len, &pf, snap->page_size)) {
+			error("%s:%lu:%zu: malformed page frame '%s' "
+			      "(expected [<]BBBB[#C][>] in base64)",
+			      p->path, p->l->no, (size_t)(w - p->l->p) + 1,
+			      quoted(p, w, len));
+			return -1;
+		}
+		if (snap->npfs >= UINT32_MAX)
+			return perr(p, "too many page frames");
+		GROW(snap->pfs, snap->npfs + 1, snap->pfs_alloc);
+		snap->pfs[snap->npfs++] = pf;
+	}
+	return 0;
+}
+
+static int parse_vma_line(struct parser *p, const struct vma *v)
+{
+	struct snapshot *snap = p->snap;
+
+	if (snap->nvmas >= UINT32_MAX)
+		return perr(p, "too many VMAs");
+	GROW(snap->vmas, snap->nvmas + 1, snap->vmas_alloc);
+	snap->vmas[snap->nvmas] = *v;
+	p->current_vma = (int64_t)snap->nvmas++;
+	return 0;
+}
+
+static bool all_digits(const char *w, size_t len)
+{
+	if (!len)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (!is_digit(w[i]))
+			return false;
+	return true;
+}
+
+/*
+ * INFO after "hooked": "[TYPE ]COMMITTED / RESERVED @ BUCKET", or the
+ * legacy "TYPE @ BUCKET".  After "unhooked": "[TYPE ]COMMITTED / RESERVED",
+ * or the legacy "TYPE COMMITTED".  Parsed from the right, since TYPE is
+ * free text.
+ */
+static int parse_region_info(struct parser *p, struct region *r,
+			     const char *s, const char *e)
+{
+	const char *w[5];
+	size_t wl[5];
+	int nw = 0, need;
+	const char *q = e, *type_end;
+	enum num_status st = NUM_OK;
+
+	while (q > s && is_space(q[-1]))
+		q--;
+	e = q;
+	/* Collect up to five words from the right. */
+	while (nw < 5 && q > s) {
+		const char *we = q;
+
+		while (q > s && !is_space(q[-1]))
+			q--;
+		w[nw] = q;
+		wl[nw] = (size_t)(we - q);
+		nw++;
+		while (q > s && is_space(q[-1]))
+			q--;
+	}
+	/* w[0] is the last word. */
+	need = r->kind == REGION_HOOKED ? 5 : 3;
+	if (nw >= need &&
+	    (r->kind == REGION_UNHOOKED ||
+	     (wl[1] == 1 && w[1][0] == '@' && all_digits(w[0], wl[0]))) &&
+	    wl[need - 2] == 1 && w[need - 2][0] == '/' &&
+	    all_digits(w[need - 1], wl[need - 1]) &&
+	    all_digits(w[need - 3], wl[need - 3])) {
+		struct cursor c;
+
+		r->has_committed = r->has_reserved = true;
+		if ((st = word_i64(w[need - 1], wl[need - 1], &r->committed)) ||
+		    (st = word_i64(w[need - 3], wl[need - 3], &r->reserved)))
+			goto range;
+		if (r->kind == REGION_HOOKED) {
+			if ((st = word_u64(w[0], wl[0], &r->bucket_id)))
+				goto range;
+			r->has_bucket = true;
+		}
+		type_end = w[need - 1];
+		c.p = s;
+		c.end = type_end;
+		cursor_skip_space(&c);
+		if (!cursor_at_end(&c)) {
+			const char *te = type_end;
+
+			while (te > c.p && is_space(te[-1]))
+				te--;
+			r->type = strtab_intern(&p->m->strings, c.p,
+						(size_t)(te - c.p));
+		}
+		return 0;
+	}
+	/* Legacy forms from producers before committed/reserved. */
+	if (r->kind == REGION_HOOKED && nw >= 3 && wl[1] == 1 &&
+	    w[1][0] == '@' && all_digits(w[0], wl[0])) {
+		if ((st = word_u64(w[0], wl[0], &r->bucket_id)))
+			goto range;
+		r->has_bucket = true;
+		type_end = w[1];
+	} else if (r->kind == REGION_UNHOOKED && nw >= 2 &&
+		   all_digits(w[0], wl[0])) {
+		if ((st = word_i64(w[0], wl[0], &r->committed)))
+			goto range;
+		r->has_committed = true;
+		type_end = w[0];
+	} else {
+		return perr(p, "malformed %s region '%s' (expected "
+			       "'COMMITTED / RESERVED%s')",
+			    r->kind == REGION_HOOKED ? "hooked" : "unhooked",
+			    quoted(p, s, (size_t)(e - s)),
+			    r->kind == REGION_HOOKED ? " @ BUCKET" : "");
+	}
+	while (type_end > s && is_space(type_end[-1]))
+		type_end--;
+	r->type = strtab_intern(&p->m->strings, s, (size_t)(type_end - s));
+	if (!p->legacy_region_line)
+		p->legacy_region_line = p->l->no;
+	return 0;
+range:
+	return perr(p, "number out of range in region line");
+}
+
+/*
+ * " S1 START S2 - S3 END S4  hooked|unhooked INFO" where S1,S3 are ' ' or
+ * '(' and S2,S4 are ' ' or ')'.
+ */
+static int parse_region_line(struct parser *p)
+{
+	struct snapshot *snap = p->snap;
+	const struct line *l = p->l;
+	struct cursor c = cursor_of(l);
+	struct region r;
+	uint64_t start, end;
+	char s1, s2, s3, s4;
+	const char *w;
+	size_t len;
+	enum num_status st;
+
+	memset(&r, 0, sizeof(r));
+	r.line = l->no;
+	c.p++; /* the leading space */
+	if (c.p >= c.end || (*c.p != ' ' && *c.p != '('))
+		goto bad;
+	s1 = *c.p++;
+	if ((st = parse_hex(&c, &start, false)) != NUM_OK)
+		goto num;
+	if (c.p >= c.end || (*c.p != ' ' && *c.p != ')'))
+		goto bad;
+	s2 = *c.p++;
+	if (!cursor_eat(&c, "-"))
+		goto bad;
+	if (c.p >= c.end || (*c.p != ' ' && *c.p != '('))
+		goto bad;
+	s3 = *c.p++;
+	if ((st = parse_hex(&c, &end, false)) != NUM_OK)
+		goto num;
+	if (c.p >= c.end || (*c.p != ' ' && *c.p != ')'))
+		goto bad;
+	s4 = *c.p++;
+	(void)s2;
+	(void)s4;
+	if (!cursor_word(&c, &w, &len))
+		goto bad;
+	/* The original matched the kind case-insensitively; so do we. */
+	if (len == 6 && !strncasecmp(w, "hooked", 6))
+		r.kind = REGION_HOOKED;
+	else if (len == 8 && !strncasecmp(w, "unhooked", 8))
+		r.kind = REGION_UNHOOKED;
+	else
+		goto bad;
+	cursor_skip_space(&c);
+	if (cursor_at_end(&c))
+		goto bad;
+	if (parse_region_info(p, &r, c.p, c.end) < 0)
+		return -1;
+	if (p->current_vma < 0)
+		return perr(p, "region line before any VMA line");
+	r.vma = (uint32_t)p->current_vma;
+	r.start = s1 == '(' ? snap->vmas[r.vma].start : start;
+	r.end = s3 == '(' ? snap->vmas[r.vma].end : end;
+	if (r.end < r.start)
+		return perr(p, "region ends (%" PRIx64 ") before it starts "
+			       "(%" PRIx64 ")", r.end, r.start);
+	/* The page frames listed since the last region describe this one. */
+	r.pf_first = p->pending_pf;
+	r.pf_count = (uint32_t)(snap->npfs - p->pending_pf);
+	if (r.pf_count) {
+		struct pageframe *first = &snap->pfs[r.pf_first];
+		struct pageframe *last = &snap->pfs[r.pf_first + r.pf_count - 1];
+
+		if (first->start_inside)
+			first->size -= (int64_t)(r.start % snap->page_size);
+		if (last->end_inside)
+			last->size -= (int64_t)(snap->page_size -
+						r.end % snap->page_size);
+	}
+	p->pending_pf = (uint32_t)snap->npfs;
+	if (snap->nregions >= UINT32_MAX)
+		return perr(p, "too many regions");
+	GROW(snap->regions, snap->nregions + 1, snap->regions_alloc);
+	snap->regions[snap->nregions++] = r;
+	return 0;
+num:
+	if (st == NUM_RANGE)
+		return perr(p, "address out of range in region line");
+bad:
+	return perr(p, "malformed region line '%s'", quoted(p, l->p, l->len));
+}
+
+static int parse_mmap_list(struct parser *p)
+{
+	const struct line *l = p->l;
+	struct vma v;
+	int rc;
+
+	if (l->len && l->p[0] != ' ') {
+		rc = maps_parse_line(l->p, l->len, &v, &p->m->strings);
+		if (rc == 0)
+			return parse_vma_line(p, &v);
+		if (rc == -2)
+			return perr(p, "number out of range in VMA line");
+		return perr(p, "expected a VMA, page frame or region line in "
+			       "MMAP_LIST, found '%s'",
+			    quoted(p, l->p, l->len));
+	}
+	if (line_starts(l, "  PF:"))
+		return parse_pf_line(p);
+	return parse_region_line(p);
+}
+
+static int cmp_region(const void *a, const void *b)
+{
+	const struct region *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	if (x->end != y->end)
+		return x->end < y->end ? -1 : 1;
+	/* Equal ranges: later line last, so it wins below. */
+	return x->line < y->line ? -1 : x->line > y->line;
+}
+
+/* Sort regions by range; a repeated range keeps its last line. */
+static void finish_regions(struct parser *p)
+{
+	struct snapshot *snap = p->snap;
+	size_t i, out = 0;
+
+	if (!snap->nregions)
+		return;
+	qsort(snap->regions, snap->nregions, sizeof(*snap->regions),
+	      cmp_region);
+	for (i = 0; i < snap->nregions; i++) {
+		if (out && snap->regions[out - 1].start ==
+				   snap->regions[i].start &&
+		    snap->regions[out - 1].end == snap->regions[i].end) {
+			warning("%s:%lu: region %" PRIx64 "-%" PRIx64
+				" repeats line %lu; the later line wins",
+				p->path, snap->regions[i].line,
+				snap->regions[i].start, snap->regions[i].end,
+				snap->regions[out - 1].line);
+			snap->regions[out - 1] = snap->regions[i];
+			continue;
+		}
+		snap->regions[out++] = snap->regions[i];
+	}
+	snap->nregions = out;
+}
+
+/* ---- GLOBAL_STATS ---- */
+
+static int parse_global_stat(struct parser *p)
+{
+	struct snapshot *snap = p->snap;
+	struct cursor c = cursor_of(p->l);
+	const char *w[4];
+	size_t wl[4];
+	int nw = 0, row;
+	struct gstat v;
+	enum num_status st;
+
+	while (nw < 4 && cursor_word(&c, &w[nw], &wl[nw]))
+		nw++;
+	if (nw == 2 && wl[0] == 7 && !memcmp(w[0], "virtual", 7) &&
+	    wl[1] == 9 && !memcmp(w[1], "committed", 9))
+		return 0; /* the column header */
+	if (nw != 3)
+		return perr(p, "expected 'NAME VIRTUAL COMMITTED' in "
+			       "GLOBAL_STATS, found '%s'",
+			    quoted(p, p->l->p, p->l->len));
+	if ((st = word_i64(w[1], wl[1], &v.virt)) != NUM_OK ||
+	    (st = word_i64(w[2], wl[2], &v.committed)) != NUM_OK)
+		return perr(p, "%s number in GLOBAL_STATS row '%s'",
+			    st == NUM_RANGE ? "out-of-range" : "invalid",
+			    quoted(p, w[0], wl[0]));
+	for (row = 0; row < GS_NROWS; row++)
+		if (strlen(gstat_names[row]) == wl[0] &&
+		    !memcmp(gstat_names[row], w[0], wl[0]))
+			break;
+	if (row < GS_NROWS) {
+		if (snap->gs.present & (1u << row))
+			warning("%s:%lu: GLOBAL_STATS row '%s' repeated; the "
+				"later one wins",
+				p->path, p->l->no, gstat_names[row]);
+		snap->gs.row[row] = v;
+		snap->gs.present |= 1u << row;
+	} else {
+		struct gstat_extra *e;
+
+		snap->gs.extra = xreallocarray(snap->gs.extra,
+					       snap->gs.nextra + 1,
+					       sizeof(*snap->gs.extra));
+		e = &snap->gs.extra[snap->gs.nextra++];
+		e->name = strtab_intern(&p->m->strings, w[0], wl[0]);
+		e->v = v;
+	}
+	return 0;
+}
+
+static void check_global_stats(struct parser *p, unsigned long line)
+{
+	struct snapshot *snap = p->snap;
+	struct strbuf missing = STRBUF_INIT;
+	int row, n = 0;
+
+	for (row = 0; row < GS_NROWS; row++) {
+		if (!gstat_required(row) || (snap->gs.present & (1u << row)))
+			continue;
+		sb_addf(&missing, "%s'%s'", n ? ", " : "", gstat_names[row]);
+		n++;
+	}
+	/*
+	 * Older producers did not write 'absent', and the original's own
+	 * test dumps lack it (the original crashed).  Reading 0 is right for
+	 * them; say it once per run rather than once per dump.
+	 */
+	if (n && !(p->m->warned & MODEL_WARNED_GSTATS)) {
+		warning("%s:%lu: GLOBAL_STATS has no %s row%s; read as 0 "
+			"(not repeated for later dumps)",
+			p->path, line, missing.buf, n > 1 ? "s" : "");
+		p->m->warned |= MODEL_WARNED_GSTATS;
+	}
+	sb_release(&missing);
+}
+
+/* ---- STACKTRACES ---- */
+
+static int parse_stack_line(struct parser *p)
+{
+	struct snapshot *snap = p->snap;
+	struct cursor c = cursor_of(p->l);
+	struct stack_line sl;
+	const char *w[7];
+	size_t wl[7];
+	int nw = 0;
+	enum num_status st;
+
+	while (nw < 7 && cursor_word(&c, &w[nw], &wl[nw]))
+		nw++;
+	if (!p->stack_header_seen && !snap->nlines && nw == 2 &&
+	    wl[0] == 7 && !memcmp(w[0], "virtual", 7) && wl[1] == 9 &&
+	    !memcmp(w[1], "committed", 9)) {
+		p->stack_header_seen = true;
+		return 0;
+	}
+	if (nw != 6 || wl[4] != 1 || w[4][0] != '@')
+		return perr(p, "expected 'VIRTUAL COMMITTED ALLOCS FREES @ "
+			       "BUCKET' in STACKTRACES, found '%s'",
+			    quoted(p, p->l->p, p->l->len));
+	memset(&sl, 0, sizeof(sl));
+	if ((st = word_i64(w[0], wl[0], &sl.virt)) ||
+	    (st = word_i64(w[1], wl[1], &sl.committed)) ||
+	    (st = word_i64(w[2], wl[2], &sl.alloc)) ||
+	    (st = word_i64(w[3], wl[3], &sl.free)) ||
+	    (st = word_u64(w[5], wl[5], &sl.bucket_id)))
+		return perr(p, "%s number in stack line '%s'",
+			    st == NUM_RANGE ? "out-of-range" : "invalid",
+			    quoted(p, p->l->p, p->l->len));
+	sl.line = p->l->no;
+	sl.bucket = bucket_set_find(&p->m->buckets, sl.bucket_id);
+	if (!sl.bucket) {
+		if (!snap->unknown_bucket_lines) {
+			snap->first_unknown_line = sl.line;
+			snap->first_unknown_id = sl.bucket_id;
+		}
+		snap->unknown_bucket_lines++;
+		snap->unknown_bucket_bytes += sl.committed;
+	}
+	GROW(snap->lines, snap->nlines + 1, snap->lines_alloc);
+	snap->lines[snap->nlines++] = sl;
+	return 0;
+}
+
+/* ---- driver ---- */
+
+static const struct {
+	const char *header;
+	enum section sec;
+} sections[] = {
+	{ "META:", SEC_META },
+	{ "MMAP_LIST:", SEC_MMAP_LIST },
+	{ "GLOBAL_STATS:", SEC_GLOBAL_STATS },
+	{ "STACKTRACES:", SEC_STACKTRACES },
+	{ "MAPPED_LIBRARIES:", SEC_MAPPED_LIBRARIES },
+};
+
+static int section_header(struct parser *p)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(sections); i++) {
+		if (!line_is(p->l, sections[i].header))
+			continue;
+		if (p->seen & (1u << sections[i].sec))
+			return perr(p, "second %s section", sections[i].header);
+		p->seen |= 1u << sections[i].sec;
+		p->sec = sections[i].sec;
+		if (p->sec == SEC_META)
+			p->snap->has_meta = true;
+		if (p->sec == SEC_MMAP_LIST)
+			p->snap->has_mmap_list = true;
+		if (p->sec == SEC_GLOBAL_STATS)
+			p->snap->has_global_stats = true;
+		return 1;
+	}
+	return 0;
+}
+
+static int parse_lines(struct parser *p, struct filebuf *fb)
+{
+	struct snapshot *snap = p->snap;
+	struct line_reader r;
+	struct line l;
+	unsigned long gs_line = 0;
+	int rc;
+
+	lines_init(&r, fb->data, fb->size);
+	p->l = &l;
+	while (lines_next(&r, &l)) {
+		if (memchr(l.p, '\0', l.len))
+			return perr(p, "NUL byte in line (not a text dump?)");
+		if (l.len && l.p[0] == '#')
+			continue;
+		if (!l.newline && p->sec != SEC_MAPPED_LIBRARIES &&
+		    p->sec != SEC_BEFORE) {
+			/* A producer killed mid-write. */
+			warning("%s:%lu: last line has no newline (dump "
+				"truncated?); skipped",
+				p->path, l.no);
+			break;
+		}
+		if (p->sec == SEC_BEFORE) {
+			if (line_blank(&l))
+				continue;
+			if (parse_version(p) < 0)
+				return -1;
+			p->sec = SEC_HEADER;
+			continue;
+		}
+		if (p->sec == SEC_MAPPED_LIBRARIES) {
+			/* The rest of the file is maps text. */
+			if (maps_parse(&snap->own_maps, l.p,
+				       (size_t)(fb->data + fb->size - l.p),
+				       p->path, l.no, &p->m->strings) < 0)
+				return -1;
+			snap->has_own_maps = true;
+			break;
+		}
+		rc = section_header(p);
+		if (rc < 0)
+			return -1;
+		if (rc > 0) {
+			if (p->sec == SEC_GLOBAL_STATS)
+				gs_line = l.no;
+			continue;
+		}
+		if (line_blank(&l))
+			continue;
+		switch (p->sec) {
+		case SEC_META:
+			rc = parse_meta(p);
+			break;
+		case SEC_MMAP_LIST:
+			rc = parse_mmap_list(p);
+			break;
+		case SEC_GLOBAL_STATS:
+			rc = parse_global_stat(p);
+			break;
+		case SEC_STACKTRACES:
+			rc = parse_stack_line(p);
+			break;
+		default:
+			rc = perr(p, "unexpected '%s' outside any section",
+				  quoted(p, l.p, l.len));
+			break;
+		}
+		if (rc < 0)
+			return -1;
+	}
+	if (p->sec == SEC_BEFORE) {
+		error("%s:%lu: empty dump (no 'heap profile:' line)", p->path,
+		      r.no ? r.no : 1);
+		return -1;
+	}
+	if (!(p->seen & (1u << SEC_STACKTRACES)))
+		return error("%s:%lu: no STACKTRACES section (dump truncated?)",
+			     p->path, r.no);
+	if (!(p->seen & (1u << SEC_GLOBAL_STATS)))
+		return error("%s:%lu: no GLOBAL_STATS section (dump "
+			     "truncated?)", p->path, r.no);
+	check_global_stats(p, gs_line);
+	return 0;
+}
+
+int dump_load(struct snapshot *snap, const char *path, struct model *m)
+{
+	struct parser p;
+	struct filebuf fb;
+	int rc;
+
+	memset(snap, 0, sizeof(*snap));
+	maps_init(&snap->own_maps);
+	snap->path = xstrdup(path);
+	snap->page_size = 4096;
+	if (file_load(&fb, path) < 0) {
+		snapshot_release(snap);
+		return -1;
+	}
+	snap->time = (double)fb.mtime.tv_sec + fb.mtime.tv_nsec / 1e9;
+
+	memset(&p, 0, sizeof(p));
+	p.snap = snap;
+	p.m = m;
+	p.path = path;
+	p.current_vma = -1;
+	rc = parse_lines(&p, &fb);
+	if (rc == 0) {
+		finish_regions(&p);
+		for (size_t i = 0; i < snap->nregions; i++) {
+			struct region *r = &snap->regions[i];
+
+			if (r->has_bucket)
+				r->bucket = bucket_set_find(&m->buckets,
+							    r->bucket_id);
+		}
+		if (p.legacy_region_line)
+			warning("%s:%lu: legacy region line without "
+				"committed/reserved sizes; missing sizes read "
+				"as 0", path, p.legacy_region_line);
+	}
+	sb_release(&p.q);
+	file_release(&fb);
+	if (rc < 0)
+		snapshot_release(snap);
+	return rc;
+}
+
+void snapshot_release(struct snapshot *snap)
+{
+	free(snap->path);
+	free(snap->run_id);
+	free(snap->command_line);
+	free(snap->reason);
+	for (size_t i = 0; i < snap->nmeta_extra; i++) {
+		free(snap->meta_extra[i].key);
+		free(snap->meta_extra[i].value);
+	}
+	free(snap->meta_extra);
+	free(snap->vmas);
+	free(snap->regions);
+	free(snap->pfs);
+	free(snap->gs.extra);
+	free(snap->lines);
+	maps_free(&snap->own_maps);
+	memset(snap, 0, sizeof(*snap));
+}
+
+void snapshot_warn_unknown_buckets(const struct snapshot *snap,
+				   const char *consequence)
+{
+	if (!snap->unknown_bucket_lines)
+		return;
+	warning("%s:%lu: bucket %" PRIu64 " is not defined in any .buckets "
+		"file (%zu such line%s, %" PRId64 " committed bytes: %s)",
+		snap->path, snap->first_unknown_line, snap->first_unknown_id,
+		snap->unknown_bucket_lines,
+		snap->unknown_bucket_lines > 1 ? "s" : "",
+		snap->unknown_bucket_bytes, consequence);
+}
+
+const char *snapshot_meta(const struct snapshot *snap, const char *key)
+{
+	for (size_t i = 0; i < snap->nmeta_extra; i++)
+		if (!strcmp(snap->meta_extra[i].key, key))
+			return snap->meta_extra[i].value;
+	return NULL;
+}

@@ -1,0 +1,226 @@
+/*
+ * Maps tables.  The parser accepts any whitespace runs and hex case, as the
+ * kernel, gperftools (device printed as 00:00, inode padded) and Chromium's
+ * producer each write the line a little differently.
+ */
+#include "maps.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "text.h"
+#include "util.h"
+
+int maps_parse_line(const char *p, size_t len, struct vma *out,
+		    struct strtab *strings)
+{
+	struct cursor c = { p, p + len };
+	uint64_t maj, min;
+	const char *name;
+	size_t nlen;
+	int i;
+
+#define NUM(call)                                                             \
+	do {                                                                  \
+		enum num_status st_ = (call);                                 \
+		if (st_ == NUM_RANGE)                                         \
+			return -2;                                            \
+		if (st_ != NUM_OK)                                            \
+			return -1;                                            \
+	} while (0)
+
+	NUM(parse_hex(&c, &out->start, false));
+	if (!cursor_eat(&c, "-"))
+		return -1;
+	NUM(parse_hex(&c, &out->end, false));
+	if (c.p >= c.end || !is_space(*c.p))
+		return -1;
+	cursor_skip_space(&c);
+	if (c.end - c.p < 4)
+		return -1;
+	for (i = 0; i < 4; i++) {
+		static const char allowed[4][3] = {
+			"r-", "w-", "x-", "ps"
+		};
+		char ch = c.p[i];
+
+		if (ch != allowed[i][0] && ch != allowed[i][1] &&
+		    !(i == 3 && ch == '-'))
+			return -1;
+		out->perms[i] = ch;
+	}
+	out->perms[4] = '\0';
+	c.p += 4;
+	if (c.p >= c.end || !is_space(*c.p))
+		return -1;
+	cursor_skip_space(&c);
+	NUM(parse_hex(&c, &out->offset, false));
+	cursor_skip_space(&c);
+	NUM(parse_hex(&c, &maj, false));
+	if (!cursor_eat(&c, ":"))
+		return -1;
+	NUM(parse_hex(&c, &min, false));
+	if (maj > UINT32_MAX || min > UINT32_MAX)
+		return -2;
+	out->major = (uint32_t)maj;
+	out->minor = (uint32_t)min;
+	if (c.p >= c.end || !is_space(*c.p))
+		return -1;
+	cursor_skip_space(&c);
+	NUM(parse_u64(&c, &out->inode));
+	if (c.p < c.end && !is_space(*c.p))
+		return -1;
+#undef NUM
+	cursor_skip_space(&c);
+	/* The name is the rest of the line; it may contain spaces. */
+	name = c.p;
+	nlen = (size_t)(c.end - c.p);
+	while (nlen && is_space(name[nlen - 1]))
+		nlen--;
+	if (memchr(name, '\0', nlen))
+		return -1;
+	if (out->end < out->start)
+		return -1;
+	out->name = strings ? strtab_intern(strings, name, nlen) : "";
+	return 0;
+}
+
+void maps_init(struct maps *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+void maps_free(struct maps *m)
+{
+	free(m->v);
+	free(m->path);
+	memset(m, 0, sizeof(*m));
+}
+
+void maps_add(struct maps *m, const struct vma *v)
+{
+	GROW(m->v, m->n + 1, m->alloc);
+	m->v[m->n++] = *v;
+}
+
+static int cmp_vma(const void *a, const void *b)
+{
+	const struct vma *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	if (x->end != y->end)
+		return x->end < y->end ? -1 : 1;
+	return 0;
+}
+
+void maps_finish(struct maps *m, const char *source)
+{
+	size_t i, out = 0;
+	bool sorted = true;
+
+	for (i = 1; i < m->n && sorted; i++)
+		if (cmp_vma(&m->v[i - 1], &m->v[i]) > 0)
+			sorted = false;
+	if (!sorted)
+		qsort(m->v, m->n, sizeof(*m->v), cmp_vma);
+	/*
+	 * Real maps never overlap.  Keeping both would make lookups depend on
+	 * the search order, so keep the first and say what was dropped.
+	 */
+	for (i = 0; i < m->n; i++) {
+		if (out && m->v[i].start < m->v[out - 1].end) {
+			warning("%s: VMA %" PRIx64 "-%" PRIx64
+				" overlaps %" PRIx64 "-%" PRIx64 "; ignored",
+				source ? source : "maps", m->v[i].start,
+				m->v[i].end, m->v[out - 1].start,
+				m->v[out - 1].end);
+			continue;
+		}
+		m->v[out++] = m->v[i];
+	}
+	m->n = out;
+}
+
+int maps_parse(struct maps *m, const char *data, size_t size,
+	       const char *path, unsigned long first_line,
+	       struct strtab *strings)
+{
+	struct line_reader r;
+	struct line l;
+	struct strbuf q = STRBUF_INIT;
+
+	lines_init(&r, data, size);
+	r.no = first_line ? first_line - 1 : 0;
+	while (lines_next(&r, &l)) {
+		struct vma v;
+		struct cursor c = cursor_of(&l);
+		int rc;
+
+		cursor_skip_space(&c);
+		if (cursor_at_end(&c))
+			continue;
+		rc = maps_parse_line(l.p, l.len, &v, strings);
+		if (rc == -2) {
+			sb_release(&q);
+			return error("%s:%lu: number out of range in maps line",
+				     path, l.no);
+		}
+		if (rc < 0) {
+			error("%s:%lu: not a maps line: '%s'", path, l.no,
+			      quote_for_msg(l.p, l.len, &q));
+			sb_release(&q);
+			return -1;
+		}
+		maps_add(m, &v);
+	}
+	sb_release(&q);
+	maps_finish(m, path);
+	return 0;
+}
+
+int maps_load(struct maps *m, const char *path, struct strtab *strings)
+{
+	struct filebuf fb;
+	int rc;
+
+	if (file_load(&fb, path) < 0)
+		return -1;
+	free(m->path);
+	m->path = xstrdup(path);
+	rc = maps_parse(m, fb.data, fb.size, path, 1, strings);
+	file_release(&fb);
+	return rc;
+}
+
+const struct vma *maps_find(const struct maps *m, uint64_t addr)
+{
+	size_t lo = 0, hi = m->n;
+
+	/* Find the last VMA whose start <= addr. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->v[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	if (addr < m->v[lo - 1].end)
+		return &m->v[lo - 1];
+	return NULL;
+}
+
+enum vma_class vma_classify(const struct vma *v)
+{
+	if (v->name[0] == '/')
+		return vma_executable(v) ? VMA_FILE_EXEC : VMA_FILE_NONEXEC;
+	if (v->name[0] == '\0')
+		return VMA_ANONYMOUS;
+	if (strcmp(v->name, "[stack]") == 0)
+		return VMA_STACK;
+	return VMA_OTHER;
+}

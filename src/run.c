@@ -1,0 +1,121 @@
+/*
+ * Opening a run.  Companion files follow the rule "missing: warn and
+ * degrade; present but broken: error", so a user with only the dumps still
+ * gets unsymbolized output, while a corrupt file is never half-used.
+ */
+#include "run.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "symmap.h"
+#include "util.h"
+
+static bool file_exists(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0;
+}
+
+static int load_buckets(struct run *r)
+{
+	size_t loaded = 0;
+
+	for (size_t i = 0; i < r->series.nbuckets; i++) {
+		const char *path = r->series.buckets[i].path;
+		struct stat st;
+
+		/* The producer leaves empty files when nothing was new. */
+		if (stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+		    st.st_size == 0)
+			continue;
+		if (buckets_load(&r->model, path) < 0)
+			return -1;
+		loaded++;
+	}
+	if (!loaded)
+		warning("no bucket definitions found (%s.NNNN.buckets); "
+			"every bucket is unknown", r->series.prefix);
+	return 0;
+}
+
+static int load_maps(struct run *r)
+{
+	struct strbuf path = STRBUF_INIT;
+	int rc = 0;
+
+	sb_addf(&path, "%s.maps", r->series.prefix);
+	if (!file_exists(path.buf)) {
+		sb_reset(&path);
+		sb_addf(&path, "%s.symmap/maps", r->series.prefix);
+	}
+	if (file_exists(path.buf)) {
+		rc = maps_load(&r->maps, path.buf, &r->model.strings);
+		r->has_maps = rc == 0;
+	} else {
+		warning("no maps (%s.maps or %s.symmap/maps); addresses stay "
+			"unsymbolized",
+			r->series.prefix, r->series.prefix);
+	}
+	sb_release(&path);
+	return rc;
+}
+
+static int open_symbolizer(struct run *r)
+{
+	struct strbuf dir = STRBUF_INIT;
+	int rc = 0;
+
+	sb_addf(&dir, "%s.symmap", r->series.prefix);
+	if (symmap_present(dir.buf)) {
+		r->sym = symmap_open(dir.buf, &r->model.strings);
+		if (!r->sym)
+			rc = -1;
+	}
+	sb_release(&dir);
+	return rc;
+}
+
+int run_open(struct run *r, const char *first_dump, unsigned flags)
+{
+	struct stat st;
+
+	memset(r, 0, sizeof(*r));
+	model_init(&r->model);
+	maps_init(&r->maps);
+	if (stat(first_dump, &st) < 0)
+		return error_errno("%s", first_dump);
+	if (S_ISDIR(st.st_mode))
+		return error("%s: is a directory, not a dump", first_dump);
+	if (series_discover(&r->series, first_dump,
+			    (flags & RUN_ALL_DUMPS) != 0) < 0)
+		return -1;
+	if (load_buckets(r) < 0 || load_maps(r) < 0 || open_symbolizer(r) < 0)
+		return -1;
+	return 0;
+}
+
+void run_symbolize(struct run *r)
+{
+	symbolize_model(&r->model, r->sym, r->has_maps ? &r->maps : NULL);
+	r->symbolized = true;
+}
+
+int run_load_dump(struct run *r, size_t i, struct snapshot *snap)
+{
+	if (dump_load(snap, r->series.dumps[i].path, &r->model) < 0)
+		return -1;
+	snap->counter = r->series.dumps[i].counter;
+	return 0;
+}
+
+void run_close(struct run *r)
+{
+	symbolizer_destroy(r->sym);
+	maps_free(&r->maps);
+	series_free(&r->series);
+	model_free(&r->model);
+	memset(r, 0, sizeof(*r));
+}

@@ -1,0 +1,59 @@
+/*
+ * Interned strings are stored as a length followed by the bytes, so the
+ * equality test is a length compare and a memcmp.
+ */
+#include "strtab.h"
+
+#include <string.h>
+
+#include "util.h"
+
+struct interned {
+	size_t len;
+	char s[];
+};
+
+struct key {
+	const char *s;
+	size_t len;
+};
+
+static bool eq(const void *item, const void *k)
+{
+	const struct interned *i = item;
+	const struct key *key = k;
+
+	return i->len == key->len && memcmp(i->s, key->s, key->len) == 0;
+}
+
+void strtab_init(struct strtab *t, struct arena *arena)
+{
+	hashmap_init(&t->map, 1024);
+	t->arena = arena;
+}
+
+void strtab_free(struct strtab *t)
+{
+	hashmap_free(&t->map);
+}
+
+const char *strtab_intern(struct strtab *t, const char *s, size_t len)
+{
+	struct key key = { s, len };
+	uint64_t h = hash_bytes(s, len);
+	struct interned *i = hashmap_get(&t->map, h, eq, &key);
+
+	if (i)
+		return i->s;
+	i = arena_alloc(t->arena, st_add(sizeof(*i), st_add(len, 1)));
+	i->len = len;
+	memcpy(i->s, s, len);
+	i->s[len] = '\0';
+	hashmap_put(&t->map, h, i);
+	return i->s;
+}
+
+const char *strtab_intern_str(struct strtab *t, const char *s)
+{
+	return strtab_intern(t, s, strlen(s));
+}

@@ -1,0 +1,241 @@
+/*
+ * Text input.  Files are read with read(2) into one buffer: dumps are
+ * parsed in a single pass, and a buffer (unlike mmap) cannot fault if the
+ * file shrinks under us.
+ */
+#include "text.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util.h"
+
+int file_load(struct filebuf *fb, const char *path)
+{
+	struct stat st;
+	size_t cap, len = 0;
+	char *buf;
+	int fd;
+
+	memset(fb, 0, sizeof(*fb));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return error_errno("%s", path);
+	if (fstat(fd, &st) < 0) {
+		close(fd);
+		return error_errno("%s", path);
+	}
+	if (S_ISDIR(st.st_mode)) {
+		close(fd);
+		return error("%s: is a directory", path);
+	}
+	cap = S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t)st.st_size + 1
+						    : 65536;
+	buf = xmalloc(cap + 1);
+	for (;;) {
+		ssize_t n;
+
+		if (len == cap) {
+			cap = st_mult(cap, 2);
+			buf = xrealloc(buf, cap + 1);
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			free(buf);
+			close(fd);
+			return error_errno("%s", path);
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	buf[len] = '\0';
+	fb->data = buf;
+	fb->size = len;
+	fb->path = xstrdup(path);
+	fb->mtime = st.st_mtim;
+	return 0;
+}
+
+void file_release(struct filebuf *fb)
+{
+	free(fb->data);
+	free(fb->path);
+	memset(fb, 0, sizeof(*fb));
+}
+
+void lines_init(struct line_reader *r, const char *data, size_t size)
+{
+	r->p = data;
+	r->end = data + size;
+	r->no = 0;
+}
+
+bool lines_next(struct line_reader *r, struct line *l)
+{
+	const char *nl;
+
+	if (r->p >= r->end)
+		return false;
+	nl = memchr(r->p, '\n', (size_t)(r->end - r->p));
+	l->p = r->p;
+	l->no = ++r->no;
+	if (nl) {
+		l->len = (size_t)(nl - r->p);
+		l->newline = true;
+		r->p = nl + 1;
+	} else {
+		l->len = (size_t)(r->end - r->p);
+		l->newline = false;
+		r->p = r->end;
+	}
+	/* CRLF files (a dump copied through Windows) read like LF ones. */
+	if (l->len && l->p[l->len - 1] == '\r')
+		l->len--;
+	return true;
+}
+
+void cursor_skip_space(struct cursor *c)
+{
+	while (c->p < c->end && is_space(*c->p))
+		c->p++;
+}
+
+bool cursor_at_end(const struct cursor *c)
+{
+	return c->p >= c->end;
+}
+
+bool cursor_word(struct cursor *c, const char **w, size_t *len)
+{
+	const char *s;
+
+	cursor_skip_space(c);
+	if (c->p >= c->end)
+		return false;
+	s = c->p;
+	while (c->p < c->end && !is_space(*c->p))
+		c->p++;
+	*w = s;
+	*len = (size_t)(c->p - s);
+	return true;
+}
+
+bool cursor_eat(struct cursor *c, const char *lit)
+{
+	size_t n = strlen(lit);
+
+	if ((size_t)(c->end - c->p) < n || memcmp(c->p, lit, n) != 0)
+		return false;
+	c->p += n;
+	return true;
+}
+
+enum num_status parse_u64(struct cursor *c, uint64_t *out)
+{
+	const char *p = c->p;
+	uint64_t v = 0;
+	bool range = false;
+
+	if (p >= c->end || !is_digit(*p))
+		return NUM_NONE;
+	for (; p < c->end && is_digit(*p); p++) {
+		unsigned d = (unsigned)(*p - '0');
+
+		if (v > (UINT64_MAX - d) / 10)
+			range = true;
+		else
+			v = v * 10 + d;
+	}
+	c->p = p;
+	if (range)
+		return NUM_RANGE;
+	*out = v;
+	return NUM_OK;
+}
+
+enum num_status parse_i64(struct cursor *c, int64_t *out)
+{
+	struct cursor save = *c;
+	bool neg = false;
+	uint64_t v;
+	enum num_status st;
+
+	if (c->p < c->end && *c->p == '-') {
+		neg = true;
+		c->p++;
+	}
+	st = parse_u64(c, &v);
+	if (st == NUM_NONE) {
+		*c = save;
+		return st;
+	}
+	if (st == NUM_RANGE)
+		return st;
+	if (neg) {
+		if (v > (uint64_t)INT64_MAX + 1)
+			return NUM_RANGE;
+		*out = v == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)v;
+	} else {
+		if (v > (uint64_t)INT64_MAX)
+			return NUM_RANGE;
+		*out = (int64_t)v;
+	}
+	return NUM_OK;
+}
+
+enum num_status parse_hex(struct cursor *c, uint64_t *out, bool allow_0x)
+{
+	const char *p = c->p;
+	uint64_t v = 0;
+	bool range = false;
+	int d;
+
+	if (allow_0x && c->end - p > 2 && p[0] == '0' &&
+	    (p[1] == 'x' || p[1] == 'X') && hex_value(p[2]) >= 0)
+		p += 2;
+	if (p >= c->end || hex_value(*p) < 0)
+		return NUM_NONE;
+	for (; p < c->end && (d = hex_value(*p)) >= 0; p++) {
+		if (v >> 60)
+			range = true;
+		v = v << 4 | (unsigned)d;
+	}
+	c->p = p;
+	if (range)
+		return NUM_RANGE;
+	*out = v;
+	return NUM_OK;
+}
+
+#define WORD_PARSER(name, type, parse, ...)                                   \
+	enum num_status name(const char *w, size_t len, type *out)           \
+	{                                                                      \
+		struct cursor c = { w, w + len };                              \
+		enum num_status st = parse(&c, out __VA_ARGS__);               \
+									       \
+		if (st == NUM_OK && c.p != c.end)                              \
+			return NUM_NONE;                                       \
+		return st;                                                     \
+	}
+
+WORD_PARSER(word_u64, uint64_t, parse_u64)
+WORD_PARSER(word_i64, int64_t, parse_i64)
+
+enum num_status word_hex(const char *w, size_t len, uint64_t *out,
+			 bool allow_0x)
+{
+	struct cursor c = { w, w + len };
+	enum num_status st = parse_hex(&c, out, allow_0x);
+
+	if (st == NUM_OK && c.p != c.end)
+		return NUM_NONE;
+	return st;
+}

@@ -1,0 +1,278 @@
+/*
+ * Diagnostics, checked allocation and strbuf.  Everything here either works
+ * or ends the process (out of memory), so callers need no error paths.
+ */
+#include "util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+unsigned long warning_count;
+bool quiet_warnings;
+
+static void vreport(const char *prefix, const char *fmt, va_list ap,
+		    const char *suffix)
+{
+	/* Flush stdout first so the two streams interleave sensibly. */
+	fflush(stdout);
+	fputs("dmprof: ", stderr);
+	fputs(prefix, stderr);
+	vfprintf(stderr, fmt, ap);
+	if (suffix) {
+		fputs(": ", stderr);
+		fputs(suffix, stderr);
+	}
+	fputc('\n', stderr);
+}
+
+void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vreport("", fmt, ap, NULL);
+	va_end(ap);
+	exit(1);
+}
+
+void die_errno(const char *fmt, ...)
+{
+	const char *err = strerror(errno);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vreport("", fmt, ap, err);
+	va_end(ap);
+	exit(1);
+}
+
+int error(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vreport("", fmt, ap, NULL);
+	va_end(ap);
+	return -1;
+}
+
+int error_errno(const char *fmt, ...)
+{
+	const char *err = strerror(errno);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vreport("", fmt, ap, err);
+	va_end(ap);
+	return -1;
+}
+
+void warning(const char *fmt, ...)
+{
+	va_list ap;
+
+	warning_count++;
+	if (quiet_warnings)
+		return;
+	va_start(ap, fmt);
+	vreport("warning: ", fmt, ap, NULL);
+	va_end(ap);
+}
+
+static NORETURN void oom(size_t size)
+{
+	die("out of memory (allocating %zu bytes)", size);
+}
+
+void *xmalloc(size_t size)
+{
+	void *p = malloc(size ? size : 1);
+
+	if (!p)
+		oom(size);
+	return p;
+}
+
+void *xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+
+	if (!p)
+		oom(st_mult(n, size));
+	return p;
+}
+
+void *xrealloc(void *p, size_t size)
+{
+	void *q = realloc(p, size ? size : 1);
+
+	if (!q)
+		oom(size);
+	return q;
+}
+
+void *xreallocarray(void *p, size_t n, size_t size)
+{
+	return xrealloc(p, st_mult(n, size));
+}
+
+char *xstrdup(const char *s)
+{
+	return xmemdup(s, strlen(s));
+}
+
+char *xstrndup(const char *s, size_t n)
+{
+	const char *nul = memchr(s, '\0', n);
+
+	return xmemdup(s, nul ? (size_t)(nul - s) : n);
+}
+
+/* Copy N bytes and add a terminating NUL. */
+void *xmemdup(const void *p, size_t n)
+{
+	char *q = xmalloc(st_add(n, 1));
+
+	memcpy(q, p, n);
+	q[n] = '\0';
+	return q;
+}
+
+size_t st_add(size_t a, size_t b)
+{
+	if (a > SIZE_MAX - b)
+		die("size overflow: %zu + %zu", a, b);
+	return a + b;
+}
+
+size_t st_mult(size_t a, size_t b)
+{
+	if (b && a > SIZE_MAX / b)
+		die("size overflow: %zu * %zu", a, b);
+	return a * b;
+}
+
+void sb_grow(struct strbuf *sb, size_t extra)
+{
+	size_t need = st_add(st_add(sb->len, extra), 1);
+
+	if (need > sb->alloc) {
+		size_t n = sb->alloc < 64 ? 64 : sb->alloc;
+
+		while (n < need)
+			n = st_mult(n, 2);
+		sb->buf = xrealloc(sb->buf, n);
+		sb->alloc = n;
+	}
+}
+
+void sb_add(struct strbuf *sb, const void *data, size_t len)
+{
+	sb_grow(sb, len);
+	memcpy(sb->buf + sb->len, data, len);
+	sb->len += len;
+	sb->buf[sb->len] = '\0';
+}
+
+void sb_addstr(struct strbuf *sb, const char *s)
+{
+	sb_add(sb, s, strlen(s));
+}
+
+void sb_addch(struct strbuf *sb, int c)
+{
+	sb_grow(sb, 1);
+	sb->buf[sb->len++] = (char)c;
+	sb->buf[sb->len] = '\0';
+}
+
+void sb_vaddf(struct strbuf *sb, const char *fmt, va_list ap)
+{
+	va_list cp;
+	int n;
+
+	sb_grow(sb, 64);
+	va_copy(cp, ap);
+	n = vsnprintf(sb->buf + sb->len, sb->alloc - sb->len, fmt, cp);
+	va_end(cp);
+	if (n < 0)
+		die("vsnprintf failed");
+	if ((size_t)n >= sb->alloc - sb->len) {
+		sb_grow(sb, (size_t)n);
+		n = vsnprintf(sb->buf + sb->len, sb->alloc - sb->len, fmt, ap);
+	}
+	sb->len += (size_t)n;
+}
+
+void sb_addf(struct strbuf *sb, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	sb_vaddf(sb, fmt, ap);
+	va_end(ap);
+}
+
+void sb_reset(struct strbuf *sb)
+{
+	sb->len = 0;
+	if (sb->buf)
+		sb->buf[0] = '\0';
+}
+
+void sb_release(struct strbuf *sb)
+{
+	free(sb->buf);
+	sb->buf = NULL;
+	sb->len = sb->alloc = 0;
+}
+
+const char *sb_str(const struct strbuf *sb)
+{
+	return sb->buf ? sb->buf : "";
+}
+
+char *sb_detach(struct strbuf *sb)
+{
+	char *s = sb->buf ? sb->buf : xstrdup("");
+
+	sb->buf = NULL;
+	sb->len = sb->alloc = 0;
+	return s;
+}
+
+const char *quote_for_msg(const char *s, size_t len, struct strbuf *out)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t i, max = len > 60 ? 60 : len;
+
+	sb_reset(out);
+	for (i = 0; i < max; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c >= 0x20 && c < 0x7f && c != '\\') {
+			sb_addch(out, c);
+		} else {
+			sb_addstr(out, "\\x");
+			sb_addch(out, hex[c >> 4]);
+			sb_addch(out, hex[c & 15]);
+		}
+	}
+	if (max < len)
+		sb_addstr(out, "...");
+	return sb_str(out);
+}
+
+bool starts_with(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && memcmp(s + n - m, suffix, m) == 0;
+}

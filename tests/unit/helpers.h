@@ -1,0 +1,18 @@
+/*
+ * Unit-test helpers: scratch files and captured stderr.  Criterion runs
+ * each test in its own process, so redirecting stderr is safe.
+ */
+#ifndef DMPROF_TEST_HELPERS_H
+#define DMPROF_TEST_HELPERS_H
+
+#include <stddef.h>
+
+/* A fresh scratch directory for this test process (created once). */
+const char *tmpdir(void);
+/* Write CONTENT (LEN bytes, or strlen if LEN is -1) to tmpdir()/NAME. */
+const char *write_file(const char *name, const char *content, long len);
+/* Send stderr to a file until stderr_text() returns what was written. */
+void capture_stderr(void);
+const char *stderr_text(void);
+
+#endif

@@ -1,0 +1,140 @@
+/* .buckets files into the model. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "helpers.h"
+#include "model.h"
+#include "util.h"
+
+static struct model m;
+
+static void setup(void)
+{
+	model_init(&m);
+}
+
+static void teardown(void)
+{
+	model_free(&m);
+}
+
+TestSuite(buckets, .init = setup, .fini = teardown);
+
+Test(buckets, all_forms)
+{
+	const char *p = write_file("a.buckets",
+		"4 mmap t0x0 nno_typeinfo 0x7f6306ff0571 0x7f630c5d52da\n"
+		"2 malloc t0x7f630ff7e718 nN7WebCore8RuleDataE 0x7f630b0e1c3c\n"
+		"\n"
+		"9 malloc 0x10 0x20 0x10\n"
+		"10 malloc\n", -1);
+	struct bucket *b;
+
+	cr_assert_eq(buckets_load(&m, p), 0);
+	cr_assert_eq(m.buckets.n, 4);
+	b = bucket_set_find(&m.buckets, 4);
+	cr_assert_eq(b->kind, ALLOC_MMAP);
+	cr_assert(b->has_typeinfo);
+	cr_assert_eq(b->typeinfo, 0);
+	cr_assert_str_eq(b->type_name, "no_typeinfo");
+	cr_assert_eq(b->stack->depth, 2);
+	cr_assert_eq(frame_get(&m.frames, b->stack->frames[1])->addr,
+		     0x7f630c5d52daULL);
+	b = bucket_set_find(&m.buckets, 2);
+	cr_assert_eq(b->typeinfo, 0x7f630ff7e718ULL);
+	cr_assert_str_eq(b->type_name, "N7WebCore8RuleDataE");
+	b = bucket_set_find(&m.buckets, 9);
+	cr_assert_not(b->has_typeinfo);
+	cr_assert_str_eq(b->type_name, "");
+	/* Frames and stacks are interned: 0x10 twice is one frame. */
+	cr_assert_eq(b->stack->frames[0], b->stack->frames[2]);
+	cr_assert_eq(bucket_set_find(&m.buckets, 10)->stack->depth, 0);
+	cr_assert_null(bucket_set_find(&m.buckets, 3));
+}
+
+Test(buckets, same_stack_shares_one)
+{
+	const char *p = write_file("s.buckets", "1 malloc 0x1 0x2\n"
+						"2 malloc 0x1 0x2\n"
+						"3 mmap 0x1 0x2\n", -1);
+
+	cr_assert_eq(buckets_load(&m, p), 0);
+	cr_assert_eq(m.stacks.n, 1);
+	cr_assert_eq(m.frames.n, 2);
+	cr_assert_eq(bucket_set_find(&m.buckets, 1)->stack,
+		     bucket_set_find(&m.buckets, 3)->stack);
+}
+
+Test(buckets, redefinition_later_wins)
+{
+	const char *a = write_file("r1.buckets", "1 malloc 0x1\n", -1);
+	const char *b = write_file("r2.buckets", "1 malloc 0x1\n"
+						 "1 mmap 0x2\n", -1);
+
+	capture_stderr();
+	cr_assert_eq(buckets_load(&m, a), 0);
+	cr_assert_eq(buckets_load(&m, b), 0);
+	cr_assert_eq(m.buckets.n, 1);
+	cr_assert_eq(bucket_set_find(&m.buckets, 1)->kind, ALLOC_MMAP);
+	/* The same definition again is quiet; a different one is not. */
+	cr_assert(strstr(stderr_text(), "r2.buckets:2: bucket 1 redefined"));
+	cr_assert_null(strstr(stderr_text(), "r2.buckets:1: "));
+}
+
+static void expect_error(const char *content, const char *msg)
+{
+	const char *p = write_file("bad.buckets", content, -1);
+
+	capture_stderr();
+	cr_assert_eq(buckets_load(&m, p), -1, "accepted %s", content);
+	cr_assert(strstr(stderr_text(), msg), "stderr: %s", stderr_text());
+}
+
+Test(buckets, errors)
+{
+	expect_error("x malloc 0x1\n", "bad.buckets:1: invalid bucket id 'x'");
+	expect_error("1 malloc 0x1\n99999999999999999999 malloc\n",
+		     "bad.buckets:2: out-of-range bucket id");
+	expect_error("1 calloc 0x1\n", "unknown allocator 'calloc'");
+	expect_error("1\n", "bucket 1 has no allocator");
+	expect_error("1 malloc 0x1 zz\n", "invalid frame address 'zz'");
+	expect_error("1 malloc 0x1 t0x5\n", "invalid frame address 't0x5'");
+	expect_error("1 malloc 0x10000000000000000\n",
+		     "out-of-range frame address");
+	expect_error("1 malloc tq 0x1\n", "invalid typeinfo 'tq'");
+}
+
+Test(buckets, nul_byte)
+{
+	const char *p = write_file("nul.buckets", "1 malloc 0x1\0 0x2\n", 18);
+
+	capture_stderr();
+	cr_assert_eq(buckets_load(&m, p), -1);
+	cr_assert(strstr(stderr_text(), "nul.buckets:1: NUL byte"));
+}
+
+Test(buckets, truncated_last_line_skipped)
+{
+	const char *p = write_file("t.buckets", "1 malloc 0x1\n2 malloc 0x", -1);
+
+	capture_stderr();
+	cr_assert_eq(buckets_load(&m, p), 0);
+	cr_assert_eq(m.buckets.n, 1);
+	cr_assert(strstr(stderr_text(), "t.buckets:2: last line has no "
+					"newline (file truncated?); skipped"));
+}
+
+Test(buckets, crlf)
+{
+	const char *p = write_file("c.buckets", "1 malloc 0x1 0x2\r\n", -1);
+
+	cr_assert_eq(buckets_load(&m, p), 0);
+	cr_assert_eq(bucket_set_find(&m.buckets, 1)->stack->depth, 2);
+}
+
+Test(buckets, missing_file)
+{
+	capture_stderr();
+	cr_assert_eq(buckets_load(&m, "/nonexistent.buckets"), -1);
+	cr_assert(strstr(stderr_text(), "/nonexistent.buckets: No such file"));
+}

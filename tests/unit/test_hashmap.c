@@ -1,0 +1,92 @@
+/* The generic hash table, string interning and the arena. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arena.h"
+#include "hashmap.h"
+#include "strtab.h"
+
+Test(hashmap, u64_identity_many)
+{
+	struct hashmap h;
+	static uint64_t keys[100000];
+
+	hashmap_init(&h, 0);
+	for (size_t i = 0; i < 100000; i++) {
+		keys[i] = i * 0x9e3779b97f4a7c15ULL;
+		hashmap_put(&h, hash_u64(keys[i]), &keys[i]);
+	}
+	cr_assert_eq(h.count, 100000);
+	for (size_t i = 0; i < 100000; i++)
+		cr_assert_eq(hashmap_get(&h, hash_u64(keys[i]), NULL, NULL),
+			     &keys[i]);
+	cr_assert_null(hashmap_get(&h, hash_u64(12345), NULL, NULL));
+	hashmap_free(&h);
+}
+
+Test(hashmap, replace_and_iterate)
+{
+	struct hashmap h;
+	int a = 1, b = 2, c = 3;
+	size_t pos = 0, n = 0;
+	void *item;
+
+	hashmap_init(&h, 4);
+	cr_assert_null(hashmap_replace(&h, hash_u64(7), NULL, NULL, &a));
+	cr_assert_eq(hashmap_replace(&h, hash_u64(7), NULL, NULL, &b), &a);
+	hashmap_put(&h, hash_u64(8), &c);
+	while (hashmap_next(&h, &pos, &item))
+		n++;
+	cr_assert_eq(n, 2);
+	cr_assert_eq(hashmap_get(&h, hash_u64(7), NULL, NULL), &b);
+	hashmap_free(&h);
+}
+
+Test(hashmap, bijective_mixer_spot_check)
+{
+	/* Distinct keys must give distinct hashes (the NULL-eq contract). */
+	cr_assert_neq(hash_u64(0), hash_u64(1));
+	cr_assert_neq(hash_u64(1ULL << 63), hash_u64(0));
+}
+
+Test(strtab, interning)
+{
+	struct arena a = ARENA_INIT;
+	struct strtab t;
+	const char *x, *y, *z;
+	char buf[] = "hello world";
+
+	strtab_init(&t, &a);
+	x = strtab_intern(&t, buf, 5);
+	y = strtab_intern_str(&t, "hello");
+	z = strtab_intern(&t, "hel\0lo", 6);
+	cr_assert_eq(x, y);
+	cr_assert_str_eq(x, "hello");
+	cr_assert_neq(x, z);
+	cr_assert_eq(strtab_intern(&t, "", 0), strtab_intern_str(&t, ""));
+	for (int i = 0; i < 50000; i++) {
+		char s[32];
+
+		snprintf(s, sizeof(s), "sym%d", i);
+		cr_assert_str_eq(strtab_intern_str(&t, s), s);
+	}
+	cr_assert_eq(strtab_intern_str(&t, "sym49999"),
+		     strtab_intern_str(&t, "sym49999"));
+	strtab_free(&t);
+	arena_free(&a);
+}
+
+Test(arena, big_and_small)
+{
+	struct arena a = ARENA_INIT;
+	char *big = arena_alloc(&a, 3u << 20);
+	char *small = arena_alloc(&a, 10);
+
+	memset(big, 1, 3u << 20);
+	memset(small, 2, 10);
+	cr_assert_eq(((uintptr_t)small) % 16, 0);
+	cr_assert_str_eq(arena_strndup(&a, "abcdef", 3), "abc");
+	arena_free(&a);
+}

@@ -1,0 +1,91 @@
+/* Lines, words and numbers. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "text.h"
+
+static enum num_status u64(const char *s, uint64_t *v)
+{
+	return word_u64(s, strlen(s), v);
+}
+
+Test(text, u64_limits)
+{
+	uint64_t v;
+
+	cr_assert_eq(u64("0", &v), NUM_OK);
+	cr_assert_eq(v, 0);
+	cr_assert_eq(u64("18446744073709551615", &v), NUM_OK);
+	cr_assert_eq(v, UINT64_MAX);
+	cr_assert_eq(u64("18446744073709551616", &v), NUM_RANGE);
+	cr_assert_eq(u64("99999999999999999999999", &v), NUM_RANGE);
+	cr_assert_eq(u64("", &v), NUM_NONE);
+	cr_assert_eq(u64("12x", &v), NUM_NONE);
+	cr_assert_eq(u64("-1", &v), NUM_NONE);
+}
+
+Test(text, i64_limits)
+{
+	int64_t v;
+
+	cr_assert_eq(word_i64("-9223372036854775808", 20, &v), NUM_OK);
+	cr_assert_eq(v, INT64_MIN);
+	cr_assert_eq(word_i64("9223372036854775807", 19, &v), NUM_OK);
+	cr_assert_eq(v, INT64_MAX);
+	cr_assert_eq(word_i64("9223372036854775808", 19, &v), NUM_RANGE);
+	cr_assert_eq(word_i64("-9223372036854775809", 20, &v), NUM_RANGE);
+	cr_assert_eq(word_i64("-", 1, &v), NUM_NONE);
+}
+
+Test(text, hex)
+{
+	uint64_t v;
+
+	cr_assert_eq(word_hex("0x7f630ff7e718", 14, &v, true), NUM_OK);
+	cr_assert_eq(v, 0x7f630ff7e718ULL);
+	cr_assert_eq(word_hex("ffffffffffffffff", 16, &v, false), NUM_OK);
+	cr_assert_eq(v, UINT64_MAX);
+	cr_assert_eq(word_hex("10000000000000000", 17, &v, false), NUM_RANGE);
+	cr_assert_eq(word_hex("0x12", 4, &v, false), NUM_NONE);
+	cr_assert_eq(word_hex("0x", 2, &v, true), NUM_NONE);
+	cr_assert_eq(word_hex("DeadBeef", 8, &v, false), NUM_OK);
+	cr_assert_eq(v, 0xdeadbeef);
+}
+
+Test(text, lines_crlf_and_unterminated)
+{
+	static const char data[] = "a\r\nbb\n\nlast";
+	struct line_reader r;
+	struct line l;
+
+	lines_init(&r, data, sizeof(data) - 1);
+	cr_assert(lines_next(&r, &l));
+	cr_assert_eq(l.len, 1);
+	cr_assert_eq(l.no, 1);
+	cr_assert(l.newline);
+	cr_assert(lines_next(&r, &l));
+	cr_assert_eq(l.len, 2);
+	cr_assert(lines_next(&r, &l));
+	cr_assert_eq(l.len, 0);
+	cr_assert(lines_next(&r, &l));
+	cr_assert_eq(l.len, 4);
+	cr_assert_not(l.newline);
+	cr_assert_eq(l.no, 4);
+	cr_assert_not(lines_next(&r, &l));
+}
+
+Test(text, words)
+{
+	struct line l = { " \t one  two\tthree ", 18, 1, true };
+	struct cursor c = cursor_of(&l);
+	const char *w;
+	size_t n;
+
+	cr_assert(cursor_word(&c, &w, &n));
+	cr_assert_eq(n, 3);
+	cr_assert(!memcmp(w, "one", 3));
+	cr_assert(cursor_word(&c, &w, &n));
+	cr_assert(cursor_word(&c, &w, &n));
+	cr_assert(!memcmp(w, "three", 5));
+	cr_assert_not(cursor_word(&c, &w, &n));
+}
