@@ -42,5 +42,12 @@ int cmd_getopt(const char *name, int argc, char **argv, const char *shortopts,
 
 int cmd_buckets(int argc, char **argv);
 int cmd_stacktrace(int argc, char **argv);
+int cmd_policy(int argc, char **argv);
+int cmd_list(int argc, char **argv);
+int cmd_csv(int argc, char **argv);
+int cmd_json(int argc, char **argv);
+int cmd_expand(int argc, char **argv);
+int cmd_map(int argc, char **argv);
+int cmd_pprof(int argc, char **argv);
 
 #endif

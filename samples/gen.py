@@ -69,7 +69,10 @@ HEAP = (0x01d4f000, 0x01d70000, "rw-p", 0, 0, "[heap]")
 ARENA = (0x7f3a00000000, 0x7f3a00800000, "rw-p", 0, 0, "")
 PROF = (0x7f3a10000000, 0x7f3a10040000, "rw-p", 0, 0, "")
 ATLAS = (0x7f3a20000000, 0x7f3a20200000, "r--s", 0, 393222, "/srv/cachesrv/atlas.bin")
-TSTACK = (0x7f3a2e000000, 0x7f3a2e801000, "rw-p", 0, 0, "")
+# A thread stack: one mmap record, split into two VMAs when glibc
+# mprotect()ed its guard page, so its region lines carry ( and ).
+TGUARD = (0x7f3a2e000000, 0x7f3a2e001000, "---p", 0, 0, "")
+TSTACK = (0x7f3a2e001000, 0x7f3a2e801000, "rw-p", 0, 0, "")
 LIBC_TEXT = (0x7f3a2f028000, 0x7f3a2f17d000, "r-xp", 0x28000, 2097, LIBC)
 LIBC_RO = (0x7f3a2f17d000, 0x7f3a2f1d5000, "r--p", 0x17d000, 2097, LIBC)
 LIBC_DATA = (0x7f3a2f1d9000, 0x7f3a2f1db000, "rw-p", 0x1d8000, 2097, LIBC)
@@ -79,7 +82,7 @@ STDCXX_RO = (0x7f3a2f59f000, 0x7f3a2f610000, "r--p", 0x19f000, 2110, STDCXX)
 STACK = (0x7ffd5a1de000, 0x7ffd5a1ff000, "rw-p", 0, 0, "[stack]")
 VDSO = (0x7ffd5a3f8000, 0x7ffd5a3fa000, "r-xp", 0, 0, "[vdso]")
 VSYSCALL = (0xffffffffff600000, 0xffffffffff601000, "--xp", 0, 0, "[vsyscall]")
-VMAS = [EXE_TEXT, EXE_RO, EXE_DATA_VMA, HEAP, ARENA, PROF, ATLAS, TSTACK,
+VMAS = [EXE_TEXT, EXE_RO, EXE_DATA_VMA, HEAP, ARENA, PROF, ATLAS, TGUARD, TSTACK,
         LIBC_TEXT, LIBC_RO, LIBC_DATA, STDCXX_TEXT, STDCXX_RO, STACK, VDSO,
         VSYSCALL]
 
@@ -287,12 +290,14 @@ def write_dump(n):
             if rs is None:
                 break
             lo, hi = max(rs, start), min(re_, end)
-            lines += pf_lines(region_pfs(lo, hi, com, pfns, False))
+            # The resident pages of a record lie in its accessible part.
+            part = 0 if perms == "---p" else com
+            lines += pf_lines(region_pfs(lo, hi, part, pfns, False))
             lines.append("%s%x%s-%s%x%s hooked %d / %d @ %d" % (
                 " (" if rs < start else "  ", rs, ")" if rs < start else " ",
                 "(" if re_ > end else " ", re_, ")" if re_ > end else " ",
-                com, hi - lo, b))
-            stats[cls][1] += com
+                part, hi - lo, b))
+            stats[cls][1] += part
             cur = hi
     for rs, re_, b, com in mmaps:
         stats["profiled-mmap"][0] += re_ - rs

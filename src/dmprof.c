@@ -1,6 +1,6 @@
 /*
- * Entry point: the command table, dispatch, help, and the final check that
- * everything written to stdout really got out.
+ * Entry point: dispatch, the command list, "did you mean", and the final
+ * check that everything written to stdout really got out.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -11,103 +11,6 @@
 
 #include "cmd.h"
 #include "util.h"
-
-const struct cmd commands[] = {
-	{ "buckets", cmd_buckets, "buckets FIRST_DUMP",
-	  "print every bucket of the run with its symbolized stack", NULL },
-	{ "stacktrace", cmd_stacktrace, "stacktrace DUMP",
-	  "print each stack line of one dump with its symbolized stack",
-	  NULL },
-	{ NULL, NULL, NULL, NULL, NULL },
-};
-
-const struct cmd *cmd_find(const char *name)
-{
-	for (const struct cmd *c = commands; c->name; c++)
-		if (!strcmp(c->name, name))
-			return c;
-	return NULL;
-}
-
-static void print_synopsis(FILE *fp, const struct cmd *c)
-{
-	const char *s = c->synopsis;
-	bool first = true;
-
-	while (*s) {
-		const char *nl = strchr(s, '\n');
-		size_t n = nl ? (size_t)(nl - s) : strlen(s);
-
-		fprintf(fp, "%s dmprof %.*s\n", first ? "usage:" : "      ",
-			(int)n, s);
-		first = false;
-		s += n + (nl ? 1 : 0);
-	}
-}
-
-int cmd_help(const char *name)
-{
-	const struct cmd *c = cmd_find(name);
-
-	print_synopsis(stdout, c);
-	printf("\n%s.\n", c->summary);
-	if (c->options)
-		printf("\noptions:\n%s", c->options);
-	printf("\nSee dmprof(1) for details.\n");
-	return 0;
-}
-
-int cmd_usage_error(const char *name, const char *fmt, ...)
-{
-	struct strbuf sb = STRBUF_INIT;
-	va_list ap;
-
-	va_start(ap, fmt);
-	sb_vaddf(&sb, fmt, ap);
-	va_end(ap);
-	fflush(stdout);
-	fprintf(stderr, "dmprof: %s: %s\n", name, sb.buf);
-	print_synopsis(stderr, cmd_find(name));
-	sb_release(&sb);
-	return EXIT_USAGE;
-}
-
-int cmd_getopt(const char *name, int argc, char **argv, const char *shortopts,
-	       const struct option *longopts, int *status)
-{
-	static const struct option help_only[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct strbuf so = STRBUF_INIT;
-	int c;
-
-	/* "+": stop at the first operand; ":": report missing arguments. */
-	sb_addf(&so, "+:h%s", shortopts ? shortopts : "");
-	opterr = 0;
-	c = getopt_long(argc, argv, so.buf, longopts ? longopts : help_only,
-			NULL);
-	sb_release(&so);
-	switch (c) {
-	case 'h':
-		*status = cmd_help(name);
-		return -2;
-	case '?':
-		if (optopt)
-			*status = cmd_usage_error(name, "unknown option '-%c'",
-						  optopt);
-		else
-			*status = cmd_usage_error(name, "unknown option '%s'",
-						  argv[optind - 1]);
-		return -2;
-	case ':':
-		*status = cmd_usage_error(name, "option '%s' needs a value",
-					  argv[optind - 1]);
-		return -2;
-	default:
-		return c;
-	}
-}
 
 static void usage(FILE *fp)
 {

@@ -31,6 +31,7 @@ for c in $cases; do
 		cd "$work" || exit 1
 		env -i PATH="$tmp/bin:/usr/bin:/bin" HOME="$tmp" LC_ALL=C \
 			TZ=UTC TOP="$top" XDG_CACHE_HOME="$tmp/cache" \
+			DMPROF_POLICY_PATH="$top/policies" \
 			sh ./cmd >"$tmp/out" 2>"$tmp/err"
 		echo $? >"$tmp/status"
 	)

@@ -1,0 +1,45 @@
+/*
+ * Classification: which column of a policy each bucket and region belongs
+ * to.  Malloc buckets are classified once per policy and cached by bucket;
+ * regions are memoized by (bucket, mapped path, permissions, sharing).
+ */
+#ifndef DMPROF_CLASSIFY_H
+#define DMPROF_CLASSIFY_H
+
+#include "dump.h"
+#include "hashmap.h"
+#include "model.h"
+#include "policy.h"
+
+struct classifier {
+	struct policy *p;
+	const struct model *m;
+	int32_t *bucket_col;  /* by bucket index: column + 1; 0 = not yet */
+	size_t nbucket_col;
+	struct hashmap regions;
+	struct arena arena;   /* memo entries */
+	struct strbuf stack, source, what;
+};
+
+void classifier_init(struct classifier *c, struct policy *p,
+		     const struct model *m);
+void classifier_free(struct classifier *c);
+
+/*
+ * Column index, or -2 after an error (a pattern hit its match limit).
+ * B may not be NULL: unknown buckets are "no-bucket" without any rule.
+ */
+int classify_malloc(struct classifier *c, const struct bucket *b);
+int classify_hooked(struct classifier *c, const struct bucket *b,
+		    const struct vma *v, unsigned sharing);
+int classify_unhooked(struct classifier *c, const struct vma *v,
+		      unsigned sharing);
+
+/* The joined function names of a stack, as policies see them. */
+void stack_functions(struct strbuf *sb, const struct model *m,
+		     const struct stack *s);
+/* The joined source files of a stack ("?" for unknown ones). */
+void stack_sources(struct strbuf *sb, const struct model *m,
+		   const struct stack *s);
+
+#endif

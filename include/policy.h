@@ -1,0 +1,161 @@
+/*
+ * Policies: ordered first-match rules that name the component every byte
+ * belongs to, plus the columns a report shows.  The text format is
+ * documented in dmprof-policy(5); the original's JSON policies load too.
+ */
+#ifndef DMPROF_POLICY_H
+#define DMPROF_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util.h"
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+enum rule_alloc {
+	RULE_MALLOC,
+	RULE_MMAP,
+	RULE_UNHOOKED,
+	RULE_NALLOC
+};
+
+/* What a condition's pattern is matched against. */
+enum cond_field {
+	COND_STACK,  /* function names of the stack, joined by spaces */
+	COND_SOURCE, /* source files of the stack, joined by spaces */
+	COND_TYPE,   /* the allocated object's type */
+	COND_PATH,   /* the mapped path of the region's VMA */
+	COND_PERM,   /* the VMA's permissions, "rwxp" */
+	COND_NFIELDS
+};
+
+/* Page sharing categories (bits). */
+enum {
+	SHARE_PRIVATE = 1,
+	SHARE_GROUP = 2,
+	SHARE_OTHERS = 4,
+};
+
+struct pattern {
+	char *text;
+	pcre2_code *code;
+	bool match_all;       /* ".*" and friends: no need to run it */
+	unsigned long line;   /* where it is written, for diagnostics */
+	unsigned long col;
+};
+
+struct rule {
+	uint32_t column;      /* the component it assigns */
+	enum rule_alloc alloc;
+	struct pattern *cond[COND_NFIELDS]; /* NULL: anything */
+	unsigned sharing;     /* SHARE_* bits; 0: any */
+	unsigned long line;
+	bool broken;          /* had an error: never a catch-all */
+};
+
+/*
+ * Columns a policy may list without a rule assigning them: dmprof
+ * computes them (see dmprof-policy(5) for each formula).
+ */
+enum builtin {
+	B_NONE,           /* a component that rules assign */
+	B_SECOND,
+	B_MINUTE,
+	B_HOUR,
+	B_FROM_HERE,      /* FROM_HERE_FOR_TOTAL */
+	B_UNTIL_HERE,     /* UNTIL_HERE_FOR_TOTAL */
+	B_NO_BUCKET,
+	B_STAT,           /* a GLOBAL_STATS row (committed or virtual) */
+	B_FILEMAPPED,
+	B_FILEMAPPED_VM,
+	B_MUSTBEZERO,
+	B_TOTAL_EXCLUDE_PROFILER,
+	B_MMAP_TOTAL_LOG,
+	B_OTHER_TOTAL_LOG,
+	B_TC_TOTAL_LOG,
+	B_MMAP_NO_LOG,
+	B_MMAP_TOTAL_RECORD,
+	B_MMAP_TOTAL_RECORD_VM,
+	B_TC_NO_LOG,
+	B_TC_TOTAL_RECORD,
+	B_TC_UNUSED,
+	B_TC_TOTAL,
+};
+
+struct column {
+	char *name;
+	enum builtin builtin;
+	int stat_row;         /* B_STAT: enum gstat_row */
+	bool stat_virtual;    /* B_STAT: the virtual column */
+	bool assigned;        /* some rule assigns it */
+	unsigned long line;
+	unsigned long col;
+};
+
+struct policy {
+	char *label;          /* "l2", or a file's base name */
+	char *path;
+	struct column *cols;
+	size_t ncols, cols_alloc;
+	struct rule *rules;
+	size_t nrules, rules_alloc;
+	bool uses[COND_NFIELDS]; /* which subjects some rule looks at */
+	bool uses_sharing;
+	int from_marker;      /* column index or -1 */
+	int until_marker;
+	/* Columns the aggregation needs by name, or -1. */
+	int col_mmap_profiler, col_mmap_type_profiler, col_mmap_tcmalloc;
+	int col_no_bucket;
+	pcre2_match_data *md;
+	pcre2_match_context *mctx;
+	pcre2_jit_stack *jit_stack;
+};
+
+/* Builtin semantics of a column name (B_NONE if it is an ordinary one). */
+enum builtin builtin_lookup(const char *name, int *stat_row, bool *stat_virtual);
+bool builtin_is_time(enum builtin b);
+
+/*
+ * Load a policy file: dmprof's text format, or the original's JSON (by
+ * content, not by name).  Every problem is reported as FILE:LINE:COL;
+ * returns NULL if there was any.  LABEL may be NULL (derived from PATH).
+ */
+struct policy *policy_load(const char *path, const char *label);
+/* Parse text already in memory (NAME is used in diagnostics). */
+struct policy *policy_parse(const char *text, size_t len, const char *name,
+			    const char *label);
+void policy_free(struct policy *p);
+
+/* Column index of NAME, or -1. */
+int policy_column(const struct policy *p, const char *name);
+
+/* Write P in the text format (what `dmprof policy convert` prints). */
+void policy_write(const struct policy *p, struct strbuf *out,
+		  const char *comment);
+
+/*
+ * The subject a rule looks at, one string per enum cond_field (NULL where
+ * the caller has none), and the page category (0: unknown).
+ */
+struct subject {
+	const char *s[COND_NFIELDS];
+	size_t len[COND_NFIELDS];
+	unsigned sharing;
+};
+
+/*
+ * The first rule for ALLOC that matches, as a column index.  Returns -1
+ * if none matches (impossible for a loaded policy: each allocator has a
+ * catch-all) and -2 after printing an error when a pattern exceeded its
+ * match limit; WHAT describes the subject for that message.
+ */
+int policy_match(struct policy *p, enum rule_alloc alloc,
+		 const struct subject *subj, const char *what);
+
+const char *rule_alloc_name(enum rule_alloc a);
+const char *cond_field_name(enum cond_field f);
+
+#endif

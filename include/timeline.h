@@ -1,0 +1,67 @@
+/*
+ * The timeline: every snapshot of a run under every selected policy, as
+ * rows of column values.  Snapshots are read one at a time and folded into
+ * the rows, so memory grows with buckets, not with snapshots.  Shared by
+ * list, csv and json.
+ */
+#ifndef DMPROF_TIMELINE_H
+#define DMPROF_TIMELINE_H
+
+#include <stdint.h>
+
+#include "aggregate.h"
+#include "policyset.h"
+#include "run.h"
+
+struct tl_snapshot {
+	char *path;
+	unsigned long counter;
+	double time;
+};
+
+struct timeline {
+	struct run run;
+	struct policy_set set;
+	struct sharing sharing;
+	struct tl_snapshot *snaps;
+	size_t n;
+	int64_t **rows;              /* [policy][snapshot * ncols + column] */
+	struct agg_builtins **builtins; /* [policy][snapshot] */
+	bool skipped_errors;         /* a later dump could not be read */
+};
+
+struct timeline_options {
+	const char *policy;  /* -p, or NULL for the defaults */
+	char **shared;       /* shared first dumps */
+	int nshared;
+};
+
+/*
+ * Build the timeline of the run that starts at FIRST_DUMP.  Returns 0, or
+ * -1 after printing why.  A later dump that cannot be read is skipped with
+ * a message and sets skipped_errors.
+ */
+int timeline_build(struct timeline *tl, const char *first_dump,
+		   const struct timeline_options *opt);
+void timeline_free(struct timeline *tl);
+
+/* Seconds of snapshot I since the first one. */
+double timeline_seconds(const struct timeline *tl, size_t i);
+/* The value of time column COL (seconds, minutes or hours). */
+double timeline_time_value(const struct timeline *tl, size_t i,
+			   enum builtin b);
+
+/*
+ * Parse the options of list/csv/json: -p POLICY, --bytes (BYTES may be
+ * NULL when the command has no such option), then FIRST_DUMP and shared
+ * first dumps.  Returns the index of FIRST_DUMP, or -1 with *status set.
+ */
+int timeline_getopt(const char *cmd, int argc, char **argv,
+		    struct timeline_options *opt, bool *bytes, int *status);
+
+/* Run C and the timeline machinery: open, build, and on success call OUT. */
+int timeline_main(const char *cmd, int argc, char **argv,
+		  int (*out)(const struct timeline *tl, bool bytes),
+		  bool has_bytes);
+
+#endif

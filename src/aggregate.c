@@ -1,0 +1,460 @@
+/*
+ * Aggregation of a snapshot into a policy's columns.  The accounting is
+ * the original's (reference section d.4), with its crashes turned into
+ * defined behaviour: an unknown bucket is "no-bucket" whether or not the
+ * policy lists that column, a legacy region without sizes counts 0, and a
+ * negative tc-unused is clamped and reported once per run.
+ */
+#include "aggregate.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "series.h"
+#include "util.h"
+
+/* ---- page sharing ---- */
+
+void pfn_table_free(struct pfn_table *t)
+{
+	free(t->v);
+	t->v = NULL;
+	t->n = 0;
+}
+
+uint64_t pfn_table_count(const struct pfn_table *t, uint64_t pfn)
+{
+	size_t lo = 0, hi = t->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t->v[mid].pfn < pfn)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < t->n && t->v[lo].pfn == pfn ? t->v[lo].count : 0;
+}
+
+static int cmp_pfn(const void *a, const void *b)
+{
+	const struct pfn_count *x = a, *y = b;
+
+	return x->pfn < y->pfn ? -1 : x->pfn > y->pfn;
+}
+
+/* Sort and merge equal pfns, summing their counts. */
+static void pfn_table_finish(struct pfn_table *t)
+{
+	size_t out = 0;
+
+	if (!t->n)
+		return;
+	qsort(t->v, t->n, sizeof(*t->v), cmp_pfn);
+	for (size_t i = 0; i < t->n; i++) {
+		if (out && t->v[out - 1].pfn == t->v[i].pfn)
+			t->v[out - 1].count += t->v[i].count;
+		else
+			t->v[out++] = t->v[i];
+	}
+	t->n = out;
+}
+
+static int load_process(struct pfn_process *proc, const char *first_dump)
+{
+	struct series s;
+
+	if (series_discover(&s, first_dump, true) < 0)
+		return -1;
+	proc->prefix = xstrdup(s.prefix);
+	proc->snaps = xcalloc(s.ndumps, sizeof(*proc->snaps));
+	for (size_t k = 0; k < s.ndumps; k++) {
+		struct pfn_snapshot *ps = &proc->snaps[proc->n];
+		struct snapshot snap;
+		struct model m;
+		uint64_t prev_end = UINT64_MAX;
+		size_t n = 0;
+
+		/* Buckets do not matter here: an empty model. */
+		model_init(&m);
+		if (dump_load(&snap, s.dumps[k].path, &m) < 0) {
+			model_free(&m);
+			series_free(&s);
+			return -1;
+		}
+		ps->time = snap.time;
+		ps->exiting = snap.reason && starts_with(snap.reason, "Exiting");
+		ps->pfns.v = xcalloc(snap.npfs, sizeof(*ps->pfns.v));
+		for (size_t p = 0; p < snap.npfs; p++) {
+			const struct pageframe *pf = &snap.pfs[p];
+
+			/*
+			 * A page split between two regions is listed twice
+			 * ('>' then '<'); it is one mapping of the page.
+			 */
+			if (!(pf->start_inside && prev_end == pf->pfn)) {
+				ps->pfns.v[n].pfn = pf->pfn;
+				ps->pfns.v[n++].count = 1;
+			}
+			prev_end = pf->end_inside ? pf->pfn : UINT64_MAX;
+		}
+		ps->pfns.n = n;
+		pfn_table_finish(&ps->pfns);
+		proc->n++;
+		snapshot_release(&snap);
+		model_free(&m);
+	}
+	series_free(&s);
+	return 0;
+}
+
+int sharing_load(struct sharing *sh, char **first_dumps, int n)
+{
+	memset(sh, 0, sizeof(*sh));
+	if (n > 0)
+		sh->procs = xcalloc((size_t)n, sizeof(*sh->procs));
+	for (int i = 0; i < n; i++) {
+		if (load_process(&sh->procs[sh->nprocs++], first_dumps[i]) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+void sharing_free(struct sharing *sh)
+{
+	for (size_t i = 0; i < sh->nprocs; i++) {
+		for (size_t k = 0; k < sh->procs[i].n; k++)
+			pfn_table_free(&sh->procs[i].snaps[k].pfns);
+		free(sh->procs[i].snaps);
+		free(sh->procs[i].prefix);
+	}
+	free(sh->procs);
+	memset(sh, 0, sizeof(*sh));
+}
+
+void sharing_at(const struct sharing *sh, double t, struct pfn_table *out)
+{
+	size_t total = 0;
+
+	pfn_table_free(out);
+	for (size_t i = 0; i < sh->nprocs; i++) {
+		const struct pfn_process *proc = &sh->procs[i];
+		long closest = -1;
+
+		for (size_t k = 0; k < proc->n; k++) {
+			double diff = proc->snaps[k].time - t;
+
+			if (diff >= 3.0)
+				break;
+			if (diff < 0 && proc->snaps[k].exiting) {
+				closest = -1; /* it had exited by then */
+				break;
+			}
+			/*
+			 * The original tested "if index:", so a match at the
+			 * first snapshot was ignored; any match counts here.
+			 */
+			closest = (long)k;
+		}
+		if (closest < 0)
+			continue;
+		{
+			const struct pfn_table *pt = &proc->snaps[closest].pfns;
+
+			out->v = xreallocarray(out->v, total + pt->n,
+					       sizeof(*out->v));
+			if (pt->n)
+				memcpy(out->v + total, pt->v,
+				       pt->n * sizeof(*pt->v));
+			total += pt->n;
+			out->n = total;
+		}
+	}
+	pfn_table_finish(out);
+}
+
+/*
+ * The original's categories: with a page count, 1 is private, up to the
+ * group's own mappings (+1 for us) is group, more is others; without one,
+ * a page the group maps too is group.
+ */
+static unsigned categorize(const struct pageframe *pf,
+			   const struct pfn_table *group)
+{
+	uint64_t in_group = pfn_table_count(group, pf->pfn);
+
+	if (pf->has_count) {
+		if (pf->mapcount <= 1)
+			return SHARE_PRIVATE;
+		if (pf->mapcount <= in_group + 1)
+			return SHARE_GROUP;
+		return SHARE_OTHERS;
+	}
+	return in_group ? SHARE_GROUP : SHARE_PRIVATE;
+}
+
+/* ---- accounting ---- */
+
+struct sums {
+	int64_t tc_total_log;
+	int64_t other_total_log;
+	int64_t mmap_total_log;
+	int64_t no_bucket;
+};
+
+static void add(int64_t *values, int col, int64_t bytes)
+{
+	/* Wrapping is defined behaviour; a dump cannot hold 2^63 bytes. */
+	values[col] = (int64_t)((uint64_t)values[col] + (uint64_t)bytes);
+}
+
+static int add_malloc(struct classifier *c, const struct snapshot *snap,
+		      int64_t *values, struct sums *sums)
+{
+	const struct policy *p = c->p;
+
+	for (size_t i = 0; i < snap->nlines; i++) {
+		const struct stack_line *l = &snap->lines[i];
+		int col;
+
+		/* mmap buckets are accounted through MMAP_LIST. */
+		if (l->bucket && l->bucket->kind == ALLOC_MMAP)
+			continue;
+		if (!l->bucket) {
+			sums->no_bucket += l->committed;
+			sums->other_total_log += l->committed;
+			continue;
+		}
+		col = classify_malloc(c, l->bucket);
+		if (col < 0)
+			return -1;
+		add(values, col, l->committed);
+		if (starts_with(p->cols[col].name, "tc-"))
+			sums->tc_total_log += l->committed;
+		else
+			sums->other_total_log += l->committed;
+	}
+	return 0;
+}
+
+static int add_region_bytes(struct classifier *c, const struct region *r,
+			    const struct vma *v, unsigned sharing,
+			    int64_t bytes, int64_t *values, struct sums *sums)
+{
+	int col;
+
+	if (r->kind == REGION_UNHOOKED) {
+		col = classify_unhooked(c, v, sharing);
+		if (col < 0)
+			return -1;
+		add(values, col, bytes);
+		return 0;
+	}
+	if (!r->bucket) {
+		/* "@ 0" without a bucket 0, or a bucket never defined. */
+		sums->no_bucket += bytes;
+		sums->other_total_log += bytes;
+		return 0;
+	}
+	col = classify_hooked(c, r->bucket, v, sharing);
+	if (col < 0)
+		return -1;
+	add(values, col, bytes);
+	if (starts_with(c->p->cols[col].name, "mmap-"))
+		sums->mmap_total_log += bytes;
+	else
+		sums->other_total_log += bytes;
+	return 0;
+}
+
+static int add_regions(struct classifier *c, const struct snapshot *snap,
+		       const struct pfn_table *group, int64_t *values,
+		       struct sums *sums)
+{
+	bool per_page = group && group->n && snap->pageframe_length;
+
+	for (size_t i = 0; i < snap->nregions; i++) {
+		const struct region *r = &snap->regions[i];
+		const struct vma *v = &snap->vmas[r->vma];
+
+		if (!per_page) {
+			if (add_region_bytes(c, r, v, 0,
+					     r->has_committed ? r->committed : 0,
+					     values, sums) < 0)
+				return -1;
+			continue;
+		}
+		/* Sharing known: each resident page on its own. */
+		for (uint32_t k = 0; k < r->pf_count; k++) {
+			const struct pageframe *pf = &snap->pfs[r->pf_first + k];
+
+			if (add_region_bytes(c, r, v, categorize(pf, group),
+					     pf->size, values, sums) < 0)
+				return -1;
+		}
+	}
+	return 0;
+}
+
+static int64_t g(const struct snapshot *snap, int row)
+{
+	return snap->gs.row[row].committed;
+}
+
+static int64_t column_value(const int64_t *values, int col)
+{
+	return col >= 0 ? values[col] : 0;
+}
+
+/* The value of builtin B (not B_STAT: that needs a row). */
+static int64_t builtin_value(enum builtin b, const struct snapshot *snap,
+			     const struct sums *sums, const int64_t *values,
+			     const struct policy *p, struct agg_stats *stats)
+{
+	int64_t tcmalloc = column_value(values, p->col_mmap_tcmalloc);
+	int64_t v;
+
+	switch (b) {
+	case B_NO_BUCKET:
+		return sums->no_bucket;
+	case B_FILEMAPPED:
+		return g(snap, GS_FILE_EXEC) + g(snap, GS_FILE_NONEXEC);
+	case B_FILEMAPPED_VM:
+		return snap->gs.row[GS_FILE_EXEC].virt +
+		       snap->gs.row[GS_FILE_NONEXEC].virt;
+	case B_MUSTBEZERO:
+		return g(snap, GS_TOTAL) -
+		       (g(snap, GS_PROFILED_MMAP) + g(snap, GS_NP_ABSENT) +
+			g(snap, GS_NP_ANONYMOUS) + g(snap, GS_NP_FILE_EXEC) +
+			g(snap, GS_NP_FILE_NONEXEC) + g(snap, GS_NP_STACK) +
+			g(snap, GS_NP_OTHER));
+	case B_TOTAL_EXCLUDE_PROFILER:
+		return g(snap, GS_TOTAL) -
+		       (column_value(values, p->col_mmap_profiler) +
+			column_value(values, p->col_mmap_type_profiler));
+	case B_MMAP_TOTAL_LOG:
+		return sums->mmap_total_log;
+	case B_OTHER_TOTAL_LOG:
+		return sums->other_total_log;
+	case B_TC_TOTAL_LOG:
+		return sums->tc_total_log;
+	case B_MMAP_NO_LOG:
+		return g(snap, GS_PROFILED_MMAP) - sums->mmap_total_log;
+	case B_MMAP_TOTAL_RECORD:
+		return g(snap, GS_PROFILED_MMAP);
+	case B_MMAP_TOTAL_RECORD_VM:
+		return snap->gs.row[GS_PROFILED_MMAP].virt;
+	case B_TC_NO_LOG:
+		return g(snap, GS_PROFILED_MALLOC) - sums->tc_total_log;
+	case B_TC_TOTAL_RECORD:
+		return g(snap, GS_PROFILED_MALLOC);
+	case B_TC_UNUSED:
+		v = tcmalloc - g(snap, GS_PROFILED_MALLOC);
+		if (v < 0) {
+			if (stats)
+				stats->tc_unused_clamped++;
+			v = 0;
+		}
+		return v;
+	case B_TC_TOTAL:
+		return tcmalloc;
+	default:
+		/* Time columns and markers: no bytes. */
+		return 0;
+	}
+}
+
+int aggregate_snapshot(struct classifier *c, const struct snapshot *snap,
+		       const struct pfn_table *group, int64_t *values,
+		       struct agg_builtins *builtins, struct agg_stats *stats)
+{
+	const struct policy *p = c->p;
+	struct sums sums;
+
+	memset(&sums, 0, sizeof(sums));
+	memset(values, 0, p->ncols * sizeof(*values));
+	if (add_malloc(c, snap, values, &sums) < 0 ||
+	    add_regions(c, snap, group, values, &sums) < 0)
+		return -1;
+	for (size_t i = 0; i < p->ncols; i++) {
+		const struct column *col = &p->cols[i];
+
+		if (col->builtin == B_NONE)
+			continue;
+		if (col->builtin == B_STAT)
+			values[i] = col->stat_virtual
+					    ? snap->gs.row[col->stat_row].virt
+					    : g(snap, col->stat_row);
+		else
+			values[i] = builtin_value(col->builtin, snap, &sums,
+						  values, p, stats);
+	}
+	if (builtins) {
+		for (int b = B_NO_BUCKET; b <= B_TC_TOTAL; b++)
+			if (b != B_STAT)
+				builtins->v[b] = builtin_value(
+					(enum builtin)b, snap, &sums, values,
+					p, NULL);
+	}
+	if (p->col_no_bucket < 0 && stats)
+		stats->hidden_no_bucket += sums.no_bucket;
+	return 0;
+}
+
+/* ---- the GLOBAL_STATS cross-check ---- */
+
+void aggregate_verify(const struct snapshot *snap)
+{
+	static const int rows[] = {
+		GS_TOTAL,	 GS_FILE_EXEC,	       GS_FILE_NONEXEC,
+		GS_ANONYMOUS,	 GS_STACK,	       GS_OTHER,
+		GS_NP_FILE_EXEC, GS_NP_FILE_NONEXEC,   GS_NP_ANONYMOUS,
+		GS_NP_STACK,	 GS_NP_OTHER,	       GS_PROFILED_MMAP,
+	};
+	int64_t sum[GS_NROWS] = { 0 };
+
+	if (!snap->has_mmap_list)
+		return;
+	for (size_t i = 0; i < snap->nregions; i++) {
+		const struct region *r = &snap->regions[i];
+		int64_t c = r->has_committed ? r->committed : 0;
+		int cls, np;
+
+		switch (vma_classify(&snap->vmas[r->vma])) {
+		case VMA_FILE_EXEC:
+			cls = GS_FILE_EXEC, np = GS_NP_FILE_EXEC;
+			break;
+		case VMA_FILE_NONEXEC:
+			cls = GS_FILE_NONEXEC, np = GS_NP_FILE_NONEXEC;
+			break;
+		case VMA_ANONYMOUS:
+			cls = GS_ANONYMOUS, np = GS_NP_ANONYMOUS;
+			break;
+		case VMA_STACK:
+			cls = GS_STACK, np = GS_NP_STACK;
+			break;
+		default:
+			cls = GS_OTHER, np = GS_NP_OTHER;
+			break;
+		}
+		sum[GS_TOTAL] += c;
+		sum[cls] += c;
+		if (r->kind == REGION_UNHOOKED)
+			sum[np] += c;
+		else
+			sum[GS_PROFILED_MMAP] += c;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
+		int row = rows[i];
+
+		if (!(snap->gs.present & (1u << row)) ||
+		    sum[row] == g(snap, row))
+			continue;
+		warning("%s: GLOBAL_STATS says %s is %" PRId64 " committed "
+			"bytes, MMAP_LIST adds up to %" PRId64 " (%+" PRId64 ")",
+			snap->path, gstat_names[row], g(snap, row), sum[row],
+			g(snap, row) - sum[row]);
+	}
+}

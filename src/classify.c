@@ -1,0 +1,195 @@
+/*
+ * Classification.  The subject strings (joined function names, joined
+ * source files) are built only for the fields the policy's rules look at,
+ * and only once per bucket per policy: the result is cached by bucket.
+ */
+#include "classify.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+void classifier_init(struct classifier *c, struct policy *p,
+		     const struct model *m)
+{
+	memset(c, 0, sizeof(*c));
+	c->p = p;
+	c->m = m;
+	hashmap_init(&c->regions, 256);
+}
+
+void classifier_free(struct classifier *c)
+{
+	free(c->bucket_col);
+	hashmap_free(&c->regions);
+	arena_free(&c->arena);
+	sb_release(&c->stack);
+	sb_release(&c->source);
+	sb_release(&c->what);
+}
+
+void stack_functions(struct strbuf *sb, const struct model *m,
+		     const struct stack *s)
+{
+	for (uint32_t i = 0; i < s->depth; i++) {
+		if (i)
+			sb_addch(sb, ' ');
+		frame_add_func(sb, frame_get(&m->frames, s->frames[i]));
+	}
+}
+
+void stack_sources(struct strbuf *sb, const struct model *m,
+		   const struct stack *s)
+{
+	for (uint32_t i = 0; i < s->depth; i++) {
+		if (i)
+			sb_addch(sb, ' ');
+		frame_add_file(sb, frame_get(&m->frames, s->frames[i]));
+	}
+}
+
+/* Fill the stack-derived fields of SUBJ that the policy uses. */
+static void stack_subject(struct classifier *c, const struct bucket *b,
+			  struct subject *subj)
+{
+	if (c->p->uses[COND_STACK]) {
+		sb_reset(&c->stack);
+		stack_functions(&c->stack, c->m, b->stack);
+		subj->s[COND_STACK] = sb_str(&c->stack);
+		subj->len[COND_STACK] = c->stack.len;
+	}
+	if (c->p->uses[COND_SOURCE]) {
+		sb_reset(&c->source);
+		stack_sources(&c->source, c->m, b->stack);
+		subj->s[COND_SOURCE] = sb_str(&c->source);
+		subj->len[COND_SOURCE] = c->source.len;
+	}
+}
+
+int classify_malloc(struct classifier *c, const struct bucket *b)
+{
+	struct subject subj;
+	int col;
+
+	if (b->index < c->nbucket_col && c->bucket_col[b->index])
+		return c->bucket_col[b->index] - 1;
+	memset(&subj, 0, sizeof(subj));
+	stack_subject(c, b, &subj);
+	if (c->p->uses[COND_TYPE]) {
+		/*
+		 * An unresolved type (its address) is matched by the mangled
+		 * name the producer recorded, as the original did.
+		 */
+		const char *t = b->typeinfo_sym ? b->typeinfo_sym
+						: "no typeinfo";
+
+		if (starts_with(t, "0x"))
+			t = b->type_name;
+		subj.s[COND_TYPE] = t;
+		subj.len[COND_TYPE] = strlen(t);
+	}
+	sb_reset(&c->what);
+	sb_addf(&c->what, "the stack of bucket %" PRIu64, b->id);
+	col = policy_match(c->p, RULE_MALLOC, &subj, c->what.buf);
+	if (col < 0)
+		return col == -1 ? error("%s: no rule matches bucket %" PRIu64,
+					 c->p->path, b->id) - 1
+				 : -2;
+	if (b->index >= c->nbucket_col) {
+		size_t n = c->nbucket_col ? c->nbucket_col : 1024;
+
+		while (n <= b->index)
+			n = st_mult(n, 2);
+		c->bucket_col = xreallocarray(c->bucket_col, n,
+					      sizeof(*c->bucket_col));
+		memset(c->bucket_col + c->nbucket_col, 0,
+		       (n - c->nbucket_col) * sizeof(*c->bucket_col));
+		c->nbucket_col = n;
+	}
+	c->bucket_col[b->index] = col + 1;
+	return col;
+}
+
+struct region_key {
+	const struct bucket *b;
+	const char *path;     /* interned */
+	uint32_t perms;
+	unsigned sharing;
+	int hooked;
+};
+
+struct region_memo {
+	struct region_key key;
+	int col;
+};
+
+static bool region_eq(const void *item, const void *k)
+{
+	const struct region_memo *m = item;
+	const struct region_key *key = k;
+
+	return m->key.b == key->b && m->key.path == key->path &&
+	       m->key.perms == key->perms && m->key.sharing == key->sharing &&
+	       m->key.hooked == key->hooked;
+}
+
+static int classify_region(struct classifier *c, const struct bucket *b,
+			   const struct vma *v, unsigned sharing, int hooked)
+{
+	struct region_key key;
+	struct region_memo *memo;
+	struct subject subj;
+	uint64_t h;
+	int col;
+
+	memset(&key, 0, sizeof(key));
+	key.b = b;
+	key.path = v->name;
+	memcpy(&key.perms, v->perms, 4);
+	key.sharing = sharing;
+	key.hooked = hooked;
+	h = hash_bytes(&key, sizeof(key));
+	memo = hashmap_get(&c->regions, h, region_eq, &key);
+	if (memo)
+		return memo->col;
+
+	memset(&subj, 0, sizeof(subj));
+	if (hooked)
+		stack_subject(c, b, &subj);
+	subj.s[COND_PATH] = v->name;
+	subj.len[COND_PATH] = strlen(v->name);
+	subj.s[COND_PERM] = v->perms;
+	subj.len[COND_PERM] = 4;
+	subj.sharing = sharing;
+	sb_reset(&c->what);
+	if (hooked)
+		sb_addf(&c->what, "the stack of bucket %" PRIu64, b->id);
+	else
+		sb_addf(&c->what, "the mapping of '%s'", v->name);
+	col = policy_match(c->p, hooked ? RULE_MMAP : RULE_UNHOOKED, &subj,
+			   c->what.buf);
+	if (col == -1)
+		col = error("%s: no rule matches %s", c->p->path,
+			    c->what.buf) - 1;
+	if (col < 0)
+		return col;
+	memo = arena_alloc(&c->arena, sizeof(*memo));
+	memo->key = key;
+	memo->col = col;
+	hashmap_put(&c->regions, h, memo);
+	return col;
+}
+
+int classify_hooked(struct classifier *c, const struct bucket *b,
+		    const struct vma *v, unsigned sharing)
+{
+	return classify_region(c, b, v, sharing, 1);
+}
+
+int classify_unhooked(struct classifier *c, const struct vma *v,
+		      unsigned sharing)
+{
+	return classify_region(c, NULL, v, sharing, 0);
+}

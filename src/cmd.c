@@ -1,0 +1,132 @@
+/*
+ * The command table, per-command help and option parsing shared by all
+ * commands.
+ */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "util.h"
+
+#define POLICY_OPT \
+	"  -p, --policy POLICY  policies by label or path, comma-separated\n"
+
+const struct cmd commands[] = {
+	{ "buckets", cmd_buckets, "buckets [-p POLICY] FIRST_DUMP",
+	  "print every bucket of the run with its symbolized stack",
+	  "  -p, --policy POLICY  also print the component each bucket lands "
+	  "in\n" },
+	{ "csv", cmd_csv,
+	  "csv [-p POLICY] [--bytes] FIRST_DUMP [SHARED_FIRST_DUMP...]",
+	  "print the timeline as CSV, a row per snapshot",
+	  POLICY_OPT "  -b, --bytes          exact bytes instead of MiB\n" },
+	{ "expand", cmd_expand, "expand DUMP POLICY COMPONENT DEPTH",
+	  "print the stacks behind one component of a dump", NULL },
+	{ "json", cmd_json,
+	  "json [-p POLICY] FIRST_DUMP [SHARED_FIRST_DUMP...]",
+	  "print the timeline as JSON (JSON_DEEP_2)", POLICY_OPT },
+	{ "list", cmd_list,
+	  "list [-p POLICY] FIRST_DUMP [SHARED_FIRST_DUMP...]",
+	  "print every component of every snapshot, in bytes", POLICY_OPT },
+	{ "map", cmd_map, "map FIRST_DUMP POLICY",
+	  "print what each address range was in each snapshot", NULL },
+	{ "policy", cmd_policy,
+	  "policy check FILE...\npolicy convert FILE\npolicy list",
+	  "check, convert (from JSON) or list policies", NULL },
+	{ "pprof", cmd_pprof, "pprof [-c COMPONENT] DUMP POLICY",
+	  "convert a dump to a legacy pprof heap profile",
+	  "  -c, --component COMPONENT  only this component\n" },
+	{ "stacktrace", cmd_stacktrace, "stacktrace DUMP",
+	  "print each stack line of a dump with its stack", NULL },
+	{ NULL, NULL, NULL, NULL, NULL },
+};
+
+const struct cmd *cmd_find(const char *name)
+{
+	for (const struct cmd *c = commands; c->name; c++)
+		if (!strcmp(c->name, name))
+			return c;
+	return NULL;
+}
+
+static void print_synopsis(FILE *fp, const struct cmd *c)
+{
+	const char *s = c->synopsis;
+	bool first = true;
+
+	while (*s) {
+		const char *nl = strchr(s, '\n');
+		size_t n = nl ? (size_t)(nl - s) : strlen(s);
+
+		fprintf(fp, "%s dmprof %.*s\n", first ? "usage:" : "      ",
+			(int)n, s);
+		first = false;
+		s += n + (nl ? 1 : 0);
+	}
+}
+
+int cmd_help(const char *name)
+{
+	const struct cmd *c = cmd_find(name);
+
+	print_synopsis(stdout, c);
+	printf("\n%s.\n", c->summary);
+	if (c->options)
+		printf("\noptions:\n%s", c->options);
+	printf("\nSee dmprof(1) for details.\n");
+	return 0;
+}
+
+int cmd_usage_error(const char *name, const char *fmt, ...)
+{
+	struct strbuf sb = STRBUF_INIT;
+	va_list ap;
+
+	va_start(ap, fmt);
+	sb_vaddf(&sb, fmt, ap);
+	va_end(ap);
+	fflush(stdout);
+	fprintf(stderr, "dmprof: %s: %s\n", name, sb.buf);
+	print_synopsis(stderr, cmd_find(name));
+	sb_release(&sb);
+	return EXIT_USAGE;
+}
+
+int cmd_getopt(const char *name, int argc, char **argv, const char *shortopts,
+	       const struct option *longopts, int *status)
+{
+	static const struct option help_only[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct strbuf so = STRBUF_INIT;
+	int c;
+
+	/* "+": stop at the first operand; ":": report missing arguments. */
+	sb_addf(&so, "+:h%s", shortopts ? shortopts : "");
+	opterr = 0;
+	c = getopt_long(argc, argv, so.buf, longopts ? longopts : help_only,
+			NULL);
+	sb_release(&so);
+	switch (c) {
+	case 'h':
+		*status = cmd_help(name);
+		return -2;
+	case '?':
+		if (optopt)
+			*status = cmd_usage_error(name, "unknown option '-%c'",
+						  optopt);
+		else
+			*status = cmd_usage_error(name, "unknown option '%s'",
+						  argv[optind - 1]);
+		return -2;
+	case ':':
+		*status = cmd_usage_error(name, "option '%s' needs a value",
+					  argv[optind - 1]);
+		return -2;
+	default:
+		return c;
+	}
+}

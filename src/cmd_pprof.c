@@ -1,0 +1,126 @@
+/*
+ * dmprof pprof [-c COMPONENT] DUMP POLICY: one dump as a legacy pprof heap
+ * profile ("heap profile: ... @ heapprofile", stack lines,
+ * MAPPED_LIBRARIES:), optionally only one component.  Committed bytes
+ * stand in for in-use bytes.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "onedump.h"
+#include "text.h"
+
+struct item {
+	int64_t objs;
+	int64_t bytes;
+	const struct stack *stack;
+};
+
+static void print_item(const struct model *m, const struct item *it)
+{
+	printf("%6" PRId64 ": %8" PRId64 " [%6" PRId64 ": %8" PRId64 "] @",
+	       it->objs, it->bytes, it->objs, it->bytes);
+	for (uint32_t i = 0; i < it->stack->depth; i++)
+		printf(" 0x%016" PRIx64,
+		       frame_get(&m->frames, it->stack->frames[i])->addr);
+	putchar('\n');
+}
+
+int cmd_pprof(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "component", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *component = NULL;
+	struct item *items = NULL;
+	size_t n = 0, alloc = 0;
+	int64_t objs = 0, bytes = 0;
+	struct onedump o;
+	struct snapshot snap;
+	int c, col = -1, status = 0;
+
+	while ((c = cmd_getopt("pprof", argc, argv, "c:", longopts,
+			       &status)) != -1) {
+		if (c == -2)
+			return status;
+		if (c == 'c')
+			component = optarg;
+	}
+	if (argc - optind != 2)
+		return cmd_usage_error("pprof", "expected DUMP POLICY");
+	if (onedump_open(&o, argv[optind], argv[optind + 1], false) < 0 ||
+	    run_load_dump(&o.run, 0, &snap) < 0) {
+		onedump_close(&o);
+		return 1;
+	}
+	if (component && (col = policy_column(o.policy, component)) < 0) {
+		error("policy '%s' has no component '%s'", o.policy->label,
+		      component);
+		status = 1;
+		goto out;
+	}
+	snapshot_warn_unknown_buckets(&snap, "left out");
+	/* Hooked regions first, one object each, then malloc lines. */
+	for (size_t i = 0; i < snap.nregions; i++) {
+		const struct region *r = &snap.regions[i];
+		int rc;
+
+		if (r->kind != REGION_HOOKED || !r->bucket || !r->has_committed ||
+		    r->committed == 0)
+			continue;
+		rc = classify_hooked(&o.cls, r->bucket, &snap.vmas[r->vma], 0);
+		if (rc < -1) {
+			status = 1;
+			goto out;
+		}
+		if (component && rc != col)
+			continue;
+		GROW(items, n + 1, alloc);
+		items[n++] = (struct item){ 1, r->committed, r->bucket->stack };
+	}
+	for (size_t i = 0; i < snap.nlines; i++) {
+		const struct stack_line *l = &snap.lines[i];
+		int rc;
+
+		if (!l->bucket || l->bucket->kind == ALLOC_MMAP)
+			continue;
+		rc = classify_malloc(&o.cls, l->bucket);
+		if (rc < -1) {
+			status = 1;
+			goto out;
+		}
+		if (component && rc != col)
+			continue;
+		GROW(items, n + 1, alloc);
+		items[n++] = (struct item){ l->alloc - l->free, l->committed,
+					    l->bucket->stack };
+	}
+	for (size_t i = 0; i < n; i++) {
+		objs += items[i].objs;
+		bytes += items[i].bytes;
+	}
+	printf("heap profile: %6" PRId64 ": %8" PRId64 " [%6" PRId64
+	       ": %8" PRId64 "] @ heapprofile\n",
+	       objs, bytes, objs, bytes);
+	for (size_t i = 0; i < n; i++)
+		print_item(&o.run.model, &items[i]);
+	printf("MAPPED_LIBRARIES:\n");
+	if (o.run.has_maps) {
+		struct filebuf fb;
+
+		if (file_load(&fb, o.run.maps.path) == 0) {
+			fwrite(fb.data, 1, fb.size, stdout);
+			file_release(&fb);
+		}
+	}
+out:
+	free(items);
+	snapshot_release(&snap);
+	onedump_close(&o);
+	return status;
+}

@@ -1,0 +1,228 @@
+/*
+ * Building the timeline.  Symbolization happens once, before the first
+ * snapshot; each snapshot is parsed, classified under every policy (the
+ * classifiers cache per bucket across snapshots) and released.
+ */
+#include "timeline.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cmd.h"
+#include "util.h"
+
+static void progress(size_t i, size_t n, const char *path)
+{
+	static int tty = -1;
+
+	if (tty < 0)
+		tty = isatty(STDERR_FILENO) && !quiet_warnings;
+	if (!tty || n < 2)
+		return;
+	if (i < n)
+		fprintf(stderr, "\rdmprof: snapshot %zu/%zu %s\033[K", i + 1,
+			n, path);
+	else
+		fputs("\r\033[K", stderr);
+	fflush(stderr);
+}
+
+static bool file_empty(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0;
+}
+
+int timeline_build(struct timeline *tl, const char *first_dump,
+		   const struct timeline_options *opt)
+{
+	struct classifier *cls = NULL;
+	struct agg_stats *stats = NULL;
+	struct pfn_table group = { NULL, 0 };
+	size_t np, nd;
+	int rc = -1;
+
+	memset(tl, 0, sizeof(*tl));
+	if (run_open(&tl->run, first_dump, RUN_ALL_DUMPS) < 0)
+		return -1;
+	if (policy_set_load(&tl->set, opt->policy) < 0)
+		return -1;
+	if (sharing_load(&tl->sharing, opt->shared, opt->nshared) < 0)
+		return -1;
+	run_symbolize(&tl->run);
+	np = tl->set.n;
+	nd = tl->run.series.ndumps;
+	tl->snaps = xcalloc(nd, sizeof(*tl->snaps));
+	tl->rows = xcalloc(np, sizeof(*tl->rows));
+	tl->builtins = xcalloc(np, sizeof(*tl->builtins));
+	cls = xcalloc(np, sizeof(*cls));
+	stats = xcalloc(np, sizeof(*stats));
+	for (size_t p = 0; p < np; p++) {
+		tl->rows[p] = xcalloc(st_mult(nd, tl->set.v[p]->ncols),
+				      sizeof(**tl->rows));
+		tl->builtins[p] = xcalloc(nd, sizeof(**tl->builtins));
+		classifier_init(&cls[p], tl->set.v[p], &tl->run.model);
+	}
+	for (size_t i = 0; i < nd; i++) {
+		const char *path = tl->run.series.dumps[i].path;
+		struct snapshot snap;
+
+		progress(i, nd, path);
+		if (i > 0 && file_empty(path)) {
+			/* A producer killed before it wrote anything. */
+			warning("%s: empty dump; skipped", path);
+			continue;
+		}
+		if (run_load_dump(&tl->run, i, &snap) < 0) {
+			if (i == 0)
+				goto out;
+			warning("%s: skipped; the other snapshots are shown",
+				path);
+			tl->skipped_errors = true;
+			continue;
+		}
+		snapshot_warn_unknown_buckets(&snap, "counted as no-bucket");
+		aggregate_verify(&snap);
+		if (tl->sharing.nprocs)
+			sharing_at(&tl->sharing, snap.time, &group);
+		for (size_t p = 0; p < np; p++) {
+			int64_t *row = tl->rows[p] +
+				       tl->n * tl->set.v[p]->ncols;
+
+			if (aggregate_snapshot(&cls[p], &snap, &group, row,
+					       &tl->builtins[p][tl->n],
+					       &stats[p]) < 0) {
+				snapshot_release(&snap);
+				goto out;
+			}
+		}
+		tl->snaps[tl->n].path = xstrdup(path);
+		tl->snaps[tl->n].counter = snap.counter;
+		tl->snaps[tl->n].time = snap.time;
+		tl->n++;
+		snapshot_release(&snap);
+	}
+	for (size_t p = 0; p < np; p++) {
+		const struct policy *pol = tl->set.v[p];
+
+		if (stats[p].tc_unused_clamped && policy_column(pol, "tc-unused") >= 0)
+			warning("%s: tc-unused would be negative in %lu "
+				"snapshot%s (mmap-tcmalloc smaller than "
+				"profiled-malloc); shown as 0",
+				pol->label, stats[p].tc_unused_clamped,
+				stats[p].tc_unused_clamped > 1 ? "s" : "");
+		if (stats[p].hidden_no_bucket)
+			warning("%s: %" PRId64 " bytes of unknown buckets are "
+				"in no column (the policy lists no "
+				"'no-bucket')",
+				pol->label, stats[p].hidden_no_bucket);
+	}
+	rc = 0;
+out:
+	progress(nd, nd, "");
+	for (size_t p = 0; cls && p < np; p++)
+		classifier_free(&cls[p]);
+	free(cls);
+	free(stats);
+	pfn_table_free(&group);
+	return rc;
+}
+
+void timeline_free(struct timeline *tl)
+{
+	for (size_t i = 0; i < tl->n; i++)
+		free(tl->snaps[i].path);
+	free(tl->snaps);
+	for (size_t p = 0; tl->rows && p < tl->set.n; p++) {
+		free(tl->rows[p]);
+		free(tl->builtins[p]);
+	}
+	free(tl->rows);
+	free(tl->builtins);
+	policy_set_free(&tl->set);
+	sharing_free(&tl->sharing);
+	run_close(&tl->run);
+	memset(tl, 0, sizeof(*tl));
+}
+
+double timeline_seconds(const struct timeline *tl, size_t i)
+{
+	return tl->n ? tl->snaps[i].time - tl->snaps[0].time : 0;
+}
+
+double timeline_time_value(const struct timeline *tl, size_t i,
+			   enum builtin b)
+{
+	double s = timeline_seconds(tl, i);
+
+	return b == B_HOUR ? s / 3600.0 : b == B_MINUTE ? s / 60.0 : s;
+}
+
+int timeline_getopt(const char *cmd, int argc, char **argv,
+		    struct timeline_options *opt, bool *bytes, int *status)
+{
+	static const struct option longopts[] = {
+		{ "policy", required_argument, NULL, 'p' },
+		{ "bytes", no_argument, NULL, 'b' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	memset(opt, 0, sizeof(*opt));
+	while ((c = cmd_getopt(cmd, argc, argv, bytes ? "p:b" : "p:",
+			       longopts, status)) != -1) {
+		switch (c) {
+		case -2:
+			return -1;
+		case 'p':
+			opt->policy = optarg;
+			break;
+		case 'b':
+			if (!bytes) {
+				*status = cmd_usage_error(cmd, "unknown option "
+							       "'--bytes'");
+				return -1;
+			}
+			*bytes = true;
+			break;
+		}
+	}
+	if (optind >= argc) {
+		*status = cmd_usage_error(cmd, "which dump?");
+		return -1;
+	}
+	opt->shared = argv + optind + 1;
+	opt->nshared = argc - optind - 1;
+	return optind;
+}
+
+int timeline_main(const char *cmd, int argc, char **argv,
+		  int (*out)(const struct timeline *tl, bool bytes),
+		  bool has_bytes)
+{
+	struct timeline_options opt;
+	struct timeline tl;
+	bool bytes = false;
+	int status = 0, first;
+
+	first = timeline_getopt(cmd, argc, argv, &opt,
+				has_bytes ? &bytes : NULL, &status);
+	if (first < 0)
+		return status;
+	if (timeline_build(&tl, argv[first], &opt) < 0) {
+		timeline_free(&tl);
+		return 1;
+	}
+	status = out(&tl, bytes);
+	if (!status && tl.skipped_errors)
+		status = 1;
+	timeline_free(&tl);
+	return status;
+}
