@@ -115,9 +115,13 @@ test: $(BIN) $(O)/unit-tests
 	sh tests/compat/run.sh $(BIN) $(SHARED)
 
 install: all
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
+		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(DATADIR)/policies
 	install -m 755 dmprof $(DESTDIR)$(BINDIR)/dmprof
 	install -m 644 man/dmprof.1 $(DESTDIR)$(MANDIR)/man1/dmprof.1
+	install -m 644 man/dmprof-policy.5 $(DESTDIR)$(MANDIR)/man5/dmprof-policy.5
+	install -m 644 policies/index policies/*.policy \
+		$(DESTDIR)$(DATADIR)/policies/
 
 clean:
 	rm -rf build dmprof

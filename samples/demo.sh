@@ -9,6 +9,12 @@ run() {
 	echo "\$ dmprof $*"
 	"$dmprof" "$@"
 }
-echo "dmprof demo: a cache server profiled three times, 10 s apart."
-run stacktrace cachesrv.04242.0003.heap
-run buckets cachesrv.04242.0001.heap
+echo "dmprof demo: a cache server, profiled three times 10 s apart."
+echo "Where did its memory go, and how did that change? (sizes in bytes)"
+run csv --bytes -p l1 cachesrv.04242.0001.heap
+echo
+echo "tc-catch-all grows fastest.  Which stacks allocated it?"
+run expand cachesrv.04242.0003.heap l1 tc-catch-all 2
+echo
+echo "And the mmap'd regions outside tcmalloc?"
+run expand cachesrv.04242.0003.heap l1 mmap-catch-all 1

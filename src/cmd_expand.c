@@ -175,7 +175,8 @@ int cmd_expand(int argc, char **argv)
 		hashmap_init(&sums.map, 256);
 		if (expand(&o, &snap, col, depth, &sums) < 0)
 			status = 1;
-		qsort(sums.v, sums.n, sizeof(*sums.v), cmp_entry);
+		if (sums.n)
+			qsort(sums.v, sums.n, sizeof(*sums.v), cmp_entry);
 		for (size_t i = 0; i < sums.n && !status; i++)
 			printf("%10" PRId64 " %s\n", sums.v[i]->bytes,
 			       sums.v[i]->key);

@@ -53,7 +53,7 @@ const char *stderr_text(void)
 
 	fflush(stderr);
 	file_release(&fb);
-	if (file_load(&fb, errpath) < 0)
+	if (!errpath[0] || file_load(&fb, errpath) < 0)
 		return "";
 	return fb.data;
 }

@@ -1,0 +1,240 @@
+/* Classification and aggregation of a snapshot, and page sharing. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "aggregate.h"
+#include "helpers.h"
+#include "symbol.h"
+#include "util.h"
+
+static struct model m;
+static struct snapshot snap;
+static struct policy *pol;
+
+static void setup(void)
+{
+	model_init(&m);
+}
+
+static void teardown(void)
+{
+	snapshot_release(&snap);
+	policy_free(pol);
+	model_free(&m);
+}
+
+TestSuite(aggregate, .init = setup, .fini = teardown);
+
+/* Buckets: 1 malloc "Cache::Insert", 2 malloc "Logger", 3 mmap "Pool". */
+static void load_run(const char *heap)
+{
+	const char *b = write_file("a.00001.0001.buckets",
+				   "1 malloc 0x10\n2 malloc 0x20\n3 mmap 0x30\n",
+				   -1);
+	const char *h = write_file("a.00001.0001.heap", heap, -1);
+
+	cr_assert_eq(buckets_load(&m, b), 0);
+	symbolize_model(&m, NULL, NULL);
+	/* Fake symbols, as a symbolizer would have set them. */
+	m.frames.v[0]->func = "Cache::Insert";
+	m.frames.v[1]->func = "Logger::Append";
+	m.frames.v[2]->func = "Pool::Grow";
+	cr_assert_eq(dump_load(&snap, h, &m), 0);
+}
+
+static const char heap[] =
+	"heap profile: DUMP_DEEP_6\n"
+	"MMAP_LIST:\n"
+	"1000-5000 rw-p 00000000 00:00 0\n"
+	"  1000 - 3000  hooked 8192 / 8192 @ 3\n"
+	"  3000 - 5000  unhooked 4096 / 8192\n"
+	"6000-7000 r-xp 00000000 00:00 5 /bin/x\n"
+	"  6000 - 7000  unhooked 4096 / 4096\n"
+	"8000-9000 rw-p 00000000 00:00 0\n"
+	"  8000 - 9000  hooked 4096 / 4096 @ 77\n"
+	"GLOBAL_STATS:\n"
+	"total 0 20480\nabsent 0 0\nfile-exec 0 4096\nfile-nonexec 0 0\n"
+	"anonymous 0 16384\nstack 0 0\nother 0 0\nnonprofiled-total 0 8192\n"
+	"nonprofiled-absent 0 0\nnonprofiled-anonymous 0 4096\n"
+	"nonprofiled-file-exec 0 4096\nnonprofiled-file-nonexec 0 0\n"
+	"nonprofiled-stack 0 0\nnonprofiled-other 0 0\n"
+	"profiled-mmap 0 12288\nprofiled-malloc 300 310\n"
+	"STACKTRACES:\n"
+	"      8192       8192      1      0 @ 3\n"
+	"       200        200      2      0 @ 1\n"
+	"       100        100      1      0 @ 2\n"
+	"        10         10      1      0 @ 99\n";
+
+#define POLICY                                                               \
+	"dmprof-policy 1\n"                                                  \
+	"columns mmap-profiler mmap-tcmalloc FROM_HERE_FOR_TOTAL mustbezero " \
+	"        unhooked-anon unhooked-file no-bucket mmap-pool tc-cache " \
+	"        logger tc-unused UNTIL_HERE_FOR_TOTAL total-exclude-profiler" \
+	"        total tc-total-log other-total-log mmap-total-log tc-no-log " \
+	"        mmap-no-log filemapped\n"                                   \
+	"rule mmap-profiler mmap stack='.*Profiler.*'\n"                     \
+	"rule mmap-tcmalloc mmap stack='.*Pool.*'\n"                         \
+	"rule mmap-pool mmap\n"                                              \
+	"rule unhooked-anon unhooked path=''\n"                              \
+	"rule unhooked-file unhooked\n"                                      \
+	"rule tc-cache malloc stack='.*Cache.*'\n"                           \
+	"rule logger malloc\n"
+
+static int64_t col(const int64_t *v, const char *name)
+{
+	int c = policy_column(pol, name);
+
+	cr_assert_geq(c, 0, "%s", name);
+	return v[c];
+}
+
+Test(aggregate, the_original_accounting)
+{
+	struct classifier c;
+	struct agg_stats stats = { 0, 0 };
+	struct agg_builtins b;
+	int64_t v[64];
+
+	load_run(heap);
+	pol = policy_parse(POLICY, strlen(POLICY), "p.policy", NULL);
+	cr_assert_not_null(pol);
+	classifier_init(&c, pol, &m);
+	cr_assert_eq(aggregate_snapshot(&c, &snap, NULL, v, &b, &stats), 0);
+	cr_assert_eq(col(v, "mmap-tcmalloc"), 8192);
+	cr_assert_eq(col(v, "unhooked-anon"), 4096);
+	cr_assert_eq(col(v, "unhooked-file"), 4096);
+	/* Region @77 and stack line @99 name undefined buckets. */
+	cr_assert_eq(col(v, "no-bucket"), 4096 + 10);
+	cr_assert_eq(col(v, "tc-cache"), 200);
+	cr_assert_eq(col(v, "logger"), 100);
+	cr_assert_eq(col(v, "tc-total-log"), 200);
+	/* Not tc-: logger, and no-bucket lines and regions. */
+	cr_assert_eq(col(v, "other-total-log"), 100 + 10 + 4096);
+	cr_assert_eq(col(v, "mmap-total-log"), 8192);
+	cr_assert_eq(col(v, "tc-no-log"), 310 - 200);
+	cr_assert_eq(col(v, "mmap-no-log"), 12288 - 8192);
+	cr_assert_eq(col(v, "tc-unused"), 8192 - 310);
+	cr_assert_eq(col(v, "mustbezero"), 20480 - (12288 + 4096 + 4096));
+	cr_assert_eq(col(v, "total-exclude-profiler"), 20480);
+	cr_assert_eq(col(v, "filemapped"), 4096);
+	cr_assert_eq(col(v, "FROM_HERE_FOR_TOTAL"), 0);
+	cr_assert_eq(b.v[B_TC_TOTAL], 8192);
+	cr_assert_eq(b.v[B_MMAP_TOTAL_RECORD], 12288);
+	cr_assert_eq(stats.tc_unused_clamped, 0);
+	/* Classification is cached by bucket. */
+	cr_assert_eq(c.bucket_col[bucket_set_find(&m.buckets, 1)->index] - 1,
+		     policy_column(pol, "tc-cache"));
+	classifier_free(&c);
+}
+
+Test(aggregate, no_bucket_without_column_is_reported)
+{
+	static const char p2[] = "dmprof-policy 1\ncolumns a m u\n"
+				 "rule a malloc\nrule m mmap\nrule u unhooked\n";
+	struct classifier c;
+	struct agg_stats stats = { 0, 0 };
+	int64_t v[8];
+
+	load_run(heap);
+	pol = policy_parse(p2, strlen(p2), "p.policy", NULL);
+	classifier_init(&c, pol, &m);
+	cr_assert_eq(aggregate_snapshot(&c, &snap, NULL, v, NULL, &stats), 0);
+	cr_assert_eq(stats.hidden_no_bucket, 4096 + 10);
+	cr_assert_eq(v[0], 300);
+	classifier_free(&c);
+}
+
+Test(aggregate, tc_unused_clamped)
+{
+	static const char p3[] = "dmprof-policy 1\ncolumns a tc-unused m u\n"
+				 "rule a malloc\nrule m mmap\nrule u unhooked\n";
+	struct classifier c;
+	struct agg_stats stats = { 0, 0 };
+	int64_t v[8];
+
+	load_run(heap);
+	pol = policy_parse(p3, strlen(p3), "p.policy", NULL);
+	classifier_init(&c, pol, &m);
+	cr_assert_eq(aggregate_snapshot(&c, &snap, NULL, v, NULL, &stats), 0);
+	/* No mmap-tcmalloc column: 0 - 310 is clamped. */
+	cr_assert_eq(v[1], 0);
+	cr_assert_eq(stats.tc_unused_clamped, 1);
+	classifier_free(&c);
+}
+
+Test(aggregate, verify_warns_on_mismatch)
+{
+	char *bad = xstrdup(heap);
+
+	*strstr(bad, "anonymous 0 16384") = '\0';
+	{
+		struct strbuf sb = STRBUF_INIT;
+
+		sb_addstr(&sb, bad);
+		sb_addstr(&sb, "anonymous 0 16000");
+		sb_addstr(&sb, strstr(heap, "anonymous 0 16384") + 17);
+		load_run(sb.buf);
+		sb_release(&sb);
+	}
+	free(bad);
+	capture_stderr();
+	aggregate_verify(&snap);
+	cr_assert(strstr(stderr_text(), "GLOBAL_STATS says anonymous is 16000 "
+					"committed bytes, MMAP_LIST adds up "
+					"to 16384 (-384)"),
+		  "%s", stderr_text());
+}
+
+static void write_proc(const char *prefix, int n, double t, const char *reason,
+		       const char *pfs)
+{
+	char name[256], text[1024];
+
+	snprintf(name, sizeof(name), "%s.%04d.heap", prefix, n);
+	snprintf(text, sizeof(text),
+		 "heap profile: DUMP_DEEP_6\nMETA:\nTime: %.0f\n%s%s%s"
+		 "PageFrame: 24,Base64,PageCount\nMMAP_LIST:\n"
+		 "1000-4000 r--p 00000000 00:00 0 /f\n  PF: %s\n"
+		 "  1000 - 4000  unhooked 12288 / 12288\n"
+		 "GLOBAL_STATS:\ntotal 0 0\nSTACKTRACES:\n",
+		 t, reason ? "Reason: " : "", reason ? reason : "",
+		 reason ? "\n" : "", pfs);
+	write_file(name, text, -1);
+}
+
+Test(aggregate, sharing_closest_snapshot_and_exit)
+{
+	struct sharing sh;
+	struct pfn_table group = { NULL, 0 };
+	char first[2][600];
+
+	write_proc("b.00002", 1, 100, NULL, "AAAB#B AAAC#B");
+	write_proc("b.00002", 2, 110, NULL, "AAAD#B");
+	write_proc("c.00003", 1, 100, NULL, "AAAB#B");
+	write_proc("c.00003", 2, 105, "Exiting, 1 MB in use", "AAAB#B");
+	snprintf(first[0], sizeof(first[0]), "%s/b.00002.0001.heap", tmpdir());
+	snprintf(first[1], sizeof(first[1]), "%s/c.00003.0001.heap", tmpdir());
+	{
+		char *argv[] = { first[0], first[1] };
+
+		cr_assert_eq(sharing_load(&sh, argv, 2), 0);
+	}
+	/* t=101: b's first (before), c's first: B twice, C once. */
+	sharing_at(&sh, 101, &group);
+	cr_assert_eq(pfn_table_count(&group, 1), 2);
+	cr_assert_eq(pfn_table_count(&group, 2), 1);
+	cr_assert_eq(pfn_table_count(&group, 3), 0);
+	/* t=99: within 3 s before the first snapshots: they count. */
+	sharing_at(&sh, 99, &group);
+	cr_assert_eq(pfn_table_count(&group, 1), 2);
+	/* t=120: b's second; c exited at 105, so none of c. */
+	sharing_at(&sh, 120, &group);
+	cr_assert_eq(pfn_table_count(&group, 1), 0);
+	cr_assert_eq(pfn_table_count(&group, 3), 1);
+	/* t=90: nothing within 3 s after. */
+	sharing_at(&sh, 90, &group);
+	cr_assert_eq(group.n, 0);
+	pfn_table_free(&group);
+	sharing_free(&sh);
+}

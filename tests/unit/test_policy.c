@@ -1,0 +1,286 @@
+/* The policy format: reading, checks, writing, matching. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "helpers.h"
+#include "policy.h"
+#include "util.h"
+
+#define HEAD "dmprof-policy 1\n"
+#define CATCH "rule m mmap\nrule u unhooked\n"
+
+static struct policy *parse(const char *text)
+{
+	return policy_parse(text, strlen(text), "t.policy", NULL);
+}
+
+static void parse_fails(const char *text, const char *msg)
+{
+	capture_stderr();
+	cr_assert_null(parse(text), "accepted:\n%s", text);
+	cr_assert(strstr(stderr_text(), msg), "stderr: %s", stderr_text());
+}
+
+static int match(struct policy *p, enum rule_alloc a, const char *stack,
+		 const char *type, const char *path, const char *perm,
+		 unsigned sharing)
+{
+	struct subject s;
+
+	memset(&s, 0, sizeof(s));
+	s.s[COND_STACK] = stack;
+	s.len[COND_STACK] = stack ? strlen(stack) : 0;
+	s.s[COND_TYPE] = type;
+	s.len[COND_TYPE] = type ? strlen(type) : 0;
+	s.s[COND_PATH] = path;
+	s.len[COND_PATH] = path ? strlen(path) : 0;
+	s.s[COND_PERM] = perm;
+	s.len[COND_PERM] = perm ? 4 : 0;
+	s.sharing = sharing;
+	return policy_match(p, a, &s, "test");
+}
+
+Test(policy, columns_rules_and_builtins)
+{
+	struct policy *p = parse(
+		"# a comment\n" HEAD
+		"columns second FROM_HERE_FOR_TOTAL v8 'my leak' rest m u\n"
+		"        UNTIL_HERE_FOR_TOTAL total tc-unused anonymous-vm\n"
+		"rule v8 malloc stack='.*v8::.*'  # trailing comment\n"
+		"rule 'my leak' malloc\n"
+		"    stack=\".*Leak it.*\" type='no typeinfo'\n"
+		"rule rest malloc\n" CATCH);
+
+	cr_assert_not_null(p);
+	cr_assert_str_eq(p->label, "t");
+	cr_assert_eq(p->ncols, 11);
+	cr_assert_eq(p->nrules, 5);
+	cr_assert_str_eq(p->cols[3].name, "my leak");
+	cr_assert_eq(p->cols[0].builtin, B_SECOND);
+	cr_assert_eq(p->cols[8].builtin, B_STAT);
+	cr_assert_eq(p->cols[9].builtin, B_TC_UNUSED);
+	cr_assert_eq(p->cols[10].builtin, B_STAT);
+	cr_assert(p->cols[10].stat_virtual);
+	cr_assert_eq(p->from_marker, 1);
+	cr_assert_eq(p->until_marker, 7);
+	cr_assert_str_eq(p->rules[1].cond[COND_STACK]->text, ".*Leak it.*");
+	cr_assert(p->uses[COND_STACK]);
+	cr_assert(p->uses[COND_TYPE]);
+	cr_assert_not(p->uses[COND_SOURCE]);
+	cr_assert_eq(match(p, RULE_MALLOC, "a v8::Heap b", "", NULL, NULL, 0),
+		     2);
+	cr_assert_eq(match(p, RULE_MALLOC, "x Leak it y", "no typeinfo", NULL,
+			   NULL, 0), 3);
+	cr_assert_eq(match(p, RULE_MALLOC, "x Leak it y", "Foo", NULL, NULL,
+			   0), 4);
+	cr_assert_eq(match(p, RULE_MMAP, "anything", NULL, "", "rw-p", 0), 5);
+	policy_free(p);
+}
+
+Test(policy, whole_string_match)
+{
+	struct policy *p = parse(HEAD "columns a b m u\n"
+				      "rule a malloc stack='v8::.*|foo'\n"
+				      "rule b malloc\n" CATCH);
+
+	cr_assert_not_null(p);
+	/* Anchored at both ends, alternatives included. */
+	cr_assert_eq(match(p, RULE_MALLOC, "v8::x", NULL, NULL, NULL, 0), 0);
+	cr_assert_eq(match(p, RULE_MALLOC, "foo", NULL, NULL, NULL, 0), 0);
+	cr_assert_eq(match(p, RULE_MALLOC, "foobar", NULL, NULL, NULL, 0), 1);
+	cr_assert_eq(match(p, RULE_MALLOC, "x v8::x", NULL, NULL, NULL, 0), 1);
+	policy_free(p);
+}
+
+Test(policy, unhooked_path_perm_and_sharing)
+{
+	struct policy *p = parse(
+		HEAD "columns anon exec shared-others file rest m\n"
+		"rule anon unhooked path=''\n"
+		"rule exec unhooked path='/.*' perm='..x.'\n"
+		"rule shared-others unhooked path='/.*' shared=others,group\n"
+		"rule file unhooked path='/.*'\n"
+		"rule rest unhooked\n"
+		"rule m mmap\nrule m malloc\n");
+
+	cr_assert_not_null(p, "%s", stderr_text());
+	cr_assert_eq(match(p, RULE_UNHOOKED, NULL, NULL, "", "rw-p", 0), 0);
+	cr_assert_eq(match(p, RULE_UNHOOKED, NULL, NULL, "/lib/x.so", "r-xp",
+			   0), 1);
+	/* Sharing unknown: the shared= rule is skipped. */
+	cr_assert_eq(match(p, RULE_UNHOOKED, NULL, NULL, "/f", "r--s", 0), 3);
+	cr_assert_eq(match(p, RULE_UNHOOKED, NULL, NULL, "/f", "r--s",
+			   SHARE_PRIVATE), 3);
+	cr_assert_eq(match(p, RULE_UNHOOKED, NULL, NULL, "/f", "r--s",
+			   SHARE_GROUP), 2);
+	cr_assert_eq(match(p, RULE_UNHOOKED, NULL, NULL, "[stack]", "rw-p",
+			   0), 4);
+	policy_free(p);
+}
+
+Test(policy, errors_have_positions)
+{
+	parse_fails(HEAD "columns a\nrule a calloc\n" CATCH,
+		    "t.policy:3:8: unknown allocator 'calloc'");
+	parse_fails(HEAD "colums a\n", "t.policy:2:1: unknown keyword 'colums'");
+	parse_fails(HEAD "columns a b m u\nrule a malloc stack='x(('\n"
+			 "rule b malloc\n" CATCH,
+		    "t.policy:3:25: invalid regex 'x((': missing closing");
+	parse_fails(HEAD "columns a FROM_HERE_FOR_TOTAL FROM_HERE_FOR_TOTAL\n",
+		    "t.policy:2:31: duplicate marker 'FROM_HERE_FOR_TOTAL'");
+	parse_fails(HEAD "columns a a\n", "t.policy:2:11: duplicate column 'a'");
+	parse_fails(HEAD "columns a\nrule a malloc stack='.*\n",
+		    "t.policy:3:21: unterminated quote '");
+	parse_fails(HEAD "columns a\nrule a malloc path='x'\n",
+		    "t.policy:3:15: 'path' does not apply to malloc rules");
+	parse_fails(HEAD "columns a\nrule a unhooked type='x'\n",
+		    "'type' does not apply to unhooked rules");
+	parse_fails(HEAD "columns a\nrule a malloc shared=group\n",
+		    "'shared' does not apply to malloc rules");
+	parse_fails(HEAD "columns a\nrule a mmap shared=all\n",
+		    "unknown sharing 'all'");
+	parse_fails(HEAD "columns a\nrule a malloc stack='x' stack='y'\n",
+		    "t.policy:3:25: duplicate 'stack'");
+	parse_fails(HEAD "columns a\nrule a malloc bogus\n",
+		    "t.policy:3:15: expected KEY=PATTERN, found 'bogus'");
+	parse_fails(HEAD "columns a\nrule a\n", "t.policy:3:1: expected 'rule "
+						 "NAME ALLOCATOR");
+	parse_fails(HEAD "columns a\nrule b malloc\n" CATCH,
+		    "t.policy:3:6: rule assigns 'b', which is not in columns");
+	parse_fails(HEAD "columns total m u\nrule total malloc\n" CATCH,
+		    "'total' is computed by dmprof; a rule cannot assign it");
+	parse_fails(HEAD "columns a lost m u\nrule a malloc\n" CATCH,
+		    "t.policy:2:11: column 'lost' is neither assigned");
+	parse_fails(HEAD "columns a m u UNTIL_HERE_FOR_TOTAL\nrule a malloc\n"
+			 CATCH,
+		    "FROM_HERE_FOR_TOTAL and UNTIL_HERE_FOR_TOTAL go together");
+	parse_fails(HEAD "columns a m u\nrule a malloc stack='x'\n" CATCH,
+		    "no catch-all rule for malloc buckets");
+	parse_fails(HEAD "columns a u\nrule a malloc\nrule u unhooked\n",
+		    "no catch-all rule for mmap regions");
+	parse_fails("columns a\n", "t.policy:1:1: expected 'dmprof-policy 1'");
+	parse_fails("dmprof-policy 2\n", "unsupported format version");
+	parse_fails("", "empty policy");
+	parse_fails("  x\n", "t.policy:1:3: indented line continues no "
+			     "statement");
+	parse_fails(HEAD "columns a'b\n", "unterminated quote '");
+	parse_fails(HEAD "columns x=y\n", "'=' in column name 'x=y'");
+}
+
+Test(policy, catch_all_detection_and_unreachable_warning)
+{
+	struct policy *p;
+
+	capture_stderr();
+	p = parse(HEAD "columns a b m u\n"
+		       "rule a malloc stack='.*' type='.*?'\n"
+		       "rule b malloc stack='x'\n" CATCH);
+	cr_assert_not_null(p);
+	cr_assert(strstr(stderr_text(), "warning: t.policy:4: rule 'b' never "
+					"matches: the catch-all rule at line 3"));
+	policy_free(p);
+	/* A rule with a broken pattern is no catch-all. */
+	parse_fails(HEAD "columns a m u\nrule a malloc stack='('\n" CATCH,
+		    "no catch-all rule for malloc buckets");
+}
+
+Test(policy, json_original_format)
+{
+	const char *json =
+		"{\"components\": [\"second\", \"v8\", \"rest\", \"m\", \"u\"],\n"
+		" \"rules\": [\n"
+		"  {\"name\": \"second\", \"stacktrace\": \"optional\","
+		"   \"allocator\": \"optional\"},\n"
+		"  {\"name\": \"v8\", \"stackfunction\": \".*v8::.*\","
+		"   \"stacktrace\": \"ignored\", \"allocator\": \"malloc\"},\n"
+		"  {\"name\": \"rest\", \"stacktrace\": \"\", \"allocator\": "
+		"\"malloc\", \"mappedpathname\": \"x\"},\n"
+		"  {\"name\": \"m\", \"stacktrace\": \".*\", \"allocator\": "
+		"\"mmap\"},\n"
+		"  {\"name\": \"u\", \"mappedpathname\": \".*\", \"allocator\": "
+		"\"unhooked\", \"sharedwith\": [\"group\"]},\n"
+		"  {\"name\": \"u\", \"allocator\": \"unhooked\"}],\n"
+		" \"version\": \"POLICY_DEEP_3\"}";
+	struct policy *p;
+
+	capture_stderr();
+	p = policy_parse(json, strlen(json), "policy.x.json", NULL);
+	cr_assert_not_null(p, "%s", stderr_text());
+	cr_assert_str_eq(p->label, "policy.x");
+	cr_assert_eq(p->nrules, 5); /* the optional rule is gone */
+	cr_assert_str_eq(p->rules[0].cond[COND_STACK]->text, ".*v8::.*");
+	cr_assert_null(p->rules[1].cond[COND_STACK]); /* "" was anything */
+	cr_assert_null(p->rules[1].cond[COND_PATH]);
+	cr_assert(strstr(stderr_text(), "\"mappedpathname\" does not apply to "
+					"malloc rules; ignored"));
+	cr_assert_eq(p->rules[3].sharing, SHARE_GROUP);
+	policy_free(p);
+}
+
+Test(policy, write_round_trip)
+{
+	struct strbuf a = STRBUF_INIT, b = STRBUF_INIT;
+	struct policy *p, *q;
+
+	capture_stderr();
+	p = parse(
+		HEAD "columns a 'b c' \"it's\" m u\n"
+		"rule a malloc stack='.*\"quoted\".*'\n"
+		"rule 'b c' malloc source=\".*it's.*\"\n"
+		"rule \"it's\" malloc stack=\"'\"'\"'\"'\" type='a\"b'\n"
+		"rule m malloc\n" CATCH);
+	cr_assert_not_null(p, "%s", stderr_text());
+	cr_assert_str_eq(p->rules[2].cond[COND_STACK]->text, "'\"'");
+	policy_write(p, &a, "a comment\nof two lines");
+	cr_assert(starts_with(a.buf, "# a comment\n# of two lines\n\n"
+				     "dmprof-policy 1\n"));
+	q = parse(a.buf);
+	cr_assert_not_null(q, "%s", a.buf);
+	policy_write(q, &b, "a comment\nof two lines");
+	cr_assert_str_eq(a.buf, b.buf);
+	/* Both quote characters: ' is spelled \x27, same regex. */
+	cr_assert_str_eq(q->rules[2].cond[COND_STACK]->text, "\\x27\"\\x27");
+	cr_assert_eq(match(q, RULE_MALLOC, "'\"'", "a\"b", NULL, NULL, 0), 2);
+	sb_release(&a);
+	sb_release(&b);
+	policy_free(p);
+	policy_free(q);
+}
+
+Test(policy, match_limit_is_an_error)
+{
+	struct policy *p = parse(HEAD "columns a b m u\n"
+				      "rule a malloc stack='(.*)*x'\n"
+				      "rule b malloc\n" CATCH);
+	static char big[200001];
+
+	memset(big, 'f', sizeof(big) - 1);
+	big[0] = 'x'; /* else PCRE2 sees no 'x' and gives up at once */
+	capture_stderr();
+	cr_assert_eq(match(p, RULE_MALLOC, big, NULL, NULL, NULL, 0), -2);
+	cr_assert(strstr(stderr_text(), "t.policy:3:22: pattern '(.*)*x' "
+					"failed on test"));
+	policy_free(p);
+}
+
+Test(policy, shipped_policies_load)
+{
+	static const char *const names[] = { "l0", "l1", "l2", "t0",
+					     "sourcefile", "android.browser",
+					     "android.renderer",
+					     "android.webview" };
+	static const size_t cols[] = { 34, 41, 70, 40, 38, 57, 85, 95 };
+
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+		char path[128];
+		struct policy *p;
+
+		snprintf(path, sizeof(path), "policies/%s.policy", names[i]);
+		p = policy_load(path, names[i]);
+		cr_assert_not_null(p, "%s", path);
+		cr_assert_eq(p->ncols, cols[i], "%s: %zu columns", names[i],
+			     p->ncols);
+		policy_free(p);
+	}
+}
