@@ -71,7 +71,8 @@ struct agg_builtins {
 /*
  * Fill VALUES (one per column of C's policy) for SNAP; time columns hold 0
  * (the writers print them from the snapshot times).  GROUP is the other
- * processes' PFN counts (NULL or empty: no sharing information).  BUILTINS
+ * processes' PFN counts, NULL when no other process was given: then page
+ * sharing is known only from the dump's own map counts.  BUILTINS
  * may be NULL.  Returns 0, or -1 after an error (a pattern hit its match
  * limit).
  */

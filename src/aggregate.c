@@ -269,17 +269,40 @@ static int add_region_bytes(struct classifier *c, const struct region *r,
 	return 0;
 }
 
+/* Do the region's page frames account for exactly its committed bytes? */
+static bool pages_complete(const struct snapshot *snap, const struct region *r)
+{
+	int64_t sum = 0;
+
+	for (uint32_t k = 0; k < r->pf_count; k++)
+		sum += snap->pfs[r->pf_first + k].size;
+	return r->has_committed && sum == r->committed;
+}
+
 static int add_regions(struct classifier *c, const struct snapshot *snap,
 		       const struct pfn_table *group, int64_t *values,
 		       struct sums *sums)
 {
-	bool per_page = group && group->n && snap->pageframe_length;
+	static const struct pfn_table none = { NULL, 0 };
+	/*
+	 * Sharing is known page by page when the dump lists page frames and
+	 * either their map counts or other processes' page frames.
+	 */
+	bool per_page = snap->pageframe_length &&
+			(snap->has_pagecount || group);
 
+	if (!group)
+		group = &none;
 	for (size_t i = 0; i < snap->nregions; i++) {
 		const struct region *r = &snap->regions[i];
 		const struct vma *v = &snap->vmas[r->vma];
 
-		if (!per_page) {
+		/*
+		 * Pages that do not add up to the committed bytes (a pagemap
+		 * read failed in the producer) cannot be classified one by
+		 * one without losing bytes: the region goes whole.
+		 */
+		if (!per_page || !pages_complete(snap, r)) {
 			if (add_region_bytes(c, r, v, 0,
 					     r->has_committed ? r->committed : 0,
 					     values, sums) < 0)

@@ -251,12 +251,14 @@ static bool trivially_all(const char *re)
 }
 
 /*
- * Compile TEXT as a whole-string pattern.  COL is where the pattern's first
- * character stands on LINE, so PCRE2's error offset becomes a column.
+ * Compile TEXT as a whole-string pattern.  COLS gives the source column of
+ * each byte of TEXT (and one past it), so PCRE2's error offset becomes a
+ * column; without it, COL is the column of the first byte.
  */
 static struct pattern *compile_pattern(struct loader *ld, const char *text,
 				       size_t len, unsigned long line,
-				       unsigned long col)
+				       unsigned long col,
+				       const unsigned long *cols)
 {
 	struct pattern *pat = xcalloc(1, sizeof(*pat));
 	PCRE2_SIZE off;
@@ -264,7 +266,7 @@ static struct pattern *compile_pattern(struct loader *ld, const char *text,
 
 	pat->text = xmemdup(text, len);
 	pat->line = line;
-	pat->col = col;
+	pat->col = cols ? cols[0] : col;
 	pat->match_all = trivially_all(pat->text);
 	/*
 	 * Anchored at both ends: a pattern must match the whole field, as
@@ -279,8 +281,8 @@ static struct pattern *compile_pattern(struct loader *ld, const char *text,
 		PCRE2_UCHAR msg[256];
 
 		pcre2_get_error_message(err, msg, sizeof(msg));
-		lerr(ld, line, col + off, "invalid regex '%s': %s", pat->text,
-		     (char *)msg);
+		lerr(ld, line, cols ? cols[off < len ? off : len] : col + off,
+		     "invalid regex '%s': %s", pat->text, (char *)msg);
 		pattern_free(pat);
 		return NULL;
 	}
@@ -414,7 +416,7 @@ struct token {
 	long eq;              /* index of the first unquoted '=', or -1 */
 	unsigned long line;
 	unsigned long col;
-	unsigned long val_col; /* where the value's text starts */
+	unsigned long *cols;  /* source column of each byte of s */
 };
 
 struct statement {
@@ -425,8 +427,10 @@ struct statement {
 
 static void stmt_clear(struct statement *st)
 {
-	for (size_t i = 0; i < st->n; i++)
+	for (size_t i = 0; i < st->n; i++) {
 		free(st->t[i].s);
+		free(st->t[i].cols);
+	}
 	st->n = 0;
 	st->broken = false;
 }
@@ -444,6 +448,8 @@ static void tokenize(struct loader *ld, const struct line *l,
 
 	while (i < l->len) {
 		struct strbuf sb = STRBUF_INIT;
+		unsigned long *cols = NULL;
+		size_t cols_alloc = 0;
 		struct token t;
 
 		while (i < l->len && is_space(l->p[i]))
@@ -456,6 +462,7 @@ static void tokenize(struct loader *ld, const struct line *l,
 		t.eq = -1;
 		while (i < l->len && !is_space(l->p[i])) {
 			char c = l->p[i];
+			size_t from = i, to = i + 1;
 
 			if (c == '\'' || c == '"') {
 				const char *close =
@@ -465,33 +472,30 @@ static void tokenize(struct loader *ld, const struct line *l,
 					lerr(ld, l->no, i + 1,
 					     "unterminated quote %c", c);
 					sb_release(&sb);
+					free(cols);
 					st->broken = true;
 					return;
 				}
-				if (t.eq >= 0 && t.val_col == 0)
-					t.val_col = i + 2;
-				sb_add(&sb, l->p + i + 1,
-				       (size_t)(close - l->p) - i - 1);
-				i = (size_t)(close - l->p) + 1;
-				continue;
-			}
-			if (c == '=' && t.eq < 0) {
-				t.eq = (long)sb.len;
-				t.val_col = 0;
-				sb_addch(&sb, c);
+				from = i + 1;
+				to = (size_t)(close - l->p);
+				i = to + 1;
+			} else {
+				if (c == '=' && t.eq < 0)
+					t.eq = (long)sb.len;
 				i++;
-				if (i < l->len && l->p[i] != '\'' &&
-				    l->p[i] != '"')
-					t.val_col = i + 1;
-				continue;
 			}
-			sb_addch(&sb, c);
-			i++;
+			for (size_t k = from; k < to; k++) {
+				GROW(cols, sb.len + 1, cols_alloc);
+				cols[sb.len] = k + 1;
+				sb_addch(&sb, l->p[k]);
+			}
 		}
-		if (t.eq >= 0 && !t.val_col)
-			t.val_col = i + 1;
+		/* The column just past the text, for errors at its end. */
+		GROW(cols, sb.len + 1, cols_alloc);
+		cols[sb.len] = sb.len ? cols[sb.len - 1] + 1 : i + 1;
 		t.len = sb.len;
 		t.s = sb_detach(&sb);
+		t.cols = cols;
 		GROW(st->t, st->n + 1, st->alloc);
 		st->t[st->n++] = t;
 	}
@@ -520,7 +524,7 @@ static unsigned parse_sharing(struct loader *ld, const struct token *t,
 		else if (!strcmp(w, "others"))
 			bits |= SHARE_OTHERS;
 		else {
-			lerr(ld, t->line, t->val_col,
+			lerr(ld, t->line, t->cols[t->eq + 1],
 			     "unknown sharing '%s' (expected private, group "
 			     "or others)", w);
 			*bad = true;
@@ -528,7 +532,7 @@ static unsigned parse_sharing(struct loader *ld, const struct token *t,
 	}
 	free(copy);
 	if (!bits && !*bad) {
-		lerr(ld, t->line, t->val_col, "empty sharing list");
+		lerr(ld, t->line, t->cols[t->eq + 1], "empty sharing list");
 		*bad = true;
 	}
 	return bits;
@@ -541,6 +545,7 @@ static void parse_rule(struct loader *ld, struct statement *st,
 	struct token *t = st->t;
 	enum rule_alloc alloc = RULE_NALLOC;
 	struct rule *r;
+	int errors;
 	size_t i;
 
 	if (st->n < 3 || t[1].eq >= 0 || t[2].eq >= 0) {
@@ -557,6 +562,7 @@ static void parse_rule(struct loader *ld, struct statement *st,
 		     "unhooked)", t[2].s);
 		return;
 	}
+	errors = ld->errors;
 	r = add_rule(ld, t[1].s, alloc, t[0].line);
 	GROW(*names, ld->p->nrules, *names_alloc);
 	*name_cols = xreallocarray(*name_cols, *names_alloc,
@@ -608,10 +614,11 @@ static void parse_rule(struct loader *ld, struct statement *st,
 			continue;
 		}
 		r->cond[f] = compile_pattern(ld, val, c->len - (size_t)c->eq - 1,
-					     c->line, c->val_col);
-		if (!r->cond[f])
-			r->broken = true;
+					     c->line, 0, c->cols + c->eq + 1);
 	}
+	/* A rule with any error must not pass for a catch-all. */
+	if (ld->errors != errors)
+		r->broken = true;
 }
 
 static void parse_statement(struct loader *ld, struct statement *st,
@@ -765,8 +772,32 @@ static void parse_json(struct loader *ld, const char *text, size_t len)
 			if (!strcmp(alloc, alloc_names[k]))
 				a = (enum rule_alloc)k;
 		/* Other allocators ("optional") never matched anything. */
-		if (a == RULE_NALLOC)
+		if (a == RULE_NALLOC) {
+			if (strcmp(alloc, "optional"))
+				warning("%s:%lu:%lu: unknown allocator '%s': "
+					"the rule never matches, as in the "
+					"original", ld->name, o->line, o->col,
+					alloc);
 			continue;
+		}
+		for (size_t k = 0; k < o->n; k++) {
+			static const char *const known[] = {
+				"name", "allocator", "stackfunction",
+				"stacktrace", "stacksourcefile", "typeinfo",
+				"mappedpathname", "mappedpermission",
+				"sharedwith",
+			};
+			size_t j;
+
+			for (j = 0; j < ARRAY_SIZE(known); j++)
+				if (!strcmp(o->keys[k], known[j]))
+					break;
+			if (j == ARRAY_SIZE(known))
+				warning("%s:%lu:%lu: unknown key \"%s\" "
+					"ignored", ld->name,
+					o->items[k]->line, o->items[k]->col,
+					o->keys[k]);
+		}
 		r = add_rule(ld, name, a, o->line);
 		GROW(names, ld->p->nrules, names_alloc);
 		name_cols = xreallocarray(name_cols, names_alloc,
@@ -792,11 +823,16 @@ static void parse_json(struct loader *ld, const char *text, size_t len)
 			}
 			r->cond[f] = compile_pattern(ld, v->string,
 						     v->string_len, v->line,
-						     v->col + 1);
+						     v->col + 1, NULL);
 			if (!r->cond[f])
 				r->broken = true;
 		}
-		if (shared && shared->type == JSON_ARRAY && shared->n) {
+		if (shared && shared->type == JSON_ARRAY && shared->n &&
+		    a == RULE_MALLOC) {
+			warning("%s:%lu:%lu: \"sharedwith\" does not apply to "
+				"malloc rules; ignored, as the original did",
+				ld->name, shared->line, shared->col);
+		} else if (shared && shared->type == JSON_ARRAY && shared->n) {
 			for (size_t k = 0; k < shared->n; k++) {
 				const struct json_value *s = shared->items[k];
 
@@ -867,24 +903,34 @@ static bool needs_quotes(const char *s)
 	return false;
 }
 
-/* Quote S so that the reader gives back exactly S. */
+/*
+ * Quote S so that the reader gives back exactly S: single-quoted runs,
+ * with each single quote itself written as "'" (the parts concatenate, as
+ * in a shell).
+ */
 static void add_quoted(struct strbuf *out, const char *s)
 {
-	if (!strchr(s, '\'')) {
-		sb_addf(out, "'%s'", s);
-	} else if (!strchr(s, '"')) {
-		sb_addf(out, "\"%s\"", s);
-	} else {
-		/* Both quote characters: spell ' as a regex escape. */
-		sb_addch(out, '\'');
-		for (; *s; s++) {
-			if (*s == '\'')
-				sb_addstr(out, "\\x27");
-			else
-				sb_addch(out, *s);
-		}
-		sb_addch(out, '\'');
+	bool open = false;
+
+	if (!*s) {
+		sb_addstr(out, "''");
+		return;
 	}
+	for (; *s; s++) {
+		if (*s == '\'') {
+			if (open)
+				sb_addch(out, '\'');
+			sb_addstr(out, "\"'\"");
+			open = false;
+			continue;
+		}
+		if (!open)
+			sb_addch(out, '\'');
+		open = true;
+		sb_addch(out, *s);
+	}
+	if (open)
+		sb_addch(out, '\'');
 }
 
 static void add_word(struct strbuf *out, const char *s)
@@ -934,10 +980,12 @@ void policy_write(const struct policy *p, struct strbuf *out,
 		sb_addch(out, '\n');
 	/* Align the allocators for reading down the rules. */
 	for (size_t i = 0; i < p->nrules; i++) {
-		size_t n = strlen(p->cols[p->rules[i].column].name);
+		struct strbuf w = STRBUF_INIT;
 
-		if (n > width)
-			width = n;
+		add_word(&w, p->cols[p->rules[i].column].name);
+		if (w.len > width)
+			width = w.len;
+		sb_release(&w);
 	}
 	if (p->nrules)
 		sb_addch(out, '\n');

@@ -178,6 +178,22 @@ static void set_add(struct policy_set *set, struct policy *p)
 	set->v[set->n++] = p;
 }
 
+/* Labels need the index; paths do not, so a broken index spares them. */
+static bool needs_index(const char *spec)
+{
+	char *copy, *save = NULL, *item;
+	bool need = false;
+
+	if (!spec)
+		return true;
+	copy = xstrdup(spec);
+	for (item = strtok_r(copy, ",", &save); item && !need;
+	     item = strtok_r(NULL, ",", &save))
+		need = !is_path(item);
+	free(copy);
+	return need;
+}
+
 int policy_set_load(struct policy_set *set, const char *spec)
 {
 	struct index_entry *idx = NULL;
@@ -185,7 +201,7 @@ int policy_set_load(struct policy_set *set, const char *spec)
 	int rc = 0;
 
 	memset(set, 0, sizeof(*set));
-	if (policy_index(&idx, &nidx) < 0)
+	if (needs_index(spec) && policy_index(&idx, &nidx) < 0)
 		return -1;
 	if (!spec) {
 		for (size_t i = 0; i < nidx; i++) {
@@ -253,12 +269,13 @@ struct policy *policy_set_load_one(const char *spec)
 	struct policy_set set;
 	struct policy *p;
 
-	if (strchr(spec, ',') && !is_path(spec)) {
-		error("one policy expected, not '%s'", spec);
-		return NULL;
-	}
 	if (policy_set_load(&set, spec) < 0)
 		return NULL;
+	if (set.n != 1) {
+		error("one policy expected, not '%s'", spec);
+		policy_set_free(&set);
+		return NULL;
+	}
 	p = set.v[0];
 	free(set.v);
 	return p;

@@ -95,7 +95,9 @@ int timeline_build(struct timeline *tl, const char *first_dump,
 			int64_t *row = tl->rows[p] +
 				       tl->n * tl->set.v[p]->ncols;
 
-			if (aggregate_snapshot(&cls[p], &snap, &group, row,
+			if (aggregate_snapshot(&cls[p], &snap,
+					       tl->sharing.nprocs ? &group : NULL,
+					       row,
 					       &tl->builtins[p][tl->n],
 					       &stats[p]) < 0) {
 				snapshot_release(&snap);
