@@ -44,7 +44,8 @@ ALL_CPPFLAGS = -Iinclude -D_GNU_SOURCE -DDMPROF_DATADIR='"$(DATADIR)"' \
 	       $(CPPFLAGS)
 ALL_CFLAGS = -std=gnu11 $(WARNINGS) $(SANFLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(SANFLAGS) $(LDFLAGS)
-LIBS = $(shell pkg-config --libs libpcre2-8 2>/dev/null || echo -lpcre2-8) -lcsv -lm
+LIBS = $(shell pkg-config --libs libpcre2-8 2>/dev/null || echo -lpcre2-8) \
+       -lbfd -lcsv -lm
 
 SRCS := $(wildcard src/*.c)
 LIB_SRCS := $(filter-out src/dmprof.c,$(SRCS))

@@ -45,9 +45,16 @@ void *hashmap_replace(struct hashmap *map, uint64_t hash, hashmap_eq_fn eq,
 /* Iteration in table order: for (i = 0; hashmap_next(m, &i, &item);) */
 bool hashmap_next(const struct hashmap *map, size_t *pos, void **item);
 
-/* A bijective 64-bit mixer (splitmix64's finalizer). */
+/*
+ * A per-process random seed, set by the first hashmap_init: inputs chosen
+ * to collide (a dump with crafted addresses) cannot slow a run down.
+ */
+extern uint64_t hash_seed;
+
+/* A bijective 64-bit mixer (splitmix64's finalizer) of x and the seed. */
 static inline uint64_t hash_u64(uint64_t x)
 {
+	x ^= hash_seed;
 	x ^= x >> 30;
 	x *= 0xbf58476d1ce4e5b9ULL;
 	x ^= x >> 27;

@@ -54,10 +54,14 @@ void maps_finish(struct maps *m, const char *source);
  * FILE:LINE, except blank lines.  Returns 0 or -1.
  */
 int maps_load(struct maps *m, const char *path, struct strtab *strings);
-/* Parse maps text already in memory (e.g. a MAPPED_LIBRARIES: trailer). */
+/*
+ * Parse maps text already in memory.  LENIENT (a MAPPED_LIBRARIES: trailer
+ * inside a dump) skips lines that are not VMA lines, with one warning,
+ * instead of failing.
+ */
 int maps_parse(struct maps *m, const char *data, size_t size,
 	       const char *path, unsigned long first_line,
-	       struct strtab *strings);
+	       struct strtab *strings, bool lenient);
 
 /* The VMA containing ADDR, or NULL. */
 const struct vma *maps_find(const struct maps *m, uint64_t addr);

@@ -17,11 +17,14 @@ struct model {
 	struct frame_table frames;
 	struct stack_table stacks;
 	struct bucket_set buckets;
+	/* (stack, kind) -> bucket, for formats without bucket ids. */
+	struct hashmap anon_buckets;
 	unsigned warned; /* MODEL_WARNED_* bits: said once per run */
 };
 
 enum {
 	MODEL_WARNED_GSTATS = 1 << 0, /* GLOBAL_STATS rows missing */
+	MODEL_WARNED_GPERF = 1 << 1,  /* gperftools: no committed split */
 };
 
 void model_init(struct model *m);
@@ -34,6 +37,15 @@ void model_free(struct model *m);
 struct bucket *model_define_bucket(struct model *m, uint64_t id,
 				   enum alloc_kind kind, bool has_typeinfo,
 				   uint64_t typeinfo, const char *type_name,
+				   const uint64_t *frames, uint32_t depth,
+				   const char *source, unsigned long line);
+
+/*
+ * The bucket of an allocation site in formats without bucket ids
+ * (gperftools profiles): one per distinct (stack, kind), ids given in
+ * order of first appearance from 1.
+ */
+struct bucket *model_intern_bucket(struct model *m, enum alloc_kind kind,
 				   const uint64_t *frames, uint32_t depth,
 				   const char *source, unsigned long line);
 

@@ -41,6 +41,7 @@ enum {
 
 struct pattern {
 	char *text;
+	size_t len;           /* text may hold NULs (from JSON) */
 	pcre2_code *code;
 	bool match_all;       /* ".*" and friends: no need to run it */
 	unsigned long line;   /* where it is written, for diagnostics */
@@ -132,9 +133,13 @@ void policy_free(struct policy *p);
 /* Column index of NAME, or -1. */
 int policy_column(const struct policy *p, const char *name);
 
-/* Write P in the text format (what `dmprof policy convert` prints). */
-void policy_write(const struct policy *p, struct strbuf *out,
-		  const char *comment);
+/*
+ * Write P in the text format (what `dmprof policy convert` prints).
+ * Returns -1 after an error if P holds a name the format cannot spell
+ * (a newline or NUL in a column name).
+ */
+int policy_write(const struct policy *p, struct strbuf *out,
+		 const char *comment);
 
 /*
  * The subject a rule looks at, one string per enum cond_field (NULL where

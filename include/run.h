@@ -25,6 +25,7 @@ struct run {
 	bool has_maps;
 	struct symbolizer *sym;  /* NULL: nothing to symbolize with */
 	bool symbolized;
+	bool gperftools;         /* the dumps are gperftools profiles */
 };
 
 /*
@@ -34,6 +35,11 @@ struct run {
 int run_open(struct run *r, const char *first_dump, unsigned flags);
 /* Symbolize every frame and type not symbolized yet. */
 void run_symbolize(struct run *r);
+/*
+ * The same, for frames first seen in SNAP: with its own maps when it has
+ * them (gperftools profiles carry their own).
+ */
+void run_symbolize_snapshot(struct run *r, const struct snapshot *snap);
 /* Read dump I of the series (0 = the one the user named). */
 int run_load_dump(struct run *r, size_t i, struct snapshot *snap);
 void run_close(struct run *r);

@@ -14,18 +14,36 @@
 #include "hashmap.h"
 #include "util.h"
 
+/* A function inlined at a frame's address (from DWARF). */
+struct inline_frame {
+	const char *func;
+	const char *file;
+	uint32_t line;
+};
+
 struct frame {
 	uint64_t addr;
 	uint32_t id;     /* dense */
 	/*
 	 * Filled by symbolization.  func NULL means unresolved (printed as
 	 * 0x%016x); file NULL means no source information (printed "?").
+	 * They describe the function the address is in; functions inlined
+	 * into it at the address come first, innermost first, as logical
+	 * frames of their own.
 	 */
 	const char *func;
 	const char *file;
 	uint32_t line;
+	uint16_t ninline;
+	const struct inline_frame *inl;
 	bool symbolized;
 };
+
+/* Logical frames of F: the inlined functions, then F's own. */
+static inline uint32_t frame_nlogical(const struct frame *f)
+{
+	return (uint32_t)f->ninline + 1;
+}
 
 struct frame_table {
 	struct hashmap map; /* addr -> struct frame * (hash_u64 identity) */
@@ -60,9 +78,13 @@ void stacks_free(struct stack_table *t);
 const struct stack *stacks_intern(struct stack_table *t,
 				  const uint32_t *frames, uint32_t depth);
 
-/* Append a frame's function name ("0x%016x" when unresolved). */
-void frame_add_func(struct strbuf *sb, const struct frame *f);
-/* Append a frame's source file ("?" when unknown). */
-void frame_add_file(struct strbuf *sb, const struct frame *f);
+/*
+ * Append logical frame K of F: its function name ("0x%016x" of the address
+ * when unresolved), or its source file ("?" when unknown).
+ */
+void frame_add_func(struct strbuf *sb, const struct frame *f, uint32_t k);
+void frame_add_file(struct strbuf *sb, const struct frame *f, uint32_t k);
+/* Its line number, 0 when unknown. */
+uint32_t frame_line(const struct frame *f, uint32_t k);
 
 #endif

@@ -17,6 +17,8 @@ struct sym_info {
 	const char *func; /* interned; NULL = unresolved */
 	const char *file; /* interned; NULL = unknown */
 	uint32_t line;
+	uint16_t ninline; /* functions inlined at the address, innermost */
+	const struct inline_frame *inl; /* first; lives in the arena */
 };
 
 struct symbolizer;
@@ -43,6 +45,33 @@ struct symbolizer {
 	const struct symbolizer_ops *ops;
 	struct strtab *strings; /* where results are interned; not owned */
 };
+
+/* What the user asked of symbolization (common command-line options). */
+struct alt_dir {
+	char *target; /* a directory as the profiled machine named it */
+	char *host;   /* where it is here */
+};
+
+struct sym_options {
+	const char *symfs;      /* --symfs: a root for every binary path */
+	struct alt_dir *alts;   /* --alternative-dirs TARGET@HOST:... */
+	size_t nalts;
+	bool full_names;        /* --full-names: demangled in full */
+	bool no_inline;         /* --no-inline: no inlined frames */
+	bool no_cache;          /* --no-symbol-cache */
+	bool want_source;       /* source files and lines are needed */
+};
+
+extern struct sym_options sym_opts;
+
+/* Parse "TARGET@HOST[:TARGET@HOST...]" into sym_opts; -1 if malformed. */
+int sym_options_alternative_dirs(const char *spec);
+/*
+ * The path to open for a binary the maps name PATH: alternative
+ * directories first (the longest matching TARGET), then the --symfs root.
+ * Returns a new string.
+ */
+char *sym_host_path(const char *path);
 
 void symbolizer_destroy(struct symbolizer *s);
 

@@ -83,6 +83,35 @@ char *sb_detach(struct strbuf *sb);
 /* Quote S for a diagnostic: printable ASCII as is, the rest as \xNN. */
 const char *quote_for_msg(const char *s, size_t len, struct strbuf *out);
 
+/*
+ * Checked 64-bit arithmetic for sizes from input: on overflow the result
+ * saturates and size_overflow is set, for the caller to report (hostile
+ * or corrupt input must not make undefined behaviour or a wrapped sum).
+ */
+extern bool size_overflow;
+
+static inline int64_t add64(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_add_overflow(a, b, &r)) {
+		size_overflow = true;
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	}
+	return r;
+}
+
+static inline int64_t sub64(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_sub_overflow(a, b, &r)) {
+		size_overflow = true;
+		return b < 0 ? INT64_MAX : INT64_MIN;
+	}
+	return r;
+}
+
 bool starts_with(const char *s, const char *prefix);
 bool ends_with(const char *s, const char *suffix);
 

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/stat.h>
+
 #include "series.h"
 #include "util.h"
 
@@ -62,6 +64,13 @@ static void pfn_table_finish(struct pfn_table *t)
 	t->n = out;
 }
 
+static bool file_is_empty(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0;
+}
+
 static int load_process(struct pfn_process *proc, const char *first_dump)
 {
 	struct series s;
@@ -78,9 +87,19 @@ static int load_process(struct pfn_process *proc, const char *first_dump)
 		size_t n = 0;
 
 		/* Buckets do not matter here: an empty model. */
+		if (k > 0 && file_is_empty(s.dumps[k].path)) {
+			warning("%s: empty dump; skipped", s.dumps[k].path);
+			continue;
+		}
 		model_init(&m);
 		if (dump_load(&snap, s.dumps[k].path, &m) < 0) {
 			model_free(&m);
+			if (k > 0) {
+				/* As in the main series: only the first is
+				 * needed. */
+				warning("%s: skipped", s.dumps[k].path);
+				continue;
+			}
 			series_free(&s);
 			return -1;
 		}
@@ -206,9 +225,18 @@ struct sums {
 
 static void add(int64_t *values, int col, int64_t bytes)
 {
-	/* Wrapping is defined behaviour; a dump cannot hold 2^63 bytes. */
-	values[col] = (int64_t)((uint64_t)values[col] + (uint64_t)bytes);
+	values[col] = add64(values[col], bytes);
 }
+
+/*
+ * Where a profile has no MMAP_LIST (gperftools), its mmap stack lines are
+ * the mmap accounting: regions of an unknown mapping.
+ */
+static const struct vma unknown_mapping = { 0, 0, 0, 0, 0, 0, "----", "" };
+
+static int add_region_bytes(struct classifier *c, const struct region *r,
+			    const struct vma *v, unsigned sharing,
+			    int64_t bytes, int64_t *values, struct sums *sums);
 
 static int add_malloc(struct classifier *c, const struct snapshot *snap,
 		      int64_t *values, struct sums *sums)
@@ -219,12 +247,23 @@ static int add_malloc(struct classifier *c, const struct snapshot *snap,
 		const struct stack_line *l = &snap->lines[i];
 		int col;
 
-		/* mmap buckets are accounted through MMAP_LIST. */
-		if (l->bucket && l->bucket->kind == ALLOC_MMAP)
+		if (l->bucket && l->bucket->kind == ALLOC_MMAP) {
+			struct region r;
+
+			/* Deep dumps account mmap through MMAP_LIST. */
+			if (snap->format != FORMAT_GPERFTOOLS)
+				continue;
+			memset(&r, 0, sizeof(r));
+			r.kind = REGION_HOOKED;
+			r.bucket = l->bucket;
+			if (add_region_bytes(c, &r, &unknown_mapping, 0,
+					     l->committed, values, sums) < 0)
+				return -1;
 			continue;
+		}
 		if (!l->bucket) {
-			sums->no_bucket += l->committed;
-			sums->other_total_log += l->committed;
+			sums->no_bucket = add64(sums->no_bucket, l->committed);
+			sums->other_total_log = add64(sums->other_total_log, l->committed);
 			continue;
 		}
 		col = classify_malloc(c, l->bucket);
@@ -232,9 +271,9 @@ static int add_malloc(struct classifier *c, const struct snapshot *snap,
 			return -1;
 		add(values, col, l->committed);
 		if (starts_with(p->cols[col].name, "tc-"))
-			sums->tc_total_log += l->committed;
+			sums->tc_total_log = add64(sums->tc_total_log, l->committed);
 		else
-			sums->other_total_log += l->committed;
+			sums->other_total_log = add64(sums->other_total_log, l->committed);
 	}
 	return 0;
 }
@@ -254,8 +293,8 @@ static int add_region_bytes(struct classifier *c, const struct region *r,
 	}
 	if (!r->bucket) {
 		/* "@ 0" without a bucket 0, or a bucket never defined. */
-		sums->no_bucket += bytes;
-		sums->other_total_log += bytes;
+		sums->no_bucket = add64(sums->no_bucket, bytes);
+		sums->other_total_log = add64(sums->other_total_log, bytes);
 		return 0;
 	}
 	col = classify_hooked(c, r->bucket, v, sharing);
@@ -263,9 +302,9 @@ static int add_region_bytes(struct classifier *c, const struct region *r,
 		return -1;
 	add(values, col, bytes);
 	if (starts_with(c->p->cols[col].name, "mmap-"))
-		sums->mmap_total_log += bytes;
+		sums->mmap_total_log = add64(sums->mmap_total_log, bytes);
 	else
-		sums->other_total_log += bytes;
+		sums->other_total_log = add64(sums->other_total_log, bytes);
 	return 0;
 }
 
@@ -343,20 +382,26 @@ static int64_t builtin_value(enum builtin b, const struct snapshot *snap,
 	case B_NO_BUCKET:
 		return sums->no_bucket;
 	case B_FILEMAPPED:
-		return g(snap, GS_FILE_EXEC) + g(snap, GS_FILE_NONEXEC);
+		return add64(g(snap, GS_FILE_EXEC), g(snap, GS_FILE_NONEXEC));
 	case B_FILEMAPPED_VM:
-		return snap->gs.row[GS_FILE_EXEC].virt +
-		       snap->gs.row[GS_FILE_NONEXEC].virt;
-	case B_MUSTBEZERO:
-		return g(snap, GS_TOTAL) -
-		       (g(snap, GS_PROFILED_MMAP) + g(snap, GS_NP_ABSENT) +
-			g(snap, GS_NP_ANONYMOUS) + g(snap, GS_NP_FILE_EXEC) +
-			g(snap, GS_NP_FILE_NONEXEC) + g(snap, GS_NP_STACK) +
-			g(snap, GS_NP_OTHER));
+		return add64(snap->gs.row[GS_FILE_EXEC].virt,
+			     snap->gs.row[GS_FILE_NONEXEC].virt);
+	case B_MUSTBEZERO: {
+		static const int parts[] = {
+			GS_PROFILED_MMAP, GS_NP_ABSENT,	   GS_NP_ANONYMOUS,
+			GS_NP_FILE_EXEC,  GS_NP_FILE_NONEXEC, GS_NP_STACK,
+			GS_NP_OTHER,
+		};
+
+		v = g(snap, GS_TOTAL);
+		for (size_t i = 0; i < ARRAY_SIZE(parts); i++)
+			v = sub64(v, g(snap, parts[i]));
+		return v;
+	}
 	case B_TOTAL_EXCLUDE_PROFILER:
-		return g(snap, GS_TOTAL) -
-		       (column_value(values, p->col_mmap_profiler) +
-			column_value(values, p->col_mmap_type_profiler));
+		return sub64(sub64(g(snap, GS_TOTAL),
+				   column_value(values, p->col_mmap_profiler)),
+			     column_value(values, p->col_mmap_type_profiler));
 	case B_MMAP_TOTAL_LOG:
 		return sums->mmap_total_log;
 	case B_OTHER_TOTAL_LOG:
@@ -364,17 +409,17 @@ static int64_t builtin_value(enum builtin b, const struct snapshot *snap,
 	case B_TC_TOTAL_LOG:
 		return sums->tc_total_log;
 	case B_MMAP_NO_LOG:
-		return g(snap, GS_PROFILED_MMAP) - sums->mmap_total_log;
+		return sub64(g(snap, GS_PROFILED_MMAP), sums->mmap_total_log);
 	case B_MMAP_TOTAL_RECORD:
 		return g(snap, GS_PROFILED_MMAP);
 	case B_MMAP_TOTAL_RECORD_VM:
 		return snap->gs.row[GS_PROFILED_MMAP].virt;
 	case B_TC_NO_LOG:
-		return g(snap, GS_PROFILED_MALLOC) - sums->tc_total_log;
+		return sub64(g(snap, GS_PROFILED_MALLOC), sums->tc_total_log);
 	case B_TC_TOTAL_RECORD:
 		return g(snap, GS_PROFILED_MALLOC);
 	case B_TC_UNUSED:
-		v = tcmalloc - g(snap, GS_PROFILED_MALLOC);
+		v = sub64(tcmalloc, g(snap, GS_PROFILED_MALLOC));
 		if (v < 0) {
 			if (stats)
 				stats->tc_unused_clamped++;
@@ -422,7 +467,8 @@ int aggregate_snapshot(struct classifier *c, const struct snapshot *snap,
 					p, NULL);
 	}
 	if (p->col_no_bucket < 0 && stats)
-		stats->hidden_no_bucket += sums.no_bucket;
+		stats->hidden_no_bucket =
+			add64(stats->hidden_no_bucket, sums.no_bucket);
 	return 0;
 }
 
@@ -462,12 +508,12 @@ void aggregate_verify(const struct snapshot *snap)
 			cls = GS_OTHER, np = GS_NP_OTHER;
 			break;
 		}
-		sum[GS_TOTAL] += c;
-		sum[cls] += c;
+		sum[GS_TOTAL] = add64(sum[GS_TOTAL], c);
+		sum[cls] = add64(sum[cls], c);
 		if (r->kind == REGION_UNHOOKED)
-			sum[np] += c;
+			sum[np] = add64(sum[np], c);
 		else
-			sum[GS_PROFILED_MMAP] += c;
+			sum[GS_PROFILED_MMAP] = add64(sum[GS_PROFILED_MMAP], c);
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
 		int row = rows[i];

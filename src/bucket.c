@@ -60,11 +60,13 @@ void model_init(struct model *m)
 	frames_init(&m->frames, &m->arena);
 	stacks_init(&m->stacks, &m->arena);
 	bucket_set_init(&m->buckets);
+	hashmap_init(&m->anon_buckets, 1024);
 }
 
 void model_free(struct model *m)
 {
 	bucket_set_free(&m->buckets);
+	hashmap_free(&m->anon_buckets);
 	stacks_free(&m->stacks);
 	frames_free(&m->frames);
 	strtab_free(&m->strings);
@@ -116,6 +118,47 @@ struct bucket *model_define_bucket(struct model *m, uint64_t id,
 	b->stack = stack;
 	b->source = strtab_intern_str(&m->strings, source);
 	b->source_line = line;
+	return b;
+}
+
+struct anon_key {
+	const struct stack *stack;
+	enum alloc_kind kind;
+};
+
+static bool anon_eq(const void *item, const void *key)
+{
+	const struct bucket *b = item;
+	const struct anon_key *k = key;
+
+	return b->stack == k->stack && b->kind == k->kind;
+}
+
+struct bucket *model_intern_bucket(struct model *m, enum alloc_kind kind,
+				   const uint64_t *frames, uint32_t depth,
+				   const char *source, unsigned long line)
+{
+	uint32_t stackbuf[64], *ids = stackbuf;
+	struct anon_key key;
+	struct bucket *b;
+	uint64_t h;
+
+	if (depth > ARRAY_SIZE(stackbuf))
+		ids = xcalloc(depth, sizeof(*ids));
+	for (uint32_t i = 0; i < depth; i++)
+		ids[i] = frames_intern(&m->frames, frames[i]);
+	key.stack = stacks_intern(&m->stacks, depth ? ids : NULL, depth);
+	key.kind = kind;
+	if (ids != stackbuf)
+		free(ids);
+	h = hash_u64((uint64_t)key.stack->id << 1 | (kind == ALLOC_MMAP));
+	b = hashmap_get(&m->anon_buckets, h, anon_eq, &key);
+	if (b)
+		return b;
+	b = model_define_bucket(m, m->buckets.n + 1, kind, false, 0, "", NULL,
+				0, source, line);
+	b->stack = key.stack;
+	hashmap_put(&m->anon_buckets, h, b);
 	return b;
 }
 
@@ -251,10 +294,12 @@ void bucket_describe(struct strbuf *sb, const struct model *m,
 		const struct frame *f = frame_get(&m->frames,
 						  b->stack->frames[i]);
 
-		sb_addch(sb, ' ');
-		frame_add_func(sb, f);
-		sb_addstr(sb, "(@");
-		frame_add_file(sb, f);
-		sb_addch(sb, ')');
+		for (uint32_t k = 0; k < frame_nlogical(f); k++) {
+			sb_addch(sb, ' ');
+			frame_add_func(sb, f, k);
+			sb_addstr(sb, "(@");
+			frame_add_file(sb, f, k);
+			sb_addch(sb, ')');
+		}
 	}
 }

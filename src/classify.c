@@ -33,20 +33,32 @@ void classifier_free(struct classifier *c)
 void stack_functions(struct strbuf *sb, const struct model *m,
 		     const struct stack *s)
 {
+	size_t start = sb->len;
+
 	for (uint32_t i = 0; i < s->depth; i++) {
-		if (i)
-			sb_addch(sb, ' ');
-		frame_add_func(sb, frame_get(&m->frames, s->frames[i]));
+		const struct frame *f = frame_get(&m->frames, s->frames[i]);
+
+		for (uint32_t k = 0; k < frame_nlogical(f); k++) {
+			if (sb->len > start)
+				sb_addch(sb, ' ');
+			frame_add_func(sb, f, k);
+		}
 	}
 }
 
 void stack_sources(struct strbuf *sb, const struct model *m,
 		   const struct stack *s)
 {
+	size_t start = sb->len;
+
 	for (uint32_t i = 0; i < s->depth; i++) {
-		if (i)
-			sb_addch(sb, ' ');
-		frame_add_file(sb, frame_get(&m->frames, s->frames[i]));
+		const struct frame *f = frame_get(&m->frames, s->frames[i]);
+
+		for (uint32_t k = 0; k < frame_nlogical(f); k++) {
+			if (sb->len > start)
+				sb_addch(sb, ' ');
+			frame_add_file(sb, f, k);
+		}
 	}
 }
 

@@ -114,14 +114,23 @@ int cmd_getopt(const char *name, int argc, char **argv, const char *shortopts,
 	case 'h':
 		*status = cmd_help(name);
 		return -2;
-	case '?':
-		if (optopt)
+	case '?': {
+		const char *arg = argv[optind - 1];
+		const char *eq = strchr(arg, '=');
+
+		/* glibc sets optopt for "--flag=value" of a valueless flag. */
+		if (starts_with(arg, "--") && eq)
+			*status = cmd_usage_error(name, "option '%.*s' takes "
+							"no value",
+						  (int)(eq - arg), arg);
+		else if (starts_with(arg, "--") || !optopt)
+			*status = cmd_usage_error(name, "unknown option '%s'",
+						  arg);
+		else
 			*status = cmd_usage_error(name, "unknown option '-%c'",
 						  optopt);
-		else
-			*status = cmd_usage_error(name, "unknown option '%s'",
-						  argv[optind - 1]);
 		return -2;
+	}
 	case ':':
 		*status = cmd_usage_error(name, "option '%s' needs a value",
 					  argv[optind - 1]);

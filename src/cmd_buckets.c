@@ -46,12 +46,24 @@ int cmd_buckets(int argc, char **argv)
 		return cmd_usage_error("buckets", argc - optind
 						  ? "too many arguments"
 						  : "which dump?");
-	if (run_open(&r, argv[optind], 0) < 0 ||
+	if (run_open(&r, argv[optind], RUN_ALL_DUMPS) < 0 ||
 	    (policy && policy_set_load(&set, policy) < 0)) {
 		run_close(&r);
 		return 1;
 	}
 	run_symbolize(&r);
+	/* gperftools profiles define their buckets themselves. */
+	for (size_t i = 0; r.gperftools && i < r.series.ndumps; i++) {
+		struct snapshot snap;
+
+		if (run_load_dump(&r, i, &snap) < 0) {
+			policy_set_free(&set);
+			run_close(&r);
+			return 1;
+		}
+		run_symbolize_snapshot(&r, &snap);
+		snapshot_release(&snap);
+	}
 	cls = xcalloc(set.n + 1, sizeof(*cls));
 	for (size_t p = 0; p < set.n; p++)
 		classifier_init(&cls[p], set.v[p], &r.model);

@@ -15,6 +15,8 @@
 #include "onedump.h"
 #include "text.h"
 
+static bool show_lines; /* -l: file:line */
+
 struct entry {
 	char *key;
 	int64_t bytes;
@@ -43,7 +45,7 @@ static void sum_add(struct sums *s, const char *key, int64_t bytes)
 		GROW(s->v, s->n + 1, s->alloc);
 		s->v[s->n++] = e;
 	}
-	e->bytes += bytes;
+	e->bytes = add64(e->bytes, bytes);
 }
 
 static int cmp_entry(const void *a, const void *b)
@@ -56,16 +58,24 @@ static int cmp_entry(const void *a, const void *b)
 	return strcmp(x->key, y->key); /* ties: stable, readable order */
 }
 
+/* The first DEPTH + 1 logical frames, "func(@file) " each. */
 static void add_frames(struct strbuf *sb, const struct model *m,
 		       const struct stack *st, uint64_t depth)
 {
-	for (uint32_t i = 0; i < st->depth && i <= depth; i++) {
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; i < st->depth && n <= depth; i++) {
 		const struct frame *f = frame_get(&m->frames, st->frames[i]);
 
-		frame_add_func(sb, f);
-		sb_addstr(sb, "(@");
-		frame_add_file(sb, f);
-		sb_addstr(sb, ") ");
+		for (uint32_t k = 0; k < frame_nlogical(f) && n <= depth;
+		     k++, n++) {
+			frame_add_func(sb, f, k);
+			sb_addstr(sb, "(@");
+			frame_add_file(sb, f, k);
+			if (show_lines && frame_line(f, k))
+				sb_addf(sb, ":%" PRIu32, frame_line(f, k));
+			sb_addstr(sb, ") ");
+		}
 	}
 }
 
@@ -104,7 +114,7 @@ static int expand(struct onedump *o, const struct snapshot *snap, int col,
 					b->typeinfo_sym, b->type_name);
 			add_frames(&key, m, b->stack, depth);
 		}
-		sum_add(sums, key.buf, l->committed);
+		sum_add(sums, sb_str(&key), l->committed);
 	}
 	for (size_t i = 0; i < snap->nregions && rc == 0; i++) {
 		const struct region *r = &snap->regions[i];
@@ -131,7 +141,7 @@ static int expand(struct onedump *o, const struct snapshot *snap, int col,
 				goto next;
 			add_frames(&key, m, r->bucket->stack, depth);
 		}
-		sum_add(sums, key.buf, bytes);
+		sum_add(sums, sb_str(&key), bytes);
 next:
 		if (c < -1)
 			rc = -1;
@@ -165,6 +175,7 @@ int cmd_expand(int argc, char **argv)
 		onedump_close(&o);
 		return 1;
 	}
+	run_symbolize_snapshot(&o.run, &snap);
 	col = policy_column(o.policy, argv[optind + 2]);
 	if (col < 0) {
 		error("policy '%s' has no component '%s'", o.policy->label,
@@ -177,6 +188,9 @@ int cmd_expand(int argc, char **argv)
 			status = 1;
 		if (sums.n)
 			qsort(sums.v, sums.n, sizeof(*sums.v), cmp_entry);
+		if (size_overflow)
+			status = -error("%s: sizes add up to more than 64 bits "
+				       "hold (a corrupt dump?)", snap.path);
 		for (size_t i = 0; i < sums.n && !status; i++)
 			printf("%10" PRId64 " %s\n", sums.v[i]->bytes,
 			       sums.v[i]->key);

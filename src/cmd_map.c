@@ -128,6 +128,7 @@ int cmd_map(int argc, char **argv)
 			continue;
 		}
 		snapshot_warn_unknown_buckets(&snap, "shown as no-bucket");
+		run_symbolize_snapshot(&o.run, &snap);
 		dumps[nd].counter = snap.counter;
 		if (describe(&o, &snap, &dumps[nd]) < 0) {
 			snapshot_release(&snap);

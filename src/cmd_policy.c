@@ -59,7 +59,13 @@ static int convert(int argc, char **argv)
 			version ? version : "", version ? ")" : "");
 		json_free(doc);
 	}
-	policy_write(p, &out, comment.buf);
+	if (policy_write(p, &out, comment.buf) < 0) {
+		sb_release(&out);
+		sb_release(&comment);
+		policy_free(p);
+		file_release(&fb);
+		return 1;
+	}
 	fwrite(out.buf, 1, out.len, stdout);
 	sb_release(&out);
 	sb_release(&comment);

@@ -58,6 +58,7 @@ int cmd_pprof(int argc, char **argv)
 		onedump_close(&o);
 		return 1;
 	}
+	run_symbolize_snapshot(&o.run, &snap);
 	if (component && (col = policy_column(o.policy, component)) < 0) {
 		error("policy '%s' has no component '%s'", o.policy->label,
 		      component);
@@ -97,12 +98,17 @@ int cmd_pprof(int argc, char **argv)
 		if (component && rc != col)
 			continue;
 		GROW(items, n + 1, alloc);
-		items[n++] = (struct item){ l->alloc - l->free, l->committed,
-					    l->bucket->stack };
+		items[n++] = (struct item){ sub64(l->alloc, l->free),
+					    l->committed, l->bucket->stack };
 	}
 	for (size_t i = 0; i < n; i++) {
-		objs += items[i].objs;
-		bytes += items[i].bytes;
+		objs = add64(objs, items[i].objs);
+		bytes = add64(bytes, items[i].bytes);
+	}
+	if (size_overflow) {
+		status = -error("%s: sizes add up to more than 64 bits hold (a "
+			       "corrupt dump?)", snap.path);
+		goto out;
 	}
 	printf("heap profile: %6" PRId64 ": %8" PRId64 " [%6" PRId64
 	       ": %8" PRId64 "] @ heapprofile\n",

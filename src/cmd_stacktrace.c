@@ -7,6 +7,7 @@
 #include <getopt.h>
 #include <stdio.h>
 
+#include "classify.h"
 #include "cmd.h"
 #include "run.h"
 
@@ -31,7 +32,7 @@ int cmd_stacktrace(int argc, char **argv)
 		return 1;
 	}
 	snapshot_warn_unknown_buckets(&snap, "left out");
-	run_symbolize(&r);
+	run_symbolize_snapshot(&r, &snap);
 	for (size_t i = 0; i < snap.nlines; i++) {
 		const struct stack_line *l = &snap.lines[i];
 		const struct stack *st;
@@ -42,11 +43,9 @@ int cmd_stacktrace(int argc, char **argv)
 		sb_reset(&sb);
 		sb_addf(&sb, "%" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " ",
 			l->virt, l->committed, l->alloc, l->free);
-		for (uint32_t k = 0; k < st->depth; k++) {
-			frame_add_func(&sb, frame_get(&r.model.frames,
-						      st->frames[k]));
+		stack_functions(&sb, &r.model, st);
+		if (st->depth)
 			sb_addch(&sb, ' ');
-		}
 		sb_addch(&sb, '\n');
 		fwrite(sb.buf, 1, sb.len, stdout);
 	}

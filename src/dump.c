@@ -12,6 +12,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "gperf.h"
 #include "text.h"
 #include "util.h"
 
@@ -140,9 +141,6 @@ static int parse_version(struct parser *p)
 		return perr(p, "obsolete dump version '%s' (dmprof reads "
 			       "DUMP_DEEP_5 and DUMP_DEEP_6)",
 			    quoted(p, v, len));
-	} else if (len && is_digit(*v)) {
-		return perr(p, "this is a gperftools heap profile; dmprof "
-			       "does not read those yet");
 	} else {
 		return perr(p, "unknown dump version '%s' (dmprof reads "
 			       "DUMP_DEEP_5 and DUMP_DEEP_6)",
@@ -193,8 +191,9 @@ static bool parse_meta_time(const char *s, size_t len, double *out)
 			if (parse_u64(&c, &v[i]) != NUM_OK)
 				return false;
 		}
-		if (v[0] < 1900 || v[0] > 9999 || v[3] > 23 || v[4] > 59 ||
-		    v[5] > 60 || !days_valid((int)v[0], (int)v[1], (int)v[2]))
+		if (v[0] < 1900 || v[0] > 9999 || v[1] > 12 || v[2] > 31 ||
+		    v[3] > 23 || v[4] > 59 || v[5] > 60 ||
+		    !days_valid((int)v[0], (int)v[1], (int)v[2]))
 			return false;
 		memset(&tm, 0, sizeof(tm));
 		tm.tm_year = (int)v[0] - 1900;
@@ -635,14 +634,18 @@ static int cmp_region(const void *a, const void *b)
 	return x->line < y->line ? -1 : x->line > y->line;
 }
 
-/* Sort regions by range; a repeated range keeps its last line. */
-static void finish_regions(struct parser *p)
+/*
+ * Sort regions by range; a repeated range keeps its last line (as the
+ * original did).  Regions that overlap otherwise would be counted twice:
+ * the dump is inconsistent, and an error.
+ */
+static int finish_regions(struct parser *p)
 {
 	struct snapshot *snap = p->snap;
 	size_t i, out = 0;
 
 	if (!snap->nregions)
-		return;
+		return 0;
 	qsort(snap->regions, snap->nregions, sizeof(*snap->regions),
 	      cmp_region);
 	for (i = 0; i < snap->nregions; i++) {
@@ -657,9 +660,20 @@ static void finish_regions(struct parser *p)
 			snap->regions[out - 1] = snap->regions[i];
 			continue;
 		}
+		if (out && snap->regions[i].start < snap->regions[out - 1].end)
+			return error("%s:%lu: region %" PRIx64 "-%" PRIx64
+				     " overlaps region %" PRIx64 "-%" PRIx64
+				     " of line %lu",
+				     p->path, snap->regions[i].line,
+				     snap->regions[i].start,
+				     snap->regions[i].end,
+				     snap->regions[out - 1].start,
+				     snap->regions[out - 1].end,
+				     snap->regions[out - 1].line);
 		snap->regions[out++] = snap->regions[i];
 	}
 	snap->nregions = out;
+	return 0;
 }
 
 /* ---- GLOBAL_STATS ---- */
@@ -779,7 +793,8 @@ static int parse_stack_line(struct parser *p)
 			snap->first_unknown_id = sl.bucket_id;
 		}
 		snap->unknown_bucket_lines++;
-		snap->unknown_bucket_bytes += sl.committed;
+		snap->unknown_bucket_bytes =
+			add64(snap->unknown_bucket_bytes, sl.committed);
 	}
 	GROW(snap->lines, snap->nlines + 1, snap->lines_alloc);
 	snap->lines[snap->nlines++] = sl;
@@ -854,7 +869,7 @@ static int parse_lines(struct parser *p, struct filebuf *fb)
 			/* The rest of the file is maps text. */
 			if (maps_parse(&snap->own_maps, l.p,
 				       (size_t)(fb->data + fb->size - l.p),
-				       p->path, l.no, &p->m->strings) < 0)
+				       p->path, l.no, &p->m->strings, true) < 0)
 				return -1;
 			snap->has_own_maps = true;
 			break;
@@ -905,6 +920,21 @@ static int parse_lines(struct parser *p, struct filebuf *fb)
 	return 0;
 }
 
+/* The first line that is not blank nor a '%' command decides. */
+static bool is_gperftools(const struct filebuf *fb)
+{
+	struct line_reader r;
+	struct line l;
+
+	lines_init(&r, fb->data, fb->size);
+	while (lines_next(&r, &l)) {
+		if (line_blank(&l) || (l.len && l.p[0] == '%'))
+			continue;
+		return gperf_is_header(l.p, l.len);
+	}
+	return false;
+}
+
 int dump_load(struct snapshot *snap, const char *path, struct model *m)
 {
 	struct parser p;
@@ -926,9 +956,17 @@ int dump_load(struct snapshot *snap, const char *path, struct model *m)
 	p.m = m;
 	p.path = path;
 	p.current_vma = -1;
+	if (is_gperftools(&fb)) {
+		rc = gperf_parse(snap, &fb, m);
+		file_release(&fb);
+		if (rc < 0)
+			snapshot_release(snap);
+		return rc;
+	}
 	rc = parse_lines(&p, &fb);
+	if (rc == 0)
+		rc = finish_regions(&p);
 	if (rc == 0) {
-		finish_regions(&p);
 		for (size_t i = 0; i < snap->nregions; i++) {
 			struct region *r = &snap->regions[i];
 

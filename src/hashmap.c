@@ -8,12 +8,29 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "util.h"
+
+uint64_t hash_seed;
+
+static void seed(void)
+{
+	uint64_t s = 0;
+
+	if (getrandom(&s, sizeof(s), GRND_NONBLOCK) != sizeof(s))
+		s = (uint64_t)time(NULL) ^ (uint64_t)getpid() << 32;
+	hash_seed = s | 1;
+}
 
 void hashmap_init(struct hashmap *map, size_t expected)
 {
 	size_t cap = 16;
 
+	if (!hash_seed)
+		seed();
 	while (cap / 4 * 3 < expected)
 		cap = st_mult(cap, 2);
 	map->slots = xcalloc(cap, sizeof(*map->slots));
@@ -121,6 +138,9 @@ uint64_t hash_bytes(const void *data, size_t len)
 {
 	const unsigned char *p = data;
 	uint64_t h = 0x9e3779b97f4a7c15ULL ^ (len * 0xff51afd7ed558ccdULL);
+
+	if (!hash_seed)
+		seed();
 
 	while (len >= 8) {
 		uint64_t w;

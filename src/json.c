@@ -343,8 +343,12 @@ static struct json_value *parse_value(struct jp *j)
 			return NULL;
 		}
 		return v;
-	default:
+	case '-':
+	case '0' ... '9':
 		return parse_number(j);
+	default:
+		jerr(j, "expected a value");
+		return NULL;
 	}
 }
 

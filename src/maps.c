@@ -145,11 +145,12 @@ void maps_finish(struct maps *m, const char *source)
 
 int maps_parse(struct maps *m, const char *data, size_t size,
 	       const char *path, unsigned long first_line,
-	       struct strtab *strings)
+	       struct strtab *strings, bool lenient)
 {
 	struct line_reader r;
 	struct line l;
 	struct strbuf q = STRBUF_INIT;
+	unsigned long skipped = 0, first_skipped = 0;
 
 	lines_init(&r, data, size);
 	r.no = first_line ? first_line - 1 : 0;
@@ -162,6 +163,11 @@ int maps_parse(struct maps *m, const char *data, size_t size,
 		if (cursor_at_end(&c))
 			continue;
 		rc = maps_parse_line(l.p, l.len, &v, strings);
+		if (rc < 0 && lenient) {
+			if (!skipped++)
+				first_skipped = l.no;
+			continue;
+		}
 		if (rc == -2) {
 			sb_release(&q);
 			return error("%s:%lu: number out of range in maps line",
@@ -176,6 +182,10 @@ int maps_parse(struct maps *m, const char *data, size_t size,
 		maps_add(m, &v);
 	}
 	sb_release(&q);
+	if (skipped)
+		warning("%s:%lu: %lu line%s of its maps %s not maps lines; "
+			"skipped", path, first_skipped, skipped,
+			skipped > 1 ? "s" : "", skipped > 1 ? "are" : "is");
 	maps_finish(m, path);
 	return 0;
 }
@@ -189,7 +199,7 @@ int maps_load(struct maps *m, const char *path, struct strtab *strings)
 		return -1;
 	free(m->path);
 	m->path = xstrdup(path);
-	rc = maps_parse(m, fb.data, fb.size, path, 1, strings);
+	rc = maps_parse(m, fb.data, fb.size, path, 1, strings, false);
 	file_release(&fb);
 	return rc;
 }

@@ -265,9 +265,10 @@ static struct pattern *compile_pattern(struct loader *ld, const char *text,
 	int err;
 
 	pat->text = xmemdup(text, len);
+	pat->len = len;
 	pat->line = line;
 	pat->col = cols ? cols[0] : col;
-	pat->match_all = trivially_all(pat->text);
+	pat->match_all = strlen(pat->text) == len && trivially_all(pat->text);
 	/*
 	 * Anchored at both ends: a pattern must match the whole field, as
 	 * the original's "pattern + \Z" from position 0 meant.  DOTALL so
@@ -933,6 +934,37 @@ static void add_quoted(struct strbuf *out, const char *s)
 		sb_addch(out, '\'');
 }
 
+/*
+ * A pattern's text for a one-line quoted value: control characters (a
+ * newline or NUL from a JSON pattern) become the regex escape \x{HH},
+ * which matches the same; an escaped one (\ before it) loses the
+ * backslash it no longer needs.
+ */
+static void add_pattern(struct strbuf *out, const struct pattern *pat)
+{
+	struct strbuf tmp = STRBUF_INIT;
+
+	for (size_t i = 0; i < pat->len; i++) {
+		unsigned char c = (unsigned char)pat->text[i];
+
+		if (c >= 0x20 && c != 0x7f) {
+			sb_addch(&tmp, c);
+			continue;
+		}
+		{
+			size_t bs = 0;
+
+			while (bs < tmp.len && tmp.buf[tmp.len - 1 - bs] == '\\')
+				bs++;
+			if (bs % 2)
+				tmp.len--;
+		}
+		sb_addf(&tmp, "\\x{%02x}", c);
+	}
+	add_quoted(out, sb_str(&tmp));
+	sb_release(&tmp);
+}
+
 static void add_word(struct strbuf *out, const char *s)
 {
 	if (needs_quotes(s))
@@ -941,10 +973,17 @@ static void add_word(struct strbuf *out, const char *s)
 		sb_addstr(out, s);
 }
 
-void policy_write(const struct policy *p, struct strbuf *out,
-		  const char *comment)
+int policy_write(const struct policy *p, struct strbuf *out,
+		 const char *comment)
 {
 	size_t col = 0, width = 0;
+
+	for (size_t i = 0; i < p->ncols; i++)
+		for (const char *c = p->cols[i].name; *c; c++)
+			if (*c == '\n' || *c == '\r')
+				return error("%s:%lu: column name with a line "
+					     "break cannot be written as text",
+					     p->path, p->cols[i].line);
 
 	if (comment && *comment) {
 		const char *s = comment;
@@ -1001,7 +1040,7 @@ void policy_write(const struct policy *p, struct strbuf *out,
 			if (!r->cond[f])
 				continue;
 			sb_addf(out, " %s=", field_names[f]);
-			add_quoted(out, r->cond[f]->text);
+			add_pattern(out, r->cond[f]);
 		}
 		if (r->sharing) {
 			const char *sep = "";
@@ -1019,6 +1058,7 @@ void policy_write(const struct policy *p, struct strbuf *out,
 			out->len--;
 		sb_addch(out, '\n');
 	}
+	return 0;
 }
 
 /* ---- matching ---- */

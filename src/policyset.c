@@ -150,9 +150,14 @@ int policy_index(struct index_entry **out, size_t *n)
 	init_dirs();
 	*out = NULL;
 	*n = 0;
-	for (size_t i = 0; i < ndirs; i++)
-		if (read_index(dirs[i], out, n, &alloc) < 0)
+	for (size_t i = 0; i < ndirs; i++) {
+		if (read_index(dirs[i], out, n, &alloc) < 0) {
+			policy_index_free(*out, *n);
+			*out = NULL;
+			*n = 0;
 			return -1;
+		}
+	}
 	return 0;
 }
 
@@ -194,6 +199,13 @@ static bool needs_index(const char *spec)
 	return need;
 }
 
+/* Reports list policies by label, as the original did. */
+static int cmp_label(const void *a, const void *b)
+{
+	return strcmp((*(struct policy *const *)a)->label,
+		      (*(struct policy *const *)b)->label);
+}
+
 int policy_set_load(struct policy_set *set, const char *spec)
 {
 	struct index_entry *idx = NULL;
@@ -201,6 +213,15 @@ int policy_set_load(struct policy_set *set, const char *spec)
 	int rc = 0;
 
 	memset(set, 0, sizeof(*set));
+	/* A file whose name holds a comma is still one policy. */
+	if (spec && strchr(spec, ',') && access(spec, F_OK) == 0) {
+		struct policy *p = policy_load(spec, NULL);
+
+		if (!p)
+			return -1;
+		set_add(set, p);
+		return 0;
+	}
 	if (needs_index(spec) && policy_index(&idx, &nidx) < 0)
 		return -1;
 	if (!spec) {
@@ -261,6 +282,8 @@ int policy_set_load(struct policy_set *set, const char *spec)
 	policy_index_free(idx, nidx);
 	if (rc < 0)
 		policy_set_free(set);
+	else if (set->n > 1)
+		qsort(set->v, set->n, sizeof(*set->v), cmp_label);
 	return rc;
 }
 

@@ -9,7 +9,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "gperf.h"
+#include "symbfd.h"
 #include "symmap.h"
+#include "text.h"
 #include "util.h"
 
 static bool file_exists(const char *path)
@@ -17,6 +20,30 @@ static bool file_exists(const char *path)
 	struct stat st;
 
 	return stat(path, &st) == 0;
+}
+
+/* Peek at the first dump: gperftools profiles bring their own buckets. */
+static bool first_is_gperftools(const char *path)
+{
+	struct filebuf fb;
+	struct line_reader lr;
+	struct line l;
+	bool yes = false;
+
+	if (file_load(&fb, path) < 0)
+		return false; /* the dump reader will say why */
+	lines_init(&lr, fb.data, fb.size);
+	while (lines_next(&lr, &l)) {
+		struct cursor c = cursor_of(&l);
+
+		cursor_skip_space(&c);
+		if (cursor_at_end(&c) || *c.p == '%')
+			continue;
+		yes = gperf_is_header(l.p, l.len);
+		break;
+	}
+	file_release(&fb);
+	return yes;
 }
 
 static int load_buckets(struct run *r)
@@ -35,7 +62,7 @@ static int load_buckets(struct run *r)
 			return -1;
 		loaded++;
 	}
-	if (!loaded)
+	if (!loaded && !r->gperftools)
 		warning("no bucket definitions found (%s.NNNN.buckets); "
 			"every bucket is unknown", r->series.prefix);
 	return 0;
@@ -54,7 +81,7 @@ static int load_maps(struct run *r)
 	if (file_exists(path.buf)) {
 		rc = maps_load(&r->maps, path.buf, &r->model.strings);
 		r->has_maps = rc == 0;
-	} else {
+	} else if (!r->gperftools) {
 		warning("no maps (%s.maps or %s.symmap/maps); addresses stay "
 			"unsymbolized",
 			r->series.prefix, r->series.prefix);
@@ -69,10 +96,16 @@ static int open_symbolizer(struct run *r)
 	int rc = 0;
 
 	sb_addf(&dir, "%s.symmap", r->series.prefix);
+	/*
+	 * A symbol map prepared for the run wins (the binaries may be long
+	 * gone); otherwise the binaries the maps name are read.
+	 */
 	if (symmap_present(dir.buf)) {
 		r->sym = symmap_open(dir.buf, &r->model.strings);
 		if (!r->sym)
 			rc = -1;
+	} else {
+		r->sym = symbfd_open(&r->model.strings);
 	}
 	sb_release(&dir);
 	return rc;
@@ -89,6 +122,7 @@ int run_open(struct run *r, const char *first_dump, unsigned flags)
 		return error_errno("%s", first_dump);
 	if (S_ISDIR(st.st_mode))
 		return error("%s: is a directory, not a dump", first_dump);
+	r->gperftools = first_is_gperftools(first_dump);
 	if (series_discover(&r->series, first_dump,
 			    (flags & RUN_ALL_DUMPS) != 0) < 0)
 		return -1;
@@ -100,6 +134,14 @@ int run_open(struct run *r, const char *first_dump, unsigned flags)
 void run_symbolize(struct run *r)
 {
 	symbolize_model(&r->model, r->sym, r->has_maps ? &r->maps : NULL);
+	r->symbolized = true;
+}
+
+void run_symbolize_snapshot(struct run *r, const struct snapshot *snap)
+{
+	symbolize_model(&r->model, r->sym,
+			snap->has_own_maps ? &snap->own_maps
+					   : r->has_maps ? &r->maps : NULL);
 	r->symbolized = true;
 }
 

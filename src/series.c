@@ -120,17 +120,25 @@ int series_discover(struct series *s, const char *first_dump, bool all)
 		s->prefix = xstrndup(first_dump, len);
 		all = false;
 	}
-	if (series_scan(s->prefix, "buckets", &s->buckets, &s->nbuckets) < 0)
+	if (series_scan(s->prefix, "buckets", &s->buckets, &s->nbuckets) < 0 ||
+	    (all && series_scan(s->prefix, "heap", &found, &nfound) < 0)) {
+		series_free(s);
 		return -1;
-	if (all && series_scan(s->prefix, "heap", &found, &nfound) < 0)
-		return -1;
+	}
 	/* The named dump always comes first, spelled as the user wrote it. */
 	s->dumps = xcalloc(nfound + 1, sizeof(*s->dumps));
 	s->dumps[0].counter = s->first;
 	s->dumps[0].path = xstrdup(first_dump);
 	s->ndumps = 1;
 	for (i = 0; i < nfound; i++) {
-		if (found[i].counter <= s->first) {
+		if (found[i].counter <= s->first ||
+		    (s->ndumps > 1 &&
+		     found[i].counter == s->dumps[s->ndumps - 1].counter)) {
+			/* "P.0002.heap" and "P.2.heap" are one snapshot. */
+			if (found[i].counter > s->first)
+				warning("%s: same number as %s; ignored",
+					found[i].path,
+					s->dumps[s->ndumps - 1].path);
 			free(found[i].path);
 			continue;
 		}

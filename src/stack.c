@@ -94,15 +94,24 @@ const struct stack *stacks_intern(struct stack_table *t,
 	return s;
 }
 
-void frame_add_func(struct strbuf *sb, const struct frame *f)
+void frame_add_func(struct strbuf *sb, const struct frame *f, uint32_t k)
 {
-	if (f->func)
-		sb_addstr(sb, f->func);
+	const char *func = k < f->ninline ? f->inl[k].func : f->func;
+
+	if (func)
+		sb_addstr(sb, func);
 	else
 		sb_addf(sb, "0x%016" PRIx64, f->addr);
 }
 
-void frame_add_file(struct strbuf *sb, const struct frame *f)
+void frame_add_file(struct strbuf *sb, const struct frame *f, uint32_t k)
 {
-	sb_addstr(sb, f->file ? f->file : "?");
+	const char *file = k < f->ninline ? f->inl[k].file : f->file;
+
+	sb_addstr(sb, file ? file : "?");
+}
+
+uint32_t frame_line(const struct frame *f, uint32_t k)
+{
+	return k < f->ninline ? f->inl[k].line : f->line;
 }

@@ -7,9 +7,70 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "util.h"
+
+struct sym_options sym_opts;
+
+int sym_options_alternative_dirs(const char *spec)
+{
+	char *copy = xstrdup(spec), *save = NULL, *item;
+	int rc = 0;
+
+	for (item = strtok_r(copy, ":", &save); item;
+	     item = strtok_r(NULL, ":", &save)) {
+		char *at = strchr(item, '@');
+		struct alt_dir *a;
+
+		if (!at || at == item || !at[1]) {
+			rc = error("--alternative-dirs: expected TARGET@HOST, "
+				   "not '%s'", item);
+			break;
+		}
+		sym_opts.alts = xreallocarray(sym_opts.alts, sym_opts.nalts + 1,
+					      sizeof(*sym_opts.alts));
+		a = &sym_opts.alts[sym_opts.nalts++];
+		a->target = xstrndup(item, (size_t)(at - item));
+		a->host = xstrdup(at + 1);
+		/* "/a/" and "/a" name the same directory. */
+		while (strlen(a->target) > 1 && ends_with(a->target, "/"))
+			a->target[strlen(a->target) - 1] = '\0';
+		while (strlen(a->host) > 1 && ends_with(a->host, "/"))
+			a->host[strlen(a->host) - 1] = '\0';
+	}
+	free(copy);
+	return rc;
+}
+
+char *sym_host_path(const char *path)
+{
+	struct strbuf sb = STRBUF_INIT;
+	const struct alt_dir *best = NULL;
+	size_t best_len = 0;
+
+	for (size_t i = 0; i < sym_opts.nalts; i++) {
+		const struct alt_dir *a = &sym_opts.alts[i];
+		size_t n = strlen(a->target);
+
+		if (n > best_len && !strncmp(path, a->target, n) &&
+		    (path[n] == '/' || path[n] == '\0' ||
+		     !strcmp(a->target, "/"))) {
+			best = a;
+			best_len = n;
+		}
+	}
+	if (sym_opts.symfs)
+		sb_addstr(&sb, sym_opts.symfs);
+	if (best) {
+		sb_addstr(&sb, best->host);
+		sb_addstr(&sb, path + best_len);
+	} else {
+		sb_addstr(&sb, path);
+	}
+	return sb_detach(&sb);
+}
 
 void symbolizer_destroy(struct symbolizer *s)
 {
@@ -52,7 +113,7 @@ void symbolize_model(struct model *m, struct symbolizer *s,
 
 	for (size_t i = 0; i < m->frames.n; i++) {
 		struct frame *f = m->frames.v[i];
-		struct sym_info info = { NULL, NULL, 0 };
+		struct sym_info info = { NULL, NULL, 0, 0, NULL };
 
 		if (f->symbolized)
 			continue;
@@ -67,12 +128,16 @@ void symbolize_model(struct model *m, struct symbolizer *s,
 		f->func = info.func;
 		f->file = info.file && *info.file ? info.file : NULL;
 		f->line = info.line;
+		f->ninline = info.ninline;
+		f->inl = info.inl;
 		f->symbolized = true;
 	}
 	hashmap_init(&types, 64);
 	for (size_t i = 0; i < m->buckets.n; i++) {
 		struct bucket *b = m->buckets.v[i];
 
+		if (b->typeinfo_sym)
+			continue; /* done in an earlier pass */
 		if (!b->has_typeinfo || !b->typeinfo)
 			b->typeinfo_sym = no_type;
 		else
@@ -83,45 +148,48 @@ void symbolize_model(struct model *m, struct symbolizer *s,
 }
 
 /*
- * Delete, left to right and repeatedly until nothing changes, every
- * OPEN...CLOSE group that contains neither OPEN nor CLOSE, plus (for
- * argument lists) an optional whitespace run and "const" after it.
+ * The original deleted, left to right and repeatedly until nothing
+ * changed, every OPEN...CLOSE group holding neither OPEN nor CLOSE (plus,
+ * for argument lists, an optional whitespace run and "const" after it).
+ * That removes exactly the balanced groups, innermost first; doing it in
+ * one pass with a stack of open positions gives the same text in linear
+ * time (repeated passes were quadratic on hostile nesting).
  */
-static bool drop_groups(struct strbuf *sb, char open, char close,
+static void drop_groups(struct strbuf *sb, char open, char close,
 			bool and_const)
 {
+	size_t *opens = NULL, nopen = 0, alloc = 0;
 	size_t r = 0, w = 0, n = sb->len;
 	char *s = sb->buf;
-	bool changed = false;
 
 	while (r < n) {
-		if (s[r] == open) {
-			size_t k = r + 1;
+		char c = s[r++];
 
-			while (k < n && s[k] != open && s[k] != close)
-				k++;
-			if (k < n && s[k] == close) {
-				k++;
-				if (and_const) {
-					size_t c = k;
-
-					while (c < n && (s[c] == ' ' ||
-							 s[c] == '\t'))
-						c++;
-					if (n - c >= 5 &&
-					    !memcmp(s + c, "const", 5))
-						k = c + 5;
-				}
-				r = k;
-				changed = true;
-				continue;
-			}
+		if (c == open) {
+			GROW(opens, nopen + 1, alloc);
+			opens[nopen++] = w;
+			s[w++] = c;
+			continue;
 		}
-		s[w++] = s[r++];
+		if (c == close && nopen) {
+			w = opens[--nopen];
+			if (and_const) {
+				size_t k = r;
+
+				while (k < n && (s[k] == ' ' || s[k] == '\t' ||
+						 s[k] == '\n' || s[k] == '\r' ||
+						 s[k] == '\f' || s[k] == '\v'))
+					k++;
+				if (n - k >= 5 && !memcmp(s + k, "const", 5))
+					r = k + 5;
+			}
+			continue;
+		}
+		s[w++] = c;
 	}
 	sb->len = w;
 	s[w] = '\0';
-	return changed;
+	free(opens);
 }
 
 static bool is_word(char c)
@@ -144,10 +212,8 @@ const char *symbol_short_name(const char *name, size_t len,
 
 	sb_reset(out);
 	sb_add(out, name, len);
-	while (out->len && drop_groups(out, '(', ')', true))
-		;
-	while (out->len && drop_groups(out, '<', '>', false))
-		;
+	drop_groups(out, '(', ')', true);
+	drop_groups(out, '<', '>', false);
 	/*
 	 * "^.*\s+(\w+::)" -> "\1": drop everything through the last
 	 * whitespace that is followed by "word::".

@@ -502,8 +502,16 @@ static int load_listed(struct symmap_binary *b, const char *dir,
 		       const char *file,
 		       int (*load)(struct symmap_binary *, const char *))
 {
-	char *path = join(dir, file);
-	int rc = load(b, path);
+	char *path;
+	int rc;
+
+	/* The data files live in the symbol map directory itself. */
+	if (!*file || strchr(file, '/') || !strcmp(file, "..") ||
+	    !strcmp(file, "."))
+		return error("%s: files.json names '%s', which is not a file "
+			     "in that directory", dir, file);
+	path = join(dir, file);
+	rc = load(b, path);
 
 	free(path);
 	return rc;

@@ -33,6 +33,14 @@ int file_load(struct filebuf *fb, const char *path)
 		close(fd);
 		return error("%s: is a directory", path);
 	}
+	/*
+	 * A file or a pipe (process substitution); a device like /dev/zero
+	 * would be read forever.
+	 */
+	if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode)) {
+		close(fd);
+		return error("%s: not a regular file", path);
+	}
 	cap = S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t)st.st_size + 1
 						    : 65536;
 	buf = xmalloc(cap + 1);

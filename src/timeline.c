@@ -88,6 +88,7 @@ int timeline_build(struct timeline *tl, const char *first_dump,
 			continue;
 		}
 		snapshot_warn_unknown_buckets(&snap, "counted as no-bucket");
+		run_symbolize_snapshot(&tl->run, &snap);
 		aggregate_verify(&snap);
 		if (tl->sharing.nprocs)
 			sharing_at(&tl->sharing, snap.time, &group);
@@ -100,6 +101,12 @@ int timeline_build(struct timeline *tl, const char *first_dump,
 					       row,
 					       &tl->builtins[p][tl->n],
 					       &stats[p]) < 0) {
+				snapshot_release(&snap);
+				goto out;
+			}
+			if (size_overflow) {
+				error("%s: sizes add up to more than 64 bits "
+				      "hold (a corrupt dump?)", path);
 				snapshot_release(&snap);
 				goto out;
 			}

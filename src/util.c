@@ -10,6 +10,7 @@
 #include <string.h>
 
 unsigned long warning_count;
+bool size_overflow;
 bool quiet_warnings;
 
 static void vreport(const char *prefix, const char *fmt, va_list ap,

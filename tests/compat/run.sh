@@ -86,6 +86,8 @@ for p in l0 l1 l2 t0 sourcefile; do
 done
 check csv-l0 "$exp/csv-l0.stdout" "$d" csv -p l0 heap.01234.0001.heap
 check csv-l0-t0 "$exp/csv-l0-t0.stdout" "$d" csv -p l0,t0 heap.01234.0001.heap
+# Blocks come in label order, whatever the order of -p.
+check csv-t0-l0 "$exp/csv-l0-t0.stdout" "$d" csv -p t0,l0 heap.01234.0001.heap
 # The original ended its JSON without a newline; dmprof ends the line.
 { cat "$exp/json-l0.stdout"; echo; } >"$tmp/json-l0.expected"
 check json-l0 "$tmp/json-l0.expected" "$d" json -p l0 heap.01234.0001.heap

@@ -164,6 +164,12 @@ Test(dump, time_forms)
 			  "Time: 2023/02/30 00:00:00\n" GS_ALL STACKS), 0);
 	cr_assert_not(snap.time_from_meta);
 	cr_assert(strstr(stderr_text(), "d.0001.heap:3: cannot read time"));
+	snapshot_release(&snap);
+	capture_stderr();
+	/* A month that wraps through an int is no month. */
+	cr_assert_eq(load("heap profile: DUMP_DEEP_6\nMETA:\n"
+			  "Time: 2013/4294967298/01 00:00:00\n" GS_ALL STACKS), 0);
+	cr_assert_not(snap.time_from_meta);
 }
 
 Test(dump, pageframe_tokens)
@@ -343,6 +349,12 @@ Test(dump, errors)
 		   "d.0001.heap:3: second META: section");
 	load_fails("heap profile: DUMP_DEEP_6\nstray\n",
 		   "d.0001.heap:2: unexpected 'stray' outside any section");
+	load_fails("heap profile: DUMP_DEEP_6\nMMAP_LIST:\n"
+		   "0-10000 rw-p 0 00:00 0\n"
+		   "  0 - 10000  unhooked 4096 / 65536\n"
+		   "  2000 - 3000  hooked 4096 / 4096 @ 3\n" GS_ALL STACKS,
+		   "d.0001.heap:5: region 2000-3000 overlaps region 0-10000 "
+		   "of line 4");
 }
 
 Test(dump, nul_byte)

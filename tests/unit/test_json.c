@@ -43,6 +43,8 @@ Test(json, errors)
 	bad("tru", "invalid literal");
 	bad("", "unexpected end of input");
 	bad("\"\\x\"", "invalid escape");
+	bad("[1,]", "t.json:1:4: expected a value");
+	bad("{\"a\": }", "t.json:1:7: expected a value");
 }
 
 Test(json, deep_nesting_is_an_error)

@@ -78,7 +78,7 @@ Test(maps, find_and_classes)
 			   "5000-6000 r-xp 00000000 00:00 0 [vdso]\n";
 
 	maps_init(&m);
-	cr_assert_eq(maps_parse(&m, text, strlen(text), "t", 1, &strings), 0);
+	cr_assert_eq(maps_parse(&m, text, strlen(text), "t", 1, &strings, false), 0);
 	cr_assert_eq(m.n, 4);
 	cr_assert_eq(m.v[0].start, 0x1000); /* sorted */
 	cr_assert_null(maps_find(&m, 0xfff));
@@ -101,7 +101,7 @@ Test(maps, overlap_warns_and_keeps_first)
 
 	capture_stderr();
 	maps_init(&m);
-	cr_assert_eq(maps_parse(&m, text, strlen(text), "t", 1, &strings), 0);
+	cr_assert_eq(maps_parse(&m, text, strlen(text), "t", 1, &strings, false), 0);
 	cr_assert_eq(m.n, 1);
 	cr_assert_str_eq(maps_find(&m, 0x2800)->name, "/a");
 	cr_assert(strstr(stderr_text(), "overlaps"));
@@ -115,7 +115,7 @@ Test(maps, garbage_is_error_with_line)
 
 	capture_stderr();
 	maps_init(&m);
-	cr_assert_eq(maps_parse(&m, text, strlen(text), "f.maps", 1, &strings),
+	cr_assert_eq(maps_parse(&m, text, strlen(text), "f.maps", 1, &strings, false),
 		     -1);
 	cr_assert_str_eq(stderr_text(),
 			 "dmprof: f.maps:2: not a maps line: 'bogus line'\n");

@@ -52,6 +52,22 @@ Test(symbol, short_names)
 	cr_assert_str_eq(shorten("void (anonymous namespace)::f()"),
 			 "void ::f");
 	cr_assert_str_eq(shorten("a b::c d::e(x)"), "d::e");
+	cr_assert_str_eq(shorten("f(a(b) const) const g<x<y>>"), "f g");
+	cr_assert_str_eq(shorten("a)b(c)d("), "a)bd(");
+	cr_assert_str_eq(shorten("f(a) (b) const"), "f ");
+}
+
+Test(symbol, short_names_of_hostile_nesting_are_linear)
+{
+	/* 200,000 levels took the original's repeated passes minutes. */
+	static char name[400002];
+	size_t n = 200000;
+
+	memset(name, '(', n);
+	memset(name + n, ')', n);
+	name[0] = 'f';
+	name[2 * n - 1] = '\0';
+	cr_assert_str_eq(shorten(name), "f");
 }
 
 Test(symbol, address_rule)

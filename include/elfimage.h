@@ -1,0 +1,61 @@
+/*
+ * ELF files read directly: the PT_LOAD segments that carry the address
+ * rule, symbol tables with their sizes (libbfd's generic API has
+ * neither), the build-id and the .gnu_debuglink of a binary.
+ */
+#ifndef DMPROF_ELFIMAGE_H
+#define DMPROF_ELFIMAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "symbol.h"
+
+struct elf_sym {
+	uint64_t addr;   /* link-time address */
+	uint64_t size;   /* 0: unknown, extends to the next symbol */
+	const char *name; /* mangled, in the image's string table */
+};
+
+struct elf_image {
+	char *path;
+	void *map;       /* the whole file, read-only */
+	size_t size;
+	bool is64, is_dyn;
+	struct elf_span *loads;  /* PT_LOAD: file offset -> address */
+	size_t nloads;
+	struct elf_sym *code;    /* functions, sorted by address */
+	size_t ncode;
+	struct elf_sym *data;    /* objects (type_info and friends), sorted */
+	size_t ndata;
+	bool has_symtab;         /* .symtab, not only .dynsym */
+	bool has_debug_info;     /* a .debug_info section */
+	uint8_t build_id[64];
+	size_t build_id_len;
+	const char *debuglink;   /* .gnu_debuglink file name, or NULL */
+	uint32_t debuglink_crc;
+};
+
+/*
+ * Open PATH.  Returns 0, or -1 with a reason in WHY (the caller decides
+ * whether that is worth a warning).
+ */
+int elf_open(struct elf_image *img, const char *path, struct strbuf *why);
+void elf_close(struct elf_image *img);
+
+/*
+ * Load symbols from DEBUG (a separate debug file of IMG) into IMG: the
+ * debug file's tables replace IMG's when they are richer.
+ */
+void elf_take_symbols(struct elf_image *img, struct elf_image *debug);
+
+/* The symbol containing ADDR, or NULL; *past is set when ADDR lies past
+ * the end of the nearest symbol below it (which is then returned). */
+const struct elf_sym *elf_find(const struct elf_sym *v, size_t n,
+			       uint64_t addr, bool *past);
+
+/* CRC-32 as .gnu_debuglink uses it. */
+uint32_t elf_crc32(uint32_t crc, const void *buf, size_t len);
+
+#endif

@@ -1,0 +1,45 @@
+/*
+ * The persistent symbol cache: what an address of a binary symbolized to,
+ * kept under $XDG_CACHE_HOME/dmprof/symbols (never beside the dumps) and
+ * keyed by the binary's identity, so a rebuilt binary never reuses a stale
+ * entry.
+ */
+#ifndef DMPROF_SYMCACHE_H
+#define DMPROF_SYMCACHE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "stack.h"
+#include "strtab.h"
+
+enum {
+	SC_DWARF = 1, /* file, line and inlined frames were looked up */
+};
+
+struct symcache_entry {
+	uint64_t addr;        /* link-time return address */
+	unsigned flags;
+	const char *func;     /* demangled in full; NULL: unresolved */
+	const char *file;
+	uint32_t line;
+	uint16_t ninline;
+	struct inline_frame *inl; /* names demangled in full */
+};
+
+struct symcache;
+
+/*
+ * The cache of the binary whose identity is IDENTITY ("build-id:..." or
+ * "file:PATH:SIZE:MTIME"), or NULL when caching is off or impossible.
+ * Strings are interned in STRINGS.
+ */
+struct symcache *symcache_open(const char *identity, struct strtab *strings);
+const struct symcache_entry *symcache_get(struct symcache *c, uint64_t addr);
+void symcache_put(struct symcache *c, const struct symcache_entry *e);
+/* Write the cache back if it gained entries, and free it. */
+void symcache_close(struct symcache *c);
+/* The cache directory (for messages and tests), or NULL. */
+const char *symcache_dir(void);
+
+#endif

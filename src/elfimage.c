@@ -1,0 +1,416 @@
+/*
+ * Reading ELF files.  The file is mapped read-only and every offset and
+ * size taken from it is checked against the mapping, so a truncated or
+ * hostile binary gives an error, never a stray read.  Symbol names point
+ * into the mapping; nothing is copied.
+ */
+#include "elfimage.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util.h"
+
+/* A range of the file, or NULL if it does not fit. */
+static const void *at(const struct elf_image *img, uint64_t off, uint64_t len)
+{
+	if (off > img->size || len > img->size - off)
+		return NULL;
+	return (const char *)img->map + off;
+}
+
+/* Header fields of both classes, widened. */
+struct shdr {
+	uint32_t name, type;
+	uint64_t flags, addr, offset, size;
+	uint32_t link;
+	uint64_t entsize;
+};
+
+static bool get_shdr(const struct elf_image *img, uint64_t shoff,
+		     uint16_t shentsize, size_t i, struct shdr *s)
+{
+	const void *p = at(img, shoff + (uint64_t)i * shentsize, shentsize);
+
+	if (!p)
+		return false;
+	if (img->is64) {
+		Elf64_Shdr h;
+
+		if (shentsize < sizeof(h))
+			return false;
+		memcpy(&h, p, sizeof(h));
+		*s = (struct shdr){ h.sh_name, h.sh_type,  h.sh_flags,
+				    h.sh_addr, h.sh_offset, h.sh_size,
+				    h.sh_link, h.sh_entsize };
+	} else {
+		Elf32_Shdr h;
+
+		if (shentsize < sizeof(h))
+			return false;
+		memcpy(&h, p, sizeof(h));
+		*s = (struct shdr){ h.sh_name, h.sh_type,  h.sh_flags,
+				    h.sh_addr, h.sh_offset, h.sh_size,
+				    h.sh_link, h.sh_entsize };
+	}
+	return true;
+}
+
+static int cmp_sym(const void *a, const void *b)
+{
+	const struct elf_sym *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	/* Sized symbols first: they say where the code ends. */
+	if ((x->size != 0) != (y->size != 0))
+		return x->size ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/*
+ * At one address (aliases, like malloc and __libc_malloc), keep one name:
+ * a public one over one starting with '_', then the shorter.
+ */
+static bool better_name(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+
+	if ((a[0] == '_') != (b[0] == '_'))
+		return b[0] == '_';
+	return la < lb;
+}
+
+static void finish_syms(struct elf_sym *v, size_t *n)
+{
+	size_t out = 0;
+
+	if (!*n)
+		return;
+	qsort(v, *n, sizeof(*v), cmp_sym);
+	for (size_t i = 0; i < *n; i++) {
+		if (out && v[out - 1].addr == v[i].addr) {
+			if (!v[out - 1].size)
+				v[out - 1].size = v[i].size;
+			if (better_name(v[i].name, v[out - 1].name))
+				v[out - 1].name = v[i].name;
+			continue;
+		}
+		v[out++] = v[i];
+	}
+	*n = out;
+}
+
+/* Read one symbol table section into code/data arrays. */
+static void read_symtab(struct elf_image *img, const struct shdr *sym,
+			const struct shdr *str, struct elf_sym **code,
+			size_t *ncode, size_t *acode, struct elf_sym **data,
+			size_t *ndata, size_t *adata)
+{
+	size_t esz = img->is64 ? sizeof(Elf64_Sym) : sizeof(Elf32_Sym);
+	const char *strtab = at(img, str->offset, str->size);
+	const char *tab = at(img, sym->offset, sym->size);
+
+	if (!strtab || !tab || !str->size || strtab[str->size - 1] != '\0')
+		return;
+	for (uint64_t off = esz; off + esz <= sym->size; off += esz) {
+		uint64_t value, size;
+		uint32_t name;
+		uint16_t shndx;
+		unsigned char info;
+		struct elf_sym s;
+		int type;
+
+		if (img->is64) {
+			Elf64_Sym e;
+
+			memcpy(&e, tab + off, sizeof(e));
+			value = e.st_value, size = e.st_size;
+			name = e.st_name, shndx = e.st_shndx;
+			info = e.st_info;
+		} else {
+			Elf32_Sym e;
+
+			memcpy(&e, tab + off, sizeof(e));
+			value = e.st_value, size = e.st_size;
+			name = e.st_name, shndx = e.st_shndx;
+			info = e.st_info;
+		}
+		type = ELF64_ST_TYPE(info);
+		if (shndx == SHN_UNDEF || shndx == SHN_ABS || !name ||
+		    name >= str->size || !strtab[name])
+			continue;
+		s.addr = value;
+		s.size = size;
+		s.name = strtab + name;
+		if (type == STT_FUNC || type == STT_GNU_IFUNC) {
+			GROW(*code, *ncode + 1, *acode);
+			(*code)[(*ncode)++] = s;
+		} else if (type == STT_OBJECT) {
+			GROW(*data, *ndata + 1, *adata);
+			(*data)[(*ndata)++] = s;
+		}
+	}
+}
+
+static void read_sections(struct elf_image *img, uint64_t shoff,
+			  uint16_t shentsize, uint16_t shnum, uint16_t shstrndx)
+{
+	struct shdr names, s, link;
+	const char *shstr;
+	struct shdr symtab = { 0 }, dynsym = { 0 };
+	bool have_symtab = false, have_dynsym = false;
+	size_t acode = 0, adata = 0;
+
+	if (!shnum || shstrndx >= shnum ||
+	    !get_shdr(img, shoff, shentsize, shstrndx, &names) ||
+	    !(shstr = at(img, names.offset, names.size)) || !names.size)
+		return;
+	for (size_t i = 1; i < shnum; i++) {
+		const char *name;
+
+		if (!get_shdr(img, shoff, shentsize, i, &s))
+			return;
+		name = s.name < names.size &&
+				       memchr(shstr + s.name, '\0',
+					      names.size - s.name)
+			       ? shstr + s.name
+			       : "";
+		if (s.type == SHT_SYMTAB) {
+			symtab = s;
+			have_symtab = true;
+		} else if (s.type == SHT_DYNSYM) {
+			dynsym = s;
+			have_dynsym = true;
+		} else if (!strcmp(name, ".debug_info") && s.size) {
+			img->has_debug_info = true;
+		} else if (!strcmp(name, ".gnu_debuglink") &&
+			   s.type != SHT_NOBITS) {
+			const char *d = at(img, s.offset, s.size);
+			size_t len = d ? strnlen(d, s.size) : s.size;
+			size_t crc_at = (len + 4) & ~(size_t)3;
+
+			if (d && len < s.size && crc_at + 4 <= s.size) {
+				img->debuglink = d;
+				memcpy(&img->debuglink_crc, d + crc_at, 4);
+			}
+		} else if (s.type == SHT_NOTE && !img->build_id_len) {
+			/* .note.gnu.build-id: namesz descsz type "GNU\0" id */
+			const unsigned char *n = at(img, s.offset, s.size);
+
+			while (n && s.size >= 12) {
+				uint32_t nsz, dsz, type;
+				uint64_t rec;
+
+				memcpy(&nsz, n, 4);
+				memcpy(&dsz, n + 4, 4);
+				memcpy(&type, n + 8, 4);
+				rec = 12 + (((uint64_t)nsz + 3) & ~3ULL) +
+				      (((uint64_t)dsz + 3) & ~3ULL);
+				if (rec > s.size)
+					break;
+				if (type == NT_GNU_BUILD_ID && nsz == 4 &&
+				    !memcmp(n + 12, "GNU", 4) && dsz &&
+				    dsz <= sizeof(img->build_id)) {
+					memcpy(img->build_id, n + 16, dsz);
+					img->build_id_len = dsz;
+					break;
+				}
+				n += rec;
+				s.size -= rec;
+			}
+		}
+	}
+	/* The full table when there is one; the dynamic one otherwise. */
+	if (have_symtab && get_shdr(img, shoff, shentsize, symtab.link, &link))
+		read_symtab(img, &symtab, &link, &img->code, &img->ncode,
+			    &acode, &img->data, &img->ndata, &adata);
+	if (!img->ncode && have_dynsym &&
+	    get_shdr(img, shoff, shentsize, dynsym.link, &link))
+		read_symtab(img, &dynsym, &link, &img->code, &img->ncode,
+			    &acode, &img->data, &img->ndata, &adata);
+	img->has_symtab = have_symtab && img->ncode;
+	finish_syms(img->code, &img->ncode);
+	finish_syms(img->data, &img->ndata);
+}
+
+static void read_segments(struct elf_image *img, uint64_t phoff,
+			  uint16_t phentsize, uint16_t phnum)
+{
+	for (size_t i = 0; i < phnum; i++) {
+		const void *p = at(img, phoff + (uint64_t)i * phentsize,
+				   phentsize);
+		uint64_t type, off, vaddr, memsz;
+
+		if (!p)
+			return;
+		if (img->is64) {
+			Elf64_Phdr h;
+
+			if (phentsize < sizeof(h))
+				return;
+			memcpy(&h, p, sizeof(h));
+			type = h.p_type, off = h.p_offset;
+			vaddr = h.p_vaddr, memsz = h.p_memsz;
+		} else {
+			Elf32_Phdr h;
+
+			if (phentsize < sizeof(h))
+				return;
+			memcpy(&h, p, sizeof(h));
+			type = h.p_type, off = h.p_offset;
+			vaddr = h.p_vaddr, memsz = h.p_memsz;
+		}
+		if (type != PT_LOAD)
+			continue;
+		img->loads = xreallocarray(img->loads, img->nloads + 1,
+					   sizeof(*img->loads));
+		img->loads[img->nloads++] =
+			(struct elf_span){ vaddr, off, memsz };
+	}
+}
+
+int elf_open(struct elf_image *img, const char *path, struct strbuf *why)
+{
+	const unsigned char *id;
+	struct stat st;
+	int fd;
+
+	memset(img, 0, sizeof(*img));
+	img->path = xstrdup(path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		sb_addstr(why, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_size < EI_NIDENT) {
+		close(fd);
+		sb_addstr(why, "not an ELF file");
+		return -1;
+	}
+	img->size = (size_t)st.st_size;
+	img->map = mmap(NULL, img->size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (img->map == MAP_FAILED) {
+		img->map = NULL;
+		sb_addstr(why, strerror(errno));
+		return -1;
+	}
+	id = img->map;
+	if (memcmp(id, ELFMAG, SELFMAG) ||
+	    (id[EI_CLASS] != ELFCLASS64 && id[EI_CLASS] != ELFCLASS32) ||
+	    id[EI_DATA] != ELFDATA2LSB) {
+		sb_addstr(why, "not a little-endian ELF file");
+		return -1;
+	}
+	img->is64 = id[EI_CLASS] == ELFCLASS64;
+	if (img->is64) {
+		Elf64_Ehdr e;
+
+		if (img->size < sizeof(e)) {
+			sb_addstr(why, "truncated ELF header");
+			return -1;
+		}
+		memcpy(&e, img->map, sizeof(e));
+		img->is_dyn = e.e_type == ET_DYN;
+		read_segments(img, e.e_phoff, e.e_phentsize, e.e_phnum);
+		read_sections(img, e.e_shoff, e.e_shentsize, e.e_shnum,
+			      e.e_shstrndx);
+	} else {
+		Elf32_Ehdr e;
+
+		if (img->size < sizeof(e)) {
+			sb_addstr(why, "truncated ELF header");
+			return -1;
+		}
+		memcpy(&e, img->map, sizeof(e));
+		img->is_dyn = e.e_type == ET_DYN;
+		read_segments(img, e.e_phoff, e.e_phentsize, e.e_phnum);
+		read_sections(img, e.e_shoff, e.e_shentsize, e.e_shnum,
+			      e.e_shstrndx);
+	}
+	return 0;
+}
+
+void elf_close(struct elf_image *img)
+{
+	if (img->map)
+		munmap(img->map, img->size);
+	free(img->loads);
+	free(img->code);
+	free(img->data);
+	free(img->path);
+	memset(img, 0, sizeof(*img));
+}
+
+void elf_take_symbols(struct elf_image *img, struct elf_image *debug)
+{
+	/* A debug file's .symtab has the local functions a stripped binary
+	 * lost; its names point into the debug file's mapping, so the debug
+	 * image must stay open as long as IMG. */
+	if (debug->ncode > img->ncode) {
+		free(img->code);
+		img->code = debug->code;
+		img->ncode = debug->ncode;
+		debug->code = NULL;
+		debug->ncode = 0;
+		img->has_symtab = debug->has_symtab;
+	}
+	if (debug->ndata > img->ndata) {
+		free(img->data);
+		img->data = debug->data;
+		img->ndata = debug->ndata;
+		debug->data = NULL;
+		debug->ndata = 0;
+	}
+}
+
+const struct elf_sym *elf_find(const struct elf_sym *v, size_t n,
+			       uint64_t addr, bool *past)
+{
+	size_t lo = 0, hi = n;
+
+	*past = false;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	/* A symbol without a size extends to the next one. */
+	if (v[lo - 1].size && addr - v[lo - 1].addr >= v[lo - 1].size)
+		*past = true;
+	return &v[lo - 1];
+}
+
+uint32_t elf_crc32(uint32_t crc, const void *buf, size_t len)
+{
+	static uint32_t table[256];
+	const unsigned char *p = buf;
+
+	if (!table[1]) {
+		for (uint32_t i = 0; i < 256; i++) {
+			uint32_t c = i;
+
+			for (int k = 0; k < 8; k++)
+				c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
+			table[i] = c;
+		}
+	}
+	crc = ~crc;
+	while (len--)
+		crc = table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
+	return ~crc;
+}

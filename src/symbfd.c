@@ -1,0 +1,442 @@
+/*
+ * The symbolizer for real binaries.  Each binary the maps name is opened
+ * once, on first need: its ELF program headers give the address rule
+ * (file offset to link-time address through the PT_LOAD segment), its
+ * .symtab (else .dynsym) the functions and objects with their sizes.  A
+ * stripped binary's separate debug file is found by build-id under
+ * /usr/lib/debug/.build-id, else by .gnu_debuglink (CRC checked).  libbfd
+ * reads DWARF for source lines and inlined functions and demangles names.
+ *
+ * Frames are return addresses: the call is looked up at address - 1.  An
+ * address past the end of the nearest symbol is shown as such ("?? after
+ * f+0x12"), never given to it.  Results go to the persistent symbol cache.
+ */
+#include "symbfd.h"
+
+#include <bfd.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "elfimage.h"
+#include "symcache.h"
+#include "util.h"
+
+/* libiberty's demangle.h, which Debian does not install. */
+#define DMGL_PARAMS (1 << 0)
+#define DMGL_ANSI (1 << 1)
+
+#define DEBUG_DIR "/usr/lib/debug"
+
+struct binary {
+	const char *name;   /* as the maps name it (interned) */
+	bool opened, ok;
+	struct elf_image img;
+	struct elf_image dbg; /* separate debug file, if any */
+	bool has_dbg;
+	const char *dwarf;  /* the file with DWARF: img's or dbg's path */
+	bfd *abfd;
+	bool bfd_tried;
+	struct symcache *cache;
+};
+
+struct bfdsym {
+	struct symbolizer base;
+	struct hashmap bins; /* interned name -> binary */
+	struct binary **v;
+	size_t n;
+	struct strbuf sb;
+};
+
+static bool file_ok(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static bool open_debug(struct binary *b, const char *path)
+{
+	struct strbuf why = STRBUF_INIT;
+	bool ok;
+
+	if (!file_ok(path))
+		return false;
+	ok = elf_open(&b->dbg, path, &why) == 0;
+	if (!ok)
+		elf_close(&b->dbg);
+	sb_release(&why);
+	return ok;
+}
+
+/* The debug file by build-id: DEBUG_DIR/.build-id/ab/cdef....debug */
+static bool find_by_build_id(struct binary *b)
+{
+	struct strbuf p = STRBUF_INIT;
+	bool ok;
+
+	if (!b->img.build_id_len)
+		return false;
+	if (sym_opts.symfs)
+		sb_addstr(&p, sym_opts.symfs);
+	sb_addf(&p, "%s/.build-id/%02x/", DEBUG_DIR, b->img.build_id[0]);
+	for (size_t i = 1; i < b->img.build_id_len; i++)
+		sb_addf(&p, "%02x", b->img.build_id[i]);
+	sb_addstr(&p, ".debug");
+	ok = open_debug(b, p.buf);
+	/* A debug file with a different build-id is not this binary's. */
+	if (ok && (b->dbg.build_id_len != b->img.build_id_len ||
+		   memcmp(b->dbg.build_id, b->img.build_id,
+			  b->img.build_id_len))) {
+		elf_close(&b->dbg);
+		ok = false;
+	}
+	sb_release(&p);
+	return ok;
+}
+
+/* The debug file by .gnu_debuglink: beside, in .debug/, in DEBUG_DIR. */
+static bool find_by_debuglink(struct binary *b)
+{
+	const char *link = b->img.debuglink;
+	const char *slash = strrchr(b->img.path, '/');
+	char *dirname = slash ? xstrndup(b->img.path,
+					 (size_t)(slash - b->img.path))
+			      : xstrdup(".");
+	struct strbuf p = STRBUF_INIT;
+	bool ok = false;
+
+	if (!link || strchr(link, '/'))
+		goto out;
+	for (int i = 0; i < 3 && !ok; i++) {
+		sb_reset(&p);
+		if (i == 0)
+			sb_addf(&p, "%s/%s", dirname, link);
+		else if (i == 1)
+			sb_addf(&p, "%s/.debug/%s", dirname, link);
+		else
+			sb_addf(&p, "%s%s%s/%s", sym_opts.symfs ? sym_opts.symfs
+							       : "",
+				DEBUG_DIR, dirname, link);
+		if (!strcmp(p.buf, b->img.path) || !open_debug(b, p.buf))
+			continue;
+		/* The CRC says it belongs to this very binary. */
+		if (elf_crc32(0, b->dbg.map, b->dbg.size) == b->img.debuglink_crc)
+			ok = true;
+		else
+			elf_close(&b->dbg);
+	}
+out:
+	free(dirname);
+	sb_release(&p);
+	return ok;
+}
+
+static char *identity(const struct elf_image *img)
+{
+	struct strbuf sb = STRBUF_INIT;
+	struct stat st;
+
+	if (img->build_id_len) {
+		sb_addstr(&sb, "build-id:");
+		for (size_t i = 0; i < img->build_id_len; i++)
+			sb_addf(&sb, "%02x", img->build_id[i]);
+	} else if (stat(img->path, &st) == 0) {
+		char *real = realpath(img->path, NULL);
+
+		sb_addf(&sb, "file:%s:%lld:%lld.%09ld:%llu",
+			real ? real : img->path, (long long)st.st_size,
+			(long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
+			(unsigned long long)st.st_ino);
+		free(real);
+	} else {
+		return NULL;
+	}
+	return sb_detach(&sb);
+}
+
+static void open_binary(struct bfdsym *bs, struct binary *b)
+{
+	struct strbuf why = STRBUF_INIT;
+	char *host = sym_host_path(b->name);
+	char *id;
+
+	b->opened = true;
+	if (elf_open(&b->img, host, &why) < 0) {
+		warning("cannot read '%s'%s%s: %s; its frames stay "
+			"unsymbolized",
+			host, strcmp(host, b->name) ? " for " : "",
+			strcmp(host, b->name) ? b->name : "", why.buf);
+		elf_close(&b->img);
+		goto out;
+	}
+	/* A stripped binary: its debug file has the full story. */
+	if (!b->img.has_symtab || !b->img.has_debug_info)
+		b->has_dbg = find_by_build_id(b) || find_by_debuglink(b);
+	if (b->has_dbg)
+		elf_take_symbols(&b->img, &b->dbg);
+	if (!b->img.ncode)
+		warning("'%s' has no symbols (stripped, and no debug file "
+			"found); its frames stay unsymbolized", host);
+	b->dwarf = b->has_dbg && b->dbg.has_debug_info ? b->dbg.path
+		   : b->img.has_debug_info		? b->img.path
+							: NULL;
+	b->ok = b->img.ncode > 0;
+	id = identity(&b->img);
+	if (id && !sym_opts.no_cache) {
+		struct strbuf full = STRBUF_INIT;
+		char *dbg = b->has_dbg ? identity(&b->dbg) : NULL;
+
+		/* What the results depend on: the binary and its debug file. */
+		sb_addf(&full, "%s debug=%s", id, dbg ? dbg : "none");
+		b->cache = symcache_open(full.buf, bs->base.strings);
+		sb_release(&full);
+		free(dbg);
+	}
+	free(id);
+out:
+	free(host);
+	sb_release(&why);
+}
+
+static struct binary *binary_for(struct bfdsym *bs, const char *name)
+{
+	uint64_t h = hash_u64((uintptr_t)name);
+	struct binary *b = hashmap_get(&bs->bins, h, NULL, NULL);
+
+	if (!b) {
+		b = xcalloc(1, sizeof(*b));
+		b->name = name;
+		hashmap_put(&bs->bins, h, b);
+		bs->v = xreallocarray(bs->v, bs->n + 1, sizeof(*bs->v));
+		bs->v[bs->n++] = b;
+	}
+	if (!b->opened)
+		open_binary(bs, b);
+	return b;
+}
+
+static const char *demangled(struct bfdsym *bs, const char *name)
+{
+	const char *at = strchr(name, '@');
+	char *plain = NULL, *d;
+	const char *s;
+
+	/* "dlopen@@GLIBC_2.34": the version is not part of the name. */
+	if (at && at != name)
+		name = plain = xstrndup(name, (size_t)(at - name));
+	d = bfd_demangle(NULL, name, DMGL_PARAMS | DMGL_ANSI);
+	s = strtab_intern_str(bs->base.strings, d ? d : name);
+	free(d);
+	free(plain);
+	return s;
+}
+
+/* The name a frame shows: in full, or the original's short form. */
+static const char *shown(struct bfdsym *bs, const char *full)
+{
+	if (!full || sym_opts.full_names)
+		return full;
+	sb_reset(&bs->sb);
+	/* "?? after f+0x12" keeps its prefix; the name is shortened. */
+	if (starts_with(full, "?? after ")) {
+		struct strbuf tmp = STRBUF_INIT;
+		const char *plus = strrchr(full, '+');
+		size_t n = plus ? (size_t)(plus - full - 9) : strlen(full) - 9;
+
+		symbol_short_name(full + 9, n, &tmp);
+		sb_addf(&bs->sb, "?? after %s%s", tmp.buf, plus ? plus : "");
+		sb_release(&tmp);
+		return strtab_intern(bs->base.strings, bs->sb.buf, bs->sb.len);
+	}
+	symbol_short_name(full, strlen(full), &bs->sb);
+	return strtab_intern(bs->base.strings, bs->sb.buf, bs->sb.len);
+}
+
+static bool open_dwarf(struct binary *b)
+{
+	if (b->bfd_tried)
+		return b->abfd != NULL;
+	b->bfd_tried = true;
+	if (!b->dwarf)
+		return false;
+	b->abfd = bfd_openr(b->dwarf, NULL);
+	if (b->abfd && !bfd_check_format(b->abfd, bfd_object)) {
+		bfd_close(b->abfd);
+		b->abfd = NULL;
+	}
+	return b->abfd != NULL;
+}
+
+/* DWARF's view of ELF address A: file, line and the inline chain. */
+static void dwarf_lookup(struct bfdsym *bs, struct binary *b, uint64_t a,
+			 struct symcache_entry *e)
+{
+	struct inline_frame chain[64];
+	const char *file = NULL, *func = NULL;
+	unsigned int line = 0;
+	asection *sec;
+	int n = 0;
+
+	e->flags |= SC_DWARF;
+	if (!open_dwarf(b))
+		return;
+	for (sec = b->abfd->sections; sec; sec = sec->next)
+		if ((sec->flags & SEC_ALLOC) && a >= sec->vma &&
+		    a - sec->vma < sec->size)
+			break;
+	if (!sec || !bfd_find_nearest_line(b->abfd, sec, NULL, a - sec->vma,
+					   &file, &func, &line))
+		return;
+	do {
+		chain[n].func = func && *func ? demangled(bs, func) : NULL;
+		chain[n].file = file && *file
+					? strtab_intern_str(bs->base.strings,
+							    file)
+					: NULL;
+		chain[n].line = line;
+		n++;
+	} while (n < (int)ARRAY_SIZE(chain) &&
+		 bfd_find_inliner_info(b->abfd, &file, &func, &line));
+	/* The last is the function itself; the others were inlined into it. */
+	e->file = chain[n - 1].file;
+	e->line = chain[n - 1].line;
+	if (!e->func && chain[n - 1].func)
+		e->func = chain[n - 1].func;
+	if (n > 1) {
+		e->ninline = (uint16_t)(n - 1);
+		e->inl = xmemdup(chain, (size_t)(n - 1) * sizeof(*chain));
+	}
+}
+
+static void bfd_code(struct symbolizer *s, const struct maps *maps,
+		     uint64_t addr, struct sym_info *out)
+{
+	struct bfdsym *bs = (struct bfdsym *)s;
+	const struct symcache_entry *hit;
+	struct symcache_entry e;
+	const struct elf_sym *sym;
+	const struct vma *v;
+	struct binary *b;
+	bool past, need_dwarf = sym_opts.want_source || !sym_opts.no_inline;
+	uint64_t elf;
+
+	if (!maps || !(v = maps_find(maps, addr)) || !vma_executable(v) ||
+	    v->name[0] != '/')
+		return;
+	b = binary_for(bs, v->name);
+	if (!b->ok || !elf_address(addr, v, b->img.loads, b->img.nloads, &elf))
+		return;
+	hit = symcache_get(b->cache, elf);
+	if (hit && (!need_dwarf || (hit->flags & SC_DWARF))) {
+		e = *hit;
+	} else {
+		memset(&e, 0, sizeof(e));
+		e.addr = elf;
+		/* A return address: the call is the instruction before. */
+		sym = elf_find(b->img.code, b->img.ncode, elf - 1, &past);
+		if (sym && !past) {
+			e.func = demangled(bs, sym->name);
+		} else if (sym) {
+			sb_reset(&bs->sb);
+			sb_addf(&bs->sb, "?? after %s+0x%" PRIx64,
+				demangled(bs, sym->name), elf - 1 - sym->addr);
+			e.func = strtab_intern(s->strings, bs->sb.buf,
+					       bs->sb.len);
+		}
+		if (need_dwarf && (!sym || !past))
+			dwarf_lookup(bs, b, elf - 1, &e);
+		symcache_put(b->cache, &e);
+		if (e.ninline)
+			free(e.inl);
+		hit = symcache_get(b->cache, elf);
+		if (hit)
+			e = *hit;
+		else
+			e.ninline = 0; /* no cache: inline frames were freed */
+	}
+	out->func = shown(bs, e.func);
+	out->file = e.file;
+	out->line = e.line;
+	if (e.ninline && !sym_opts.no_inline) {
+		struct inline_frame *inl =
+			arena_alloc(bs->base.strings->arena,
+				    e.ninline * sizeof(*inl));
+
+		for (int k = 0; k < e.ninline; k++) {
+			inl[k] = e.inl[k];
+			inl[k].func = shown(bs, e.inl[k].func);
+		}
+		out->inl = inl;
+		out->ninline = e.ninline;
+	}
+}
+
+static const char *bfd_data(struct symbolizer *s, const struct maps *maps,
+			    uint64_t addr)
+{
+	struct bfdsym *bs = (struct bfdsym *)s;
+	const struct elf_sym *sym;
+	const struct vma *v;
+	struct binary *b;
+	bool past;
+	uint64_t elf;
+
+	if (!maps || !(v = maps_find(maps, addr)) || v->name[0] != '/')
+		return NULL;
+	b = binary_for(bs, v->name);
+	if (!b->img.map ||
+	    !elf_address(addr, v, b->img.loads, b->img.nloads, &elf))
+		return NULL;
+	/* A type object is named by the symbol that starts exactly there. */
+	sym = elf_find(b->img.data, b->img.ndata, elf, &past);
+	if (!sym || sym->addr != elf)
+		return NULL;
+	return demangled(bs, sym->name);
+}
+
+static void bfd_destroy(struct symbolizer *s)
+{
+	struct bfdsym *bs = (struct bfdsym *)s;
+
+	for (size_t i = 0; i < bs->n; i++) {
+		struct binary *b = bs->v[i];
+
+		symcache_close(b->cache);
+		if (b->abfd)
+			bfd_close(b->abfd);
+		elf_close(&b->img);
+		if (b->has_dbg)
+			elf_close(&b->dbg);
+		free(b);
+	}
+	free(bs->v);
+	hashmap_free(&bs->bins);
+	sb_release(&bs->sb);
+	free(bs);
+}
+
+static const struct symbolizer_ops bfd_ops = {
+	.name = "bfd",
+	.code = bfd_code,
+	.data = bfd_data,
+	.destroy = bfd_destroy,
+};
+
+struct symbolizer *symbfd_open(struct strtab *strings)
+{
+	static bool initialized;
+	struct bfdsym *bs = xcalloc(1, sizeof(*bs));
+
+	if (!initialized) {
+		bfd_init();
+		initialized = true;
+	}
+	bs->base.ops = &bfd_ops;
+	bs->base.strings = strings;
+	hashmap_init(&bs->bins, 64);
+	return &bs->base;
+}
