@@ -21,7 +21,7 @@ O ?= build
 
 # Debian packages: to build, and to run the tests.
 BUILD_DEPS = libpcre2-dev binutils-dev libcsv-dev libcriterion-dev pkg-config
-TEST_DEPS = gcc diffutils
+TEST_DEPS = gcc g++ diffutils libgoogle-perftools4 google-perftools
 DEPS = $(BUILD_DEPS) $(TEST_DEPS)
 
 WARNINGS = -Wall -Wextra -Wshadow -Wpointer-arith -Wstrict-prototypes \
@@ -114,6 +114,7 @@ test: $(BIN) $(O)/unit-tests
 	$(O)/unit-tests
 	sh tests/golden/run.sh $(BIN)
 	sh tests/compat/run.sh $(BIN) $(SHARED)
+	sh tests/real/run.sh $(BIN)
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \

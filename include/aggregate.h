@@ -60,12 +60,13 @@ void sharing_at(const struct sharing *sh, double t, struct pfn_table *out);
 
 struct agg_stats {
 	unsigned long tc_unused_clamped; /* snapshots where it was < 0 */
+	unsigned long malloc_unused_clamped;
 	int64_t hidden_no_bucket;        /* no-bucket bytes, no column */
 };
 
 /* Values of every builtin, whether or not the policy lists it. */
 struct agg_builtins {
-	int64_t v[B_TC_TOTAL + 1];
+	int64_t v[B_MMAP_TOTAL + 1];
 };
 
 /*

@@ -84,6 +84,9 @@ enum builtin {
 	B_TC_TOTAL_RECORD,
 	B_TC_UNUSED,
 	B_TC_TOTAL,
+	B_MALLOC_UNUSED,  /* allocator-arena - malloc in use, >= 0 */
+	B_MALLOC_TOTAL,   /* G(profiled-malloc) */
+	B_MMAP_TOTAL,     /* G(profiled-mmap) */
 };
 
 struct column {

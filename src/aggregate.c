@@ -387,6 +387,10 @@ static int64_t builtin_value(enum builtin b, const struct snapshot *snap,
 		return add64(snap->gs.row[GS_FILE_EXEC].virt,
 			     snap->gs.row[GS_FILE_NONEXEC].virt);
 	case B_MUSTBEZERO: {
+		/* Without process totals (gperftools) there is nothing to
+		 * check. */
+		if (!(snap->gs.present & (1u << GS_TOTAL)))
+			return 0;
 		static const int parts[] = {
 			GS_PROFILED_MMAP, GS_NP_ABSENT,	   GS_NP_ANONYMOUS,
 			GS_NP_FILE_EXEC,  GS_NP_FILE_NONEXEC, GS_NP_STACK,
@@ -428,6 +432,19 @@ static int64_t builtin_value(enum builtin b, const struct snapshot *snap,
 		return v;
 	case B_TC_TOTAL:
 		return tcmalloc;
+	case B_MALLOC_UNUSED:
+		v = sub64(tcmalloc, g(snap, GS_PROFILED_MALLOC));
+		/* No arena seen (no mmap profiling): nothing to say. */
+		if (v < 0) {
+			if (stats && tcmalloc)
+				stats->malloc_unused_clamped++;
+			v = 0;
+		}
+		return v;
+	case B_MALLOC_TOTAL:
+		return g(snap, GS_PROFILED_MALLOC);
+	case B_MMAP_TOTAL:
+		return g(snap, GS_PROFILED_MMAP);
 	default:
 		/* Time columns and markers: no bytes. */
 		return 0;
@@ -460,7 +477,7 @@ int aggregate_snapshot(struct classifier *c, const struct snapshot *snap,
 						  values, p, stats);
 	}
 	if (builtins) {
-		for (int b = B_NO_BUCKET; b <= B_TC_TOTAL; b++)
+		for (int b = B_NO_BUCKET; b <= B_MMAP_TOTAL; b++)
 			if (b != B_STAT)
 				builtins->v[b] = builtin_value(
 					(enum builtin)b, snap, &sums, values,

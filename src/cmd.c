@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "symbol.h"
 #include "util.h"
 
 #define POLICY_OPT \
@@ -22,8 +23,9 @@ const struct cmd commands[] = {
 	  "csv [-p POLICY] [--bytes] FIRST_DUMP [SHARED_FIRST_DUMP...]",
 	  "print the timeline as CSV, a row per snapshot",
 	  POLICY_OPT "  -b, --bytes          exact bytes instead of MiB\n" },
-	{ "expand", cmd_expand, "expand DUMP POLICY COMPONENT DEPTH",
-	  "print the stacks behind one component of a dump", NULL },
+	{ "expand", cmd_expand, "expand [-l] DUMP POLICY COMPONENT DEPTH",
+	  "print the stacks behind one component of a dump",
+	  "  -l, --lines          source file and line of each frame\n" },
 	{ "json", cmd_json,
 	  "json [-p POLICY] FIRST_DUMP [SHARED_FIRST_DUMP...]",
 	  "print the timeline as JSON (JSON_DEEP_2)", POLICY_OPT },
@@ -94,22 +96,80 @@ int cmd_usage_error(const char *name, const char *fmt, ...)
 	return EXIT_USAGE;
 }
 
+/* Options every command takes: how to symbolize. */
+enum {
+	OPT_SYMFS = 0x100,
+	OPT_ALT_DIRS,
+	OPT_NO_CACHE,
+	OPT_FULL_NAMES,
+	OPT_NO_INLINE,
+};
+
+static const struct option common[] = {
+	{ "symfs", required_argument, NULL, OPT_SYMFS },
+	{ "alternative-dirs", required_argument, NULL, OPT_ALT_DIRS },
+	{ "no-symbol-cache", no_argument, NULL, OPT_NO_CACHE },
+	{ "full-names", no_argument, NULL, OPT_FULL_NAMES },
+	{ "no-inline", no_argument, NULL, OPT_NO_INLINE },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* The command's long options followed by the common ones. */
+static const struct option *merged(const struct option *own)
+{
+	static struct option buf[64];
+	size_t n = 0;
+
+	for (; own && own->name && n < ARRAY_SIZE(buf) - ARRAY_SIZE(common);
+	     own++)
+		if (strcmp(own->name, "help"))
+			buf[n++] = *own;
+	memcpy(buf + n, common, sizeof(common));
+	return buf;
+}
+
+static int common_option(const char *name, int c, int *status)
+{
+	switch (c) {
+	case OPT_SYMFS:
+		sym_opts.symfs = optarg;
+		return 1;
+	case OPT_ALT_DIRS:
+		if (sym_options_alternative_dirs(optarg) < 0) {
+			*status = cmd_usage_error(name, "bad --alternative-dirs");
+			return -1;
+		}
+		return 1;
+	case OPT_NO_CACHE:
+		sym_opts.no_cache = true;
+		return 1;
+	case OPT_FULL_NAMES:
+		sym_opts.full_names = true;
+		return 1;
+	case OPT_NO_INLINE:
+		sym_opts.no_inline = true;
+		return 1;
+	}
+	return 0;
+}
+
 int cmd_getopt(const char *name, int argc, char **argv, const char *shortopts,
 	       const struct option *longopts, int *status)
 {
-	static const struct option help_only[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct strbuf so = STRBUF_INIT;
-	int c;
+	int c, handled;
 
 	/* "+": stop at the first operand; ":": report missing arguments. */
 	sb_addf(&so, "+:h%s", shortopts ? shortopts : "");
 	opterr = 0;
-	c = getopt_long(argc, argv, so.buf, longopts ? longopts : help_only,
-			NULL);
+	do {
+		c = getopt_long(argc, argv, so.buf, merged(longopts), NULL);
+		handled = common_option(name, c, status);
+	} while (handled == 1);
 	sb_release(&so);
+	if (handled < 0)
+		return -2;
 	switch (c) {
 	case 'h':
 		*status = cmd_help(name);

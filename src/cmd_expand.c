@@ -13,6 +13,7 @@
 
 #include "cmd.h"
 #include "onedump.h"
+#include "symbol.h"
 #include "text.h"
 
 static bool show_lines; /* -l: file:line */
@@ -158,10 +159,18 @@ int cmd_expand(int argc, char **argv)
 	uint64_t depth;
 	int c, col, status = 0;
 
-	while ((c = cmd_getopt("expand", argc, argv, NULL, NULL, &status)) !=
-	       -1)
+	static const struct option longopts[] = {
+		{ "lines", no_argument, NULL, 'l' },
+		{ NULL, 0, NULL, 0 },
+	};
+
+	while ((c = cmd_getopt("expand", argc, argv, "l", longopts,
+			       &status)) != -1) {
 		if (c == -2)
 			return status;
+		if (c == 'l')
+			show_lines = sym_opts.want_source = true;
+	}
 	if (argc - optind != 4)
 		return cmd_usage_error("expand", "expected DUMP POLICY "
 						 "COMPONENT DEPTH");

@@ -17,6 +17,13 @@ static void usage(FILE *fp)
 	fprintf(fp, "usage: dmprof COMMAND [OPTIONS] ARGS\n"
 		    "       dmprof help [COMMAND]\n"
 		    "       dmprof --version\n\n"
+		    "symbol options, for every command:\n"
+		    "   --symfs DIR                  read binaries under DIR\n"
+		    "   --alternative-dirs T@H[:..]  read binaries of T in H\n"
+		    "   --full-names                 demangled names in full\n"
+		    "   --no-inline                  no inlined frames\n"
+		    "   --no-symbol-cache            do not read or write the "
+		    "symbol cache\n\n"
 		    "commands:\n");
 	for (const struct cmd *c = commands; c->name; c++)
 		fprintf(fp, "   %-12s %s\n", c->name, c->summary);

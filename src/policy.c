@@ -96,6 +96,9 @@ static const struct {
 	{ "tc-total-record", B_TC_TOTAL_RECORD, 0, false },
 	{ "tc-unused", B_TC_UNUSED, 0, false },
 	{ "tc-total", B_TC_TOTAL, 0, false },
+	{ "malloc-unused", B_MALLOC_UNUSED, 0, false },
+	{ "malloc-total", B_MALLOC_TOTAL, 0, false },
+	{ "mmap-total", B_MMAP_TOTAL, 0, false },
 };
 
 enum builtin builtin_lookup(const char *name, int *stat_row, bool *stat_virtual)
@@ -391,9 +394,17 @@ static void finish(struct loader *ld, char **rule_names,
 			     alloc_names[a],
 			     a == RULE_MALLOC ? "buckets" : "regions",
 			     alloc_names[a]);
+	/*
+	 * The profiler's and the allocator's own memory, by the original's
+	 * names or by the generic ones of policies for other programs.
+	 */
 	p->col_mmap_profiler = policy_column(p, "mmap-profiler");
+	if (p->col_mmap_profiler < 0)
+		p->col_mmap_profiler = policy_column(p, "profiler");
 	p->col_mmap_type_profiler = policy_column(p, "mmap-type-profiler");
 	p->col_mmap_tcmalloc = policy_column(p, "mmap-tcmalloc");
+	if (p->col_mmap_tcmalloc < 0)
+		p->col_mmap_tcmalloc = policy_column(p, "allocator-arena");
 	p->col_no_bucket = policy_column(p, "no-bucket");
 	p->mctx = pcre2_match_context_create(NULL);
 	pcre2_set_match_limit(p->mctx, MATCH_LIMIT);

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "symbol.h"
 #include "text.h"
 #include "util.h"
 
@@ -220,6 +221,8 @@ int policy_set_load(struct policy_set *set, const char *spec)
 		if (!p)
 			return -1;
 		set_add(set, p);
+		if (p->uses[COND_SOURCE])
+			sym_opts.want_source = true;
 		return 0;
 	}
 	if (needs_index(spec) && policy_index(&idx, &nidx) < 0)
@@ -284,6 +287,10 @@ int policy_set_load(struct policy_set *set, const char *spec)
 		policy_set_free(set);
 	else if (set->n > 1)
 		qsort(set->v, set->n, sizeof(*set->v), cmp_label);
+	/* source= needs DWARF lines, which are costly: only on demand. */
+	for (size_t i = 0; rc == 0 && i < set->n; i++)
+		if (set->v[i]->uses[COND_SOURCE])
+			sym_opts.want_source = true;
 	return rc;
 }
 

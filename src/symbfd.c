@@ -39,6 +39,7 @@ struct binary {
 	bool has_dbg;
 	const char *dwarf;  /* the file with DWARF: img's or dbg's path */
 	bfd *abfd;
+	asymbol **bfd_syms;
 	bool bfd_tried;
 	struct symcache *cache;
 };
@@ -264,11 +265,28 @@ static bool open_dwarf(struct binary *b)
 	if (!b->dwarf)
 		return false;
 	b->abfd = bfd_openr(b->dwarf, NULL);
-	if (b->abfd && !bfd_check_format(b->abfd, bfd_object)) {
+	if (!b->abfd)
+		return false;
+	/* Debian compresses the DWARF of its debug files (zlib). */
+	b->abfd->flags |= BFD_DECOMPRESS;
+	if (!bfd_check_format(b->abfd, bfd_object)) {
 		bfd_close(b->abfd);
 		b->abfd = NULL;
+		return false;
 	}
-	return b->abfd != NULL;
+	/* The DWARF reader wants the symbols, as addr2line gives them. */
+	if (bfd_get_file_flags(b->abfd) & HAS_SYMS) {
+		long size = bfd_get_symtab_upper_bound(b->abfd);
+
+		if (size > 0) {
+			b->bfd_syms = xmalloc((size_t)size);
+			if (bfd_canonicalize_symtab(b->abfd, b->bfd_syms) < 0) {
+				free(b->bfd_syms);
+				b->bfd_syms = NULL;
+			}
+		}
+	}
+	return true;
 }
 
 /* DWARF's view of ELF address A: file, line and the inline chain. */
@@ -288,9 +306,10 @@ static void dwarf_lookup(struct bfdsym *bs, struct binary *b, uint64_t a,
 		if ((sec->flags & SEC_ALLOC) && a >= sec->vma &&
 		    a - sec->vma < sec->size)
 			break;
-	if (!sec || !bfd_find_nearest_line(b->abfd, sec, NULL, a - sec->vma,
-					   &file, &func, &line))
-		return;
+	if (!sec || !bfd_find_nearest_line(b->abfd, sec, b->bfd_syms,
+					   a - sec->vma, &file, &func, &line) ||
+	    !file || !line)
+		return; /* no line information there */
 	do {
 		chain[n].func = func && *func ? demangled(bs, func) : NULL;
 		chain[n].file = file && *file
@@ -307,8 +326,11 @@ static void dwarf_lookup(struct bfdsym *bs, struct binary *b, uint64_t a,
 	if (!e->func && chain[n - 1].func)
 		e->func = chain[n - 1].func;
 	if (n > 1) {
+		/* In the run's arena: they live as long as the frames. */
 		e->ninline = (uint16_t)(n - 1);
-		e->inl = xmemdup(chain, (size_t)(n - 1) * sizeof(*chain));
+		e->inl = arena_alloc(bs->base.strings->arena,
+				     (size_t)(n - 1) * sizeof(*chain));
+		memcpy(e->inl, chain, (size_t)(n - 1) * sizeof(*chain));
 	}
 }
 
@@ -350,13 +372,6 @@ static void bfd_code(struct symbolizer *s, const struct maps *maps,
 		if (need_dwarf && (!sym || !past))
 			dwarf_lookup(bs, b, elf - 1, &e);
 		symcache_put(b->cache, &e);
-		if (e.ninline)
-			free(e.inl);
-		hit = symcache_get(b->cache, elf);
-		if (hit)
-			e = *hit;
-		else
-			e.ninline = 0; /* no cache: inline frames were freed */
 	}
 	out->func = shown(bs, e.func);
 	out->file = e.file;
@@ -408,6 +423,7 @@ static void bfd_destroy(struct symbolizer *s)
 		symcache_close(b->cache);
 		if (b->abfd)
 			bfd_close(b->abfd);
+		free(b->bfd_syms);
 		elf_close(&b->img);
 		if (b->has_dbg)
 			elf_close(&b->dbg);

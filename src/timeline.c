@@ -126,6 +126,13 @@ int timeline_build(struct timeline *tl, const char *first_dump,
 				"profiled-malloc); shown as 0",
 				pol->label, stats[p].tc_unused_clamped,
 				stats[p].tc_unused_clamped > 1 ? "s" : "");
+		if (stats[p].malloc_unused_clamped &&
+		    policy_column(pol, "malloc-unused") >= 0)
+			warning("%s: malloc-unused would be negative in %lu "
+				"snapshot%s (allocator-arena smaller than "
+				"the bytes in use); shown as 0",
+				pol->label, stats[p].malloc_unused_clamped,
+				stats[p].malloc_unused_clamped > 1 ? "s" : "");
 		if (stats[p].hidden_no_bucket)
 			warning("%s: %" PRId64 " bytes of unknown buckets are "
 				"in no column (the policy lists no "

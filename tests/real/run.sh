@@ -1,0 +1,107 @@
+#!/bin/sh
+# Tests on real programs: small C and C++ programs are compiled here (PIE
+# and non-PIE, with a library loaded by dlopen), run under Debian's
+# tcmalloc heap profiler, and dmprof reads the profiles they leave, with
+# symbols from the binaries themselves.  The checks:
+#   - stacktrace and expand name the allocation functions of the
+#     executable and of the library, for PIE and non-PIE;
+#   - a type_info address (data, in a PIE) resolves to its type;
+#   - csv over a 20+ snapshot series has a row per snapshot whose malloc
+#     components add up to the profile's in-use bytes;
+#   - expand's top functions agree with google-pprof --text.
+# Usage: tests/real/run.sh DMPROF_BINARY
+set -u
+bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+src=$(cd "$(dirname "$0")/src" && pwd)
+top=$(cd "$(dirname "$0")/../.." && pwd)
+tcmalloc=/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4
+libgcc=/lib/x86_64-linux-gnu/libgcc_s.so.1
+for need in gcc g++ google-pprof; do
+	if ! command -v $need >/dev/null 2>&1; then
+		echo "real: SKIP: $need is not installed (make check installs it)"
+		exit 0
+	fi
+done
+if [ ! -e $tcmalloc ]; then
+	echo "real: SKIP: $tcmalloc is not installed (make check installs it)"
+	exit 0
+fi
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/dmprof-real.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT INT TERM
+export XDG_CACHE_HOME="$tmp/cache" DMPROF_POLICY_PATH="$top/policies" LC_ALL=C
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+bad() { echo "FAIL $*"; fail=$((fail + 1)); }
+
+cd "$tmp" || exit 1
+gcc -g -O1 -shared -fPIC "$src/plug.c" -o libplug.so || exit 1
+g++ -g -O1 -fPIE -pie "$src/app.cc" -o app -ldl || exit 1
+gcc -g -O1 -fno-pie -no-pie "$src/capp.c" -o capp -ldl || exit 1
+
+# Under the heap profiler; libgcc first spares libunwind's slowness.
+profile() { # PREFIX PROGRAM ARGS...
+	prefix=$1
+	shift
+	mkdir -p "$(dirname "$prefix")"
+	env LD_PRELOAD="$libgcc $tcmalloc" TCMALLOC_STACKTRACE_METHOD=libgcc \
+		HEAPPROFILE="$prefix" HEAP_PROFILE_ALLOCATION_INTERVAL=1048576 \
+		HEAP_PROFILE_INUSE_INTERVAL=1099511627776 "$@" >/dev/null 2>&1
+}
+profile "$tmp/pie/prof" ./app "$tmp/libplug.so" 32
+profile "$tmp/nopie/prof" ./capp "$tmp/libplug.so"
+
+for kind in pie nopie; do
+	n=$(ls $kind/prof.*.heap 2>/dev/null | wc -l)
+	[ "$n" -ge 2 ] || { bad "$kind: the profiler wrote $n dumps"; continue; }
+	last=$(ls $kind/prof.*.heap | sort | tail -1)
+	if [ $kind = pie ]; then exe=alloc_in_exe_widgets; else exe=alloc_in_c_exe; fi
+	"$bin" stacktrace "$last" 2>/dev/null >st.out
+	grep -q "^[0-9]* [0-9]* [0-9]* [0-9]* $exe " st.out &&
+		ok || bad "$kind: stacktrace does not start a stack at $exe"
+	grep -q "^[0-9]* [0-9]* [0-9]* [0-9]* plugin_alloc_blocks " st.out &&
+		ok || bad "$kind: stacktrace does not start a stack at plugin_alloc_blocks (library)"
+	"$bin" expand -l "$last" linux malloc-app 1 2>/dev/null >ex.out
+	grep -q " $exe(@$src/" ex.out &&
+		ok || bad "$kind: expand lacks $exe with its source file"
+	grep -q " plugin_alloc_blocks(@$src/plug.c:" ex.out &&
+		ok || bad "$kind: expand lacks plugin_alloc_blocks with file:line"
+done
+
+# A type_info object of the PIE, by address: a deep dump that names it.
+addr=$(DMPROF_TEST_MAPS="$tmp/ti.00001.maps" ./app "$tmp/libplug.so" 2>/dev/null)
+printf '1 malloc t%s n6Widget 0x1\n' "$addr" > ti.00001.0001.buckets
+printf 'heap profile: DUMP_DEEP_6\nGLOBAL_STATS:\n total 1 1\nSTACKTRACES:\n 10 10 1 0 @ 1\n' > ti.00001.0001.heap
+"$bin" buckets ti.00001.0001.heap 2>/dev/null | grep -q '^1: malloc tWidget n6Widget ' &&
+	ok || bad "typeinfo: $addr did not resolve to Widget"
+
+# The C++ series: 20+ snapshots, malloc components = in-use bytes.
+n=$(ls pie/prof.*.heap | wc -l)
+[ "$n" -ge 20 ] && ok || bad "pie: $n snapshots, want 20 or more"
+"$bin" csv --bytes pie/prof.0001.heap 2>/dev/null >csv.out
+rows=$(($(wc -l <csv.out) - 1))
+[ "$rows" = "$n" ] && ok || bad "csv: $rows rows for $n snapshots"
+for f in $(ls pie/prof.*.heap | sort); do
+	sed -n '1s/^heap profile: *[0-9-]*: *\([0-9-]*\) .*/\1/p' "$f"
+done >inuse.out
+awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i ~ /^malloc-/ && $i != "malloc-unused" && $i != "malloc-total") m[i] = 1; next }
+	{ s = 0; for (i in m) s += $i; print s }' csv.out >sums.out
+if cmp -s inuse.out sums.out; then ok; else
+	bad "csv: malloc components do not add up to the in-use bytes"
+	paste inuse.out sums.out | head -5
+fi
+
+# google-pprof's flat view (frame 0 of each stack) against dmprof's.
+mid=pie/prof.0015.heap
+google-pprof --text --show_bytes ./app "$mid" 2>/dev/null |
+	awk 'NR > 1 && $1 > 0 { n = $1; $1 = $2 = $3 = $4 = $5 = ""; sub(/^ */, ""); sub(/ \(inline\)$/, ""); print n, $0 }' |
+	head -4 >pprof.top
+"$bin" expand "$mid" l0 tc-used-all 0 2>/dev/null |
+	awk '{ n = $1; $1 = ""; sub(/^ \(alloc=[0-9-]*\) \(free=[0-9-]*\) /, ""); sub(/\(@[^)]*\) *$/, ""); s[$0] += n }
+	     END { for (k in s) print s[k], k }' | sort -rn | head -4 >dmprof.top
+if [ -s pprof.top ] && cmp -s pprof.top dmprof.top; then ok; else
+	bad "the top functions differ from google-pprof --text:"
+	paste -d'|' pprof.top dmprof.top
+fi
+
+echo "real: $pass passed, $fail failed"
+[ $fail = 0 ]
