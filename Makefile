@@ -22,6 +22,7 @@ O ?= build
 # Debian packages: to build, and to run the tests.
 BUILD_DEPS = libpcre2-dev binutils-dev libcsv-dev libcriterion-dev pkg-config
 TEST_DEPS = gcc g++ diffutils libgoogle-perftools4 google-perftools
+BENCH_DEPS = libllvm14 libc6-dbg binutils time bc
 DEPS = $(BUILD_DEPS) $(TEST_DEPS)
 
 WARNINGS = -Wall -Wextra -Wshadow -Wpointer-arith -Wstrict-prototypes \
@@ -55,7 +56,7 @@ UNIT_OBJS := $(UNIT_SRCS:tests/unit/%.c=$(O)/unit/%.o)
 
 SHARED ?= $(abspath ../shared)
 
-.PHONY: all deps demo check test unit golden compat install clean
+.PHONY: all deps demo check test bench install clean
 
 all: $(BIN)
 
@@ -81,7 +82,8 @@ $(O)/unit-tests: $(UNIT_OBJS) $(O)/libdmprof.a
 
 # Install what is missing with apt-get (through sudo unless root).  Only on
 # Debian-like systems; elsewhere say what is needed and go on.
-deps:
+deps bench-deps: DEPS += $(if $(filter bench-deps,$@),$(BENCH_DEPS))
+deps bench-deps:
 	@if ! command -v dpkg-query >/dev/null 2>&1; then \
 		echo "deps: not a Debian system; make sure these are installed: $(DEPS)"; \
 		exit 0; \
@@ -115,6 +117,11 @@ test: $(BIN) $(O)/unit-tests
 	sh tests/golden/run.sh $(BIN)
 	sh tests/compat/run.sh $(BIN) $(SHARED)
 	sh tests/real/run.sh $(BIN)
+
+# Speed against baselines measured in the same run (see tests/bench/).
+bench: bench-deps
+	$(MAKE) all
+	sh tests/bench/run.sh ./dmprof
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \

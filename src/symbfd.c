@@ -44,13 +44,43 @@ struct binary {
 	struct symcache *cache;
 };
 
+/* A memo: one interned string to another (mangled -> demangled, ...). */
+struct memo {
+	const void *key;
+	const char *value;
+};
+
 struct bfdsym {
 	struct symbolizer base;
 	struct hashmap bins; /* interned name -> binary */
 	struct binary **v;
 	size_t n;
 	struct strbuf sb;
+	/*
+	 * A function has many frame addresses: demangle and shorten its
+	 * name once.
+	 */
+	struct hashmap demangled; /* symbol name pointer -> full name */
+	struct hashmap shortened; /* interned full name -> shown name */
 };
+
+static const char *memo_get(struct hashmap *m, const void *key)
+{
+	struct memo *e = hashmap_get(m, hash_u64((uintptr_t)key), NULL, NULL);
+
+	return e ? e->value : NULL;
+}
+
+static const char *memo_put(struct bfdsym *bs, struct hashmap *m,
+			    const void *key, const char *value)
+{
+	struct memo *e = arena_alloc(bs->base.strings->arena, sizeof(*e));
+
+	e->key = key;
+	e->value = value;
+	hashmap_put(m, hash_u64((uintptr_t)key), e);
+	return value;
+}
 
 static bool file_ok(const char *path)
 {
@@ -220,27 +250,44 @@ static struct binary *binary_for(struct bfdsym *bs, const char *name)
 	return b;
 }
 
-static const char *demangled(struct bfdsym *bs, const char *name)
+/* A symbol's name demangled in full, without its version suffix. */
+static const char *demangled(struct bfdsym *bs, const char *sym)
 {
-	const char *at = strchr(name, '@');
+	const char *s = memo_get(&bs->demangled, sym);
+	const char *at = strchr(sym, '@');
 	char *plain = NULL, *d;
-	const char *s;
 
+	if (s)
+		return s;
 	/* "dlopen@@GLIBC_2.34": the version is not part of the name. */
-	if (at && at != name)
-		name = plain = xstrndup(name, (size_t)(at - name));
-	d = bfd_demangle(NULL, name, DMGL_PARAMS | DMGL_ANSI);
-	s = strtab_intern_str(bs->base.strings, d ? d : name);
+	if (at && at != sym)
+		plain = xstrndup(sym, (size_t)(at - sym));
+	d = bfd_demangle(NULL, plain ? plain : sym, DMGL_PARAMS | DMGL_ANSI);
+	s = strtab_intern_str(bs->base.strings,
+			      d ? d : plain ? plain : sym);
 	free(d);
 	free(plain);
-	return s;
+	/* Keyed by the symbol's own pointer, stable while the image is. */
+	return memo_put(bs, &bs->demangled, sym, s);
 }
+
+static const char *shorten(struct bfdsym *bs, const char *full);
 
 /* The name a frame shows: in full, or the original's short form. */
 static const char *shown(struct bfdsym *bs, const char *full)
 {
+	const char *s;
+
 	if (!full || sym_opts.full_names)
 		return full;
+	if ((s = memo_get(&bs->shortened, full)))
+		return s;
+	s = shorten(bs, full);
+	return memo_put(bs, &bs->shortened, full, s);
+}
+
+static const char *shorten(struct bfdsym *bs, const char *full)
+{
 	sb_reset(&bs->sb);
 	/* "?? after f+0x12" keeps its prefix; the name is shortened. */
 	if (starts_with(full, "?? after ")) {
@@ -431,6 +478,8 @@ static void bfd_destroy(struct symbolizer *s)
 	}
 	free(bs->v);
 	hashmap_free(&bs->bins);
+	hashmap_free(&bs->demangled);
+	hashmap_free(&bs->shortened);
 	sb_release(&bs->sb);
 	free(bs);
 }
@@ -454,5 +503,7 @@ struct symbolizer *symbfd_open(struct strtab *strings)
 	bs->base.ops = &bfd_ops;
 	bs->base.strings = strings;
 	hashmap_init(&bs->bins, 64);
+	hashmap_init(&bs->demangled, 4096);
+	hashmap_init(&bs->shortened, 4096);
 	return &bs->base;
 }

@@ -1,14 +1,17 @@
 /*
  * The symbol cache is a text file per binary identity:
  *
- *   dmprof-symbol-cache 1
+ *   dmprof-symbol-cache 2
  *   identity IDENTITY
- *   ADDR<TAB>FLAGS<TAB>FUNC<TAB>FILE<TAB>LINE[<TAB>FUNC<TAB>FILE<TAB>LINE...]
+ *   s<TAB>TEXT                                  string number 0, 1, ...
+ *   a<TAB>ADDR<TAB>FLAGS<TAB>FUNC<TAB>FILE<TAB>LINE[<TAB>FUNC<TAB>FILE<TAB>LINE...]
  *
- * one line per address, inlined functions after the function itself.  A
- * file whose identity line differs (a hash collision, a different binary)
- * is ignored; a broken one is ignored and rewritten.  Files are replaced
- * atomically, so a concurrent reader never sees half of one.
+ * one "a" line per address, with string numbers (empty: none), inlined
+ * functions after the function itself.  Each string is written once: a
+ * C++ name is long, and a function has many addresses.  A file whose
+ * identity line differs (a hash collision, a different binary) is
+ * ignored; a broken one is cut where it breaks and rewritten.  Files are
+ * replaced atomically, so a concurrent reader never sees half of one.
  */
 #include "symcache.h"
 
@@ -23,7 +26,7 @@
 #include "text.h"
 #include "util.h"
 
-#define MAGIC "dmprof-symbol-cache 1"
+#define MAGIC "dmprof-symbol-cache 2"
 
 struct symcache {
 	char *path;
@@ -91,11 +94,6 @@ static int fields(const struct line *l, const char **f, size_t *len, int max)
 	return n;
 }
 
-static const char *str_or_null(struct symcache *c, const char *s, size_t n)
-{
-	return n ? strtab_intern(c->strings, s, n) : NULL;
-}
-
 static void add(struct symcache *c, struct symcache_entry *e)
 {
 	GROW(c->v, c->n + 1, c->alloc);
@@ -103,11 +101,31 @@ static void add(struct symcache *c, struct symcache_entry *e)
 	hashmap_replace(&c->map, hash_u64(e->addr), NULL, NULL, e);
 }
 
+/* An empty field (no string) or a number below N. */
+static bool string_id(const char *f, size_t len, const char **strs, size_t n)
+{
+	uint64_t id;
+
+	(void)strs;
+	return !len || (word_u64(f, len, &id) == NUM_OK && id < n);
+}
+
+static const char *lookup_id(const char *f, size_t len, const char **strs)
+{
+	uint64_t id;
+
+	if (!len || word_u64(f, len, &id) != NUM_OK)
+		return NULL;
+	return strs[id];
+}
+
 static void load(struct symcache *c)
 {
 	struct filebuf fb;
 	struct line_reader r;
 	struct line l;
+	const char **strs = NULL;
+	size_t nstrs = 0, strs_alloc = 0;
 	bool ok = false;
 
 	if (access(c->path, F_OK) < 0)
@@ -122,44 +140,69 @@ static void load(struct symcache *c)
 	    !memcmp(l.p + 9, c->identity, l.len - 9))
 		ok = true;
 	while (ok && lines_next(&r, &l)) {
-		const char *f[3 + 3 * 64];
-		size_t len[3 + 3 * 64];
+		const char *f[4 + 3 * 64];
+		size_t len[4 + 3 * 64];
 		struct symcache_entry *e;
 		uint64_t addr, flags, line;
-		int n = fields(&l, f, len, (int)ARRAY_SIZE(f));
+		int n;
 
-		if (!l.newline || n < 5 || (n - 5) % 3 ||
-		    word_hex(f[0], len[0], &addr, false) != NUM_OK ||
-		    word_u64(f[1], len[1], &flags) != NUM_OK ||
-		    word_u64(f[4], len[4], &line) != NUM_OK ||
-		    line > UINT32_MAX)
+		if (!l.newline)
 			break; /* the rest is damaged: drop it */
+		if (l.len >= 2 && l.p[0] == 's' && l.p[1] == '\t') {
+			GROW(strs, nstrs + 1, strs_alloc);
+			strs[nstrs++] = strtab_intern(c->strings, l.p + 2,
+						      l.len - 2);
+			continue;
+		}
+		n = fields(&l, f, len, (int)ARRAY_SIZE(f));
+		if (n < 6 || (n - 6) % 3 || len[0] != 1 || f[0][0] != 'a' ||
+		    word_hex(f[1], len[1], &addr, false) != NUM_OK ||
+		    word_u64(f[2], len[2], &flags) != NUM_OK ||
+		    !string_id(f[3], len[3], strs, nstrs) ||
+		    !string_id(f[4], len[4], strs, nstrs) ||
+		    word_u64(f[5], len[5], &line) != NUM_OK ||
+		    line > UINT32_MAX)
+			break;
 		e = arena_alloc(&c->arena, sizeof(*e));
 		e->addr = addr;
 		e->flags = (unsigned)flags;
-		e->func = str_or_null(c, f[2], len[2]);
-		e->file = str_or_null(c, f[3], len[3]);
+		e->func = lookup_id(f[3], len[3], strs);
+		e->file = lookup_id(f[4], len[4], strs);
 		e->line = (uint32_t)line;
-		e->ninline = (uint16_t)((n - 5) / 3);
+		e->ninline = (uint16_t)((n - 6) / 3);
 		e->inl = e->ninline ? arena_alloc(&c->arena, e->ninline *
 							      sizeof(*e->inl))
 				    : NULL;
 		for (int k = 0; k < e->ninline; k++) {
+			const char **g = f + 6 + 3 * k;
+			size_t *gl = len + 6 + 3 * k;
 			uint64_t il;
 
-			if (word_u64(f[7 + 3 * k], len[7 + 3 * k], &il) !=
-				    NUM_OK ||
-			    il > UINT32_MAX)
-				il = 0;
-			e->inl[k].func = str_or_null(c, f[5 + 3 * k],
-						     len[5 + 3 * k]);
-			e->inl[k].file = str_or_null(c, f[6 + 3 * k],
-						     len[6 + 3 * k]);
+			if (!string_id(g[0], gl[0], strs, nstrs) ||
+			    !string_id(g[1], gl[1], strs, nstrs) ||
+			    word_u64(g[2], gl[2], &il) != NUM_OK ||
+			    il > UINT32_MAX) {
+				e->ninline = (uint16_t)k;
+				break;
+			}
+			e->inl[k].func = lookup_id(g[0], gl[0], strs);
+			e->inl[k].file = lookup_id(g[1], gl[1], strs);
 			e->inl[k].line = (uint32_t)il;
 		}
 		add(c, e);
 	}
+	free(strs);
 	file_release(&fb);
+}
+
+/* File names must not depend on the per-process hash seed: FNV-1a. */
+static uint64_t stable_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+	return h;
 }
 
 struct symcache *symcache_open(const char *identity, struct strtab *strings)
@@ -171,8 +214,7 @@ struct symcache *symcache_open(const char *identity, struct strtab *strings)
 	if (!(d = symcache_dir()))
 		return NULL;
 	c = xcalloc(1, sizeof(*c));
-	sb_addf(&sb, "%s/%016" PRIx64 ".txt", d,
-		hash_bytes(identity, strlen(identity)));
+	sb_addf(&sb, "%s/%016" PRIx64 ".txt", d, stable_hash(identity));
 	c->path = sb_detach(&sb);
 	c->identity = xstrdup(identity);
 	c->strings = strings;
@@ -210,9 +252,36 @@ static void put_field(FILE *f, const char *s)
 		fputc(*s == '\t' || *s == '\n' || *s == '\r' ? ' ' : *s, f);
 }
 
+struct string_ids {
+	struct hashmap map; /* interned string -> id + 1 */
+	size_t n;
+};
+
+/* Write S's "s" line the first time it comes, and return its field. */
+static void put_string(FILE *f, struct string_ids *ids, const char *s,
+		       struct strbuf *field)
+{
+	uint64_t h = hash_u64((uintptr_t)s);
+	void *id;
+
+	sb_reset(field);
+	if (!s)
+		return;
+	id = hashmap_get(&ids->map, h, NULL, NULL);
+	if (!id) {
+		fputs("s\t", f);
+		put_field(f, s);
+		fputc('\n', f);
+		id = (void *)(uintptr_t)++ids->n;
+		hashmap_put(&ids->map, h, id);
+	}
+	sb_addf(field, "%zu", (size_t)(uintptr_t)id - 1);
+}
+
 static void save(struct symcache *c)
 {
-	struct strbuf tmp = STRBUF_INIT;
+	struct strbuf tmp = STRBUF_INIT, fn = STRBUF_INIT, fl = STRBUF_INIT;
+	struct string_ids ids;
 	FILE *f;
 	bool ok;
 
@@ -224,6 +293,8 @@ static void save(struct symcache *c)
 		sb_release(&tmp);
 		return;
 	}
+	hashmap_init(&ids.map, 1024);
+	ids.n = 0;
 	fprintf(f, "%s\nidentity %s\n", MAGIC, c->identity);
 	for (size_t i = 0; i < c->n; i++) {
 		const struct symcache_entry *e = c->v[i];
@@ -231,26 +302,35 @@ static void save(struct symcache *c)
 		/* Replaced entries stay in v; write the live one only. */
 		if (hashmap_get(&c->map, hash_u64(e->addr), NULL, NULL) != e)
 			continue;
-		fprintf(f, "%" PRIx64 "\t%u\t", e->addr, e->flags);
-		put_field(f, e->func);
-		fputc('\t', f);
-		put_field(f, e->file);
-		fprintf(f, "\t%" PRIu32, e->line);
+		/* Strings first: an "a" line refers only to earlier ones. */
+		put_string(f, &ids, e->func, &fn);
+		put_string(f, &ids, e->file, &fl);
 		for (int k = 0; k < e->ninline; k++) {
-			fputc('\t', f);
-			put_field(f, e->inl[k].func);
-			fputc('\t', f);
-			put_field(f, e->inl[k].file);
-			fprintf(f, "\t%" PRIu32, e->inl[k].line);
+			struct strbuf a = STRBUF_INIT;
+
+			put_string(f, &ids, e->inl[k].func, &a);
+			put_string(f, &ids, e->inl[k].file, &a);
+			sb_release(&a);
+		}
+		fprintf(f, "a\t%" PRIx64 "\t%u\t%s\t%s\t%" PRIu32, e->addr,
+			e->flags, sb_str(&fn), sb_str(&fl), e->line);
+		for (int k = 0; k < e->ninline; k++) {
+			put_string(f, &ids, e->inl[k].func, &fn);
+			put_string(f, &ids, e->inl[k].file, &fl);
+			fprintf(f, "\t%s\t%s\t%" PRIu32, sb_str(&fn),
+				sb_str(&fl), e->inl[k].line);
 		}
 		fputc('\n', f);
 	}
+	hashmap_free(&ids.map);
 	ok = !ferror(f);
 	if (fclose(f) != 0)
 		ok = false;
 	if (!ok || rename(tmp.buf, c->path) < 0)
 		unlink(tmp.buf);
 	sb_release(&tmp);
+	sb_release(&fn);
+	sb_release(&fl);
 }
 
 void symcache_close(struct symcache *c)
