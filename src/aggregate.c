@@ -403,6 +403,8 @@ static int64_t builtin_value(enum builtin b, const struct snapshot *snap,
 		return v;
 	}
 	case B_TOTAL_EXCLUDE_PROFILER:
+		if (!(snap->gs.present & (1u << GS_TOTAL)))
+			return 0; /* no process total to take it from */
 		return sub64(sub64(g(snap, GS_TOTAL),
 				   column_value(values, p->col_mmap_profiler)),
 			     column_value(values, p->col_mmap_type_profiler));

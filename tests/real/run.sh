@@ -50,6 +50,7 @@ profile() { # PREFIX PROGRAM ARGS...
 profile "$tmp/pie/prof" ./app "$tmp/libplug.so" 32
 profile "$tmp/nopie/prof" ./capp "$tmp/libplug.so"
 
+last_pie=$(ls pie/prof.*.heap | sort | tail -1)
 for kind in pie nopie; do
 	n=$(ls $kind/prof.*.heap 2>/dev/null | wc -l)
 	[ "$n" -ge 2 ] || { bad "$kind: the profiler wrote $n dumps"; continue; }
@@ -101,6 +102,65 @@ google-pprof --text --show_bytes ./app "$mid" 2>/dev/null |
 if [ -s pprof.top ] && cmp -s pprof.top dmprof.top; then ok; else
 	bad "the top functions differ from google-pprof --text:"
 	paste -d'|' pprof.top dmprof.top
+fi
+
+# Binaries moved after the run: --alternative-dirs and --symfs find them.
+mkdir -p moved/here root/"$tmp"
+cp app libplug.so moved/here/
+cp app libplug.so root/"$tmp"/
+mv app app.orig
+mv libplug.so libplug.so.orig
+"$bin" stacktrace "$last_pie" 2>&1 | grep -q "cannot read '$tmp/app'" &&
+	ok || bad "a missing binary gives no warning"
+"$bin" stacktrace --alternative-dirs "$tmp@$tmp/moved/here" "$last_pie" 2>/dev/null |
+	grep -q ' alloc_in_exe_widgets .* plugin_alloc_blocks \| plugin_alloc_blocks ' &&
+	ok || bad "--alternative-dirs: symbols not found in the moved binaries"
+"$bin" stacktrace --symfs "$tmp/root" "$last_pie" 2>/dev/null | grep -q ' alloc_in_exe_widgets ' &&
+	ok || bad "--symfs: symbols not found under the root"
+mv app.orig app
+mv libplug.so.orig libplug.so
+
+# A rebuilt binary is another identity: its cached names are not reused.
+"$bin" stacktrace "$last_pie" 2>/dev/null | grep -q ' alloc_in_exe_widgets ' || bad "cache: first run"
+ls "$XDG_CACHE_HOME"/dmprof/symbols/*.txt >/dev/null 2>&1 && ok || bad "cache: nothing written"
+sed 's/alloc_in_exe_widgets/alloc_in_exe_gadgets/' "$src/app.cc" >app2.cc
+g++ -g -O1 -fPIE -pie app2.cc -o app -ldl || exit 1
+"$bin" stacktrace "$last_pie" 2>/dev/null >st2.out
+grep -q ' alloc_in_exe_gadgets ' st2.out && ! grep -q ' alloc_in_exe_widgets ' st2.out &&
+	ok || bad "cache: a stale entry was used after the binary changed"
+g++ -g -O1 -fPIE -pie "$src/app.cc" -o app -ldl || exit 1
+"$bin" stacktrace --no-symbol-cache "$last_pie" 2>/dev/null | grep -q ' alloc_in_exe_widgets ' &&
+	ok || bad "--no-symbol-cache: symbols lost"
+
+# source= rules need DWARF file names, looked up on demand.
+cat >src.policy <<P
+dmprof-policy 1
+columns plugin app other m u
+rule plugin malloc source='[^ ]*plug\.c .*'
+rule app    malloc source='.*app\.cc.*'
+rule other  malloc
+rule m mmap
+rule u unhooked
+P
+"$bin" csv --bytes -p ./src.policy "$last_pie" 2>/dev/null | awk -F, 'NR == 2 { exit !($1 > 0 && $2 > 0) }' &&
+	ok || bad "source= rules: nothing classified by source file"
+
+# HEAP_PROFILE_MMAP=1: mmap lines are the allocator's arenas, not malloc.
+mkdir -p mm
+env LD_PRELOAD="$libgcc $tcmalloc" TCMALLOC_STACKTRACE_METHOD=libgcc \
+	HEAPPROFILE="$tmp/mm/prof" HEAP_PROFILE_ALLOCATION_INTERVAL=4194304 \
+	HEAP_PROFILE_INUSE_INTERVAL=1099511627776 HEAP_PROFILE_MMAP=1 \
+	./app "$tmp/libplug.so" 8 >/dev/null 2>&1
+mlast=$(ls mm/prof.*.heap 2>/dev/null | sort | tail -1)
+if [ -n "$mlast" ]; then
+	"$bin" csv --bytes "$mlast" 2>/dev/null >mm.csv
+	inuse=$(sed -n '1s/^heap profile: *[0-9-]*: *\([0-9-]*\) .*/\1/p' "$mlast")
+	awk -F, -v inuse="$inuse" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+		{ s = 0; for (k in c) if (k ~ /^malloc-/ && k != "malloc-unused" && k != "malloc-total") s += $c[k]
+		  exit !(s == inuse && $c["allocator-arena"] > 0 && $c["malloc-unused"] >= 0) }' mm.csv &&
+		ok || bad "HEAP_PROFILE_MMAP=1: mmap lines counted as malloc, or no arena"
+else
+	bad "HEAP_PROFILE_MMAP=1: no profile written"
 fi
 
 echo "real: $pass passed, $fail failed"
