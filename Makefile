@@ -1,6 +1,6 @@
 # dmprof: one hand-written Makefile.
 #
-#   make            build ./dmprof
+#   make            build ./dmprof and the recorder, ./libdmprof-recorder.so
 #   make demo       install missing Debian packages, build, run on samples/
 #   make check      install missing Debian packages, build, run every test,
 #                   then the whole suite again under ASan+UBSan
@@ -13,6 +13,7 @@
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 DATADIR ?= $(PREFIX)/share/dmprof
+LIBDIR ?= $(PREFIX)/lib/dmprof
 MANDIR ?= $(PREFIX)/share/man
 DESTDIR ?=
 
@@ -21,8 +22,10 @@ O ?= build
 
 # Debian packages: to build, and to run the tests.
 BUILD_DEPS = libpcre2-dev binutils-dev libcsv-dev libcriterion-dev pkg-config
-TEST_DEPS = gcc g++ diffutils libgoogle-perftools4 google-perftools
-BENCH_DEPS = libllvm14 libc6-dbg binutils time bc
+TEST_DEPS = gcc g++ diffutils libgoogle-perftools4 google-perftools \
+	    python3 sqlite3
+BENCH_DEPS = libllvm14 libc6-dbg binutils time bc heaptrack g++ \
+	     libgoogle-perftools4
 DEPS = $(BUILD_DEPS) $(TEST_DEPS)
 
 WARNINGS = -Wall -Wextra -Wshadow -Wpointer-arith -Wstrict-prototypes \
@@ -36,20 +39,28 @@ ifeq ($(SANITIZE),1)
 O = build/asan
 SANFLAGS = -fsanitize=address,undefined -fno-sanitize-recover=all \
 	   -fno-omit-frame-pointer
+# The recorder runs inside other programs, where ASan cannot: it gets
+# UBSan checks that trap, which need no runtime.
+REC_SANFLAGS = -fsanitize=undefined -fsanitize-undefined-trap-on-error
 BIN = $(O)/dmprof
+RECORDER = $(O)/libdmprof-recorder.so
+export LSAN_OPTIONS := suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0
 else
 BIN = dmprof
+RECORDER = libdmprof-recorder.so
 endif
 
 ALL_CPPFLAGS = -Iinclude -D_GNU_SOURCE -DDMPROF_DATADIR='"$(DATADIR)"' \
-	       $(CPPFLAGS)
+	       -DDMPROF_LIBDIR='"$(LIBDIR)"' $(CPPFLAGS)
 ALL_CFLAGS = -std=gnu11 $(WARNINGS) $(SANFLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(SANFLAGS) $(LDFLAGS)
 LIBS = $(shell pkg-config --libs libpcre2-8 2>/dev/null || echo -lpcre2-8) \
        -lbfd -lcsv -lm
 
 SRCS := $(wildcard src/*.c)
-LIB_SRCS := $(filter-out src/dmprof.c,$(SRCS))
+REC_SRCS := $(wildcard src/rec_*.c)
+REC_OBJS := $(REC_SRCS:src/%.c=$(O)/rec/%.o)
+LIB_SRCS := $(filter-out src/dmprof.c $(REC_SRCS),$(SRCS))
 LIB_OBJS := $(LIB_SRCS:src/%.c=$(O)/%.o)
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_OBJS := $(UNIT_SRCS:tests/unit/%.c=$(O)/unit/%.o)
@@ -58,7 +69,7 @@ SHARED ?= $(abspath ../shared)
 
 .PHONY: all deps demo check test bench install clean
 
-all: $(BIN)
+all: $(BIN) $(RECORDER)
 
 $(BIN): $(O)/dmprof.o $(O)/libdmprof.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
@@ -71,14 +82,27 @@ $(O)/%.o: src/%.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
 
+# The recorder: a preload library, hidden but for the functions it hooks.
+$(O)/rec/%.o: src/%.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CPPFLAGS) -std=gnu11 $(WARNINGS) $(REC_SANFLAGS) $(CFLAGS) \
+		-fPIC -fvisibility=hidden -ftls-model=initial-exec -pthread \
+		-MMD -MP -c -o $@ $<
+
+$(RECORDER): $(REC_OBJS)
+	$(CC) -shared -pthread $(REC_SANFLAGS) $(LDFLAGS) -Wl,-z,defs \
+		-Wl,-z,now -o $@ $^ -ldl
+
 $(O)/unit/%.o: tests/unit/%.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
 
-$(O)/unit-tests: $(UNIT_OBJS) $(O)/libdmprof.a
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ -lcriterion $(LIBS)
+# (The recorder's unwinder is tested against glibc's backtrace().)
+$(O)/unit-tests: $(UNIT_OBJS) $(O)/libdmprof.a $(O)/rec/rec_unwind.o \
+		 $(O)/rec/rec_mem.o
+	$(CC) $(ALL_LDFLAGS) -pthread -o $@ $^ -lcriterion $(LIBS)
 
--include $(wildcard $(O)/*.d $(O)/unit/*.d)
+-include $(wildcard $(O)/*.d $(O)/unit/*.d $(O)/rec/*.d)
 
 # Install what is missing with apt-get (through sudo unless root).  Only on
 # Debian-like systems; elsewhere say what is needed and go on.
@@ -112,11 +136,12 @@ check: deps
 	$(MAKE) test
 	$(MAKE) SANITIZE=1 test
 
-test: $(BIN) $(O)/unit-tests
+test: $(BIN) $(RECORDER) $(O)/unit-tests
 	$(O)/unit-tests
 	sh tests/golden/run.sh $(BIN)
 	sh tests/compat/run.sh $(BIN) $(SHARED)
 	sh tests/real/run.sh $(BIN)
+	sh tests/real/recorder.sh $(BIN)
 
 # Speed against baselines measured in the same run (see tests/bench/).
 bench: bench-deps
@@ -125,12 +150,14 @@ bench: bench-deps
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
-		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(DATADIR)/policies
+		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(DATADIR)/policies \
+		$(DESTDIR)$(LIBDIR)
 	install -m 755 dmprof $(DESTDIR)$(BINDIR)/dmprof
+	install -m 644 libdmprof-recorder.so $(DESTDIR)$(LIBDIR)/
 	install -m 644 man/dmprof.1 $(DESTDIR)$(MANDIR)/man1/dmprof.1
 	install -m 644 man/dmprof-policy.5 $(DESTDIR)$(MANDIR)/man5/dmprof-policy.5
 	install -m 644 policies/index policies/*.policy \
 		$(DESTDIR)$(DATADIR)/policies/
 
 clean:
-	rm -rf build dmprof
+	rm -rf build dmprof libdmprof-recorder.so

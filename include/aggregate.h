@@ -62,11 +62,12 @@ struct agg_stats {
 	unsigned long tc_unused_clamped; /* snapshots where it was < 0 */
 	unsigned long malloc_unused_clamped;
 	int64_t hidden_no_bucket;        /* no-bucket bytes, no column */
+	unsigned long no_kernel_view;    /* snapshots without Rss & co. */
 };
 
 /* Values of every builtin, whether or not the policy lists it. */
 struct agg_builtins {
-	int64_t v[B_MMAP_TOTAL + 1];
+	int64_t v[B_LAST + 1];
 };
 
 /*

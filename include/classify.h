@@ -30,6 +30,12 @@ void classifier_free(struct classifier *c);
  * B may not be NULL: unknown buckets are "no-bucket" without any rule.
  */
 int classify_malloc(struct classifier *c, const struct bucket *b);
+/*
+ * Where a profile has no MMAP_LIST (gperftools), its mmap stack lines are
+ * the mmap accounting: regions of this unknown mapping.
+ */
+extern const struct vma vma_unknown;
+
 int classify_hooked(struct classifier *c, const struct bucket *b,
 		    const struct vma *v, unsigned sharing);
 int classify_unhooked(struct classifier *c, const struct vma *v,

@@ -49,5 +49,6 @@ int cmd_json(int argc, char **argv);
 int cmd_expand(int argc, char **argv);
 int cmd_map(int argc, char **argv);
 int cmd_pprof(int argc, char **argv);
+int cmd_record(int argc, char **argv);
 
 #endif

@@ -87,6 +87,10 @@ enum builtin {
 	B_MALLOC_UNUSED,  /* allocator-arena - malloc in use, >= 0 */
 	B_MALLOC_TOTAL,   /* G(profiled-malloc) */
 	B_MMAP_TOTAL,     /* G(profiled-mmap) */
+	B_RSS,            /* the kernel's view (META, from dmprof record) */
+	B_PSS,
+	B_SWAP,
+	B_LAST = B_SWAP,
 };
 
 struct column {

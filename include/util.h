@@ -40,6 +40,8 @@ void *xreallocarray(void *p, size_t n, size_t size);
 char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 void *xmemdup(const void *p, size_t n);
+/* A formatted string in new memory. */
+char *xasprintf(const char *fmt, ...) PRINTF(1, 2);
 size_t st_add(size_t a, size_t b);
 size_t st_mult(size_t a, size_t b);
 

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "series.h"
+#include "text.h"
 #include "util.h"
 
 /* ---- page sharing ---- */
@@ -228,12 +229,6 @@ static void add(int64_t *values, int col, int64_t bytes)
 	values[col] = add64(values[col], bytes);
 }
 
-/*
- * Where a profile has no MMAP_LIST (gperftools), its mmap stack lines are
- * the mmap accounting: regions of an unknown mapping.
- */
-static const struct vma unknown_mapping = { 0, 0, 0, 0, 0, 0, "----", "" };
-
 static int add_region_bytes(struct classifier *c, const struct region *r,
 			    const struct vma *v, unsigned sharing,
 			    int64_t bytes, int64_t *values, struct sums *sums);
@@ -256,7 +251,7 @@ static int add_malloc(struct classifier *c, const struct snapshot *snap,
 			memset(&r, 0, sizeof(r));
 			r.kind = REGION_HOOKED;
 			r.bucket = l->bucket;
-			if (add_region_bytes(c, &r, &unknown_mapping, 0,
+			if (add_region_bytes(c, &r, &vma_unknown, 0,
 					     l->committed, values, sums) < 0)
 				return -1;
 			continue;
@@ -370,6 +365,16 @@ static int64_t column_value(const int64_t *values, int col)
 	return col >= 0 ? values[col] : 0;
 }
 
+/* What the kernel said at the dump (dmprof record writes it in META). */
+static bool kernel_value(const struct snapshot *snap, enum builtin b,
+			 int64_t *v)
+{
+	static const char *const keys[] = { "Rss", "Pss", "Swap" };
+	const char *s = snapshot_meta(snap, keys[b - B_RSS]);
+
+	return s && word_i64(s, strlen(s), v) == NUM_OK && *v >= 0;
+}
+
 /* The value of builtin B (not B_STAT: that needs a row). */
 static int64_t builtin_value(enum builtin b, const struct snapshot *snap,
 			     const struct sums *sums, const int64_t *values,
@@ -447,6 +452,10 @@ static int64_t builtin_value(enum builtin b, const struct snapshot *snap,
 		return g(snap, GS_PROFILED_MALLOC);
 	case B_MMAP_TOTAL:
 		return g(snap, GS_PROFILED_MMAP);
+	case B_RSS:
+	case B_PSS:
+	case B_SWAP:
+		return kernel_value(snap, b, &v) ? v : 0;
 	default:
 		/* Time columns and markers: no bytes. */
 		return 0;
@@ -459,6 +468,7 @@ int aggregate_snapshot(struct classifier *c, const struct snapshot *snap,
 {
 	const struct policy *p = c->p;
 	struct sums sums;
+	bool kernel_missing = false;
 
 	memset(&sums, 0, sizeof(sums));
 	memset(values, 0, p->ncols * sizeof(*values));
@@ -470,6 +480,12 @@ int aggregate_snapshot(struct classifier *c, const struct snapshot *snap,
 
 		if (col->builtin == B_NONE)
 			continue;
+		/* (gperftools profiles say so once, when read.) */
+		if (col->builtin >= B_RSS && col->builtin <= B_SWAP &&
+		    snap->format != FORMAT_GPERFTOOLS &&
+		    !kernel_value(snap, col->builtin, &(int64_t){ 0 }) &&
+		    stats)
+			kernel_missing = true;
 		if (col->builtin == B_STAT)
 			values[i] = col->stat_virtual
 					    ? snap->gs.row[col->stat_row].virt
@@ -479,12 +495,14 @@ int aggregate_snapshot(struct classifier *c, const struct snapshot *snap,
 						  values, p, stats);
 	}
 	if (builtins) {
-		for (int b = B_NO_BUCKET; b <= B_MMAP_TOTAL; b++)
+		for (int b = B_NO_BUCKET; b <= B_LAST; b++)
 			if (b != B_STAT)
 				builtins->v[b] = builtin_value(
 					(enum builtin)b, snap, &sums, values,
 					p, NULL);
 	}
+	if (kernel_missing)
+		stats->no_kernel_view++;
 	if (p->col_no_bucket < 0 && stats)
 		stats->hidden_no_bucket =
 			add64(stats->hidden_no_bucket, sums.no_bucket);

@@ -194,6 +194,8 @@ static int classify_region(struct classifier *c, const struct bucket *b,
 	return col;
 }
 
+const struct vma vma_unknown = { 0, 0, 0, 0, 0, 0, "----", "" };
+
 int classify_hooked(struct classifier *c, const struct bucket *b,
 		    const struct vma *v, unsigned sharing)
 {

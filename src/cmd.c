@@ -40,6 +40,26 @@ const struct cmd commands[] = {
 	{ "pprof", cmd_pprof, "pprof [-c COMPONENT] DUMP POLICY",
 	  "convert a dump to a legacy pprof heap profile",
 	  "  -c, --component COMPONENT  only this component\n" },
+	{ "record", cmd_record,
+	  "record [-o PREFIX] [-i SECONDS] [OPTIONS] [--] CMD [ARGS...]",
+	  "run CMD with the recorder, which writes deep dumps of it",
+	  "  -o, --output PREFIX   dumps go to PREFIX.PID.NNNN.heap "
+	  "(default: ./CMD)\n"
+	  "  -i, --interval SECONDS  a dump every SECONDS (default 5; 0: "
+	  "none)\n"
+	  "      --alloc-interval BYTES  a dump each time BYTES more were "
+	  "allocated\n"
+	  "                        (default 1G; 0: never; k, M, G allowed)\n"
+	  "      --inuse-interval BYTES  a dump each time BYTES more are in "
+	  "use\n"
+	  "                        (default 100M; 0: never)\n"
+	  "      --signal SIG      dump when CMD (or dmprof record) gets SIG "
+	  "(default USR2)\n"
+	  "      --depth N         frames per stack, 1 to 64 (default 32)\n"
+	  "      --no-mmap         do not record mmap calls\n"
+	  "      --pageframe[=2]   list the page frames of each region "
+	  "(needs root);\n"
+	  "                        2: with their share counts\n" },
 	{ "stacktrace", cmd_stacktrace, "stacktrace DUMP",
 	  "print each stack line of a dump with its stack", NULL },
 	{ NULL, NULL, NULL, NULL, NULL },

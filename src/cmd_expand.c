@@ -92,10 +92,20 @@ static int expand(struct onedump *o, const struct snapshot *snap, int col,
 		const struct stack_line *l = &snap->lines[i];
 		const struct bucket *b = l->bucket;
 
-		if (b && b->kind == ALLOC_MMAP)
-			continue;
 		sb_reset(&key);
-		if (!b) {
+		if (b && b->kind == ALLOC_MMAP) {
+			int c;
+
+			/* Deep dumps show mmap through MMAP_LIST. */
+			if (snap->format != FORMAT_GPERFTOOLS)
+				continue;
+			c = classify_hooked(&o->cls, b, &vma_unknown, 0);
+			if (c < -1)
+				rc = -1;
+			if (c != col)
+				continue;
+			add_frames(&key, m, b->stack, depth);
+		} else if (!b) {
 			if (!no_bucket)
 				continue;
 			sb_addf(&key, "(alloc=%" PRId64 ") (free=%" PRId64

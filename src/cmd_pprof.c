@@ -88,9 +88,16 @@ int cmd_pprof(int argc, char **argv)
 		const struct stack_line *l = &snap.lines[i];
 		int rc;
 
-		if (!l->bucket || l->bucket->kind == ALLOC_MMAP)
+		if (!l->bucket)
 			continue;
-		rc = classify_malloc(&o.cls, l->bucket);
+		if (l->bucket->kind == ALLOC_MMAP) {
+			/* A profile without MMAP_LIST has its mmap here. */
+			if (snap.format != FORMAT_GPERFTOOLS)
+				continue;
+			rc = classify_hooked(&o.cls, l->bucket, &vma_unknown, 0);
+		} else {
+			rc = classify_malloc(&o.cls, l->bucket);
+		}
 		if (rc < -1) {
 			status = 1;
 			goto out;
@@ -122,6 +129,16 @@ int cmd_pprof(int argc, char **argv)
 		if (file_load(&fb, o.run.maps.path) == 0) {
 			fwrite(fb.data, 1, fb.size, stdout);
 			file_release(&fb);
+		}
+	} else if (snap.has_own_maps) {
+		/* A gperftools profile: its own maps trailer. */
+		for (size_t i = 0; i < snap.own_maps.n; i++) {
+			const struct vma *v = &snap.own_maps.v[i];
+
+			printf("%08" PRIx64 "-%08" PRIx64 " %s %08" PRIx64
+			       " %02x:%02x %-11" PRIu64 " %s\n",
+			       v->start, v->end, v->perms, v->offset, v->major,
+			       v->minor, v->inode, v->name);
 		}
 	}
 out:

@@ -159,6 +159,31 @@ static void read_symtab(struct elf_image *img, const struct shdr *sym,
 	}
 }
 
+/*
+ * A cut copy of a binary (or a hostile one) has its header tables past
+ * the end of the file: that is an error, not a binary without symbols.
+ */
+static bool tables_fit(const struct elf_image *img, uint64_t phoff,
+		       uint16_t phentsize, uint16_t phnum, uint64_t shoff,
+		       uint16_t shentsize, uint16_t shnum, struct strbuf *why)
+{
+	uint64_t size = img->size;
+
+	if (phnum && (phoff > size ||
+		      (uint64_t)phentsize * phnum > size - phoff)) {
+		sb_addstr(why, "truncated (program headers past the end of "
+			       "the file)");
+		return false;
+	}
+	if (shnum && (shoff > size ||
+		      (uint64_t)shentsize * shnum > size - shoff)) {
+		sb_addstr(why, "truncated (section headers past the end of "
+			       "the file)");
+		return false;
+	}
+	return true;
+}
+
 static void read_sections(struct elf_image *img, uint64_t shoff,
 			  uint16_t shentsize, uint16_t shnum, uint16_t shstrndx)
 {
@@ -321,6 +346,9 @@ int elf_open(struct elf_image *img, const char *path, struct strbuf *why)
 		}
 		memcpy(&e, img->map, sizeof(e));
 		img->is_dyn = e.e_type == ET_DYN;
+		if (!tables_fit(img, e.e_phoff, e.e_phentsize, e.e_phnum,
+				e.e_shoff, e.e_shentsize, e.e_shnum, why))
+			return -1;
 		read_segments(img, e.e_phoff, e.e_phentsize, e.e_phnum);
 		read_sections(img, e.e_shoff, e.e_shentsize, e.e_shnum,
 			      e.e_shstrndx);
@@ -333,6 +361,9 @@ int elf_open(struct elf_image *img, const char *path, struct strbuf *why)
 		}
 		memcpy(&e, img->map, sizeof(e));
 		img->is_dyn = e.e_type == ET_DYN;
+		if (!tables_fit(img, e.e_phoff, e.e_phentsize, e.e_phnum,
+				e.e_shoff, e.e_shentsize, e.e_shnum, why))
+			return -1;
 		read_segments(img, e.e_phoff, e.e_phentsize, e.e_phnum);
 		read_sections(img, e.e_shoff, e.e_shentsize, e.e_shnum,
 			      e.e_shstrndx);

@@ -35,6 +35,7 @@ struct gline {
 	uint64_t *frames;
 	uint32_t depth;
 	unsigned long no;
+	bool cut;           /* gperftools may have stopped writing it short */
 };
 
 struct gparser {
@@ -122,13 +123,20 @@ static int parse_header(struct gparser *g, const struct line *l)
 		    quote_for_msg(tag, tlen, &g->q));
 }
 
+enum cut {
+	NOT_CUT,
+	CUT_AT_CAP, /* the last line before the maps, no blank line between */
+	CUT_AT_EOF, /* the file ends inside it */
+};
+
 /*
- * One stack line.  LAST_CUT: this is the last line before the maps with
- * no blank line between, so gperftools may have cut it mid-stack; a
- * broken last frame is then dropped instead of being an error.
+ * One stack line.  CUT says whether gperftools may have stopped writing
+ * it short: then a broken last frame is dropped instead of being an
+ * error, and at the end of the file the last word goes even when it
+ * reads as hex (it may be the start of a longer address).
  */
 static int parse_stack_line(struct gparser *g, const struct line *l,
-			    bool last_cut)
+			    enum cut cut)
 {
 	struct cursor c = cursor_of(l);
 	struct gline gl;
@@ -151,12 +159,15 @@ static int parse_stack_line(struct gparser *g, const struct line *l,
 	gl.bytes = v[1];
 	gl.alloc_objs = v[2];
 	gl.alloc_bytes = v[3];
+	gl.cut = cut != NOT_CUT;
 	while (cursor_word(&c, &w, &wl)) {
 		uint64_t addr;
 
+		if (cut == CUT_AT_EOF && cursor_at_end(&c))
+			break; /* perhaps part of a word */
 		st = word_hex(w, wl, &addr, true);
 		if (st != NUM_OK) {
-			if (last_cut && cursor_at_end(&c))
+			if (cut && cursor_at_end(&c))
 				break; /* cut in the middle of this word */
 			free(gl.frames);
 			return gerr(g, l->no, "%s frame address '%s'",
@@ -205,8 +216,12 @@ static enum alloc_kind line_kind(const struct snapshot *snap,
 {
 	const struct vma *v;
 
+	/*
+	 * gperftools 2.10 writes the mmap lines first, so a line it cut
+	 * before its first frame is a malloc one.
+	 */
 	if (!gl->depth)
-		return ALLOC_MMAP;
+		return gl->cut ? ALLOC_MALLOC : ALLOC_MMAP;
 	v = snap->has_own_maps ? maps_find(&snap->own_maps, gl->frames[0])
 			       : NULL;
 	if (v && strstr(v->name, "libtcmalloc"))
@@ -325,7 +340,8 @@ int gperf_parse(struct snapshot *snap, const struct filebuf *fb,
 		if (is_maps_header(&l)) {
 			if (have_pending) {
 				g.cut = true;
-				rc = parse_stack_line(&g, &pending, true);
+				rc = parse_stack_line(&g, &pending,
+						      CUT_AT_CAP);
 				have_pending = false;
 			}
 			if (rc == 0 && r.p < r.end)
@@ -337,7 +353,7 @@ int gperf_parse(struct snapshot *snap, const struct filebuf *fb,
 			break;
 		}
 		if (have_pending) {
-			rc = parse_stack_line(&g, &pending, false);
+			rc = parse_stack_line(&g, &pending, NOT_CUT);
 			have_pending = false;
 			if (rc)
 				break;
@@ -347,14 +363,14 @@ int gperf_parse(struct snapshot *snap, const struct filebuf *fb,
 		if (!l.newline) {
 			/* The file ends inside a stack line. */
 			g.cut = true;
-			rc = parse_stack_line(&g, &l, true);
+			rc = parse_stack_line(&g, &l, CUT_AT_EOF);
 			break;
 		}
 		pending = l;
 		have_pending = true;
 	}
 	if (rc == 0 && have_pending)
-		rc = parse_stack_line(&g, &pending, false);
+		rc = parse_stack_line(&g, &pending, NOT_CUT);
 	if (rc == 0 && !header)
 		rc = gerr(&g, 1, "empty profile (no 'heap profile:' line)");
 	if (rc == 0 && !in_maps)
@@ -372,7 +388,8 @@ int gperf_parse(struct snapshot *snap, const struct filebuf *fb,
 			warning("%s: a gperftools heap profile: sizes are the "
 				"bytes the program asked for, with no "
 				"committed/virtual split and no process "
-				"totals (columns from GLOBAL_STATS read 0)",
+				"totals (columns from GLOBAL_STATS, and rss, "
+				"pss and swap, read 0)",
 				g.path);
 			m->warned |= MODEL_WARNED_GPERF;
 		}

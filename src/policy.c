@@ -99,6 +99,9 @@ static const struct {
 	{ "malloc-unused", B_MALLOC_UNUSED, 0, false },
 	{ "malloc-total", B_MALLOC_TOTAL, 0, false },
 	{ "mmap-total", B_MMAP_TOTAL, 0, false },
+	{ "rss", B_RSS, 0, false },
+	{ "pss", B_PSS, 0, false },
+	{ "swap", B_SWAP, 0, false },
 };
 
 enum builtin builtin_lookup(const char *name, int *stat_row, bool *stat_virtual)

@@ -66,9 +66,10 @@ static bool stack_eq(const void *item, const void *k)
 	const struct stack *s = item;
 	const struct stack_key *key = k;
 
+	/* (An empty stack may have no frames array at all.) */
 	return s->depth == key->depth &&
-	       memcmp(s->frames, key->frames,
-		      key->depth * sizeof(*key->frames)) == 0;
+	       (!key->depth || memcmp(s->frames, key->frames,
+				      key->depth * sizeof(*key->frames)) == 0);
 }
 
 const struct stack *stacks_intern(struct stack_table *t,

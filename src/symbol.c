@@ -65,7 +65,8 @@ char *sym_host_path(const char *path)
 		sb_addstr(&sb, sym_opts.symfs);
 	if (best) {
 		sb_addstr(&sb, best->host);
-		sb_addstr(&sb, path + best_len);
+		/* A target of "/" keeps the path's own first slash. */
+		sb_addstr(&sb, path + (strcmp(best->target, "/") ? best_len : 0));
 	} else {
 		sb_addstr(&sb, path);
 	}

@@ -119,6 +119,22 @@ static const char *lookup_id(const char *f, size_t len, const char **strs)
 	return strs[id];
 }
 
+/* The inlined frames of an "a" line (fields 6 on) are sound. */
+static bool inline_ok(const char **f, const size_t *len, int n,
+		      const char **strs, size_t nstrs)
+{
+	for (int k = 6; k + 2 < n; k += 3) {
+		uint64_t il;
+
+		if (!string_id(f[k], len[k], strs, nstrs) ||
+		    !string_id(f[k + 1], len[k + 1], strs, nstrs) ||
+		    word_u64(f[k + 2], len[k + 2], &il) != NUM_OK ||
+		    il > UINT32_MAX)
+			return false;
+	}
+	return true;
+}
+
 static void load(struct symcache *c)
 {
 	struct filebuf fb;
@@ -161,7 +177,7 @@ static void load(struct symcache *c)
 		    !string_id(f[3], len[3], strs, nstrs) ||
 		    !string_id(f[4], len[4], strs, nstrs) ||
 		    word_u64(f[5], len[5], &line) != NUM_OK ||
-		    line > UINT32_MAX)
+		    line > UINT32_MAX || !inline_ok(f, len, n, strs, nstrs))
 			break;
 		e = arena_alloc(&c->arena, sizeof(*e));
 		e->addr = addr;
@@ -176,15 +192,9 @@ static void load(struct symcache *c)
 		for (int k = 0; k < e->ninline; k++) {
 			const char **g = f + 6 + 3 * k;
 			size_t *gl = len + 6 + 3 * k;
-			uint64_t il;
+			uint64_t il = 0;
 
-			if (!string_id(g[0], gl[0], strs, nstrs) ||
-			    !string_id(g[1], gl[1], strs, nstrs) ||
-			    word_u64(g[2], gl[2], &il) != NUM_OK ||
-			    il > UINT32_MAX) {
-				e->ninline = (uint16_t)k;
-				break;
-			}
+			word_u64(g[2], gl[2], &il);
 			e->inl[k].func = lookup_id(g[0], gl[0], strs);
 			e->inl[k].file = lookup_id(g[1], gl[1], strs);
 			e->inl[k].line = (uint32_t)il;

@@ -133,6 +133,12 @@ int timeline_build(struct timeline *tl, const char *first_dump,
 				"the bytes in use); shown as 0",
 				pol->label, stats[p].malloc_unused_clamped,
 				stats[p].malloc_unused_clamped > 1 ? "s" : "");
+		if (stats[p].no_kernel_view)
+			warning("%s: %lu snapshot%s say nothing of the "
+				"kernel's Rss, Pss or Swap (dumps not written "
+				"by dmprof record); shown as 0",
+				pol->label, stats[p].no_kernel_view,
+				stats[p].no_kernel_view > 1 ? "s" : "");
 		if (stats[p].hidden_no_bucket)
 			warning("%s: %" PRId64 " bytes of unknown buckets are "
 				"in no column (the policy lists no "

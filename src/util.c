@@ -235,6 +235,17 @@ const char *sb_str(const struct strbuf *sb)
 	return sb->buf ? sb->buf : "";
 }
 
+char *xasprintf(const char *fmt, ...)
+{
+	struct strbuf sb = STRBUF_INIT;
+	va_list ap;
+
+	va_start(ap, fmt);
+	sb_vaddf(&sb, fmt, ap);
+	va_end(ap);
+	return sb_detach(&sb);
+}
+
 char *sb_detach(struct strbuf *sb)
 {
 	char *s = sb->buf ? sb->buf : xstrdup("");

@@ -2,7 +2,9 @@
 # make bench: dmprof's speed against a baseline measured in the same run,
 # on inputs generated here (nothing large is committed).  Prints one table
 # row per case: what was measured, the baseline's and dmprof's wall time
-# and peak RSS, and the ratio baseline/dmprof.
+# and peak RSS, and the ratio baseline/dmprof; then the recorder's
+# overhead beside heaptrack's and gperftools' on the same program, as the
+# slowdown over the program alone.
 # Usage: tests/bench/run.sh DMPROF_BINARY [CASE...]
 set -u
 bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -13,7 +15,7 @@ work=${BENCH_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/dmprof-bench.XXXXXX")}
 [ -n "${BENCH_DIR:-}" ] || trap 'rm -rf "$work"' EXIT INT TERM
 mkdir -p "$work"
 export LC_ALL=C DMPROF_POLICY_PATH="$top/policies"
-cases=${*:-symbolize-dynsym symbolize-dwarf}
+cases=${*:-symbolize-dynsym symbolize-dwarf recorder}
 
 # measure NAME COMMAND...: run it, set $secs and $rss_kb.
 measure() {
@@ -57,6 +59,60 @@ symbolize() { # CASE BINARY [ADDR2LINE_FLAGS]
 		echo "bench: $case: the warm cache changed the output!"
 }
 
+# The recorder's overhead: wall time of an allocation-heavy program run
+# under each heap profiler, over its time alone; every one of them keeps
+# the stack of every allocation (no sampling), 32 frames deep.
+recorder() {
+	rec=$(dirname "$bin")/libdmprof-recorder.so
+	tcmalloc=/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4
+	libgcc=/lib/x86_64-linux-gnu/libgcc_s.so.1
+	d=$work/recorder
+	mkdir -p "$d"
+	g++ -O2 -g -pthread "$here/alloc_workload.cc" -o "$d/workload" || return
+	rounds=40
+	printf '\n%-22s %-34s %9s %9s %9s\n' case profiler wall "peak RSS" slowdown
+	best() { # NAME COMMAND...: the best of three runs
+		b_s= b_kb=
+		for i in 1 2 3; do
+			rm -rf "$d/out"
+			mkdir -p "$d/out"
+			measure "$@" || return
+			if [ -z "$b_s" ] || [ "$(echo "$secs < $b_s" | bc)" = 1 ]; then
+				b_s=$secs b_kb=$rss_kb
+			fi
+		done
+		secs=$b_s rss_kb=$b_kb
+	}
+	line() { # WHAT
+		printf '%-22s %-34s %7.2f s %6d MB %8.1fx\n' recorder "$1" "$secs" \
+			$((rss_kb / 1024)) "$(echo "$secs / $plain_s" | bc -l)"
+	}
+	best plain "$d/workload" $rounds || return
+	plain_s=$secs
+	line "none (the program alone)"
+	best dmprof env HEAPPROFILE="$d/out/prof" HEAP_PROFILE_MMAP=1 \
+		DEEP_HEAP_PROFILE=1 LD_PRELOAD="$rec" "$d/workload" $rounds &&
+		line "dmprof record"
+	if command -v heaptrack >/dev/null 2>&1; then
+		best heaptrack heaptrack -o "$d/out/ht" "$d/workload" $rounds &&
+			line "heaptrack"
+	else
+		echo "bench: heaptrack is missing (make bench installs it)"
+	fi
+	if [ -r $tcmalloc ]; then
+		# Its fastest setup (see gperftools-format.md): libgcc's
+		# unwinder, preloaded before libtcmalloc.
+		best tcmalloc env LD_PRELOAD="$libgcc $tcmalloc" \
+			TCMALLOC_STACKTRACE_METHOD=libgcc HEAPPROFILE="$d/out/tc" \
+			HEAP_PROFILE_MMAP=1 "$d/workload" $rounds &&
+			line "tcmalloc heap profiler"
+	else
+		echo "bench: $tcmalloc is missing (make bench installs it)"
+	fi
+	cmp -s "$work/out.plain" "$work/out.dmprof" ||
+		echo "bench: recorder: the program's output changed under dmprof!"
+}
+
 for c in $cases; do
 	case $c in
 	symbolize-dynsym)
@@ -66,6 +122,8 @@ for c in $cases; do
 		# libc, with libc6-dbg's compressed DWARF: dmprof resolves
 		# inlined frames, so addr2line does too (-i).
 		symbolize $c /usr/lib/x86_64-linux-gnu/libc.so.6 -i ;;
+	recorder)
+		recorder ;;
 	*)
 		echo "bench: unknown case $c" ;;
 	esac

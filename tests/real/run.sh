@@ -26,12 +26,7 @@ if [ ! -e $tcmalloc ]; then
 	echo "real: SKIP: $tcmalloc is not installed (make check installs it)"
 	exit 0
 fi
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/dmprof-real.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT INT TERM
-export XDG_CACHE_HOME="$tmp/cache" DMPROF_POLICY_PATH="$top/policies" LC_ALL=C
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL $*"; fail=$((fail + 1)); }
+. "$(dirname "$0")/lib.sh"
 
 cd "$tmp" || exit 1
 gcc -g -O1 -shared -fPIC "$src/plug.c" -o libplug.so || exit 1

@@ -1,6 +1,7 @@
 /* Unit-test helpers (see helpers.h). */
 #include "helpers.h"
 
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,24 @@
 
 static char dir[256];
 static char errpath[300];
+static pid_t owner;
+
+static int remove_one(const char *path, const struct stat *st, int type,
+		      struct FTW *ftw)
+{
+	(void)st;
+	(void)type;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+/* Each test runs in a process of its own; its directory goes with it. */
+static void remove_tmpdir(void)
+{
+	if (dir[0] && getpid() == owner)
+		nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+}
 
 const char *tmpdir(void)
 {
@@ -19,6 +38,8 @@ const char *tmpdir(void)
 			 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 		if (!mkdtemp(dir))
 			die_errno("mkdtemp");
+		owner = getpid();
+		atexit(remove_tmpdir);
 	}
 	return dir;
 }

@@ -92,7 +92,7 @@ static int64_t col(const int64_t *v, const char *name)
 Test(aggregate, the_original_accounting)
 {
 	struct classifier c;
-	struct agg_stats stats = { 0, 0 };
+	struct agg_stats stats = { 0 };
 	struct agg_builtins b;
 	int64_t v[64];
 
@@ -133,7 +133,7 @@ Test(aggregate, no_bucket_without_column_is_reported)
 	static const char p2[] = "dmprof-policy 1\ncolumns a m u\n"
 				 "rule a malloc\nrule m mmap\nrule u unhooked\n";
 	struct classifier c;
-	struct agg_stats stats = { 0, 0 };
+	struct agg_stats stats = { 0 };
 	int64_t v[8];
 
 	load_run(heap);
@@ -150,7 +150,7 @@ Test(aggregate, tc_unused_clamped)
 	static const char p3[] = "dmprof-policy 1\ncolumns a tc-unused m u\n"
 				 "rule a malloc\nrule m mmap\nrule u unhooked\n";
 	struct classifier c;
-	struct agg_stats stats = { 0, 0 };
+	struct agg_stats stats = { 0 };
 	int64_t v[8];
 
 	load_run(heap);

@@ -1,0 +1,199 @@
+/*
+ * The recorder: a preload library (libdmprof-recorder.so) that makes any
+ * dynamically linked program write deep heap dumps (DUMP_DEEP_6).  This
+ * header is private to src/rec_*.c; none of it is linked into dmprof.
+ *
+ * Rules every recorder file follows: never call the hooked allocator
+ * (memory comes from rec_mem, which maps it raw), never use stdio, keep
+ * the hooks short, and report nothing but to stderr with write(2).
+ */
+#ifndef DMPROF_REC_H
+#define DMPROF_REC_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define REC_MAX_DEPTH 64
+/* Blocks at least this big are tracked one by one (committed bytes). */
+#define REC_LARGE (64 * 1024)
+
+enum rec_kind {
+	REC_MALLOC = 0,
+	REC_MMAP = 1,
+};
+
+struct rec_bucket {
+	uint64_t hash;
+	uint32_t id;
+	uint16_t depth;
+	uint8_t kind;
+	atomic_bool written;          /* in this process's .buckets */
+	uintptr_t frames[];
+};
+
+/* A mapping and the bucket of the call that made it. */
+struct rec_map {
+	uintptr_t start, end;
+	uint32_t bucket;
+};
+
+/* ---- rec_mem.c: memory of the recorder itself ---- */
+
+/* Raw mmap/munmap/mremap, bypassing the hooks. */
+void *rec_raw_mmap(void *addr, size_t len, int prot, int flags, int fd,
+		   long off);
+int rec_raw_munmap(void *addr, size_t len);
+void *rec_raw_mremap(void *old, size_t oldlen, size_t newlen, int flags,
+		     void *naddr);
+
+/* Zeroed memory that lives until exit; recorded as the recorder's own. */
+void *rec_alloc(size_t size);
+/* The recorder's mappings as records of BUCKET; at most MAX. */
+size_t rec_self_count(void);
+size_t rec_self_snapshot(struct rec_map *out, size_t max, uint32_t bucket);
+
+/* A growable byte buffer in raw memory, for building dump files. */
+struct rec_buf {
+	char *p;
+	size_t len, cap;
+};
+void rec_buf_add(struct rec_buf *b, const void *data, size_t len);
+void rec_buf_str(struct rec_buf *b, const char *s);
+void rec_buf_u64(struct rec_buf *b, uint64_t v);
+void rec_buf_i64(struct rec_buf *b, int64_t v);
+void rec_buf_hex(struct rec_buf *b, uint64_t v, int width);
+void rec_buf_pad(struct rec_buf *b, size_t width, size_t used, char c);
+void rec_buf_free(struct rec_buf *b);
+bool rec_buf_reserve(struct rec_buf *b, size_t n);
+bool rec_buf_zero(struct rec_buf *b, size_t n);
+
+/* Spin locks: short sections only, never held across a hook's call out. */
+typedef atomic_flag rec_lock;
+void rec_lock_take(rec_lock *l);
+void rec_lock_give(rec_lock *l);
+/* Take (or give back) every lock of rec_mem.c / rec_table.c, around fork. */
+void rec_mem_locks(bool take);
+void rec_table_locks(bool take);
+
+/* ---- rec_table.c: buckets, large blocks, mappings ---- */
+
+void rec_table_init(void);
+/* The bucket of this stack (interned), or NULL when the table is full. */
+struct rec_bucket *rec_bucket_get(enum rec_kind kind, const uintptr_t *frames,
+				  unsigned depth);
+uint32_t rec_bucket_count(void);
+struct rec_bucket *rec_bucket_by_id(uint32_t id);
+
+/*
+ * Large blocks: their committed bytes are measured one by one.  A block
+ * glibc mmapped on its own also has its mapping [MSTART, MEND), which is
+ * the allocator's (0, 0 otherwise).
+ */
+struct rec_large {
+	uintptr_t p;
+	uint64_t size;
+	uintptr_t mstart, mend;
+	uint32_t bucket;
+};
+void rec_large_add(const struct rec_large *l);
+void rec_large_del(uintptr_t p);
+/* Copy out the live large blocks (for a dump); returns how many. */
+size_t rec_large_snapshot(struct rec_large **out);
+
+/* Mappings made through the hooks (and the recorder's own). */
+void rec_map_add(uintptr_t start, uintptr_t end, uint32_t bucket);
+void rec_map_del(uintptr_t start, uintptr_t end);
+/* Copy out the mappings (for a dump, from one thread only). */
+size_t rec_map_snapshot(struct rec_map **out);
+/* The bucket of the mapping at ADDR, if there is one. */
+bool rec_map_bucket_at(uintptr_t addr, uint32_t *bucket);
+
+/* Heaps of glibc's non-main arenas, found from the blocks they hand out. */
+void rec_arena_note(uintptr_t block);
+size_t rec_arena_snapshot(uintptr_t **out);
+
+/* Stacks of the recorder's synthetic buckets (marker functions). */
+extern struct rec_bucket *rec_self_bucket;   /* the recorder's memory */
+extern struct rec_bucket *rec_arena_bucket;  /* glibc's arenas */
+extern struct rec_bucket *rec_header_bucket; /* the block headers */
+
+/* ---- rec_hooks.c ---- */
+
+struct rec_config {
+	char prefix[4096];
+	bool active;
+	bool mmap;              /* HEAP_PROFILE_MMAP */
+	int pageframe;          /* DEEP_HEAP_PROFILE_PAGEFRAME: 0, 1, 2 */
+	unsigned depth;
+	double time_interval;   /* seconds, 0: none */
+	uint64_t alloc_interval;
+	uint64_t inuse_interval;
+	int signal;
+};
+extern struct rec_config rec_cfg;
+
+/* ---- rec_count.c: counts per bucket, kept per thread ---- */
+
+void rec_count_init(void);
+/* A block of SIZE bytes (and HEADER bytes of the recorder's in front). */
+void rec_count_alloc(uint32_t id, uint64_t size, uint64_t header);
+void rec_count_free(uint32_t id, uint64_t size, uint64_t header);
+struct rec_totals {
+	int64_t allocs, frees, live;
+};
+/* All threads' counts of buckets [0, NB) into OUT; returns the header
+ * bytes live. */
+int64_t rec_count_sum(uint32_t nb, struct rec_totals *out);
+void rec_count_locks(bool take);
+void rec_count_after_fork(void);
+/* Totals the dump triggers look at (a little behind: kept in batches). */
+extern atomic_uint_fast64_t rec_allocated; /* bytes ever allocated */
+extern atomic_int_fast64_t rec_inuse;      /* bytes live */
+
+/* This process has forked, or is a child of fork(): memory may be shared. */
+extern atomic_bool rec_forked;
+
+/* Hooks off in this thread (the recorder's own work). */
+extern __thread int rec_busy;
+
+/* ---- rec_unwind.c ---- */
+
+void rec_unwind_init(void);
+/* Up to MAX return addresses of the caller's stack, innermost first, but
+ * the first ones in [SKIP_LO, SKIP_HI) (the recorder's own frames). */
+unsigned rec_unwind(uintptr_t *frames, unsigned max, uintptr_t skip_lo,
+		    uintptr_t skip_hi);
+/* Code was unloaded: forget what is known of it. */
+void rec_unwind_forget(void);
+/* Captures that needed glibc's backtrace() (signal frames and such). */
+extern atomic_ulong rec_unwind_fallbacks;
+
+/* ---- rec_dump.c ---- */
+
+/* A dump is reading the process: the hooks wait for it. */
+extern atomic_bool rec_dumping;
+
+/* Write one dump; REASON goes in META.  Serialized; safe from any thread
+ * that is not inside a hook. */
+void rec_dump(const char *reason);
+/* After fork(), in the child: start its own files. */
+void rec_dump_after_fork(void);
+/* Around fork(): hold the dump lock so no child inherits it taken. */
+void rec_dump_lock(void);
+void rec_dump_unlock(void);
+/* Keep the executable mappings of now in the .maps files (before a
+ * dlclose() unmaps them). */
+void rec_maps_remember(void);
+
+/* Say something on stderr: "dmprof-recorder: " and the strings up to a
+ * NULL, and a newline. */
+void rec_say(const char *first, ...) __attribute__((sentinel));
+
+/* Marker functions: their addresses name the synthetic buckets. */
+void dmprof_recorder_self(void);
+void dmprof_glibc_malloc_arena(void);
+void dmprof_recorder_block_headers(void);
+
+#endif

@@ -1,0 +1,215 @@
+/*
+ * The recorder's counters: allocations, frees and live bytes per bucket.
+ *
+ * Every thread counts in arrays of its own (indexed by bucket id), with
+ * plain stores: no locked instruction and no cache line bouncing between
+ * cores in the hooks.  A dump adds up all threads' arrays.  A block freed
+ * by another thread than the one that allocated it counts there as a
+ * negative live size; the sums are right all the same.  When a thread
+ * ends its counters go to a pool that the next new thread takes over, so
+ * their number follows the most threads alive at once, not how many ever
+ * were.
+ */
+#include "rec.h"
+
+#include <pthread.h>
+#include <string.h>
+
+struct cell {
+	int64_t allocs, frees, live;
+};
+
+struct cells {
+	uint32_t cap;
+	struct cell v[];
+};
+
+struct counters {
+	_Atomic(struct cells *) cells;
+	int64_t headers;          /* header bytes live (a thread's part) */
+	int64_t alloc_pending;    /* not yet in rec_allocated */
+	int64_t inuse_pending;    /* not yet in rec_inuse */
+	struct counters *next;    /* all of them */
+	struct counters *next_free;
+};
+
+atomic_uint_fast64_t rec_allocated;
+atomic_int_fast64_t rec_inuse;
+
+static struct counters *all, *pool;
+static rec_lock lock = ATOMIC_FLAG_INIT;
+static pthread_key_t key;
+static bool have_key;
+static __thread struct counters *mine;
+
+/* Plain loads and stores that a dump may read from another thread. */
+#define GET(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define ADD(x, d) __atomic_store_n(&(x), GET(x) + (d), __ATOMIC_RELAXED)
+
+/* A thread's pending totals into the global ones. */
+static void flush(struct counters *c)
+{
+	atomic_fetch_add_explicit(&rec_allocated, (uint64_t)c->alloc_pending,
+				  memory_order_relaxed);
+	atomic_fetch_add_explicit(&rec_inuse, c->inuse_pending,
+				  memory_order_relaxed);
+	c->alloc_pending = c->inuse_pending = 0;
+}
+
+static void retire(void *arg)
+{
+	struct counters *c = arg;
+
+	/* The thread's pending totals first, then the counters to the pool. */
+	flush(c);
+	if (mine == c)
+		mine = NULL;
+	rec_lock_take(&lock);
+	c->next_free = pool;
+	pool = c;
+	rec_lock_give(&lock);
+}
+
+void rec_count_init(void)
+{
+	have_key = pthread_key_create(&key, retire) == 0;
+}
+
+static struct counters *get(void)
+{
+	struct counters *c = mine;
+
+	if (__builtin_expect(c != NULL, 1))
+		return c;
+	rec_lock_take(&lock);
+	c = pool;
+	if (c) {
+		pool = c->next_free;
+	} else {
+		c = rec_alloc(sizeof(*c));
+		if (c) {
+			c->next = all;
+			all = c;
+		}
+	}
+	rec_lock_give(&lock);
+	if (!c)
+		return NULL;
+	mine = c;
+	if (have_key) {
+		rec_busy++; /* (it may allocate) */
+		pthread_setspecific(key, c);
+		rec_busy--;
+	}
+	return c;
+}
+
+/* The cell of bucket ID in this thread's counters, growing them. */
+static struct cell *cell(struct counters *c, uint32_t id)
+{
+	struct cells *a = atomic_load_explicit(&c->cells, memory_order_relaxed);
+	struct cells *b;
+	uint32_t cap;
+
+	if (__builtin_expect(a && id < a->cap, 1))
+		return &a->v[id];
+	cap = a ? a->cap : 256;
+	while (cap <= id)
+		cap *= 2;
+	b = rec_alloc(sizeof(*b) + (size_t)cap * sizeof(b->v[0]));
+	if (!b)
+		return NULL;
+	b->cap = cap;
+	if (a) {
+		/* The old array stays mapped: a dump may be reading it. */
+		for (uint32_t i = 0; i < a->cap; i++) {
+			b->v[i].allocs = GET(a->v[i].allocs);
+			b->v[i].frees = GET(a->v[i].frees);
+			b->v[i].live = GET(a->v[i].live);
+		}
+	}
+	atomic_store_explicit(&c->cells, b, memory_order_release);
+	return &b->v[id];
+}
+
+/* Totals the dump thread's triggers look at, a batch at a time. */
+#define BATCH (256 * 1024)
+
+void rec_count_alloc(uint32_t id, uint64_t size, uint64_t header)
+{
+	struct counters *c = get();
+	struct cell *k = c ? cell(c, id) : NULL;
+
+	if (!k)
+		return;
+	ADD(k->allocs, 1);
+	ADD(k->live, (int64_t)size);
+	ADD(c->headers, (int64_t)header);
+	c->alloc_pending += (int64_t)size;
+	c->inuse_pending += (int64_t)size;
+	if (c->alloc_pending >= BATCH)
+		flush(c);
+}
+
+void rec_count_free(uint32_t id, uint64_t size, uint64_t header)
+{
+	struct counters *c = get();
+	struct cell *k = c ? cell(c, id) : NULL;
+
+	if (!k)
+		return;
+	ADD(k->frees, 1);
+	ADD(k->live, -(int64_t)size);
+	ADD(c->headers, -(int64_t)header);
+	c->inuse_pending -= (int64_t)size;
+	if (c->inuse_pending <= -BATCH)
+		flush(c);
+}
+
+int64_t rec_count_sum(uint32_t nb, struct rec_totals *out)
+{
+	int64_t headers = 0;
+	struct counters *c;
+
+	memset(out, 0, (size_t)nb * sizeof(*out));
+	rec_lock_take(&lock);
+	c = all;
+	rec_lock_give(&lock);
+	/* (The list only grows at its head: what is behind C stays.) */
+	for (; c; c = c->next) {
+		struct cells *a = atomic_load_explicit(&c->cells,
+						       memory_order_acquire);
+		uint32_t n = a ? (a->cap < nb ? a->cap : nb) : 0;
+
+		headers += GET(c->headers);
+		for (uint32_t i = 0; i < n; i++) {
+			out[i].allocs += GET(a->v[i].allocs);
+			out[i].frees += GET(a->v[i].frees);
+			out[i].live += GET(a->v[i].live);
+		}
+	}
+	return headers;
+}
+
+void rec_count_locks(bool take)
+{
+	if (take)
+		rec_lock_take(&lock);
+	else
+		rec_lock_give(&lock);
+}
+
+void rec_count_after_fork(void)
+{
+	/* Only this thread lives on: the others' counters are pooled. */
+	struct counters *c;
+
+	pool = NULL;
+	for (c = all; c; c = c->next) {
+		if (c == mine)
+			continue;
+		flush(c);
+		c->next_free = pool;
+		pool = c;
+	}
+}

@@ -1,0 +1,1150 @@
+/*
+ * Writing a dump: PREFIX.PID.NNNN.heap in DUMP_DEEP_6, the buckets first
+ * seen since the last dump in PREFIX.PID.NNNN.buckets, and the process's
+ * mappings in PREFIX.PID.maps.
+ *
+ * Every VMA of /proc/self/maps is cut into regions: the mappings the hooks
+ * saw ("hooked", with the bucket of the call that made them), the
+ * recorder's own, glibc's arenas (the brk heap, the heaps of the other
+ * arenas and the blocks glibc mapped one by one, which glibc maps without
+ * going through the hooks), and the rest ("unhooked").  The regions
+ * partition the VMAs, so the committed bytes of the regions add up to the
+ * process's total, and that total is what the kernel counts as resident
+ * (plus swapped): both come from /proc/self/pagemap.
+ *
+ * Files appear under their final names only when complete (written to
+ * NAME.tmp, then renamed), and the heap file last.  Nothing here goes
+ * through the program's allocator: text is built in rec_buf memory and
+ * written with write(2).
+ */
+#include "rec.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <string.h>
+#include <stdio.h> /* rename */
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PAGE_MAX_NAME 4200
+
+static rec_lock dump_lock = ATOMIC_FLAG_INIT;
+atomic_bool rec_dumping;
+static unsigned dump_count;   /* dumps written by this process */
+static int my_pid;
+static long run_start;        /* seconds, at this process's first dump */
+static bool said_write_error, said_limit, said_pfn;
+
+static bool write_all(int fd, const char *p, size_t n);
+
+static void say_part(char *line, size_t cap, size_t *n, const char *s)
+{
+	size_t len = strlen(s);
+
+	if (len > cap - *n)
+		len = cap - *n;
+	memcpy(line + *n, s, len);
+	*n += len;
+}
+
+/* "dmprof-recorder: " and the strings up to a NULL, on one line. */
+void rec_say(const char *first, ...)
+{
+	char line[1024];
+	size_t n = 0;
+	va_list ap;
+
+	say_part(line, sizeof(line) - 1, &n, "dmprof-recorder: ");
+	va_start(ap, first);
+	for (const char *s = first; s; s = va_arg(ap, const char *))
+		say_part(line, sizeof(line) - 1, &n, s);
+	va_end(ap);
+	line[n++] = '\n';
+	write_all(2, line, n);
+}
+
+/* ---- small helpers ---- */
+
+/* strerror() without the locale's locks (a hook may hold them). */
+static const char *why(int err)
+{
+	const char *s = err ? strerrordesc_np(err) : NULL;
+
+	return s ? s : "error";
+}
+
+/* Read all of a /proc file into B (emptied first); false on failure. */
+static bool read_all(const char *path, struct rec_buf *b)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool ok = fd >= 0;
+
+	rec_buf_free(b);
+	while (ok) {
+		ssize_t n;
+
+		if (!rec_buf_reserve(b, 16384)) {
+			ok = false; /* out of memory: not all of it */
+			break;
+		}
+		n = read(fd, b->p + b->len, b->cap - b->len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			ok = false;
+		if (n <= 0)
+			break;
+		b->len += (size_t)n;
+	}
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+static bool write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return false;
+		p += w;
+		n -= (size_t)w;
+	}
+	return true;
+}
+
+/* Write PARTS to PATH.tmp, then rename it to PATH. */
+static bool write_file(const char *path, struct rec_buf **parts, int n)
+{
+	char tmp[PAGE_MAX_NAME + 8];
+	size_t len = strlen(path);
+	bool ok = true;
+	int fd, err = 0;
+
+	memcpy(tmp, path, len);
+	memcpy(tmp + len, ".tmp", 5);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		err = errno;
+		goto fail;
+	}
+	for (int i = 0; i < n && ok; i++)
+		ok = write_all(fd, parts[i]->p ? parts[i]->p : "",
+			       parts[i]->len);
+	if (!ok)
+		err = errno;
+	if (close(fd) < 0 && ok) {
+		err = errno;
+		ok = false;
+	}
+	if (ok && rename(tmp, path) < 0) {
+		err = errno;
+		ok = false;
+	}
+	if (ok)
+		return true;
+	unlink(tmp);
+fail:
+	if (!said_write_error) {
+		said_write_error = true;
+		rec_say("cannot write ", path, ": ", why(err), NULL);
+	}
+	return false;
+}
+
+/* PREFIX.PPPPP[.NNNN]SUFFIX into OUT (PAGE_MAX_NAME bytes). */
+static void file_name(char *out, unsigned count, const char *suffix)
+{
+	char num[16];
+	size_t n = 0, len = strlen(rec_cfg.prefix);
+	int pid = my_pid, w = 0;
+
+	memcpy(out, rec_cfg.prefix, len);
+	n = len;
+	out[n++] = '.';
+	do {
+		num[w++] = (char)('0' + pid % 10);
+		pid /= 10;
+	} while (pid);
+	while (w < 5)
+		num[w++] = '0';
+	while (w)
+		out[n++] = num[--w];
+	if (count) {
+		out[n++] = '.';
+		for (int d = 1000; d; d /= 10)
+			out[n++] = (char)('0' + count / (unsigned)d % 10);
+	}
+	len = strlen(suffix);
+	memcpy(out + n, suffix, len + 1);
+}
+
+/* ---- the process's mappings ---- */
+
+enum cls { C_EXEC, C_NONEXEC, C_ANON, C_STACK, C_OTHER, C_SKIP, NCLS };
+
+struct vma {
+	uintptr_t start, end;
+	uint64_t inode;
+	const char *line; /* in the maps text */
+	size_t linelen;
+	const char *name;
+	size_t namelen;
+	char perms[4];
+	enum cls cls;
+};
+
+static uint64_t hex_at(const char **pp, const char *end)
+{
+	const char *p = *pp;
+	uint64_t v = 0;
+
+	for (; p < end; p++) {
+		int d = *p >= '0' && *p <= '9'	 ? *p - '0'
+			: *p >= 'a' && *p <= 'f' ? *p - 'a' + 10
+						 : -1;
+		if (d < 0)
+			break;
+		v = v << 4 | (uint64_t)d;
+	}
+	*pp = p;
+	return v;
+}
+
+static const char *skip_field(const char *p, const char *end)
+{
+	while (p < end && *p != ' ')
+		p++;
+	while (p < end && *p == ' ')
+		p++;
+	return p;
+}
+
+/* Parse /proc/self/maps text into VMAS; returns how many. */
+static size_t parse_maps(const struct rec_buf *text, struct rec_buf *vmas)
+{
+	const char *p = text->p, *end = text->p + text->len;
+
+	rec_buf_free(vmas);
+	while (p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		const char *q = p;
+		struct vma v;
+
+		if (!eol)
+			eol = end;
+		memset(&v, 0, sizeof(v));
+		v.line = p;
+		v.linelen = (size_t)(eol - p);
+		v.start = hex_at(&q, eol);
+		if (q < eol && *q == '-')
+			q++;
+		v.end = hex_at(&q, eol);
+		q = skip_field(q, eol);
+		if (eol - q >= 4)
+			memcpy(v.perms, q, 4);
+		q = skip_field(q, eol); /* perms */
+		q = skip_field(q, eol); /* offset */
+		q = skip_field(q, eol); /* device */
+		for (; q < eol && *q >= '0' && *q <= '9'; q++)
+			v.inode = v.inode * 10 + (uint64_t)(*q - '0');
+		while (q < eol && *q == ' ')
+			q++;
+		v.name = q;
+		v.namelen = (size_t)(eol - q);
+		if (v.namelen == 11 && !memcmp(v.name, "[vsyscall]", 10))
+			v.cls = C_SKIP; /* no pagemap, no regions */
+		else if (v.namelen && v.name[0] == '/')
+			v.cls = v.perms[2] == 'x' ? C_EXEC : C_NONEXEC;
+		else if (!v.namelen)
+			v.cls = C_ANON;
+		else if (v.namelen == 7 && !memcmp(v.name, "[stack]", 7))
+			v.cls = C_STACK;
+		else
+			v.cls = C_OTHER;
+		if (v.namelen == 10 && !memcmp(v.name, "[vsyscall]", 10))
+			v.cls = C_SKIP;
+		if (v.end > v.start)
+			rec_buf_add(vmas, &v, sizeof(v));
+		p = eol + 1;
+	}
+	return vmas->len / sizeof(struct vma);
+}
+
+/* ---- regions: the records that cut VMAs ---- */
+
+static void sort_maps(struct rec_map *a, size_t n)
+{
+	/* Shell sort by start: no allocation, few records. */
+	static const size_t gaps[] = { 701, 301, 132, 57, 23, 10, 4, 1 };
+
+	for (size_t g = 0; g < sizeof(gaps) / sizeof(gaps[0]); g++) {
+		size_t gap = gaps[g];
+
+		for (size_t i = gap; i < n; i++) {
+			struct rec_map t = a[i];
+			size_t j = i;
+
+			for (; j >= gap && a[j - gap].start > t.start; j -= gap)
+				a[j] = a[j - gap];
+			a[j] = t;
+		}
+	}
+}
+
+/* Sort and drop overlaps (an earlier start keeps the bytes). */
+static size_t tidy_maps(struct rec_map *a, size_t n)
+{
+	size_t out = 0;
+	uintptr_t last = 0;
+
+	sort_maps(a, n);
+	for (size_t i = 0; i < n; i++) {
+		struct rec_map m = a[i];
+
+		if (m.start < last)
+			m.start = last;
+		if (m.start >= m.end)
+			continue;
+		a[out++] = m;
+		last = m.end;
+	}
+	return out;
+}
+
+static bool vma_at(const struct vma *v, size_t n, uintptr_t start)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid].start < start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && v[lo].start == start && v[lo].cls == C_ANON;
+}
+
+#define HEAP_MAX ((uintptr_t)64 << 20)
+
+/*
+ * The regions of this dump into OUT, sorted and disjoint: the hooked
+ * mappings and the recorder's own first, then glibc's arenas where no
+ * such mapping is.
+ */
+static size_t build_regions(const struct vma *vmas, size_t nv,
+			    const struct rec_large *large, size_t nlarge,
+			    struct rec_buf *out, struct rec_buf *tmp)
+{
+	struct rec_map *hooked, *mine, *arena;
+	size_t nh, nmine, na = 0, nout = 0, j = 0;
+	uintptr_t *bases;
+	size_t nbases;
+	uint32_t ab = rec_arena_bucket ? rec_arena_bucket->id : 0;
+
+	/* The first group: hooked mappings and the recorder's. */
+	nh = rec_map_snapshot(&hooked);
+	rec_buf_free(out);
+	rec_buf_add(out, hooked, nh * sizeof(*hooked));
+	nmine = rec_self_count() + 64;
+	if (!rec_buf_zero(out, nmine * sizeof(struct rec_map))) {
+		nmine = 0;
+	} else {
+		mine = (struct rec_map *)out->p + nh;
+		nmine = rec_self_snapshot(mine, nmine,
+					  rec_self_bucket ? rec_self_bucket->id
+							  : 0);
+	}
+	nh = tidy_maps((struct rec_map *)out->p, nh + nmine);
+	out->len = nh * sizeof(struct rec_map);
+
+	/* The second group: glibc's arenas. */
+	rec_buf_free(tmp);
+	for (size_t i = 0; i < nv; i++) {
+		if (vmas[i].namelen == 6 && !memcmp(vmas[i].name, "[heap]", 6)) {
+			struct rec_map m = { vmas[i].start, vmas[i].end, ab };
+
+			rec_buf_add(tmp, &m, sizeof(m));
+		}
+	}
+	nbases = rec_arena_snapshot(&bases);
+	for (size_t i = 0; i < nbases; i++) {
+		/* A heap that is gone no longer starts a VMA. */
+		if (vma_at(vmas, nv, bases[i])) {
+			struct rec_map m = { bases[i], bases[i] + HEAP_MAX, ab };
+
+			rec_buf_add(tmp, &m, sizeof(m));
+		}
+	}
+	for (size_t i = 0; i < nlarge; i++) {
+		if (large[i].mend > large[i].mstart) {
+			struct rec_map m = { large[i].mstart, large[i].mend,
+					     ab };
+
+			rec_buf_add(tmp, &m, sizeof(m));
+		}
+	}
+	arena = (struct rec_map *)tmp->p;
+	na = tidy_maps(arena, tmp->len / sizeof(struct rec_map));
+
+	/* Arena parts that no record of the first group covers. */
+	hooked = (struct rec_map *)out->p;
+	nout = nh;
+	for (size_t i = 0; i < na; i++) {
+		uintptr_t lo = arena[i].start;
+
+		while (j < nh && hooked[j].end <= lo)
+			j++;
+		for (size_t k = j; k < nh && lo < arena[i].end; k++) {
+			if (hooked[k].start >= arena[i].end)
+				break;
+			if (hooked[k].start > lo) {
+				struct rec_map m = { lo, hooked[k].start, ab };
+
+				rec_buf_add(out, &m, sizeof(m));
+				hooked = (struct rec_map *)out->p;
+				nout++;
+			}
+			if (hooked[k].end > lo)
+				lo = hooked[k].end;
+		}
+		if (lo < arena[i].end) {
+			struct rec_map m = { lo, arena[i].end, ab };
+
+			rec_buf_add(out, &m, sizeof(m));
+			hooked = (struct rec_map *)out->p;
+			nout++;
+		}
+	}
+	nout = out->len / sizeof(struct rec_map);
+	sort_maps((struct rec_map *)out->p, nout);
+	return nout;
+}
+
+/* ---- committed bytes: /proc/self/pagemap ---- */
+
+#define PM_PRESENT (1ULL << 63)
+#define PM_SWAPPED (1ULL << 62)
+#define PM_FILE (1ULL << 61)      /* file page or shared anonymous */
+#define PM_EXCLUSIVE (1ULL << 56) /* mapped once */
+#define PM_PFN ((1ULL << 55) - 1)
+#define PM_CHUNK 4096
+
+static int pm_fd = -1, kpc_fd = -1;
+static size_t page;
+static uint64_t *pm_buf;
+
+struct pf_line {
+	struct rec_buf *b;   /* where PF lines go; NULL: none */
+	size_t line_start;
+};
+
+static void pf_token(struct pf_line *pf, uint64_t pfn, bool first_partial,
+		     bool last_partial)
+{
+	static const char b64[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	char tok[8];
+	size_t n = 0;
+
+	if (pf->b->len - pf->line_start > 94 || pf->line_start == (size_t)-1) {
+		if (pf->line_start != (size_t)-1)
+			rec_buf_add(pf->b, "\n", 1);
+		pf->line_start = pf->b->len;
+		rec_buf_str(pf->b, "  PF:");
+	}
+	tok[n++] = ' ';
+	if (first_partial)
+		tok[n++] = '<';
+	for (int shift = 18; shift >= 0; shift -= 6)
+		tok[n++] = b64[(pfn >> shift) & 63];
+	rec_buf_add(pf->b, tok, n);
+	if (kpc_fd >= 0) {
+		uint64_t count = 0;
+
+		if (pread(kpc_fd, &count, 8, (off_t)(pfn * 8)) != 8)
+			count = 0;
+		tok[0] = '#';
+		tok[1] = b64[count > 63 ? 63 : count];
+		rec_buf_add(pf->b, tok, 2);
+	}
+	if (last_partial)
+		rec_buf_add(pf->b, ">", 1);
+}
+
+/*
+ * The shared zero page: memory read but never written shows as present,
+ * but it is no one's memory, and the kernel leaves it out of Rss.  With
+ * page frame numbers visible (root) it is known by its number, learned
+ * here; without them, by being neither a file page nor mapped once, which
+ * a page shared with a parent or child after fork() also is: so then only
+ * in a process that has not forked.
+ */
+static uint64_t zero_pfn;
+
+static void learn_zero_pfn(void)
+{
+	volatile char *p = rec_raw_mmap(NULL, page, PROT_READ,
+					MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint64_t e = 0;
+
+	if ((void *)p == MAP_FAILED)
+		return;
+	(void)p[0]; /* a read fault maps the zero page */
+	if (pread(pm_fd, &e, 8, (off_t)((uintptr_t)p / page * 8)) == 8 &&
+	    (e & PM_PRESENT) && (e & PM_PFN))
+		zero_pfn = e & PM_PFN;
+	rec_raw_munmap((void *)p, page);
+}
+
+static bool zero_page(uint64_t e)
+{
+	if (!(e & PM_PRESENT) || (e & (PM_FILE | PM_EXCLUSIVE)))
+		return false;
+	if (zero_pfn)
+		return (e & PM_PFN) == zero_pfn;
+	return !atomic_load(&rec_forked);
+}
+
+/*
+ * Committed bytes of [LO, HI): the bytes of every present or swapped page
+ * that lie in the range, but the zero page; 0 when pagemap cannot be read
+ * (as the original).  With PF, resident pages are listed as page-frame
+ * tokens.
+ */
+static uint64_t committed(uintptr_t lo, uintptr_t hi, struct pf_line *pf)
+{
+	uint64_t total = 0;
+	uintptr_t first = lo / page, last = (hi - 1) / page;
+
+	if (pm_fd < 0 || hi <= lo)
+		return 0;
+	for (uintptr_t pg = first; pg <= last;) {
+		size_t want = last - pg + 1 > PM_CHUNK ? PM_CHUNK
+						       : last - pg + 1;
+		ssize_t got = pread(pm_fd, pm_buf, want * 8,
+				    (off_t)(pg * 8));
+
+		if (got != (ssize_t)(want * 8))
+			return 0;
+		for (size_t k = 0; k < want; k++, pg++) {
+			uint64_t e = pm_buf[k];
+			uintptr_t a = pg * page, b = a + page;
+
+			if (!(e & (PM_PRESENT | PM_SWAPPED)) || zero_page(e))
+				continue;
+			if (a < lo)
+				a = lo;
+			if (b > hi)
+				b = hi;
+			total += b - a;
+			if (pf && pf->b && (e & PM_PRESENT) &&
+			    !(e & PM_SWAPPED))
+				pf_token(pf, e & PM_PFN,
+					 pg == first && lo % page,
+					 pg == last && hi % page);
+		}
+	}
+	return total;
+}
+
+/* ---- the dump ---- */
+
+struct stat_row {
+	int64_t virt, comm;
+};
+
+enum {
+	G_TOTAL, G_ABSENT, G_FILE_EXEC, G_FILE_NONEXEC, G_ANONYMOUS, G_STACK,
+	G_OTHER, G_NP_TOTAL, G_NP_ABSENT, G_NP_ANONYMOUS, G_NP_FILE_EXEC,
+	G_NP_FILE_NONEXEC, G_NP_STACK, G_NP_OTHER, G_PROFILED_MMAP,
+	G_PROFILED_MALLOC, NG
+};
+
+static const char *const gnames[NG] = {
+	"total", "absent", "file-exec", "file-nonexec", "anonymous", "stack",
+	"other", "nonprofiled-total", "nonprofiled-absent",
+	"nonprofiled-anonymous", "nonprofiled-file-exec",
+	"nonprofiled-file-nonexec", "nonprofiled-stack", "nonprofiled-other",
+	"profiled-mmap", "profiled-malloc",
+};
+
+/* The GLOBAL_STATS row of a VMA class, and of its nonprofiled part. */
+static const int cls_row[NCLS] = { G_FILE_EXEC, G_FILE_NONEXEC, G_ANONYMOUS,
+				   G_STACK, G_OTHER, -1 };
+static const int cls_np_row[NCLS] = { G_NP_FILE_EXEC, G_NP_FILE_NONEXEC,
+				      G_NP_ANONYMOUS, G_NP_STACK, G_NP_OTHER,
+				      -1 };
+
+/* Buffers kept from dump to dump (their pages stay the recorder's). */
+static struct rec_buf maps_text, vmas_buf, regions_buf, tmp_buf, mmap_list,
+	stacks, buckets_text, meta, gstats, head, maps_file, values_buf,
+	seen_text, seen_buf;
+
+/* Executable mappings seen at some dump or dlclose(), still named in
+ * .maps after they are gone. */
+struct seen {
+	uintptr_t start, end;
+	uint64_t inode;
+	size_t off, len; /* the line in seen_text */
+};
+
+static void remember(const struct vma *v, size_t nv)
+{
+	for (size_t i = 0; i < nv; i++) {
+		const struct seen *s = (const struct seen *)seen_buf.p;
+		size_t ns = seen_buf.len / sizeof(*s), k;
+		struct seen e;
+
+		if (v[i].cls != C_EXEC)
+			continue;
+		for (k = 0; k < ns; k++)
+			if (s[k].start == v[i].start && s[k].end == v[i].end &&
+			    s[k].inode == v[i].inode)
+				break;
+		if (k < ns || ns >= 65536)
+			continue;
+		e.start = v[i].start;
+		e.end = v[i].end;
+		e.inode = v[i].inode;
+		e.off = seen_text.len;
+		e.len = v[i].linelen;
+		rec_buf_add(&seen_text, v[i].line, v[i].linelen);
+		if (seen_text.len == e.off + e.len)
+			rec_buf_add(&seen_buf, &e, sizeof(e));
+	}
+}
+
+void rec_maps_remember(void)
+{
+	rec_lock_take(&dump_lock);
+	if (read_all("/proc/self/maps", &maps_text))
+		remember((const struct vma *)vmas_buf.p,
+			 parse_maps(&maps_text, &vmas_buf));
+	rec_lock_give(&dump_lock);
+}
+
+/* PREFIX.PID.maps: the mappings of now, and executable ones now gone. */
+static void build_maps_file(const struct vma *v, size_t nv)
+{
+	const struct seen *s = (const struct seen *)seen_buf.p;
+	size_t ns = seen_buf.len / sizeof(*s);
+
+	rec_buf_free(&maps_file);
+	rec_buf_add(&maps_file, maps_text.p, maps_text.len);
+	for (size_t k = 0; k < ns; k++) {
+		bool clash = false;
+
+		/* Only where nothing is mapped now (VMAs are sorted). */
+		for (size_t i = 0; i < nv && v[i].start < s[k].end; i++)
+			if (v[i].end > s[k].start) {
+				clash = true;
+				break;
+			}
+		if (clash)
+			continue;
+		rec_buf_add(&maps_file, seen_text.p + s[k].off, s[k].len);
+		rec_buf_add(&maps_file, "\n", 1);
+	}
+}
+
+static void add_stat(struct stat_row *g, int row, int64_t virt, int64_t comm)
+{
+	g[row].virt += virt;
+	g[row].comm += comm;
+}
+
+/* "  " hex " - " hex "  unhooked C / R" (with PF lines before it). */
+static void emit_region(struct rec_buf *b, const struct vma *v,
+			const struct rec_map *r, uintptr_t lo, uintptr_t hi,
+			struct stat_row *g, int64_t *mv, int64_t *mc,
+			uint32_t nb)
+{
+	struct pf_line pf = { rec_cfg.pageframe ? b : NULL, (size_t)-1 };
+	uint64_t c = committed(lo, hi, &pf);
+
+	if (pf.line_start != (size_t)-1)
+		rec_buf_add(b, "\n", 1);
+	if (!r) {
+		rec_buf_str(b, "  ");
+		rec_buf_hex(b, lo, 0);
+		rec_buf_str(b, " - ");
+		rec_buf_hex(b, hi, 0);
+		rec_buf_str(b, "  unhooked ");
+		add_stat(g, cls_np_row[v->cls], (int64_t)(hi - lo),
+			 (int64_t)c);
+		add_stat(g, G_NP_TOTAL, (int64_t)(hi - lo), (int64_t)c);
+	} else {
+		/* The whole record, parenthesized where it leaves the VMA. */
+		rec_buf_str(b, r->start < v->start ? " (" : "  ");
+		rec_buf_hex(b, r->start, 0);
+		rec_buf_str(b, r->start < v->start ? ")-" : " -");
+		rec_buf_str(b, r->end > v->end ? "(" : " ");
+		rec_buf_hex(b, r->end, 0);
+		rec_buf_str(b, r->end > v->end ? ")  hooked " : "  hooked ");
+		add_stat(g, G_PROFILED_MMAP, (int64_t)(hi - lo), (int64_t)c);
+		if (r->bucket < nb) {
+			mv[r->bucket] += (int64_t)(hi - lo);
+			mc[r->bucket] += (int64_t)c;
+		}
+	}
+	rec_buf_u64(b, c);
+	rec_buf_str(b, " / ");
+	rec_buf_u64(b, hi - lo);
+	if (r) {
+		rec_buf_str(b, " @ ");
+		rec_buf_u64(b, r->bucket);
+	}
+	rec_buf_add(b, "\n", 1);
+	add_stat(g, cls_row[v->cls], (int64_t)(hi - lo), (int64_t)c);
+}
+
+/* MMAP_LIST: every VMA and the regions that cut it. */
+static void build_mmap_list(const struct vma *vmas, size_t nv,
+			    const struct rec_map *regs, size_t nr,
+			    struct stat_row *g, int64_t *mv, int64_t *mc,
+			    uint32_t nb)
+{
+	size_t k = 0, need = 64 + (nr + 2 * nv + 1) * 100;
+
+	/*
+	 * Room for all of it, touched now: a buffer that moved while the walk
+	 * runs would have its pages counted at both places.  (Page-frame
+	 * lists may still outgrow it.)
+	 */
+	for (size_t i = 0; i < nv; i++)
+		need += vmas[i].linelen + 1;
+	rec_buf_free(&mmap_list);
+	if (rec_buf_reserve(&mmap_list, need))
+		memset(mmap_list.p, 0, need);
+	rec_buf_str(&mmap_list, "MMAP_LIST:\n");
+	for (size_t i = 0; i < nv; i++) {
+		const struct vma *v = &vmas[i];
+		uintptr_t at = v->start;
+
+		rec_buf_add(&mmap_list, v->line, v->linelen);
+		rec_buf_add(&mmap_list, "\n", 1);
+		if (v->cls == C_SKIP)
+			continue;
+		while (k < nr && regs[k].end <= v->start)
+			k++;
+		for (size_t j = k; j < nr && regs[j].start < v->end; j++) {
+			uintptr_t lo = regs[j].start > v->start ? regs[j].start
+								: v->start;
+			uintptr_t hi = regs[j].end < v->end ? regs[j].end
+							    : v->end;
+
+			if (at < lo)
+				emit_region(&mmap_list, v, NULL, at, lo, g, mv,
+					    mc, nb);
+			emit_region(&mmap_list, v, &regs[j], lo, hi, g, mv, mc,
+				    nb);
+			at = hi;
+		}
+		if (at < v->end)
+			emit_region(&mmap_list, v, NULL, at, v->end, g, mv, mc,
+				    nb);
+	}
+}
+
+/* "%10lld %10lld %6d %6d @ %d" */
+static void stack_line(struct rec_buf *b, int64_t virt, int64_t comm,
+		       int64_t allocs, int64_t frees, uint32_t id)
+{
+	char num[24];
+	int64_t v[4] = { virt, comm, allocs, frees };
+	static const size_t width[4] = { 10, 10, 6, 6 };
+
+	for (int i = 0; i < 4; i++) {
+		struct rec_buf t = { num, 0, sizeof(num) };
+
+		/* Format into the stack buffer, then pad in front. */
+		rec_buf_i64(&t, v[i]);
+		if (i)
+			rec_buf_add(b, " ", 1);
+		rec_buf_pad(b, width[i], t.len, ' ');
+		rec_buf_add(b, num, t.len);
+	}
+	rec_buf_str(b, " @ ");
+	rec_buf_u64(b, id);
+	rec_buf_add(b, "\n", 1);
+}
+
+/* "%25s %12ld %12ld" */
+static void stat_line(struct rec_buf *b, const char *name, int64_t virt,
+		      int64_t comm)
+{
+	char num[24];
+	int64_t v[2] = { virt, comm };
+
+	rec_buf_pad(b, 25, strlen(name), ' ');
+	rec_buf_str(b, name);
+	for (int i = 0; i < 2; i++) {
+		struct rec_buf t = { num, 0, sizeof(num) };
+
+		rec_buf_i64(&t, v[i]);
+		rec_buf_add(b, " ", 1);
+		rec_buf_pad(b, 12, t.len, ' ');
+		rec_buf_add(b, num, t.len);
+	}
+	rec_buf_add(b, "\n", 1);
+}
+
+static void bucket_line(struct rec_buf *b, const struct rec_bucket *k)
+{
+	rec_buf_u64(b, k->id);
+	rec_buf_str(b, k->kind == REC_MMAP ? " mmap" : " malloc");
+	for (unsigned i = 0; i < k->depth; i++) {
+		rec_buf_str(b, " 0x");
+		rec_buf_hex(b, k->frames[i], 8);
+	}
+	rec_buf_add(b, "\n", 1);
+}
+
+/* Rss, Pss and Swap (bytes) from /proc/self/smaps_rollup; -1: unknown. */
+static void rollup(int64_t out[3])
+{
+	static const char *const keys[3] = { "Rss:", "Pss:", "Swap:" };
+	const char *p, *end;
+
+	out[0] = out[1] = out[2] = -1;
+	if (!read_all("/proc/self/smaps_rollup", &tmp_buf))
+		return;
+	p = tmp_buf.p;
+	end = p + tmp_buf.len;
+	while (p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+
+		if (!eol)
+			eol = end;
+		for (int i = 0; i < 3; i++) {
+			size_t kl = strlen(keys[i]);
+			const char *q = p + kl;
+			int64_t v = 0;
+
+			if ((size_t)(eol - p) <= kl || memcmp(p, keys[i], kl))
+				continue;
+			while (q < eol && *q == ' ')
+				q++;
+			for (; q < eol && *q >= '0' && *q <= '9'; q++)
+				v = v * 10 + (*q - '0');
+			out[i] = v * 1024;
+		}
+		p = eol + 1;
+	}
+}
+
+static void build_meta(const char *reason, const struct timespec *now,
+		       const int64_t kernel[3])
+{
+	char host[256];
+	static const char *const keys[3] = { "Rss: ", "Pss: ", "Swap: " };
+
+	rec_buf_free(&meta);
+	rec_buf_str(&meta, "heap profile: DUMP_DEEP_6\nMETA:\nTime: ");
+	rec_buf_i64(&meta, now->tv_sec);
+	{
+		long ms = now->tv_nsec / 1000000;
+		char d[4] = { '.', (char)('0' + ms / 100),
+			      (char)('0' + ms / 10 % 10), (char)('0' + ms % 10) };
+
+		rec_buf_add(&meta, d, 4);
+	}
+	rec_buf_str(&meta, "\nReason: ");
+	rec_buf_str(&meta, reason);
+	rec_buf_str(&meta, "\nCommandLine:");
+	if (read_all("/proc/self/cmdline", &tmp_buf)) {
+		size_t n = tmp_buf.len;
+
+		while (n && !tmp_buf.p[n - 1])
+			n--;
+		rec_buf_add(&meta, " ", 1);
+		for (size_t i = 0; i < n; i++) {
+			char c = tmp_buf.p[i];
+
+			/* One line: NULs and control characters are spaces. */
+			c = (unsigned char)c < ' ' || c == 127 ? ' ' : c;
+			rec_buf_add(&meta, &c, 1);
+		}
+	}
+	rec_buf_str(&meta, "\nRunID: ");
+	if (gethostname(host, sizeof(host)) < 0)
+		strcpy(host, "localhost");
+	host[sizeof(host) - 1] = 0;
+	host[strcspn(host, ".")] = 0;
+	rec_buf_str(&meta, host);
+	rec_buf_str(&meta, "-linux-");
+	rec_buf_i64(&meta, my_pid);
+	rec_buf_add(&meta, "-", 1);
+	rec_buf_i64(&meta, run_start);
+	rec_buf_str(&meta, "\nPageSize: ");
+	rec_buf_u64(&meta, page);
+	rec_buf_add(&meta, "\n", 1);
+	if (rec_cfg.pageframe) {
+		rec_buf_str(&meta, "PageFrame: 24,Base64");
+		if (kpc_fd >= 0)
+			rec_buf_str(&meta, ",PageCount");
+		rec_buf_add(&meta, "\n", 1);
+	}
+	/* The kernel's view, read right after the pagemap walk. */
+	for (int i = 0; i < 3; i++) {
+		if (kernel[i] < 0)
+			continue;
+		rec_buf_str(&meta, keys[i]);
+		rec_buf_i64(&meta, kernel[i]);
+		rec_buf_add(&meta, "\n", 1);
+	}
+}
+
+/* Can this process read PFNs?  (Unprivileged ones read as 0.) */
+static bool pfns_visible(void)
+{
+	static int known; /* 0: not yet, 1: yes, 2: no */
+	uint64_t e = 0;
+	volatile char probe = 1;
+
+	if (known)
+		return known == 1;
+	(void)probe;
+	if (pm_fd >= 0 &&
+	    pread(pm_fd, &e, 8, (off_t)((uintptr_t)&probe / page * 8)) == 8 &&
+	    (e & PM_PRESENT) && (e & PM_PFN))
+		known = 1;
+	else
+		known = 2;
+	return known == 1;
+}
+
+static void do_dump(const char *reason)
+{
+	char name[PAGE_MAX_NAME];
+	struct timespec now;
+	struct stat_row g[NG];
+	struct rec_large *large;
+	const struct vma *vmas;
+	const struct rec_map *regs;
+	size_t nv, nr, nlarge;
+	int64_t kernel[3], *mv, *mc, *adj, headers;
+	struct rec_totals *tot;
+	uint32_t nb;
+	struct rec_buf *heap_parts[5] = { &meta, &mmap_list, &gstats, &head,
+					  &stacks };
+	struct rec_buf *one[1];
+
+	if (dump_count >= 9999) {
+		if (!said_limit) {
+			said_limit = true;
+			rec_say("9999 dumps written; no more for this process",
+				NULL);
+		}
+		return;
+	}
+	/*
+	 * The program's allocations wait from here to the end of the walk,
+	 * so that the dump is of one moment (the original producer dumped
+	 * under its allocator's lock).
+	 */
+	atomic_store(&rec_dumping, true);
+	clock_gettime(CLOCK_REALTIME, &now);
+	if (!dump_count)
+		run_start = now.tv_sec;
+	page = (size_t)sysconf(_SC_PAGESIZE);
+	if (!pm_buf)
+		pm_buf = rec_alloc(PM_CHUNK * 8);
+
+	/* What there is: mappings, records, large blocks. */
+	if (!read_all("/proc/self/maps", &maps_text) || !maps_text.len) {
+		rec_say("cannot read /proc/self/maps; no dump", NULL);
+		return;
+	}
+	nv = parse_maps(&maps_text, &vmas_buf);
+	vmas = (const struct vma *)vmas_buf.p;
+	remember(vmas, nv);
+	nlarge = rec_large_snapshot(&large);
+	nr = build_regions(vmas, nv, large, nlarge, &regions_buf, &tmp_buf);
+	regs = (const struct rec_map *)regions_buf.p;
+	/* After the records: every bucket they name is below NB. */
+	nb = rec_bucket_count();
+	rec_buf_free(&values_buf);
+	if (!rec_buf_zero(&values_buf, (size_t)nb * (3 * sizeof(int64_t) +
+						      sizeof(*tot)))) {
+		rec_say("out of memory; no dump", NULL);
+		return;
+	}
+	mv = (int64_t *)values_buf.p;
+	mc = mv + nb;
+	adj = mc + nb;
+	tot = (struct rec_totals *)(adj + nb);
+	headers = rec_count_sum(nb, tot);
+
+	/* Committed bytes: the walk, then the kernel's count at once. */
+	pm_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	if (pm_fd < 0)
+		rec_say("cannot read /proc/self/pagemap: ", why(errno),
+			"; committed bytes will be 0", NULL);
+	if (pm_fd >= 0 && !zero_pfn)
+		learn_zero_pfn();
+	if (rec_cfg.pageframe && !pfns_visible()) {
+		if (!said_pfn)
+			rec_say("page frame numbers need CAP_SYS_ADMIN; "
+				"dumps will not list page frames", NULL);
+		said_pfn = true;
+		rec_cfg.pageframe = 0;
+	}
+	kpc_fd = rec_cfg.pageframe == 2
+			 ? open("/proc/kpagecount", O_RDONLY | O_CLOEXEC)
+			 : -1;
+	memset(g, 0, sizeof(g));
+	build_mmap_list(vmas, nv, regs, nr, g, mv, mc, nb);
+	rollup(kernel);
+	for (size_t i = 0; i < nlarge; i++) {
+		uint64_t c = committed(large[i].p, large[i].p + large[i].size,
+				       NULL);
+
+		if (large[i].bucket < nb)
+			adj[large[i].bucket] += (int64_t)c -
+						(int64_t)large[i].size;
+	}
+	if (pm_fd >= 0)
+		close(pm_fd);
+	if (kpc_fd >= 0)
+		close(kpc_fd);
+	pm_fd = kpc_fd = -1;
+	atomic_store(&rec_dumping, false);
+
+	/* STACKTRACES, and the buckets this process has not written yet. */
+	rec_buf_free(&stacks);
+	rec_buf_free(&buckets_text);
+	for (uint32_t id = 0; id < nb; id++) {
+		struct rec_bucket *k = rec_bucket_by_id(id);
+		int64_t virt, comm, allocs, frees;
+
+		if (!k)
+			continue;
+		allocs = tot[id].allocs;
+		frees = tot[id].frees;
+		if (k->kind == REC_MMAP) {
+			virt = mv[id];
+			comm = mc[id];
+		} else {
+			virt = k == rec_header_bucket ? headers : tot[id].live;
+			comm = virt + adj[id];
+			if (comm < 0)
+				comm = 0;
+			if (comm > virt)
+				comm = virt;
+			add_stat(g, G_PROFILED_MALLOC, virt, comm);
+		}
+		if (virt <= 0)
+			continue;
+		stack_line(&stacks, virt, comm, allocs, frees, id);
+		if (!atomic_load(&k->written)) {
+			bucket_line(&buckets_text, k);
+			atomic_store(&k->written, true);
+		}
+	}
+
+	/* GLOBAL_STATS: absent is what the regions miss (0 here). */
+	for (int c = 0; c < 2; c++) {
+		int64_t sum = 0, *f;
+
+		for (int r = G_FILE_EXEC; r <= G_OTHER; r++)
+			sum += c ? g[r].comm : g[r].virt;
+		f = c ? &g[G_ABSENT].comm : &g[G_ABSENT].virt;
+		*f = (c ? g[G_PROFILED_MMAP].comm + g[G_NP_TOTAL].comm
+			: g[G_PROFILED_MMAP].virt + g[G_NP_TOTAL].virt) -
+		     sum;
+		f = c ? &g[G_TOTAL].comm : &g[G_TOTAL].virt;
+		*f = sum + (c ? g[G_ABSENT].comm : g[G_ABSENT].virt);
+	}
+	rec_buf_free(&gstats);
+	rec_buf_str(&gstats, "GLOBAL_STATS:\n# total (");
+	rec_buf_i64(&gstats, g[G_TOTAL].comm);
+	rec_buf_str(&gstats, g[G_TOTAL].comm == g[G_PROFILED_MMAP].comm +
+							 g[G_NP_TOTAL].comm
+				     ? ") == profiled-mmap ("
+				     : ") != profiled-mmap (");
+	rec_buf_i64(&gstats, g[G_PROFILED_MMAP].comm);
+	rec_buf_str(&gstats, ") + nonprofiled-* (");
+	rec_buf_i64(&gstats, g[G_NP_TOTAL].comm);
+	rec_buf_str(&gstats, ")\n");
+	rec_buf_pad(&gstats, 26, 0, ' ');
+	rec_buf_str(&gstats, "     virtual    committed\n");
+	for (int r = 0; r < NG; r++)
+		stat_line(&gstats, gnames[r], g[r].virt, g[r].comm);
+	rec_buf_free(&head);
+	rec_buf_str(&head, "STACKTRACES:\n   virtual  committed\n");
+	build_meta(reason, &now, kernel);
+	build_maps_file(vmas, nv);
+
+	/* Out of memory somewhere: a short buffer is no dump. */
+	if (!meta.p || !mmap_list.p || !gstats.p || !head.p) {
+		rec_say("out of memory; no dump", NULL);
+		return;
+	}
+
+	dump_count++;
+	file_name(name, dump_count, ".buckets");
+	one[0] = &buckets_text;
+	if (!write_file(name, one, 1))
+		return;
+	file_name(name, 0, ".maps");
+	one[0] = &maps_file;
+	if (!write_file(name, one, 1))
+		return;
+	file_name(name, dump_count, ".heap");
+	write_file(name, heap_parts, 5);
+}
+
+void rec_dump(const char *reason)
+{
+	int saved = errno;
+
+	rec_lock_take(&dump_lock);
+	rec_busy++;
+	if (!my_pid)
+		my_pid = getpid();
+	do_dump(reason);
+	atomic_store(&rec_dumping, false);
+	rec_busy--;
+	rec_lock_give(&dump_lock);
+	errno = saved;
+}
+
+void rec_dump_lock(void)
+{
+	rec_lock_take(&dump_lock);
+}
+
+void rec_dump_unlock(void)
+{
+	rec_lock_give(&dump_lock);
+}
+
+void rec_dump_after_fork(void)
+{
+	/*
+	 * A new process: its own pid in file names, dumps from 0001, and
+	 * every bucket again in its first .buckets file (it inherited the
+	 * parent's live blocks and their buckets).
+	 */
+	uint32_t nb = rec_bucket_count();
+
+	my_pid = getpid();
+	dump_count = 0;
+	said_write_error = said_limit = false;
+	for (uint32_t id = 0; id < nb; id++) {
+		struct rec_bucket *k = rec_bucket_by_id(id);
+
+		if (k)
+			atomic_store(&k->written, false);
+	}
+}

@@ -1,0 +1,737 @@
+/*
+ * The recorder's hooks.  malloc and friends call glibc's own entry points
+ * (__libc_malloc, ...), which glibc exports for exactly this, so there is
+ * no dlsym() bootstrap to deadlock in.  Each block gets a 16-byte header
+ * in front: its size, its bucket and how far the block was moved to align
+ * it, and a check word that tells the recorder's blocks from any other,
+ * so free() needs no lookup.
+ *
+ * Stacks come from glibc's backtrace() (libgcc's unwinder over glibc's
+ * lock-free _dl_find_object: about 100 ns for 15 frames here, and it
+ * needs no frame pointers).  Dumps are written by a background thread,
+ * never inside a hook.
+ */
+#include "rec.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <execinfo.h>
+#include <link.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void *__libc_memalign(size_t, size_t);
+extern void __libc_free(void *);
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* glibc's obsolete entry points, which <malloc.h> would declare. */
+void *memalign(size_t align, size_t n);
+void *pvalloc(size_t n);
+size_t malloc_usable_size(void *p);
+
+struct rec_config rec_cfg;
+__thread int rec_busy;
+atomic_bool rec_forked;
+
+enum { ST_NEW, ST_INIT, ST_READY, ST_OFF };
+static atomic_int state = ST_NEW;
+static uintptr_t text_lo, text_hi; /* the recorder's own code */
+static uintptr_t brk_lo;           /* where the main arena starts */
+static size_t (*real_usable)(void *);
+
+/* ---- block headers ---- */
+
+#define UNTRACKED 0x3fffffu /* a block made while the recorder was busy */
+#define TAG 0x6d6f7264u
+
+struct hdr {
+	uint64_t size;
+	uint32_t meta;  /* bucket (22 bits) | log2 of the offset << 22 */
+	uint32_t check;
+};
+
+static uint32_t check_of(const struct hdr *h)
+{
+	uint64_t x = h->size ^ ((uint64_t)h->meta << 32) ^ (uintptr_t)h;
+
+	x *= 0x9e3779b97f4a7c15ULL;
+	return (uint32_t)(x >> 32) ^ TAG;
+}
+
+static struct hdr *hdr_of(void *p)
+{
+	struct hdr *h = (struct hdr *)p - 1;
+
+	return h->check == check_of(h) ? h : NULL;
+}
+
+static unsigned log2_of(size_t a)
+{
+	unsigned n = 0;
+
+	while ((size_t)1 << n < a)
+		n++;
+	return n;
+}
+
+/* ---- stacks ---- */
+
+static struct rec_bucket *bucket_here(enum rec_kind kind)
+{
+	uintptr_t frames[REC_MAX_DEPTH];
+	/* The stack starts at the caller, past the recorder's frames. */
+	unsigned n = rec_unwind(frames, rec_cfg.depth, text_lo, text_hi);
+
+	return rec_bucket_get(kind, frames, n);
+}
+
+/* ---- bookkeeping ---- */
+
+static bool tracking(void)
+{
+	return atomic_load_explicit(&state, memory_order_acquire) ==
+		       ST_READY &&
+	       !rec_busy;
+}
+
+static void init(void);
+static void poll_dumper(void);
+
+/* The raw block RAW holds SIZE bytes for the user at RAW + OFF. */
+static void *finish(void *raw, size_t size, size_t off)
+{
+	struct hdr *h;
+	struct rec_bucket *b = NULL;
+	void *p;
+
+	if (!raw)
+		return NULL;
+	p = (char *)raw + off;
+	h = (struct hdr *)p - 1;
+	if (atomic_load_explicit(&state, memory_order_acquire) == ST_NEW)
+		init();
+	poll_dumper();
+	if (tracking()) {
+		rec_busy++;
+		b = bucket_here(REC_MALLOC);
+		rec_busy--;
+	}
+	h->size = size;
+	h->meta = (b ? b->id : UNTRACKED) | log2_of(off) << 22;
+	h->check = check_of(h);
+	if (!b)
+		return p;
+	rec_count_alloc(b->id, size, off);
+	if (size >= REC_LARGE || (((size_t *)raw)[-1] & 2)) {
+		struct rec_large l = { (uintptr_t)p, size, 0, 0, b->id };
+
+		if (((size_t *)raw)[-1] & 2) {
+			/*
+			 * glibc mapped this one block: its chunk (16 bytes
+			 * before RAW) says how far into the mapping it starts
+			 * and how long it is.
+			 */
+			const size_t *chunk = (const size_t *)raw - 2;
+
+			l.mstart = (uintptr_t)chunk - chunk[0];
+			l.mend = (uintptr_t)chunk + (chunk[1] & ~(size_t)7);
+		}
+		rec_large_add(&l);
+	}
+	if (!(((size_t *)raw)[-1] & 2) &&
+	    ((uintptr_t)raw < brk_lo || (uintptr_t)raw >= (uintptr_t)sbrk(0))) {
+		/* Not in the brk heap: in a heap of another glibc arena. */
+		rec_arena_note((uintptr_t)raw);
+	}
+	return p;
+}
+
+/* Forget block P (a recorder block); returns its raw address. */
+static void *release(void *p, struct hdr *h)
+{
+	uint32_t id = h->meta & 0x3fffff;
+	size_t off = (size_t)1 << (h->meta >> 22);
+	struct rec_bucket *b;
+
+	h->check = 0; /* a second free is glibc's to catch, not ours */
+	if (id != UNTRACKED && (b = rec_bucket_by_id(id))) {
+		const size_t *raw = (const size_t *)((char *)p - off);
+
+		rec_count_free(id, h->size, off);
+		/* (As finish() chose: big, or mapped by glibc on its own.) */
+		if (h->size >= REC_LARGE || (raw[-1] & 2))
+			rec_large_del((uintptr_t)p);
+	}
+	return (char *)p - off;
+}
+
+/*
+ * While a dump reads the process, the program's allocations wait (the
+ * dump thread's own pass: it is busy).  One load when no dump runs.
+ */
+static inline void wait_dump(void)
+{
+	while (__builtin_expect(atomic_load_explicit(&rec_dumping,
+						     memory_order_relaxed),
+				0) &&
+	       !rec_busy) {
+		struct timespec nap = { 0, 50 * 1000 };
+
+		nanosleep(&nap, NULL);
+	}
+}
+
+/* ---- the malloc family ---- */
+
+EXPORT void *malloc(size_t n)
+{
+	wait_dump();
+	if (n > SIZE_MAX - 16) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return finish(__libc_malloc(n + 16), n, 16);
+}
+
+EXPORT void free(void *p)
+{
+	struct hdr *h;
+
+	if (!p)
+		return;
+	wait_dump();
+	h = hdr_of(p);
+	__libc_free(h ? release(p, h) : p);
+}
+
+EXPORT void *calloc(size_t n, size_t m)
+{
+	size_t total;
+
+	wait_dump();
+	if (__builtin_mul_overflow(n, m, &total) || total > SIZE_MAX - 16) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return finish(__libc_calloc(1, total + 16), total, 16);
+}
+
+static void *aligned(size_t align, size_t n)
+{
+	wait_dump();
+	if (align < 16)
+		align = 16;
+	if (align & (align - 1))
+		align = (size_t)1 << log2_of(align);
+	if (align > ((size_t)1 << 31) || n > SIZE_MAX - align) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return finish(__libc_memalign(align, n + align), n, align);
+}
+
+EXPORT void *realloc(void *p, size_t n)
+{
+	struct hdr *h;
+	void *q, *raw;
+	size_t old;
+
+	wait_dump();
+	if (!p)
+		return malloc(n);
+	h = hdr_of(p);
+	if (!h)
+		return __libc_realloc(p, n);
+	if (!n) {
+		free(p);
+		return NULL;
+	}
+	old = h->size;
+	if ((h->meta >> 22) != 4 || n > SIZE_MAX - 16) {
+		/* Aligned blocks move by hand. */
+		q = malloc(n);
+		if (q) {
+			memcpy(q, p, old < n ? old : n);
+			free(p);
+		}
+		return q;
+	}
+	{
+		/* The old block's accounting, in case glibc fails. */
+		struct hdr saved = *h;
+
+		raw = release(p, h);
+		q = __libc_realloc(raw, n + 16);
+		if (!q) {
+			/* Still the old block: count it again. */
+			*h = saved;
+			finish(raw, saved.size, 16);
+			return NULL;
+		}
+	}
+	return finish(q, n, 16);
+}
+
+EXPORT void *reallocarray(void *p, size_t n, size_t m)
+{
+	size_t total;
+
+	if (__builtin_mul_overflow(n, m, &total)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return realloc(p, total);
+}
+
+EXPORT void *memalign(size_t align, size_t n)
+{
+	return aligned(align, n);
+}
+
+EXPORT void *aligned_alloc(size_t align, size_t n)
+{
+	return aligned(align, n);
+}
+
+EXPORT int posix_memalign(void **out, size_t align, size_t n)
+{
+	void *p;
+
+	if (!align || (align & (align - 1)) || align % sizeof(void *))
+		return EINVAL;
+	p = aligned(align, n);
+	if (!p)
+		return ENOMEM;
+	*out = p;
+	return 0;
+}
+
+EXPORT void *valloc(size_t n)
+{
+	return aligned((size_t)sysconf(_SC_PAGESIZE), n);
+}
+
+EXPORT void *pvalloc(size_t n)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+	if (n > SIZE_MAX - page) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return aligned(page, (n + page - 1) & ~(page - 1));
+}
+
+EXPORT size_t malloc_usable_size(void *p)
+{
+	struct hdr *h;
+
+	if (!p)
+		return 0;
+	if (!real_usable)
+		real_usable = (size_t (*)(void *))dlsym(RTLD_NEXT,
+						       "malloc_usable_size");
+	h = hdr_of(p);
+	if (!real_usable)
+		return h ? h->size : 0;
+	if (!h)
+		return real_usable(p);
+	return real_usable((char *)p - ((size_t)1 << (h->meta >> 22))) -
+	       ((size_t)1 << (h->meta >> 22));
+}
+
+/* ---- the mmap family ---- */
+
+static void note_map(void *r, size_t len)
+{
+	struct rec_bucket *b;
+	size_t page = 4096;
+
+	if (r == MAP_FAILED || !rec_cfg.mmap || !tracking())
+		return;
+	rec_busy++;
+	b = bucket_here(REC_MMAP);
+	if (b) {
+		rec_count_alloc(b->id, 0, 0);
+		rec_map_add((uintptr_t)r,
+			    ((uintptr_t)r + len + page - 1) & ~(page - 1),
+			    b->id);
+	}
+	rec_busy--;
+}
+
+EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd,
+		  off_t off)
+{
+	void *r;
+
+	wait_dump();
+	r = rec_raw_mmap(addr, len, prot, flags, fd, off); /* sets errno */
+	if (atomic_load(&state) == ST_NEW)
+		init();
+	note_map(r, len);
+	return r;
+}
+
+EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd,
+		    off_t off) __attribute__((alias("mmap")));
+
+EXPORT int munmap(void *addr, size_t len)
+{
+	int r;
+
+	wait_dump();
+	r = rec_raw_munmap(addr, len); /* sets errno */
+	if (r < 0)
+		return -1;
+	if (rec_cfg.mmap && atomic_load(&state) == ST_READY)
+		rec_map_del((uintptr_t)addr,
+			    (uintptr_t)addr + ((len + 4095) & ~(size_t)4095));
+	return 0;
+}
+
+EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
+{
+	void *naddr = NULL, *r;
+	uint32_t bucket;
+
+	if (flags & MREMAP_FIXED) {
+		va_list ap;
+
+		va_start(ap, flags);
+		naddr = va_arg(ap, void *);
+		va_end(ap);
+	}
+	wait_dump();
+	r = rec_raw_mremap(old, oldlen, newlen, flags, naddr); /* sets errno */
+	if (r == MAP_FAILED || !rec_cfg.mmap ||
+	    atomic_load(&state) != ST_READY)
+		return r;
+	/* The mapping keeps the bucket of the call that made it. */
+	rec_busy++;
+	if (rec_map_bucket_at((uintptr_t)old, &bucket)) {
+		rec_map_del((uintptr_t)old,
+			    (uintptr_t)old + ((oldlen + 4095) & ~(size_t)4095));
+		rec_map_add((uintptr_t)r,
+			    (uintptr_t)r + ((newlen + 4095) & ~(size_t)4095),
+			    bucket);
+	}
+	rec_busy--;
+	return r;
+}
+
+/* ---- marker functions (their addresses name synthetic buckets) ---- */
+
+#define MARKER(name)                                                         \
+	__attribute__((noinline, used)) EXPORT void name(void)              \
+	{                                                                    \
+		asm volatile("nop; nop; nop; nop");                          \
+	}
+
+MARKER(dmprof_recorder_self)
+MARKER(dmprof_glibc_malloc_arena)
+MARKER(dmprof_recorder_block_headers)
+
+/* ---- configuration, triggers, the dump thread ---- */
+
+static uint64_t env_u64(const char *name, uint64_t dflt)
+{
+	const char *s = getenv(name);
+	uint64_t v = 0;
+
+	if (!s || !*s)
+		return dflt;
+	for (; *s >= '0' && *s <= '9'; s++)
+		v = v * 10 + (uint64_t)(*s - '0');
+	return v;
+}
+
+static double env_seconds(const char *name)
+{
+	const char *s = getenv(name);
+	double v = 0, scale = 0.1;
+
+	if (!s)
+		return 0;
+	for (; *s >= '0' && *s <= '9'; s++)
+		v = v * 10 + (*s - '0');
+	if (*s == '.')
+		for (s++; *s >= '0' && *s <= '9'; s++, scale /= 10)
+			v += (*s - '0') * scale;
+	return v;
+}
+
+static int text_range(struct dl_phdr_info *info, size_t size, void *data)
+{
+	uintptr_t me = (uintptr_t)data;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && me >= lo &&
+		    me < lo + ph->p_memsz) {
+			text_lo = lo;
+			text_hi = lo + ph->p_memsz;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static void init(void)
+{
+	int expect = ST_NEW;
+	const char *prefix;
+
+	if (!atomic_compare_exchange_strong(&state, &expect, ST_INIT)) {
+		/* Another thread initializes: wait, unless it is us. */
+		while (!rec_busy && atomic_load(&state) == ST_INIT)
+			__builtin_ia32_pause();
+		return;
+	}
+	rec_busy++;
+	prefix = getenv("HEAPPROFILE");
+	if (!prefix || !*prefix || strlen(prefix) >= sizeof(rec_cfg.prefix)) {
+		atomic_store(&state, ST_OFF);
+		rec_busy--;
+		return;
+	}
+	strcpy(rec_cfg.prefix, prefix);
+	rec_cfg.mmap = env_u64("HEAP_PROFILE_MMAP", 0) != 0;
+	rec_cfg.pageframe = (int)env_u64("DEEP_HEAP_PROFILE_PAGEFRAME", 0);
+	rec_cfg.depth = (unsigned)env_u64("DMPROF_STACK_DEPTH", 32);
+	if (rec_cfg.depth < 1 || rec_cfg.depth > REC_MAX_DEPTH)
+		rec_cfg.depth = 32;
+	rec_cfg.time_interval = env_seconds("HEAP_PROFILE_TIME_INTERVAL");
+	/* gperftools' defaults: 1 GiB allocated, 100 MiB more in use. */
+	rec_cfg.alloc_interval =
+		env_u64("HEAP_PROFILE_ALLOCATION_INTERVAL", 1ULL << 30);
+	rec_cfg.inuse_interval =
+		env_u64("HEAP_PROFILE_INUSE_INTERVAL", 100ULL << 20);
+	rec_cfg.signal = (int)env_u64("HEAPPROFILESIGNAL", 0);
+	dl_iterate_phdr(text_range, (void *)(uintptr_t)init);
+	brk_lo = (uintptr_t)sbrk(0);
+	rec_table_init();
+	rec_unwind_init();
+	rec_count_init();
+	{
+		/* backtrace() (the unwinder's fallback) loads libgcc on
+		 * first use: do it now. */
+		void *warm[4];
+
+		backtrace(warm, 4);
+	}
+	rec_cfg.active = true;
+	atomic_store(&state, ST_READY);
+	rec_busy--;
+}
+
+static volatile sig_atomic_t signalled;
+static atomic_bool stopping;
+static pthread_t dumper;
+static bool have_dumper;
+static atomic_bool need_dumper;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	signalled = 1;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void *dump_loop(void *arg)
+{
+	double last = now();
+	uint64_t last_alloc = atomic_load(&rec_allocated);
+	int64_t last_inuse = atomic_load(&rec_inuse);
+
+	(void)arg;
+	rec_busy = 1; /* nothing this thread allocates is the program's */
+	while (!atomic_load(&stopping)) {
+		struct timespec nap = { 0, 20 * 1000 * 1000 };
+		uint64_t alloc = atomic_load(&rec_allocated);
+		int64_t inuse = atomic_load(&rec_inuse);
+		const char *why = NULL;
+
+		nanosleep(&nap, NULL);
+		if (signalled) {
+			signalled = 0;
+			why = "signal";
+		} else if (rec_cfg.time_interval > 0 &&
+			   now() - last >= rec_cfg.time_interval) {
+			why = "time interval";
+		} else if (rec_cfg.alloc_interval &&
+			   alloc - last_alloc >= rec_cfg.alloc_interval) {
+			why = "allocation interval";
+		} else if (rec_cfg.inuse_interval &&
+			   inuse - last_inuse >=
+				   (int64_t)rec_cfg.inuse_interval) {
+			why = "in-use interval";
+		}
+		if (!why || atomic_load(&stopping))
+			continue;
+		rec_dump(why);
+		last = now();
+		last_alloc = alloc;
+		last_inuse = inuse;
+	}
+	return NULL;
+}
+
+static void start_dumper(void)
+{
+	pthread_attr_t attr;
+	sigset_t all, old;
+	size_t size = 256 * 1024;
+	void *stack = rec_alloc(size); /* the recorder's memory, as such */
+
+	pthread_attr_init(&attr);
+	if (stack)
+		pthread_attr_setstack(&attr, stack, size);
+	else
+		pthread_attr_setstacksize(&attr, size);
+	/* The program's signals are not for this thread. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rec_busy++;
+	have_dumper = pthread_create(&dumper, &attr, dump_loop, NULL) == 0;
+	rec_busy--;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+}
+
+/*
+ * fork(): no lock of the recorder may be held by another thread at the
+ * moment of the fork, or the child would wait for it forever.  So the
+ * forking thread takes them all (a dump in progress finishes first).
+ */
+static void locks(bool take)
+{
+	if (take) {
+		rec_dump_lock();
+		rec_count_locks(true);
+		rec_table_locks(true);
+		rec_mem_locks(true);
+	} else {
+		rec_mem_locks(false);
+		rec_table_locks(false);
+		rec_count_locks(false);
+		rec_dump_unlock();
+	}
+}
+
+static void before_fork(void)
+{
+	rec_busy++;
+	locks(true);
+}
+
+static void after_fork_parent(void)
+{
+	atomic_store(&rec_forked, true);
+	locks(false);
+	rec_busy--;
+}
+
+static void after_fork_child(void)
+{
+	/*
+	 * The child keeps recording, into files of its own pid; threads do
+	 * not survive fork(), so it needs a dump thread of its own, which
+	 * starts at its next allocation (a child that only exec()s writes
+	 * nothing).
+	 */
+	atomic_store(&rec_forked, true);
+	rec_count_after_fork();
+	locks(false);
+	have_dumper = false;
+	if (rec_cfg.active) {
+		rec_dump_after_fork();
+		atomic_store(&need_dumper, true);
+	}
+	rec_busy--;
+}
+
+__attribute__((constructor)) static void rec_start(void)
+{
+	if (atomic_load(&state) == ST_NEW)
+		init();
+	if (atomic_load(&state) != ST_READY)
+		return;
+	if (rec_cfg.signal > 0 && rec_cfg.signal < NSIG) {
+		struct sigaction sa;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_signal;
+		sa.sa_flags = SA_RESTART;
+		sigaction(rec_cfg.signal, &sa, NULL);
+	}
+	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+	start_dumper();
+}
+
+__attribute__((destructor)) static void rec_stop(void)
+{
+	if (atomic_load(&state) != ST_READY)
+		return;
+	atomic_store(&stopping, true);
+	if (have_dumper)
+		pthread_join(dumper, NULL);
+	rec_busy++;
+	rec_dump("Exiting");
+	rec_busy--;
+}
+
+/* A forked child starts its dump thread here, outside any lock. */
+static void poll_dumper(void)
+{
+	if (atomic_load_explicit(&need_dumper, memory_order_relaxed) &&
+	    !rec_busy && atomic_exchange(&need_dumper, false))
+		start_dumper();
+}
+
+/* dlclose(): name the library's code in .maps before it goes. */
+EXPORT int dlclose(void *handle)
+{
+	static int (*real)(void *);
+
+	if (!real) {
+		rec_busy++;
+		real = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
+		rec_busy--;
+	}
+	if (!real) {
+		errno = ENOSYS;
+		return -1;
+	}
+	if (atomic_load(&state) == ST_READY && !rec_busy) {
+		int rc;
+
+		rec_busy++;
+		rec_maps_remember();
+		rec_busy--;
+		rc = real(handle);
+		rec_unwind_forget();
+		return rc;
+	}
+	return real(handle);
+}

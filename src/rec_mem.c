@@ -1,0 +1,256 @@
+/*
+ * The recorder's own memory.  Everything comes from raw mmap(2) calls that
+ * bypass the hooks, and every such mapping is listed here, so that dumps
+ * can show the recorder's memory as a component of its own instead of
+ * charging it to the program.
+ */
+#include "rec.h"
+
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+void *rec_raw_mmap(void *addr, size_t len, int prot, int flags, int fd,
+		   long off)
+{
+	long r = syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+
+	return r < 0 && r > -4096 ? MAP_FAILED : (void *)r;
+}
+
+int rec_raw_munmap(void *addr, size_t len)
+{
+	return (int)syscall(SYS_munmap, addr, len);
+}
+
+void *rec_raw_mremap(void *old, size_t oldlen, size_t newlen, int flags,
+		     void *naddr)
+{
+	long r = syscall(SYS_mremap, old, oldlen, newlen, flags, naddr);
+
+	return r < 0 && r > -4096 ? MAP_FAILED : (void *)r;
+}
+
+void rec_lock_take(rec_lock *l)
+{
+	while (atomic_flag_test_and_set_explicit(l, memory_order_acquire))
+		__builtin_ia32_pause();
+}
+
+void rec_lock_give(rec_lock *l)
+{
+	atomic_flag_clear_explicit(l, memory_order_release);
+}
+
+/* ---- the recorder's mappings ---- */
+
+#define SELF_MAX 4096
+
+static struct {
+	uintptr_t start, end;
+} self[SELF_MAX];
+static size_t nself;
+static rec_lock self_lock = ATOMIC_FLAG_INIT;
+
+static void self_note(void *p, size_t len, void *old, size_t oldlen)
+{
+	rec_lock_take(&self_lock);
+	if (old) {
+		for (size_t i = 0; i < nself; i++) {
+			if (self[i].start != (uintptr_t)old ||
+			    self[i].end != (uintptr_t)old + oldlen)
+				continue;
+			self[i] = self[--nself];
+			break;
+		}
+	}
+	if (p && nself < SELF_MAX) {
+		self[nself].start = (uintptr_t)p;
+		self[nself].end = (uintptr_t)p + len;
+		nself++;
+	}
+	rec_lock_give(&self_lock);
+}
+
+/* The recorder's mappings, as rec_map records of its own bucket. */
+size_t rec_self_snapshot(struct rec_map *out, size_t max, uint32_t bucket)
+{
+	size_t n = 0;
+
+	rec_lock_take(&self_lock);
+	for (size_t i = 0; i < nself && n < max; i++) {
+		out[n].start = self[i].start;
+		out[n].end = self[i].end;
+		out[n].bucket = bucket;
+		n++;
+	}
+	rec_lock_give(&self_lock);
+	return n;
+}
+
+size_t rec_self_count(void)
+{
+	return nself;
+}
+
+static void *self_map(size_t len)
+{
+	void *p = rec_raw_mmap(NULL, len, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	self_note(p, len, NULL, 0);
+	return p;
+}
+
+/* ---- a bump allocator ---- */
+
+#define CHUNK (4u << 20)
+
+static char *cur, *end;
+static rec_lock alloc_lock = ATOMIC_FLAG_INIT;
+
+void *rec_alloc(size_t size)
+{
+	char *p;
+
+	size = (size + 15) & ~(size_t)15;
+	if (size >= CHUNK / 4)
+		return self_map((size + 4095) & ~(size_t)4095);
+	rec_lock_take(&alloc_lock);
+	if (!cur || (size_t)(end - cur) < size) {
+		cur = self_map(CHUNK);
+		end = cur ? cur + CHUNK : NULL;
+	}
+	p = cur;
+	if (p)
+		cur += size;
+	rec_lock_give(&alloc_lock);
+	return p; /* fresh anonymous memory is zero */
+}
+
+/* ---- growable buffers ---- */
+
+static void buf_grow(struct rec_buf *b, size_t need)
+{
+	size_t cap = b->cap ? b->cap : 65536;
+	void *p;
+
+	while (cap < need)
+		cap *= 2;
+	if (cap == b->cap)
+		return;
+	if (!b->p) {
+		p = self_map(cap);
+	} else {
+		p = rec_raw_mremap(b->p, b->cap, cap, MREMAP_MAYMOVE, NULL);
+		if (p == MAP_FAILED)
+			p = NULL;
+		else
+			self_note(p, cap, b->p, b->cap);
+	}
+	if (!p)
+		return; /* out of memory: the writer notices the short buffer */
+	b->p = p;
+	b->cap = cap;
+}
+
+void rec_buf_add(struct rec_buf *b, const void *data, size_t len)
+{
+	if (!len)
+		return; /* (DATA may be NULL) */
+	if (b->len + len > b->cap)
+		buf_grow(b, b->len + len);
+	if (b->len + len > b->cap)
+		return;
+	memcpy(b->p + b->len, data, len);
+	b->len += len;
+}
+
+void rec_buf_str(struct rec_buf *b, const char *s)
+{
+	rec_buf_add(b, s, strlen(s));
+}
+
+void rec_buf_u64(struct rec_buf *b, uint64_t v)
+{
+	char tmp[24];
+	int i = sizeof(tmp);
+
+	do {
+		tmp[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	rec_buf_add(b, tmp + i, sizeof(tmp) - (size_t)i);
+}
+
+void rec_buf_i64(struct rec_buf *b, int64_t v)
+{
+	if (v < 0) {
+		rec_buf_add(b, "-", 1);
+		rec_buf_u64(b, (uint64_t)0 - (uint64_t)v);
+	} else {
+		rec_buf_u64(b, (uint64_t)v);
+	}
+}
+
+void rec_buf_hex(struct rec_buf *b, uint64_t v, int width)
+{
+	char tmp[24];
+	int i = sizeof(tmp);
+
+	do {
+		tmp[--i] = "0123456789abcdef"[v & 15];
+		v >>= 4;
+	} while (v);
+	while ((int)sizeof(tmp) - i < width)
+		tmp[--i] = '0';
+	rec_buf_add(b, tmp + i, sizeof(tmp) - (size_t)i);
+}
+
+/* Room for N more bytes; false when there is no memory for them. */
+bool rec_buf_reserve(struct rec_buf *b, size_t n)
+{
+	if (b->cap - b->len < n)
+		buf_grow(b, b->len + n);
+	return b->cap - b->len >= n;
+}
+
+/* N more bytes, zeroed; false (and nothing added) without memory. */
+bool rec_buf_zero(struct rec_buf *b, size_t n)
+{
+	if (!n)
+		return true;
+	if (!rec_buf_reserve(b, n))
+		return false;
+	memset(b->p + b->len, 0, n);
+	b->len += n;
+	return true;
+}
+
+/* Right-align: pad with C to WIDTH before text of length USED. */
+void rec_buf_pad(struct rec_buf *b, size_t width, size_t used, char c)
+{
+	while (used++ < width)
+		rec_buf_add(b, &c, 1);
+}
+
+void rec_buf_free(struct rec_buf *b)
+{
+	/* Buffers are kept for the next dump; only emptied. */
+	b->len = 0;
+}
+
+/* Around fork(): the allocator's locks, taken after the tables'. */
+void rec_mem_locks(bool take)
+{
+	if (take) {
+		rec_lock_take(&alloc_lock);
+		rec_lock_take(&self_lock);
+	} else {
+		rec_lock_give(&self_lock);
+		rec_lock_give(&alloc_lock);
+	}
+}

@@ -1,0 +1,477 @@
+/*
+ * The recorder's tables.  Buckets sit in an open-addressing table that
+ * threads search without locks; a new stack takes a lock to be inserted,
+ * and when the table is half full it is copied into one twice as big and
+ * the new one published (old tables stay mapped, so a reader still
+ * walking one is safe; they cost as much as the newest one together).
+ * Large blocks, mappings and arena heaps change rarely and take a spin
+ * lock.
+ */
+#include "rec.h"
+
+#include <string.h>
+#include <sys/mman.h>
+
+/* Ids are dense: by_id is touched page by page as buckets come. */
+#define MAX_BUCKETS (1u << 22)
+
+struct table {
+	size_t mask;
+	_Atomic(struct rec_bucket *) slot[];
+};
+
+static _Atomic(struct table *) table;
+static _Atomic(struct rec_bucket *) *by_id;
+static atomic_uint next_id;
+static rec_lock insert_lock = ATOMIC_FLAG_INIT;
+
+struct rec_bucket *rec_self_bucket;
+struct rec_bucket *rec_arena_bucket;
+struct rec_bucket *rec_header_bucket;
+
+static uint64_t hash_stack(enum rec_kind kind, const uintptr_t *f, unsigned n)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ULL ^ (uint64_t)kind ^ ((uint64_t)n << 8);
+
+	for (unsigned i = 0; i < n; i++) {
+		h ^= f[i];
+		h *= 0xbf58476d1ce4e5b9ULL;
+		h ^= h >> 29;
+	}
+	h *= 0x94d049bb133111ebULL;
+	return h ^ (h >> 31);
+}
+
+static struct table *table_new(size_t slots)
+{
+	struct table *t = rec_alloc(sizeof(*t) + slots * sizeof(t->slot[0]));
+
+	/*
+	 * Written now: probing reads empty slots anywhere, and reading
+	 * untouched memory maps the zero page, which would muddle the
+	 * committed bytes.
+	 */
+	if (t) {
+		memset(t->slot, 0, slots * sizeof(t->slot[0]));
+		t->mask = slots - 1;
+	}
+	return t;
+}
+
+static struct rec_bucket *marker(enum rec_kind kind, void (*fn)(void))
+{
+	/* A return address just inside the marker function. */
+	uintptr_t frame = (uintptr_t)fn + 1;
+
+	return rec_bucket_get(kind, &frame, 1);
+}
+
+void rec_table_init(void)
+{
+	atomic_store(&table, table_new(4096));
+	by_id = rec_alloc((size_t)MAX_BUCKETS * sizeof(*by_id));
+	rec_self_bucket = marker(REC_MMAP, dmprof_recorder_self);
+	rec_arena_bucket = marker(REC_MMAP, dmprof_glibc_malloc_arena);
+	rec_header_bucket = marker(REC_MALLOC, dmprof_recorder_block_headers);
+}
+
+static bool same(const struct rec_bucket *s, uint64_t h, enum rec_kind kind,
+		 const uintptr_t *frames, unsigned depth)
+{
+	return s->hash == h && s->kind == kind && s->depth == depth &&
+	       !memcmp(s->frames, frames, depth * sizeof(uintptr_t));
+}
+
+/* The bucket in T, or NULL; *SLOT is where the search ended. */
+static struct rec_bucket *find(struct table *t, uint64_t h,
+			       enum rec_kind kind, const uintptr_t *frames,
+			       unsigned depth, size_t *slot)
+{
+	size_t i = (size_t)h & t->mask;
+
+	for (;;) {
+		struct rec_bucket *s = atomic_load_explicit(
+			&t->slot[i], memory_order_acquire);
+
+		if (!s || same(s, h, kind, frames, depth)) {
+			*slot = i;
+			return s;
+		}
+		i = (i + 1) & t->mask;
+	}
+}
+
+/* Copy T into a table twice as big and publish it (insert lock held). */
+static struct table *grow(struct table *t)
+{
+	struct table *n = table_new((t->mask + 1) * 2);
+	uint32_t ids = atomic_load(&next_id);
+
+	if (!n)
+		return t;
+	for (uint32_t id = 0; id < ids && id < MAX_BUCKETS; id++) {
+		struct rec_bucket *b = atomic_load(&by_id[id]);
+		size_t i;
+
+		if (b) {
+			i = (size_t)b->hash & n->mask;
+			while (atomic_load_explicit(&n->slot[i],
+						    memory_order_relaxed))
+				i = (i + 1) & n->mask;
+			atomic_store_explicit(&n->slot[i], b,
+					      memory_order_relaxed);
+		}
+	}
+	atomic_store_explicit(&table, n, memory_order_release);
+	return n;
+}
+
+struct rec_bucket *rec_bucket_get(enum rec_kind kind, const uintptr_t *frames,
+				  unsigned depth)
+{
+	uint64_t h = hash_stack(kind, frames, depth);
+	struct table *t = atomic_load_explicit(&table, memory_order_acquire);
+	struct rec_bucket *b;
+	uint32_t id;
+	size_t i;
+
+	if (!t)
+		return NULL;
+	b = find(t, h, kind, frames, depth, &i);
+	if (b)
+		return b;
+
+	/* A new stack (or one another thread just added). */
+	rec_lock_take(&insert_lock);
+	t = atomic_load_explicit(&table, memory_order_acquire);
+	b = find(t, h, kind, frames, depth, &i);
+	if (b)
+		goto out;
+	id = atomic_load(&next_id);
+	if (id >= MAX_BUCKETS) {
+		/* Full: the stack counts in the first bucket. */
+		b = atomic_load(&by_id[0]);
+		goto out;
+	}
+	if ((id + 1) * 2 > t->mask + 1) {
+		t = grow(t);
+		find(t, h, kind, frames, depth, &i);
+		if ((id + 1) * 4 > (t->mask + 1) * 3) {
+			b = NULL; /* no memory to grow into, nearly full */
+			goto out;
+		}
+	}
+	b = rec_alloc(sizeof(*b) + depth * sizeof(uintptr_t));
+	if (!b)
+		goto out;
+	b->hash = h;
+	b->kind = (uint8_t)kind;
+	b->depth = (uint16_t)depth;
+	memcpy(b->frames, frames, depth * sizeof(uintptr_t));
+	b->id = id;
+	atomic_store_explicit(&by_id[id], b, memory_order_release);
+	atomic_store_explicit(&next_id, id + 1, memory_order_release);
+	atomic_store_explicit(&t->slot[i], b, memory_order_release);
+out:
+	rec_lock_give(&insert_lock);
+	return b;
+}
+
+uint32_t rec_bucket_count(void)
+{
+	return atomic_load_explicit(&next_id, memory_order_acquire);
+}
+
+struct rec_bucket *rec_bucket_by_id(uint32_t id)
+{
+	return id < MAX_BUCKETS ? atomic_load_explicit(&by_id[id],
+						       memory_order_acquire)
+				: NULL;
+}
+
+/* ---- large blocks: an open-addressing table with tombstones ---- */
+
+#define TOMB ((uintptr_t)1)
+
+static struct rec_large *large;
+static size_t large_cap, large_used, large_live;
+static rec_lock large_lock = ATOMIC_FLAG_INIT;
+
+static size_t large_slot(uintptr_t p, size_t cap)
+{
+	uint64_t h = p * 0x9e3779b97f4a7c15ULL;
+
+	return (size_t)(h >> 20) & (cap - 1);
+}
+
+static void large_grow(void)
+{
+	size_t cap = large_cap ? large_cap * 2 : 4096;
+	struct rec_large *t = rec_alloc(cap * sizeof(*t));
+
+	if (!t)
+		return;
+	memset(t, 0, cap * sizeof(*t)); /* (probed, as the buckets' table) */
+	for (size_t i = 0; i < large_cap; i++) {
+		size_t k;
+
+		if (large[i].p <= TOMB)
+			continue;
+		k = large_slot(large[i].p, cap);
+		while (t[k].p)
+			k = (k + 1) & (cap - 1);
+		t[k] = large[i];
+	}
+	/* The old table stays mapped (the recorder never frees): rare. */
+	large = t;
+	large_cap = cap;
+	large_used = large_live;
+}
+
+void rec_large_add(const struct rec_large *l)
+{
+	size_t k;
+
+	rec_lock_take(&large_lock);
+	if ((large_used + 1) * 4 > large_cap * 3)
+		large_grow();
+	if (large) {
+		k = large_slot(l->p, large_cap);
+		while (large[k].p > TOMB)
+			k = (k + 1) & (large_cap - 1);
+		if (!large[k].p)
+			large_used++;
+		large[k] = *l;
+		large_live++;
+	}
+	rec_lock_give(&large_lock);
+}
+
+void rec_large_del(uintptr_t p)
+{
+	rec_lock_take(&large_lock);
+	if (large) {
+		size_t k = large_slot(p, large_cap);
+
+		while (large[k].p) {
+			if (large[k].p == p) {
+				large[k].p = TOMB;
+				large_live--;
+				break;
+			}
+			k = (k + 1) & (large_cap - 1);
+		}
+	}
+	rec_lock_give(&large_lock);
+}
+
+size_t rec_large_snapshot(struct rec_large **out)
+{
+	static struct rec_buf buf;
+	size_t n = 0;
+
+	rec_buf_free(&buf);
+	rec_lock_take(&large_lock);
+	for (size_t i = 0; i < large_cap; i++) {
+		if (large[i].p <= TOMB)
+			continue;
+		rec_buf_add(&buf, &large[i], sizeof(large[i]));
+		n++;
+	}
+	rec_lock_give(&large_lock);
+	*out = (struct rec_large *)buf.p;
+	return buf.len / sizeof(struct rec_large) < n
+		       ? buf.len / sizeof(struct rec_large)
+		       : n;
+}
+
+/* ---- mappings: a sorted array ---- */
+
+static struct rec_map *maps;
+static size_t nmaps, maps_cap;
+static rec_lock maps_lock = ATOMIC_FLAG_INIT;
+
+static bool maps_room(size_t need)
+{
+	struct rec_map *t;
+	size_t cap;
+
+	if (need <= maps_cap)
+		return true;
+	cap = maps_cap ? maps_cap * 2 : 1024;
+	while (cap < need)
+		cap *= 2;
+	t = rec_alloc(cap * sizeof(*t));
+	if (!t)
+		return false;
+	if (nmaps)
+		memcpy(t, maps, nmaps * sizeof(*t));
+	maps = t;
+	maps_cap = cap;
+	return true;
+}
+
+/* Remove [start, end) from the list, splitting records it cuts. */
+static void maps_cut(uintptr_t start, uintptr_t end)
+{
+	size_t i = 0;
+
+	while (i < nmaps) {
+		struct rec_map *m = &maps[i];
+
+		if (m->end <= start || m->start >= end) {
+			i++;
+			continue;
+		}
+		if (m->start < start && m->end > end) {
+			/* A hole in the middle: two records. */
+			if (!maps_room(nmaps + 1))
+				return;
+			m = &maps[i];
+			memmove(&maps[i + 2], &maps[i + 1],
+				(nmaps - i - 1) * sizeof(*maps));
+			maps[i + 1].start = end;
+			maps[i + 1].end = m->end;
+			maps[i + 1].bucket = m->bucket;
+			m->end = start;
+			nmaps++;
+			return;
+		}
+		if (m->start < start) {
+			m->end = start;
+			i++;
+		} else if (m->end > end) {
+			m->start = end;
+			i++;
+		} else {
+			memmove(&maps[i], &maps[i + 1],
+				(nmaps - i - 1) * sizeof(*maps));
+			nmaps--;
+		}
+	}
+}
+
+void rec_map_add(uintptr_t start, uintptr_t end, uint32_t bucket)
+{
+	size_t i;
+
+	rec_lock_take(&maps_lock);
+	/* MAP_FIXED over an old mapping replaces it. */
+	maps_cut(start, end);
+	if (maps_room(nmaps + 1)) {
+		for (i = nmaps; i > 0 && maps[i - 1].start > start; i--)
+			maps[i] = maps[i - 1];
+		maps[i].start = start;
+		maps[i].end = end;
+		maps[i].bucket = bucket;
+		nmaps++;
+	}
+	rec_lock_give(&maps_lock);
+}
+
+void rec_map_del(uintptr_t start, uintptr_t end)
+{
+	rec_lock_take(&maps_lock);
+	maps_cut(start, end);
+	rec_lock_give(&maps_lock);
+}
+
+bool rec_map_bucket_at(uintptr_t addr, uint32_t *bucket)
+{
+	size_t lo = 0, hi;
+	bool found = false;
+
+	rec_lock_take(&maps_lock);
+	hi = nmaps;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (maps[mid].end <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < nmaps && maps[lo].start <= addr) {
+		*bucket = maps[lo].bucket;
+		found = true;
+	}
+	rec_lock_give(&maps_lock);
+	return found;
+}
+
+size_t rec_map_snapshot(struct rec_map **out)
+{
+	static struct rec_buf buf;
+	size_t n;
+
+	rec_buf_free(&buf);
+	rec_lock_take(&maps_lock);
+	rec_buf_add(&buf, maps, nmaps * sizeof(*maps));
+	n = nmaps;
+	rec_lock_give(&maps_lock);
+	*out = (struct rec_map *)buf.p;
+	return buf.len / sizeof(struct rec_map) < n
+		       ? buf.len / sizeof(struct rec_map)
+		       : n;
+}
+
+/* ---- glibc's arena heaps ---- */
+
+/*
+ * glibc's non-main arenas live in heaps aligned to HEAP_MAX_SIZE (64 MiB
+ * on 64-bit): a block's heap starts at the block's address rounded down.
+ */
+#define HEAP_MAX ((uintptr_t)64 << 20)
+#define ARENAS_MAX 1024
+
+static uintptr_t arenas[ARENAS_MAX];
+static atomic_size_t narenas;
+static rec_lock arena_lock = ATOMIC_FLAG_INIT;
+static __thread uintptr_t last_arena;
+
+void rec_arena_note(uintptr_t block)
+{
+	uintptr_t base = block & ~(HEAP_MAX - 1);
+	size_t n;
+
+	if (base == last_arena)
+		return;
+	last_arena = base;
+	n = atomic_load(&narenas);
+	for (size_t i = 0; i < n; i++)
+		if (arenas[i] == base)
+			return;
+	rec_lock_take(&arena_lock);
+	n = atomic_load(&narenas);
+	for (size_t i = 0; i < n; i++) {
+		if (arenas[i] == base) {
+			rec_lock_give(&arena_lock);
+			return;
+		}
+	}
+	if (n < ARENAS_MAX) {
+		arenas[n] = base;
+		atomic_store(&narenas, n + 1);
+	}
+	rec_lock_give(&arena_lock);
+}
+
+size_t rec_arena_snapshot(uintptr_t **out)
+{
+	*out = arenas;
+	return atomic_load(&narenas);
+}
+
+/* Around fork(): every table lock, in the order the tables take them. */
+void rec_table_locks(bool take)
+{
+	rec_lock *all[] = { &insert_lock, &large_lock, &maps_lock,
+			    &arena_lock };
+
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+		if (take)
+			rec_lock_take(all[i]);
+		else
+			rec_lock_give(all[sizeof(all) / sizeof(all[0]) - 1 - i]);
+	}
+}

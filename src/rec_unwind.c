@@ -1,0 +1,642 @@
+/*
+ * Stack capture for the recorder: a DWARF call-frame unwinder for x86-64
+ * that remembers, per code address, how to step to the caller.
+ *
+ * Stepping a frame means knowing where its caller's stack pointer (the
+ * CFA), return address and frame pointer are.  For ordinary code that is
+ * "CFA = RSP or RBP + n, return address at CFA - 8, RBP saved at CFA + m
+ * or untouched", which the .eh_frame CFI says and which, once worked out
+ * for a code address, never changes.  So each address is worked out once
+ * (found through glibc's _dl_find_object and the binary-search table of
+ * .eh_frame_hdr, then the CIE and FDE programs run up to it) and the rule
+ * kept in a lock-free table; after that a frame costs a table probe and
+ * two loads, several times less than libgcc's unwinder, which redoes the
+ * work every time.
+ *
+ * Anything else (signal frames, CFA expressions, registers saved in other
+ * registers, no CFI) makes the whole capture fall back to glibc's
+ * backtrace(), so stacks are never wrong, only sometimes slower.
+ */
+#include "rec.h"
+
+#include <dlfcn.h>
+#include <execinfo.h>
+#include <link.h>
+#include <string.h>
+
+/*
+ * glibc's backtrace(), from RET (rec_unwind's return address: what comes
+ * before it is this call, and whatever wraps backtrace()), past frames in
+ * [SKIP_LO, SKIP_HI).
+ */
+static unsigned from_backtrace(uintptr_t *frames, unsigned max,
+			       uintptr_t skip_lo, uintptr_t skip_hi,
+			       uintptr_t ret)
+{
+	void *buf[REC_MAX_DEPTH + 16];
+	int got = backtrace(buf, (int)max + 16), i = 0;
+	unsigned n = 0;
+
+	while (i < got && (uintptr_t)buf[i] != ret)
+		i++;
+	if (i == got)
+		i = 1;
+	while (i < got && (uintptr_t)buf[i] >= skip_lo &&
+	       (uintptr_t)buf[i] < skip_hi)
+		i++;
+	for (; i < got && n < max; i++)
+		frames[n++] = (uintptr_t)buf[i];
+	return n;
+}
+
+/* (_dl_find_object is glibc 2.35's; DLFO_EH_SEGMENT_TYPE comes with it.) */
+#if defined(__x86_64__) && defined(DLFO_EH_SEGMENT_TYPE)
+
+/* DWARF register numbers on x86-64. */
+#define R_RBP 6
+#define R_RSP 7
+#define R_RA 16
+
+/* A packed rule: how to step from a code address to its caller. */
+#define RULE_VALID (1ULL << 63)
+#define RULE_SLOW (1ULL << 62)     /* not for us: fall back */
+#define RULE_END (1ULL << 61)      /* outermost frame */
+#define RULE_CFA_RBP (1ULL << 60)  /* CFA = RBP + off, else RSP + off */
+#define RULE_BP_SAVED (1ULL << 59) /* RBP saved at CFA + bp_off */
+
+struct rule {
+	int32_t cfa_off;
+	int16_t bp_off, ra_off;
+	uint64_t flags;
+};
+
+static uint64_t pack(const struct rule *r)
+{
+	return r->flags | RULE_VALID | (uint64_t)(uint32_t)r->cfa_off |
+	       (uint64_t)(uint16_t)r->bp_off << 32 |
+	       (uint64_t)(uint8_t)(int8_t)(r->ra_off / 8) << 48;
+}
+
+static void unpack(uint64_t v, struct rule *r)
+{
+	r->cfa_off = (int32_t)(uint32_t)v;
+	r->bp_off = (int16_t)(uint16_t)(v >> 32);
+	r->ra_off = (int16_t)((int8_t)(uint8_t)(v >> 48) * 8);
+	r->flags = v & (RULE_SLOW | RULE_END | RULE_CFA_RBP | RULE_BP_SAVED);
+}
+
+/* ---- reading .eh_frame ---- */
+
+struct cur {
+	const uint8_t *p, *end;
+	bool bad;
+};
+
+static uint64_t uleb(struct cur *c)
+{
+	uint64_t v = 0;
+	unsigned shift = 0;
+
+	while (c->p < c->end) {
+		uint8_t b = *c->p++;
+
+		if (shift < 64)
+			v |= (uint64_t)(b & 0x7f) << shift;
+		shift += 7;
+		if (!(b & 0x80))
+			return v;
+	}
+	c->bad = true;
+	return 0;
+}
+
+static int64_t sleb(struct cur *c)
+{
+	int64_t v = 0;
+	unsigned shift = 0;
+	uint8_t b = 0;
+
+	while (c->p < c->end) {
+		b = *c->p++;
+		if (shift < 64)
+			v |= (int64_t)((uint64_t)(b & 0x7f) << shift);
+		shift += 7;
+		if (!(b & 0x80))
+			break;
+	}
+	if (c->p >= c->end && (b & 0x80))
+		c->bad = true;
+	if (shift < 64 && (b & 0x40))
+		v |= -((int64_t)1 << shift);
+	return v;
+}
+
+static uint64_t fixed(struct cur *c, size_t n)
+{
+	uint64_t v = 0;
+
+	if ((size_t)(c->end - c->p) < n) {
+		c->bad = true;
+		return 0;
+	}
+	memcpy(&v, c->p, n); /* little-endian */
+	c->p += n;
+	return v;
+}
+
+/* A pointer in encoding ENC (DW_EH_PE_*); DATA for datarel. */
+static uintptr_t encoded(struct cur *c, uint8_t enc, uintptr_t data)
+{
+	const uint8_t *at = c->p;
+	uint64_t v;
+
+	if (enc == 0xff) /* omit */
+		return 0;
+	switch (enc & 0x0f) {
+	case 0x00: v = fixed(c, 8); break;                    /* absptr */
+	case 0x01: v = uleb(c); break;
+	case 0x02: v = fixed(c, 2); break;
+	case 0x03: v = fixed(c, 4); break;
+	case 0x04: v = fixed(c, 8); break;
+	case 0x09: v = (uint64_t)sleb(c); break;
+	case 0x0a: v = (uint64_t)(int64_t)(int16_t)fixed(c, 2); break;
+	case 0x0b: v = (uint64_t)(int64_t)(int32_t)fixed(c, 4); break;
+	case 0x0c: v = fixed(c, 8); break;
+	default:
+		c->bad = true;
+		return 0;
+	}
+	switch (enc & 0x70) {
+	case 0x00: break;
+	case 0x10: v += (uintptr_t)at; break;  /* pcrel */
+	case 0x30: v += data; break;           /* datarel */
+	default:
+		c->bad = true;
+		return 0;
+	}
+	if (enc & 0x80) /* indirect: only personality pointers, skipped */
+		c->bad = c->bad || !v;
+	return (uintptr_t)v;
+}
+
+/* The FDE for PC through .eh_frame_hdr's table; NULL if none. */
+static const uint8_t *find_fde(const uint8_t *hdr, uintptr_t pc)
+{
+	struct cur c = { hdr, hdr + 12, false };
+	uint8_t enc_ptr, enc_count, enc_table;
+	uint64_t count, lo = 0, hi;
+	const int32_t *table;
+
+	if (fixed(&c, 1) != 1)
+		return NULL;
+	enc_ptr = (uint8_t)fixed(&c, 1);
+	enc_count = (uint8_t)fixed(&c, 1);
+	enc_table = (uint8_t)fixed(&c, 1);
+	c.end = hdr + 24;
+	encoded(&c, enc_ptr, (uintptr_t)hdr);
+	count = encoded(&c, enc_count, (uintptr_t)hdr);
+	/* What every toolchain writes: datarel sdata4 pairs. */
+	if (c.bad || enc_table != 0x3b || !count)
+		return NULL;
+	table = (const int32_t *)(const void *)c.p;
+	hi = count;
+	while (hi - lo > 1) {
+		uint64_t mid = lo + (hi - lo) / 2;
+
+		if ((uintptr_t)hdr + table[2 * mid] <= pc)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	if ((uintptr_t)hdr + table[2 * lo] > pc)
+		return NULL;
+	return hdr + table[2 * lo + 1];
+}
+
+struct regstate {
+	int64_t cfa_off;
+	int cfa_reg;
+	int bp_how, ra_how; /* 0 unchanged, 1 at CFA + off, 2 undefined */
+	int64_t bp_off, ra_off;
+};
+
+struct cie {
+	uint64_t caf;
+	int64_t daf;
+	uint8_t fde_enc;
+	bool has_z, signal;
+	const uint8_t *insns, *end;
+};
+
+static bool parse_cie(const uint8_t *p, struct cie *cie)
+{
+	struct cur c = { p, p + 4, false };
+	uint64_t len = fixed(&c, 4);
+	const char *aug;
+	uint8_t version;
+
+	if (len == 0xffffffff || len < 8)
+		return false;
+	c.end = p + 4 + len;
+	if (fixed(&c, 4) != 0) /* CIE id */
+		return false;
+	version = (uint8_t)fixed(&c, 1);
+	aug = (const char *)c.p;
+	while (c.p < c.end && *c.p)
+		c.p++;
+	c.p++;
+	cie->caf = uleb(&c);
+	cie->daf = sleb(&c);
+	if (version == 1)
+		fixed(&c, 1);
+	else
+		uleb(&c);
+	cie->fde_enc = 0;
+	cie->has_z = aug[0] == 'z';
+	cie->signal = false;
+	if (cie->has_z) {
+		uint64_t alen = uleb(&c);
+		const uint8_t *after = c.p + alen;
+
+		for (const char *a = aug + 1; *a && !c.bad; a++) {
+			switch (*a) {
+			case 'R':
+				cie->fde_enc = (uint8_t)fixed(&c, 1);
+				break;
+			case 'L':
+				fixed(&c, 1);
+				break;
+			case 'P': {
+				uint8_t e = (uint8_t)fixed(&c, 1);
+
+				encoded(&c, e & 0x7f, 0);
+				break;
+			}
+			case 'S':
+				cie->signal = true;
+				break;
+			default:
+				return false; /* unknown augmentation */
+			}
+		}
+		c.p = after;
+	} else if (aug[0]) {
+		return false;
+	}
+	cie->insns = c.p;
+	cie->end = c.end;
+	return !c.bad && c.p <= c.end;
+}
+
+/* Run a CFA program up to PC; false for what this unwinder cannot do. */
+static bool run_cfa(struct cur *c, const struct cie *cie, uintptr_t loc,
+		    uintptr_t pc, struct regstate *rs,
+		    const struct regstate *initial)
+{
+	struct regstate saved[8];
+	int nsaved = 0;
+
+	while (c->p < c->end && !c->bad) {
+		uint8_t op = *c->p++;
+		uint64_t reg, delta = 0;
+		int64_t off;
+
+		switch (op & 0xc0) {
+		case 0x40: /* advance_loc */
+			delta = op & 0x3f;
+			goto advance;
+		case 0x80: /* offset */
+			reg = op & 0x3f;
+			off = (int64_t)uleb(c) * cie->daf;
+			goto offset;
+		case 0xc0: /* restore */
+			reg = op & 0x3f;
+			goto restore;
+		}
+		switch (op) {
+		case 0x00: /* nop */
+			continue;
+		case 0x01: /* set_loc */
+			loc = encoded(c, cie->fde_enc, 0);
+			if (loc > pc)
+				return true;
+			continue;
+		case 0x02:
+			delta = fixed(c, 1);
+			goto advance;
+		case 0x03:
+			delta = fixed(c, 2);
+			goto advance;
+		case 0x04:
+			delta = fixed(c, 4);
+			goto advance;
+		case 0x05: /* offset_extended */
+			reg = uleb(c);
+			off = (int64_t)uleb(c) * cie->daf;
+			goto offset;
+		case 0x06: /* restore_extended */
+			reg = uleb(c);
+			goto restore;
+		case 0x07: /* undefined */
+			reg = uleb(c);
+			if (reg == R_RA)
+				rs->ra_how = 2;
+			else if (reg == R_RBP)
+				rs->bp_how = 2;
+			continue;
+		case 0x08: /* same_value */
+			reg = uleb(c);
+			if (reg == R_RBP)
+				rs->bp_how = 0;
+			else if (reg == R_RA)
+				return false;
+			continue;
+		case 0x09: /* register */
+			reg = uleb(c);
+			uleb(c);
+			if (reg == R_RBP || reg == R_RA)
+				return false;
+			continue;
+		case 0x0a: /* remember_state */
+			if (nsaved == 8)
+				return false;
+			saved[nsaved++] = *rs;
+			continue;
+		case 0x0b: /* restore_state (the CFA rule too, as GCC means) */
+			if (!nsaved)
+				return false;
+			*rs = saved[--nsaved];
+			continue;
+		case 0x0c: /* def_cfa */
+			rs->cfa_reg = (int)uleb(c);
+			rs->cfa_off = (int64_t)uleb(c);
+			continue;
+		case 0x0d: /* def_cfa_register */
+			rs->cfa_reg = (int)uleb(c);
+			continue;
+		case 0x0e: /* def_cfa_offset */
+			rs->cfa_off = (int64_t)uleb(c);
+			continue;
+		case 0x0f: /* def_cfa_expression */
+			return false;
+		case 0x10: /* expression */
+		case 0x16: /* val_expression */
+			reg = uleb(c);
+			if (reg == R_RBP || reg == R_RA)
+				return false;
+			c->p += uleb(c);
+			continue;
+		case 0x11: /* offset_extended_sf */
+			reg = uleb(c);
+			off = sleb(c) * cie->daf;
+			goto offset;
+		case 0x12: /* def_cfa_sf */
+			rs->cfa_reg = (int)uleb(c);
+			rs->cfa_off = sleb(c) * cie->daf;
+			continue;
+		case 0x13: /* def_cfa_offset_sf */
+			rs->cfa_off = sleb(c) * cie->daf;
+			continue;
+		case 0x14: /* val_offset */
+		case 0x15: /* val_offset_sf */
+			reg = uleb(c);
+			if (op == 0x14)
+				uleb(c);
+			else
+				sleb(c);
+			if (reg == R_RBP || reg == R_RA)
+				return false;
+			continue;
+		case 0x2e: /* GNU_args_size */
+			uleb(c);
+			continue;
+		case 0x2f: /* GNU_negative_offset_extended */
+			reg = uleb(c);
+			off = -(int64_t)uleb(c) * cie->daf;
+			goto offset;
+		default:
+			return false;
+		}
+advance:
+		loc += delta * cie->caf;
+		if (loc > pc)
+			return true;
+		continue;
+offset:
+		if (reg == R_RBP) {
+			rs->bp_how = 1;
+			rs->bp_off = off;
+		} else if (reg == R_RA) {
+			rs->ra_how = 1;
+			rs->ra_off = off;
+		}
+		continue;
+restore:
+		if (!initial)
+			return false; /* (not in a CIE) */
+		if (reg == R_RBP) {
+			rs->bp_how = initial->bp_how;
+			rs->bp_off = initial->bp_off;
+		} else if (reg == R_RA) {
+			rs->ra_how = initial->ra_how;
+			rs->ra_off = initial->ra_off;
+		}
+		continue;
+	}
+	return !c->bad;
+}
+
+/* Work out the rule for code address PC (a return address minus one, or
+ * the exact address of the first frame). */
+static uint64_t compute(uintptr_t pc)
+{
+	struct dl_find_object fo;
+	const uint8_t *fde, *cie_p;
+	struct cie cie;
+	struct regstate rs, initial;
+	struct rule r = { 0, 0, 0, RULE_SLOW };
+	struct cur c;
+	uint64_t len;
+	uintptr_t begin, range;
+
+	if (_dl_find_object((void *)pc, &fo) != 0 || !fo.dlfo_eh_frame)
+		return pack(&r);
+	fde = find_fde(fo.dlfo_eh_frame, pc);
+	if (!fde)
+		return pack(&r);
+	c = (struct cur){ fde, fde + 8, false };
+	len = fixed(&c, 4);
+	if (len == 0xffffffff || len < 8)
+		return pack(&r);
+	c.end = fde + 4 + len;
+	cie_p = c.p;
+	cie_p -= (uint32_t)fixed(&c, 4); /* relative to the field itself */
+	if (!parse_cie(cie_p, &cie) || cie.signal)
+		return pack(&r);
+	begin = encoded(&c, cie.fde_enc, 0);
+	range = encoded(&c, cie.fde_enc & 0x0f, 0);
+	if (c.bad || pc < begin || pc >= begin + range)
+		return pack(&r);
+	if (cie.has_z)
+		c.p += uleb(&c);
+
+	memset(&rs, 0, sizeof(rs));
+	rs.cfa_reg = -1;
+	{
+		struct cur ci = { cie.insns, cie.end, false };
+
+		if (!run_cfa(&ci, &cie, 0, UINTPTR_MAX, &rs, NULL))
+			return pack(&r);
+	}
+	initial = rs;
+	if (!run_cfa(&c, &cie, begin, pc, &rs, &initial))
+		return pack(&r);
+	if (rs.ra_how == 2) {
+		r.flags = RULE_END;
+		return pack(&r);
+	}
+	if (rs.ra_how != 1 || (rs.cfa_reg != R_RSP && rs.cfa_reg != R_RBP) ||
+	    rs.cfa_off < 0 || rs.cfa_off > INT32_MAX || rs.ra_off % 8 ||
+	    rs.ra_off < -1024 || rs.ra_off > 1016 || rs.bp_off < INT16_MIN ||
+	    rs.bp_off > INT16_MAX || rs.bp_how == 2)
+		return pack(&r);
+	r.flags = (rs.cfa_reg == R_RBP ? RULE_CFA_RBP : 0) |
+		  (rs.bp_how == 1 ? RULE_BP_SAVED : 0);
+	r.cfa_off = (int32_t)rs.cfa_off;
+	r.bp_off = (int16_t)rs.bp_off;
+	r.ra_off = (int16_t)rs.ra_off;
+	return pack(&r);
+}
+
+/* ---- the cache: code address -> rule ---- */
+
+#define CACHE_BITS 16
+#define CACHE_SIZE (1u << CACHE_BITS)
+#define PROBES 8
+
+struct entry {
+	_Atomic uint64_t key;   /* address | generation << 48 */
+	_Atomic uint64_t value; /* 0 while being written */
+};
+
+static struct entry *cache;
+atomic_ulong rec_unwind_fallbacks;
+static atomic_uint_fast64_t generation;
+
+static uint64_t rule_for(uintptr_t pc)
+{
+	uint64_t gen = atomic_load_explicit(&generation, memory_order_acquire);
+	uint64_t key = (uint64_t)pc | gen << 48;
+	uint64_t h = (uint64_t)pc * 0x9e3779b97f4a7c15ULL;
+	size_t i = (size_t)(h >> (64 - CACHE_BITS));
+	uint64_t v;
+
+	for (int k = 0; k < PROBES; k++, i = (i + 1) & (CACHE_SIZE - 1)) {
+		uint64_t have = atomic_load_explicit(&cache[i].key,
+						     memory_order_acquire);
+
+		if (have == key) {
+			v = atomic_load_explicit(&cache[i].value,
+						 memory_order_acquire);
+			return v ? v : compute(pc);
+		}
+		if (have)
+			continue;
+		/* An empty slot: work the rule out and keep it. */
+		v = compute(pc);
+		if (atomic_compare_exchange_strong(&cache[i].key, &have, key))
+			atomic_store_explicit(&cache[i].value, v,
+					      memory_order_release);
+		return v;
+	}
+	return compute(pc); /* a crowded neighbourhood: no caching */
+}
+
+void rec_unwind_forget(void)
+{
+	/* Libraries go away with dlclose(): their rules with them. */
+	atomic_fetch_add(&generation, 1);
+	for (size_t i = 0; cache && i < CACHE_SIZE; i++) {
+		atomic_store_explicit(&cache[i].key, 0, memory_order_relaxed);
+		atomic_store_explicit(&cache[i].value, 0, memory_order_relaxed);
+	}
+}
+
+void rec_unwind_init(void)
+{
+	cache = rec_alloc(CACHE_SIZE * sizeof(*cache));
+	if (cache)
+		memset(cache, 0, CACHE_SIZE * sizeof(*cache)); /* touched */
+}
+
+/* Stacks grow down; a step that goes the wrong way is a broken stack. */
+#define MAX_FRAME (64u << 20)
+
+__attribute__((noinline)) unsigned rec_unwind(uintptr_t *frames, unsigned max,
+					      uintptr_t skip_lo,
+					      uintptr_t skip_hi)
+{
+	uintptr_t pc, sp, bp;
+	unsigned n = 0;
+	bool first = true;
+
+	if (!cache)
+		goto slow;
+	__asm__ volatile("lea 0(%%rip), %0\n\t"
+			 "mov %%rsp, %1\n\t"
+			 "mov %%rbp, %2"
+			 : "=r"(pc), "=r"(sp), "=r"(bp));
+	while (n < max) {
+		struct rule r;
+		uintptr_t cfa, ra;
+
+		unpack(rule_for(first ? pc : pc - 1), &r);
+		if (r.flags & RULE_END)
+			break;
+		if (r.flags & RULE_SLOW)
+			goto slow;
+		cfa = (r.flags & RULE_CFA_RBP ? bp : sp) + (uintptr_t)r.cfa_off;
+		if (cfa <= sp || cfa - sp > MAX_FRAME)
+			goto slow;
+		ra = *(const uintptr_t *)(cfa + r.ra_off);
+		if (r.flags & RULE_BP_SAVED)
+			bp = *(const uintptr_t *)(cfa + r.bp_off);
+		sp = cfa;
+		pc = ra;
+		first = false;
+		if (!pc)
+			break;
+		/* The recorder's own frames are not the program's. */
+		if (!n && pc >= skip_lo && pc < skip_hi)
+			continue;
+		frames[n++] = pc;
+	}
+	return n;
+slow:
+	atomic_fetch_add_explicit(&rec_unwind_fallbacks, 1,
+				  memory_order_relaxed);
+	return from_backtrace(frames, max, skip_lo, skip_hi,
+			      (uintptr_t)__builtin_return_address(0));
+}
+
+#else /* not x86-64 with _dl_find_object: glibc's unwinder */
+
+atomic_ulong rec_unwind_fallbacks;
+
+void rec_unwind_init(void)
+{
+}
+
+void rec_unwind_forget(void)
+{
+}
+
+__attribute__((noinline)) unsigned rec_unwind(uintptr_t *frames,
+					      unsigned max, uintptr_t skip_lo,
+					      uintptr_t skip_hi)
+{
+	return from_backtrace(frames, max, skip_lo, skip_hi,
+			      (uintptr_t)__builtin_return_address(0));
+}
+
+#endif

@@ -1,0 +1,9 @@
+# Shared by the real-program tests (sourced): a scratch directory removed
+# at exit, a private symbol cache, the repository's policies, and the
+# ok/bad counters.  Sets tmp (and uses top, set by the caller).
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/dmprof-real.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT INT TERM
+export XDG_CACHE_HOME="$tmp/cache" DMPROF_POLICY_PATH="$top/policies" LC_ALL=C
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+bad() { echo "FAIL $*"; fail=$((fail + 1)); }

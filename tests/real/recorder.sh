@@ -1,0 +1,188 @@
+#!/bin/sh
+# Tests of the recorder (dmprof record and libdmprof-recorder.so) on real
+# programs: python3, sqlite3, a C++ program and a C stress test.  For
+# every dump of python3, sqlite3 and the C++ program:
+#   - mustbezero is 0,
+#   - the components between the markers add up to total-exclude-profiler
+#     (every byte of the process is in exactly one of them),
+#   - the total is within 2% of the Rss (+ Swap) the kernel reported at
+#     that moment,
+#   - the analyzer has nothing to warn about.
+# The stress test (8 threads, 10 million malloc/free pairs, fork,
+# dlopen/dlclose) must finish, right, without deadlock.
+# Usage: tests/real/recorder.sh DMPROF_BINARY
+set -u
+bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+src=$(cd "$(dirname "$0")/src" && pwd)
+top=$(cd "$(dirname "$0")/../.." && pwd)
+rec=$(dirname "$bin")/libdmprof-recorder.so
+for need in gcc g++ python3 sqlite3 timeout; do
+	if ! command -v $need >/dev/null 2>&1; then
+		echo "recorder: SKIP: $need is not installed (make check installs it)"
+		exit 0
+	fi
+done
+if [ ! -r "$rec" ]; then
+	echo "recorder: FAIL: no recorder next to $bin (make builds it)"
+	exit 1
+fi
+# Debian's python3 rather than a wrapper script that would record too.
+py=$(command -v python3)
+[ -x /usr/bin/python3 ] && py=/usr/bin/python3
+. "$(dirname "$0")/lib.sh"
+
+cd "$tmp" || exit 1
+gcc -g -O1 -shared -fPIC "$src/plug.c" -o libplug.so || exit 1
+g++ -g -O1 -pthread "$src/rec_cxx.cc" -o cxx || exit 1
+gcc -g -O1 -pthread "$src/rec_stress.c" -o stress -ldl || exit 1
+
+# The first dump of the process PID under PREFIX.
+first() { printf '%s.%05d.0001.heap' "$1" "$2"; }
+
+# The pid of the process that ran CMD (the one record names first).
+main_pid() { # RECORD_STDERR
+	sed -n 's/^dmprof record: [0-9]* dumps\{0,1\} of pid \([0-9]*\):.*/\1/p' "$1"
+}
+
+# Every dump of the run: the sums hold, and the total is the kernel's Rss.
+check_dumps() { # LABEL FIRST_DUMP MIN_DUMPS
+	label=$1
+	"$bin" csv --bytes "$2" >sums.csv 2>sums.err ||
+		{ bad "$label: csv failed: $(head -3 sums.err)"; return; }
+	# (Debian's binaries are stripped: that is not the recorder's doing.)
+	grep -v 'has no symbols (stripped' sums.err >warns
+	if [ -s warns ]; then
+		bad "$label: the analyzer warns: $(head -3 warns)"
+	else
+		ok
+	fi
+	awk -F, -v label="$label" -v min="$3" '
+	NR == 1 {
+		for (i = 1; i <= NF; i++) {
+			col[$i] = i
+			if ($i == "FROM_HERE_FOR_TOTAL") from = i
+			if ($i == "UNTIL_HERE_FOR_TOTAL") until = i
+		}
+		next
+	}
+	{
+		rows++
+		sum = 0
+		for (i = from + 1; i < until; i++) sum += $i
+		total = $col["total"]; rss = $col["rss"] + $col["swap"]
+		if ($col["mustbezero"] != 0) {
+			printf "FAIL %s: dump %d: mustbezero is %d\n", label, rows, $col["mustbezero"]
+			bad++
+		}
+		if (sum != $col["total-exclude-profiler"]) {
+			printf "FAIL %s: dump %d: components add up to %.0f, total-exclude-profiler is %.0f\n", label, rows, sum, $col["total-exclude-profiler"]
+			bad++
+		}
+		d = total - rss; if (d < 0) d = -d
+		if (rss <= 0 || d > 0.02 * rss) {
+			printf "FAIL %s: dump %d: total %.0f is not within 2%% of Rss %.0f\n", label, rows, total, rss
+			bad++
+		}
+		if (d / (rss > 0 ? rss : 1) > worst) worst = d / (rss > 0 ? rss : 1)
+	}
+	END {
+		if (rows < min) {
+			printf "FAIL %s: %d dumps, want %d or more\n", label, rows, min
+			bad++
+		}
+		printf "recorder: %s: %d dumps, worst |total - Rss| / Rss = %.4f\n", label, rows, worst > "/dev/stderr"
+		exit bad ? 1 : 0
+	}' sums.csv && ok || fail=$((fail + 1))
+}
+
+# 1. python3, a dump a second, and the csv of the run (acceptance).
+"$bin" record -o "$tmp/py/prof" -i 1 -- "$py" "$src/rec_workload.py" 6 \
+	>py.out 2>py.err
+[ $? = 0 ] && ok || bad "python3: record exited $? ($(cat py.err))"
+pid=$(main_pid py.err)
+n=$(ls py/prof.*.heap 2>/dev/null | wc -l)
+[ -n "$pid" ] && [ "$n" -ge 5 ] && ok || bad "python3: $n dumps (want 5 or more): $(cat py.err)"
+set -- py/prof.*.0001.heap
+if [ $# = 1 ] && [ -e "$1" ]; then
+	rows=$("$bin" csv "$1" 2>/dev/null | wc -l)
+	[ "$rows" = $((n + 1)) ] && ok || bad "python3: csv printed $rows lines for $n dumps"
+else
+	bad "python3: py/prof.*.0001.heap is $# files"
+fi
+[ -n "$pid" ] && check_dumps python3 "$(first py/prof "$pid")" 5
+"$bin" expand "$(ls py/prof.*.heap | sort | sed -n 5p)" linux malloc-python 2 \
+	2>/dev/null | grep -q 'Py' && ok || bad "python3: expand malloc-python names no Py function"
+ls py | grep -q '\.tmp$' && bad "python3: temporary files left: $(ls py | grep '\.tmp$')" || ok
+
+# 2. sqlite3: a table and an index built in memory.
+cat >fill.sql <<'EOF'
+CREATE TABLE t(a INTEGER, b TEXT, c BLOB);
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300000)
+INSERT INTO t SELECT i, printf('row %d %s', i, hex(randomblob(16))), randomblob(40) FROM n;
+CREATE INDEX tb ON t(b);
+SELECT count(*), sum(length(b)) FROM t;
+EOF
+"$bin" record -o "$tmp/sq/prof" -i 0.2 -- sqlite3 :memory: <fill.sql >sq.out 2>sq.err
+[ $? = 0 ] && ok || bad "sqlite3: record failed: $(cat sq.err)"
+pid=$(main_pid sq.err)
+[ -n "$pid" ] && check_dumps sqlite3 "$(first sq/prof "$pid")" 2
+
+# 3. The C++ program: threads, big blocks, a mapping, a signal.
+"$bin" record -o "$tmp/cx/prof" -i 0.25 -- ./cxx >cx.out 2>cx.err
+[ $? = 0 ] && ok || bad "c++: record failed: $(cat cx.err)"
+pid=$(main_pid cx.err)
+[ -n "$pid" ] && check_dumps c++ "$(first cx/prof "$pid")" 3
+# The dump its SIGUSR2 asked for: everything is still live then.
+sig=$(grep -l '^Reason: signal' cx/prof.*.heap | head -1)
+if [ -n "$sig" ]; then
+	ok
+	"$bin" expand "$sig" linux malloc-cxx-string 8 2>/dev/null >ex.out
+	grep -q 'grow_strings(' ex.out && grep -q 'worker(' ex.out &&
+		ok || bad "c++: expand malloc-cxx-string lacks grow_strings or worker: $(head -3 ex.out)"
+	"$bin" expand "$sig" linux mmap-app 1 2>/dev/null | grep -q '^ *2097152 main(' &&
+		ok || bad "c++: its own mapping (2 MiB touched) is not in mmap-app under main"
+	"$bin" list "$sig" 2>/dev/null | awk '$1 == "allocator-arena" && $2 > 10000000 { f = 1 } END { exit !f }' &&
+		ok || bad "c++: allocator-arena under 10 MB"
+else
+	bad "c++: no dump for its SIGUSR2"
+fi
+
+# 4. The stress test: threads, fork, dlopen/dlclose, under a time limit.
+timeout 600 "$bin" record -o "$tmp/st/prof" -i 0.5 -- ./stress ./libplug.so \
+	>st.out 2>st.err
+rc=$?
+[ $rc = 0 ] && grep -q '^stress: 10000000 pairs, 5 forks, 40 dlopen/dlclose$' st.out &&
+	ok || bad "stress: exit $rc: $(cat st.out st.err | head -5)"
+pid=$(main_pid st.err)
+children=$(ls st/prof.*.0001.heap 2>/dev/null | grep -vc "\.$(printf %05d "${pid:-0}")\.")
+[ "$children" = 5 ] && ok || bad "stress: $children children wrote dumps, want 5"
+grep -q 'libplug.so' "st/prof.$(printf %05d "${pid:-0}").maps" &&
+	ok || bad "stress: the dlclose()d library is not in .maps"
+for f in st/prof.*.0001.heap; do
+	"$bin" list "$f" >/dev/null 2>st.list || bad "stress: list $f: $(head -2 st.list)"
+done
+ok
+
+# 5. The environment alone, as the original producer was run.
+mkdir env
+env HEAPPROFILE="$tmp/env/prof" HEAP_PROFILE_TIME_INTERVAL=0.2 \
+	HEAP_PROFILE_MMAP=1 DEEP_HEAP_PROFILE=1 HEAPPROFILESIGNAL=12 \
+	LD_PRELOAD="$rec" ./cxx >/dev/null 2>env.err
+n=$(ls env/prof.*.heap 2>/dev/null | wc -l)
+[ "$n" -ge 3 ] && ok || bad "environment only: $n dumps: $(cat env.err)"
+# Without a directory to write to: one message, the program unharmed.
+env HEAPPROFILE="$tmp/nodir/prof" HEAPPROFILESIGNAL=12 LD_PRELOAD="$rec" ./cxx >/dev/null 2>nd.err
+grep -c 'dmprof-recorder: cannot write .*nodir.*: No such file or directory' nd.err |
+	grep -qx 1 && ok || bad "no directory: $(cat nd.err)"
+
+# 6. Exit status, and what record says when it cannot run CMD.
+"$bin" record -o "$tmp/x/prof" -- sh -c 'exit 3' 2>/dev/null
+[ $? = 3 ] && ok || bad "exit status of CMD not passed on"
+"$bin" record -o "$tmp/x/prof" -- ./no-such-program 2>nx.err
+[ $? = 127 ] && grep -q 'cannot run ./no-such-program' nx.err && ok ||
+	bad "a missing CMD: $(cat nx.err)"
+"$bin" record -o "$tmp/x/prof" -- sh -c 'kill -9 $$' 2>k.err
+[ $? = 137 ] && grep -q 'killed by signal 9' k.err && ok || bad "a killed CMD: $(cat k.err)"
+
+echo "recorder: $pass passed, $fail failed"
+[ $fail = 0 ]

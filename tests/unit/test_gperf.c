@@ -1,0 +1,758 @@
+/*
+ * The gperftools heap profile reader, through dump_load(): header forms,
+ * pprof's unsampling, line kinds, truncation, and what it synthesizes.
+ */
+#include <criterion/criterion.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dump.h"
+#include "helpers.h"
+#include "util.h"
+
+static struct model m;
+static struct snapshot snap;
+
+static void setup(void)
+{
+	model_init(&m);
+}
+
+static void teardown(void)
+{
+	snapshot_release(&snap);
+	model_free(&m);
+}
+
+TestSuite(gperf, .init = setup, .fini = teardown);
+
+#define HDR(tag) "heap profile:      3:     4096 [     5:     8192] @ " tag "\n"
+
+/* As gperftools re-prints /proc/self/maps: padded inode, 00:00. */
+#define MAPS                                                                 \
+	"\nMAPPED_LIBRARIES:\n"                                              \
+	"00400000-00401000 r--p 00000000 00:00 1234        /opt/app/bin\n"   \
+	"00401000-00402000 r-xp 00001000 00:00 1234        /opt/app/bin\n"   \
+	"7f0000000000-7f0000010000 r-xp 00000000 00:00 99          "         \
+	"/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4\n"                       \
+	"7f1000000000-7f1000010000 r-xp 00000000 00:00 98          "         \
+	"/usr/lib/x86_64-linux-gnu/libc.so.6\n"                              \
+	"7f2000000000-7f2000100000 rw-p 00000000 00:00 0           \n"
+
+/* Two malloc lines that add up to the header's 4096 bytes. */
+#define LINES                                                                \
+	"     2:     2048 [     3:     4096] @ 0x00401136 0x00401200\n"      \
+	"     1:     2048 [     2:     4096] @ 0x00401150 0x7f1000001234\n"
+
+static int load(const char *text)
+{
+	const char *p = write_file("g.0001.heap", text, -1);
+
+	return dump_load(&snap, p, &m);
+}
+
+static int load_len(const char *text, long len)
+{
+	const char *p = write_file("g.0001.heap", text, len);
+
+	return dump_load(&snap, p, &m);
+}
+
+static void load_fails(const char *text, const char *msg)
+{
+	capture_stderr();
+	cr_assert_eq(load(text), -1, "accepted:\n%s", text);
+	cr_assert(strstr(stderr_text(), msg), "want '%s' in stderr: %s", msg,
+		  stderr_text());
+}
+
+/* How often NEEDLE occurs in HAY. */
+static int count(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = hay; (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
+static uint64_t frame_addr(const struct bucket *b, uint32_t i)
+{
+	return frame_get(&m.frames, b->stack->frames[i])->addr;
+}
+
+/* pprof's scale for heap_v2/RATE, applied to one (objs, bytes) pair. */
+static void pprof_unsample(double rate, int64_t objs, int64_t bytes,
+			   int64_t *out_objs, int64_t *out_bytes)
+{
+	double scale = 1.0 / (1.0 - exp(-((double)bytes / objs) / rate));
+
+	*out_objs = llround(objs * scale);
+	*out_bytes = llround(bytes * scale);
+}
+
+Test(gperf, heapprofile_lines_maps_and_gstats)
+{
+	capture_stderr();
+	cr_assert_eq(load(HDR("heapprofile") LINES MAPS), 0);
+	cr_assert_eq(snap.format, FORMAT_GPERFTOOLS);
+	cr_assert_eq(snap.page_size, 4096);
+	cr_assert_eq(snap.nlines, 2);
+	cr_assert_eq(snap.lines[0].virt, 2048);
+	cr_assert_eq(snap.lines[0].committed, 2048);
+	cr_assert_eq(snap.lines[0].alloc, 3);
+	cr_assert_eq(snap.lines[0].free, 1);
+	cr_assert_eq(snap.lines[0].line, 2);
+	cr_assert_eq(snap.lines[1].alloc, 2);
+	cr_assert_eq(snap.lines[1].free, 1);
+	cr_assert_eq(snap.lines[1].line, 3);
+	/* Buckets get ids in order of first appearance, from 1. */
+	cr_assert_eq(snap.lines[0].bucket_id, 1);
+	cr_assert_eq(snap.lines[1].bucket_id, 2);
+	cr_assert_eq(snap.lines[0].bucket->kind, ALLOC_MALLOC);
+	cr_assert_eq(snap.lines[0].bucket->stack->depth, 2);
+	cr_assert_eq(frame_addr(snap.lines[0].bucket, 0), 0x401136);
+	cr_assert_eq(frame_addr(snap.lines[0].bucket, 1), 0x401200);
+	cr_assert_eq(frame_addr(snap.lines[1].bucket, 1), 0x7f1000001234ULL);
+	cr_assert_str_eq(snap.lines[0].bucket->source, snap.path);
+	cr_assert_eq(snap.lines[0].bucket->source_line, 2);
+	cr_assert_eq(m.buckets.n, 2);
+	/* The trailer is the snapshot's own maps. */
+	cr_assert(snap.has_own_maps);
+	cr_assert_eq(snap.own_maps.n, 5);
+	cr_assert_str_eq(snap.own_maps.v[1].name, "/opt/app/bin");
+	cr_assert_str_eq(snap.own_maps.v[4].name, "");
+	/* GLOBAL_STATS as far as a profile tells: the two profiled rows. */
+	cr_assert_eq(snap.gs.present,
+		     1u << GS_PROFILED_MALLOC | 1u << GS_PROFILED_MMAP);
+	cr_assert_eq(snap.gs.row[GS_PROFILED_MALLOC].virt, 4096);
+	cr_assert_eq(snap.gs.row[GS_PROFILED_MALLOC].committed, 4096);
+	cr_assert_eq(snap.gs.row[GS_PROFILED_MMAP].virt, 0);
+	cr_assert_eq(snap.gs.row[GS_TOTAL].committed, 0);
+	cr_assert_not(snap.has_global_stats);
+	/* Only the once-per-run note about gperftools sizes. */
+	cr_assert_eq(count(stderr_text(), "warning:"), 1, "%s",
+		     stderr_text());
+	cr_assert(strstr(stderr_text(), "g.0001.heap: a gperftools heap "
+					"profile: sizes are the bytes the "
+					"program asked for"));
+}
+
+Test(gperf, gperftools_note_once_per_run)
+{
+	capture_stderr();
+	cr_assert_eq(load(HDR("heapprofile") LINES MAPS), 0);
+	snapshot_release(&snap);
+	cr_assert_eq(load(HDR("heapprofile") LINES MAPS), 0);
+	cr_assert_eq(count(stderr_text(), "a gperftools heap profile"), 1);
+	/* The same stacks in a later profile are the same buckets. */
+	cr_assert_eq(m.buckets.n, 2);
+}
+
+Test(gperf, heap_tag_is_unsampled)
+{
+	cr_assert_eq(load(HDR("heap") LINES MAPS), 0);
+	cr_assert_eq(snap.nlines, 2);
+	cr_assert_eq(snap.lines[0].virt, 2048);
+	cr_assert_eq(snap.lines[0].alloc, 3);
+	cr_assert_eq(snap.gs.row[GS_PROFILED_MALLOC].committed, 4096);
+}
+
+Test(gperf, header_spacing_and_leading_blank_lines)
+{
+	cr_assert_eq(load("\n  \nheap profile:1:4096[5:8192]@heapprofile\n"
+			  "2:2048[3:4096]@0x401136\n"
+			  "  2  :  2048  [  3  :  4096  ]  @  0x401136\n"
+			  MAPS), 0);
+	cr_assert_eq(snap.nlines, 2);
+	cr_assert_eq(snap.lines[0].line, 4);
+	cr_assert_eq(snap.lines[0].bucket, snap.lines[1].bucket);
+	cr_assert_eq(snap.gs.row[GS_PROFILED_MALLOC].committed, 4096);
+}
+
+Test(gperf, heap_v2_unsampled_as_pprof_does)
+{
+	const double rate = 524288;
+	int64_t objs, bytes, aobjs, abytes;
+
+	capture_stderr();
+	cr_assert_eq(load("heap profile:      9:  9999999 [     9:  9999999] "
+			  "@ heap_v2/524288\n"
+			  "     2:     2048 [     6: 12582912] @ 0x00401136\n"
+			  "     0:        0 [     1:      100] @ 0x00401150\n"
+			  "     1:  1048576 [     1:  1048576] @ 0x00401160\n"
+			  MAPS), 0);
+	cr_assert_eq(snap.nlines, 3);
+	/* Small allocations are scaled up a lot, in-use and alloc apart. */
+	pprof_unsample(rate, 2, 2048, &objs, &bytes);
+	pprof_unsample(rate, 6, 12582912, &aobjs, &abytes);
+	cr_assert_eq(snap.lines[0].virt, bytes);
+	cr_assert_eq(snap.lines[0].committed, bytes);
+	cr_assert_eq(snap.lines[0].alloc, aobjs);
+	cr_assert_eq(snap.lines[0].free, aobjs - objs);
+	/* Known values: 1 KiB average at a 512 KiB period is x512.5. */
+	cr_assert_eq(objs, 1025);
+	cr_assert_eq(bytes, 1049600);
+	cr_assert_eq(aobjs, 6);
+	/* Zero in use: nothing to scale, no division by zero. */
+	cr_assert_eq(snap.lines[1].virt, 0);
+	pprof_unsample(rate, 1, 100, &aobjs, &abytes);
+	cr_assert_eq(snap.lines[1].alloc, aobjs);
+	cr_assert_eq(snap.lines[1].free, aobjs);
+	pprof_unsample(rate, 1, 1048576, &objs, &bytes);
+	cr_assert_eq(snap.lines[2].virt, bytes);
+	/*
+	 * The sampled header says nothing about the real heap: the malloc row
+	 * is the sum of the unsampled lines, and no "lost bytes" warning.
+	 */
+	cr_assert_eq(snap.gs.row[GS_PROFILED_MALLOC].committed,
+		     snap.lines[0].virt + snap.lines[2].virt);
+	cr_assert_null(strstr(stderr_text(), "stack lines hold"));
+}
+
+Test(gperf, heap_v2_zero_count_with_bytes_not_scaled)
+{
+	cr_assert_eq(load("heap profile: 0: 512 [0: 512] @ heap_v2/524288\n"
+			  "     0:      512 [     0:      512] @ 0x00401136\n"
+			  MAPS), 0);
+	cr_assert_eq(snap.lines[0].virt, 512);
+	cr_assert_eq(snap.lines[0].alloc, 0);
+	cr_assert_eq(snap.lines[0].free, 0);
+}
+
+Test(gperf, heap_v2_bad_period)
+{
+	load_fails("heap profile: 1: 2 [3: 4] @ heap_v2/0\n",
+		   "g.0001.heap:1: invalid sampling period 'heap_v2/0'");
+	load_fails("heap profile: 1: 2 [3: 4] @ heap_v2/x\n",
+		   "g.0001.heap:1: invalid sampling period 'heap_v2/x'");
+	load_fails("heap profile: 1: 2 [3: 4] @ heap_v2/\n",
+		   "g.0001.heap:1: unknown profile type 'heap_v2/'");
+}
+
+Test(gperf, growth_and_unknown_types)
+{
+	load_fails("heap profile: 1: 2 [3: 4] @ growth\n",
+		   "g.0001.heap:1: a heap growth profile records where the "
+		   "heap grew, not what it holds");
+	load_fails("heap profile: 1: 2 [3: 4] @ heapz\n",
+		   "g.0001.heap:1: unknown profile type 'heapz' (dmprof reads "
+		   "heapprofile, heap and heap_v2/RATE)");
+	load_fails("heap profile: 1: 2 [3: 4] @ heapprofilex\n",
+		   "unknown profile type 'heapprofilex'");
+	load_fails("\n%warn x\nheap profile: 1: 2 [3: 4] @ growth\n",
+		   "g.0001.heap:3: a heap growth profile");
+}
+
+Test(gperf, header_errors)
+{
+	load_fails("heap profile: 1: 2 [3: 4]\n",
+		   "g.0001.heap:1: gperftools header without '@ TYPE'");
+	load_fails("heap profile: 1: 2 [3: 4] @\n",
+		   "gperftools header without '@ TYPE'");
+	load_fails("heap profile: 1: 2 [3 4] @ heapprofile\n",
+		   "g.0001.heap:1: malformed gperftools header 'heap profile: "
+		   "1: 2 [3 4] @ heapprofile'");
+	load_fails("heap profile: 1: 99999999999999999999 [3: 4] @ heap\n",
+		   "g.0001.heap:1: number out of range in header");
+}
+
+Test(gperf, warn_commands_before_header)
+{
+	capture_stderr();
+	cr_assert_eq(load("%warn This heap profile does not have any data in "
+			  "it, because the application was run with heap "
+			  "profiling turned off.\n"
+			  "%other command ignored\n"
+			  "\n"
+			  "%warn second\n"
+			  HDR("heapprofile") LINES MAPS), 0);
+	cr_assert_eq(snap.nlines, 2);
+	cr_assert(strstr(stderr_text(),
+			 "/g.0001.heap:1: the profile warns: "
+			 "This heap profile does not have any data in it, "));
+	cr_assert(strstr(stderr_text(), "g.0001.heap:4: the profile warns: "
+					"second\n"));
+	cr_assert_null(strstr(stderr_text(), "other command"));
+	cr_assert_eq(snap.lines[0].line, 6);
+}
+
+Test(gperf, percent_line_after_header_is_garbage)
+{
+	load_fails(HDR("heapprofile") "%warn late\n" MAPS,
+		   "g.0001.heap:2: expected 'N: B [N: B] @ FRAMES', "
+		   "found stack line "
+		   "'%warn late'");
+}
+
+Test(gperf, zero_frame_lines_are_mmap)
+{
+	/* As in 2.10's files: the zero-frame mmap lines come first. */
+	cr_assert_eq(load(HDR("heapprofile")
+			  "     2:   131072 [     2:   131072] @   \n"
+			  LINES MAPS), 0);
+	cr_assert_eq(snap.nlines, 3);
+	cr_assert_eq(snap.lines[0].bucket->kind, ALLOC_MMAP);
+	cr_assert_eq(snap.lines[0].bucket->stack->depth, 0);
+	cr_assert_eq(snap.lines[0].alloc, 2);
+	cr_assert_eq(snap.lines[1].bucket->kind, ALLOC_MALLOC);
+	cr_assert_eq(snap.gs.row[GS_PROFILED_MMAP].committed, 131072);
+	cr_assert_eq(snap.gs.row[GS_PROFILED_MMAP].virt, 131072);
+	cr_assert_eq(snap.gs.row[GS_PROFILED_MALLOC].committed, 4096);
+}
+
+/*
+ * Zero-frame lines share the one empty stack, however many there are and
+ * in whichever profile (comparing empty stacks must not hand memcmp a
+ * NULL frames array: the sanitizer build would abort).
+ */
+Test(gperf, zero_frame_lines_share_one_bucket)
+{
+	cr_assert_eq(load(HDR("heapprofile")
+			  "     2:   131072 [     2:   131072] @\n"
+			  "     3:   196608 [     3:   196608] @\n"
+			  LINES MAPS), 0);
+	cr_assert_eq(snap.nlines, 4);
+	cr_assert_eq(snap.lines[0].bucket, snap.lines[1].bucket);
+	cr_assert_eq(snap.lines[0].bucket->kind, ALLOC_MMAP);
+	cr_assert_eq(snap.gs.row[GS_PROFILED_MMAP].committed, 327680);
+}
+
+Test(gperf, tcmalloc_frame0_is_mmap_others_malloc)
+{
+	cr_assert_eq(load(HDR("heapprofile")
+			  /* mmap hook frames of libtcmalloc on top */
+			  "    26:  3407872 [    26:  3407872] @ "
+			  "0x7f00000014d5 "
+			  "0x7f0000001bb7 0x00401136\n"
+			  /* libtcmalloc deeper in the stack: still malloc */
+			  "     1:     2048 [     1:     2048] @ 0x00401136 "
+			  "0x7f00000014d5\n"
+			  /* libc frame 0: malloc */
+			  "     1:     1024 [     1:     1024] @ "
+			  "0x7f1000000010\n"
+			  /* frame 0 in no mapping: malloc */
+			  "     1:     1024 [     1:     1024] @ 0x00000010\n"
+			  /* frame 0 in an anonymous mapping: malloc */
+			  "     1:        0 [     1:      512] @ "
+			  "0x7f2000000010\n"
+			  MAPS), 0);
+	cr_assert_eq(snap.lines[0].bucket->kind, ALLOC_MMAP);
+	cr_assert_eq(snap.lines[1].bucket->kind, ALLOC_MALLOC);
+	cr_assert_eq(snap.lines[2].bucket->kind, ALLOC_MALLOC);
+	cr_assert_eq(snap.lines[3].bucket->kind, ALLOC_MALLOC);
+	cr_assert_eq(snap.lines[4].bucket->kind, ALLOC_MALLOC);
+	cr_assert_eq(snap.gs.row[GS_PROFILED_MMAP].committed, 3407872);
+	/* The header counts malloc only: the mmap line is not "lost". */
+	cr_assert_eq(snap.gs.row[GS_PROFILED_MALLOC].committed, 4096);
+}
+
+Test(gperf, tcmalloc_minimal_counts_too)
+{
+	cr_assert_eq(load(HDR("heapprofile")
+			  "     1:     4096 [     1:     4096] @ "
+			  "0x7f30000000ff\n"
+			  "\nMAPPED_LIBRARIES:\n"
+			  "7f3000000000-7f3000001000 r-xp 00000000 00:00 9 "
+			  "/usr/lib/libtcmalloc_minimal.so.4.5.9\n"), 0);
+	cr_assert_eq(snap.lines[0].bucket->kind, ALLOC_MMAP);
+}
+
+Test(gperf, without_maps_every_framed_line_is_malloc)
+{
+	capture_stderr();
+	cr_assert_eq(load(HDR("heapprofile")
+			  "     1:        1 [     1:        1] @\n"
+			  "     1:     4096 [     1:     4096] @ "
+			  "0x7f00000014d5\n"),
+		     0);
+	cr_assert_not(snap.has_own_maps);
+	cr_assert_eq(snap.lines[0].bucket->kind, ALLOC_MMAP);
+	cr_assert_eq(snap.lines[1].bucket->kind, ALLOC_MALLOC);
+}
+
+Test(gperf, negative_counts_are_signed)
+{
+	cr_assert_eq(load("heap profile: -5: -1024 [ 3: 4096] @ heapprofile\n"
+			  "    -5:    -1024 [     3:     4096] @ 0x00401136\n"
+			  MAPS), 0);
+	cr_assert_eq(snap.lines[0].virt, -1024);
+	cr_assert_eq(snap.lines[0].committed, -1024);
+	cr_assert_eq(snap.lines[0].alloc, 3);
+	cr_assert_eq(snap.lines[0].free, 8);
+	cr_assert_eq(snap.gs.row[GS_PROFILED_MALLOC].committed, -1024);
+}
+
+Test(gperf, zero_count_with_bytes)
+{
+	cr_assert_eq(load("heap profile: 0: 512 [0: 512] @ heapprofile\n"
+			  "     0:      512 [     0:      512] @ 0x00401136\n"
+			  MAPS), 0);
+	cr_assert_eq(snap.lines[0].virt, 512);
+	cr_assert_eq(snap.lines[0].alloc, 0);
+	cr_assert_eq(snap.lines[0].free, 0);
+}
+
+Test(gperf, alloc_only_lines_kept)
+{
+	/* Many real lines have "0: 0" in use and only alloc data. */
+	cr_assert_eq(load("heap profile: 0: 0 [1: 64] @ heapprofile\n"
+			  "     0:        0 [     1:       64] @ 0x00401136 "
+			  "0x7f1000000010\n" MAPS), 0);
+	cr_assert_eq(snap.nlines, 1);
+	cr_assert_eq(snap.lines[0].virt, 0);
+	cr_assert_eq(snap.lines[0].alloc, 1);
+	cr_assert_eq(snap.lines[0].free, 1);
+}
+
+Test(gperf, cut_last_line_before_maps_kept_with_warning)
+{
+	capture_stderr();
+	/* gperftools' 1 MiB buffer ran out: no blank line, no more frames. */
+	cr_assert_eq(load(HDR("heapprofile")
+			  "     2:     2048 [     3:     4096] @ 0x00401136\n"
+			  "     1:     2048 [     2:     4096] @ 0x00401150 "
+			  "0x7f1000001234\n"
+			  "MAPPED_LIBRARIES:\n"
+			  "00401000-00402000 r-xp 00001000 00:00 1 /opt/app\n"),
+		     0);
+	cr_assert_eq(snap.nlines, 2);
+	cr_assert_eq(snap.lines[1].virt, 2048);
+	cr_assert_eq(snap.lines[1].bucket->stack->depth, 2);
+	cr_assert(snap.has_own_maps);
+	cr_assert_eq(snap.own_maps.n, 1);
+	cr_assert(strstr(stderr_text(),
+			 "/g.0001.heap:3: the last stack line "
+			 "is cut short (gperftools 2.10-2.15 cut profiles at "
+			 "1 MiB); its stack may be incomplete\n"),
+		  "%s", stderr_text());
+	cr_assert_null(strstr(stderr_text(), "no MAPPED_LIBRARIES"));
+}
+
+Test(gperf, cut_last_line_broken_word_dropped)
+{
+	capture_stderr();
+	cr_assert_eq(load(HDR("heapprofile")
+			  "     2:     4096 [     3:     4096] @ 0x00401136 "
+			  "0x7f10000\n"
+			  "     1:        0 [     2:     4096] @ 0x00401150 "
+			  "0x\n"
+			  "MAPPED_LIBRARIES:\n"), 0);
+	cr_assert_eq(snap.nlines, 2);
+	cr_assert_eq(snap.lines[1].bucket->stack->depth, 1);
+	cr_assert_eq(frame_addr(snap.lines[1].bucket, 0), 0x401150);
+	cr_assert(strstr(stderr_text(), "g.0001.heap:3: the last stack line "
+					"is cut short"));
+}
+
+/*
+ * gperftools 2.10 writes a bucket's counts and "@", then each frame, and
+ * stops where its 1 MiB buffer ends; so the cut last line can be
+ * "N: B [N: B] @" with no frame at all.  2.10 writes the mmap buckets
+ * first and the malloc buckets after, so such a line is a malloc one,
+ * not a zero-frame mmap line.
+ */
+Test(gperf, cut_line_without_frames_stays_malloc)
+{
+	cr_assert_eq(load(HDR("heapprofile")
+			  "     2:     2048 [     3:     4096] @ 0x00401136\n"
+			  "     1:     2048 [     2:     4096] @\n"
+			  "MAPPED_LIBRARIES:\n"
+			  "00401000-00402000 r-xp 00001000 00:00 1 /opt/app\n"),
+		     0);
+	cr_assert_eq(snap.nlines, 2);
+	cr_assert_eq(snap.lines[1].bucket->kind, ALLOC_MALLOC,
+		     "a malloc line cut before its first frame read as mmap");
+	cr_assert_eq(snap.gs.row[GS_PROFILED_MMAP].committed, 0);
+}
+
+Test(gperf, broken_word_in_earlier_line_is_an_error)
+{
+	load_fails(HDR("heapprofile")
+		   "     1:        0 [     2:     4096] @ 0x00401150 0x\n"
+		   "     2:     4096 [     3:     4096] @ 0x00401136\n"
+		   "MAPPED_LIBRARIES:\n",
+		   "g.0001.heap:2: invalid frame address '0x'");
+	/* With a blank line before the maps nothing was cut. */
+	load_fails(HDR("heapprofile")
+		   "     1:        0 [     2:     4096] @ 0x00401150 0x\n"
+		   "\nMAPPED_LIBRARIES:\n",
+		   "g.0001.heap:2: invalid frame address '0x'");
+}
+
+Test(gperf, file_ends_inside_a_stack_line)
+{
+	capture_stderr();
+	cr_assert_eq(load(HDR("heapprofile")
+			  "     2:     2048 [     3:     4096] @ 0x00401136\n"
+			  "     1:     2048 [     2:     4096] @ 0x00401150 "
+			  "0x7f1000001234 "), 0);
+	cr_assert_eq(snap.nlines, 2);
+	cr_assert_eq(snap.lines[1].virt, 2048);
+	cr_assert_eq(frame_addr(snap.lines[1].bucket, 0), 0x401150);
+	cr_assert_not(snap.has_own_maps);
+	cr_assert(strstr(stderr_text(), "g.0001.heap:3: the last stack line "
+					"is cut short"));
+	cr_assert(strstr(stderr_text(), "/g.0001.heap: no MAPPED_LIBRARIES: "
+					"section (file cut short?); its frames "
+					"cannot be symbolized"));
+}
+
+/*
+ * When the file ends inside a stack line (a profiler killed while
+ * writing, a full disk), the last word may be cut anywhere: a cut word
+ * that still reads as hex ("0x7f1000001234" cut to "0x7f10") must not
+ * become a frame.  (At the 1 MiB cap gperftools writes whole frames, so
+ * there the last word is sound; at end of file it is not.)
+ */
+Test(gperf, file_ends_inside_a_frame_keeps_no_cut_address)
+{
+	capture_stderr();
+	cr_assert_eq(load(HDR("heapprofile")
+			  "     2:     2048 [     3:     4096] @ 0x00401136\n"
+			  "     1:     2048 [     2:     4096] @ 0x00401150 "
+			  "0x7f10"), 0);
+	cr_assert_eq(snap.nlines, 2);
+	cr_assert_eq(frame_addr(snap.lines[1].bucket, 0), 0x401150);
+	if (snap.lines[1].bucket->stack->depth > 1)
+		cr_assert_fail("the cut word became frame %#" PRIx64,
+			       frame_addr(snap.lines[1].bucket, 1));
+}
+
+Test(gperf, file_ends_inside_a_broken_frame)
+{
+	capture_stderr();
+	cr_assert_eq(load(HDR("heapprofile")
+			  "     2:     4096 [     3:     4096] @ 0x00401136 "
+			  "0x"),
+		     0);
+	cr_assert_eq(snap.nlines, 1);
+	cr_assert_eq(snap.lines[0].bucket->stack->depth, 1);
+}
+
+Test(gperf, file_ends_inside_the_counts_is_an_error)
+{
+	load_fails(HDR("heapprofile")
+		   "     2:     2048 [     3:     4096] @ 0x00401136\n"
+		   "     1:     20",
+		   "g.0001.heap:3: expected 'N: B [N: B] @ FRAMES', "
+		   "found stack line "
+		   "'     1:     20'");
+}
+
+Test(gperf, missing_maps_section_warns)
+{
+	capture_stderr();
+	cr_assert_eq(load(HDR("heapprofile") LINES), 0);
+	cr_assert_eq(snap.nlines, 2);
+	cr_assert_not(snap.has_own_maps);
+	cr_assert(strstr(stderr_text(),
+			 "/g.0001.heap: no MAPPED_LIBRARIES: "
+			 "section (file cut short?); its frames cannot be "
+			 "symbolized\n"));
+	/* Complete last line and a newline: nothing was cut. */
+	cr_assert_null(strstr(stderr_text(), "cut short ("));
+}
+
+Test(gperf, header_only)
+{
+	capture_stderr();
+	cr_assert_eq(load("heap profile: 0: 0 [0: 0] @ heapprofile\n"), 0);
+	cr_assert_eq(snap.nlines, 0);
+	cr_assert_not_null(snap.lines);
+	cr_assert(strstr(stderr_text(), "no MAPPED_LIBRARIES: section"));
+}
+
+Test(gperf, header_then_maps_no_lines)
+{
+	capture_stderr();
+	cr_assert_eq(load("heap profile: 0: 0 [0: 0] @ heapprofile\n"
+			  "MAPPED_LIBRARIES:\n"
+			  "00401000-00402000 r-xp 00001000 00:00 1 /opt/app\n"),
+		     0);
+	cr_assert_eq(snap.nlines, 0);
+	cr_assert(snap.has_own_maps);
+	cr_assert_null(strstr(stderr_text(), "cut short"));
+}
+
+Test(gperf, pprof_memory_map_header)
+{
+	cr_assert_eq(load(HDR("heapprofile") LINES
+			  "\n--- Memory map: ---\n"
+			  "00401000-00402000 r-xp 00001000 00:00 1 /opt/app\n"),
+		     0);
+	cr_assert(snap.has_own_maps);
+	cr_assert_eq(snap.own_maps.n, 1);
+}
+
+Test(gperf, garbage_in_maps_is_skipped_with_warning)
+{
+	capture_stderr();
+	cr_assert_eq(load(HDR("heapprofile") LINES
+			  "\nMAPPED_LIBRARIES:\n"
+			  "00401000-00402000 r-xp 00001000 00:00 1 /opt/app\n"
+			  "not a maps line\n"), 0);
+	cr_assert(snap.has_own_maps);
+	cr_assert_eq(snap.own_maps.n, 1);
+	cr_assert(strstr(stderr_text(), "g.0001.heap:7: 1 line of its maps "
+					"is not maps lines; skipped"),
+		  "%s", stderr_text());
+}
+
+Test(gperf, crlf_line_endings)
+{
+	cr_assert_eq(load("heap profile: 1: 2048 [3: 4096] @ heapprofile\r\n"
+			  "     2:     2048 [     3:     4096] @ 0x00401136\r\n"
+			  "\r\nMAPPED_LIBRARIES:\r\n"
+			  "00401000-00402000 r-xp 00001000 00:00 1 "
+			  "/opt/app\r\n"),
+		     0);
+	cr_assert_eq(snap.nlines, 1);
+	cr_assert_eq(frame_addr(snap.lines[0].bucket, 0), 0x401136);
+	cr_assert_str_eq(snap.own_maps.v[0].name, "/opt/app");
+}
+
+Test(gperf, garbage_lines)
+{
+	load_fails(HDR("heapprofile") "hello world\n" MAPS,
+		   "g.0001.heap:2: expected 'N: B [N: B] @ FRAMES', "
+		   "found stack line "
+		   "'hello world'");
+	load_fails(HDR("heapprofile") LINES "     1:        0 [ 2: 3] 0x1\n"
+		   MAPS,
+		   "g.0001.heap:4: expected 'N: B [N: B] @ FRAMES'");
+	load_fails(HDR("heapprofile") "     1:     2048 [     2:     4096] @ "
+		   "0x00401150 0xZZ 0x00401200\n" MAPS,
+		   "g.0001.heap:2: invalid frame address '0xZZ'");
+	load_fails(HDR("heapprofile") "     1:     2048 [     2:     4096] @ "
+		   "0x00401150 main+0x10\n" MAPS,
+		   "g.0001.heap:2: invalid frame address 'main+0x10'");
+	/* Non-printable bytes are quoted in the message. */
+	load_fails(HDR("heapprofile") "\x01\xff junk\n" MAPS,
+		   "g.0001.heap:2: expected 'N: B [N: B] @ FRAMES', "
+		   "found stack line "
+		   "'\\x01\\xff junk'");
+}
+
+Test(gperf, numbers_beyond_64_bits)
+{
+	load_fails(HDR("heapprofile")
+		   "     1: 99999999999999999999 [ 2: 4096] @ 0x00401136\n"
+		   MAPS,
+		   "g.0001.heap:2: number out of range in stack line");
+	load_fails(HDR("heapprofile")
+		   "     1: 9223372036854775808 [ 2: 4096] @ 0x00401136\n"
+		   MAPS,
+		   "g.0001.heap:2: number out of range in stack line");
+	load_fails(HDR("heapprofile")
+		   "     1: 2048 [ 2: 4096] @ 0x10000000000000000\n" MAPS,
+		   "g.0001.heap:2: out-of-range frame address "
+		   "'0x10000000000000000'");
+	/* The largest values still fit. */
+	cr_assert_eq(load(HDR("heapprofile")
+			  "     1: 9223372036854775807 [ 2: 4096] @ "
+			  "0xffffffffffffffff\n" MAPS), 0);
+	cr_assert_eq(snap.lines[0].virt, INT64_MAX);
+	cr_assert_eq(frame_addr(snap.lines[0].bucket, 0), UINT64_MAX);
+}
+
+Test(gperf, nul_bytes)
+{
+	static const char text[] =
+		"heap profile: 1: 2048 [3: 4096] @ heapprofile\n"
+		"     2:     2048 [\0    3:     4096] @ 0x00401136\n";
+
+	capture_stderr();
+	cr_assert_eq(load_len(text, (long)sizeof(text) - 1), -1);
+	cr_assert(strstr(stderr_text(), "g.0001.heap:2: NUL byte in line"),
+		  "%s", stderr_text());
+}
+
+Test(gperf, nul_byte_in_header)
+{
+	static const char text[] =
+		"heap profile: 1: 2048 [3: 4096] @ heap\0profile\n";
+
+	capture_stderr();
+	cr_assert_eq(load_len(text, (long)sizeof(text) - 1), -1);
+	cr_assert(strstr(stderr_text(), "g.0001.heap:1: NUL byte in line"),
+		  "%s", stderr_text());
+}
+
+Test(gperf, lost_bytes_warning)
+{
+	capture_stderr();
+	cr_assert_eq(load(HDR("heapprofile")
+			  "     2:   131072 [     2:   131072] @\n"
+			  "     2:     2048 [     3:     4096] @ 0x00401136\n"
+			  MAPS), 0);
+	cr_assert(strstr(stderr_text(),
+			 "/g.0001.heap: its stack lines hold "
+			 "2048 of the 4096 bytes in use the header counts; the "
+			 "rest was lost (gperftools 2.10-2.15 cut profiles at "
+			 "1 MiB)\n"),
+		  "%s", stderr_text());
+	/* The header stays the malloc row: it is what the process held. */
+	cr_assert_eq(snap.gs.row[GS_PROFILED_MALLOC].committed, 4096);
+	cr_assert_eq(snap.gs.row[GS_PROFILED_MMAP].committed, 131072);
+}
+
+Test(gperf, no_lost_bytes_warning_when_lines_add_up)
+{
+	capture_stderr();
+	cr_assert_eq(load(HDR("heapprofile") LINES MAPS), 0);
+	cr_assert_null(strstr(stderr_text(), "stack lines hold"));
+	snapshot_release(&snap);
+	/* More in the lines than the header: not a loss. */
+	cr_assert_eq(load("heap profile: 1: 100 [1: 100] @ heapprofile\n"
+			  LINES MAPS), 0);
+	cr_assert_null(strstr(stderr_text(), "stack lines hold"));
+}
+
+Test(gperf, same_stack_twice_one_bucket)
+{
+	cr_assert_eq(load(HDR("heapprofile")
+			  "     2:     2048 [     3:     4096] @ 0x00401136 "
+			  "0x00401200\n"
+			  "     1:     1024 [     1:     1024] @ 0x00401150\n"
+			  "     1:     1024 [     1:     1024] @ 0x00401136 "
+			  "0x00401200\n" MAPS), 0);
+	cr_assert_eq(snap.nlines, 3);
+	cr_assert_eq(m.buckets.n, 2);
+	cr_assert_eq(snap.lines[0].bucket, snap.lines[2].bucket);
+	cr_assert_eq(snap.lines[0].bucket_id, snap.lines[2].bucket_id);
+	cr_assert_neq(snap.lines[0].bucket, snap.lines[1].bucket);
+	/* Each line keeps its own numbers. */
+	cr_assert_eq(snap.lines[0].virt, 2048);
+	cr_assert_eq(snap.lines[2].virt, 1024);
+	/* A prefix of a stack is another stack. */
+	snapshot_release(&snap);
+	cr_assert_eq(load(HDR("heapprofile")
+			  "     1:     1024 [     1:     1024] @ 0x00401136\n"
+			  MAPS), 0);
+	cr_assert_eq(m.buckets.n, 3);
+}
+
+Test(gperf, deep_stacks)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	sb_addstr(&sb, HDR("heapprofile"));
+	sb_addstr(&sb, "     1:     4096 [     1:     4096] @");
+	for (int i = 0; i < 100; i++)
+		sb_addf(&sb, " 0x%08x", 0x401000 + i);
+	sb_addstr(&sb, "\n" MAPS);
+	cr_assert_eq(load(sb.buf), 0);
+	cr_assert_eq(snap.lines[0].bucket->stack->depth, 100);
+	cr_assert_eq(frame_addr(snap.lines[0].bucket, 99), 0x401000 + 99);
+	sb_release(&sb);
+}
+
+Test(gperf, empty_and_blank_files_are_not_gperftools)
+{
+	/* Only '%' commands: not a profile at all, so the deep reader says. */
+	load_fails("%warn only\n\n", "g.0001.heap:1: not a heap dump");
+	load_fails("", "g.0001.heap:1: empty dump");
+}
