@@ -4,6 +4,8 @@
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dmprof-real.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT INT TERM
 export XDG_CACHE_HOME="$tmp/cache" DMPROF_POLICY_PATH="$top/policies" LC_ALL=C
+# (For a sanitizer build run by hand; make sets it too.)
+export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$top/tests/lsan.supp:print_suppressions=0}"
 pass=0 fail=0
 ok() { pass=$((pass + 1)); }
 bad() { echo "FAIL $*"; fail=$((fail + 1)); }
