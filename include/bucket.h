@@ -33,13 +33,23 @@ struct bucket {
 };
 
 struct bucket_set {
-	struct hashmap by_id; /* id -> bucket (hash_u64 identity) */
+	/* id -> bucket: small ids (producers count from 0) in an array,
+	 * others in a map (hash_u64 identity). */
+	struct bucket **dense;
+	size_t ndense;
+	struct hashmap by_id;
 	struct bucket **v;    /* by index */
 	size_t n, alloc;
 };
 
 void bucket_set_init(struct bucket_set *s);
 void bucket_set_free(struct bucket_set *s);
+/* Ask for the table entry of ID early (see find_buckets in dump.c). */
+static inline void bucket_set_prefetch(const struct bucket_set *s, uint64_t id)
+{
+	if (id < s->ndense)
+		prefetch(&s->dense[id]);
+}
 struct bucket *bucket_set_find(const struct bucket_set *s, uint64_t id);
 /* Buckets sorted by id (a new array the caller frees). */
 struct bucket **bucket_set_sorted(const struct bucket_set *s);

@@ -11,9 +11,28 @@
 #include "model.h"
 #include "policy.h"
 
+/*
+ * A field joined from per-frame strings (function names, source files),
+ * run through the policy's prefilter automaton a frame at a time: how
+ * the automaton goes through a frame's string from one state is
+ * remembered by frame, so a stack costs a lookup per frame instead of a
+ * pass over its bytes.
+ */
+struct frame_scan {
+	const struct acm *a;
+	size_t words;          /* of a found set */
+	size_t stride;         /* 1 + words */
+	size_t nframes;        /* frames with an entry */
+	uint64_t *e;           /* per frame id: from | to << 32 (from
+				  UINT32_MAX: none), then what it found */
+	uint64_t *found;       /* the stack's */
+};
+
 struct classifier {
 	struct policy *p;
 	const struct model *m;
+	struct frame_scan scan[2]; /* COND_STACK, COND_SOURCE */
+	const struct bucket *cur;  /* the bucket being classified */
 	int32_t *bucket_col;  /* by bucket index: column + 1; 0 = not yet */
 	size_t nbucket_col;
 	struct hashmap regions;
@@ -30,6 +49,13 @@ void classifier_free(struct classifier *c);
  * B may not be NULL: unknown buckets are "no-bucket" without any rule.
  */
 int classify_malloc(struct classifier *c, const struct bucket *b);
+/* Ask for B's memo entry early, to classify it soon. */
+static inline void classify_prefetch(const struct classifier *c,
+				     const struct bucket *b)
+{
+	if (b->index < c->nbucket_col)
+		prefetch(&c->bucket_col[b->index]);
+}
 /*
  * Where a profile has no MMAP_LIST (gperftools), its mmap stack lines are
  * the mmap accounting: regions of this unknown mapping.

@@ -35,6 +35,8 @@ void *hashmap_get(const struct hashmap *map, uint64_t hash,
 		  hashmap_eq_fn eq, const void *key);
 /* Adds ITEM (non-NULL); the caller has made sure no equal key is present. */
 void hashmap_put(struct hashmap *map, uint64_t hash, void *item);
+/* Ask for the slot of HASH early, to look it up soon. */
+void hashmap_prefetch(const struct hashmap *map, uint64_t hash);
 /*
  * Replace the item for an equal key, or add it.  Returns the old item or
  * NULL.

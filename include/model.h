@@ -20,6 +20,8 @@ struct model {
 	/* (stack, kind) -> bucket, for formats without bucket ids. */
 	struct hashmap anon_buckets;
 	unsigned warned; /* MODEL_WARNED_* bits: said once per run */
+	/* Frames and buckets before these are symbolized. */
+	size_t frames_done, buckets_done;
 };
 
 enum {
@@ -34,6 +36,14 @@ void model_free(struct model *m);
  * Define (or redefine: the later definition wins, as in the original) the
  * bucket ID.  FRAMES are addresses, innermost first.
  */
+/* The same with the stack interned, and TYPE_NAME and SOURCE interned in
+ * the model's strings. */
+struct bucket *model_define_stack_bucket(struct model *m, uint64_t id,
+					 enum alloc_kind kind,
+					 bool has_typeinfo, uint64_t typeinfo,
+					 const char *type_name,
+					 const struct stack *stack,
+					 const char *source, unsigned long line);
 struct bucket *model_define_bucket(struct model *m, uint64_t id,
 				   enum alloc_kind kind, bool has_typeinfo,
 				   uint64_t typeinfo, const char *type_name,

@@ -44,6 +44,11 @@ struct pattern {
 	size_t len;           /* text may hold NULs (from JSON) */
 	pcre2_code *code;
 	bool match_all;       /* ".*" and friends: no need to run it */
+	uint32_t *lits;       /* ids in the field's automaton: a match holds, */
+	uint8_t *lit_group;   /* for each group of them, one */
+	size_t nlits;         /* (0: no prefilter) */
+	uint32_t ngroups;     /* at most 64 */
+	bool exact;           /* and holding one is matching */
 	unsigned long line;   /* where it is written, for diagnostics */
 	unsigned long col;
 };
@@ -99,9 +104,12 @@ struct column {
 	int stat_row;         /* B_STAT: enum gstat_row */
 	bool stat_virtual;    /* B_STAT: the virtual column */
 	bool assigned;        /* some rule assigns it */
+	bool tc;              /* named "tc-...": counts in tc-total-log */
 	unsigned long line;
 	unsigned long col;
 };
+
+struct acm;
 
 struct policy {
 	char *label;          /* "l2", or a file's base name */
@@ -120,6 +128,9 @@ struct policy {
 	pcre2_match_data *md;
 	pcre2_match_context *mctx;
 	pcre2_jit_stack *jit_stack;
+	/* The prefilter: per field, the literals its patterns require. */
+	struct acm *acm[COND_NFIELDS];
+	uint64_t *found[COND_NFIELDS];
 };
 
 /* Builtin semantics of a column name (B_NONE if it is an ordinary one). */
@@ -151,18 +162,32 @@ int policy_write(const struct policy *p, struct strbuf *out,
 /*
  * The subject a rule looks at, one string per enum cond_field (NULL where
  * the caller has none), and the page category (0: unknown).
+ *
+ * A caller that can tell more cheaply than by a scan which of a field's
+ * prefilter literals its string holds (see policy_prefilter) may give
+ * them in FOUND and leave the string NULL: FILL then builds it only if a
+ * pattern needs the text itself.
  */
 struct subject {
 	const char *s[COND_NFIELDS];
 	size_t len[COND_NFIELDS];
 	unsigned sharing;
+	const uint64_t *found[COND_NFIELDS];
+	void (*fill)(void *ctx, int field, const char **s, size_t *len);
+	/* What the subject is, for an error message (when WHAT is NULL). */
+	const char *(*describe)(void *ctx);
+	void *ctx;
 };
+
+/* The automaton of a field's prefilter literals, or NULL if it has none. */
+const struct acm *policy_prefilter(const struct policy *p, enum cond_field f);
 
 /*
  * The first rule for ALLOC that matches, as a column index.  Returns -1
  * if none matches (impossible for a loaded policy: each allocator has a
  * catch-all) and -2 after printing an error when a pattern exceeded its
- * match limit; WHAT describes the subject for that message.
+ * match limit; WHAT (or else SUBJ's describe) says what the subject is
+ * for that message.
  */
 int policy_match(struct policy *p, enum rule_alloc alloc,
 		 const struct subject *subj, const char *what);

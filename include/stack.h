@@ -19,6 +19,7 @@ struct inline_frame {
 	const char *func;
 	const char *file;
 	uint32_t line;
+	uint32_t func_len;    /* strlen(func), set with the frame's */
 };
 
 struct frame {
@@ -34,6 +35,8 @@ struct frame {
 	const char *func;
 	const char *file;
 	uint32_t line;
+	uint32_t func_len;    /* strlen(func), or 0 if unknown: stacks are
+				 joined often */
 	uint16_t ninline;
 	const struct inline_frame *inl;
 	bool symbolized;
@@ -45,8 +48,16 @@ static inline uint32_t frame_nlogical(const struct frame *f)
 	return (uint32_t)f->ninline + 1;
 }
 
+struct frame_slot {
+	uint64_t addr;
+	uint32_t id;        /* + 1; 0: an empty slot */
+};
+
 struct frame_table {
-	struct hashmap map; /* addr -> struct frame * (hash_u64 identity) */
+	/* addr -> id: open addressing, the id in the slot itself (a bucket
+	 * file has tens of millions of frames to look up). */
+	struct frame_slot *slots;
+	size_t mask;
 	struct frame **v;   /* dense, by id */
 	size_t n, alloc;
 	struct arena *arena;
@@ -68,6 +79,11 @@ struct stack_table {
 void frames_init(struct frame_table *t, struct arena *arena);
 void frames_free(struct frame_table *t);
 uint32_t frames_intern(struct frame_table *t, uint64_t addr);
+/* Ask for the slot of ADDR early, to intern it soon. */
+static inline void frames_prefetch(const struct frame_table *t, uint64_t addr)
+{
+	prefetch(&t->slots[(size_t)hash_u64(addr) & t->mask]);
+}
 static inline struct frame *frame_get(const struct frame_table *t, uint32_t id)
 {
 	return t->v[id];
@@ -77,6 +93,12 @@ void stacks_init(struct stack_table *t, struct arena *arena);
 void stacks_free(struct stack_table *t);
 const struct stack *stacks_intern(struct stack_table *t,
 				  const uint32_t *frames, uint32_t depth);
+/* The same in steps, for batches: the hash, a prefetch, the intern. */
+uint64_t stacks_hash(const uint32_t *frames, uint32_t depth);
+void stacks_prefetch(const struct stack_table *t, uint64_t hash);
+const struct stack *stacks_intern_hashed(struct stack_table *t,
+					 const uint32_t *frames,
+					 uint32_t depth, uint64_t hash);
 
 /*
  * Append logical frame K of F: its function name ("0x%016x" of the address

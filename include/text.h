@@ -15,6 +15,7 @@
 struct filebuf {
 	char *data;  /* size bytes plus a terminating NUL */
 	size_t size;
+	size_t cap;  /* data holds cap + 1 bytes */
 	char *path;  /* as given, for diagnostics */
 	struct timespec mtime;
 };
@@ -62,16 +63,12 @@ static inline bool is_digit(int c)
 	return c >= '0' && c <= '9';
 }
 
+extern const signed char hex_digit_value[256];
+
 /* Value of hex digit C, or -1. */
 static inline int hex_value(int c)
 {
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
+	return hex_digit_value[(unsigned char)c];
 }
 
 void cursor_skip_space(struct cursor *c);

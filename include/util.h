@@ -32,6 +32,20 @@ extern unsigned long warning_count;
 /* When set, warnings are counted but not printed (-q). */
 extern bool quiet_warnings;
 
+/*
+ * Ask for the cache line at P, to read it soon.  (GCC 12 silently drops
+ * __builtin_prefetch when the address comes out of a hash computation;
+ * the instruction itself it keeps.)
+ */
+static inline void prefetch(const void *p)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__asm__ volatile("prefetcht0 %0" : : "m"(*(const char *)p));
+#else
+	__builtin_prefetch(p);
+#endif
+}
+
 /* Allocation that dies on out-of-memory and on size overflow. */
 void *xmalloc(size_t size);
 void *xcalloc(size_t n, size_t size);
@@ -42,6 +56,12 @@ char *xstrndup(const char *s, size_t n);
 void *xmemdup(const void *p, size_t n);
 /* A formatted string in new memory. */
 char *xasprintf(const char *fmt, ...) PRINTF(1, 2);
+/*
+ * Zeroed memory for a big table looked up at random: from 4 MiB on, in
+ * huge pages where the kernel gives them (far fewer TLB misses).  Freed
+ * with free().
+ */
+void *xcalloc_table(size_t n, size_t size);
 size_t st_add(size_t a, size_t b);
 size_t st_mult(size_t a, size_t b);
 

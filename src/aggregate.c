@@ -242,6 +242,14 @@ static int add_malloc(struct classifier *c, const struct snapshot *snap,
 		const struct stack_line *l = &snap->lines[i];
 		int col;
 
+		/*
+		 * Buckets come in no order: fetch those of the lines ahead,
+		 * then (once they are here) their memo entries.
+		 */
+		if (i + 16 < snap->nlines && snap->lines[i + 16].bucket)
+			prefetch(snap->lines[i + 16].bucket);
+		if (i + 8 < snap->nlines && snap->lines[i + 8].bucket)
+			classify_prefetch(c, snap->lines[i + 8].bucket);
 		if (l->bucket && l->bucket->kind == ALLOC_MMAP) {
 			struct region r;
 
@@ -265,7 +273,7 @@ static int add_malloc(struct classifier *c, const struct snapshot *snap,
 		if (col < 0)
 			return -1;
 		add(values, col, l->committed);
-		if (starts_with(p->cols[col].name, "tc-"))
+		if (p->cols[col].tc)
 			sums->tc_total_log = add64(sums->tc_total_log, l->committed);
 		else
 			sums->other_total_log = add64(sums->other_total_log, l->committed);

@@ -26,13 +26,38 @@ void bucket_set_init(struct bucket_set *s)
 void bucket_set_free(struct bucket_set *s)
 {
 	hashmap_free(&s->by_id);
+	free(s->dense);
 	free(s->v);
 	memset(s, 0, sizeof(*s));
 }
 
+/* Ids below this go in the array (up to 512 MiB of it). */
+#define DENSE_MAX ((uint64_t)1 << 26)
+
 struct bucket *bucket_set_find(const struct bucket_set *s, uint64_t id)
 {
+	if (id < DENSE_MAX)
+		return id < s->ndense ? s->dense[id] : NULL;
 	return hashmap_get(&s->by_id, hash_u64(id), NULL, NULL);
+}
+
+static void bucket_set_add(struct bucket_set *s, struct bucket *b)
+{
+	if (b->id < DENSE_MAX) {
+		if (b->id >= s->ndense) {
+			size_t n = s->ndense ? s->ndense : 1024;
+
+			while (n <= b->id)
+				n *= 2;
+			s->dense = xreallocarray(s->dense, n, sizeof(*s->dense));
+			memset(s->dense + s->ndense, 0,
+			       (n - s->ndense) * sizeof(*s->dense));
+			s->ndense = n;
+		}
+		s->dense[b->id] = b;
+	} else {
+		hashmap_put(&s->by_id, hash_u64(b->id), b);
+	}
 }
 
 static int cmp_bucket_id(const void *a, const void *b)
@@ -80,17 +105,31 @@ struct bucket *model_define_bucket(struct model *m, uint64_t id,
 				   const char *source, unsigned long line)
 {
 	uint32_t stackbuf[64], *ids = stackbuf;
-	struct bucket *b = bucket_set_find(&m->buckets, id);
 	const struct stack *stack;
-	uint32_t i;
+	struct bucket *b;
 
 	if (depth > ARRAY_SIZE(stackbuf))
 		ids = xcalloc(depth, sizeof(*ids));
-	for (i = 0; i < depth; i++)
+	for (uint32_t i = 0; i < depth; i++)
 		ids[i] = frames_intern(&m->frames, frames[i]);
-	stack = stacks_intern(&m->stacks, ids, depth);
+	stack = stacks_intern(&m->stacks, depth ? ids : NULL, depth);
 	if (ids != stackbuf)
 		free(ids);
+	b = model_define_stack_bucket(
+		m, id, kind, has_typeinfo, typeinfo,
+		strtab_intern_str(&m->strings, type_name ? type_name : ""),
+		stack, strtab_intern_str(&m->strings, source), line);
+	return b;
+}
+
+struct bucket *model_define_stack_bucket(struct model *m, uint64_t id,
+					 enum alloc_kind kind,
+					 bool has_typeinfo, uint64_t typeinfo,
+					 const char *type_name,
+					 const struct stack *stack,
+					 const char *source, unsigned long line)
+{
+	struct bucket *b = bucket_set_find(&m->buckets, id);
 
 	if (!b) {
 		b = arena_alloc(&m->arena, sizeof(*b));
@@ -101,7 +140,7 @@ struct bucket *model_define_bucket(struct model *m, uint64_t id,
 		b->index = (uint32_t)m->buckets.n;
 		GROW(m->buckets.v, m->buckets.n + 1, m->buckets.alloc);
 		m->buckets.v[m->buckets.n++] = b;
-		hashmap_put(&m->buckets.by_id, hash_u64(id), b);
+		bucket_set_add(&m->buckets, b);
 	} else if (b->stack != stack || b->kind != kind) {
 		/*
 		 * The producer writes each bucket once per process; a
@@ -114,9 +153,9 @@ struct bucket *model_define_bucket(struct model *m, uint64_t id,
 	b->kind = kind;
 	b->has_typeinfo = has_typeinfo;
 	b->typeinfo = typeinfo;
-	b->type_name = strtab_intern_str(&m->strings, type_name ? type_name : "");
+	b->type_name = type_name;
 	b->stack = stack;
-	b->source = strtab_intern_str(&m->strings, source);
+	b->source = source;
 	b->source_line = line;
 	return b;
 }
@@ -162,15 +201,77 @@ struct bucket *model_intern_bucket(struct model *m, enum alloc_kind kind,
 	return b;
 }
 
-static int parse_bucket_line(struct model *m, const char *path,
-			     const struct line *l, uint64_t **frames,
-			     size_t *frames_alloc)
+/*
+ * A .buckets file is read in batches of lines: parsed first, then all
+ * their frames interned, then their stacks, then the buckets defined.
+ * Frames and stacks are looked up in big tables in no order; done in
+ * batches, the next ones can be fetched while the current one is looked
+ * up.
+ */
+struct brec {
+	uint64_t id, typeinfo;
+	const char *name;    /* in the file's buffer, or NULL */
+	size_t name_len;
+	size_t first;        /* in the batch's frames */
+	uint32_t depth;
+	unsigned long line;
+	uint8_t kind;
+	bool has_typeinfo;
+	uint64_t hash;       /* of its stack, once its frames are ids */
+};
+
+struct batch {
+	struct brec *v;
+	size_t n, alloc;
+	uint64_t *frames;
+	size_t nframes, frames_alloc;
+	uint32_t *ids;
+	size_t ids_alloc;
+};
+
+enum { BATCH_LINES = 16384, AHEAD = 64 };
+
+static void batch_define(struct model *m, struct batch *bt,
+			 const char *source)
+{
+	const char *empty = strtab_intern_str(&m->strings, "");
+
+	GROW(bt->ids, bt->nframes, bt->ids_alloc);
+	for (size_t i = 0; i < bt->nframes; i++) {
+		if (i + AHEAD < bt->nframes)
+			frames_prefetch(&m->frames, bt->frames[i + AHEAD]);
+		bt->ids[i] = frames_intern(&m->frames, bt->frames[i]);
+	}
+	for (size_t i = 0; i < bt->n; i++)
+		bt->v[i].hash = stacks_hash(bt->ids + bt->v[i].first,
+					    bt->v[i].depth);
+	for (size_t i = 0; i < bt->n; i++) {
+		const struct brec *r = &bt->v[i];
+		const struct stack *st;
+
+		if (i + AHEAD < bt->n)
+			stacks_prefetch(&m->stacks, bt->v[i + AHEAD].hash);
+		st = stacks_intern_hashed(&m->stacks,
+					  r->depth ? bt->ids + r->first : NULL,
+					  r->depth, r->hash);
+		model_define_stack_bucket(
+			m, r->id, (enum alloc_kind)r->kind, r->has_typeinfo,
+			r->typeinfo,
+			r->name ? strtab_intern(&m->strings, r->name,
+						r->name_len)
+				: empty,
+			st, source, r->line);
+	}
+	bt->n = bt->nframes = 0;
+}
+
+static int parse_bucket_line(struct batch *bt, const char *path,
+			     const struct line *l)
 {
 	struct cursor c = cursor_of(l);
 	struct strbuf q = STRBUF_INIT;
-	const char *w, *name = "";
-	char *namebuf = NULL;
-	size_t len, depth = 0;
+	const char *w, *name = NULL;
+	size_t len, name_len = 0, depth = 0, first = bt->nframes;
 	uint64_t id, typeinfo = 0;
 	bool has_typeinfo = false, in_frames = false;
 	enum alloc_kind kind;
@@ -200,9 +301,38 @@ static int parse_bucket_line(struct model *m, const char *path,
 		      path, l->no, quote_for_msg(w, len, &q));
 		goto out;
 	}
-	while (cursor_word(&c, &w, &len)) {
+	while (true) {
 		uint64_t addr;
 
+		/*
+		 * The common case first, in one pass: " 0x" and up to 16 hex
+		 * digits.  Anything else goes the general way below.
+		 */
+		if (in_frames) {
+			const char *p = c.p, *end = c.end;
+			uint64_t v = 0;
+			int d, n = 0;
+
+			while (p < end && (*p == ' ' || *p == '\t'))
+				p++;
+			if (end - p > 2 && p[0] == '0' && p[1] == 'x') {
+				for (p += 2; p < end && n <= 16 &&
+					     (d = hex_value(*p)) >= 0;
+				     p++, n++)
+					v = v << 4 | (unsigned)d;
+				if (n && n <= 16 &&
+				    (p == end || *p == ' ' || *p == '\t')) {
+					c.p = p;
+					GROW(bt->frames, bt->nframes + 1,
+					     bt->frames_alloc);
+					bt->frames[bt->nframes++] = v;
+					depth++;
+					continue;
+				}
+			}
+		}
+		if (!cursor_word(&c, &w, &len))
+			break;
 		if (!in_frames && w[0] == 't') {
 			st = word_hex(w + 1, len - 1, &typeinfo, true);
 			if (st != NUM_OK) {
@@ -214,9 +344,8 @@ static int parse_bucket_line(struct model *m, const char *path,
 			continue;
 		}
 		if (!in_frames && w[0] == 'n') {
-			free(namebuf);
-			namebuf = xstrndup(w + 1, len - 1);
-			name = namebuf;
+			name = w + 1;
+			name_len = len - 1;
 			continue;
 		}
 		in_frames = true;
@@ -231,14 +360,19 @@ static int parse_bucket_line(struct model *m, const char *path,
 			error("%s:%lu: stack too deep", path, l->no);
 			goto out;
 		}
-		GROW(*frames, depth + 1, *frames_alloc);
-		(*frames)[depth++] = addr;
+		GROW(bt->frames, bt->nframes + 1, bt->frames_alloc);
+		bt->frames[bt->nframes++] = addr;
+		depth++;
 	}
-	model_define_bucket(m, id, kind, has_typeinfo, typeinfo, name, *frames,
-			    (uint32_t)depth, path, l->no);
+	GROW(bt->v, bt->n + 1, bt->alloc);
+	bt->v[bt->n++] = (struct brec){ id,	typeinfo,     name,
+					name_len, first, (uint32_t)depth,
+					l->no, (uint8_t)kind, has_typeinfo,
+					0 };
 	rc = 0;
 out:
-	free(namebuf);
+	if (rc < 0)
+		bt->nframes = first;
 	sb_release(&q);
 	return rc;
 }
@@ -248,10 +382,11 @@ int buckets_load(struct model *m, const char *path)
 	struct filebuf fb;
 	struct line_reader r;
 	struct line l;
-	uint64_t *frames = NULL;
-	size_t frames_alloc = 0;
+	struct batch bt;
+	const char *source = strtab_intern_str(&m->strings, path);
 	int rc = 0;
 
+	memset(&bt, 0, sizeof(bt));
 	if (file_load(&fb, path) < 0)
 		return -1;
 	lines_init(&r, fb.data, fb.size);
@@ -261,6 +396,7 @@ int buckets_load(struct model *m, const char *path)
 			 * A writer killed mid-line: the bucket may have lost
 			 * frames, so it is not defined from this line.
 			 */
+			batch_define(m, &bt, source); /* (what came before) */
 			warning("%s:%lu: last line has no newline (file "
 				"truncated?); skipped", path, l.no);
 			break;
@@ -270,12 +406,18 @@ int buckets_load(struct model *m, const char *path)
 				   l.no);
 			break;
 		}
-		if (parse_bucket_line(m, path, &l, &frames, &frames_alloc) < 0) {
+		if (parse_bucket_line(&bt, path, &l) < 0) {
 			rc = -1;
 			break;
 		}
+		if (bt.n == BATCH_LINES)
+			batch_define(m, &bt, source);
 	}
-	free(frames);
+	if (rc == 0)
+		batch_define(m, &bt, source);
+	free(bt.v);
+	free(bt.frames);
+	free(bt.ids);
 	file_release(&fb);
 	return rc;
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "literals.h"
 #include "util.h"
 
 void classifier_init(struct classifier *c, struct policy *p,
@@ -22,6 +23,10 @@ void classifier_init(struct classifier *c, struct policy *p,
 
 void classifier_free(struct classifier *c)
 {
+	for (int i = 0; i < 2; i++) {
+		free(c->scan[i].e);
+		free(c->scan[i].found);
+	}
 	free(c->bucket_col);
 	hashmap_free(&c->regions);
 	arena_free(&c->arena);
@@ -62,21 +67,124 @@ void stack_sources(struct strbuf *sb, const struct model *m,
 	}
 }
 
-/* Fill the stack-derived fields of SUBJ that the policy uses. */
+/* One logical frame's string for FIELD (as stack_functions and
+ * stack_sources write it). */
+static void frame_text(struct strbuf *sb, const struct frame *f, uint32_t k,
+		       int field)
+{
+	sb_reset(sb);
+	if (field == COND_STACK)
+		frame_add_func(sb, f, k);
+	else
+		frame_add_file(sb, f, k);
+}
+
+#define NO_STATE UINT32_MAX
+
+/* Which prefilter literals the joined FIELD of stack S holds. */
+static const uint64_t *scan_stack(struct classifier *c, int field,
+				  const struct stack *s)
+{
+	struct frame_scan *fs = &c->scan[field == COND_STACK ? 0 : 1];
+	uint32_t st = 0;
+
+	if (!fs->a) {
+		fs->a = policy_prefilter(c->p, field);
+		fs->words = acm_words(fs->a);
+		fs->stride = 1 + fs->words;
+		fs->found = xcalloc(fs->words, sizeof(*fs->found));
+	}
+	if (fs->nframes < c->m->frames.n) {
+		size_t n = c->m->frames.n;
+
+		fs->e = xreallocarray(fs->e, st_mult(n, fs->stride),
+				      sizeof(*fs->e));
+		for (size_t i = fs->nframes; i < n; i++)
+			fs->e[i * fs->stride] = NO_STATE;
+		fs->nframes = n;
+	}
+	memset(fs->found, 0, fs->words * sizeof(*fs->found));
+	for (uint32_t i = 0; i < s->depth; i++) {
+		uint64_t *e = &fs->e[(size_t)s->frames[i] * fs->stride];
+		const struct frame *f;
+
+		if (i)
+			st = acm_feed(fs->a, st, " ", 1, fs->found);
+		if ((uint32_t)e[0] == st) {
+			/* Seen from this state (only plain frames are kept). */
+			st = (uint32_t)(e[0] >> 32);
+			for (size_t w = 0; w < fs->words; w++)
+				fs->found[w] |= e[1 + w];
+			continue;
+		}
+		f = frame_get(&c->m->frames, s->frames[i]);
+		if (frame_nlogical(f) == 1) {
+			uint32_t from = st;
+
+			frame_text(&c->what, f, 0, field);
+			memset(e + 1, 0, fs->words * sizeof(*e));
+			st = acm_feed(fs->a, st, c->what.buf, c->what.len,
+				      e + 1);
+			e[0] = from | (uint64_t)st << 32;
+			for (size_t w = 0; w < fs->words; w++)
+				fs->found[w] |= e[1 + w];
+			continue;
+		}
+		/* Inlined frames: through each, as joined. */
+		for (uint32_t k = 0; k < frame_nlogical(f); k++) {
+			if (k)
+				st = acm_feed(fs->a, st, " ", 1, fs->found);
+			frame_text(&c->what, f, k, field);
+			st = acm_feed(fs->a, st, c->what.buf, c->what.len,
+				      fs->found);
+		}
+	}
+	return fs->found;
+}
+
+/* The joined strings, built only when a pattern must see them. */
+static void fill_subject(void *ctx, int field, const char **s, size_t *len)
+{
+	struct classifier *c = ctx;
+	struct strbuf *sb = field == COND_STACK ? &c->stack : &c->source;
+
+	sb_reset(sb);
+	if (field == COND_STACK)
+		stack_functions(sb, c->m, c->cur->stack);
+	else if (field == COND_SOURCE)
+		stack_sources(sb, c->m, c->cur->stack);
+	*s = sb_str(sb);
+	*len = sb->len;
+}
+
+static const char *describe_bucket(void *ctx)
+{
+	struct classifier *c = ctx;
+
+	sb_reset(&c->what);
+	sb_addf(&c->what, "the stack of bucket %" PRIu64, c->cur->id);
+	return c->what.buf;
+}
+
+/* The stack-derived fields of SUBJ that the policy uses. */
 static void stack_subject(struct classifier *c, const struct bucket *b,
 			  struct subject *subj)
 {
-	if (c->p->uses[COND_STACK]) {
-		sb_reset(&c->stack);
-		stack_functions(&c->stack, c->m, b->stack);
-		subj->s[COND_STACK] = sb_str(&c->stack);
-		subj->len[COND_STACK] = c->stack.len;
-	}
-	if (c->p->uses[COND_SOURCE]) {
-		sb_reset(&c->source);
-		stack_sources(&c->source, c->m, b->stack);
-		subj->s[COND_SOURCE] = sb_str(&c->source);
-		subj->len[COND_SOURCE] = c->source.len;
+	static const int fields[] = { COND_STACK, COND_SOURCE };
+
+	c->cur = b;
+	subj->fill = fill_subject;
+	subj->describe = describe_bucket;
+	subj->ctx = c;
+	for (size_t i = 0; i < ARRAY_SIZE(fields); i++) {
+		int f = fields[i];
+
+		if (!c->p->uses[f])
+			continue;
+		if (policy_prefilter(c->p, f))
+			subj->found[f] = scan_stack(c, f, b->stack);
+		else
+			fill_subject(c, f, &subj->s[f], &subj->len[f]);
 	}
 }
 
@@ -102,9 +210,7 @@ int classify_malloc(struct classifier *c, const struct bucket *b)
 		subj.s[COND_TYPE] = t;
 		subj.len[COND_TYPE] = strlen(t);
 	}
-	sb_reset(&c->what);
-	sb_addf(&c->what, "the stack of bucket %" PRIu64, b->id);
-	col = policy_match(c->p, RULE_MALLOC, &subj, c->what.buf);
+	col = policy_match(c->p, RULE_MALLOC, &subj, NULL);
 	if (col < 0)
 		return col == -1 ? error("%s: no rule matches bucket %" PRIu64,
 					 c->p->path, b->id) - 1

@@ -754,6 +754,78 @@ static void check_global_stats(struct parser *p, unsigned long line)
 
 /* ---- STACKTRACES ---- */
 
+/*
+ * The bucket of each stack line.  Ids come in no order and the table is
+ * big, so each lookup would wait for memory: the ones a few lines ahead
+ * are fetched meanwhile.
+ */
+static void find_buckets(struct snapshot *snap, const struct model *m)
+{
+	enum { AHEAD = 16 };
+
+	for (size_t i = 0; i < snap->nlines; i++) {
+		struct stack_line *sl = &snap->lines[i];
+
+		if (i + AHEAD < snap->nlines)
+			bucket_set_prefetch(&m->buckets,
+					    snap->lines[i + AHEAD].bucket_id);
+		sl->bucket = bucket_set_find(&m->buckets, sl->bucket_id);
+		if (sl->bucket)
+			continue;
+		if (!snap->unknown_bucket_lines) {
+			snap->first_unknown_line = sl->line;
+			snap->first_unknown_id = sl->bucket_id;
+		}
+		snap->unknown_bucket_lines++;
+		snap->unknown_bucket_bytes =
+			add64(snap->unknown_bucket_bytes, sl->committed);
+	}
+}
+
+/*
+ * The producer's "%10lld %10lld %6d %6d @ %d" in one pass: true and SL
+ * filled when the line is just that (numbers of up to 18 digits);
+ * anything else is left to the general parser and its messages.
+ */
+static bool fast_stack_line(const struct line *l, struct stack_line *sl)
+{
+	const char *p = l->p, *end = l->p + l->len;
+	int64_t v[5];
+
+	for (int i = 0; i < 5; i++) {
+		bool neg = false;
+		int64_t x = 0;
+		int n = 0;
+
+		while (p < end && *p == ' ')
+			p++;
+		if (i == 4) {
+			if (p + 1 >= end || p[0] != '@' || p[1] != ' ')
+				return false;
+			p += 2;
+			while (p < end && *p == ' ')
+				p++;
+		} else if (p < end && *p == '-' && i < 4) {
+			neg = true;
+			p++;
+		}
+		for (; p < end && is_digit(*p) && n < 18; p++, n++)
+			x = x * 10 + (*p - '0');
+		if (!n || (p < end && *p != ' '))
+			return false;
+		v[i] = neg ? -x : x;
+	}
+	if (p != end)
+		return false;
+	memset(sl, 0, sizeof(*sl));
+	sl->virt = v[0];
+	sl->committed = v[1];
+	sl->alloc = v[2];
+	sl->free = v[3];
+	sl->bucket_id = (uint64_t)v[4];
+	return true;
+}
+
 static int parse_stack_line(struct parser *p)
 {
 	struct snapshot *snap = p->snap;
@@ -763,6 +835,9 @@ static int parse_stack_line(struct parser *p)
 	size_t wl[7];
 	int nw = 0;
 	enum num_status st;
+
+	if (fast_stack_line(p->l, &sl))
+		goto add;
 
 	while (nw < 7 && cursor_word(&c, &w[nw], &wl[nw]))
 		nw++;
@@ -785,17 +860,9 @@ static int parse_stack_line(struct parser *p)
 		return perr(p, "%s number in stack line '%s'",
 			    st == NUM_RANGE ? "out-of-range" : "invalid",
 			    quoted(p, p->l->p, p->l->len));
+add:
 	sl.line = p->l->no;
-	sl.bucket = bucket_set_find(&p->m->buckets, sl.bucket_id);
-	if (!sl.bucket) {
-		if (!snap->unknown_bucket_lines) {
-			snap->first_unknown_line = sl.line;
-			snap->first_unknown_id = sl.bucket_id;
-		}
-		snap->unknown_bucket_lines++;
-		snap->unknown_bucket_bytes =
-			add64(snap->unknown_bucket_bytes, sl.committed);
-	}
+	/* (sl.bucket: found once the section is read, see find_buckets.) */
 	GROW(snap->lines, snap->nlines + 1, snap->lines_alloc);
 	snap->lines[snap->nlines++] = sl;
 	return 0;
@@ -967,6 +1034,7 @@ int dump_load(struct snapshot *snap, const char *path, struct model *m)
 	if (rc == 0)
 		rc = finish_regions(&p);
 	if (rc == 0) {
+		find_buckets(snap, m);
 		for (size_t i = 0; i < snap->nregions; i++) {
 			struct region *r = &snap->regions[i];
 

@@ -82,6 +82,12 @@ void *hashmap_get(const struct hashmap *map, uint64_t hash, hashmap_eq_fn eq,
 	return find_slot(map, hash, eq, key)->item;
 }
 
+void hashmap_prefetch(const struct hashmap *map, uint64_t hash)
+{
+	if (map->slots)
+		prefetch(&map->slots[(size_t)hash & map->mask]);
+}
+
 void hashmap_put(struct hashmap *map, uint64_t hash, void *item)
 {
 	size_t i;

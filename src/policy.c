@@ -14,6 +14,7 @@
 
 #include "dump.h"
 #include "json.h"
+#include "literals.h"
 #include "text.h"
 #include "util.h"
 
@@ -155,6 +156,8 @@ static void pattern_free(struct pattern *pat)
 		return;
 	free(pat->text);
 	pcre2_code_free(pat->code);
+	free(pat->lits);
+	free(pat->lit_group);
 	free(pat);
 }
 
@@ -169,6 +172,10 @@ void policy_free(struct policy *p)
 		for (int f = 0; f < COND_NFIELDS; f++)
 			pattern_free(p->rules[i].cond[f]);
 	free(p->rules);
+	for (int f = 0; f < COND_NFIELDS; f++) {
+		acm_free(p->acm[f]);
+		free(p->found[f]);
+	}
 	pcre2_match_data_free(p->md);
 	pcre2_match_context_free(p->mctx);
 	pcre2_jit_stack_free(p->jit_stack);
@@ -244,6 +251,8 @@ static void add_column(struct loader *ld, const char *name,
 		p->until_marker = (int)p->ncols;
 	p->ncols++;
 }
+
+static void build_prefilter(struct policy *p);
 
 static bool trivially_all(const char *re)
 {
@@ -408,6 +417,8 @@ static void finish(struct loader *ld, char **rule_names,
 	p->col_mmap_tcmalloc = policy_column(p, "mmap-tcmalloc");
 	if (p->col_mmap_tcmalloc < 0)
 		p->col_mmap_tcmalloc = policy_column(p, "allocator-arena");
+	for (size_t i = 0; i < p->ncols; i++)
+		p->cols[i].tc = starts_with(p->cols[i].name, "tc-");
 	p->col_no_bucket = policy_column(p, "no-bucket");
 	p->mctx = pcre2_match_context_create(NULL);
 	pcre2_set_match_limit(p->mctx, MATCH_LIMIT);
@@ -421,6 +432,7 @@ static void finish(struct loader *ld, char **rule_names,
 	if (p->jit_stack)
 		pcre2_jit_stack_assign(p->mctx, NULL, p->jit_stack);
 	p->md = pcre2_match_data_create(1, NULL);
+	build_prefilter(p);
 }
 
 /* ---- the text format ---- */
@@ -1077,8 +1089,70 @@ int policy_write(const struct policy *p, struct strbuf *out,
 
 /* ---- matching ---- */
 
+/*
+ * The prefilter: for each field, one automaton over the literals that its
+ * patterns require (a literal shared by several patterns is there once).
+ * A pattern whose literals the subject lacks cannot match, and is not
+ * run.  Literals shorter than 3 bytes are not worth it.
+ */
+static void build_prefilter(struct policy *p)
+{
+	for (int f = 0; f < COND_NFIELDS; f++) {
+		struct acm *a = NULL;
+
+		for (size_t i = 0; i < p->nrules; i++) {
+			struct pattern *pat = p->rules[i].cond[f];
+			struct literals l;
+
+			if (!pat || pat->match_all ||
+			    !regex_literals(pat->text, pat->len, 3, &l))
+				continue;
+			if (!a)
+				a = acm_new();
+			pat->lits = xcalloc(l.n, sizeof(*pat->lits));
+			pat->lit_group = xcalloc(l.n, sizeof(*pat->lit_group));
+			pat->exact = l.exact;
+			/* (Requiring fewer groups is always safe.) */
+			pat->ngroups = l.ngroups > 64 ? 64 : l.ngroups;
+			for (size_t k = 0; k < l.n; k++) {
+				if (l.group[k] >= pat->ngroups)
+					continue;
+				pat->lit_group[pat->nlits] = (uint8_t)l.group[k];
+				pat->lits[pat->nlits++] =
+					acm_add(a, l.v[k], l.len[k]);
+			}
+			literals_free(&l);
+		}
+		if (a) {
+			acm_build(a);
+			p->acm[f] = a;
+			p->found[f] = xcalloc(acm_words(a), sizeof(uint64_t));
+		}
+	}
+}
+
+const struct acm *policy_prefilter(const struct policy *p, enum cond_field f)
+{
+	return p->acm[f];
+}
+
+/* Does the subject (scanned into FOUND) hold one of PAT's literals of
+ * each group? */
+static bool has_literal(const struct pattern *pat, const uint64_t *found)
+{
+	uint64_t groups = 0, want = pat->ngroups == 64
+					    ? UINT64_MAX
+					    : (1ULL << pat->ngroups) - 1;
+
+	for (size_t k = 0; k < pat->nlits; k++)
+		if (found[pat->lits[k] / 64] & (1ULL << (pat->lits[k] % 64)))
+			groups |= 1ULL << pat->lit_group[k];
+	return groups == want;
+}
+
 static int run_pattern(struct policy *p, const struct pattern *pat,
-		       const char *s, size_t len, const char *what)
+		       const char *s, size_t len, const char *what,
+		       const struct subject *subj)
 {
 	int rc;
 
@@ -1093,6 +1167,9 @@ static int run_pattern(struct policy *p, const struct pattern *pat,
 		PCRE2_UCHAR msg[256];
 
 		pcre2_get_error_message(rc, msg, sizeof(msg));
+		if (!what)
+			what = subj->describe ? subj->describe(subj->ctx)
+					      : "a subject";
 		error("%s:%lu:%lu: pattern '%s' failed on %s (%zu bytes): %s; "
 		      "simplify the pattern (nested repeats like '(.*)*' "
 		      "backtrack without end)",
@@ -1103,8 +1180,13 @@ static int run_pattern(struct policy *p, const struct pattern *pat,
 }
 
 int policy_match(struct policy *p, enum rule_alloc alloc,
-		 const struct subject *subj, const char *what)
+		 const struct subject *in, const char *what)
 {
+	const uint64_t *found[COND_NFIELDS];
+	struct subject copy = *in, *subj = &copy;
+
+	memcpy(found, in->found, sizeof(found));
+
 	for (size_t i = 0; i < p->nrules; i++) {
 		const struct rule *r = &p->rules[i];
 		bool ok = true;
@@ -1123,9 +1205,34 @@ int policy_match(struct policy *p, enum rule_alloc alloc,
 
 			if (!r->cond[f])
 				continue;
+			if (!subj->s[f] && !found[f] && subj->fill)
+				subj->fill(subj->ctx, f, &subj->s[f],
+					   &subj->len[f]);
+			if (r->cond[f]->nlits) {
+				if (!found[f]) {
+					memset(p->found[f], 0,
+					       acm_words(p->acm[f]) *
+						       sizeof(uint64_t));
+					if (subj->s[f])
+						acm_scan(p->acm[f], subj->s[f],
+							 subj->len[f],
+							 p->found[f]);
+					found[f] = p->found[f];
+				}
+				if (!has_literal(r->cond[f], found[f])) {
+					ok = false;
+					continue;
+				}
+				if (r->cond[f]->exact)
+					continue; /* a match, without PCRE2 */
+			}
+			if (!subj->s[f] && subj->fill)
+				subj->fill(subj->ctx, f, &subj->s[f],
+					   &subj->len[f]);
 			m = run_pattern(p, r->cond[f],
 					subj->s[f] ? subj->s[f] : "",
-					subj->s[f] ? subj->len[f] : 0, what);
+					subj->s[f] ? subj->len[f] : 0, what,
+					subj);
 			if (m < 0)
 				return -2;
 			ok = m == 1;

@@ -12,25 +12,49 @@
 void frames_init(struct frame_table *t, struct arena *arena)
 {
 	memset(t, 0, sizeof(*t));
-	hashmap_init(&t->map, 4096);
+	t->mask = 4095;
+	t->slots = xcalloc(t->mask + 1, sizeof(*t->slots));
 	t->arena = arena;
 }
 
 void frames_free(struct frame_table *t)
 {
-	hashmap_free(&t->map);
+	free(t->slots);
 	free(t->v);
 	memset(t, 0, sizeof(*t));
 }
 
+static void frames_grow(struct frame_table *t)
+{
+	size_t mask = t->mask * 2 + 1;
+	struct frame_slot *s = xcalloc_table(mask + 1, sizeof(*s));
+
+	for (size_t i = 0; i <= t->mask; i++) {
+		size_t k;
+
+		if (!t->slots[i].id)
+			continue;
+		k = (size_t)hash_u64(t->slots[i].addr) & mask;
+		while (s[k].id)
+			k = (k + 1) & mask;
+		s[k] = t->slots[i];
+	}
+	free(t->slots);
+	t->slots = s;
+	t->mask = mask;
+}
+
 uint32_t frames_intern(struct frame_table *t, uint64_t addr)
 {
-	uint64_t h = hash_u64(addr);
-	struct frame *f = hashmap_get(&t->map, h, NULL, NULL);
+	size_t k = (size_t)hash_u64(addr) & t->mask;
+	struct frame *f;
 
-	if (f)
-		return f->id;
-	if (t->n >= UINT32_MAX)
+	while (t->slots[k].id) {
+		if (t->slots[k].addr == addr)
+			return t->slots[k].id - 1;
+		k = (k + 1) & t->mask;
+	}
+	if (t->n >= UINT32_MAX - 1)
 		die("too many distinct frames");
 	f = arena_alloc(t->arena, sizeof(*f));
 	memset(f, 0, sizeof(*f));
@@ -38,7 +62,10 @@ uint32_t frames_intern(struct frame_table *t, uint64_t addr)
 	f->id = (uint32_t)t->n;
 	GROW(t->v, t->n + 1, t->alloc);
 	t->v[t->n++] = f;
-	hashmap_put(&t->map, h, f);
+	t->slots[k].addr = addr;
+	t->slots[k].id = f->id + 1;
+	if (t->n * 2 > t->mask)
+		frames_grow(t);
 	return f->id;
 }
 
@@ -72,11 +99,28 @@ static bool stack_eq(const void *item, const void *k)
 				      key->depth * sizeof(*key->frames)) == 0);
 }
 
+uint64_t stacks_hash(const uint32_t *frames, uint32_t depth)
+{
+	return hash_bytes(frames, depth * sizeof(*frames));
+}
+
+void stacks_prefetch(const struct stack_table *t, uint64_t hash)
+{
+	hashmap_prefetch(&t->map, hash);
+}
+
 const struct stack *stacks_intern(struct stack_table *t,
 				  const uint32_t *frames, uint32_t depth)
 {
+	return stacks_intern_hashed(t, frames, depth,
+				    stacks_hash(frames, depth));
+}
+
+const struct stack *stacks_intern_hashed(struct stack_table *t,
+					 const uint32_t *frames,
+					 uint32_t depth, uint64_t h)
+{
 	struct stack_key key = { frames, depth };
-	uint64_t h = hash_bytes(frames, depth * sizeof(*frames));
 	struct stack *s = hashmap_get(&t->map, h, stack_eq, &key);
 
 	if (s)
@@ -99,9 +143,13 @@ void frame_add_func(struct strbuf *sb, const struct frame *f, uint32_t k)
 {
 	const char *func = k < f->ninline ? f->inl[k].func : f->func;
 
-	if (func)
-		sb_addstr(sb, func);
-	else
+	if (func) {
+		uint32_t len = k < f->ninline ? f->inl[k].func_len
+					      : f->func_len;
+
+		/* (0: not known, as for names set by hand.) */
+		sb_add(sb, func, len ? len : strlen(func));
+	} else
 		sb_addf(sb, "0x%016" PRIx64, f->addr);
 }
 

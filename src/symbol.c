@@ -112,7 +112,8 @@ void symbolize_model(struct model *m, struct symbolizer *s,
 	const char *no_type = strtab_intern_str(&m->strings, "no typeinfo");
 	const char *question = strtab_intern_str(&m->strings, "?");
 
-	for (size_t i = 0; i < m->frames.n; i++) {
+	/* (Frames and buckets are only ever added: start where we were.) */
+	for (size_t i = m->frames_done; i < m->frames.n; i++) {
 		struct frame *f = m->frames.v[i];
 		struct sym_info info = { NULL, NULL, 0, 0, NULL };
 
@@ -131,10 +132,18 @@ void symbolize_model(struct model *m, struct symbolizer *s,
 		f->line = info.line;
 		f->ninline = info.ninline;
 		f->inl = info.inl;
+		f->func_len = f->func ? (uint32_t)strlen(f->func) : 0;
+		for (uint16_t k = 0; k < f->ninline; k++) {
+			/* (The chain is the symbolizer's; lengths are ours.) */
+			struct inline_frame *in = (struct inline_frame *)&f->inl[k];
+
+			in->func_len = in->func ? (uint32_t)strlen(in->func) : 0;
+		}
 		f->symbolized = true;
 	}
+	m->frames_done = m->frames.n;
 	hashmap_init(&types, 64);
-	for (size_t i = 0; i < m->buckets.n; i++) {
+	for (size_t i = m->buckets_done; i < m->buckets.n; i++) {
 		struct bucket *b = m->buckets.v[i];
 
 		if (b->typeinfo_sym)
@@ -145,6 +154,7 @@ void symbolize_model(struct model *m, struct symbolizer *s,
 			b->typeinfo_sym = type_symbol(m, s, maps, b->typeinfo,
 						      &types);
 	}
+	m->buckets_done = m->buckets.n;
 	hashmap_free(&types);
 }
 

@@ -14,6 +14,43 @@
 
 #include "util.h"
 
+#define H(c) ((c) >= '0' && (c) <= '9'   ? (c) - '0'                         \
+	      : (c) >= 'a' && (c) <= 'f' ? (c) - 'a' + 10                    \
+	      : (c) >= 'A' && (c) <= 'F' ? (c) - 'A' + 10                    \
+					 : -1)
+#define H4(c) H(c), H((c) + 1), H((c) + 2), H((c) + 3)
+#define H16(c) H4(c), H4((c) + 4), H4((c) + 8), H4((c) + 12)
+const signed char hex_digit_value[256] = {
+	H16(0),	  H16(16),  H16(32),  H16(48),	H16(64),  H16(80),
+	H16(96),  H16(112), H16(128), H16(144), H16(160), H16(176),
+	H16(192), H16(208), H16(224), H16(240),
+};
+#undef H16
+#undef H4
+#undef H
+
+/*
+ * The buffer of the last big file released, kept for the next one: a run
+ * reads hundreds of dumps one after the other, and fresh memory costs the
+ * kernel a page-zeroing fault per page, as much again as the reading.
+ */
+#define SPARE_MIN (1u << 20)
+static char *spare;
+static size_t spare_cap;
+
+static char *buffer(size_t *cap)
+{
+	char *b;
+
+	if (spare && spare_cap >= *cap) {
+		b = spare;
+		*cap = spare_cap;
+		spare = NULL;
+		return b;
+	}
+	return xmalloc(st_add(*cap, 1));
+}
+
 int file_load(struct filebuf *fb, const char *path)
 {
 	struct stat st;
@@ -43,7 +80,7 @@ int file_load(struct filebuf *fb, const char *path)
 	}
 	cap = S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t)st.st_size + 1
 						    : 65536;
-	buf = xmalloc(cap + 1);
+	buf = buffer(&cap);
 	for (;;) {
 		ssize_t n;
 
@@ -67,6 +104,7 @@ int file_load(struct filebuf *fb, const char *path)
 	buf[len] = '\0';
 	fb->data = buf;
 	fb->size = len;
+	fb->cap = cap;
 	fb->path = xstrdup(path);
 	fb->mtime = st.st_mtim;
 	return 0;
@@ -74,7 +112,13 @@ int file_load(struct filebuf *fb, const char *path)
 
 void file_release(struct filebuf *fb)
 {
-	free(fb->data);
+	if (fb->data && fb->cap >= SPARE_MIN && fb->cap > spare_cap) {
+		free(spare);
+		spare = fb->data;
+		spare_cap = fb->cap;
+	} else {
+		free(fb->data);
+	}
 	free(fb->path);
 	memset(fb, 0, sizeof(*fb));
 }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 unsigned long warning_count;
 bool size_overflow;
@@ -233,6 +234,20 @@ void sb_release(struct strbuf *sb)
 const char *sb_str(const struct strbuf *sb)
 {
 	return sb->buf ? sb->buf : "";
+}
+
+void *xcalloc_table(size_t n, size_t size)
+{
+	size_t len = st_mult(n, size);
+	void *p;
+
+	if (len < (4u << 20))
+		return xcalloc(n, size);
+	if (posix_memalign(&p, 2u << 20, len))
+		die("out of memory (%zu bytes)", len);
+	madvise(p, len, MADV_HUGEPAGE);
+	memset(p, 0, len);
+	return p;
 }
 
 char *xasprintf(const char *fmt, ...)

@@ -14,23 +14,27 @@ top=$(cd "$here/../.." && pwd)
 work=${BENCH_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/dmprof-bench.XXXXXX")}
 [ -n "${BENCH_DIR:-}" ] || trap 'rm -rf "$work"' EXIT INT TERM
 mkdir -p "$work"
-export LC_ALL=C DMPROF_POLICY_PATH="$top/policies"
-cases=${*:-symbolize-dynsym symbolize-dwarf recorder}
+export LC_ALL=C DMPROF_POLICY_PATH="$top/policies" XDG_CACHE_HOME="$work/cache"
+cases=${*:-deep parse gperf-series symbolize-dynsym symbolize-dwarf recorder}
 
-# measure NAME COMMAND...: run it, set $secs and $rss_kb.
+# measure NAME COMMAND...: run it, set $secs (wall, to the millisecond:
+# time(1) says only hundredths) and $rss_kb (peak).
 measure() {
 	name=$1
 	shift
+	t0=$(date +%s%N)
 	/usr/bin/time -f '%e %M' -o "$work/time.$name" "$@" \
 		>"$work/out.$name" 2>"$work/err.$name"
 	rc=$?
+	t1=$(date +%s%N)
 	read -r secs rss_kb <"$work/time.$name"
+	secs=$(echo "($t1 - $t0) / 1000000000" | bc -l)
 	[ $rc = 0 ] || { echo "bench: $name failed:"; tail -3 "$work/err.$name"; }
 	return $rc
 }
 
 row() { # CASE WHAT BASE_S BASE_KB DMPROF_S DMPROF_KB
-	printf '%-22s %-34s %9.2f s %8d MB %9.3f s %6d MB %8.1fx\n' "$1" "$2" \
+	printf '%-22s %-34s %9.2f s %8d MB %9.3f s %6d MB %8.3gx\n' "$1" "$2" \
 		"$3" $(($4 / 1024)) "$5" $(($6 / 1024)) \
 		"$(echo "$3 / ($5 + 0.0005)" | bc -l)"
 }
@@ -57,6 +61,83 @@ symbolize() { # CASE BINARY [ADDR2LINE_FLAGS]
 	row "$case" "$n addrs, cache warm" $base_s $base_kb $secs $rss_kb
 	cmp -s "$work/out.cold-$case" "$work/out.warm-$case" ||
 		echo "bench: $case: the warm cache changed the output!"
+}
+
+# The big synthetic deep run (gen_deep.c): 100 snapshots of 100,000 stack
+# lines over 1,000,000 buckets 10 to 30 frames deep, with MMAP_LIST, and
+# symbols for Chromium-like names; generated once for deep and parse.
+deep_run() {
+	d=$work/deep
+	if [ ! -e "$d/deep.01234.0100.heap" ]; then
+		gcc -O2 -o "$work/gen_deep" "$here/gen_deep.c" || return 1
+		"$work/gen_deep" "$d" 100 100000 1000000 || return 1
+	fi
+	deep_files=$(ls "$d"/deep.01234.*.heap "$d"/deep.01234.*.buckets)
+	# shellcheck disable=SC2086
+	deep_mb=$(cat $deep_files | wc -c | awk '{ printf "%.0f", $1 / 1048576 }')
+}
+
+deep() {
+	deep_run || return
+	# shellcheck disable=SC2086
+	measure wc-deep wc -l $deep_files || return
+	base_s=$secs base_kb=$rss_kb
+	measure csv-l2 "$bin" csv -p l2 "$d/deep.01234.0001.heap" || return
+	row deep "$deep_mb MB: csv -p l2, vs wc -l" $base_s $base_kb $secs $rss_kb
+	measure expand-l2 "$bin" expand "$d/deep.01234.0050.heap" l2 \
+		tc-webkit-catch-all 3 || return
+	row deep "one snapshot: expand -p l2 depth 3" $base_s $base_kb $secs $rss_kb
+}
+
+# Parsing alone: the same files under a policy of three catch-alls.
+parse() {
+	deep_run || return
+	printf 'dmprof-policy 1\ncolumns second malloc mmap unhooked\n%s\n%s\n%s\n' \
+		'rule malloc malloc' 'rule mmap mmap' 'rule unhooked unhooked' \
+		>"$work/min.policy"
+	# shellcheck disable=SC2086
+	measure wc-parse wc -l $deep_files || return
+	base_s=$secs base_kb=$rss_kb
+	measure parse "$bin" csv -p "$work/min.policy" "$d/deep.01234.0001.heap" ||
+		return
+	row parse "$deep_mb MB: csv, 3 rules, vs wc -l" $base_s $base_kb $secs $rss_kb
+	printf '%-22s %-34s %17.0f MB/s %15.0f MB/s\n' parse "throughput" \
+		"$(echo "$deep_mb / ($base_s + 0.0005)" | bc -l)" \
+		"$(echo "$deep_mb / ($secs + 0.0005)" | bc -l)"
+}
+
+# A gperftools series of a real program (the recorder's workload under
+# Debian's tcmalloc heap profiler): dmprof over the whole series against
+# google-pprof --text once per snapshot, and on one snapshot.
+gperf_series() {
+	tcmalloc=/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4
+	libgcc=/lib/x86_64-linux-gnu/libgcc_s.so.1
+	if [ ! -r $tcmalloc ] || ! command -v google-pprof >/dev/null; then
+		echo "bench: gperf-series: tcmalloc or google-pprof missing (make bench installs them)"
+		return
+	fi
+	d=$work/gperf
+	mkdir -p "$d"
+	g++ -O2 -g -pthread "$here/alloc_workload.cc" -o "$d/workload" || return
+	env LD_PRELOAD="$libgcc $tcmalloc" TCMALLOC_STACKTRACE_METHOD=libgcc \
+		HEAPPROFILE="$d/prof" HEAP_PROFILE_ALLOCATION_INTERVAL=2000000 \
+		"$d/workload" 2 >/dev/null 2>&1
+	n=$(ls "$d"/prof.*.heap | wc -l)
+	last=$(ls "$d"/prof.*.heap | sort | tail -1)
+	measure pprof-loop sh -c 'for f in "$1"/prof.*.heap; do
+		google-pprof --text "$1/workload" "$f" >/dev/null 2>&1 || exit 1
+	done' sh "$d" || return
+	base_s=$secs base_kb=$rss_kb
+	measure csv-gperf "$bin" csv "$d/prof.0001.heap" || return
+	row gperf-series "$n snapshots: csv, vs pprof --text each" $base_s $base_kb \
+		$secs $rss_kb
+	measure pprof-one google-pprof --text "$d/workload" "$last" || return
+	base_s=$secs base_kb=$rss_kb
+	measure expand-gperf "$bin" expand --no-symbol-cache "$last" linux \
+		malloc-cxx-string 1 ||
+		return
+	row gperf-series "one snapshot: expand, vs pprof --text" $base_s $base_kb \
+		$secs $rss_kb
 }
 
 # The recorder's overhead: wall time of an allocation-heavy program run
@@ -124,6 +205,12 @@ for c in $cases; do
 		symbolize $c /usr/lib/x86_64-linux-gnu/libc.so.6 -i ;;
 	recorder)
 		recorder ;;
+	deep)
+		deep ;;
+	parse)
+		parse ;;
+	gperf-series)
+		gperf_series ;;
 	*)
 		echo "bench: unknown case $c" ;;
 	esac

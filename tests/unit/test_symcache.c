@@ -165,8 +165,8 @@ static void fill_three(void)
 Test(symcache, round_trip)
 {
 	struct inline_frame inl[2] = {
-		{ NULL, NULL, 0 },
-		{ NULL, NULL, 0 },
+		{ NULL, NULL, 0, 0 },
+		{ NULL, NULL, 0, 0 },
 	};
 	struct symcache *c = symcache_open(ID, &strings);
 	const struct symcache_entry *g;
@@ -542,8 +542,8 @@ Test(symcache, damaged_inline_frame_cuts_the_file)
 	struct symcache *c;
 	struct symcache_entry e;
 	struct inline_frame inl[2] = {
-		{ NULL, NULL, 11 },
-		{ NULL, NULL, 12 },
+		{ NULL, NULL, 11, 0 },
+		{ NULL, NULL, 12, 0 },
 	};
 	const struct symcache_entry *g;
 	bool before, after;
