@@ -4,6 +4,8 @@
 #   make demo       install missing Debian packages, build, run on samples/
 #   make check      install missing Debian packages, build, run every test,
 #                   then the whole suite again under ASan+UBSan
+#   make bench      speed against baselines (see tests/bench/)
+#   make fuzz       every parser under libFuzzer, FUZZ_SECONDS (60) each
 #   make install    PREFIX=/usr/local DESTDIR=
 #   make clean
 #
@@ -26,6 +28,7 @@ TEST_DEPS = gcc g++ diffutils libgoogle-perftools4 google-perftools \
 	    python3 sqlite3
 BENCH_DEPS = libllvm14 libc6-dbg binutils time bc heaptrack g++ \
 	     libgoogle-perftools4
+FUZZ_DEPS = clang libclang-rt-14-dev
 DEPS = $(BUILD_DEPS) $(TEST_DEPS)
 
 WARNINGS = -Wall -Wextra -Wshadow -Wpointer-arith -Wstrict-prototypes \
@@ -67,7 +70,7 @@ UNIT_OBJS := $(UNIT_SRCS:tests/unit/%.c=$(O)/unit/%.o)
 
 SHARED ?= $(abspath ../shared)
 
-.PHONY: all deps demo check test bench install clean
+.PHONY: all deps demo check test bench fuzz install clean
 
 all: $(BIN) $(RECORDER)
 
@@ -106,8 +109,9 @@ $(O)/unit-tests: $(UNIT_OBJS) $(O)/libdmprof.a $(O)/rec/rec_unwind.o \
 
 # Install what is missing with apt-get (through sudo unless root).  Only on
 # Debian-like systems; elsewhere say what is needed and go on.
-deps bench-deps: DEPS += $(if $(filter bench-deps,$@),$(BENCH_DEPS))
-deps bench-deps:
+deps bench-deps fuzz-deps: DEPS += $(if $(filter bench-deps,$@),$(BENCH_DEPS)) \
+	$(if $(filter fuzz-deps,$@),$(FUZZ_DEPS))
+deps bench-deps fuzz-deps:
 	@if ! command -v dpkg-query >/dev/null 2>&1; then \
 		echo "deps: not a Debian system; make sure these are installed: $(DEPS)"; \
 		exit 0; \
@@ -142,11 +146,34 @@ test: $(BIN) $(RECORDER) $(O)/unit-tests
 	sh tests/compat/run.sh $(BIN) $(SHARED)
 	sh tests/real/run.sh $(BIN)
 	sh tests/real/recorder.sh $(BIN)
+	sh tests/hostile/run.sh $(BIN)
 
 # Speed against baselines measured in the same run (see tests/bench/).
 bench: bench-deps
 	$(MAKE) all
 	sh tests/bench/run.sh ./dmprof
+
+# Fuzzing: clang's libFuzzer with ASan+UBSan, one binary per parser.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS = dump buckets maps symmap policy json
+FUZZ_O = build/fuzz
+FUZZ_CC = clang
+FUZZ_FLAGS = -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_LIB_OBJS := $(LIB_SRCS:src/%.c=$(FUZZ_O)/%.o)
+
+$(FUZZ_O)/%.o: src/%.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(ALL_CPPFLAGS) -std=gnu11 $(FUZZ_FLAGS) \
+		-fsanitize=fuzzer-no-link -c -o $@ $<
+
+$(FUZZ_O)/fuzz_%: tests/fuzz/fuzz.c $(FUZZ_LIB_OBJS)
+	$(FUZZ_CC) $(ALL_CPPFLAGS) -std=gnu11 $(FUZZ_FLAGS) -fsanitize=fuzzer \
+		-DFUZZ_$(shell echo $* | tr a-z A-Z) -o $@ $< $(FUZZ_LIB_OBJS) \
+		$(LIBS)
+
+fuzz: fuzz-deps
+	$(MAKE) $(FUZZ_TARGETS:%=$(FUZZ_O)/fuzz_%)
+	sh tests/fuzz/run.sh $(FUZZ_O) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \

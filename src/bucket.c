@@ -243,7 +243,9 @@ static void batch_define(struct model *m, struct batch *bt,
 		bt->ids[i] = frames_intern(&m->frames, bt->frames[i]);
 	}
 	for (size_t i = 0; i < bt->n; i++)
-		bt->v[i].hash = stacks_hash(bt->ids + bt->v[i].first,
+		bt->v[i].hash = stacks_hash(bt->v[i].depth ? bt->ids +
+								     bt->v[i].first
+							   : NULL,
 					    bt->v[i].depth);
 	for (size_t i = 0; i < bt->n; i++) {
 		const struct brec *r = &bt->v[i];

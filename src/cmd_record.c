@@ -93,6 +93,11 @@ static int make_dirs(const char *prefix)
 	return rc;
 }
 
+/*
+ * A signal a program can spare for dumps: by name, by number, or "none"
+ * (0).  Not the ones that report faults or that the system needs (KILL,
+ * STOP, SEGV, PIPE, CHLD, ...), nor glibc's own below SIGRTMIN.
+ */
 static int signal_number(const char *s)
 {
 	static const struct {
@@ -101,16 +106,23 @@ static int signal_number(const char *s)
 	} names[] = {
 		{ "USR1", SIGUSR1 }, { "USR2", SIGUSR2 }, { "HUP", SIGHUP },
 		{ "URG", SIGURG },   { "PROF", SIGPROF }, { "WINCH", SIGWINCH },
+		{ "VTALRM", SIGVTALRM }, { "PWR", SIGPWR },
 	};
 	uint64_t v;
 
+	if (!strcasecmp(s, "none"))
+		return 0;
 	if (!strncasecmp(s, "SIG", 3))
 		s += 3;
 	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
 		if (!strcasecmp(s, names[i].name))
 			return names[i].sig;
-	if ((word_u64(s, strlen(s), &v) == NUM_OK) && v >= 1 && v < (uint64_t)SIGRTMAX &&
-	    v != SIGKILL && v != SIGSTOP)
+	if (word_u64(s, strlen(s), &v) != NUM_OK)
+		return -1;
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+		if ((uint64_t)names[i].sig == v)
+			return (int)v;
+	if (v >= (uint64_t)SIGRTMIN && v <= (uint64_t)SIGRTMAX)
 		return (int)v;
 	return -1;
 }
@@ -199,13 +211,15 @@ static unsigned report(const char *prefix, pid_t main_pid)
 	}
 	if (d)
 		closedir(d);
-	if (mine)
-		fprintf(stderr, "dmprof record: %u dump%s of pid %d: %s.%05d."
-				"0001.heap%s%s.%05d.%04u.heap\n",
-			mine, mine == 1 ? "" : "s", (int)main_pid, prefix,
-			(int)main_pid, mine > 1 ? " .. " : "",
-			mine > 1 ? prefix : "", mine > 1 ? (int)main_pid : 0,
-			mine > 1 ? last : 0);
+	if (mine == 1)
+		fprintf(stderr, "dmprof record: 1 dump of pid %d: "
+				"%s.%05d.%04u.heap\n",
+			(int)main_pid, prefix, (int)main_pid, last);
+	else if (mine)
+		fprintf(stderr, "dmprof record: %u dumps of pid %d: "
+				"%s.%05d.0001.heap .. %s.%05d.%04u.heap\n",
+			mine, (int)main_pid, prefix, (int)main_pid, prefix,
+			(int)main_pid, last);
 	if (others)
 		fprintf(stderr,
 			"dmprof record: %u more dump%s by other processes "
@@ -288,8 +302,12 @@ int cmd_record(int argc, char **argv)
 		case OPT_SIGNAL:
 			sig = signal_number(optarg);
 			if (sig < 0)
-				return cmd_usage_error("record", "bad signal '%s'",
-						       optarg);
+				return cmd_usage_error(
+					"record",
+					"bad signal '%s' (USR1, USR2, HUP, URG, "
+					"PROF, WINCH, VTALRM, PWR, a real-time "
+					"one, or none)",
+					optarg);
 			break;
 		}
 	}
@@ -334,7 +352,8 @@ int cmd_record(int argc, char **argv)
 	setenv("HEAPPROFILE", prefix, 1);
 	setenv("DEEP_HEAP_PROFILE", "1", 1);
 	setenv("HEAP_PROFILE_MMAP", mmap_on ? "1" : "0", 1);
-	snprintf(num, sizeof(num), "%g", interval);
+	/* (The recorder reads plain decimals: no exponents.) */
+	snprintf(num, sizeof(num), "%.6f", interval);
 	setenv("HEAP_PROFILE_TIME_INTERVAL", num, 1);
 	if (alloc && parse_bytes(alloc, &bytes)) {
 		snprintf(num, sizeof(num), "%" PRIu64, bytes);
@@ -381,7 +400,8 @@ int cmd_record(int argc, char **argv)
 	sa.sa_flags = SA_RESTART;
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
-	sigaction(forward_sig, &sa, NULL);
+	if (forward_sig)
+		sigaction(forward_sig, &sa, NULL);
 	while (waitpid(pid, &wstatus, 0) < 0) {
 		if (errno != EINTR) {
 			error("waiting for %s: %s", argv[optind],

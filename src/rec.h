@@ -16,8 +16,9 @@
 #include <stdint.h>
 
 #define REC_MAX_DEPTH 64
-/* Blocks at least this big are tracked one by one (committed bytes). */
-#define REC_LARGE (64 * 1024)
+/* Blocks at least this big are tracked one by one (committed bytes);
+ * smaller ones count as committed in full. */
+#define REC_LARGE (16 * 1024)
 
 enum rec_kind {
 	REC_MALLOC = 0,
@@ -50,6 +51,9 @@ void *rec_raw_mremap(void *old, size_t oldlen, size_t newlen, int flags,
 
 /* Zeroed memory that lives until exit; recorded as the recorder's own. */
 void *rec_alloc(size_t size);
+/* Zeroed memory of a mapping of its own, which rec_map_free gives back. */
+void *rec_map_alloc(size_t size);
+void rec_map_free(void *p, size_t size);
 /* The recorder's mappings as records of BUCKET; at most MAX. */
 size_t rec_self_count(void);
 size_t rec_self_snapshot(struct rec_map *out, size_t max, uint32_t bucket);
@@ -73,13 +77,18 @@ bool rec_buf_zero(struct rec_buf *b, size_t n);
 typedef atomic_flag rec_lock;
 void rec_lock_take(rec_lock *l);
 void rec_lock_give(rec_lock *l);
+/* Called by a lock long waited for (set by the hooks). */
+extern void (*rec_lock_stuck)(void);
+/* A pause in a spin loop. */
+void rec_relax(void);
 /* Take (or give back) every lock of rec_mem.c / rec_table.c, around fork. */
 void rec_mem_locks(bool take);
 void rec_table_locks(bool take);
 
 /* ---- rec_table.c: buckets, large blocks, mappings ---- */
 
-void rec_table_init(void);
+/* False if there is no memory for them. */
+bool rec_table_init(void);
 /* The bucket of this stack (interned), or NULL when the table is full. */
 struct rec_bucket *rec_bucket_get(enum rec_kind kind, const uintptr_t *frames,
 				  unsigned depth);

@@ -1,9 +1,10 @@
 /*
  * The recorder's counters: allocations, frees and live bytes per bucket.
  *
- * Every thread counts in arrays of its own (indexed by bucket id), with
- * plain stores: no locked instruction and no cache line bouncing between
- * cores in the hooks.  A dump adds up all threads' arrays.  A block freed
+ * Every thread counts in pages of its own (512 buckets each, by id, made
+ * when the thread first counts one of them), with plain stores: no locked
+ * instruction and no cache line bouncing between cores in the hooks, and
+ * memory for what each thread touches only.  A dump adds up all threads' arrays.  A block freed
  * by another thread than the one that allocated it counts there as a
  * negative live size; the sums are right all the same.  When a thread
  * ends its counters go to a pool that the next new thread takes over, so
@@ -19,13 +20,20 @@ struct cell {
 	int64_t allocs, frees, live;
 };
 
-struct cells {
-	uint32_t cap;
-	struct cell v[];
+#define PAGE_CELLS 512
+
+struct page {
+	struct cell v[PAGE_CELLS];
+};
+
+/* A thread's pages, by id / PAGE_CELLS (NULL: none yet). */
+struct pages {
+	uint32_t n;
+	_Atomic(struct page *) p[];
 };
 
 struct counters {
-	_Atomic(struct cells *) cells;
+	_Atomic(struct pages *) pages;
 	int64_t headers;          /* header bytes live (a thread's part) */
 	int64_t alloc_pending;    /* not yet in rec_allocated */
 	int64_t inuse_pending;    /* not yet in rec_inuse */
@@ -104,32 +112,41 @@ static struct counters *get(void)
 	return c;
 }
 
-/* The cell of bucket ID in this thread's counters, growing them. */
+/* The cell of bucket ID in this thread's counters, making its page. */
 static struct cell *cell(struct counters *c, uint32_t id)
 {
-	struct cells *a = atomic_load_explicit(&c->cells, memory_order_relaxed);
-	struct cells *b;
-	uint32_t cap;
+	struct pages *a = atomic_load_explicit(&c->pages, memory_order_relaxed);
+	uint32_t pi = id / PAGE_CELLS;
+	struct page *pg;
 
-	if (__builtin_expect(a && id < a->cap, 1))
-		return &a->v[id];
-	cap = a ? a->cap : 256;
-	while (cap <= id)
-		cap *= 2;
-	b = rec_alloc(sizeof(*b) + (size_t)cap * sizeof(b->v[0]));
-	if (!b)
-		return NULL;
-	b->cap = cap;
-	if (a) {
-		/* The old array stays mapped: a dump may be reading it. */
-		for (uint32_t i = 0; i < a->cap; i++) {
-			b->v[i].allocs = GET(a->v[i].allocs);
-			b->v[i].frees = GET(a->v[i].frees);
-			b->v[i].live = GET(a->v[i].live);
-		}
+	if (__builtin_expect(a && pi < a->n, 1)) {
+		pg = atomic_load_explicit(&a->p[pi], memory_order_relaxed);
+		if (__builtin_expect(pg != NULL, 1))
+			return &pg->v[id % PAGE_CELLS];
 	}
-	atomic_store_explicit(&c->cells, b, memory_order_release);
-	return &b->v[id];
+	if (!a || pi >= a->n) {
+		/* A longer table of pages; the old one stays (a dump may be
+		 * reading it), and it is small. */
+		uint32_t n = a ? a->n : 16;
+		struct pages *b;
+
+		while (n <= pi)
+			n *= 2;
+		b = rec_alloc(sizeof(*b) + (size_t)n * sizeof(b->p[0]));
+		if (!b)
+			return NULL;
+		b->n = n;
+		for (uint32_t i = 0; a && i < a->n; i++)
+			atomic_store_explicit(&b->p[i], atomic_load(&a->p[i]),
+					      memory_order_relaxed);
+		atomic_store_explicit(&c->pages, b, memory_order_release);
+		a = b;
+	}
+	pg = rec_alloc(sizeof(*pg));
+	if (!pg)
+		return NULL;
+	atomic_store_explicit(&a->p[pi], pg, memory_order_release);
+	return &pg->v[id % PAGE_CELLS];
 }
 
 /* Totals the dump thread's triggers look at, a batch at a time. */
@@ -177,15 +194,22 @@ int64_t rec_count_sum(uint32_t nb, struct rec_totals *out)
 	rec_lock_give(&lock);
 	/* (The list only grows at its head: what is behind C stays.) */
 	for (; c; c = c->next) {
-		struct cells *a = atomic_load_explicit(&c->cells,
+		struct pages *a = atomic_load_explicit(&c->pages,
 						       memory_order_acquire);
-		uint32_t n = a ? (a->cap < nb ? a->cap : nb) : 0;
 
 		headers += GET(c->headers);
-		for (uint32_t i = 0; i < n; i++) {
-			out[i].allocs += GET(a->v[i].allocs);
-			out[i].frees += GET(a->v[i].frees);
-			out[i].live += GET(a->v[i].live);
+		for (uint32_t pi = 0; a && pi < a->n; pi++) {
+			struct page *pg = atomic_load_explicit(
+				&a->p[pi], memory_order_acquire);
+			uint32_t base = pi * PAGE_CELLS;
+
+			for (uint32_t k = 0; pg && k < PAGE_CELLS &&
+					     base + k < nb;
+			     k++) {
+				out[base + k].allocs += GET(pg->v[k].allocs);
+				out[base + k].frees += GET(pg->v[k].frees);
+				out[base + k].live += GET(pg->v[k].live);
+			}
 		}
 	}
 	return headers;

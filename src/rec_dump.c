@@ -158,14 +158,49 @@ fail:
 	return false;
 }
 
+/*
+ * The prefix of this process image's files: HEAPPROFILE, unless files of
+ * an earlier image of the same pid (a program that exec()ed another) are
+ * there: then HEAPPROFILE.execN, so that neither overwrites the other.
+ */
+static char prefix[PAGE_MAX_NAME - 64];
+
+static void file_name(char *out, unsigned count, const char *suffix);
+
+static void choose_prefix(void)
+{
+	char name[PAGE_MAX_NAME];
+	size_t len = strlen(rec_cfg.prefix);
+
+	if (len >= sizeof(prefix) - 16)
+		len = sizeof(prefix) - 16;
+	memcpy(prefix, rec_cfg.prefix, len);
+	prefix[len] = 0;
+	for (int k = 2; k < 1000; k++) {
+		file_name(name, 0, ".maps");
+		if (access(name, F_OK) != 0)
+			return;
+		memcpy(prefix + len, ".exec", 5);
+		{
+			char d[4] = { (char)('0' + k / 100), (char)('0' + k / 10 % 10),
+				      (char)('0' + k % 10), 0 };
+			const char *s = d;
+
+			while (*s == '0')
+				s++;
+			strcpy(prefix + len + 5, s);
+		}
+	}
+}
+
 /* PREFIX.PPPPP[.NNNN]SUFFIX into OUT (PAGE_MAX_NAME bytes). */
 static void file_name(char *out, unsigned count, const char *suffix)
 {
 	char num[16];
-	size_t n = 0, len = strlen(rec_cfg.prefix);
+	size_t n = 0, len = strlen(prefix);
 	int pid = my_pid, w = 0;
 
-	memcpy(out, rec_cfg.prefix, len);
+	memcpy(out, prefix, len);
 	n = len;
 	out[n++] = '.';
 	do {
@@ -198,6 +233,7 @@ struct vma {
 	size_t namelen;
 	char perms[4];
 	enum cls cls;
+	bool resident;    /* smaps says some of it is in memory or swap */
 };
 
 static uint64_t hex_at(const char **pp, const char *end)
@@ -226,7 +262,25 @@ static const char *skip_field(const char *p, const char *end)
 	return p;
 }
 
-/* Parse /proc/self/maps text into VMAS; returns how many. */
+/* A "Rss:" or "Swap:" line of smaps with a size other than 0. */
+static bool resident_line(const char *p, const char *eol)
+{
+	size_t n = !memcmp(p, "Rss:", 4) ? 4 : !memcmp(p, "Swap:", 5) ? 5 : 0;
+
+	if (!n || eol - p < (ptrdiff_t)n)
+		return false;
+	for (p += n; p < eol; p++)
+		if (*p >= '1' && *p <= '9')
+			return true;
+	return false;
+}
+
+/*
+ * Parse /proc/self/smaps text into VMAS; returns how many.  Besides the
+ * VMA lines it has a line per field of each, of which Rss and Swap say
+ * whether the pagemap walk need look at the VMA at all (a reservation of
+ * a terabyte is a lot of pagemap to read for nothing).
+ */
 static size_t parse_maps(const struct rec_buf *text, struct rec_buf *vmas)
 {
 	const char *p = text->p, *end = text->p + text->len;
@@ -239,6 +293,14 @@ static size_t parse_maps(const struct rec_buf *text, struct rec_buf *vmas)
 
 		if (!eol)
 			eol = end;
+		if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))) {
+			/* A field of the last VMA. */
+			if (vmas->len && eol - p > 5 && resident_line(p, eol))
+				((struct vma *)(vmas->p + vmas->len) - 1)
+					->resident = true;
+			p = eol + 1;
+			continue;
+		}
 		memset(&v, 0, sizeof(v));
 		v.line = p;
 		v.linelen = (size_t)(eol - p);
@@ -439,6 +501,7 @@ static size_t build_regions(const struct vma *vmas, size_t nv,
 #define PM_CHUNK 4096
 
 static int pm_fd = -1, kpc_fd = -1;
+static bool have_pagecount; /* this dump's page frames have counts */
 static size_t page;
 static uint64_t *pm_buf;
 
@@ -587,7 +650,7 @@ static const int cls_np_row[NCLS] = { G_NP_FILE_EXEC, G_NP_FILE_NONEXEC,
 /* Buffers kept from dump to dump (their pages stay the recorder's). */
 static struct rec_buf maps_text, vmas_buf, regions_buf, tmp_buf, mmap_list,
 	stacks, buckets_text, meta, gstats, head, maps_file, values_buf,
-	seen_text, seen_buf;
+	seen_text, seen_buf, new_ids;
 
 /* Executable mappings seen at some dump or dlclose(), still named in
  * .maps after they are gone. */
@@ -626,7 +689,7 @@ static void remember(const struct vma *v, size_t nv)
 void rec_maps_remember(void)
 {
 	rec_lock_take(&dump_lock);
-	if (read_all("/proc/self/maps", &maps_text))
+	if (read_all("/proc/self/smaps", &maps_text))
 		remember((const struct vma *)vmas_buf.p,
 			 parse_maps(&maps_text, &vmas_buf));
 	rec_lock_give(&dump_lock);
@@ -639,7 +702,10 @@ static void build_maps_file(const struct vma *v, size_t nv)
 	size_t ns = seen_buf.len / sizeof(*s);
 
 	rec_buf_free(&maps_file);
-	rec_buf_add(&maps_file, maps_text.p, maps_text.len);
+	for (size_t i = 0; i < nv; i++) {
+		rec_buf_add(&maps_file, v[i].line, v[i].linelen);
+		rec_buf_add(&maps_file, "\n", 1);
+	}
 	for (size_t k = 0; k < ns; k++) {
 		bool clash = false;
 
@@ -669,7 +735,7 @@ static void emit_region(struct rec_buf *b, const struct vma *v,
 			uint32_t nb)
 {
 	struct pf_line pf = { rec_cfg.pageframe ? b : NULL, (size_t)-1 };
-	uint64_t c = committed(lo, hi, &pf);
+	uint64_t c = v->resident ? committed(lo, hi, &pf) : 0;
 
 	if (pf.line_start != (size_t)-1)
 		rec_buf_add(b, "\n", 1);
@@ -689,7 +755,7 @@ static void emit_region(struct rec_buf *b, const struct vma *v,
 		rec_buf_str(b, r->start < v->start ? ")-" : " -");
 		rec_buf_str(b, r->end > v->end ? "(" : " ");
 		rec_buf_hex(b, r->end, 0);
-		rec_buf_str(b, r->end > v->end ? ")  hooked " : "  hooked ");
+		rec_buf_str(b, r->end > v->end ? ") hooked " : "  hooked ");
 		add_stat(g, G_PROFILED_MMAP, (int64_t)(hi - lo), (int64_t)c);
 		if (r->bucket < nb) {
 			mv[r->bucket] += (int64_t)(hi - lo);
@@ -890,7 +956,7 @@ static void build_meta(const char *reason, const struct timespec *now,
 	rec_buf_add(&meta, "\n", 1);
 	if (rec_cfg.pageframe) {
 		rec_buf_str(&meta, "PageFrame: 24,Base64");
-		if (kpc_fd >= 0)
+		if (have_pagecount)
 			rec_buf_str(&meta, ",PageCount");
 		rec_buf_add(&meta, "\n", 1);
 	}
@@ -961,8 +1027,8 @@ static void do_dump(const char *reason)
 		pm_buf = rec_alloc(PM_CHUNK * 8);
 
 	/* What there is: mappings, records, large blocks. */
-	if (!read_all("/proc/self/maps", &maps_text) || !maps_text.len) {
-		rec_say("cannot read /proc/self/maps; no dump", NULL);
+	if (!read_all("/proc/self/smaps", &maps_text) || !maps_text.len) {
+		rec_say("cannot read /proc/self/smaps; no dump", NULL);
 		return;
 	}
 	nv = parse_maps(&maps_text, &vmas_buf);
@@ -1002,6 +1068,7 @@ static void do_dump(const char *reason)
 	kpc_fd = rec_cfg.pageframe == 2
 			 ? open("/proc/kpagecount", O_RDONLY | O_CLOEXEC)
 			 : -1;
+	have_pagecount = kpc_fd >= 0;
 	memset(g, 0, sizeof(g));
 	build_mmap_list(vmas, nv, regs, nr, g, mv, mc, nb);
 	rollup(kernel);
@@ -1023,6 +1090,7 @@ static void do_dump(const char *reason)
 	/* STACKTRACES, and the buckets this process has not written yet. */
 	rec_buf_free(&stacks);
 	rec_buf_free(&buckets_text);
+	rec_buf_free(&new_ids);
 	for (uint32_t id = 0; id < nb; id++) {
 		struct rec_bucket *k = rec_bucket_by_id(id);
 		int64_t virt, comm, allocs, frees;
@@ -1048,7 +1116,7 @@ static void do_dump(const char *reason)
 		stack_line(&stacks, virt, comm, allocs, frees, id);
 		if (!atomic_load(&k->written)) {
 			bucket_line(&buckets_text, k);
-			atomic_store(&k->written, true);
+			rec_buf_add(&new_ids, &id, sizeof(id));
 		}
 	}
 
@@ -1091,11 +1159,22 @@ static void do_dump(const char *reason)
 		return;
 	}
 
+	if (!dump_count)
+		choose_prefix();
 	dump_count++;
 	file_name(name, dump_count, ".buckets");
 	one[0] = &buckets_text;
-	if (!write_file(name, one, 1))
+	if (!write_file(name, one, 1)) {
+		dump_count--; /* (its number is for the next one) */
 		return;
+	}
+	/* Written: the next .buckets files need not define them again. */
+	for (size_t i = 0; i < new_ids.len / sizeof(uint32_t); i++) {
+		uint32_t id;
+
+		memcpy(&id, new_ids.p + i * sizeof(id), sizeof(id));
+		atomic_store(&rec_bucket_by_id(id)->written, true);
+	}
 	file_name(name, 0, ".maps");
 	one[0] = &maps_file;
 	if (!write_file(name, one, 1))

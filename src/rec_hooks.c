@@ -6,10 +6,12 @@
  * it, and a check word that tells the recorder's blocks from any other,
  * so free() needs no lookup.
  *
- * Stacks come from glibc's backtrace() (libgcc's unwinder over glibc's
- * lock-free _dl_find_object: about 100 ns for 15 frames here, and it
- * needs no frame pointers).  Dumps are written by a background thread,
- * never inside a hook.
+ * Stacks come from rec_unwind.c.  Dumps are written by a thread of the
+ * recorder, started with the program, when a time interval or a signal
+ * asks for them; without either, the process stays single-threaded and
+ * the allocation and in-use triggers dump from the allocating thread,
+ * after the allocation.
+ * A hook leaves errno as it found it (free() must, by POSIX).
  */
 #include "rec.h"
 
@@ -22,7 +24,9 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,7 +51,7 @@ enum { ST_NEW, ST_INIT, ST_READY, ST_OFF };
 static atomic_int state = ST_NEW;
 static uintptr_t text_lo, text_hi; /* the recorder's own code */
 static uintptr_t brk_lo;           /* where the main arena starts */
-static size_t (*real_usable)(void *);
+static size_t page_size = 4096;
 
 /* ---- block headers ---- */
 
@@ -156,95 +160,150 @@ static void *finish(void *raw, size_t size, size_t off)
 	return p;
 }
 
-/* Forget block P (a recorder block); returns its raw address. */
-static void *release(void *p, struct hdr *h)
+/*
+ * Forget the block that was at P with header H (a copy: the block may be
+ * gone).  MAPPED: glibc had mapped it on its own (so it is in the large
+ * table whatever its size).
+ */
+static void forget(void *p, const struct hdr *h, bool mapped)
 {
 	uint32_t id = h->meta & 0x3fffff;
 	size_t off = (size_t)1 << (h->meta >> 22);
-	struct rec_bucket *b;
 
+	if (id == UNTRACKED || !rec_bucket_by_id(id))
+		return;
+	rec_count_free(id, h->size, off);
+	/* (As finish() chose: big, or mapped by glibc on its own.) */
+	if (h->size >= REC_LARGE || mapped)
+		rec_large_del((uintptr_t)p);
+}
+
+/* Forget block P (a recorder block); returns its raw address. */
+static void *release(void *p, struct hdr *h)
+{
+	size_t off = (size_t)1 << (h->meta >> 22);
+	const size_t *raw = (const size_t *)((char *)p - off);
+
+	forget(p, h, raw[-1] & 2);
 	h->check = 0; /* a second free is glibc's to catch, not ours */
-	if (id != UNTRACKED && (b = rec_bucket_by_id(id))) {
-		const size_t *raw = (const size_t *)((char *)p - off);
-
-		rec_count_free(id, h->size, off);
-		/* (As finish() chose: big, or mapped by glibc on its own.) */
-		if (h->size >= REC_LARGE || (raw[-1] & 2))
-			rec_large_del((uintptr_t)p);
-	}
 	return (char *)p - off;
 }
+
 
 /*
  * While a dump reads the process, the program's allocations wait (the
  * dump thread's own pass: it is busy).  One load when no dump runs.
  */
+static void wait_dump_slow(void);
+
 static inline void wait_dump(void)
 {
-	while (__builtin_expect(atomic_load_explicit(&rec_dumping,
-						     memory_order_relaxed),
-				0) &&
-	       !rec_busy) {
-		struct timespec nap = { 0, 50 * 1000 };
-
-		nanosleep(&nap, NULL);
-	}
+	if (__builtin_expect(atomic_load_explicit(&rec_dumping,
+						  memory_order_relaxed),
+			     0) &&
+	    !rec_busy)
+		wait_dump_slow();
 }
 
 /* ---- the malloc family ---- */
 
+/* A block from glibc, bookkept, with errno as the caller left it. */
+static void *done(void *raw, size_t size, size_t off, int saved_errno)
+{
+	void *p;
+
+	if (!raw)
+		return NULL; /* (glibc set errno) */
+	p = finish(raw, size, off);
+	errno = saved_errno;
+	return p;
+}
+
 EXPORT void *malloc(size_t n)
 {
+	int e = errno;
+
 	wait_dump();
 	if (n > SIZE_MAX - 16) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	return finish(__libc_malloc(n + 16), n, 16);
+	return done(__libc_malloc(n + 16), n, 16, e);
 }
 
 EXPORT void free(void *p)
 {
 	struct hdr *h;
+	int e = errno;
 
 	if (!p)
 		return;
 	wait_dump();
 	h = hdr_of(p);
 	__libc_free(h ? release(p, h) : p);
+	errno = e;
 }
 
 EXPORT void *calloc(size_t n, size_t m)
 {
 	size_t total;
+	int e = errno;
 
 	wait_dump();
 	if (__builtin_mul_overflow(n, m, &total) || total > SIZE_MAX - 16) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	return finish(__libc_calloc(1, total + 16), total, 16);
+	return done(__libc_calloc(1, total + 16), total, 16, e);
 }
 
 static void *aligned(size_t align, size_t n)
 {
+	int e = errno;
+
 	wait_dump();
 	if (align < 16)
 		align = 16;
 	if (align & (align - 1))
 		align = (size_t)1 << log2_of(align);
-	if (align > ((size_t)1 << 31) || n > SIZE_MAX - align) {
+	/* (The header keeps log2 of ALIGN: any power of two fits.) */
+	if (align > SIZE_MAX / 2 + 1 || n > SIZE_MAX - align) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	return finish(__libc_memalign(align, n + align), n, align);
+	return done(__libc_memalign(align, n + align), n, align, e);
+}
+
+/*
+ * What glibc's malloc_usable_size says of a block it handed out at RAW:
+ * in use, a chunk's payload is its size less its own size word, and a
+ * chunk glibc mapped also gives up its prev_size word.  (Read from the
+ * chunk header: glibc's function itself may be another allocator's, in a
+ * program linked with one.)
+ */
+static size_t usable_raw(const void *raw)
+{
+	size_t word = ((const size_t *)raw)[-1], chunk = word & ~(size_t)7;
+	size_t hdr = word & 2 ? 16 : 8;
+
+	return chunk > hdr ? chunk - hdr : 0;
+}
+
+/* The bytes of a recorder block the program may use. */
+static size_t usable(void *p, const struct hdr *h)
+{
+	size_t off = (size_t)1 << (h->meta >> 22);
+	size_t payload = usable_raw((char *)p - off);
+
+	return payload > off ? payload - off : 0;
 }
 
 EXPORT void *realloc(void *p, size_t n)
 {
-	struct hdr *h;
+	struct hdr *h, saved;
 	void *q, *raw;
-	size_t old;
+	bool mapped;
+	int e = errno;
 
 	wait_dump();
 	if (!p)
@@ -256,30 +315,27 @@ EXPORT void *realloc(void *p, size_t n)
 		free(p);
 		return NULL;
 	}
-	old = h->size;
 	if ((h->meta >> 22) != 4 || n > SIZE_MAX - 16) {
-		/* Aligned blocks move by hand. */
+		/* Aligned blocks move by hand, all their usable bytes. */
+		size_t keep = usable(p, h);
+
 		q = malloc(n);
 		if (q) {
-			memcpy(q, p, old < n ? old : n);
+			memcpy(q, p, keep < n ? keep : n);
 			free(p);
+			errno = e;
 		}
 		return q;
 	}
-	{
-		/* The old block's accounting, in case glibc fails. */
-		struct hdr saved = *h;
-
-		raw = release(p, h);
-		q = __libc_realloc(raw, n + 16);
-		if (!q) {
-			/* Still the old block: count it again. */
-			*h = saved;
-			finish(raw, saved.size, 16);
-			return NULL;
-		}
-	}
-	return finish(q, n, 16);
+	/* Forget the old block only once glibc has a new one. */
+	saved = *h;
+	raw = (char *)p - 16;
+	mapped = ((size_t *)raw)[-1] & 2;
+	q = __libc_realloc(raw, n + 16);
+	if (!q)
+		return NULL; /* the old block as it was; glibc set errno */
+	forget(p, &saved, mapped);
+	return done(q, n, 16, e);
 }
 
 EXPORT void *reallocarray(void *p, size_t n, size_t m)
@@ -338,24 +394,21 @@ EXPORT size_t malloc_usable_size(void *p)
 
 	if (!p)
 		return 0;
-	if (!real_usable)
-		real_usable = (size_t (*)(void *))dlsym(RTLD_NEXT,
-						       "malloc_usable_size");
 	h = hdr_of(p);
-	if (!real_usable)
-		return h ? h->size : 0;
-	if (!h)
-		return real_usable(p);
-	return real_usable((char *)p - ((size_t)1 << (h->meta >> 22))) -
-	       ((size_t)1 << (h->meta >> 22));
+	/* (Not ours: a block glibc made for itself, like strdup's.) */
+	return h ? usable(p, h) : usable_raw(p);
 }
 
 /* ---- the mmap family ---- */
 
+static uintptr_t page_up(uintptr_t a)
+{
+	return (a + page_size - 1) & ~(uintptr_t)(page_size - 1);
+}
+
 static void note_map(void *r, size_t len)
 {
 	struct rec_bucket *b;
-	size_t page = 4096;
 
 	if (r == MAP_FAILED || !rec_cfg.mmap || !tracking())
 		return;
@@ -363,9 +416,7 @@ static void note_map(void *r, size_t len)
 	b = bucket_here(REC_MMAP);
 	if (b) {
 		rec_count_alloc(b->id, 0, 0);
-		rec_map_add((uintptr_t)r,
-			    ((uintptr_t)r + len + page - 1) & ~(page - 1),
-			    b->id);
+		rec_map_add((uintptr_t)r, page_up((uintptr_t)r + len), b->id);
 	}
 	rec_busy--;
 }
@@ -374,12 +425,17 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd,
 		  off_t off)
 {
 	void *r;
+	int e = errno;
 
 	wait_dump();
 	r = rec_raw_mmap(addr, len, prot, flags, fd, off); /* sets errno */
+	if (r == MAP_FAILED)
+		return r;
 	if (atomic_load(&state) == ST_NEW)
 		init();
+	poll_dumper();
 	note_map(r, len);
+	errno = e;
 	return r;
 }
 
@@ -388,15 +444,15 @@ EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd,
 
 EXPORT int munmap(void *addr, size_t len)
 {
-	int r;
+	int r, e = errno;
 
 	wait_dump();
 	r = rec_raw_munmap(addr, len); /* sets errno */
 	if (r < 0)
 		return -1;
 	if (rec_cfg.mmap && atomic_load(&state) == ST_READY)
-		rec_map_del((uintptr_t)addr,
-			    (uintptr_t)addr + ((len + 4095) & ~(size_t)4095));
+		rec_map_del((uintptr_t)addr, page_up((uintptr_t)addr + len));
+	errno = e;
 	return 0;
 }
 
@@ -404,6 +460,7 @@ EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
 {
 	void *naddr = NULL, *r;
 	uint32_t bucket;
+	int e = errno;
 
 	if (flags & MREMAP_FIXED) {
 		va_list ap;
@@ -420,13 +477,12 @@ EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
 	/* The mapping keeps the bucket of the call that made it. */
 	rec_busy++;
 	if (rec_map_bucket_at((uintptr_t)old, &bucket)) {
-		rec_map_del((uintptr_t)old,
-			    (uintptr_t)old + ((oldlen + 4095) & ~(size_t)4095));
-		rec_map_add((uintptr_t)r,
-			    (uintptr_t)r + ((newlen + 4095) & ~(size_t)4095),
+		rec_map_del((uintptr_t)old, page_up((uintptr_t)old + oldlen));
+		rec_map_add((uintptr_t)r, page_up((uintptr_t)r + newlen),
 			    bucket);
 	}
 	rec_busy--;
+	errno = e;
 	return r;
 }
 
@@ -442,7 +498,7 @@ MARKER(dmprof_recorder_self)
 MARKER(dmprof_glibc_malloc_arena)
 MARKER(dmprof_recorder_block_headers)
 
-/* ---- configuration, triggers, the dump thread ---- */
+/* ---- configuration ---- */
 
 static uint64_t env_u64(const char *name, uint64_t dflt)
 {
@@ -452,23 +508,20 @@ static uint64_t env_u64(const char *name, uint64_t dflt)
 	if (!s || !*s)
 		return dflt;
 	for (; *s >= '0' && *s <= '9'; s++)
-		v = v * 10 + (uint64_t)(*s - '0');
+		v = v > UINT64_MAX / 10 ? UINT64_MAX : v * 10 + (uint64_t)(*s - '0');
 	return v;
 }
 
 static double env_seconds(const char *name)
 {
 	const char *s = getenv(name);
-	double v = 0, scale = 0.1;
+	char *end;
+	double v;
 
-	if (!s)
+	if (!s || !*s)
 		return 0;
-	for (; *s >= '0' && *s <= '9'; s++)
-		v = v * 10 + (*s - '0');
-	if (*s == '.')
-		for (s++; *s >= '0' && *s <= '9'; s++, scale /= 10)
-			v += (*s - '0') * scale;
-	return v;
+	v = strtod(s, &end); /* (1e-3 and 1e6 too) */
+	return v > 0 && v < 1e12 ? v : 0;
 }
 
 static int text_range(struct dl_phdr_info *info, size_t size, void *data)
@@ -490,6 +543,9 @@ static int text_range(struct dl_phdr_info *info, size_t size, void *data)
 	return 0;
 }
 
+static pid_t owner;        /* the process the recorder's state is of */
+static bool thread_wanted; /* a time interval or a signal */
+
 static void init(void)
 {
 	int expect = ST_NEW;
@@ -498,7 +554,7 @@ static void init(void)
 	if (!atomic_compare_exchange_strong(&state, &expect, ST_INIT)) {
 		/* Another thread initializes: wait, unless it is us. */
 		while (!rec_busy && atomic_load(&state) == ST_INIT)
-			__builtin_ia32_pause();
+			rec_relax();
 		return;
 	}
 	rec_busy++;
@@ -521,9 +577,20 @@ static void init(void)
 	rec_cfg.inuse_interval =
 		env_u64("HEAP_PROFILE_INUSE_INTERVAL", 100ULL << 20);
 	rec_cfg.signal = (int)env_u64("HEAPPROFILESIGNAL", 0);
+	if (rec_cfg.signal < 0 || rec_cfg.signal >= NSIG)
+		rec_cfg.signal = 0;
+	thread_wanted = rec_cfg.time_interval > 0 || rec_cfg.signal > 0;
+	page_size = (size_t)sysconf(_SC_PAGESIZE);
+	owner = getpid();
 	dl_iterate_phdr(text_range, (void *)(uintptr_t)init);
 	brk_lo = (uintptr_t)sbrk(0);
-	rec_table_init();
+	if (!rec_table_init()) {
+		rec_say("cannot map memory for its tables; not recording",
+			NULL);
+		atomic_store(&state, ST_OFF);
+		rec_busy--;
+		return;
+	}
 	rec_unwind_init();
 	rec_count_init();
 	{
@@ -538,11 +605,13 @@ static void init(void)
 	rec_busy--;
 }
 
+/* ---- triggers ---- */
+
 static volatile sig_atomic_t signalled;
-static atomic_bool stopping;
-static pthread_t dumper;
-static bool have_dumper;
-static atomic_bool need_dumper;
+static uint64_t last_alloc;   /* rec_allocated at the last dump */
+static int64_t last_inuse;
+static double last_time;
+static atomic_bool started;   /* the constructor ran: dumps may start */
 
 static void on_signal(int sig)
 {
@@ -558,41 +627,65 @@ static double now(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* Is a dump due, and why? */
+static const char *due(void)
+{
+	uint64_t alloc = atomic_load(&rec_allocated);
+	int64_t inuse = atomic_load(&rec_inuse);
+
+	if (signalled) {
+		signalled = 0;
+		return "signal";
+	}
+	if (rec_cfg.time_interval > 0 && now() - last_time >= rec_cfg.time_interval)
+		return "time interval";
+	if (rec_cfg.alloc_interval &&
+	    alloc - last_alloc >= rec_cfg.alloc_interval)
+		return "allocation interval";
+	if (rec_cfg.inuse_interval &&
+	    inuse - last_inuse >= (int64_t)rec_cfg.inuse_interval)
+		return "in-use interval";
+	return NULL;
+}
+
+static void dump_now(const char *why)
+{
+	rec_dump(why);
+	last_time = now();
+	last_alloc = atomic_load(&rec_allocated);
+	last_inuse = atomic_load(&rec_inuse);
+}
+
+/* ---- the dump thread ---- */
+
+static atomic_bool stopping;
+static atomic_int napping;    /* a futex word: the thread's nap */
+static pthread_t dumper;
+static bool have_dumper;
+static atomic_bool need_dumper;
+static rec_lock start_lock = ATOMIC_FLAG_INIT;
+
+/* Sleep up to SECONDS, or until rec_stop wakes us. */
+static void nap(double seconds)
+{
+	struct timespec ts = { 0, (long)(seconds * 1e9) };
+
+	syscall(SYS_futex, &napping, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+}
+
 static void *dump_loop(void *arg)
 {
-	double last = now();
-	uint64_t last_alloc = atomic_load(&rec_allocated);
-	int64_t last_inuse = atomic_load(&rec_inuse);
-
 	(void)arg;
 	rec_busy = 1; /* nothing this thread allocates is the program's */
 	while (!atomic_load(&stopping)) {
-		struct timespec nap = { 0, 20 * 1000 * 1000 };
-		uint64_t alloc = atomic_load(&rec_allocated);
-		int64_t inuse = atomic_load(&rec_inuse);
-		const char *why = NULL;
+		const char *why;
 
-		nanosleep(&nap, NULL);
-		if (signalled) {
-			signalled = 0;
-			why = "signal";
-		} else if (rec_cfg.time_interval > 0 &&
-			   now() - last >= rec_cfg.time_interval) {
-			why = "time interval";
-		} else if (rec_cfg.alloc_interval &&
-			   alloc - last_alloc >= rec_cfg.alloc_interval) {
-			why = "allocation interval";
-		} else if (rec_cfg.inuse_interval &&
-			   inuse - last_inuse >=
-				   (int64_t)rec_cfg.inuse_interval) {
-			why = "in-use interval";
-		}
-		if (!why || atomic_load(&stopping))
-			continue;
-		rec_dump(why);
-		last = now();
-		last_alloc = alloc;
-		last_inuse = inuse;
+		nap(0.02);
+		if (atomic_load(&stopping))
+			break;
+		why = due();
+		if (why)
+			dump_now(why);
 	}
 	return NULL;
 }
@@ -618,6 +711,8 @@ static void start_dumper(void)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 }
+
+/* ---- fork ---- */
 
 /*
  * fork(): no lock of the recorder may be held by another thread at the
@@ -652,24 +747,66 @@ static void after_fork_parent(void)
 	rec_busy--;
 }
 
-static void after_fork_child(void)
+/*
+ * The child keeps recording, into files of its own pid; threads do not
+ * survive fork(), so it needs a dump thread of its own, which starts at
+ * its next allocation (a child that only exec()s writes nothing).
+ */
+static void become_child(void)
 {
-	/*
-	 * The child keeps recording, into files of its own pid; threads do
-	 * not survive fork(), so it needs a dump thread of its own, which
-	 * starts at its next allocation (a child that only exec()s writes
-	 * nothing).
-	 */
 	atomic_store(&rec_forked, true);
 	rec_count_after_fork();
 	locks(false);
+	atomic_store(&rec_dumping, false);
 	have_dumper = false;
+	owner = getpid();
 	if (rec_cfg.active) {
 		rec_dump_after_fork();
-		atomic_store(&need_dumper, true);
+		atomic_store(&need_dumper, thread_wanted);
 	}
+}
+
+static void after_fork_child(void)
+{
+	become_child();
 	rec_busy--;
 }
+
+/*
+ * A child made without the atfork handlers (_Fork(), clone(2)): found
+ * out where it matters, by its pid.  Whatever locks it inherited taken
+ * are given back (their holders are in the parent).
+ */
+static bool child_unannounced(void)
+{
+	if (!owner || getpid() == owner)
+		return false;
+	become_child();
+	return true;
+}
+
+static void lock_stuck(void)
+{
+	child_unannounced();
+}
+
+static void wait_dump_slow(void)
+{
+	int e = errno;
+	unsigned n = 0;
+
+	while (atomic_load_explicit(&rec_dumping, memory_order_relaxed)) {
+		struct timespec ts = { 0, 50 * 1000 };
+
+		/* (A dump the parent was writing when clone() copied us.) */
+		if (++n % 64 == 0 && child_unannounced())
+			break;
+		nanosleep(&ts, NULL);
+	}
+	errno = e;
+}
+
+/* ---- starting and stopping ---- */
 
 __attribute__((constructor)) static void rec_start(void)
 {
@@ -677,42 +814,94 @@ __attribute__((constructor)) static void rec_start(void)
 		init();
 	if (atomic_load(&state) != ST_READY)
 		return;
-	if (rec_cfg.signal > 0 && rec_cfg.signal < NSIG) {
-		struct sigaction sa;
+	if (rec_cfg.signal > 0) {
+		struct sigaction sa, old;
 
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_handler = on_signal;
-		sa.sa_flags = SA_RESTART;
-		sigaction(rec_cfg.signal, &sa, NULL);
+		/* A handler the program (or a library) has is kept. */
+		if (sigaction(rec_cfg.signal, NULL, &old) == 0 &&
+		    (old.sa_flags & SA_SIGINFO || (old.sa_handler != SIG_DFL &&
+						   old.sa_handler != SIG_IGN))) {
+			char num[16];
+			int k = sizeof(num) - 1, v = rec_cfg.signal;
+
+			num[k] = 0;
+			do
+				num[--k] = (char)('0' + v % 10);
+			while ((v /= 10) && k);
+			rec_say("signal ", num + k, " has a handler already; "
+				"no dumps on that signal", NULL);
+			rec_cfg.signal = 0;
+		} else {
+			memset(&sa, 0, sizeof(sa));
+			sa.sa_handler = on_signal;
+			sa.sa_flags = SA_RESTART;
+			sigaction(rec_cfg.signal, &sa, NULL);
+		}
 	}
+	thread_wanted = rec_cfg.time_interval > 0 || rec_cfg.signal > 0;
 	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
-	start_dumper();
+	rec_lock_stuck = lock_stuck;
+	last_time = now();
+	atomic_store(&started, true);
+	/*
+	 * The thread starts now, not at the program's first allocation: a
+	 * program that allocates, then computes or waits for a long time,
+	 * gets its dumps all the same.  (A program that must stay single-
+	 * threaded is recorded with no time interval and no signal.)
+	 */
+	if (thread_wanted)
+		start_dumper();
 }
 
 __attribute__((destructor)) static void rec_stop(void)
 {
 	if (atomic_load(&state) != ST_READY)
 		return;
+	child_unannounced();
 	atomic_store(&stopping, true);
-	if (have_dumper)
+	if (have_dumper) {
+		atomic_store(&napping, 1);
+		syscall(SYS_futex, &napping, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 		pthread_join(dumper, NULL);
+	}
 	rec_busy++;
 	rec_dump("Exiting");
 	rec_busy--;
 }
 
-/* A forked child starts its dump thread here, outside any lock. */
+/*
+ * From the hooks, outside any lock: start the dump thread when one is
+ * wanted; without one, see to the allocation triggers every so often.
+ */
+static __thread unsigned polls;
+
 static void poll_dumper(void)
 {
-	if (atomic_load_explicit(&need_dumper, memory_order_relaxed) &&
-	    !rec_busy && atomic_exchange(&need_dumper, false))
-		start_dumper();
+	if (rec_busy || !atomic_load_explicit(&started, memory_order_relaxed))
+		return;
+	if (atomic_load_explicit(&need_dumper, memory_order_relaxed)) {
+		rec_lock_take(&start_lock);
+		if (atomic_exchange(&need_dumper, false))
+			start_dumper();
+		rec_lock_give(&start_lock);
+		return;
+	}
+	if (!thread_wanted && ++polls % 1024 == 0) {
+		const char *why = due();
+
+		if (why && !child_unannounced()) {
+			rec_busy++;
+			dump_now(why);
+			rec_busy--;
+		}
+	}
 }
 
 /* dlclose(): name the library's code in .maps before it goes. */
 EXPORT int dlclose(void *handle)
 {
 	static int (*real)(void *);
+	int rc;
 
 	if (!real) {
 		rec_busy++;
@@ -723,15 +912,14 @@ EXPORT int dlclose(void *handle)
 		errno = ENOSYS;
 		return -1;
 	}
-	if (atomic_load(&state) == ST_READY && !rec_busy) {
-		int rc;
-
-		rec_busy++;
-		rec_maps_remember();
-		rec_busy--;
-		rc = real(handle);
-		rec_unwind_forget();
-		return rc;
-	}
-	return real(handle);
+	if (atomic_load(&state) != ST_READY || rec_busy)
+		return real(handle);
+	rec_busy++;
+	rec_maps_remember();
+	rec_busy--;
+	/* What the unwinder knows of its code goes, before and after. */
+	rec_unwind_forget();
+	rc = real(handle);
+	rec_unwind_forget();
+	return rc;
 }

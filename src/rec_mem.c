@@ -6,6 +6,7 @@
  */
 #include "rec.h"
 
+#include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -32,10 +33,30 @@ void *rec_raw_mremap(void *old, size_t oldlen, size_t newlen, int flags,
 	return r < 0 && r > -4096 ? MAP_FAILED : (void *)r;
 }
 
+void rec_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
+void (*rec_lock_stuck)(void);
+
 void rec_lock_take(rec_lock *l)
 {
-	while (atomic_flag_test_and_set_explicit(l, memory_order_acquire))
-		__builtin_ia32_pause();
+	unsigned n = 0;
+
+	while (atomic_flag_test_and_set_explicit(l, memory_order_acquire)) {
+		/* Spin a little, then let the holder run. */
+		if (++n < 256) {
+			rec_relax();
+			continue;
+		}
+		sched_yield();
+		/* (A child of clone(2) may have inherited it taken.) */
+		if (n % 4096 == 0 && rec_lock_stuck)
+			rec_lock_stuck();
+	}
 }
 
 void rec_lock_give(rec_lock *l)
@@ -103,6 +124,21 @@ static void *self_map(size_t len)
 		return NULL;
 	self_note(p, len, NULL, 0);
 	return p;
+}
+
+/* Memory that can be given back: a mapping of its own. */
+void *rec_map_alloc(size_t size)
+{
+	return self_map((size + 4095) & ~(size_t)4095);
+}
+
+void rec_map_free(void *p, size_t size)
+{
+	size = (size + 4095) & ~(size_t)4095;
+	if (!p)
+		return;
+	self_note(NULL, 0, p, size);
+	rec_raw_munmap(p, size);
 }
 
 /* ---- a bump allocator ---- */

@@ -12,8 +12,9 @@
 #include <string.h>
 #include <sys/mman.h>
 
-/* Ids are dense: by_id is touched page by page as buckets come. */
+/* Ids are dense: by_id is a table of pages of ids, made as ids come. */
 #define MAX_BUCKETS (1u << 22)
+#define ID_PAGE (1u << 14)
 
 struct table {
 	size_t mask;
@@ -21,7 +22,7 @@ struct table {
 };
 
 static _Atomic(struct table *) table;
-static _Atomic(struct rec_bucket *) *by_id;
+static _Atomic(_Atomic(struct rec_bucket *) *) by_id[MAX_BUCKETS / ID_PAGE];
 static atomic_uint next_id;
 static rec_lock insert_lock = ATOMIC_FLAG_INIT;
 
@@ -66,13 +67,32 @@ static struct rec_bucket *marker(enum rec_kind kind, void (*fn)(void))
 	return rec_bucket_get(kind, &frame, 1);
 }
 
-void rec_table_init(void)
+bool rec_table_init(void)
 {
-	atomic_store(&table, table_new(4096));
-	by_id = rec_alloc((size_t)MAX_BUCKETS * sizeof(*by_id));
+	struct table *t = table_new(4096);
+
+	if (!t)
+		return false;
+	atomic_store(&table, t);
 	rec_self_bucket = marker(REC_MMAP, dmprof_recorder_self);
 	rec_arena_bucket = marker(REC_MMAP, dmprof_glibc_malloc_arena);
 	rec_header_bucket = marker(REC_MALLOC, dmprof_recorder_block_headers);
+	return rec_self_bucket && rec_arena_bucket && rec_header_bucket;
+}
+
+/* The slot of id ID, its page made if MAKE (insert lock held). */
+static _Atomic(struct rec_bucket *) *id_slot(uint32_t id, bool make)
+{
+	_Atomic(struct rec_bucket *) *page =
+		atomic_load_explicit(&by_id[id / ID_PAGE], memory_order_acquire);
+
+	if (!page && make) {
+		page = rec_alloc(ID_PAGE * sizeof(*page));
+		if (page)
+			atomic_store_explicit(&by_id[id / ID_PAGE], page,
+					      memory_order_release);
+	}
+	return page ? &page[id % ID_PAGE] : NULL;
 }
 
 static bool same(const struct rec_bucket *s, uint64_t h, enum rec_kind kind,
@@ -110,7 +130,8 @@ static struct table *grow(struct table *t)
 	if (!n)
 		return t;
 	for (uint32_t id = 0; id < ids && id < MAX_BUCKETS; id++) {
-		struct rec_bucket *b = atomic_load(&by_id[id]);
+		_Atomic(struct rec_bucket *) *slot = id_slot(id, false);
+		struct rec_bucket *b = slot ? atomic_load(slot) : NULL;
 		size_t i;
 
 		if (b) {
@@ -149,8 +170,7 @@ struct rec_bucket *rec_bucket_get(enum rec_kind kind, const uintptr_t *frames,
 		goto out;
 	id = atomic_load(&next_id);
 	if (id >= MAX_BUCKETS) {
-		/* Full: the stack counts in the first bucket. */
-		b = atomic_load(&by_id[0]);
+		b = NULL; /* full: the block goes untracked */
 		goto out;
 	}
 	if ((id + 1) * 2 > t->mask + 1) {
@@ -161,7 +181,8 @@ struct rec_bucket *rec_bucket_get(enum rec_kind kind, const uintptr_t *frames,
 			goto out;
 		}
 	}
-	b = rec_alloc(sizeof(*b) + depth * sizeof(uintptr_t));
+	b = id_slot(id, true) ? rec_alloc(sizeof(*b) + depth * sizeof(uintptr_t))
+			      : NULL;
 	if (!b)
 		goto out;
 	b->hash = h;
@@ -169,7 +190,7 @@ struct rec_bucket *rec_bucket_get(enum rec_kind kind, const uintptr_t *frames,
 	b->depth = (uint16_t)depth;
 	memcpy(b->frames, frames, depth * sizeof(uintptr_t));
 	b->id = id;
-	atomic_store_explicit(&by_id[id], b, memory_order_release);
+	atomic_store_explicit(id_slot(id, false), b, memory_order_release);
 	atomic_store_explicit(&next_id, id + 1, memory_order_release);
 	atomic_store_explicit(&t->slot[i], b, memory_order_release);
 out:
@@ -184,9 +205,10 @@ uint32_t rec_bucket_count(void)
 
 struct rec_bucket *rec_bucket_by_id(uint32_t id)
 {
-	return id < MAX_BUCKETS ? atomic_load_explicit(&by_id[id],
-						       memory_order_acquire)
-				: NULL;
+	_Atomic(struct rec_bucket *) *slot =
+		id < MAX_BUCKETS ? id_slot(id, false) : NULL;
+
+	return slot ? atomic_load_explicit(slot, memory_order_acquire) : NULL;
 }
 
 /* ---- large blocks: an open-addressing table with tombstones ---- */
@@ -206,8 +228,11 @@ static size_t large_slot(uintptr_t p, size_t cap)
 
 static void large_grow(void)
 {
-	size_t cap = large_cap ? large_cap * 2 : 4096;
-	struct rec_large *t = rec_alloc(cap * sizeof(*t));
+	/* Mostly tombstones: the same size again, clean; else twice. */
+	size_t cap = !large_cap		       ? 4096
+		     : large_live < large_cap / 4 ? large_cap
+						  : large_cap * 2;
+	struct rec_large *t = rec_map_alloc(cap * sizeof(*t));
 
 	if (!t)
 		return;
@@ -222,7 +247,8 @@ static void large_grow(void)
 			k = (k + 1) & (cap - 1);
 		t[k] = large[i];
 	}
-	/* The old table stays mapped (the recorder never frees): rare. */
+	/* (Only ever read under the lock: it can go now.) */
+	rec_map_free(large, large_cap * sizeof(*large));
 	large = t;
 	large_cap = cap;
 	large_used = large_live;

@@ -22,7 +22,10 @@
 #include <dlfcn.h>
 #include <execinfo.h>
 #include <link.h>
+#include <pthread.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 /*
  * glibc's backtrace(), from RET (rec_unwind's return address: what comes
@@ -572,6 +575,33 @@ void rec_unwind_init(void)
 /* Stacks grow down; a step that goes the wrong way is a broken stack. */
 #define MAX_FRAME (64u << 20)
 
+/*
+ * The top of this thread's stack: no read of the unwinder goes past it,
+ * so that even a rule gone stale (code unloaded behind our back, as
+ * glibc's own iconv modules are) cannot read outside the stack.  The main
+ * thread's top is the page of __libc_stack_end (glibc's own lookup of it
+ * reads /proc/self/maps through stdio, which a hook must not do).
+ */
+extern void *__libc_stack_end;
+static __thread uintptr_t stack_top;
+
+static uintptr_t find_stack_top(void)
+{
+	pthread_attr_t attr;
+	void *addr;
+	size_t size;
+	uintptr_t top = UINTPTR_MAX;
+
+	if (syscall(SYS_gettid) == getpid())
+		return ((uintptr_t)__libc_stack_end | 4095) + 1;
+	if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+		if (pthread_attr_getstack(&attr, &addr, &size) == 0)
+			top = (uintptr_t)addr + size;
+		pthread_attr_destroy(&attr);
+	}
+	return top;
+}
+
 __attribute__((noinline)) unsigned rec_unwind(uintptr_t *frames, unsigned max,
 					      uintptr_t skip_lo,
 					      uintptr_t skip_hi)
@@ -582,6 +612,8 @@ __attribute__((noinline)) unsigned rec_unwind(uintptr_t *frames, unsigned max,
 
 	if (!cache)
 		goto slow;
+	if (!stack_top)
+		stack_top = find_stack_top();
 	__asm__ volatile("lea 0(%%rip), %0\n\t"
 			 "mov %%rsp, %1\n\t"
 			 "mov %%rbp, %2"
@@ -596,7 +628,9 @@ __attribute__((noinline)) unsigned rec_unwind(uintptr_t *frames, unsigned max,
 		if (r.flags & RULE_SLOW)
 			goto slow;
 		cfa = (r.flags & RULE_CFA_RBP ? bp : sp) + (uintptr_t)r.cfa_off;
-		if (cfa <= sp || cfa - sp > MAX_FRAME)
+		if (cfa <= sp || cfa - sp > MAX_FRAME ||
+		    cfa + r.ra_off + 8 > stack_top ||
+		    ((r.flags & RULE_BP_SAVED) && cfa + r.bp_off + 8 > stack_top))
 			goto slow;
 		ra = *(const uintptr_t *)(cfa + r.ra_off);
 		if (r.flags & RULE_BP_SAVED)

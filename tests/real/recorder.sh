@@ -35,6 +35,7 @@ cd "$tmp" || exit 1
 gcc -g -O1 -shared -fPIC "$src/plug.c" -o libplug.so || exit 1
 g++ -g -O1 -pthread "$src/rec_cxx.cc" -o cxx || exit 1
 gcc -g -O1 -pthread "$src/rec_stress.c" -o stress -ldl || exit 1
+gcc -g -O1 "$src/rec_semantics.c" -o semantics || exit 1
 
 # The first dump of the process PID under PREFIX.
 first() { printf '%s.%05d.0001.heap' "$1" "$2"; }
@@ -175,7 +176,28 @@ env HEAPPROFILE="$tmp/nodir/prof" HEAPPROFILESIGNAL=12 LD_PRELOAD="$rec" ./cxx >
 grep -c 'dmprof-recorder: cannot write .*nodir.*: No such file or directory' nd.err |
 	grep -qx 1 && ok || bad "no directory: $(cat nd.err)"
 
-# 6. Exit status, and what record says when it cannot run CMD.
+# 6. What programs rely on: allocator semantics, children made without
+#    fork()'s handlers, their own signal handlers, exec() under one pid,
+#    staying single-threaded when asked.
+timeout 60 "$bin" record -o "$tmp/sem/prof" -i 0.1 -- ./semantics >sem.out 2>sem.err
+[ $? = 0 ] && grep -q '^semantics: ok$' sem.out && ok ||
+	bad "semantics: $(cat sem.out sem.err | head -5)"
+printf '#include <signal.h>\n#include <unistd.h>\nstatic void h(int s) { (void)s; write(1, "mine\\n", 5); }\n__attribute__((constructor)) static void c(void) { signal(SIGUSR2, h); }\nvoid lib_touch(void) { }\n' >lib.c
+printf '#include <signal.h>\nvoid lib_touch(void);\nint main(void) { lib_touch(); raise(SIGUSR2); return 0; }\n' >usesig.c
+gcc -shared -fPIC lib.c -o libsig.so && gcc usesig.c -o usesig ./libsig.so -Wl,-rpath,"$tmp" &&
+	"$bin" record -o "$tmp/sig/prof" -- ./usesig >sig.out 2>sig.err
+grep -qx mine sig.out && grep -q 'has a handler already' sig.err && ok ||
+	bad "a library's SIGUSR2 handler: $(cat sig.out sig.err | head -3)"
+"$bin" record -o "$tmp/ex/prof" -i 0.05 -- sh -c "sleep 0.2; exec ./cxx" >/dev/null 2>ex.err
+n=$(ls ex/prof.exec2.*.heap 2>/dev/null | wc -l)
+[ "$n" -ge 1 ] && ls ex/prof.[0-9]*.heap >/dev/null 2>&1 && ok ||
+	bad "exec under one pid: $(ls ex | head -5)"
+"$bin" list "$(ls ex/prof.exec2.*.0001.heap | head -1)" 2>ex.list >/dev/null
+grep -q 'redefined\|not defined' ex.list && bad "exec under one pid mixed buckets: $(head -2 ex.list)" || ok
+"$bin" record -o "$tmp/st1/prof" -i 0 --signal none -- sh -c 'ls /proc/$$/task | wc -l' >st1.out 2>/dev/null
+[ "$(cat st1.out)" = 1 ] && ok || bad "-i 0 --signal none: $(cat st1.out) threads"
+
+# 7. Exit status, and what record says when it cannot run CMD.
 "$bin" record -o "$tmp/x/prof" -- sh -c 'exit 3' 2>/dev/null
 [ $? = 3 ] && ok || bad "exit status of CMD not passed on"
 "$bin" record -o "$tmp/x/prof" -- ./no-such-program 2>nx.err

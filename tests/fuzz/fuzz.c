@@ -1,0 +1,244 @@
+/*
+ * libFuzzer targets for every parser, one binary each (make fuzz builds
+ * this file once per target, with -DFUZZ_<TARGET>):
+ *
+ *   dump      a deep dump or a gperftools profile (dump_load picks), then
+ *             classified and aggregated under the linux policy
+ *   buckets   a .buckets file
+ *   maps      /proc/PID/maps text (strict, then lenient)
+ *   symmap    a symbol map's nm, readelf or decoded-line file (the first
+ *             byte picks), then addresses looked up in it
+ *   policy    a policy (text, or JSON when it starts with '{'), then
+ *             matched against a few subjects
+ *   json      any JSON
+ *
+ * Parsers that read files get the input through a file in /dev/shm (or
+ * $TMPDIR), so the real path (file_load included) is what runs.
+ * Diagnostics go to /dev/null; sanitizer reports still reach the
+ * terminal.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "aggregate.h"
+#include "bucket.h"
+#include "classify.h"
+#include "dump.h"
+#include "json.h"
+#include "maps.h"
+#include "model.h"
+#include "policy.h"
+#include "symmap.h"
+#include "text.h"
+#include "util.h"
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static char dir[256];
+
+/* The input as a file NAME in the scratch directory; its path. */
+static const char *as_file(const char *name, const uint8_t *data,
+			   size_t size)
+{
+	static char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "wb");
+	if (!f)
+		abort();
+	if (size && fwrite(data, 1, size, f) != size)
+		abort();
+	if (fclose(f))
+		abort();
+	return path;
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	const char *tmp = access("/dev/shm", W_OK) == 0 ? "/dev/shm"
+			  : getenv("TMPDIR")		  ? getenv("TMPDIR")
+							  : "/tmp";
+
+	(void)argc;
+	(void)argv;
+	snprintf(dir, sizeof(dir), "%s/dmprof-fuzz.%d", tmp, (int)getpid());
+	if (mkdir(dir, 0700) && access(dir, W_OK))
+		abort();
+	/* Our diagnostics to /dev/null (libFuzzer keeps its own stream). */
+	stderr = fopen("/dev/null", "w");
+	quiet_warnings = true;
+	return 0;
+}
+
+#ifdef FUZZ_DUMP
+static struct policy *linux_policy;
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static const uint64_t frames[3] = { 0x401000, 0x401100, 0x7f0000001000 };
+	struct model m;
+	struct snapshot snap;
+	const char *path = as_file("f.00001.0001.heap", data, size);
+
+	if (!linux_policy)
+		linux_policy = policy_load("policies/linux.policy", "linux");
+	model_init(&m);
+	/* A few buckets for its lines and regions to name. */
+	for (uint64_t id = 0; id < 4; id++)
+		model_define_bucket(&m, id, id & 1 ? ALLOC_MMAP : ALLOC_MALLOC,
+				    false, 0, "", frames, (uint32_t)(id % 4),
+				    "fuzz", 1);
+	if (dump_load(&snap, path, &m) == 0) {
+		if (linux_policy) {
+			struct classifier c;
+			struct agg_stats stats;
+			int64_t *values = xcalloc(linux_policy->ncols,
+						  sizeof(*values));
+
+			memset(&stats, 0, sizeof(stats));
+			symbolize_model(&m, NULL, NULL);
+			classifier_init(&c, linux_policy, &m);
+			aggregate_snapshot(&c, &snap, NULL, values, NULL,
+					   &stats);
+			aggregate_verify(&snap);
+			classifier_free(&c);
+			free(values);
+		}
+		snapshot_release(&snap);
+	}
+	model_free(&m);
+	return 0;
+}
+#endif
+
+#ifdef FUZZ_BUCKETS
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct model m;
+	const char *path = as_file("f.00001.0001.buckets", data, size);
+
+	model_init(&m);
+	buckets_load(&m, path);
+	model_free(&m);
+	return 0;
+}
+#endif
+
+#ifdef FUZZ_MAPS
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	for (int lenient = 0; lenient < 2; lenient++) {
+		struct arena arena;
+		struct strtab strings;
+		struct maps maps;
+
+		memset(&arena, 0, sizeof(arena));
+		strtab_init(&strings, &arena);
+		maps_init(&maps);
+		if (maps_parse(&maps, (const char *)data, size, "fuzz", 1,
+			       &strings, lenient) == 0 &&
+		    maps.n) {
+			maps_find(&maps, maps.v[0].start);
+			maps_find(&maps, maps.v[maps.n - 1].end - 1);
+		}
+		maps_free(&maps);
+		strtab_free(&strings);
+		arena_free(&arena);
+	}
+	return 0;
+}
+#endif
+
+#ifdef FUZZ_SYMMAP
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct symmap_binary *b;
+	struct arena arena;
+	struct strtab strings;
+	const char *path;
+	int which;
+
+	if (!size)
+		return 0;
+	which = data[0] % 4;
+	path = as_file("f.symmap", data + 1, size - 1);
+	b = symmap_binary_new("/fuzz/bin");
+	memset(&arena, 0, sizeof(arena));
+	strtab_init(&strings, &arena);
+	switch (which) {
+	case 0:
+	case 1:
+		symmap_load_nm(b, path, which == 1);
+		break;
+	case 2:
+		symmap_load_readelf(b, path);
+		break;
+	default:
+		symmap_load_decodedline(b, path);
+		break;
+	}
+	for (uint64_t a = 0; a < 0x10000; a += 0x1234) {
+		symmap_binary_function(b, a, &strings);
+		symmap_binary_sourcefile(b, a, &strings);
+		symmap_binary_typeinfo(b, a, &strings);
+	}
+	symmap_binary_free(b);
+	strtab_free(&strings);
+	arena_free(&arena);
+	return 0;
+}
+#endif
+
+#ifdef FUZZ_POLICY
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct policy *p = policy_parse((const char *)data, size, "fuzz.policy",
+					"fuzz");
+	struct strbuf out = STRBUF_INIT;
+
+	if (!p)
+		return 0;
+	{
+		static const char *const stacks[] = {
+			"malloc WebCore::Node::create v8::internal::Heap main",
+			"", "operator new std::vector::push_back",
+		};
+
+		for (size_t i = 0; i < 3; i++) {
+			struct subject s;
+
+			memset(&s, 0, sizeof(s));
+			s.s[COND_STACK] = stacks[i];
+			s.len[COND_STACK] = strlen(stacks[i]);
+			s.s[COND_PATH] = "/usr/lib/libc.so.6";
+			s.len[COND_PATH] = strlen(s.s[COND_PATH]);
+			s.s[COND_PERM] = "r-xp";
+			s.len[COND_PERM] = 4;
+			s.s[COND_TYPE] = "no typeinfo";
+			s.len[COND_TYPE] = 11;
+			for (int a = 0; a < RULE_NALLOC; a++)
+				policy_match(p, (enum rule_alloc)a, &s, "fuzz");
+		}
+	}
+	policy_write(p, &out, NULL);
+	sb_release(&out);
+	policy_free(p);
+	return 0;
+}
+#endif
+
+#ifdef FUZZ_JSON
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct json_value *v = json_parse((const char *)data, size, "fuzz");
+
+	json_free(v);
+	return 0;
+}
+#endif

@@ -1,0 +1,84 @@
+#!/bin/sh
+# make fuzz: run each libFuzzer target (tests/fuzz/fuzz.c) for SECONDS,
+# starting from seeds taken from samples/ and tests/ (and the original's
+# test data when ../shared has it), then print a line per target:
+# executions per second, coverage, corpus size, and what it found.
+# Crashes stay in build/fuzz/artifacts/ and fail the run.
+# Usage: tests/fuzz/run.sh BUILD_DIR SECONDS TARGET...
+set -u
+build=$1
+secs=$2
+shift 2
+top=$(cd "$(dirname "$0")/../.." && pwd)
+shared=$(cd "$top/../shared" 2>/dev/null && pwd || true)
+cd "$top" || exit 1
+status=0
+
+# seed TARGET DIR: the inputs the target starts from.
+seed() {
+	t=$1 d=$2
+	mkdir -p "$d"
+	case $t in
+	dump)
+		cp samples/*.heap tests/golden/gperf-base/*.heap "$d"/ 2>/dev/null
+		find tests/golden -name '*.heap' -size -200k -exec cp {} "$d"/ \; 2>/dev/null
+		[ -n "$shared" ] && cp "$shared"/compat/chromium/tests/data/*.heap "$d"/ 2>/dev/null ;;
+	buckets)
+		cp samples/*.buckets "$d"/ 2>/dev/null
+		find tests/golden -name '*.buckets' -size -200k -exec cp {} "$d"/ \; 2>/dev/null
+		[ -n "$shared" ] && cp "$shared"/compat/chromium/tests/data/*.buckets "$d"/ 2>/dev/null ;;
+	maps)
+		cp samples/*.maps "$d"/ 2>/dev/null
+		find tests/golden -name '*.maps' -size -200k -exec cp {} "$d"/ \; 2>/dev/null
+		cp /proc/self/maps "$d"/self.maps ;;
+	symmap)
+		# The first byte picks the parser: 0 nm, 1 nm (mangled),
+		# 2 readelf, 3 decoded lines.
+		n=0
+		for f in samples/*.symmap/* tests/golden/*/*.symmap/*; do
+			[ -f "$f" ] || continue
+			case $f in
+			*.nm) b='\000' ;;
+			*readelf*) b='\002' ;;
+			*) b='\003' ;;
+			esac
+			{ printf "$b"; head -c 100000 "$f"; } >"$d/seed$n"
+			n=$((n + 1))
+		done ;;
+	policy)
+		cp policies/*.policy "$d"/
+		[ -n "$shared" ] && cp "$shared"/compat/chromium/policy.*.json "$d"/ 2>/dev/null ;;
+	json)
+		find samples tests/golden -name '*.json' -size -200k -exec cp {} "$d"/ \; 2>/dev/null
+		[ -n "$shared" ] && cp "$shared"/compat/chromium/policy.*.json "$d"/ 2>/dev/null
+		printf '{"a": [1, 2.5e10, -3, true, null, "x\\u00e9"]}' >"$d/small.json" ;;
+	esac
+	true
+}
+
+printf '%-8s %10s %8s %8s %8s  %s\n' target execs/s coverage features corpus result
+for t in "$@"; do
+	corpus=$build/corpus/$t
+	[ -d "$corpus" ] || { mkdir -p "$corpus"; seed "$t" "$corpus"; }
+	mkdir -p "$build/artifacts"
+	log=$build/$t.log
+	"$build/fuzz_$t" -max_total_time="$secs" -print_final_stats=1 \
+		-rss_limit_mb=2048 -timeout=10 -max_len=1048576 \
+		-artifact_prefix="$build/artifacts/$t-" "$corpus" >"$log" 2>&1
+	rc=$?
+	done_line=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -1)
+	cov=$(echo "$done_line" | sed -n 's/.*cov: \([0-9]*\).*/\1/p')
+	ft=$(echo "$done_line" | sed -n 's/.*ft: \([0-9]*\).*/\1/p')
+	eps=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
+	units=$(ls "$corpus" | wc -l)
+	if [ $rc = 0 ]; then
+		result="no finding"
+	else
+		result="FOUND something: see $log and $build/artifacts/"
+		status=1
+	fi
+	printf '%-8s %10s %8s %8s %8s  %s\n' "$t" "${eps:-?}" "${cov:-?}" \
+		"${ft:-?}" "$units" "$result"
+done
+rm -rf /dev/shm/dmprof-fuzz.* 2>/dev/null
+exit $status
