@@ -38,6 +38,7 @@ struct bucket_set {
 	struct bucket **dense;
 	size_t ndense;
 	struct hashmap by_id;
+	size_t nsparse;       /* entries in by_id */
 	struct bucket **v;    /* by index */
 	size_t n, alloc;
 };

@@ -64,6 +64,13 @@ struct bucket *model_intern_bucket(struct model *m, enum alloc_kind kind,
  * FILE:LINE; returns 0 or -1.
  */
 int buckets_load(struct model *m, const char *path);
+/*
+ * Load PATHS in order (empty files skipped; *LOADED counts the others),
+ * reading ahead in a thread of its own.  Returns 0, or -1 after the
+ * first error (messages come out in file order).
+ */
+int buckets_load_many(struct model *m, const char *const *paths, size_t n,
+		      size_t *loaded);
 
 /*
  * The original's one-line text form of a bucket (the `buckets` command):

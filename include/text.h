@@ -20,8 +20,12 @@ struct filebuf {
 	struct timespec mtime;
 };
 
+struct strbuf;
+
 /* Read PATH whole.  On failure prints "PATH: reason" and returns -1. */
 int file_load(struct filebuf *fb, const char *path);
+/* The same, but the reason goes to ERR (if not NULL) instead of stderr. */
+int file_load_msg(struct filebuf *fb, const char *path, struct strbuf *err);
 void file_release(struct filebuf *fb);
 
 struct line {

@@ -5,6 +5,9 @@
 #include "bucket.h"
 
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,32 +34,44 @@ void bucket_set_free(struct bucket_set *s)
 	memset(s, 0, sizeof(*s));
 }
 
-/* Ids below this go in the array (up to 512 MiB of it). */
-#define DENSE_MAX ((uint64_t)1 << 26)
+/*
+ * Producers count ids from 0, so they go in an array; but the array only
+ * grows to a few times the number of buckets, so that one stray large id
+ * costs a map entry, not megabytes.  Others go in the map.
+ */
+#define DENSE_SLACK 4
+#define DENSE_FREE ((size_t)1 << 16)
 
 struct bucket *bucket_set_find(const struct bucket_set *s, uint64_t id)
 {
-	if (id < DENSE_MAX)
-		return id < s->ndense ? s->dense[id] : NULL;
+	if (id < s->ndense && s->dense[id])
+		return s->dense[id];
+	if (!s->nsparse)
+		return NULL;
 	return hashmap_get(&s->by_id, hash_u64(id), NULL, NULL);
 }
 
 static void bucket_set_add(struct bucket_set *s, struct bucket *b)
 {
-	if (b->id < DENSE_MAX) {
-		if (b->id >= s->ndense) {
-			size_t n = s->ndense ? s->ndense : 1024;
+	size_t room = s->n < (SIZE_MAX - DENSE_FREE) / DENSE_SLACK
+			      ? s->n * DENSE_SLACK + DENSE_FREE
+			      : SIZE_MAX;
 
-			while (n <= b->id)
-				n *= 2;
-			s->dense = xreallocarray(s->dense, n, sizeof(*s->dense));
-			memset(s->dense + s->ndense, 0,
-			       (n - s->ndense) * sizeof(*s->dense));
-			s->ndense = n;
-		}
+	if (b->id >= s->ndense && b->id < room) {
+		size_t n = s->ndense ? s->ndense : 1024;
+
+		while (n <= b->id)
+			n *= 2;
+		s->dense = xreallocarray(s->dense, n, sizeof(*s->dense));
+		memset(s->dense + s->ndense, 0,
+		       (n - s->ndense) * sizeof(*s->dense));
+		s->ndense = n;
+	}
+	if (b->id < s->ndense) {
 		s->dense[b->id] = b;
 	} else {
 		hashmap_put(&s->by_id, hash_u64(b->id), b);
+		s->nsparse++;
 	}
 }
 
@@ -210,7 +225,7 @@ struct bucket *model_intern_bucket(struct model *m, enum alloc_kind kind,
  */
 struct brec {
 	uint64_t id, typeinfo;
-	const char *name;    /* in the file's buffer, or NULL */
+	size_t name_off;     /* in the batch's names; SIZE_MAX: none */
 	size_t name_len;
 	size_t first;        /* in the batch's frames */
 	uint32_t depth;
@@ -227,7 +242,34 @@ struct batch {
 	size_t nframes, frames_alloc;
 	uint32_t *ids;
 	size_t ids_alloc;
+	struct strbuf names;
+	/* What went wrong where the batch ends, said by whoever defines it
+	 * (so that messages come out in file order). */
+	struct strbuf msg;
+	bool msg_is_error;
 };
+
+static void batch_free(struct batch *bt)
+{
+	free(bt->v);
+	free(bt->frames);
+	free(bt->ids);
+	sb_release(&bt->names);
+	sb_release(&bt->msg);
+}
+
+static int PRINTF(3, 4) batch_msg(struct batch *bt, bool is_error,
+				  const char *fmt, ...)
+{
+	va_list ap;
+
+	sb_reset(&bt->msg);
+	va_start(ap, fmt);
+	sb_vaddf(&bt->msg, fmt, ap);
+	va_end(ap);
+	bt->msg_is_error = is_error;
+	return -1;
+}
 
 enum { BATCH_LINES = 16384, AHEAD = 64 };
 
@@ -259,12 +301,15 @@ static void batch_define(struct model *m, struct batch *bt,
 		model_define_stack_bucket(
 			m, r->id, (enum alloc_kind)r->kind, r->has_typeinfo,
 			r->typeinfo,
-			r->name ? strtab_intern(&m->strings, r->name,
+			r->name_off != SIZE_MAX
+				? strtab_intern(&m->strings,
+						bt->names.buf + r->name_off,
 						r->name_len)
 				: empty,
 			st, source, r->line);
 	}
 	bt->n = bt->nframes = 0;
+	sb_reset(&bt->names);
 }
 
 static int parse_bucket_line(struct batch *bt, const char *path,
@@ -284,14 +329,15 @@ static int parse_bucket_line(struct batch *bt, const char *path,
 		return 0; /* blank line */
 	st = word_u64(w, len, &id);
 	if (st != NUM_OK) {
-		error("%s:%lu: %s bucket id '%s'", path, l->no,
-		      st == NUM_RANGE ? "out-of-range" : "invalid",
-		      quote_for_msg(w, len, &q));
+		batch_msg(bt, true, "%s:%lu: %s bucket id '%s'", path, l->no,
+			  st == NUM_RANGE ? "out-of-range" : "invalid",
+			  quote_for_msg(w, len, &q));
 		goto out;
 	}
 	if (!cursor_word(&c, &w, &len)) {
-		error("%s:%lu: bucket %" PRIu64 " has no allocator", path,
-		      l->no, id);
+		batch_msg(bt, true,
+			  "%s:%lu: bucket %" PRIu64 " has no allocator", path,
+			  l->no, id);
 		goto out;
 	}
 	if (len == 6 && !memcmp(w, "malloc", 6)) {
@@ -299,8 +345,10 @@ static int parse_bucket_line(struct batch *bt, const char *path,
 	} else if (len == 4 && !memcmp(w, "mmap", 4)) {
 		kind = ALLOC_MMAP;
 	} else {
-		error("%s:%lu: unknown allocator '%s' (expected malloc or mmap)",
-		      path, l->no, quote_for_msg(w, len, &q));
+		batch_msg(bt, true,
+			  "%s:%lu: unknown allocator '%s' (expected malloc or "
+			  "mmap)",
+			  path, l->no, quote_for_msg(w, len, &q));
 		goto out;
 	}
 	while (true) {
@@ -338,8 +386,9 @@ static int parse_bucket_line(struct batch *bt, const char *path,
 		if (!in_frames && w[0] == 't') {
 			st = word_hex(w + 1, len - 1, &typeinfo, true);
 			if (st != NUM_OK) {
-				error("%s:%lu: invalid typeinfo '%s'", path,
-				      l->no, quote_for_msg(w, len, &q));
+				batch_msg(bt, true,
+					  "%s:%lu: invalid typeinfo '%s'", path,
+					  l->no, quote_for_msg(w, len, &q));
 				goto out;
 			}
 			has_typeinfo = true;
@@ -353,13 +402,15 @@ static int parse_bucket_line(struct batch *bt, const char *path,
 		in_frames = true;
 		st = word_hex(w, len, &addr, true);
 		if (st != NUM_OK) {
-			error("%s:%lu: %s frame address '%s'", path, l->no,
-			      st == NUM_RANGE ? "out-of-range" : "invalid",
-			      quote_for_msg(w, len, &q));
+			batch_msg(bt, true, "%s:%lu: %s frame address '%s'",
+				  path, l->no,
+				  st == NUM_RANGE ? "out-of-range" : "invalid",
+				  quote_for_msg(w, len, &q));
 			goto out;
 		}
 		if (depth >= UINT32_MAX) {
-			error("%s:%lu: stack too deep", path, l->no);
+			batch_msg(bt, true, "%s:%lu: stack too deep", path,
+				  l->no);
 			goto out;
 		}
 		GROW(bt->frames, bt->nframes + 1, bt->frames_alloc);
@@ -367,10 +418,18 @@ static int parse_bucket_line(struct batch *bt, const char *path,
 		depth++;
 	}
 	GROW(bt->v, bt->n + 1, bt->alloc);
-	bt->v[bt->n++] = (struct brec){ id,	typeinfo,     name,
-					name_len, first, (uint32_t)depth,
-					l->no, (uint8_t)kind, has_typeinfo,
+	bt->v[bt->n++] = (struct brec){ id,
+					typeinfo,
+					name ? bt->names.len : SIZE_MAX,
+					name_len,
+					first,
+					(uint32_t)depth,
+					l->no,
+					(uint8_t)kind,
+					has_typeinfo,
 					0 };
+	if (name)
+		sb_add(&bt->names, name, name_len);
 	rc = 0;
 out:
 	if (rc < 0)
@@ -379,18 +438,93 @@ out:
 	return rc;
 }
 
-int buckets_load(struct model *m, const char *path)
+/*
+ * Loading many .buckets files: a thread reads and parses them into
+ * batches while this one defines the batches it has (interning frames
+ * and stacks, which is the part that must be done in order).
+ */
+struct chunk {
+	struct batch bt;
+	size_t file;        /* which path */
+	bool stop;          /* nothing follows (an error, or the end) */
+	struct chunk *next;
+};
+
+struct loader {
+	const char *const *paths;
+	size_t n;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct chunk *head, *tail;
+	size_t queued;
+	bool quit;          /* the definer gave up: stop */
+};
+
+enum { MAX_QUEUED = 4 };
+
+static void push(struct loader *ld, struct chunk *c)
 {
+	pthread_mutex_lock(&ld->lock);
+	while (ld->queued >= MAX_QUEUED && !ld->quit)
+		pthread_cond_wait(&ld->cond, &ld->lock);
+	c->next = NULL;
+	if (ld->tail)
+		ld->tail->next = c;
+	else
+		ld->head = c;
+	ld->tail = c;
+	ld->queued++;
+	pthread_cond_broadcast(&ld->cond);
+	pthread_mutex_unlock(&ld->lock);
+}
+
+static struct chunk *pop(struct loader *ld)
+{
+	struct chunk *c;
+
+	pthread_mutex_lock(&ld->lock);
+	while (!ld->head)
+		pthread_cond_wait(&ld->cond, &ld->lock);
+	c = ld->head;
+	ld->head = c->next;
+	if (!ld->head)
+		ld->tail = NULL;
+	ld->queued--;
+	pthread_cond_broadcast(&ld->cond);
+	pthread_mutex_unlock(&ld->lock);
+	return c;
+}
+
+static bool quitting(struct loader *ld)
+{
+	bool q;
+
+	pthread_mutex_lock(&ld->lock);
+	q = ld->quit;
+	pthread_mutex_unlock(&ld->lock);
+	return q;
+}
+
+/* Parse one file into chunks; false to stop everything. */
+static bool parse_file(struct loader *ld, size_t file)
+{
+	const char *path = ld->paths[file];
+	struct chunk *c = xcalloc(1, sizeof(*c));
 	struct filebuf fb;
 	struct line_reader r;
 	struct line l;
-	struct batch bt;
-	const char *source = strtab_intern_str(&m->strings, path);
-	int rc = 0;
+	struct strbuf err = STRBUF_INIT;
+	bool go_on = true;
 
-	memset(&bt, 0, sizeof(bt));
-	if (file_load(&fb, path) < 0)
-		return -1;
+	c->file = file;
+	if (file_load_msg(&fb, path, &err) < 0) {
+		sb_addstr(&c->bt.msg, sb_str(&err));
+		c->bt.msg_is_error = true;
+		c->stop = true;
+		sb_release(&err);
+		push(ld, c);
+		return false;
+	}
 	lines_init(&r, fb.data, fb.size);
 	while (lines_next(&r, &l)) {
 		if (!l.newline) {
@@ -398,30 +532,127 @@ int buckets_load(struct model *m, const char *path)
 			 * A writer killed mid-line: the bucket may have lost
 			 * frames, so it is not defined from this line.
 			 */
-			batch_define(m, &bt, source); /* (what came before) */
-			warning("%s:%lu: last line has no newline (file "
-				"truncated?); skipped", path, l.no);
+			batch_msg(&c->bt, false,
+				  "%s:%lu: last line has no newline (file "
+				  "truncated?); skipped",
+				  path, l.no);
 			break;
 		}
 		if (memchr(l.p, '\0', l.len)) {
-			rc = error("%s:%lu: NUL byte in bucket line", path,
-				   l.no);
+			batch_msg(&c->bt, true,
+				  "%s:%lu: NUL byte in bucket line", path,
+				  l.no);
 			break;
 		}
-		if (parse_bucket_line(&bt, path, &l) < 0) {
-			rc = -1;
+		if (parse_bucket_line(&c->bt, path, &l) < 0)
 			break;
+		if (c->bt.n == BATCH_LINES) {
+			push(ld, c);
+			if (quitting(ld)) {
+				go_on = false;
+				c = NULL;
+				break;
+			}
+			c = xcalloc(1, sizeof(*c));
+			c->file = file;
 		}
-		if (bt.n == BATCH_LINES)
-			batch_define(m, &bt, source);
 	}
-	if (rc == 0)
-		batch_define(m, &bt, source);
-	free(bt.v);
-	free(bt.frames);
-	free(bt.ids);
+	if (c) {
+		if (c->bt.msg.len && c->bt.msg_is_error) {
+			c->stop = true;
+			go_on = false;
+		}
+		push(ld, c);
+	}
 	file_release(&fb);
+	sb_release(&err);
+	return go_on;
+}
+
+static void *parse_files(void *arg)
+{
+	struct loader *ld = arg;
+	struct chunk *end;
+
+	for (size_t i = 0; i < ld->n && !quitting(ld); i++) {
+		struct stat st;
+
+		/* The producer leaves empty files when nothing was new. */
+		if (stat(ld->paths[i], &st) == 0 && S_ISREG(st.st_mode) &&
+		    st.st_size == 0)
+			continue;
+		if (!parse_file(ld, i))
+			return NULL;
+	}
+	end = xcalloc(1, sizeof(*end));
+	end->stop = true;
+	end->file = SIZE_MAX;
+	push(ld, end);
+	return NULL;
+}
+
+int buckets_load_many(struct model *m, const char *const *paths, size_t n,
+		      size_t *loaded)
+{
+	struct loader ld;
+	pthread_t worker;
+	size_t last = SIZE_MAX;
+	const char *source = NULL;
+	int rc = 0;
+
+	memset(&ld, 0, sizeof(ld));
+	ld.paths = paths;
+	ld.n = n;
+	pthread_mutex_init(&ld.lock, NULL);
+	pthread_cond_init(&ld.cond, NULL);
+	if (loaded)
+		*loaded = 0;
+	if (pthread_create(&worker, NULL, parse_files, &ld) != 0)
+		die("cannot start a thread");
+	for (;;) {
+		struct chunk *c = pop(&ld);
+		bool stop = c->stop;
+
+		if (c->file != SIZE_MAX && c->file != last) {
+			last = c->file;
+			source = strtab_intern_str(&m->strings, paths[last]);
+			if (loaded)
+				(*loaded)++;
+		}
+		if (c->file != SIZE_MAX)
+			batch_define(m, &c->bt, source);
+		if (c->bt.msg.len) {
+			if (c->bt.msg_is_error)
+				rc = error("%s", c->bt.msg.buf);
+			else
+				warning("%s", c->bt.msg.buf);
+		}
+		batch_free(&c->bt);
+		free(c);
+		if (stop)
+			break;
+	}
+	/* (Tell the reader to stop, and let it drain.) */
+	pthread_mutex_lock(&ld.lock);
+	ld.quit = true;
+	pthread_cond_broadcast(&ld.cond);
+	pthread_mutex_unlock(&ld.lock);
+	pthread_join(worker, NULL);
+	while (ld.head) {
+		struct chunk *c = ld.head;
+
+		ld.head = c->next;
+		batch_free(&c->bt);
+		free(c);
+	}
+	pthread_mutex_destroy(&ld.lock);
+	pthread_cond_destroy(&ld.cond);
 	return rc;
+}
+
+int buckets_load(struct model *m, const char *path)
+{
+	return buckets_load_many(m, &path, 1, NULL);
 }
 
 void bucket_describe(struct strbuf *sb, const struct model *m,

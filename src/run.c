@@ -6,6 +6,7 @@
 #include "run.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -48,20 +49,16 @@ static bool first_is_gperftools(const char *path)
 
 static int load_buckets(struct run *r)
 {
-	size_t loaded = 0;
+	size_t loaded = 0, n = r->series.nbuckets;
+	const char **paths = xcalloc(n ? n : 1, sizeof(*paths));
+	int rc;
 
-	for (size_t i = 0; i < r->series.nbuckets; i++) {
-		const char *path = r->series.buckets[i].path;
-		struct stat st;
-
-		/* The producer leaves empty files when nothing was new. */
-		if (stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
-		    st.st_size == 0)
-			continue;
-		if (buckets_load(&r->model, path) < 0)
-			return -1;
-		loaded++;
-	}
+	for (size_t i = 0; i < n; i++)
+		paths[i] = r->series.buckets[i].path;
+	rc = buckets_load_many(&r->model, paths, n, &loaded);
+	free(paths);
+	if (rc < 0)
+		return -1;
 	if (!loaded && !r->gperftools)
 		warning("no bucket definitions found (%s.NNNN.buckets); "
 			"every bucket is unknown", r->series.prefix);

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -37,21 +38,43 @@ const signed char hex_digit_value[256] = {
 #define SPARE_MIN (1u << 20)
 static char *spare;
 static size_t spare_cap;
+static pthread_mutex_t spare_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static char *buffer(size_t *cap)
 {
-	char *b;
+	char *b = NULL;
 
+	pthread_mutex_lock(&spare_lock);
 	if (spare && spare_cap >= *cap) {
 		b = spare;
 		*cap = spare_cap;
 		spare = NULL;
+	}
+	pthread_mutex_unlock(&spare_lock);
+	if (b)
 		return b;
+	/* Big ones with room to spare, so that the next file, a little
+	 * bigger, fits as well. */
+	if (*cap >= SPARE_MIN) {
+		size_t c = SPARE_MIN;
+
+		while (c < *cap && c < SIZE_MAX / 2)
+			c *= 2;
+		*cap = c;
 	}
 	return xmalloc(st_add(*cap, 1));
 }
 
-int file_load(struct filebuf *fb, const char *path)
+/* "PATH: WHY", to ERR or (without it) as an error. */
+static int say(struct strbuf *err, const char *path, const char *why)
+{
+	if (!err)
+		return error("%s: %s", path, why);
+	sb_addf(err, "%s: %s", path, why);
+	return -1;
+}
+
+int file_load_msg(struct filebuf *fb, const char *path, struct strbuf *err)
 {
 	struct stat st;
 	size_t cap, len = 0;
@@ -61,14 +84,14 @@ int file_load(struct filebuf *fb, const char *path)
 	memset(fb, 0, sizeof(*fb));
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return error_errno("%s", path);
+		return say(err, path, strerror(errno));
 	if (fstat(fd, &st) < 0) {
 		close(fd);
-		return error_errno("%s", path);
+		return say(err, path, strerror(errno));
 	}
 	if (S_ISDIR(st.st_mode)) {
 		close(fd);
-		return error("%s: is a directory", path);
+		return say(err, path, "is a directory");
 	}
 	/*
 	 * A file or a pipe (process substitution); a device like /dev/zero
@@ -76,7 +99,7 @@ int file_load(struct filebuf *fb, const char *path)
 	 */
 	if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode)) {
 		close(fd);
-		return error("%s: not a regular file", path);
+		return say(err, path, "not a regular file");
 	}
 	cap = S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t)st.st_size + 1
 						    : 65536;
@@ -92,9 +115,11 @@ int file_load(struct filebuf *fb, const char *path)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
+			int e = errno;
+
 			free(buf);
 			close(fd);
-			return error_errno("%s", path);
+			return say(err, path, strerror(e));
 		}
 		if (n == 0)
 			break;
@@ -110,15 +135,23 @@ int file_load(struct filebuf *fb, const char *path)
 	return 0;
 }
 
+int file_load(struct filebuf *fb, const char *path)
+{
+	return file_load_msg(fb, path, NULL);
+}
+
 void file_release(struct filebuf *fb)
 {
+	char *old = fb->data;
+
+	pthread_mutex_lock(&spare_lock);
 	if (fb->data && fb->cap >= SPARE_MIN && fb->cap > spare_cap) {
-		free(spare);
+		old = spare;
 		spare = fb->data;
 		spare_cap = fb->cap;
-	} else {
-		free(fb->data);
 	}
+	pthread_mutex_unlock(&spare_lock);
+	free(old);
 	free(fb->path);
 	memset(fb, 0, sizeof(*fb));
 }

@@ -166,6 +166,14 @@ run claim '     4096       4096      1      0 @ 1000000000000
 999999999999 mmap 0x400020
 '
 check bucket-ids-1e12 0 "$bin" csv claim.0001.heap
+# One large id must not cost a table of all the ids below it.
+run sparse '     4096       4096      1      0 @ 67108863
+' '67108863 malloc 0x400010
+'
+save=$mem_mb
+case $bin in */asan/*) mem_mb=384 ;; *) mem_mb=128 ;; esac
+check sparse-bucket-id 0 "$bin" csv sparse.0001.heap
+mem_mb=$save
 printf 'heap profile: 1000000000000: 1000000000000000 [1000000000000: 1000000000000000] @ heapprofile\n     1:        8 [     1:        8] @ 0x00401000\n\nMAPPED_LIBRARIES:\n' >claim2.0001.heap
 check gperftools-claims any "$bin" csv claim2.0001.heap
 printf 'heap profile: 1: 8 [1: 8] @ heap_v2/1\n 1000000000000: 1000000000000000 [1000000000000: 1000000000000000] @ 0x00401000\n\nMAPPED_LIBRARIES:\n' >claim3.0001.heap

@@ -138,3 +138,71 @@ Test(buckets, missing_file)
 	cr_assert_eq(buckets_load(&m, "/nonexistent.buckets"), -1);
 	cr_assert(strstr(stderr_text(), "/nonexistent.buckets: No such file"));
 }
+
+Test(buckets, small_and_large_ids)
+{
+	const char *p = write_file("ids.buckets", "5 malloc 0x1\n"
+						  "1099511627776 malloc 0x2\n"
+						  "67108863 mmap 0x3\n"
+						  "3 malloc 0x4\n"
+						  "18446744073709551615 malloc\n",
+				   -1);
+
+	cr_assert_eq(buckets_load(&m, p), 0);
+	cr_assert_eq(m.buckets.n, 5);
+	cr_assert_eq(bucket_set_find(&m.buckets, 5)->stack->depth, 1);
+	cr_assert_eq(bucket_set_find(&m.buckets, 3)->id, 3);
+	cr_assert_eq(bucket_set_find(&m.buckets, 1099511627776ULL)->id,
+		     1099511627776ULL);
+	cr_assert_eq(bucket_set_find(&m.buckets, 67108863)->kind, ALLOC_MMAP);
+	cr_assert_not_null(bucket_set_find(&m.buckets, UINT64_MAX));
+	cr_assert_null(bucket_set_find(&m.buckets, 4));
+	cr_assert_null(bucket_set_find(&m.buckets, 67108862));
+	/* The one large id did not size the table. */
+	cr_assert_lt(m.buckets.ndense, 1u << 20);
+}
+
+/* Files of many batches, an empty one, in order: later files win. */
+Test(buckets, load_many)
+{
+	struct strbuf a = STRBUF_INIT;
+	const char *paths[3];
+	size_t loaded = 0;
+
+	for (unsigned i = 0; i < 100000; i++)
+		sb_addf(&a, "%u malloc 0x%x 0x%x\n", i, i % 977, i % 13);
+	paths[0] = write_file("m1.buckets", a.buf, (long)a.len);
+	paths[1] = write_file("m2.buckets", "", 0);
+	paths[2] = write_file("m3.buckets", "7 mmap 0x5\n", -1);
+	capture_stderr();
+	cr_assert_eq(buckets_load_many(&m, paths, 3, &loaded), 0);
+	cr_assert_eq(loaded, 2);
+	cr_assert_eq(m.buckets.n, 100000);
+	cr_assert_eq(bucket_set_find(&m.buckets, 99999)->stack->depth, 2);
+	cr_assert_eq(frame_get(&m.frames,
+			       bucket_set_find(&m.buckets, 99999)->stack->frames[0])
+			     ->addr,
+		     99999 % 977);
+	cr_assert_eq(bucket_set_find(&m.buckets, 7)->kind, ALLOC_MMAP);
+	cr_assert(strstr(stderr_text(), "m3.buckets:1: bucket 7 redefined"));
+	sb_release(&a);
+}
+
+/* An error stops the load; what the files said before it comes first. */
+Test(buckets, load_many_messages_in_order)
+{
+	const char *paths[3];
+
+	paths[0] = write_file("o1.buckets", "1 malloc 0x1\n2 malloc 0x", -1);
+	paths[1] = write_file("o2.buckets", "3 malloc 0x1\nbad\n", -1);
+	paths[2] = write_file("o3.buckets", "4 malloc 0x1\n", -1);
+	capture_stderr();
+	cr_assert_eq(buckets_load_many(&m, paths, 3, NULL), -1);
+	const char *t = stderr_text();
+	const char *w = strstr(t, "o1.buckets:2: last line has no newline");
+	const char *e = strstr(t, "o2.buckets:2: invalid bucket id 'bad'");
+
+	cr_assert(w && e && w < e, "stderr: %s", t);
+	cr_assert_null(strstr(t, "o3.buckets"));
+	cr_assert_null(bucket_set_find(&m.buckets, 4));
+}
