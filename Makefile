@@ -155,11 +155,13 @@ bench: bench-deps
 
 # Fuzzing: clang's libFuzzer with ASan+UBSan, one binary per parser.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS = dump buckets maps symmap policy json
+FUZZ_TARGETS = dump gperf buckets maps symmap policy json
 FUZZ_O = build/fuzz
 FUZZ_CC = clang
 FUZZ_FLAGS = -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_LIB_OBJS := $(LIB_SRCS:src/%.c=$(FUZZ_O)/%.o)
+# (Built by a pattern rule for the targets: keep them between runs.)
+.SECONDARY: $(FUZZ_LIB_OBJS)
 
 $(FUZZ_O)/%.o: src/%.c
 	@mkdir -p $(@D)

@@ -84,9 +84,19 @@ deep() {
 	base_s=$secs base_kb=$rss_kb
 	measure csv-l2 "$bin" csv -p l2 "$d/deep.01234.0001.heap" || return
 	row deep "$deep_mb MB: csv -p l2, vs wc -l" $base_s $base_kb $secs $rss_kb
+	csv_s=$secs csv_kb=$rss_kb
 	measure expand-l2 "$bin" expand "$d/deep.01234.0050.heap" l2 \
 		tc-webkit-catch-all 3 || return
 	row deep "one snapshot: expand -p l2 depth 3" $base_s $base_kb $secs $rss_kb
+	# Memory must grow with buckets, not snapshots: the same million
+	# buckets over 10 snapshots instead of 100.
+	d10=$work/deep10
+	[ -e "$d10/deep.01234.0010.heap" ] ||
+		"$work/gen_deep" "$d10" 10 100000 1000000 || return
+	measure csv-l2-10 "$bin" csv -p l2 "$d10/deep.01234.0001.heap" || return
+	printf '%-22s %-34s %9.2f s %6d MB %9.3f s %6d MB %7.2fx RSS\n' deep \
+		"csv -p l2: 10 snapshots, then 100" "$secs" $((rss_kb / 1024)) \
+		"$csv_s" $((csv_kb / 1024)) "$(echo "$csv_kb / $rss_kb" | bc -l)"
 }
 
 # Parsing alone: the same files under a policy of three catch-alls.

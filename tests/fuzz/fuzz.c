@@ -4,6 +4,8 @@
  *
  *   dump      a deep dump or a gperftools profile (dump_load picks), then
  *             classified and aggregated under the linux policy
+ *   gperf     the same, always a gperftools profile: the input follows
+ *             "heap profile: " (so the fuzzer spends no time finding it)
  *   buckets   a .buckets file
  *   maps      /proc/PID/maps text (strict, then lenient)
  *   symmap    a symbol map's nm, readelf or decoded-line file (the first
@@ -76,15 +78,14 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
-#ifdef FUZZ_DUMP
+#if defined(FUZZ_DUMP) || defined(FUZZ_GPERF)
 static struct policy *linux_policy;
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static void load_and_classify(const char *path)
 {
 	static const uint64_t frames[3] = { 0x401000, 0x401100, 0x7f0000001000 };
 	struct model m;
 	struct snapshot snap;
-	const char *path = as_file("f.00001.0001.heap", data, size);
 
 	if (!linux_policy)
 		linux_policy = policy_load("policies/linux.policy", "linux");
@@ -113,6 +114,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		snapshot_release(&snap);
 	}
 	model_free(&m);
+}
+#endif
+
+#ifdef FUZZ_DUMP
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	load_and_classify(as_file("f.00001.0001.heap", data, size));
+	return 0;
+}
+#endif
+
+#ifdef FUZZ_GPERF
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static const char head[] = "heap profile: ";
+	uint8_t *buf = xmalloc(sizeof(head) - 1 + size + 1);
+
+	memcpy(buf, head, sizeof(head) - 1);
+	if (size)
+		memcpy(buf + sizeof(head) - 1, data, size);
+	load_and_classify(as_file("f.0001.heap", buf, sizeof(head) - 1 + size));
+	free(buf);
 	return 0;
 }
 #endif

@@ -23,6 +23,16 @@ seed() {
 		cp samples/*.heap tests/golden/gperf-base/*.heap "$d"/ 2>/dev/null
 		find tests/golden -name '*.heap' -size -200k -exec cp {} "$d"/ \; 2>/dev/null
 		[ -n "$shared" ] && cp "$shared"/compat/chromium/tests/data/*.heap "$d"/ 2>/dev/null ;;
+	gperf)
+		# Without the "heap profile: " the target puts back.
+		n=0
+		for f in tests/golden/*/*.heap samples/*.heap; do
+			[ -f "$f" ] || continue
+			head -c 13 "$f" | grep -q '^heap profile:' || continue
+			head -c 40 "$f" | grep -q DUMP_DEEP && continue
+			tail -c +15 "$f" | head -c 200000 >"$d/seed$n"
+			n=$((n + 1))
+		done ;;
 	buckets)
 		cp samples/*.buckets "$d"/ 2>/dev/null
 		find tests/golden -name '*.buckets' -size -200k -exec cp {} "$d"/ \; 2>/dev/null
