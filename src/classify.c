@@ -35,8 +35,11 @@ void classifier_free(struct classifier *c)
 	sb_release(&c->what);
 }
 
-void stack_functions(struct strbuf *sb, const struct model *m,
-		     const struct stack *s)
+/* Every logical frame of S, written by ADD, space-separated. */
+static void stack_join(struct strbuf *sb, const struct model *m,
+		       const struct stack *s,
+		       void (*add)(struct strbuf *, const struct frame *,
+				   uint32_t))
 {
 	size_t start = sb->len;
 
@@ -46,25 +49,21 @@ void stack_functions(struct strbuf *sb, const struct model *m,
 		for (uint32_t k = 0; k < frame_nlogical(f); k++) {
 			if (sb->len > start)
 				sb_addch(sb, ' ');
-			frame_add_func(sb, f, k);
+			add(sb, f, k);
 		}
 	}
+}
+
+void stack_functions(struct strbuf *sb, const struct model *m,
+		     const struct stack *s)
+{
+	stack_join(sb, m, s, frame_add_func);
 }
 
 void stack_sources(struct strbuf *sb, const struct model *m,
 		   const struct stack *s)
 {
-	size_t start = sb->len;
-
-	for (uint32_t i = 0; i < s->depth; i++) {
-		const struct frame *f = frame_get(&m->frames, s->frames[i]);
-
-		for (uint32_t k = 0; k < frame_nlogical(f); k++) {
-			if (sb->len > start)
-				sb_addch(sb, ' ');
-			frame_add_file(sb, f, k);
-		}
-	}
+	stack_join(sb, m, s, frame_add_file);
 }
 
 /* One logical frame's string for FIELD (as stack_functions and
