@@ -75,6 +75,7 @@ static bool file_is_empty(const char *path)
 static int load_process(struct pfn_process *proc, const char *first_dump)
 {
 	struct series s;
+	bool any_pfns = false;
 
 	if (series_discover(&s, first_dump, true) < 0)
 		return -1;
@@ -123,9 +124,16 @@ static int load_process(struct pfn_process *proc, const char *first_dump)
 		ps->pfns.n = n;
 		pfn_table_finish(&ps->pfns);
 		proc->n++;
+		any_pfns |= n > 0;
 		snapshot_release(&snap);
 		model_free(&m);
 	}
+	/* A series without page frames shares nothing: say so, or a user
+	 * who gave several runs by mistake (a glob) sees them vanish. */
+	if (!any_pfns)
+		warning("%s: no page frames in this run, so it shares no pages "
+			"with the first (record with --pageframe); ignored",
+			first_dump);
 	series_free(&s);
 	return 0;
 }
