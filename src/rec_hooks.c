@@ -897,6 +897,144 @@ static void poll_dumper(void)
 	}
 }
 
+/*
+ * Thread stacks: glibc maps them with its internal mmap, which no hook
+ * sees, so pthread_create() is hooked instead.  The new thread records
+ * its own stack mapping (guard page, stack, its descriptor and TLS above)
+ * as a mapping of the pthread_create() call, under HEAP_PROFILE_MMAP like
+ * any other, and takes it back when it ends; glibc may keep the mapping
+ * for a later thread, and until then it is unhooked memory again.  A stack
+ * the program supplied (pthread_attr_setstack) is its own memory, counted
+ * where it came from, and is left alone.
+ */
+struct thread_start {
+	void *(*fn)(void *);
+	void *arg;
+	uint32_t bucket;
+	struct thread_start *next;      /* in the free list */
+};
+
+static rec_lock starts_lock;
+static struct thread_start *starts_free;
+static int (*real_pthread_create)(pthread_t *, const pthread_attr_t *,
+				  void *(*)(void *), void *);
+
+static struct thread_start *start_get(void)
+{
+	struct thread_start *t;
+
+	rec_lock_take(&starts_lock);
+	t = starts_free;
+	if (t)
+		starts_free = t->next;
+	rec_lock_give(&starts_lock);
+	return t ? t : rec_alloc(sizeof(*t));
+}
+
+static void start_put(struct thread_start *t)
+{
+	rec_lock_take(&starts_lock);
+	t->next = starts_free;
+	starts_free = t;
+	rec_lock_give(&starts_lock);
+}
+
+static void stack_gone(void *range)
+{
+	const uintptr_t *r = range;
+
+	if (r[1] > r[0])
+		rec_map_del(r[0], r[1]);
+}
+
+static void *thread_main(void *p)
+{
+	struct thread_start *t = p;
+	void *(*fn)(void *) = t->fn;
+	void *arg = t->arg, *ret;
+	uint32_t bucket = t->bucket;
+	uintptr_t range[2] = { 0, 0 };
+	pthread_attr_t a;
+
+	start_put(t);
+	/* (It mallocs: not for the program's counts.) */
+	rec_busy++;
+	if (pthread_getattr_np(pthread_self(), &a) == 0) {
+		void *lo;
+		size_t size, guard = 0;
+
+		if (pthread_attr_getstack(&a, &lo, &size) == 0) {
+			pthread_attr_getguardsize(&a, &guard);
+			range[0] = ((uintptr_t)lo - guard) &
+				   ~(uintptr_t)(page_size - 1);
+			range[1] = page_up((uintptr_t)lo + size);
+		}
+		pthread_attr_destroy(&a);
+	}
+	rec_busy--;
+	if (range[1] > range[0] && atomic_load(&state) == ST_READY)
+		rec_map_add(range[0], range[1], bucket);
+	else
+		range[0] = range[1] = 0;
+	/* (Run also when the thread is cancelled or calls pthread_exit.) */
+	pthread_cleanup_push(stack_gone, range);
+	ret = fn(arg);
+	pthread_cleanup_pop(1);
+	return ret;
+}
+
+EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
+			  void *(*fn)(void *), void *arg)
+{
+	struct thread_start *t = NULL;
+	struct rec_bucket *b;
+	uintptr_t frames[REC_MAX_DEPTH];
+	unsigned n;
+	void *own = NULL;
+	size_t size = 0;
+	int rc;
+
+	if (!real_pthread_create) {
+		rec_busy++;
+		real_pthread_create =
+			(int (*)(pthread_t *, const pthread_attr_t *,
+				 void *(*)(void *), void *))
+				dlsym(RTLD_NEXT, "pthread_create");
+		rec_busy--;
+		if (!real_pthread_create)
+			return ENOSYS;
+	}
+	/* glibc gives the stack's top minus its size: 0 - size (or 0) when
+	 * no stack was set, which no real stack's top can be. */
+	if (attr && pthread_attr_getstack(attr, &own, &size) == 0 &&
+	    (uintptr_t)own + size != 0)
+		return real_pthread_create(thread, attr, fn, arg);
+	if (!rec_cfg.mmap || !tracking())
+		return real_pthread_create(thread, attr, fn, arg);
+	/*
+	 * The stack of the call, under a frame in glibc's pthread_create
+	 * (as a return address: one byte in), as the mapping would have
+	 * had if glibc's mmap were hooked.
+	 */
+	rec_busy++;
+	frames[0] = (uintptr_t)real_pthread_create + 1;
+	n = rec_unwind(frames + 1, rec_cfg.depth - 1, text_lo, text_hi);
+	b = rec_bucket_get(REC_MMAP, frames, n + 1);
+	if (b)
+		t = start_get();
+	if (t) {
+		rec_count_alloc(b->id, 0, 0);
+		*t = (struct thread_start){ fn, arg, b->id, NULL };
+	}
+	rec_busy--;
+	if (!t)
+		return real_pthread_create(thread, attr, fn, arg);
+	rc = real_pthread_create(thread, attr, thread_main, t);
+	if (rc)
+		start_put(t);
+	return rc;
+}
+
 /* dlclose(): name the library's code in .maps before it goes. */
 EXPORT int dlclose(void *handle)
 {

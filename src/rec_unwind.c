@@ -580,26 +580,20 @@ void rec_unwind_init(void)
  * so that even a rule gone stale (code unloaded behind our back, as
  * glibc's own iconv modules are) cannot read outside the stack.  The main
  * thread's top is the page of __libc_stack_end (glibc's own lookup of it
- * reads /proc/self/maps through stdio, which a hook must not do).
+ * reads /proc/self/maps through stdio, which a hook must not do).  Another
+ * thread's descriptor sits at the top of its stack mapping, above its
+ * static TLS and every frame, so pthread_self() bounds it.  Not
+ * pthread_getattr_np(): it mallocs holding the thread's lock, so a thread
+ * that calls it first thing (Rust's std does) would wait on itself here.
  */
 extern void *__libc_stack_end;
 static __thread uintptr_t stack_top;
 
 static uintptr_t find_stack_top(void)
 {
-	pthread_attr_t attr;
-	void *addr;
-	size_t size;
-	uintptr_t top = UINTPTR_MAX;
-
 	if (syscall(SYS_gettid) == getpid())
 		return ((uintptr_t)__libc_stack_end | 4095) + 1;
-	if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-		if (pthread_attr_getstack(&attr, &addr, &size) == 0)
-			top = (uintptr_t)addr + size;
-		pthread_attr_destroy(&attr);
-	}
-	return top;
+	return (uintptr_t)pthread_self();
 }
 
 __attribute__((noinline)) unsigned rec_unwind(uintptr_t *frames, unsigned max,

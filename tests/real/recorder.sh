@@ -1,7 +1,8 @@
 #!/bin/sh
 # Tests of the recorder (dmprof record and libdmprof-recorder.so) on real
-# programs: python3, sqlite3, a C++ program and a C stress test.  For
-# every dump of python3, sqlite3 and the C++ program:
+# programs: python3, sqlite3, a C++ program, a C program of threads and a
+# C stress test.  For every dump of python3, sqlite3, the C++ program and
+# the threads:
 #   - mustbezero is 0,
 #   - the components between the markers add up to total-exclude-profiler
 #     (every byte of the process is in exactly one of them),
@@ -36,6 +37,7 @@ gcc -g -O1 -shared -fPIC "$src/plug.c" -o libplug.so || exit 1
 g++ -g -O1 -pthread "$src/rec_cxx.cc" -o cxx || exit 1
 gcc -g -O1 -pthread "$src/rec_stress.c" -o stress -ldl || exit 1
 gcc -g -O1 "$src/rec_semantics.c" -o semantics || exit 1
+gcc -g -O1 -pthread "$src/rec_threads.c" -o threads || exit 1
 
 # The first dump of the process PID under PREFIX.
 first() { printf '%s.%05d.0001.heap' "$1" "$2"; }
@@ -146,6 +148,27 @@ if [ -n "$sig" ]; then
 		ok || bad "c++: allocator-arena under 10 MB"
 else
 	bad "c++: no dump for its SIGUSR2"
+fi
+
+# 3b. Thread stacks: the 16 live ones (1 MiB touched each) are
+#     mmap-thread-stacks under pthread_create and the function that called
+#     it; the stack the program gave is not; after the joins, none is.
+timeout 60 "$bin" record -o "$tmp/th/prof" -- ./threads >th.out 2>th.err
+[ $? = 0 ] && grep -qx 'threads: ok' th.out && ok ||
+	bad "threads: $(cat th.out th.err | head -5)"
+pid=$(main_pid th.err)
+[ -n "$pid" ] && check_dumps threads "$(first th/prof "$pid")" 2
+sig=$(grep -l '^Reason: signal' th/prof.*.heap | head -1)
+if [ -n "$sig" ]; then
+	"$bin" expand "$sig" linux mmap-thread-stacks 2 2>/dev/null >th.ex
+	awk '/pthread_create\(.* start_threads\(/ && $1 >= 16 * 1048576 &&
+		$1 < 16 * 1048576 + 16 * 65536 { f = 1 } END { exit !f }' th.ex &&
+		ok || bad "threads: mmap-thread-stacks is not 16 x 1 MiB under pthread_create start_threads: $(head -3 th.ex)"
+	last=$(ls th/prof.*.heap | tail -1)
+	"$bin" list "$last" 2>/dev/null | awk '$1 == "mmap-thread-stacks" && $2 == 0 { f = 1 } END { exit !f }' &&
+		ok || bad "threads: stacks still counted after the joins"
+else
+	bad "threads: no dump for its SIGUSR2"
 fi
 
 # 4. The stress test: threads, fork, dlopen/dlclose, under a time limit.
