@@ -304,6 +304,7 @@ static void read_segments(struct elf_image *img, uint64_t phoff,
 int elf_open(struct elf_image *img, const char *path, struct strbuf *why)
 {
 	const unsigned char *id;
+	Elf64_Ehdr e;
 	struct stat st;
 	int fd;
 
@@ -337,37 +338,32 @@ int elf_open(struct elf_image *img, const char *path, struct strbuf *why)
 		return -1;
 	}
 	img->is64 = id[EI_CLASS] == ELFCLASS64;
-	if (img->is64) {
-		Elf64_Ehdr e;
-
-		if (img->size < sizeof(e)) {
-			sb_addstr(why, "truncated ELF header");
-			return -1;
-		}
-		memcpy(&e, img->map, sizeof(e));
-		img->is_dyn = e.e_type == ET_DYN;
-		if (!tables_fit(img, e.e_phoff, e.e_phentsize, e.e_phnum,
-				e.e_shoff, e.e_shentsize, e.e_shnum, why))
-			return -1;
-		read_segments(img, e.e_phoff, e.e_phentsize, e.e_phnum);
-		read_sections(img, e.e_shoff, e.e_shentsize, e.e_shnum,
-			      e.e_shstrndx);
-	} else {
-		Elf32_Ehdr e;
-
-		if (img->size < sizeof(e)) {
-			sb_addstr(why, "truncated ELF header");
-			return -1;
-		}
-		memcpy(&e, img->map, sizeof(e));
-		img->is_dyn = e.e_type == ET_DYN;
-		if (!tables_fit(img, e.e_phoff, e.e_phentsize, e.e_phnum,
-				e.e_shoff, e.e_shentsize, e.e_shnum, why))
-			return -1;
-		read_segments(img, e.e_phoff, e.e_phentsize, e.e_phnum);
-		read_sections(img, e.e_shoff, e.e_shentsize, e.e_shnum,
-			      e.e_shstrndx);
+	if (img->size < (img->is64 ? sizeof(Elf64_Ehdr) : sizeof(Elf32_Ehdr))) {
+		sb_addstr(why, "truncated ELF header");
+		return -1;
 	}
+	/* The 32-bit header's fields, widened, in the 64-bit one's shape. */
+	if (img->is64) {
+		memcpy(&e, img->map, sizeof(e));
+	} else {
+		Elf32_Ehdr e32;
+
+		memcpy(&e32, img->map, sizeof(e32));
+		e.e_type = e32.e_type;
+		e.e_phoff = e32.e_phoff;
+		e.e_phentsize = e32.e_phentsize;
+		e.e_phnum = e32.e_phnum;
+		e.e_shoff = e32.e_shoff;
+		e.e_shentsize = e32.e_shentsize;
+		e.e_shnum = e32.e_shnum;
+		e.e_shstrndx = e32.e_shstrndx;
+	}
+	img->is_dyn = e.e_type == ET_DYN;
+	if (!tables_fit(img, e.e_phoff, e.e_phentsize, e.e_phnum, e.e_shoff,
+			e.e_shentsize, e.e_shnum, why))
+		return -1;
+	read_segments(img, e.e_phoff, e.e_phentsize, e.e_phnum);
+	read_sections(img, e.e_shoff, e.e_shentsize, e.e_shnum, e.e_shstrndx);
 	return 0;
 }
 
