@@ -60,11 +60,14 @@ ALL_LDFLAGS = $(SANFLAGS) $(LDFLAGS)
 LIBS = $(shell pkg-config --libs libpcre2-8 2>/dev/null || echo -lpcre2-8) \
        -lbfd -lcsv -lm
 
-SRCS := $(wildcard src/*.c)
-REC_SRCS := $(wildcard src/rec_*.c)
-REC_OBJS := $(REC_SRCS:src/%.c=$(O)/rec/%.o)
-LIB_SRCS := $(filter-out src/dmprof.c $(REC_SRCS),$(SRCS))
+# src/ by pipeline stage: core helpers, the model, readers, symbolization,
+# policies, classification and aggregation, the command line; the recorder
+# is a library of its own.
+STAGES = core model read symbol policy analyze cli
+LIB_SRCS := $(filter-out src/cli/dmprof.c,$(foreach s,$(STAGES),$(wildcard src/$(s)/*.c)))
 LIB_OBJS := $(LIB_SRCS:src/%.c=$(O)/%.o)
+REC_SRCS := $(wildcard src/recorder/*.c)
+REC_OBJS := $(REC_SRCS:src/%.c=$(O)/%.o)
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_OBJS := $(UNIT_SRCS:tests/unit/%.c=$(O)/unit/%.o)
 
@@ -74,7 +77,7 @@ SHARED ?= $(abspath ../shared)
 
 all: $(BIN) $(RECORDER)
 
-$(BIN): $(O)/dmprof.o $(O)/libdmprof.a
+$(BIN): $(O)/cli/dmprof.o $(O)/libdmprof.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
 $(O)/libdmprof.a: $(LIB_OBJS)
@@ -86,7 +89,8 @@ $(O)/%.o: src/%.c
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
 
 # The recorder: a preload library, hidden but for the functions it hooks.
-$(O)/rec/%.o: src/%.c
+# (The more specific pattern wins over the one above.)
+$(O)/recorder/%.o: src/recorder/%.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) -std=gnu11 $(WARNINGS) $(REC_SANFLAGS) $(CFLAGS) \
 		-fPIC -fvisibility=hidden -ftls-model=initial-exec -pthread \
@@ -101,11 +105,11 @@ $(O)/unit/%.o: tests/unit/%.c
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
 
 # (The recorder's unwinder is tested against glibc's backtrace().)
-$(O)/unit-tests: $(UNIT_OBJS) $(O)/libdmprof.a $(O)/rec/rec_unwind.o \
-		 $(O)/rec/rec_mem.o
+$(O)/unit-tests: $(UNIT_OBJS) $(O)/libdmprof.a $(O)/recorder/rec_unwind.o \
+		 $(O)/recorder/rec_mem.o
 	$(CC) $(ALL_LDFLAGS) -pthread -o $@ $^ -lcriterion $(LIBS)
 
--include $(wildcard $(O)/*.d $(O)/unit/*.d $(O)/rec/*.d)
+-include $(wildcard $(O)/*/*.d)
 
 # Install what is missing with apt-get (through sudo unless root).  Only on
 # Debian-like systems; elsewhere say what is needed and go on.

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/rec.h"
+#include "../../src/recorder/rec.h"
 
 struct both {
 	uintptr_t mine[REC_MAX_DEPTH];
