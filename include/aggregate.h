@@ -76,7 +76,7 @@ struct agg_builtins {
  * processes' PFN counts, NULL when no other process was given: then page
  * sharing is known only from the dump's own map counts.  BUILTINS
  * may be NULL.  Returns 0, or -1 after an error (a pattern hit its match
- * limit).
+ * limit, or the sizes add up to more than 64 bits hold).
  */
 int aggregate_snapshot(struct classifier *c, const struct snapshot *snap,
 		       const struct pfn_table *group, int64_t *values,

@@ -144,6 +144,9 @@ struct snapshot {
 	unsigned long first_unknown_line; /* where the first one is */
 	uint64_t first_unknown_id;
 	int64_t unknown_bucket_bytes;     /* committed bytes of those lines */
+	/* Some sum of its sizes did not fit in 64 bits (a corrupt dump?):
+	 * the sums are saturated, and whoever prints them says so. */
+	bool overflow;
 
 	/* A maps table of the snapshot's own (MAPPED_LIBRARIES:), if any. */
 	struct maps own_maps;

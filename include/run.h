@@ -24,15 +24,18 @@ struct run {
 	struct maps maps;        /* PREFIX.maps or PREFIX.symmap/maps */
 	bool has_maps;
 	struct symbolizer *sym;  /* NULL: nothing to symbolize with */
+	const struct sym_options *opts; /* the caller's */
 	bool symbolized;
 	bool gperftools;         /* the dumps are gperftools profiles */
 };
 
 /*
  * Find the run of FIRST_DUMP, load its bucket files and maps and pick a
- * symbolizer.  Returns 0, or -1 after printing why.
+ * symbolizer, which reads OPTS (the caller's, kept) at each lookup.
+ * Returns 0, or -1 after printing why.
  */
-int run_open(struct run *r, const char *first_dump, unsigned flags);
+int run_open(struct run *r, const char *first_dump, unsigned flags,
+	     const struct sym_options *opts);
 /* Symbolize every frame and type not symbolized yet. */
 void run_symbolize(struct run *r);
 /*

@@ -5,6 +5,7 @@
 #include "symbol.h"
 
 /* Binaries are opened as the maps name them, on first need. */
-struct symbolizer *symbfd_open(struct strtab *strings);
+struct symbolizer *symbfd_open(struct strtab *strings,
+			       const struct sym_options *opts);
 
 #endif

@@ -41,9 +41,14 @@ struct symbolizer_ops {
 	void (*destroy)(struct symbolizer *s);
 };
 
+struct sym_options;
+
 struct symbolizer {
 	const struct symbolizer_ops *ops;
 	struct strtab *strings; /* where results are interned; not owned */
+	/* The caller's, read at each lookup (so that a command may ask for
+	 * source lines once it knows its policies). */
+	const struct sym_options *opts;
 };
 
 /* What the user asked of symbolization (common command-line options). */
@@ -60,18 +65,18 @@ struct sym_options {
 	bool no_inline;         /* --no-inline: no inlined frames */
 	bool no_cache;          /* --no-symbol-cache */
 	bool want_source;       /* source files and lines are needed */
+	int verbose;            /* -v: say where symbols come from */
 };
 
-extern struct sym_options sym_opts;
-
-/* Parse "TARGET@HOST[:TARGET@HOST...]" into sym_opts; -1 if malformed. */
-int sym_options_alternative_dirs(const char *spec);
+/* Parse "TARGET@HOST[:TARGET@HOST...]" into O; -1 if malformed. */
+int sym_options_alternative_dirs(struct sym_options *o, const char *spec);
+void sym_options_release(struct sym_options *o);
 /*
  * The path to open for a binary the maps name PATH: alternative
  * directories first (the longest matching TARGET), then the --symfs root.
  * Returns a new string.
  */
-char *sym_host_path(const char *path);
+char *sym_host_path(const struct sym_options *o, const char *path);
 
 void symbolizer_destroy(struct symbolizer *s);
 

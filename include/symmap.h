@@ -14,7 +14,8 @@
  * files.json; a binary whose nm or readelf file is missing or broken gets
  * one warning and stays unsymbolized.
  */
-struct symbolizer *symmap_open(const char *dir, struct strtab *strings);
+struct symbolizer *symmap_open(const char *dir, struct strtab *strings,
+			       const struct sym_options *opts);
 
 /* True if DIR looks like a symbol-map directory (has files.json). */
 bool symmap_present(const char *dir);

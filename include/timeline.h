@@ -34,6 +34,11 @@ struct timeline_options {
 	const char *policy;  /* -p, or NULL for the defaults */
 	char **shared;       /* shared first dumps */
 	int nshared;
+	/* How to symbolize; want_source is set if a policy needs lines. */
+	struct sym_options *sym;
+	/* Before snapshot I of N is read, and once after the last (I == N);
+	 * may be NULL. */
+	void (*progress)(size_t i, size_t n, const char *path);
 };
 
 /*
@@ -50,18 +55,5 @@ double timeline_seconds(const struct timeline *tl, size_t i);
 /* The value of time column COL (seconds, minutes or hours). */
 double timeline_time_value(const struct timeline *tl, size_t i,
 			   enum builtin b);
-
-/*
- * Parse the options of list/csv/json: -p POLICY, --bytes (BYTES may be
- * NULL when the command has no such option), then FIRST_DUMP and shared
- * first dumps.  Returns the index of FIRST_DUMP, or -1 with *status set.
- */
-int timeline_getopt(const char *cmd, int argc, char **argv,
-		    struct timeline_options *opt, bool *bytes, int *status);
-
-/* Run C and the timeline machinery: open, build, and on success call OUT. */
-int timeline_main(const char *cmd, int argc, char **argv,
-		  int (*out)(const struct timeline *tl, bool bytes),
-		  bool has_bytes);
 
 #endif

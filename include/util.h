@@ -27,10 +27,14 @@ int error(const char *fmt, ...) PRINTF(1, 2);
 void warning(const char *fmt, ...) PRINTF(1, 2);
 void die_errno(const char *fmt, ...) PRINTF(1, 2) NORETURN;
 int error_errno(const char *fmt, ...) PRINTF(1, 2);
-/* Number of warnings printed so far (tests and summaries use it). */
-extern unsigned long warning_count;
-/* When set, warnings are counted but not printed (-q). */
-extern bool quiet_warnings;
+/*
+ * Where diagnostics go: standard error, unless the process routes them
+ * elsewhere once, before making any (the unit tests keep them to look
+ * at, the fuzzer drops them).  PREFIX is "" or "warning: "; MSG has no
+ * newline.  NULL restores standard error.
+ */
+typedef void (*report_fn)(const char *prefix, const char *msg);
+void set_report_routine(report_fn fn);
 
 /*
  * Ask for the cache line at P, to read it soon.  (GCC 12 silently drops
@@ -107,28 +111,26 @@ const char *quote_for_msg(const char *s, size_t len, struct strbuf *out);
 
 /*
  * Checked 64-bit arithmetic for sizes from input: on overflow the result
- * saturates and size_overflow is set, for the caller to report (hostile
- * or corrupt input must not make undefined behaviour or a wrapped sum).
+ * saturates and *OVERFLOW is set, for the caller to report (hostile or
+ * corrupt input must not make undefined behaviour or a wrapped sum).
  */
-extern bool size_overflow;
-
-static inline int64_t add64(int64_t a, int64_t b)
+static inline int64_t add64(int64_t a, int64_t b, bool *overflow)
 {
 	int64_t r;
 
 	if (__builtin_add_overflow(a, b, &r)) {
-		size_overflow = true;
+		*overflow = true;
 		return b > 0 ? INT64_MAX : INT64_MIN;
 	}
 	return r;
 }
 
-static inline int64_t sub64(int64_t a, int64_t b)
+static inline int64_t sub64(int64_t a, int64_t b, bool *overflow)
 {
 	int64_t r;
 
 	if (__builtin_sub_overflow(a, b, &r)) {
-		size_overflow = true;
+		*overflow = true;
 		return b < 0 ? INT64_MAX : INT64_MIN;
 	}
 	return r;

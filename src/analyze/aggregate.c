@@ -230,11 +230,12 @@ struct sums {
 	int64_t other_total_log;
 	int64_t mmap_total_log;
 	int64_t no_bucket;
+	bool overflow;   /* a sum did not fit in 64 bits */
 };
 
-static void add(int64_t *values, int col, int64_t bytes)
+static void add(int64_t *values, int col, int64_t bytes, struct sums *sums)
 {
-	values[col] = add64(values[col], bytes);
+	values[col] = add64(values[col], bytes, &sums->overflow);
 }
 
 static int add_region_bytes(struct classifier *c, const struct region *r,
@@ -273,18 +274,18 @@ static int add_malloc(struct classifier *c, const struct snapshot *snap,
 			continue;
 		}
 		if (!l->bucket) {
-			sums->no_bucket = add64(sums->no_bucket, l->committed);
-			sums->other_total_log = add64(sums->other_total_log, l->committed);
+			sums->no_bucket = add64(sums->no_bucket, l->committed, &sums->overflow);
+			sums->other_total_log = add64(sums->other_total_log, l->committed, &sums->overflow);
 			continue;
 		}
 		col = classify_malloc(c, l->bucket);
 		if (col < 0)
 			return -1;
-		add(values, col, l->committed);
+		add(values, col, l->committed, sums);
 		if (p->cols[col].tc)
-			sums->tc_total_log = add64(sums->tc_total_log, l->committed);
+			sums->tc_total_log = add64(sums->tc_total_log, l->committed, &sums->overflow);
 		else
-			sums->other_total_log = add64(sums->other_total_log, l->committed);
+			sums->other_total_log = add64(sums->other_total_log, l->committed, &sums->overflow);
 	}
 	return 0;
 }
@@ -299,23 +300,23 @@ static int add_region_bytes(struct classifier *c, const struct region *r,
 		col = classify_unhooked(c, v, sharing);
 		if (col < 0)
 			return -1;
-		add(values, col, bytes);
+		add(values, col, bytes, sums);
 		return 0;
 	}
 	if (!r->bucket) {
 		/* "@ 0" without a bucket 0, or a bucket never defined. */
-		sums->no_bucket = add64(sums->no_bucket, bytes);
-		sums->other_total_log = add64(sums->other_total_log, bytes);
+		sums->no_bucket = add64(sums->no_bucket, bytes, &sums->overflow);
+		sums->other_total_log = add64(sums->other_total_log, bytes, &sums->overflow);
 		return 0;
 	}
 	col = classify_hooked(c, r->bucket, v, sharing);
 	if (col < 0)
 		return -1;
-	add(values, col, bytes);
+	add(values, col, bytes, sums);
 	if (starts_with(c->p->cols[col].name, "mmap-"))
-		sums->mmap_total_log = add64(sums->mmap_total_log, bytes);
+		sums->mmap_total_log = add64(sums->mmap_total_log, bytes, &sums->overflow);
 	else
-		sums->other_total_log = add64(sums->other_total_log, bytes);
+		sums->other_total_log = add64(sums->other_total_log, bytes, &sums->overflow);
 	return 0;
 }
 
@@ -393,7 +394,7 @@ static bool kernel_value(const struct snapshot *snap, enum builtin b,
 
 /* The value of builtin B (not B_STAT: that needs a row). */
 static int64_t builtin_value(enum builtin b, const struct snapshot *snap,
-			     const struct sums *sums, const int64_t *values,
+			     struct sums *sums, const int64_t *values,
 			     const struct policy *p, struct agg_stats *stats)
 {
 	int64_t tcmalloc = column_value(values, p->col_mmap_tcmalloc);
@@ -403,10 +404,10 @@ static int64_t builtin_value(enum builtin b, const struct snapshot *snap,
 	case B_NO_BUCKET:
 		return sums->no_bucket;
 	case B_FILEMAPPED:
-		return add64(g(snap, GS_FILE_EXEC), g(snap, GS_FILE_NONEXEC));
+		return add64(g(snap, GS_FILE_EXEC), g(snap, GS_FILE_NONEXEC), &sums->overflow);
 	case B_FILEMAPPED_VM:
 		return add64(snap->gs.row[GS_FILE_EXEC].virt,
-			     snap->gs.row[GS_FILE_NONEXEC].virt);
+			     snap->gs.row[GS_FILE_NONEXEC].virt, &sums->overflow);
 	case B_MUSTBEZERO: {
 		/* Without process totals (gperftools) there is nothing to
 		 * check. */
@@ -420,15 +421,15 @@ static int64_t builtin_value(enum builtin b, const struct snapshot *snap,
 
 		v = g(snap, GS_TOTAL);
 		for (size_t i = 0; i < ARRAY_SIZE(parts); i++)
-			v = sub64(v, g(snap, parts[i]));
+			v = sub64(v, g(snap, parts[i]), &sums->overflow);
 		return v;
 	}
 	case B_TOTAL_EXCLUDE_PROFILER:
 		if (!(snap->gs.present & (1u << GS_TOTAL)))
 			return 0; /* no process total to take it from */
 		return sub64(sub64(g(snap, GS_TOTAL),
-				   column_value(values, p->col_mmap_profiler)),
-			     column_value(values, p->col_mmap_type_profiler));
+				   column_value(values, p->col_mmap_profiler), &sums->overflow),
+			     column_value(values, p->col_mmap_type_profiler), &sums->overflow);
 	case B_MMAP_TOTAL_LOG:
 		return sums->mmap_total_log;
 	case B_OTHER_TOTAL_LOG:
@@ -436,17 +437,17 @@ static int64_t builtin_value(enum builtin b, const struct snapshot *snap,
 	case B_TC_TOTAL_LOG:
 		return sums->tc_total_log;
 	case B_MMAP_NO_LOG:
-		return sub64(g(snap, GS_PROFILED_MMAP), sums->mmap_total_log);
+		return sub64(g(snap, GS_PROFILED_MMAP), sums->mmap_total_log, &sums->overflow);
 	case B_MMAP_TOTAL_RECORD:
 		return g(snap, GS_PROFILED_MMAP);
 	case B_MMAP_TOTAL_RECORD_VM:
 		return snap->gs.row[GS_PROFILED_MMAP].virt;
 	case B_TC_NO_LOG:
-		return sub64(g(snap, GS_PROFILED_MALLOC), sums->tc_total_log);
+		return sub64(g(snap, GS_PROFILED_MALLOC), sums->tc_total_log, &sums->overflow);
 	case B_TC_TOTAL_RECORD:
 		return g(snap, GS_PROFILED_MALLOC);
 	case B_TC_UNUSED:
-		v = sub64(tcmalloc, g(snap, GS_PROFILED_MALLOC));
+		v = sub64(tcmalloc, g(snap, GS_PROFILED_MALLOC), &sums->overflow);
 		if (v < 0) {
 			if (stats)
 				stats->tc_unused_clamped++;
@@ -456,7 +457,7 @@ static int64_t builtin_value(enum builtin b, const struct snapshot *snap,
 	case B_TC_TOTAL:
 		return tcmalloc;
 	case B_MALLOC_UNUSED:
-		v = sub64(tcmalloc, g(snap, GS_PROFILED_MALLOC));
+		v = sub64(tcmalloc, g(snap, GS_PROFILED_MALLOC), &sums->overflow);
 		/* No arena seen (no mmap profiling): nothing to say. */
 		if (v < 0) {
 			if (stats && tcmalloc)
@@ -521,7 +522,11 @@ int aggregate_snapshot(struct classifier *c, const struct snapshot *snap,
 		stats->no_kernel_view++;
 	if (p->col_no_bucket < 0 && stats)
 		stats->hidden_no_bucket =
-			add64(stats->hidden_no_bucket, sums.no_bucket);
+			add64(stats->hidden_no_bucket, sums.no_bucket,
+			      &sums.overflow);
+	if (sums.overflow || snap->overflow)
+		return error("%s: sizes add up to more than 64 bits hold (a "
+			     "corrupt dump?)", snap->path);
 	return 0;
 }
 
@@ -536,6 +541,7 @@ void aggregate_verify(const struct snapshot *snap)
 		GS_NP_STACK,	 GS_NP_OTHER,	       GS_PROFILED_MMAP,
 	};
 	int64_t sum[GS_NROWS] = { 0 };
+	bool overflow = false; /* (then the rows differ, and it says so) */
 
 	if (!snap->has_mmap_list)
 		return;
@@ -561,12 +567,12 @@ void aggregate_verify(const struct snapshot *snap)
 			cls = GS_OTHER, np = GS_NP_OTHER;
 			break;
 		}
-		sum[GS_TOTAL] = add64(sum[GS_TOTAL], c);
-		sum[cls] = add64(sum[cls], c);
+		sum[GS_TOTAL] = add64(sum[GS_TOTAL], c, &overflow);
+		sum[cls] = add64(sum[cls], c, &overflow);
 		if (r->kind == REGION_UNHOOKED)
-			sum[np] = add64(sum[np], c);
+			sum[np] = add64(sum[np], c, &overflow);
 		else
-			sum[GS_PROFILED_MMAP] = add64(sum[GS_PROFILED_MMAP], c);
+			sum[GS_PROFILED_MMAP] = add64(sum[GS_PROFILED_MMAP], c, &overflow);
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
 		int row = rows[i];

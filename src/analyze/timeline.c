@@ -5,32 +5,13 @@
  */
 #include "timeline.h"
 
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include "cmd.h"
 #include "util.h"
-
-static void progress(size_t i, size_t n, const char *path)
-{
-	static int tty = -1;
-
-	if (tty < 0)
-		tty = isatty(STDERR_FILENO) && !quiet_warnings;
-	if (!tty || n < 2)
-		return;
-	if (i < n)
-		fprintf(stderr, "\rdmprof: snapshot %zu/%zu %s\033[K", i + 1,
-			n, path);
-	else
-		fputs("\r\033[K", stderr);
-	fflush(stderr);
-}
 
 static bool file_empty(const char *path)
 {
@@ -49,12 +30,15 @@ int timeline_build(struct timeline *tl, const char *first_dump,
 	int rc = -1;
 
 	memset(tl, 0, sizeof(*tl));
-	if (run_open(&tl->run, first_dump, RUN_ALL_DUMPS) < 0)
+	if (run_open(&tl->run, first_dump, RUN_ALL_DUMPS, opt->sym) < 0)
 		return -1;
 	if (policy_set_load(&tl->set, opt->policy) < 0)
 		return -1;
 	if (sharing_load(&tl->sharing, opt->shared, opt->nshared) < 0)
 		return -1;
+	/* source= needs DWARF lines, which are costly: only on demand. */
+	if (policy_set_uses(&tl->set, COND_SOURCE))
+		opt->sym->want_source = true;
 	run_symbolize(&tl->run);
 	np = tl->set.n;
 	nd = tl->run.series.ndumps;
@@ -73,7 +57,8 @@ int timeline_build(struct timeline *tl, const char *first_dump,
 		const char *path = tl->run.series.dumps[i].path;
 		struct snapshot snap;
 
-		progress(i, nd, path);
+		if (opt->progress)
+			opt->progress(i, nd, path);
 		if (i > 0 && file_empty(path)) {
 			/* A producer killed before it wrote anything. */
 			warning("%s: empty dump; skipped", path);
@@ -101,12 +86,6 @@ int timeline_build(struct timeline *tl, const char *first_dump,
 					       row,
 					       &tl->builtins[p][tl->n],
 					       &stats[p]) < 0) {
-				snapshot_release(&snap);
-				goto out;
-			}
-			if (size_overflow) {
-				error("%s: sizes add up to more than 64 bits "
-				      "hold (a corrupt dump?)", path);
 				snapshot_release(&snap);
 				goto out;
 			}
@@ -147,7 +126,8 @@ int timeline_build(struct timeline *tl, const char *first_dump,
 	}
 	rc = 0;
 out:
-	progress(nd, nd, "");
+	if (opt->progress)
+		opt->progress(nd, nd, "");
 	for (size_t p = 0; cls && p < np; p++)
 		classifier_free(&cls[p]);
 	free(cls);
@@ -184,67 +164,4 @@ double timeline_time_value(const struct timeline *tl, size_t i,
 	double s = timeline_seconds(tl, i);
 
 	return b == B_HOUR ? s / 3600.0 : b == B_MINUTE ? s / 60.0 : s;
-}
-
-int timeline_getopt(const char *cmd, int argc, char **argv,
-		    struct timeline_options *opt, bool *bytes, int *status)
-{
-	static const struct option longopts[] = {
-		{ "policy", required_argument, NULL, 'p' },
-		{ "bytes", no_argument, NULL, 'b' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int c;
-
-	memset(opt, 0, sizeof(*opt));
-	while ((c = cmd_getopt(cmd, argc, argv, bytes ? "p:b" : "p:",
-			       longopts, status)) != -1) {
-		switch (c) {
-		case -2:
-			return -1;
-		case 'p':
-			opt->policy = optarg;
-			break;
-		case 'b':
-			if (!bytes) {
-				*status = cmd_usage_error(cmd, "unknown option "
-							       "'--bytes'");
-				return -1;
-			}
-			*bytes = true;
-			break;
-		}
-	}
-	if (optind >= argc) {
-		*status = cmd_usage_error(cmd, "which dump?");
-		return -1;
-	}
-	opt->shared = argv + optind + 1;
-	opt->nshared = argc - optind - 1;
-	return optind;
-}
-
-int timeline_main(const char *cmd, int argc, char **argv,
-		  int (*out)(const struct timeline *tl, bool bytes),
-		  bool has_bytes)
-{
-	struct timeline_options opt;
-	struct timeline tl;
-	bool bytes = false;
-	int status = 0, first;
-
-	first = timeline_getopt(cmd, argc, argv, &opt,
-				has_bytes ? &bytes : NULL, &status);
-	if (first < 0)
-		return status;
-	if (timeline_build(&tl, argv[first], &opt) < 0) {
-		timeline_free(&tl);
-		return 1;
-	}
-	status = out(&tl, bytes);
-	if (!status && tl.skipped_errors)
-		status = 1;
-	timeline_free(&tl);
-	return status;
 }

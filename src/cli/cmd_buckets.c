@@ -1,17 +1,13 @@
 /*
- * dmprof buckets [-p POLICY] FIRST_DUMP: every bucket of the run, by id,
+ * dmprof buckets [-p POLICY] DUMP: every bucket of the run, by id,
  * in the original's text form; with -p, the component each bucket lands
  * in under each policy comes first ("ID: l2=tc-skia malloc ...").
  */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "classify.h"
-#include "cmd.h"
-#include "policyset.h"
-#include "run.h"
+#include "setup.h"
 
 /*
  * Mmap buckets are classified as if their region were an anonymous
@@ -20,37 +16,26 @@
  */
 static const struct vma unmapped = { 0, 0, 0, 0, 0, 0, "----", "" };
 
-int cmd_buckets(int argc, char **argv)
+static int run(struct cmd_args *a)
 {
-	static const struct option longopts[] = {
-		{ "policy", required_argument, NULL, 'p' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct strbuf sb = STRBUF_INIT;
 	struct policy_set set = { NULL, 0 };
 	struct classifier *cls = NULL;
-	const char *policy = NULL;
+	const char *policy = args_get(a, OPT_POLICY);
 	struct bucket **sorted;
 	struct run r;
-	int c, status = 0;
+	int status = 0;
 
-	while ((c = cmd_getopt("buckets", argc, argv, "p:", longopts,
-			       &status)) != -1) {
-		if (c == -2)
-			return status;
-		if (c == 'p')
-			policy = optarg;
-	}
-	if (argc - optind != 1)
-		return cmd_usage_error("buckets", argc - optind
-						  ? "too many arguments"
+	if (a->argc != 1)
+		return cmd_usage_error(a, a->argc ? "too many arguments"
 						  : "which dump?");
-	if (run_open(&r, argv[optind], RUN_ALL_DUMPS) < 0 ||
+	if (run_open(&r, a->argv[0], RUN_ALL_DUMPS, &a->sym) < 0 ||
 	    (policy && policy_set_load(&set, policy) < 0)) {
 		run_close(&r);
 		return 1;
 	}
+	if (policy_set_uses(&set, COND_SOURCE))
+		a->sym.want_source = true;
 	run_symbolize(&r);
 	/* gperftools profiles define their buckets themselves. */
 	for (size_t i = 0; r.gperftools && i < r.series.ndumps; i++) {
@@ -99,3 +84,16 @@ int cmd_buckets(int argc, char **argv)
 	run_close(&r);
 	return status;
 }
+
+static const struct cmd_option options[] = {
+	{ OPT_POLICY, "policy", "POLICY", OPT_VALUE | OPT_SYNOPSIS,
+	  "also print the component each bucket lands in" },
+	OPT_END,
+};
+
+static const char *const usage[] = { "DUMP", NULL };
+
+const struct cmd_entry cmd_buckets = {
+	"buckets", "print every bucket of the run with its symbolized stack",
+	usage, options, CMD_READS_DUMPS, NULL, run,
+};

@@ -1,6 +1,6 @@
 /*
- * dmprof csv [-p POLICY] [--bytes] FIRST_DUMP [SHARED_FIRST_DUMP...]: the
- * timeline as CSV, a row per snapshot, a block per policy, for charting.
+ * dmprof csv [-p POLICY] [-b] DUMP...: the timeline as CSV, a row per
+ * snapshot, a block per policy, for charting.
  * By default the original's layout: sizes in MiB with 5 decimals, time
  * columns in their unit, blocks padded to the widest policy.  --bytes
  * prints exact byte counts.  Fields that need quoting go through libcsv.
@@ -10,8 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cmd.h"
-#include "timeline.h"
+#include "setup.h"
 
 static void field(const char *s, bool first)
 {
@@ -75,7 +74,20 @@ static int csv_out(const struct timeline *tl, bool bytes)
 	return 0;
 }
 
-int cmd_csv(int argc, char **argv)
+static int run(struct cmd_args *a)
 {
-	return timeline_main("csv", argc, argv, csv_out, true);
+	return timeline_command(a, csv_out);
 }
+
+static const struct cmd_option options[] = {
+	OPTION_POLICIES,
+	{ 'b', "bytes", NULL, OPT_SYNOPSIS, "exact bytes instead of MiB" },
+	OPT_END,
+};
+
+static const char *const usage[] = { "DUMP [DUMP...]", NULL };
+
+const struct cmd_entry cmd_csv = {
+	"csv", "print the timeline as CSV, a row per snapshot", usage,
+	options, CMD_READS_DUMPS, NULL, run,
+};

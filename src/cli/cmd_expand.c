@@ -1,22 +1,20 @@
 /*
- * dmprof expand DUMP POLICY COMPONENT DEPTH: the stacks behind one
- * component of one dump, cut to DEPTH+1 frames and summed, largest first.
+ * dmprof expand [-l] [-p POLICY] DUMP COMPONENT [DEPTH], or the original's
+ * expand DUMP POLICY COMPONENT DEPTH: the stacks behind one component of
+ * one dump, cut to DEPTH+1 frames (all by default) and summed, largest
+ * first.
  * Malloc lines show their counts and type; mmap regions their stack;
  * unhooked regions (the original printed nothing) their mapping; no-bucket
  * the ids of the unknown buckets.
  */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmd.h"
-#include "onedump.h"
+#include "setup.h"
 #include "symbol.h"
 #include "text.h"
-
-static bool show_lines; /* -l: file:line */
 
 struct entry {
 	char *key;
@@ -27,6 +25,17 @@ struct sums {
 	struct hashmap map;
 	struct entry **v;
 	size_t n, alloc;
+	bool overflow;
+};
+
+/* What to expand, and how. */
+struct expand {
+	struct onedump *o;
+	const struct snapshot *snap;
+	int col;
+	uint64_t depth;  /* frames after the first; UINT64_MAX: all */
+	bool lines;      /* -l: file:line */
+	struct sums sums;
 };
 
 static bool entry_eq(const void *item, const void *key)
@@ -46,7 +55,7 @@ static void sum_add(struct sums *s, const char *key, int64_t bytes)
 		GROW(s->v, s->n + 1, s->alloc);
 		s->v[s->n++] = e;
 	}
-	e->bytes = add64(e->bytes, bytes);
+	e->bytes = add64(e->bytes, bytes, &s->overflow);
 }
 
 static int cmp_entry(const void *a, const void *b)
@@ -60,10 +69,11 @@ static int cmp_entry(const void *a, const void *b)
 }
 
 /* The first DEPTH + 1 logical frames, "func(@file) " each. */
-static void add_frames(struct strbuf *sb, const struct model *m,
-		       const struct stack *st, uint64_t depth)
+static void add_frames(struct strbuf *sb, const struct expand *x,
+		       const struct stack *st)
 {
-	uint64_t n = 0;
+	const struct model *m = &x->o->run.model;
+	uint64_t n = 0, depth = x->depth;
 
 	for (uint32_t i = 0; i < st->depth && n <= depth; i++) {
 		const struct frame *f = frame_get(&m->frames, st->frames[i]);
@@ -73,17 +83,19 @@ static void add_frames(struct strbuf *sb, const struct model *m,
 			frame_add_func(sb, f, k);
 			sb_addstr(sb, "(@");
 			frame_add_file(sb, f, k);
-			if (show_lines && frame_line(f, k))
+			if (x->lines && frame_line(f, k))
 				sb_addf(sb, ":%" PRIu32, frame_line(f, k));
 			sb_addstr(sb, ") ");
 		}
 	}
 }
 
-static int expand(struct onedump *o, const struct snapshot *snap, int col,
-		  uint64_t depth, struct sums *sums)
+static int expand(struct expand *x)
 {
-	const struct model *m = &o->run.model;
+	struct onedump *o = x->o;
+	const struct snapshot *snap = x->snap;
+	struct sums *sums = &x->sums;
+	int col = x->col;
 	bool no_bucket = o->policy->cols[col].builtin == B_NO_BUCKET;
 	struct strbuf key = STRBUF_INIT;
 	int rc = 0;
@@ -104,7 +116,7 @@ static int expand(struct onedump *o, const struct snapshot *snap, int col,
 				rc = -1;
 			if (c != col)
 				continue;
-			add_frames(&key, m, b->stack, depth);
+			add_frames(&key, x, b->stack);
 		} else if (!b) {
 			if (!no_bucket)
 				continue;
@@ -123,7 +135,7 @@ static int expand(struct onedump *o, const struct snapshot *snap, int col,
 			if (b->typeinfo)
 				sb_addf(&key, "(type=%s) (type.name=%s) ",
 					b->typeinfo_sym, b->type_name);
-			add_frames(&key, m, b->stack, depth);
+			add_frames(&key, x, b->stack);
 		}
 		sum_add(sums, sb_str(&key), l->committed);
 	}
@@ -150,7 +162,7 @@ static int expand(struct onedump *o, const struct snapshot *snap, int col,
 			c = classify_hooked(&o->cls, r->bucket, v, 0);
 			if (c != col)
 				goto next;
-			add_frames(&key, m, r->bucket->stack, depth);
+			add_frames(&key, x, r->bucket->stack);
 		}
 		sum_add(sums, sb_str(&key), bytes);
 next:
@@ -161,66 +173,118 @@ next:
 	return rc;
 }
 
-int cmd_expand(int argc, char **argv)
+/*
+ * The operands: DUMP COMPONENT [DEPTH] with -p or the default policy, or
+ * the original's DUMP POLICY COMPONENT DEPTH.  Three operands without -p
+ * are DUMP COMPONENT DEPTH when the last is a number.
+ */
+static int operands(struct cmd_args *a, const char **dump,
+		    const char **policy, const char **component,
+		    const char **depth)
 {
-	struct sums sums = { HASHMAP_INIT, NULL, 0, 0 };
+	char **v = a->argv;
+	int n = a->argc;
+
+	*policy = args_get(a, OPT_POLICY);
+	*depth = NULL;
+	if (n < 2)
+		return cmd_usage_error(a, "expected DUMP COMPONENT [DEPTH]");
+	*dump = v[0];
+	if (*policy) {
+		if (n == 4)
+			return cmd_usage_error(a, "the policy is given twice "
+						  "(-p %s and '%s')",
+					       *policy, v[1]);
+		if (n > 3)
+			return cmd_usage_error(a, "too many operands");
+		*component = v[1];
+		*depth = n == 3 ? v[2] : NULL;
+		return 0;
+	}
+	if (n > 4)
+		return cmd_usage_error(a, "too many operands");
+	if (n == 4 || (n == 3 && word_u64(v[2], strlen(v[2]),
+					   &(uint64_t){ 0 }) != NUM_OK)) {
+		*policy = v[1];
+		*component = v[2];
+		*depth = n == 4 ? v[3] : NULL;
+	} else {
+		*component = v[1];
+		*depth = n == 3 ? v[2] : NULL;
+	}
+	return 0;
+}
+
+static int run(struct cmd_args *a)
+{
 	struct onedump o;
 	struct snapshot snap;
-	uint64_t depth;
-	int c, col, status = 0;
+	struct expand x;
+	const char *dump = NULL, *policy, *component = NULL, *depth;
+	int status;
 
-	static const struct option longopts[] = {
-		{ "lines", no_argument, NULL, 'l' },
-		{ NULL, 0, NULL, 0 },
-	};
-
-	while ((c = cmd_getopt("expand", argc, argv, "l", longopts,
-			       &status)) != -1) {
-		if (c == -2)
-			return status;
-		if (c == 'l')
-			show_lines = sym_opts.want_source = true;
-	}
-	if (argc - optind != 4)
-		return cmd_usage_error("expand", "expected DUMP POLICY "
-						 "COMPONENT DEPTH");
-	if (word_u64(argv[optind + 3], strlen(argv[optind + 3]), &depth) !=
-	    NUM_OK)
-		return cmd_usage_error("expand", "DEPTH must be a number of "
-						 "frames, not '%s'",
-				       argv[optind + 3]);
-	if (onedump_open(&o, argv[optind], argv[optind + 1], false) < 0 ||
+	memset(&x, 0, sizeof(x));
+	if ((status = operands(a, &dump, &policy, &component, &depth)))
+		return status;
+	x.depth = UINT64_MAX;
+	if (depth && word_u64(depth, strlen(depth), &x.depth) != NUM_OK)
+		return cmd_usage_error(a, "DEPTH must be a number of frames, "
+					  "not '%s'", depth);
+	x.lines = args_has(a, 'l');
+	if (x.lines)
+		a->sym.want_source = true;
+	if (onedump_open(&o, a, dump, policy, false) < 0 ||
 	    run_load_dump(&o.run, 0, &snap) < 0) {
 		onedump_close(&o);
 		return 1;
 	}
 	run_symbolize_snapshot(&o.run, &snap);
-	col = policy_column(o.policy, argv[optind + 2]);
-	if (col < 0) {
+	x.o = &o;
+	x.snap = &snap;
+	x.col = policy_column(o.policy, component);
+	if (x.col < 0) {
 		error("policy '%s' has no component '%s'", o.policy->label,
-		      argv[optind + 2]);
+		      component);
 		status = 1;
 	} else {
 		snapshot_warn_unknown_buckets(&snap, "counted as no-bucket");
-		hashmap_init(&sums.map, 256);
-		if (expand(&o, &snap, col, depth, &sums) < 0)
+		hashmap_init(&x.sums.map, 256);
+		if (expand(&x) < 0)
 			status = 1;
-		if (sums.n)
-			qsort(sums.v, sums.n, sizeof(*sums.v), cmp_entry);
-		if (size_overflow)
+		if (x.sums.n)
+			qsort(x.sums.v, x.sums.n, sizeof(*x.sums.v), cmp_entry);
+		if (!status && (x.sums.overflow || snap.overflow))
 			status = -error("%s: sizes add up to more than 64 bits "
 				       "hold (a corrupt dump?)", snap.path);
-		for (size_t i = 0; i < sums.n && !status; i++)
-			printf("%10" PRId64 " %s\n", sums.v[i]->bytes,
-			       sums.v[i]->key);
+		for (size_t i = 0; i < x.sums.n && !status; i++)
+			printf("%10" PRId64 " %s\n", x.sums.v[i]->bytes,
+			       x.sums.v[i]->key);
 	}
-	for (size_t i = 0; i < sums.n; i++) {
-		free(sums.v[i]->key);
-		free(sums.v[i]);
+	for (size_t i = 0; i < x.sums.n; i++) {
+		free(x.sums.v[i]->key);
+		free(x.sums.v[i]);
 	}
-	free(sums.v);
-	hashmap_free(&sums.map);
+	free(x.sums.v);
+	hashmap_free(&x.sums.map);
 	snapshot_release(&snap);
 	onedump_close(&o);
 	return status;
 }
+
+static const struct cmd_option options[] = {
+	OPTION_POLICY,
+	{ 'l', "lines", NULL, OPT_SYNOPSIS,
+	  "source file and line of each frame" },
+	OPT_END,
+};
+
+static const char *const usage[] = {
+	"DUMP COMPONENT [DEPTH]",
+	"DUMP POLICY COMPONENT DEPTH",
+	NULL,
+};
+
+const struct cmd_entry cmd_expand = {
+	"expand", "print the stacks behind one component of a dump", usage,
+	options, CMD_READS_DUMPS, NULL, run,
+};

@@ -1,5 +1,5 @@
 /*
- * dmprof json [-p POLICY] FIRST_DUMP [SHARED_FIRST_DUMP...]: the timeline
+ * dmprof json [-p POLICY] DUMP...: the timeline
  * as JSON in the original's JSON_DEEP_2 shape, keys sorted, two-space
  * indent, every size in bytes, time columns as floats.
  */
@@ -10,9 +10,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "cmd.h"
 #include "format.h"
-#include "timeline.h"
+#include "setup.h"
 
 /* The original always added these to each snapshot. */
 static const char *const always[] = {
@@ -129,7 +128,19 @@ static int json_out(const struct timeline *tl, bool bytes UNUSED)
 	return 0;
 }
 
-int cmd_json(int argc, char **argv)
+static int run(struct cmd_args *a)
 {
-	return timeline_main("json", argc, argv, json_out, false);
+	return timeline_command(a, json_out);
 }
+
+static const struct cmd_option options[] = {
+	OPTION_POLICIES,
+	OPT_END,
+};
+
+static const char *const usage[] = { "DUMP [DUMP...]", NULL };
+
+const struct cmd_entry cmd_json = {
+	"json", "print the timeline as JSON (JSON_DEEP_2)", usage, options,
+	CMD_READS_DUMPS, NULL, run,
+};

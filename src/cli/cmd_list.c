@@ -1,5 +1,5 @@
 /*
- * dmprof list [-p POLICY] FIRST_DUMP [SHARED_FIRST_DUMP...]: every
+ * dmprof list [-p POLICY] DUMP...: every
  * snapshot under every policy, one column per line, in bytes.  The time
  * columns are measured from the first snapshot (the original measured each
  * dump from itself and always printed 0).
@@ -7,8 +7,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-#include "cmd.h"
-#include "timeline.h"
+#include "setup.h"
 
 static int list_out(const struct timeline *tl, bool bytes UNUSED)
 {
@@ -35,7 +34,19 @@ static int list_out(const struct timeline *tl, bool bytes UNUSED)
 	return 0;
 }
 
-int cmd_list(int argc, char **argv)
+static int run(struct cmd_args *a)
 {
-	return timeline_main("list", argc, argv, list_out, false);
+	return timeline_command(a, list_out);
 }
+
+static const struct cmd_option options[] = {
+	OPTION_POLICIES,
+	OPT_END,
+};
+
+static const char *const usage[] = { "DUMP [DUMP...]", NULL };
+
+const struct cmd_entry cmd_list = {
+	"list", "print every component of every snapshot, in bytes", usage,
+	options, CMD_READS_DUMPS, NULL, run,
+};

@@ -1,18 +1,17 @@
 /*
- * dmprof map FIRST_DUMP POLICY: the address space over time.  Every range
+ * dmprof map [-p POLICY] DUMP, or the original's map DUMP POLICY: the
+ * address space over time.  Every range
  * where some dump has a region, split at every region boundary any dump
  * has, with one line per dump saying what the range was then: its
  * component and bucket (hooked), its component, size and mapping
  * (unhooked), or None.
  */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmd.h"
-#include "onedump.h"
+#include "setup.h"
 
 struct map_region {
 	uint64_t start, end;
@@ -96,21 +95,19 @@ static int describe(struct onedump *o, const struct snapshot *snap,
 	return 0;
 }
 
-int cmd_map(int argc, char **argv)
+static int run(struct cmd_args *a)
 {
 	struct map_dump *dumps;
 	uint64_t *bounds = NULL;
 	size_t nd = 0, nb = 0, alloc = 0;
 	unsigned long maxc = 0;
+	const char *policy;
 	struct onedump o;
-	int c, status = 0, width;
+	int status, width;
 
-	while ((c = cmd_getopt("map", argc, argv, NULL, NULL, &status)) != -1)
-		if (c == -2)
-			return status;
-	if (argc - optind != 2)
-		return cmd_usage_error("map", "expected FIRST_DUMP POLICY");
-	if (onedump_open(&o, argv[optind], argv[optind + 1], true) < 0) {
+	if ((status = policy_operand(a, &policy)))
+		return status;
+	if (onedump_open(&o, a, a->argv[0], policy, true) < 0) {
 		onedump_close(&o);
 		return 1;
 	}
@@ -178,3 +175,15 @@ out:
 	onedump_close(&o);
 	return status;
 }
+
+static const struct cmd_option options[] = {
+	OPTION_POLICY,
+	OPT_END,
+};
+
+static const char *const usage[] = { "DUMP", "DUMP POLICY", NULL };
+
+const struct cmd_entry cmd_map = {
+	"map", "print what each address range was in each snapshot", usage,
+	options, CMD_READS_DUMPS, NULL, run,
+};

@@ -3,21 +3,21 @@
  * dmprof policy convert FILE    print a policy (JSON or text) as text
  * dmprof policy list            the policies -p can name, and defaults
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "cmd.h"
+#include "cli.h"
 #include "json.h"
 #include "policyset.h"
 #include "text.h"
 
-static int check(int argc, char **argv)
+static int check(struct cmd_args *a)
 {
-	int status = 0;
+	int argc = a->argc, status = 0;
+	char **argv = a->argv;
 
 	if (argc < 1)
-		return cmd_usage_error("policy", "check which file?");
+		return cmd_usage_error(a, "check which file?");
 	for (int i = 0; i < argc; i++) {
 		struct policy *p = policy_load(argv[i], NULL);
 
@@ -32,14 +32,15 @@ static int check(int argc, char **argv)
 	return status;
 }
 
-static int convert(int argc, char **argv)
+static int convert(struct cmd_args *a)
 {
 	struct strbuf out = STRBUF_INIT, comment = STRBUF_INIT;
+	char **argv = a->argv;
 	struct policy *p;
 	struct filebuf fb;
 
-	if (argc != 1)
-		return cmd_usage_error("policy", "convert takes one file");
+	if (a->argc != 1)
+		return cmd_usage_error(a, "convert takes one file");
 	if (file_load(&fb, argv[0]) < 0)
 		return 1;
 	p = policy_parse(fb.data, fb.size, argv[0], NULL);
@@ -74,13 +75,13 @@ static int convert(int argc, char **argv)
 	return 0;
 }
 
-static int list(int argc, char **argv UNUSED)
+static int list(struct cmd_args *a)
 {
 	struct index_entry *idx;
 	size_t n;
 
-	if (argc)
-		return cmd_usage_error("policy", "list takes no arguments");
+	if (a->argc)
+		return cmd_usage_error(a, "list takes no arguments");
 	if (policy_index(&idx, &n) < 0)
 		return 1;
 	printf("search path: %s\n", policy_search_path());
@@ -91,22 +92,27 @@ static int list(int argc, char **argv UNUSED)
 	return 0;
 }
 
-int cmd_policy(int argc, char **argv)
-{
-	int c, status = 0;
+static const char *const check_usage[] = { "FILE...", NULL };
+static const struct cmd_entry check_entry = {
+	"check", "load policies and report every problem", check_usage, NULL,
+	0, NULL, check,
+};
 
-	while ((c = cmd_getopt("policy", argc, argv, NULL, NULL, &status)) !=
-	       -1)
-		if (c == -2)
-			return status;
-	if (optind >= argc)
-		return cmd_usage_error("policy", "check, convert or list?");
-	if (!strcmp(argv[optind], "check"))
-		return check(argc - optind - 1, argv + optind + 1);
-	if (!strcmp(argv[optind], "convert"))
-		return convert(argc - optind - 1, argv + optind + 1);
-	if (!strcmp(argv[optind], "list"))
-		return list(argc - optind - 1, argv + optind + 1);
-	return cmd_usage_error("policy", "unknown subcommand '%s'",
-			       argv[optind]);
-}
+static const char *const convert_usage[] = { "FILE", NULL };
+static const struct cmd_entry convert_entry = {
+	"convert", "print a policy (from JSON or text) as text", convert_usage,
+	NULL, 0, NULL, convert,
+};
+
+static const struct cmd_entry list_entry = {
+	"list", "list the policies -p can name", NULL, NULL, 0, NULL, list,
+};
+
+static const struct cmd_entry *const subcommands[] = {
+	&check_entry, &convert_entry, &list_entry, NULL,
+};
+
+const struct cmd_entry cmd_policy = {
+	"policy", "check, convert or list policies", NULL, NULL, 0,
+	subcommands, NULL,
+};

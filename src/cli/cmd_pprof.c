@@ -1,16 +1,15 @@
 /*
- * dmprof pprof [-c COMPONENT] DUMP POLICY: one dump as a legacy pprof heap
+ * dmprof pprof [-c COMPONENT] [-p POLICY] DUMP, or the original's pprof
+ * DUMP POLICY: one dump as a legacy pprof heap
  * profile ("heap profile: ... @ heapprofile", stack lines,
  * MAPPED_LIBRARIES:), optionally only one component.  Committed bytes
  * stand in for in-use bytes.
  */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "cmd.h"
-#include "onedump.h"
+#include "setup.h"
 #include "text.h"
 
 struct item {
@@ -29,31 +28,20 @@ static void print_item(const struct model *m, const struct item *it)
 	putchar('\n');
 }
 
-int cmd_pprof(int argc, char **argv)
+static int run(struct cmd_args *a)
 {
-	static const struct option longopts[] = {
-		{ "component", required_argument, NULL, 'c' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *component = NULL;
+	const char *component = args_get(a, 'c'), *policy;
 	struct item *items = NULL;
 	size_t n = 0, alloc = 0;
 	int64_t objs = 0, bytes = 0;
+	bool overflow = false;
 	struct onedump o;
 	struct snapshot snap;
-	int c, col = -1, status = 0;
+	int col = -1, status;
 
-	while ((c = cmd_getopt("pprof", argc, argv, "c:", longopts,
-			       &status)) != -1) {
-		if (c == -2)
-			return status;
-		if (c == 'c')
-			component = optarg;
-	}
-	if (argc - optind != 2)
-		return cmd_usage_error("pprof", "expected DUMP POLICY");
-	if (onedump_open(&o, argv[optind], argv[optind + 1], false) < 0 ||
+	if ((status = policy_operand(a, &policy)))
+		return status;
+	if (onedump_open(&o, a, a->argv[0], policy, false) < 0 ||
 	    run_load_dump(&o.run, 0, &snap) < 0) {
 		onedump_close(&o);
 		return 1;
@@ -105,14 +93,14 @@ int cmd_pprof(int argc, char **argv)
 		if (component && rc != col)
 			continue;
 		GROW(items, n + 1, alloc);
-		items[n++] = (struct item){ sub64(l->alloc, l->free),
+		items[n++] = (struct item){ sub64(l->alloc, l->free, &overflow),
 					    l->committed, l->bucket->stack };
 	}
 	for (size_t i = 0; i < n; i++) {
-		objs = add64(objs, items[i].objs);
-		bytes = add64(bytes, items[i].bytes);
+		objs = add64(objs, items[i].objs, &overflow);
+		bytes = add64(bytes, items[i].bytes, &overflow);
 	}
-	if (size_overflow) {
+	if (overflow || snap.overflow) {
 		status = -error("%s: sizes add up to more than 64 bits hold (a "
 			       "corrupt dump?)", snap.path);
 		goto out;
@@ -147,3 +135,17 @@ out:
 	onedump_close(&o);
 	return status;
 }
+
+static const struct cmd_option options[] = {
+	{ 'c', "component", "COMPONENT", OPT_VALUE | OPT_SYNOPSIS,
+	  "only this component" },
+	OPTION_POLICY,
+	OPT_END,
+};
+
+static const char *const usage[] = { "DUMP", "DUMP POLICY", NULL };
+
+const struct cmd_entry cmd_pprof = {
+	"pprof", "convert a dump to a legacy pprof heap profile", usage,
+	options, CMD_READS_DUMPS, NULL, run,
+};

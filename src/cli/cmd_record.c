@@ -7,7 +7,6 @@
  */
 #include <dirent.h>
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <libgen.h>
 #include <limits.h>
@@ -20,47 +19,50 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cmd.h"
+#include "cli.h"
+#include "paths.h"
 #include "text.h"
 #include "util.h"
 
-#ifndef DMPROF_LIBDIR
-#define DMPROF_LIBDIR "/usr/local/lib/dmprof"
-#endif
-
 #define RECORDER "libdmprof-recorder.so"
 
-/* The recorder: $DMPROF_RECORDER, next to this binary, or installed. */
+/*
+ * The recorder: $DMPROF_RECORDER; beside this binary (a build tree);
+ * in ../lib/dmprof from it (installed under any PREFIX); in the
+ * configured LIBDIR.
+ */
 static char *find_recorder(void)
 {
 	const char *env = getenv("DMPROF_RECORDER");
-	char self[PATH_MAX];
-	ssize_t n;
-	char *path;
+	char *dir = exe_dir(), *path = NULL;
+	const char *const where[] = { "", "/../lib/dmprof" };
 
 	if (env && *env) {
 		if (access(env, R_OK) < 0) {
 			error("DMPROF_RECORDER=%s: %s", env, strerror(errno));
+			free(dir);
 			return NULL;
 		}
+		free(dir);
 		return xstrdup(env);
 	}
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n > 0) {
-		self[n] = 0;
-		path = xasprintf("%s/%s", dirname(self), RECORDER);
+	for (size_t i = 0; dir && i < ARRAY_SIZE(where); i++) {
+		path = xasprintf("%s%s/%s", dir, where[i], RECORDER);
 		if (access(path, R_OK) == 0)
-			return path;
+			goto found;
 		free(path);
 	}
-	path = xasprintf("%s/%s", DMPROF_LIBDIR, RECORDER);
+	path = xasprintf("%s/%s", dmprof_libdir, RECORDER);
 	if (access(path, R_OK) == 0)
-		return path;
-	error("cannot find %s (next to dmprof or in %s); "
-	      "set DMPROF_RECORDER to its path",
-	      RECORDER, DMPROF_LIBDIR);
+		goto found;
+	error("cannot find %s (beside dmprof, in ../lib/dmprof from it, or "
+	      "in %s); set DMPROF_RECORDER to its path",
+	      RECORDER, dmprof_libdir);
 	free(path);
-	return NULL;
+	path = NULL;
+found:
+	free(dir);
+	return path;
 }
 
 /* mkdir -p for the directory part of PREFIX. */
@@ -159,8 +161,8 @@ static bool parse_bytes(const char *s, uint64_t *out)
 	return ok;
 }
 
+/* The program being recorded, for the signal handler. */
 static pid_t child;
-static int forward_sig;
 
 static void forward(int sig)
 {
@@ -230,168 +232,190 @@ static unsigned report(const char *prefix, pid_t main_pid)
 	return total;
 }
 
-int cmd_record(int argc, char **argv)
-{
-	enum {
-		OPT_ALLOC = 0x200,
-		OPT_INUSE,
-		OPT_PAGEFRAME,
-		OPT_DEPTH,
-		OPT_NO_MMAP,
-		OPT_SIGNAL,
-	};
-	static const struct option longopts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "interval", required_argument, NULL, 'i' },
-		{ "alloc-interval", required_argument, NULL, OPT_ALLOC },
-		{ "inuse-interval", required_argument, NULL, OPT_INUSE },
-		{ "pageframe", optional_argument, NULL, OPT_PAGEFRAME },
-		{ "depth", required_argument, NULL, OPT_DEPTH },
-		{ "no-mmap", no_argument, NULL, OPT_NO_MMAP },
-		{ "signal", required_argument, NULL, OPT_SIGNAL },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *prefix = NULL, *alloc = NULL, *inuse = NULL;
-	double interval = 5;
-	int pageframe = 0, sig = SIGUSR2, c, status = 0, wstatus;
-	uint64_t depth = 32, bytes;
-	bool mmap_on = true;
-	char *recorder, *preload, *prefix_abs = NULL, *tmp;
-	char num[64];
-	struct sigaction sa, old_int, old_quit;
-	pid_t pid;
+/* What the options asked for. */
+struct record_opts {
+	const char *output;     /* -o, or NULL */
+	double interval;
+	const char *alloc, *inuse; /* byte counts as given, or NULL */
+	int pageframe;
+	int signal;
+	uint64_t depth;
+	bool mmap;
+};
 
-	while ((c = cmd_getopt("record", argc, argv, "o:i:", longopts,
-			       &status)) != -1) {
-		switch (c) {
-		case -2:
-			return status;
+enum {
+	OPT_ALLOC = OPT_LONG_ONLY,
+	OPT_INUSE,
+	OPT_PAGEFRAME,
+	OPT_DEPTH,
+	OPT_NO_MMAP,
+	OPT_SIGNAL,
+};
+
+/* Check each option's value; 0, or a usage error's status. */
+static int parse_options(struct cmd_args *a, struct record_opts *o)
+{
+	uint64_t bytes;
+
+	memset(o, 0, sizeof(*o));
+	o->interval = 5;
+	o->signal = SIGUSR2;
+	o->depth = 32;
+	o->mmap = true;
+	for (size_t i = 0; i < a->nv; i++) {
+		const char *v = a->v[i].value;
+
+		switch (a->v[i].key) {
 		case 'o':
-			prefix = optarg;
+			o->output = v;
 			break;
 		case 'i':
-			if (!parse_seconds(optarg, &interval))
-				return cmd_usage_error("record", "bad interval "
-						       "'%s' (seconds)", optarg);
+			if (!parse_seconds(v, &o->interval))
+				return cmd_usage_error(a, "bad interval '%s' "
+							  "(seconds)", v);
 			break;
 		case OPT_ALLOC:
 		case OPT_INUSE:
-			if (!parse_bytes(optarg, &bytes))
-				return cmd_usage_error("record", "bad size '%s' "
-						       "(bytes, or with k, M, G)",
-						       optarg);
-			*(c == OPT_ALLOC ? &alloc : &inuse) = optarg;
+			if (!parse_bytes(v, &bytes))
+				return cmd_usage_error(a, "bad size '%s' (bytes, "
+							  "or with k, M, G)", v);
+			*(a->v[i].key == OPT_ALLOC ? &o->alloc : &o->inuse) = v;
 			break;
 		case OPT_PAGEFRAME:
-			pageframe = !optarg ? 1 : !strcmp(optarg, "1") ? 1
-					  : !strcmp(optarg, "2") ? 2 : -1;
-			if (pageframe < 0)
-				return cmd_usage_error("record", "bad --pageframe "
-						       "'%s' (1 or 2)", optarg);
+			o->pageframe = !v ? 1 : !strcmp(v, "1") ? 1
+				     : !strcmp(v, "2") ? 2 : -1;
+			if (o->pageframe < 0)
+				return cmd_usage_error(a, "bad --pageframe '%s' "
+							  "(1 or 2)", v);
 			break;
 		case OPT_DEPTH:
-			if (!(word_u64(optarg, strlen(optarg), &depth) == NUM_OK) || depth < 1 ||
-			    depth > 64)
-				return cmd_usage_error("record", "bad depth '%s' "
-						       "(1 to 64)", optarg);
+			if (word_u64(v, strlen(v), &o->depth) != NUM_OK ||
+			    o->depth < 1 || o->depth > 64)
+				return cmd_usage_error(a, "bad depth '%s' (1 to "
+							  "64)", v);
 			break;
 		case OPT_NO_MMAP:
-			mmap_on = false;
+			o->mmap = false;
 			break;
 		case OPT_SIGNAL:
-			sig = signal_number(optarg);
-			if (sig < 0)
+			o->signal = signal_number(v);
+			if (o->signal < 0)
 				return cmd_usage_error(
-					"record",
-					"bad signal '%s' (USR1, USR2, HUP, URG, "
-					"PROF, WINCH, VTALRM, PWR, a real-time "
-					"one, or none)",
-					optarg);
+					a, "bad signal '%s' (USR1, USR2, HUP, "
+					   "URG, PROF, WINCH, VTALRM, PWR, a "
+					   "real-time one, or none)", v);
 			break;
 		}
 	}
-	if (optind >= argc)
-		return cmd_usage_error("record", "expected a command to run");
-	if (!prefix) {
-		/* ./NAME.PID.NNNN.heap, NAME the command's. */
-		tmp = xstrdup(argv[optind]);
-		prefix_abs = xstrdup(basename(tmp));
-		free(tmp);
-		prefix = prefix_abs;
-	}
-	if (!*prefix || prefix[strlen(prefix) - 1] == '/')
-		return cmd_usage_error("record", "bad output prefix '%s' "
-				       "(a path and a file name start)", prefix);
-	recorder = find_recorder();
-	if (!recorder || make_dirs(prefix) < 0) {
-		free(recorder);
-		free(prefix_abs);
-		return 1;
+	return 0;
+}
+
+static bool is_dir(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/*
+ * The absolute prefix of the dump files, its directories made: -o PREFIX;
+ * -o DIR (an existing directory, or a path ending in '/') for DIR/NAME;
+ * ./NAME by default; NAME being the command's.  Returns NULL after an
+ * error.
+ */
+static char *dump_prefix(const struct record_opts *o, const char *cmd)
+{
+	char *copy = xstrdup(cmd), *name = xstrdup(basename(copy)), *prefix;
+	char cwd[PATH_MAX];
+
+	free(copy);
+	if (!o->output)
+		prefix = xstrdup(name);
+	else if (ends_with(o->output, "/") || is_dir(o->output))
+		prefix = xasprintf("%s%s%s", o->output,
+				   ends_with(o->output, "/") ? "" : "/", name);
+	else
+		prefix = xstrdup(o->output);
+	free(name);
+	if (make_dirs(prefix) < 0) {
+		free(prefix);
+		return NULL;
 	}
 	/* The child may change directory: give it an absolute prefix. */
 	if (prefix[0] != '/') {
-		char cwd[PATH_MAX];
+		char *abs;
 
 		if (!getcwd(cwd, sizeof(cwd))) {
 			error("cannot get the current directory: %s",
 			      strerror(errno));
-			free(recorder);
-			free(prefix_abs);
-			return 1;
+			free(prefix);
+			return NULL;
 		}
-		tmp = xasprintf("%s/%s", cwd, prefix);
-		free(prefix_abs);
-		prefix = prefix_abs = tmp;
+		abs = xasprintf("%s/%s", cwd, prefix);
+		free(prefix);
+		prefix = abs;
 	}
+	return prefix;
+}
 
-	tmp = getenv("LD_PRELOAD");
-	preload = tmp && *tmp ? xasprintf("%s:%s", recorder, tmp)
-			      : xstrdup(recorder);
+/* The recorder's configuration, in the original's variables. */
+static void set_environment(const struct record_opts *o,
+			    const char *recorder, const char *prefix)
+{
+	const char *old = getenv("LD_PRELOAD");
+	char *preload = old && *old ? xasprintf("%s:%s", recorder, old)
+				    : xstrdup(recorder);
+	char num[64];
+	uint64_t bytes;
+
 	setenv("LD_PRELOAD", preload, 1);
+	free(preload);
 	setenv("HEAPPROFILE", prefix, 1);
 	setenv("DEEP_HEAP_PROFILE", "1", 1);
-	setenv("HEAP_PROFILE_MMAP", mmap_on ? "1" : "0", 1);
+	setenv("HEAP_PROFILE_MMAP", o->mmap ? "1" : "0", 1);
 	/* (The recorder reads plain decimals: no exponents.) */
-	snprintf(num, sizeof(num), "%.6f", interval);
+	snprintf(num, sizeof(num), "%.6f", o->interval);
 	setenv("HEAP_PROFILE_TIME_INTERVAL", num, 1);
-	if (alloc && parse_bytes(alloc, &bytes)) {
+	if (o->alloc && parse_bytes(o->alloc, &bytes)) {
 		snprintf(num, sizeof(num), "%" PRIu64, bytes);
 		setenv("HEAP_PROFILE_ALLOCATION_INTERVAL", num, 1);
 	}
-	if (inuse && parse_bytes(inuse, &bytes)) {
+	if (o->inuse && parse_bytes(o->inuse, &bytes)) {
 		snprintf(num, sizeof(num), "%" PRIu64, bytes);
 		setenv("HEAP_PROFILE_INUSE_INTERVAL", num, 1);
 	}
-	snprintf(num, sizeof(num), "%d", pageframe);
+	snprintf(num, sizeof(num), "%d", o->pageframe);
 	setenv("DEEP_HEAP_PROFILE_PAGEFRAME", num, 1);
-	snprintf(num, sizeof(num), "%" PRIu64, depth);
+	snprintf(num, sizeof(num), "%" PRIu64, o->depth);
 	setenv("DMPROF_STACK_DEPTH", num, 1);
-	snprintf(num, sizeof(num), "%d", sig);
+	snprintf(num, sizeof(num), "%d", o->signal);
 	setenv("HEAPPROFILESIGNAL", num, 1);
-	free(preload);
+}
+
+/*
+ * Run ARGV and wait for it.  Like time(1): ^C and ^\ are for the program;
+ * TERM and HUP sent here, and the dump signal SIG, are passed on to it.
+ * Returns its pid (its wait status in *WSTATUS), or -1 if it could not
+ * start.
+ */
+static pid_t run_child(char **argv, int sig, int *wstatus)
+{
+	struct sigaction sa, old_int, old_quit;
+	pid_t pid;
 
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0) {
 		error("cannot fork: %s", strerror(errno));
-		free(recorder);
-		free(prefix_abs);
-		return 1;
+		return -1;
 	}
 	if (!pid) {
-		execvp(argv[optind], argv + optind);
-		fprintf(stderr, "dmprof: record: cannot run %s: %s\n",
-			argv[optind], strerror(errno));
+		execvp(argv[0], argv);
+		fprintf(stderr, "dmprof: record: cannot run %s: %s\n", argv[0],
+			strerror(errno));
 		_exit(errno == ENOENT ? 127 : 126);
 	}
-
-	/*
-	 * Like time(1): ^C and ^\ are for the program; TERM and HUP sent
-	 * here, and the dump signal, are passed on to it.
-	 */
 	child = pid;
-	forward_sig = sig;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = SIG_IGN;
 	sigaction(SIGINT, &sa, &old_int);
@@ -400,33 +424,90 @@ int cmd_record(int argc, char **argv)
 	sa.sa_flags = SA_RESTART;
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
-	if (forward_sig)
-		sigaction(forward_sig, &sa, NULL);
-	while (waitpid(pid, &wstatus, 0) < 0) {
+	if (sig)
+		sigaction(sig, &sa, NULL);
+	while (waitpid(pid, wstatus, 0) < 0) {
 		if (errno != EINTR) {
-			error("waiting for %s: %s", argv[optind],
-			      strerror(errno));
-			wstatus = 1 << 8;
+			error("waiting for %s: %s", argv[0], strerror(errno));
+			*wstatus = 1 << 8;
 			break;
 		}
 	}
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGQUIT, &old_quit, NULL);
+	return pid;
+}
 
+static int run(struct cmd_args *a)
+{
+	struct record_opts o;
+	char *recorder, *prefix = NULL;
+	int status, wstatus;
+	pid_t pid;
+
+	if ((status = parse_options(a, &o)))
+		return status;
+	if (a->argc < 1)
+		return cmd_usage_error(a, "expected a command to run");
+	if (o.output && !*o.output)
+		return cmd_usage_error(a, "bad output prefix '' (a path and a "
+					  "file name start, or a directory)");
+	recorder = find_recorder();
+	if (recorder)
+		prefix = dump_prefix(&o, a->argv[0]);
+	if (!prefix) {
+		free(recorder);
+		return 1;
+	}
+	set_environment(&o, recorder, prefix);
+	free(recorder);
+	pid = run_child(a->argv, o.signal, &wstatus);
+	if (pid < 0) {
+		free(prefix);
+		return 1;
+	}
 	if (!report(prefix, pid) &&
 	    !(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) >= 126))
 		fprintf(stderr,
 			"dmprof record: %s wrote no dumps (a static binary, "
 			"a set-user-ID one, or one that never called malloc "
 			"and did not exit normally?)\n",
-			argv[optind]);
-	free(recorder);
-	free(prefix_abs);
+			a->argv[0]);
+	free(prefix);
 	if (WIFSIGNALED(wstatus)) {
 		fprintf(stderr, "dmprof record: %s killed by signal %d%s\n",
-			argv[optind], WTERMSIG(wstatus),
+			a->argv[0], WTERMSIG(wstatus),
 			WCOREDUMP(wstatus) ? " (core dumped)" : "");
 		return 128 + WTERMSIG(wstatus);
 	}
 	return WEXITSTATUS(wstatus);
 }
+
+static const struct cmd_option options[] = {
+	{ 'o', "output", "PREFIX", OPT_VALUE | OPT_SYNOPSIS,
+	  "dumps go to PREFIX.PID.NNNN.heap; a directory: DIR/CMD.PID..." },
+	{ 'i', "interval", "SECONDS", OPT_VALUE | OPT_SYNOPSIS,
+	  "a dump every SECONDS (default 5; 0: none)" },
+	{ OPT_ALLOC, "alloc-interval", "BYTES", OPT_VALUE,
+	  "a dump each time BYTES more were allocated (default 1G; 0: "
+	  "never; k, M, G allowed)" },
+	{ OPT_INUSE, "inuse-interval", "BYTES", OPT_VALUE,
+	  "a dump each time BYTES more are in use (default 100M; 0: never)" },
+	{ OPT_SIGNAL, "signal", "SIG", OPT_VALUE,
+	  "dump when CMD (or dmprof record) gets SIG (default USR2; none: "
+	  "no signal)" },
+	{ OPT_DEPTH, "depth", "N", OPT_VALUE,
+	  "frames per stack, 1 to 64 (default 32)" },
+	{ OPT_NO_MMAP, "no-mmap", NULL, 0, "do not record mmap calls" },
+	{ OPT_PAGEFRAME, "pageframe", "2", OPT_VALUE | OPT_OPTIONAL,
+	  "list the page frames of each region (needs root); 2: with their "
+	  "share counts" },
+	OPT_END,
+};
+
+static const char *const usage[] = { "[--] CMD [ARGS...]", NULL };
+
+const struct cmd_entry cmd_record = {
+	"record", "run CMD with the recorder, which writes deep dumps of it",
+	usage, options, CMD_STOP, NULL, run,
+};

@@ -4,29 +4,20 @@
  * are left out (the reader has warned about them).
  */
 #include <inttypes.h>
-#include <getopt.h>
 #include <stdio.h>
 
-#include "classify.h"
-#include "cmd.h"
-#include "run.h"
+#include "setup.h"
 
-int cmd_stacktrace(int argc, char **argv)
+static int run(struct cmd_args *a)
 {
 	struct strbuf sb = STRBUF_INIT;
 	struct snapshot snap;
 	struct run r;
-	int c, status = 0;
 
-	while ((c = cmd_getopt("stacktrace", argc, argv, NULL, NULL,
-			       &status)) != -1)
-		if (c == -2)
-			return status;
-	if (argc - optind != 1)
-		return cmd_usage_error("stacktrace", argc - optind
-						     ? "too many arguments"
-						     : "which dump?");
-	if (run_open(&r, argv[optind], 0) < 0 ||
+	if (a->argc != 1)
+		return cmd_usage_error(a, a->argc ? "too many arguments"
+						  : "which dump?");
+	if (run_open(&r, a->argv[0], 0, &a->sym) < 0 ||
 	    run_load_dump(&r, 0, &snap) < 0) {
 		run_close(&r);
 		return 1;
@@ -54,3 +45,10 @@ int cmd_stacktrace(int argc, char **argv)
 	run_close(&r);
 	return 0;
 }
+
+static const char *const usage[] = { "DUMP", NULL };
+
+const struct cmd_entry cmd_stacktrace = {
+	"stacktrace", "print each stack line of a dump with its stack", usage,
+	NULL, CMD_READS_DUMPS, NULL, run,
+};

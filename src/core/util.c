@@ -10,23 +10,39 @@
 #include <string.h>
 #include <sys/mman.h>
 
-unsigned long warning_count;
-bool size_overflow;
-bool quiet_warnings;
+static report_fn report_routine;
+
+void set_report_routine(report_fn fn)
+{
+	report_routine = fn;
+}
 
 static void vreport(const char *prefix, const char *fmt, va_list ap,
 		    const char *suffix)
 {
-	/* Flush stdout first so the two streams interleave sensibly. */
-	fflush(stdout);
-	fputs("dmprof: ", stderr);
-	fputs(prefix, stderr);
-	vfprintf(stderr, fmt, ap);
-	if (suffix) {
-		fputs(": ", stderr);
-		fputs(suffix, stderr);
+	struct strbuf sb = STRBUF_INIT;
+
+	if (!report_routine) {
+		/* (No allocation here: die() reports running out of memory.)
+		 * Flush stdout first so the two streams interleave sensibly. */
+		fflush(stdout);
+		fputs("dmprof: ", stderr);
+		fputs(prefix, stderr);
+		vfprintf(stderr, fmt, ap);
+		if (suffix) {
+			fputs(": ", stderr);
+			fputs(suffix, stderr);
+		}
+		fputc('\n', stderr);
+		return;
 	}
-	fputc('\n', stderr);
+	sb_vaddf(&sb, fmt, ap);
+	if (suffix) {
+		sb_addstr(&sb, ": ");
+		sb_addstr(&sb, suffix);
+	}
+	report_routine(prefix, sb.buf);
+	sb_release(&sb);
 }
 
 void die(const char *fmt, ...)
@@ -75,9 +91,6 @@ void warning(const char *fmt, ...)
 {
 	va_list ap;
 
-	warning_count++;
-	if (quiet_warnings)
-		return;
 	va_start(ap, fmt);
 	vreport("warning: ", fmt, ap, NULL);
 	va_end(ap);

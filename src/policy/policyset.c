@@ -12,13 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "symbol.h"
+#include "paths.h"
 #include "text.h"
 #include "util.h"
-
-#ifndef DMPROF_DATADIR
-#define DMPROF_DATADIR "/usr/local/share/dmprof"
-#endif
 
 static char **dirs;
 static size_t ndirs;
@@ -43,12 +39,13 @@ static void add_dir(const char *d)
 static void init_dirs(void)
 {
 	const char *env = getenv("DMPROF_POLICY_PATH");
-	char exe[PATH_MAX];
-	ssize_t n;
+	struct strbuf scratch = STRBUF_INIT;
+	char *exe;
 
 	if (dirs)
 		return;
 	dirs = xcalloc(1, sizeof(*dirs));
+	exe = exe_dir();
 	if (env) {
 		char *copy = xstrdup(env), *save = NULL, *d;
 
@@ -57,23 +54,20 @@ static void init_dirs(void)
 			add_dir(d);
 		free(copy);
 	}
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n > 0) {
+	if (exe) {
 		struct strbuf sb = STRBUF_INIT;
-		char *slash;
 
-		exe[n] = '\0';
-		slash = strrchr(exe, '/');
-		if (slash)
-			*slash = '\0';
 		sb_addf(&sb, "%s/policies", exe);
 		add_dir(sb.buf);
 		sb_reset(&sb);
 		sb_addf(&sb, "%s/../share/dmprof/policies", exe);
 		add_dir(sb.buf);
 		sb_release(&sb);
+		free(exe);
 	}
-	add_dir(DMPROF_DATADIR "/policies");
+	sb_addf(&scratch, "%s/policies", dmprof_datadir);
+	add_dir(scratch.buf);
+	sb_release(&scratch);
 }
 
 const char *policy_search_path(void)
@@ -221,8 +215,6 @@ int policy_set_load(struct policy_set *set, const char *spec)
 		if (!p)
 			return -1;
 		set_add(set, p);
-		if (p->uses[COND_SOURCE])
-			sym_opts.want_source = true;
 		return 0;
 	}
 	if (needs_index(spec) && policy_index(&idx, &nidx) < 0)
@@ -287,11 +279,15 @@ int policy_set_load(struct policy_set *set, const char *spec)
 		policy_set_free(set);
 	else if (set->n > 1)
 		qsort(set->v, set->n, sizeof(*set->v), cmp_label);
-	/* source= needs DWARF lines, which are costly: only on demand. */
-	for (size_t i = 0; rc == 0 && i < set->n; i++)
-		if (set->v[i]->uses[COND_SOURCE])
-			sym_opts.want_source = true;
 	return rc;
+}
+
+bool policy_set_uses(const struct policy_set *set, enum cond_field f)
+{
+	for (size_t i = 0; i < set->n; i++)
+		if (set->v[i]->uses[f])
+			return true;
+	return false;
 }
 
 struct policy *policy_set_load_one(const char *spec)

@@ -778,7 +778,8 @@ static void find_buckets(struct snapshot *snap, const struct model *m)
 		}
 		snap->unknown_bucket_lines++;
 		snap->unknown_bucket_bytes =
-			add64(snap->unknown_bucket_bytes, sl->committed);
+			add64(snap->unknown_bucket_bytes, sl->committed,
+			      &snap->overflow);
 	}
 }
 

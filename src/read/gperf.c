@@ -191,7 +191,8 @@ static int parse_stack_line(struct gparser *g, const struct line *l,
  * pprof's unsampling for heap_v2 profiles: an allocation of average size
  * S was sampled with probability 1 - exp(-S/RATE).
  */
-static void unsample(double rate, int64_t *objs, int64_t *bytes)
+static void unsample(double rate, int64_t *objs, int64_t *bytes,
+		     bool *overflow)
 {
 	double scale;
 
@@ -199,7 +200,7 @@ static void unsample(double rate, int64_t *objs, int64_t *bytes)
 		return;
 	scale = 1.0 / (1.0 - exp(-((double)*bytes / (double)*objs) / rate));
 	if ((double)*objs * scale >= 9.2e18 || (double)*bytes * scale >= 9.2e18) {
-		size_overflow = true;
+		*overflow = true;
 		return;
 	}
 	*objs = (int64_t)llround((double)*objs * scale);
@@ -241,20 +242,22 @@ static void build(struct gparser *g)
 		enum alloc_kind kind = line_kind(snap, gl);
 
 		if (g->rate) {
-			unsample(g->rate, &gl->objs, &gl->bytes);
-			unsample(g->rate, &gl->alloc_objs, &gl->alloc_bytes);
+			unsample(g->rate, &gl->objs, &gl->bytes, &snap->overflow);
+			unsample(g->rate, &gl->alloc_objs, &gl->alloc_bytes,
+				 &snap->overflow);
 		}
 		sl->bucket = model_intern_bucket(g->m, kind, gl->frames,
 						 gl->depth, g->path, gl->no);
 		sl->bucket_id = sl->bucket->id;
 		sl->virt = sl->committed = gl->bytes;
 		sl->alloc = gl->alloc_objs;
-		sl->free = sub64(gl->alloc_objs, gl->objs);
+		sl->free = sub64(gl->alloc_objs, gl->objs, &snap->overflow);
 		sl->line = gl->no;
 		if (kind == ALLOC_MMAP)
-			mmap_bytes = add64(mmap_bytes, gl->bytes);
+			mmap_bytes = add64(mmap_bytes, gl->bytes, &snap->overflow);
 		else
-			malloc_bytes = add64(malloc_bytes, gl->bytes);
+			malloc_bytes = add64(malloc_bytes, gl->bytes,
+					     &snap->overflow);
 	}
 	snap->lines_alloc = g->n ? g->n : 1;
 	/*

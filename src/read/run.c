@@ -98,21 +98,23 @@ static int open_symbolizer(struct run *r)
 	 * gone); otherwise the binaries the maps name are read.
 	 */
 	if (symmap_present(dir.buf)) {
-		r->sym = symmap_open(dir.buf, &r->model.strings);
+		r->sym = symmap_open(dir.buf, &r->model.strings, r->opts);
 		if (!r->sym)
 			rc = -1;
 	} else {
-		r->sym = symbfd_open(&r->model.strings);
+		r->sym = symbfd_open(&r->model.strings, r->opts);
 	}
 	sb_release(&dir);
 	return rc;
 }
 
-int run_open(struct run *r, const char *first_dump, unsigned flags)
+int run_open(struct run *r, const char *first_dump, unsigned flags,
+	     const struct sym_options *opts)
 {
 	struct stat st;
 
 	memset(r, 0, sizeof(*r));
+	r->opts = opts;
 	model_init(&r->model);
 	maps_init(&r->maps);
 	if (stat(first_dump, &st) < 0)

@@ -104,15 +104,15 @@ static bool open_debug(struct binary *b, const char *path)
 }
 
 /* The debug file by build-id: DEBUG_DIR/.build-id/ab/cdef....debug */
-static bool find_by_build_id(struct binary *b)
+static bool find_by_build_id(const struct sym_options *o, struct binary *b)
 {
 	struct strbuf p = STRBUF_INIT;
 	bool ok;
 
 	if (!b->img.build_id_len)
 		return false;
-	if (sym_opts.symfs)
-		sb_addstr(&p, sym_opts.symfs);
+	if (o->symfs)
+		sb_addstr(&p, o->symfs);
 	sb_addf(&p, "%s/.build-id/%02x/", DEBUG_DIR, b->img.build_id[0]);
 	for (size_t i = 1; i < b->img.build_id_len; i++)
 		sb_addf(&p, "%02x", b->img.build_id[i]);
@@ -130,7 +130,7 @@ static bool find_by_build_id(struct binary *b)
 }
 
 /* The debug file by .gnu_debuglink: beside, in .debug/, in DEBUG_DIR. */
-static bool find_by_debuglink(struct binary *b)
+static bool find_by_debuglink(const struct sym_options *o, struct binary *b)
 {
 	const char *link = b->img.debuglink;
 	const char *slash = strrchr(b->img.path, '/');
@@ -149,8 +149,7 @@ static bool find_by_debuglink(struct binary *b)
 		else if (i == 1)
 			sb_addf(&p, "%s/.debug/%s", dirname, link);
 		else
-			sb_addf(&p, "%s%s%s/%s", sym_opts.symfs ? sym_opts.symfs
-							       : "",
+			sb_addf(&p, "%s%s%s/%s", o->symfs ? o->symfs : "",
 				DEBUG_DIR, dirname, link);
 		if (!strcmp(p.buf, b->img.path) || !open_debug(b, p.buf))
 			continue;
@@ -192,7 +191,7 @@ static char *identity(const struct elf_image *img)
 static void open_binary(struct bfdsym *bs, struct binary *b)
 {
 	struct strbuf why = STRBUF_INIT;
-	char *host = sym_host_path(b->name);
+	char *host = sym_host_path(bs->base.opts, b->name);
 	char *id;
 
 	b->opened = true;
@@ -206,7 +205,8 @@ static void open_binary(struct bfdsym *bs, struct binary *b)
 	}
 	/* A stripped binary: its debug file has the full story. */
 	if (!b->img.has_symtab || !b->img.has_debug_info)
-		b->has_dbg = find_by_build_id(b) || find_by_debuglink(b);
+		b->has_dbg = find_by_build_id(bs->base.opts, b) ||
+			     find_by_debuglink(bs->base.opts, b);
 	if (b->has_dbg)
 		elf_take_symbols(&b->img, &b->dbg);
 	if (!b->img.ncode)
@@ -217,7 +217,7 @@ static void open_binary(struct bfdsym *bs, struct binary *b)
 							: NULL;
 	b->ok = b->img.ncode > 0;
 	id = identity(&b->img);
-	if (id && !sym_opts.no_cache) {
+	if (id && !bs->base.opts->no_cache) {
 		struct strbuf full = STRBUF_INIT;
 		char *dbg = b->has_dbg ? identity(&b->dbg) : NULL;
 
@@ -278,7 +278,7 @@ static const char *shown(struct bfdsym *bs, const char *full)
 {
 	const char *s;
 
-	if (!full || sym_opts.full_names)
+	if (!full || bs->base.opts->full_names)
 		return full;
 	if ((s = memo_get(&bs->shortened, full)))
 		return s;
@@ -390,7 +390,8 @@ static void bfd_code(struct symbolizer *s, const struct maps *maps,
 	const struct elf_sym *sym;
 	const struct vma *v;
 	struct binary *b;
-	bool past, need_dwarf = sym_opts.want_source || !sym_opts.no_inline;
+	const struct sym_options *o = s->opts;
+	bool past, need_dwarf = o->want_source || !o->no_inline;
 	uint64_t elf;
 
 	if (!maps || !(v = maps_find(maps, addr)) || !vma_executable(v) ||
@@ -423,7 +424,7 @@ static void bfd_code(struct symbolizer *s, const struct maps *maps,
 	out->func = shown(bs, e.func);
 	out->file = e.file;
 	out->line = e.line;
-	if (e.ninline && !sym_opts.no_inline) {
+	if (e.ninline && !o->no_inline) {
 		struct inline_frame *inl =
 			arena_alloc(bs->base.strings->arena,
 				    e.ninline * sizeof(*inl));
@@ -491,7 +492,8 @@ static const struct symbolizer_ops bfd_ops = {
 	.destroy = bfd_destroy,
 };
 
-struct symbolizer *symbfd_open(struct strtab *strings)
+struct symbolizer *symbfd_open(struct strtab *strings,
+			       const struct sym_options *opts)
 {
 	static bool initialized;
 	struct bfdsym *bs = xcalloc(1, sizeof(*bs));
@@ -502,6 +504,7 @@ struct symbolizer *symbfd_open(struct strtab *strings)
 	}
 	bs->base.ops = &bfd_ops;
 	bs->base.strings = strings;
+	bs->base.opts = opts;
 	hashmap_init(&bs->bins, 64);
 	hashmap_init(&bs->demangled, 4096);
 	hashmap_init(&bs->shortened, 4096);

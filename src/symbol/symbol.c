@@ -12,9 +12,7 @@
 
 #include "util.h"
 
-struct sym_options sym_opts;
-
-int sym_options_alternative_dirs(const char *spec)
+int sym_options_alternative_dirs(struct sym_options *o, const char *spec)
 {
 	char *copy = xstrdup(spec), *save = NULL, *item;
 	int rc = 0;
@@ -29,9 +27,9 @@ int sym_options_alternative_dirs(const char *spec)
 				   "not '%s'", item);
 			break;
 		}
-		sym_opts.alts = xreallocarray(sym_opts.alts, sym_opts.nalts + 1,
-					      sizeof(*sym_opts.alts));
-		a = &sym_opts.alts[sym_opts.nalts++];
+		o->alts = xreallocarray(o->alts, o->nalts + 1,
+					sizeof(*o->alts));
+		a = &o->alts[o->nalts++];
 		a->target = xstrndup(item, (size_t)(at - item));
 		a->host = xstrdup(at + 1);
 		/* "/a/" and "/a" name the same directory. */
@@ -44,14 +42,25 @@ int sym_options_alternative_dirs(const char *spec)
 	return rc;
 }
 
-char *sym_host_path(const char *path)
+void sym_options_release(struct sym_options *o)
+{
+	for (size_t i = 0; i < o->nalts; i++) {
+		free(o->alts[i].target);
+		free(o->alts[i].host);
+	}
+	free(o->alts);
+	o->alts = NULL;
+	o->nalts = 0;
+}
+
+char *sym_host_path(const struct sym_options *o, const char *path)
 {
 	struct strbuf sb = STRBUF_INIT;
 	const struct alt_dir *best = NULL;
 	size_t best_len = 0;
 
-	for (size_t i = 0; i < sym_opts.nalts; i++) {
-		const struct alt_dir *a = &sym_opts.alts[i];
+	for (size_t i = 0; i < o->nalts; i++) {
+		const struct alt_dir *a = &o->alts[i];
 		size_t n = strlen(a->target);
 
 		if (n > best_len && !strncmp(path, a->target, n) &&
@@ -61,8 +70,8 @@ char *sym_host_path(const char *path)
 			best_len = n;
 		}
 	}
-	if (sym_opts.symfs)
-		sb_addstr(&sb, sym_opts.symfs);
+	if (o->symfs)
+		sb_addstr(&sb, o->symfs);
 	if (best) {
 		sb_addstr(&sb, best->host);
 		/* A target of "/" keeps the path's own first slash. */

@@ -560,7 +560,8 @@ static bool load_binary(struct symmap_binary *b, const char *dir,
 	return true;
 }
 
-struct symbolizer *symmap_open(const char *dir, struct strtab *strings)
+struct symbolizer *symmap_open(const char *dir, struct strtab *strings,
+			       const struct sym_options *opts)
 {
 	struct symmap *sm = xcalloc(1, sizeof(*sm));
 	char *maps_path = join(dir, "maps");
@@ -570,6 +571,7 @@ struct symbolizer *symmap_open(const char *dir, struct strtab *strings)
 
 	sm->base.ops = &symmap_ops;
 	sm->base.strings = strings;
+	sm->base.opts = opts;
 	sm->strings = strings;
 	maps_init(&sm->maps);
 	strtab_init(&sm->own_strings, &sm->arena);

@@ -38,6 +38,12 @@
 #include "text.h"
 #include "util.h"
 
+static void drop(const char *prefix, const char *msg)
+{
+	(void)prefix;
+	(void)msg;
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -61,6 +67,12 @@ static const char *as_file(const char *name, const uint8_t *data,
 	return path;
 }
 
+static void drop(const char *prefix, const char *msg)
+{
+	(void)prefix;
+	(void)msg;
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	const char *tmp = access("/dev/shm", W_OK) == 0 ? "/dev/shm"
@@ -72,9 +84,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	snprintf(dir, sizeof(dir), "%s/dmprof-fuzz.%d", tmp, (int)getpid());
 	if (mkdir(dir, 0700) && access(dir, W_OK))
 		abort();
-	/* Our diagnostics to /dev/null (libFuzzer keeps its own stream). */
-	stderr = fopen("/dev/null", "w");
-	quiet_warnings = true;
+	/* Our diagnostics nowhere (libFuzzer keeps its own stream). */
+	set_report_routine(drop);
 	return 0;
 }
 

@@ -1,6 +1,6 @@
 /*
- * Unit-test helpers: scratch files and captured stderr.  Criterion runs
- * each test in its own process, so redirecting stderr is safe.
+ * Unit-test helpers: scratch files and captured diagnostics.  Criterion
+ * runs each test in its own process, so each has its own of both.
  */
 #ifndef DMPROF_TEST_HELPERS_H
 #define DMPROF_TEST_HELPERS_H
@@ -11,7 +11,10 @@
 const char *tmpdir(void);
 /* Write CONTENT (LEN bytes, or strlen if LEN is -1) to tmpdir()/NAME. */
 const char *write_file(const char *name, const char *content, long len);
-/* Send stderr to a file until stderr_text() returns what was written. */
+/*
+ * dmprof's diagnostics are kept, not printed: capture_stderr() forgets
+ * those so far, stderr_text() returns those since.
+ */
 void capture_stderr(void);
 const char *stderr_text(void);
 

@@ -1,12 +1,11 @@
 /* Writers' formatting, and the CSV output read back with libcsv. */
 #include <criterion/criterion.h>
 #include <csv.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmd.h"
+#include "cli.h"
 #include "format.h"
 #include "helpers.h"
 #include "text.h"
@@ -63,6 +62,8 @@ static void on_row(int c UNUSED, void *data)
 	k->fields = 0;
 }
 
+extern const struct cmd_entry cmd_csv;
+
 /* Run "dmprof csv ARGS" in-process and parse its output with libcsv. */
 static struct csv_check run_csv(int argc, char **argv)
 {
@@ -74,8 +75,7 @@ static struct csv_check run_csv(int argc, char **argv)
 	snprintf(path, sizeof(path), "%s/out.csv", tmpdir());
 	fflush(stdout);
 	cr_assert_not_null(freopen(path, "w", stdout));
-	optind = 1;
-	cr_assert_eq(cmd_csv(argc, argv), 0);
+	cr_assert_eq(cmd_main(&cmd_csv, "csv", argc, argv), 0);
 	fflush(stdout);
 	cr_assert_eq(file_load(&fb, path), 0);
 	cr_assert_eq(csv_init(&p, CSV_STRICT | CSV_STRICT_FINI), 0);

@@ -681,9 +681,12 @@ Test(symcache, identities_have_their_own_files)
 
 /* ---- host paths ---- */
 
+/* The options under test (each test runs in a process of its own). */
+static struct sym_options o;
+
 static void host_is(const char *path, const char *want)
 {
-	char got[1024], *p = sym_host_path(path);
+	char got[1024], *p = sym_host_path(&o, path);
 
 	snprintf(got, sizeof(got), "%s", p);
 	free(p);
@@ -698,7 +701,7 @@ Test(hostpath, no_options_is_the_path)
 
 Test(hostpath, longest_target_wins)
 {
-	cr_assert_eq(sym_options_alternative_dirs(
+	cr_assert_eq(sym_options_alternative_dirs(&o, 
 			     "/usr@/host/usr:/usr/lib@/host/lib"), 0);
 	host_is("/usr/lib/libc.so.6", "/host/lib/libc.so.6");
 	host_is("/usr/bin/prog", "/host/usr/bin/prog");
@@ -712,15 +715,15 @@ Test(hostpath, longest_target_wins)
 
 Test(hostpath, longest_target_wins_in_any_order)
 {
-	cr_assert_eq(sym_options_alternative_dirs("/usr/lib@/host/lib"), 0);
-	cr_assert_eq(sym_options_alternative_dirs("/usr@/host/usr"), 0);
+	cr_assert_eq(sym_options_alternative_dirs(&o, "/usr/lib@/host/lib"), 0);
+	cr_assert_eq(sym_options_alternative_dirs(&o, "/usr@/host/usr"), 0);
 	host_is("/usr/lib/libc.so.6", "/host/lib/libc.so.6");
 	host_is("/usr/share/x", "/host/usr/share/x");
 }
 
 Test(hostpath, trailing_slashes)
 {
-	cr_assert_eq(sym_options_alternative_dirs(
+	cr_assert_eq(sym_options_alternative_dirs(&o, 
 			     "/system/lib/@/tmp/dev/lib//:/vendor//@/v"), 0);
 	host_is("/system/lib/libfoo.so", "/tmp/dev/lib/libfoo.so");
 	host_is("/system/lib", "/tmp/dev/lib");
@@ -730,10 +733,10 @@ Test(hostpath, trailing_slashes)
 
 Test(hostpath, symfs_root)
 {
-	sym_opts.symfs = "/sysroot";
+	o.symfs = "/sysroot";
 	host_is("/usr/lib/libc.so.6", "/sysroot/usr/lib/libc.so.6");
 	/* Applied after --alternative-dirs. */
-	cr_assert_eq(sym_options_alternative_dirs("/usr/lib@/mirror/lib"), 0);
+	cr_assert_eq(sym_options_alternative_dirs(&o, "/usr/lib@/mirror/lib"), 0);
 	host_is("/usr/lib/libc.so.6", "/sysroot/mirror/lib/libc.so.6");
 	host_is("/bin/sh", "/sysroot/bin/sh");
 }
@@ -744,14 +747,14 @@ Test(hostpath, malformed_specs)
 
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		capture_stderr();
-		cr_assert_eq(sym_options_alternative_dirs(bad[i]), -1, "%s",
+		cr_assert_eq(sym_options_alternative_dirs(&o, bad[i]), -1, "%s",
 			     bad[i]);
 		cr_assert(strstr(stderr_text(), "--alternative-dirs: expected "
 						"TARGET@HOST, not '"),
 			  "%s", stderr_text());
 	}
 	capture_stderr();
-	sym_options_alternative_dirs("/a@/b:junk");
+	sym_options_alternative_dirs(&o, "/a@/b:junk");
 	cr_assert(strstr(stderr_text(), "not 'junk'"), "%s", stderr_text());
 }
 
@@ -759,9 +762,9 @@ Test(hostpath, host_of_root)
 {
 	char *got;
 
-	cr_assert_eq(sym_options_alternative_dirs("/opt@/"), 0);
+	cr_assert_eq(sym_options_alternative_dirs(&o, "/opt@/"), 0);
 	/* "//app/bin" names the same file; either form is right. */
-	got = sym_host_path("/opt/app/bin");
+	got = sym_host_path(&o, "/opt/app/bin");
 	cr_assert(!strcmp(got, "/app/bin") || !strcmp(got, "//app/bin"),
 		  "%s", got);
 	free(got);
@@ -774,6 +777,6 @@ Test(hostpath, host_of_root)
  */
 Test(hostpath, target_root_keeps_the_separator)
 {
-	cr_assert_eq(sym_options_alternative_dirs("/@/mnt/root/"), 0);
+	cr_assert_eq(sym_options_alternative_dirs(&o, "/@/mnt/root/"), 0);
 	host_is("/usr/lib/x.so", "/mnt/root/usr/lib/x.so");
 }

@@ -13,6 +13,7 @@
 
 static struct arena arena;
 static struct strtab strings;
+static const struct sym_options opts;
 
 static void setup(void)
 {
@@ -263,7 +264,7 @@ Test(symmap, directory_and_symbolize_model)
 		    "  [ 2] .data.rel.ro PROGBITS 0000000000651d00 051d00 000200 00 WA 0 0 16\n");
 	cr_assert(symmap_present(dir));
 	model_init(&m);
-	s = symmap_open(dir, &m.strings);
+	s = symmap_open(dir, &m.strings, &opts);
 	cr_assert_not_null(s);
 	{
 		uint64_t frames[] = { 0x401105, 0x401000, 0x700010, 0x651000,
@@ -303,13 +304,13 @@ Test(symmap, broken_directory)
 	PUT("files.json", "{\"/bin/prog\": ");
 	model_init(&m);
 	capture_stderr();
-	cr_assert_null(symmap_open(dir, &m.strings));
+	cr_assert_null(symmap_open(dir, &m.strings, &opts));
 	cr_assert(strstr(stderr_text(), "files.json:1:15: unexpected end"));
 	/* A missing nm file degrades to unsymbolized, with a warning. */
 	PUT("files.json", "{\"/bin/prog\": {\"nm\": {\"file\": \"gone.nm\", "
 			  "\"format\": \"bsd\"}}}");
 	capture_stderr();
-	struct symbolizer *s = symmap_open(dir, &m.strings);
+	struct symbolizer *s = symmap_open(dir, &m.strings, &opts);
 	cr_assert_not_null(s);
 	cr_assert(strstr(stderr_text(), "gone.nm: No such file"));
 	cr_assert(strstr(stderr_text(), "symbols of '/bin/prog' not loaded"));
