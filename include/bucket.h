@@ -52,6 +52,8 @@ static inline void bucket_set_prefetch(const struct bucket_set *s, uint64_t id)
 		prefetch(&s->dense[id]);
 }
 struct bucket *bucket_set_find(const struct bucket_set *s, uint64_t id);
+/* Add B by its id (no bucket of that id may be there yet). */
+void bucket_set_add(struct bucket_set *s, struct bucket *b);
 /* Buckets sorted by id (a new array the caller frees). */
 struct bucket **bucket_set_sorted(const struct bucket_set *s);
 

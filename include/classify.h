@@ -6,7 +6,7 @@
 #ifndef DMPROF_CLASSIFY_H
 #define DMPROF_CLASSIFY_H
 
-#include "dump.h"
+#include "snapshot.h"
 #include "hashmap.h"
 #include "model.h"
 #include "policy.h"

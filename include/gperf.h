@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "dump.h"
+#include "snapshot.h"
 #include "text.h"
 
 /* True if the line is a gperftools header ("heap profile: N: ..."). */

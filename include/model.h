@@ -33,9 +33,23 @@ void model_init(struct model *m);
 void model_free(struct model *m);
 
 /*
- * Define (or redefine: the later definition wins, as in the original) the
- * bucket ID.  FRAMES are addresses, innermost first.
+ * The stack of FRAMES (addresses, innermost first), interned; NULL after
+ * an error (more than 2^32 distinct frames or stacks).
  */
+const struct stack *model_intern_stack(struct model *m,
+				       const uint64_t *frames, uint32_t depth);
+
+/*
+ * Define (or redefine: the later definition wins, as in the original) the
+ * bucket ID, whose stack is FRAMES (addresses, innermost first); SOURCE
+ * and LINE say where it was defined.  NULL after an error (an id table is
+ * full).
+ */
+struct bucket *model_define_bucket(struct model *m, uint64_t id,
+				   enum alloc_kind kind, bool has_typeinfo,
+				   uint64_t typeinfo, const char *type_name,
+				   const uint64_t *frames, uint32_t depth,
+				   const char *source, unsigned long line);
 /* The same with the stack interned, and TYPE_NAME and SOURCE interned in
  * the model's strings. */
 struct bucket *model_define_stack_bucket(struct model *m, uint64_t id,
@@ -44,39 +58,14 @@ struct bucket *model_define_stack_bucket(struct model *m, uint64_t id,
 					 const char *type_name,
 					 const struct stack *stack,
 					 const char *source, unsigned long line);
-struct bucket *model_define_bucket(struct model *m, uint64_t id,
-				   enum alloc_kind kind, bool has_typeinfo,
-				   uint64_t typeinfo, const char *type_name,
-				   const uint64_t *frames, uint32_t depth,
-				   const char *source, unsigned long line);
 
 /*
  * The bucket of an allocation site in formats without bucket ids
  * (gperftools profiles): one per distinct (stack, kind), ids given in
- * order of first appearance from 1.
+ * order of first appearance from 1.  NULL after an error.
  */
 struct bucket *model_intern_bucket(struct model *m, enum alloc_kind kind,
 				   const uint64_t *frames, uint32_t depth,
 				   const char *source, unsigned long line);
-
-/*
- * Parse one .buckets file into M.  Malformed lines are errors naming
- * FILE:LINE; returns 0 or -1.
- */
-int buckets_load(struct model *m, const char *path);
-/*
- * Load PATHS in order (empty files skipped; *LOADED counts the others),
- * reading ahead in a thread of its own.  Returns 0, or -1 after the
- * first error (messages come out in file order).
- */
-int buckets_load_many(struct model *m, const char *const *paths, size_t n,
-		      size_t *loaded);
-
-/*
- * The original's one-line text form of a bucket (the `buckets` command):
- * "malloc tTYPE nNAME func(@file) func(@file) ...".  Needs symbolization.
- */
-void bucket_describe(struct strbuf *sb, const struct model *m,
-		     const struct bucket *b);
 
 #endif

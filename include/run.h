@@ -8,7 +8,7 @@
 
 #include <stdbool.h>
 
-#include "dump.h"
+#include "profile.h"
 #include "maps.h"
 #include "model.h"
 #include "series.h"
@@ -26,6 +26,7 @@ struct run {
 	struct symbolizer *sym;  /* NULL: nothing to symbolize with */
 	const struct sym_options *opts; /* the caller's */
 	bool symbolized;
+	enum dump_format format; /* of the first dump */
 	bool gperftools;         /* the dumps are gperftools profiles */
 };
 

@@ -78,6 +78,8 @@ struct stack_table {
 
 void frames_init(struct frame_table *t, struct arena *arena);
 void frames_free(struct frame_table *t);
+/* The id of ADDR's frame; FRAME_NONE when 2^32 - 1 ids are taken. */
+#define FRAME_NONE UINT32_MAX
 uint32_t frames_intern(struct frame_table *t, uint64_t addr);
 /* Ask for the slot of ADDR early, to intern it soon. */
 static inline void frames_prefetch(const struct frame_table *t, uint64_t addr)
@@ -91,6 +93,7 @@ static inline struct frame *frame_get(const struct frame_table *t, uint32_t id)
 
 void stacks_init(struct stack_table *t, struct arena *arena);
 void stacks_free(struct stack_table *t);
+/* The interned stack; NULL when 2^32 stacks exist already. */
 const struct stack *stacks_intern(struct stack_table *t,
 				  const uint32_t *frames, uint32_t depth);
 /* The same in steps, for batches: the hash, a prefetch, the intern. */

@@ -9,16 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
+#include "text.h"
 #include "util.h"
-
-static bool file_empty(const char *path)
-{
-	struct stat st;
-
-	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0;
-}
 
 int timeline_build(struct timeline *tl, const char *first_dump,
 		   const struct timeline_options *opt)

@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "setup.h"
 
@@ -15,6 +16,34 @@
  * mapped.
  */
 static const struct vma unmapped = { 0, 0, 0, 0, 0, 0, "----", "" };
+
+/*
+ * The original's one-line text form of a bucket:
+ * "malloc tTYPE nNAME func(@file) func(@file) ...".
+ */
+static void describe(struct strbuf *sb, const struct model *m,
+		     const struct bucket *b)
+{
+	const char *type = b->typeinfo_sym ? b->typeinfo_sym : "no typeinfo";
+
+	sb_addstr(sb, alloc_kind_name(b->kind));
+	sb_addstr(sb, " t");
+	sb_addstr(sb, strcmp(type, "no typeinfo") ? type : "no_typeinfo");
+	sb_addstr(sb, " n");
+	sb_addstr(sb, b->type_name);
+	for (uint32_t i = 0; i < b->stack->depth; i++) {
+		const struct frame *f = frame_get(&m->frames,
+						  b->stack->frames[i]);
+
+		for (uint32_t k = 0; k < frame_nlogical(f); k++) {
+			sb_addch(sb, ' ');
+			frame_add_func(sb, f, k);
+			sb_addstr(sb, "(@");
+			frame_add_file(sb, f, k);
+			sb_addch(sb, ')');
+		}
+	}
+}
 
 static int run(struct cmd_args *a)
 {
@@ -71,7 +100,7 @@ static int run(struct cmd_args *a)
 			sb_addf(&sb, "%s=%s ", set.v[p]->label,
 				set.v[p]->cols[col].name);
 		}
-		bucket_describe(&sb, &r.model, b);
+		describe(&sb, &r.model, b);
 		sb_addch(&sb, '\n');
 		fwrite(sb.buf, 1, sb.len, stdout);
 	}

@@ -140,6 +140,13 @@ int file_load(struct filebuf *fb, const char *path)
 	return file_load_msg(fb, path, NULL);
 }
 
+bool file_empty(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0;
+}
+
 void file_release(struct filebuf *fb)
 {
 	char *old = fb->data;

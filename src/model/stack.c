@@ -54,8 +54,8 @@ uint32_t frames_intern(struct frame_table *t, uint64_t addr)
 			return t->slots[k].id - 1;
 		k = (k + 1) & t->mask;
 	}
-	if (t->n >= UINT32_MAX - 1)
-		die("too many distinct frames");
+	if (t->n >= FRAME_NONE - 1)
+		return FRAME_NONE;
 	f = arena_alloc(t->arena, sizeof(*f));
 	memset(f, 0, sizeof(*f));
 	f->addr = addr;
@@ -126,7 +126,7 @@ const struct stack *stacks_intern_hashed(struct stack_table *t,
 	if (s)
 		return s;
 	if (t->n >= UINT32_MAX)
-		die("too many distinct stacks");
+		return NULL;
 	s = arena_alloc(t->arena,
 			st_add(sizeof(*s), st_mult(depth, sizeof(*frames))));
 	s->id = (uint32_t)t->n;

@@ -12,7 +12,7 @@
 #include <ctype.h>
 #include <string.h>
 
-#include "dump.h"
+#include "snapshot.h"
 #include "json.h"
 #include "literals.h"
 #include "text.h"

@@ -230,7 +230,8 @@ static enum alloc_kind line_kind(const struct snapshot *snap,
 	return ALLOC_MALLOC;
 }
 
-static void build(struct gparser *g)
+/* The snapshot from the parsed lines; 0, or -1 after an error. */
+static int build(struct gparser *g)
 {
 	struct snapshot *snap = g->snap;
 	int64_t malloc_bytes = 0, mmap_bytes = 0;
@@ -248,6 +249,8 @@ static void build(struct gparser *g)
 		}
 		sl->bucket = model_intern_bucket(g->m, kind, gl->frames,
 						 gl->depth, g->path, gl->no);
+		if (!sl->bucket)
+			return -1;
 		sl->bucket_id = sl->bucket->id;
 		sl->virt = sl->committed = gl->bytes;
 		sl->alloc = gl->alloc_objs;
@@ -276,6 +279,7 @@ static void build(struct gparser *g)
 	snap->gs.row[GS_PROFILED_MMAP].virt =
 		snap->gs.row[GS_PROFILED_MMAP].committed = mmap_bytes;
 	snap->gs.present = 1u << GS_PROFILED_MALLOC | 1u << GS_PROFILED_MMAP;
+	return 0;
 }
 
 static bool is_maps_header(const struct line *l)
@@ -313,7 +317,6 @@ int gperf_parse(struct snapshot *snap, const struct filebuf *fb,
 	g.snap = snap;
 	g.m = m;
 	g.path = fb->path;
-	snap->format = FORMAT_GPERFTOOLS;
 	lines_init(&r, fb->data, fb->size);
 	/*
 	 * A stack line is parsed when the next line shows whether it was
@@ -386,7 +389,9 @@ int gperf_parse(struct snapshot *snap, const struct filebuf *fb,
 			g.n ? g.lines[g.n - 1].no : 1UL);
 	if (rc == 0) {
 		snap->page_size = 4096;
-		build(&g);
+		rc = build(&g);
+	}
+	if (rc == 0) {
 		if (!(m->warned & MODEL_WARNED_GPERF)) {
 			warning("%s: a gperftools heap profile: sizes are the "
 				"bytes the program asked for, with no "

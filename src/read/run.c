@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "gperf.h"
+#include "buckets.h"
 #include "symbfd.h"
 #include "symmap.h"
 #include "text.h"
@@ -21,30 +21,6 @@ static bool file_exists(const char *path)
 	struct stat st;
 
 	return stat(path, &st) == 0;
-}
-
-/* Peek at the first dump: gperftools profiles bring their own buckets. */
-static bool first_is_gperftools(const char *path)
-{
-	struct filebuf fb;
-	struct line_reader lr;
-	struct line l;
-	bool yes = false;
-
-	if (file_load(&fb, path) < 0)
-		return false; /* the dump reader will say why */
-	lines_init(&lr, fb.data, fb.size);
-	while (lines_next(&lr, &l)) {
-		struct cursor c = cursor_of(&l);
-
-		cursor_skip_space(&c);
-		if (cursor_at_end(&c) || *c.p == '%')
-			continue;
-		yes = gperf_is_header(l.p, l.len);
-		break;
-	}
-	file_release(&fb);
-	return yes;
 }
 
 static int load_buckets(struct run *r)
@@ -121,7 +97,11 @@ int run_open(struct run *r, const char *first_dump, unsigned flags,
 		return error_errno("%s", first_dump);
 	if (S_ISDIR(st.st_mode))
 		return error("%s: is a directory, not a dump", first_dump);
-	r->gperftools = first_is_gperftools(first_dump);
+	/* Nothing else is looked for until the dump is known to be one. */
+	if (profile_probe(first_dump, &r->format) < 0)
+		return -1;
+	/* gperftools profiles bring their own buckets and maps. */
+	r->gperftools = r->format == FORMAT_GPERFTOOLS;
 	if (series_discover(&r->series, first_dump,
 			    (flags & RUN_ALL_DUMPS) != 0) < 0)
 		return -1;
@@ -146,7 +126,7 @@ void run_symbolize_snapshot(struct run *r, const struct snapshot *snap)
 
 int run_load_dump(struct run *r, size_t i, struct snapshot *snap)
 {
-	if (dump_load(snap, r->series.dumps[i].path, &r->model) < 0)
+	if (profile_load(snap, r->series.dumps[i].path, &r->model) < 0)
 		return -1;
 	snap->counter = r->series.dumps[i].counter;
 	return 0;

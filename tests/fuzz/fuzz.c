@@ -2,7 +2,7 @@
  * libFuzzer targets for every parser, one binary each (make fuzz builds
  * this file once per target, with -DFUZZ_<TARGET>):
  *
- *   dump      a deep dump or a gperftools profile (dump_load picks), then
+ *   dump      a deep dump or a gperftools profile (profile_load picks), then
  *             classified and aggregated under the linux policy
  *   gperf     the same, always a gperftools profile: the input follows
  *             "heap profile: " (so the fuzzer spends no time finding it)
@@ -27,9 +27,10 @@
 #include <unistd.h>
 
 #include "aggregate.h"
+#include "buckets.h"
 #include "bucket.h"
 #include "classify.h"
-#include "dump.h"
+#include "profile.h"
 #include "json.h"
 #include "maps.h"
 #include "model.h"
@@ -106,7 +107,7 @@ static void load_and_classify(const char *path)
 		model_define_bucket(&m, id, id & 1 ? ALLOC_MMAP : ALLOC_MALLOC,
 				    false, 0, "", frames, (uint32_t)(id % 4),
 				    "fuzz", 1);
-	if (dump_load(&snap, path, &m) == 0) {
+	if (profile_load(&snap, path, &m) == 0) {
 		if (linux_policy) {
 			struct classifier c;
 			struct agg_stats stats;

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "helpers.h"
+#include "buckets.h"
 #include "model.h"
 #include "util.h"
 

@@ -3,7 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dump.h"
+#include "buckets.h"
+#include "deep.h"
+#include "profile.h"
 #include "helpers.h"
 #include "util.h"
 
@@ -59,7 +61,7 @@ static int load(const char *text)
 {
 	const char *p = write_file("d.0001.heap", text, -1);
 
-	return dump_load(&snap, p, &m);
+	return profile_load(&snap, p, &m);
 }
 
 static void load_fails(const char *text, const char *msg)
@@ -294,7 +296,9 @@ Test(dump, errors)
 	load_fails("MMAP_STACKTRACES:\n", "obsolete dump version DUMP_DEEP_2");
 	load_fails("heap profile: DUMP_DEEP_7\n",
 		   "unknown dump version 'DUMP_DEEP_7'");
-	load_fails("hello\n", "d.0001.heap:1: not a heap dump");
+	load_fails("hello\n", "d.0001.heap:1: not a heap profile dmprof reads: "
+			      "'hello'; it reads deep heap dumps (DUMP_DEEP_5, "
+			      "DUMP_DEEP_6) and gperftools heap profiles");
 	load_fails("heap profile: DUMP_DEEP_6\n" GS_ALL,
 		   "no STACKTRACES section (dump truncated?)");
 	load_fails("heap profile: DUMP_DEEP_6\nMETA:\nTime: 1\n",
@@ -363,7 +367,7 @@ Test(dump, nul_byte)
 				   "heap profile: DUMP_DEEP_6\nGLOB\0AL\n", 34);
 
 	capture_stderr();
-	cr_assert_eq(dump_load(&snap, p, &m), -1);
+	cr_assert_eq(profile_load(&snap, p, &m), -1);
 	cr_assert(strstr(stderr_text(), "n.0001.heap:2: NUL byte"));
 }
 
@@ -379,6 +383,6 @@ Test(dump, mapped_libraries_trailer)
 Test(dump, missing_file)
 {
 	capture_stderr();
-	cr_assert_eq(dump_load(&snap, "/nonexistent/x.0001.heap", &m), -1);
+	cr_assert_eq(profile_load(&snap, "/nonexistent/x.0001.heap", &m), -1);
 	cr_assert(strstr(stderr_text(), "No such file"));
 }

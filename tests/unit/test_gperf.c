@@ -1,5 +1,5 @@
 /*
- * The gperftools heap profile reader, through dump_load(): header forms,
+ * The gperftools heap profile reader, through profile_load(): header forms,
  * pprof's unsampling, line kinds, truncation, and what it synthesizes.
  */
 #include <criterion/criterion.h>
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dump.h"
+#include "profile.h"
 #include "helpers.h"
 #include "util.h"
 
@@ -50,14 +50,14 @@ static int load(const char *text)
 {
 	const char *p = write_file("g.0001.heap", text, -1);
 
-	return dump_load(&snap, p, &m);
+	return profile_load(&snap, p, &m);
 }
 
 static int load_len(const char *text, long len)
 {
 	const char *p = write_file("g.0001.heap", text, len);
 
-	return dump_load(&snap, p, &m);
+	return profile_load(&snap, p, &m);
 }
 
 static void load_fails(const char *text, const char *msg)
@@ -752,7 +752,7 @@ Test(gperf, deep_stacks)
 
 Test(gperf, empty_and_blank_files_are_not_gperftools)
 {
-	/* Only '%' commands: not a profile at all, so the deep reader says. */
-	load_fails("%warn only\n\n", "g.0001.heap:1: not a heap dump");
+	/* Only '%' commands: no profile at all. */
+	load_fails("%warn only\n\n", "g.0001.heap:2: empty dump");
 	load_fails("", "g.0001.heap:1: empty dump");
 }

@@ -1,10 +1,11 @@
 /*
- * The deep-dump reader.  One pass over the file with a small section state
+ * The deep-dump reader (DUMP_DEEP_5 and DUMP_DEEP_6, Chromium's and the
+ * recorder's).  One pass over the file with a small section state
  * machine; the original searched each section from the top instead, which
  * accepts the same producer output but also hid garbage.  Here every line
  * is either understood or reported as FILE:LINE.
  */
-#include "dump.h"
+#include "deep.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -12,33 +13,8 @@
 #include <strings.h>
 #include <time.h>
 
-#include "gperf.h"
 #include "text.h"
 #include "util.h"
-
-const char *const gstat_names[GS_NROWS] = {
-	"total",
-	"absent",
-	"file-exec",
-	"file-nonexec",
-	"anonymous",
-	"stack",
-	"other",
-	"nonprofiled-total",
-	"nonprofiled-absent",
-	"nonprofiled-anonymous",
-	"nonprofiled-file-exec",
-	"nonprofiled-file-nonexec",
-	"nonprofiled-stack",
-	"nonprofiled-other",
-	"profiled-mmap",
-	"profiled-malloc",
-};
-
-bool gstat_required(enum gstat_row row)
-{
-	return row != GS_NP_TOTAL;
-}
 
 enum section {
 	SEC_BEFORE, /* before the version line */
@@ -146,7 +122,6 @@ static int parse_version(struct parser *p)
 			       "DUMP_DEEP_5 and DUMP_DEEP_6)",
 			    quoted(p, v, len));
 	}
-	p->snap->format = FORMAT_DEEP;
 	return 0;
 }
 
@@ -902,7 +877,7 @@ static int section_header(struct parser *p)
 	return 0;
 }
 
-static int parse_lines(struct parser *p, struct filebuf *fb)
+static int parse_lines(struct parser *p, const struct filebuf *fb)
 {
 	struct snapshot *snap = p->snap;
 	struct line_reader r;
@@ -988,50 +963,18 @@ static int parse_lines(struct parser *p, struct filebuf *fb)
 	return 0;
 }
 
-/* The first line that is not blank nor a '%' command decides. */
-static bool is_gperftools(const struct filebuf *fb)
-{
-	struct line_reader r;
-	struct line l;
-
-	lines_init(&r, fb->data, fb->size);
-	while (lines_next(&r, &l)) {
-		if (line_blank(&l) || (l.len && l.p[0] == '%'))
-			continue;
-		return gperf_is_header(l.p, l.len);
-	}
-	return false;
-}
-
-int dump_load(struct snapshot *snap, const char *path, struct model *m)
+int deep_parse(struct snapshot *snap, const struct filebuf *fb,
+	       struct model *m)
 {
 	struct parser p;
-	struct filebuf fb;
 	int rc;
-
-	memset(snap, 0, sizeof(*snap));
-	maps_init(&snap->own_maps);
-	snap->path = xstrdup(path);
-	snap->page_size = 4096;
-	if (file_load(&fb, path) < 0) {
-		snapshot_release(snap);
-		return -1;
-	}
-	snap->time = (double)fb.mtime.tv_sec + fb.mtime.tv_nsec / 1e9;
 
 	memset(&p, 0, sizeof(p));
 	p.snap = snap;
 	p.m = m;
-	p.path = path;
+	p.path = fb->path;
 	p.current_vma = -1;
-	if (is_gperftools(&fb)) {
-		rc = gperf_parse(snap, &fb, m);
-		file_release(&fb);
-		if (rc < 0)
-			snapshot_release(snap);
-		return rc;
-	}
-	rc = parse_lines(&p, &fb);
+	rc = parse_lines(&p, fb);
 	if (rc == 0)
 		rc = finish_regions(&p);
 	if (rc == 0) {
@@ -1046,52 +989,22 @@ int dump_load(struct snapshot *snap, const char *path, struct model *m)
 		if (p.legacy_region_line)
 			warning("%s:%lu: legacy region line without "
 				"committed/reserved sizes; missing sizes read "
-				"as 0", path, p.legacy_region_line);
+				"as 0", p.path, p.legacy_region_line);
 	}
 	sb_release(&p.q);
-	file_release(&fb);
-	if (rc < 0)
-		snapshot_release(snap);
 	return rc;
 }
 
-void snapshot_release(struct snapshot *snap)
+bool deep_claims(const char *line, size_t len)
 {
-	free(snap->path);
-	free(snap->run_id);
-	free(snap->command_line);
-	free(snap->reason);
-	for (size_t i = 0; i < snap->nmeta_extra; i++) {
-		free(snap->meta_extra[i].key);
-		free(snap->meta_extra[i].value);
-	}
-	free(snap->meta_extra);
-	free(snap->vmas);
-	free(snap->regions);
-	free(snap->pfs);
-	free(snap->gs.extra);
-	free(snap->lines);
-	maps_free(&snap->own_maps);
-	memset(snap, 0, sizeof(*snap));
-}
+	struct cursor c = { line, line + len };
 
-void snapshot_warn_unknown_buckets(const struct snapshot *snap,
-				   const char *consequence)
-{
-	if (!snap->unknown_bucket_lines)
-		return;
-	warning("%s:%lu: bucket %" PRIu64 " is not defined in any .buckets "
-		"file (%zu such line%s, %" PRId64 " committed bytes: %s)",
-		snap->path, snap->first_unknown_line, snap->first_unknown_id,
-		snap->unknown_bucket_lines,
-		snap->unknown_bucket_lines > 1 ? "s" : "",
-		snap->unknown_bucket_bytes, consequence);
-}
-
-const char *snapshot_meta(const struct snapshot *snap, const char *key)
-{
-	for (size_t i = 0; i < snap->nmeta_extra; i++)
-		if (!strcmp(snap->meta_extra[i].key, key))
-			return snap->meta_extra[i].value;
-	return NULL;
+	/* DUMP_DEEP_1 and _2 began so: claimed, to say they are obsolete. */
+	if (cursor_eat(&c, "STACKTRACES:") || cursor_eat(&c, "MMAP_STACKTRACES:"))
+		return true;
+	if (!cursor_eat(&c, "heap profile:"))
+		return false;
+	/* A version, not counts ("heap profile: 4: 1024 [...]", gperftools). */
+	cursor_skip_space(&c);
+	return cursor_at_end(&c) || (!is_digit(*c.p) && *c.p != '-');
 }

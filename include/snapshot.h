@@ -1,11 +1,10 @@
 /*
- * Snapshots: one heap dump in memory.  The deep-dump reader (DUMP_DEEP_5
- * and DUMP_DEEP_6) fills them; so will the gperftools reader and the
- * recorder's dumps.  A snapshot holds what varies per dump; buckets,
- * stacks and frames live in the run-wide model.
+ * Snapshots: one heap dump in memory, as every reader fills it (see
+ * profile.h for the readers).  A snapshot holds what varies per dump;
+ * buckets, stacks and frames live in the run-wide model.
  */
-#ifndef DMPROF_DUMP_H
-#define DMPROF_DUMP_H
+#ifndef DMPROF_SNAPSHOT_H
+#define DMPROF_SNAPSHOT_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -153,12 +152,8 @@ struct snapshot {
 	bool has_own_maps;
 };
 
-/*
- * Read the dump at PATH into SNAP, resolving bucket ids against M (load the
- * .buckets files first).  Errors name FILE:LINE and return -1; recoverable
- * oddities are warnings.  SNAP is released on error.
- */
-int dump_load(struct snapshot *snap, const char *path, struct model *m);
+/* An empty snapshot of PATH (page size 4096, no maps of its own). */
+void snapshot_init(struct snapshot *snap, const char *path);
 void snapshot_release(struct snapshot *snap);
 
 /*
@@ -170,9 +165,5 @@ void snapshot_warn_unknown_buckets(const struct snapshot *snap,
 
 /* The value of a META key dmprof does not interpret, or NULL. */
 const char *snapshot_meta(const struct snapshot *snap, const char *key);
-
-/* Decode a pageframe token ("<ASNF#B>"); false if malformed. */
-bool pageframe_parse(const char *tok, size_t len, struct pageframe *pf,
-		     uint64_t page_size);
 
 #endif

@@ -1,0 +1,84 @@
+/*
+ * The snapshot object: what every reader fills, and the GLOBAL_STATS rows
+ * a snapshot may hold.
+ */
+#include "snapshot.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+const char *const gstat_names[GS_NROWS] = {
+	"total",
+	"absent",
+	"file-exec",
+	"file-nonexec",
+	"anonymous",
+	"stack",
+	"other",
+	"nonprofiled-total",
+	"nonprofiled-absent",
+	"nonprofiled-anonymous",
+	"nonprofiled-file-exec",
+	"nonprofiled-file-nonexec",
+	"nonprofiled-stack",
+	"nonprofiled-other",
+	"profiled-mmap",
+	"profiled-malloc",
+};
+
+bool gstat_required(enum gstat_row row)
+{
+	return row != GS_NP_TOTAL;
+}
+
+void snapshot_init(struct snapshot *snap, const char *path)
+{
+	memset(snap, 0, sizeof(*snap));
+	maps_init(&snap->own_maps);
+	snap->path = xstrdup(path);
+	snap->page_size = 4096;
+}
+
+void snapshot_release(struct snapshot *snap)
+{
+	free(snap->path);
+	free(snap->run_id);
+	free(snap->command_line);
+	free(snap->reason);
+	for (size_t i = 0; i < snap->nmeta_extra; i++) {
+		free(snap->meta_extra[i].key);
+		free(snap->meta_extra[i].value);
+	}
+	free(snap->meta_extra);
+	free(snap->vmas);
+	free(snap->regions);
+	free(snap->pfs);
+	free(snap->gs.extra);
+	free(snap->lines);
+	maps_free(&snap->own_maps);
+	memset(snap, 0, sizeof(*snap));
+}
+
+void snapshot_warn_unknown_buckets(const struct snapshot *snap,
+				   const char *consequence)
+{
+	if (!snap->unknown_bucket_lines)
+		return;
+	warning("%s:%lu: bucket %" PRIu64 " is not defined in any .buckets "
+		"file (%zu such line%s, %" PRId64 " committed bytes: %s)",
+		snap->path, snap->first_unknown_line, snap->first_unknown_id,
+		snap->unknown_bucket_lines,
+		snap->unknown_bucket_lines > 1 ? "s" : "",
+		snap->unknown_bucket_bytes, consequence);
+}
+
+const char *snapshot_meta(const struct snapshot *snap, const char *key)
+{
+	for (size_t i = 0; i < snap->nmeta_extra; i++)
+		if (!strcmp(snap->meta_extra[i].key, key))
+			return snap->meta_extra[i].value;
+	return NULL;
+}
