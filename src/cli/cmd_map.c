@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "search.h"
 #include "setup.h"
 
 struct map_region {
@@ -35,18 +36,10 @@ static int cmp_u64(const void *a, const void *b)
 static const struct map_region *covering(const struct map_dump *d,
 					 uint64_t lo)
 {
-	size_t a = 0, b = d->n;
+	size_t k = PARTITION_POINT(d->n, i, d->v[i].start <= lo);
 
-	while (a < b) {
-		size_t mid = a + (b - a) / 2;
-
-		if (d->v[mid].start <= lo)
-			a = mid + 1;
-		else
-			b = mid;
-	}
-	if (a && lo < d->v[a - 1].end)
-		return &d->v[a - 1];
+	if (k && lo < d->v[k - 1].end)
+		return &d->v[k - 1];
 	return NULL;
 }
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "search.h"
 #include "text.h"
 #include "util.h"
 
@@ -206,17 +207,9 @@ int maps_load(struct maps *m, const char *path, struct strtab *strings)
 
 const struct vma *maps_find(const struct maps *m, uint64_t addr)
 {
-	size_t lo = 0, hi = m->n;
+	/* The last VMA whose start <= addr. */
+	size_t lo = PARTITION_POINT(m->n, i, m->v[i].start <= addr);
 
-	/* Find the last VMA whose start <= addr. */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (m->v[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (lo == 0)
 		return NULL;
 	if (addr < m->v[lo - 1].end)

@@ -4,6 +4,7 @@
  * shares with its group and with others.  Only page frames are kept: the
  * dumps are read into a throwaway model.
  */
+#include "search.h"
 #include "sharing.h"
 
 #include <stdlib.h>
@@ -23,17 +24,9 @@ void pfn_table_free(struct pfn_table *t)
 
 uint64_t pfn_table_count(const struct pfn_table *t, uint64_t pfn)
 {
-	size_t lo = 0, hi = t->n;
+	size_t k = PARTITION_POINT(t->n, i, t->v[i].pfn < pfn);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (t->v[mid].pfn < pfn)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < t->n && t->v[lo].pfn == pfn ? t->v[lo].count : 0;
+	return k < t->n && t->v[k].pfn == pfn ? t->v[k].count : 0;
 }
 
 static int cmp_pfn(const void *a, const void *b)

@@ -18,6 +18,7 @@
  * written with write(2).
  */
 #include "rec.h"
+#include "search.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -382,17 +383,9 @@ static size_t tidy_maps(struct rec_map *a, size_t n)
 
 static bool vma_at(const struct vma *v, size_t n, uintptr_t start)
 {
-	size_t lo = 0, hi = n;
+	size_t k = PARTITION_POINT(n, i, v[i].start < start);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (v[mid].start < start)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < n && v[lo].start == start && v[lo].cls == C_ANON;
+	return k < n && v[k].start == start && v[k].cls == C_ANON;
 }
 
 #define HEAP_MAX ((uintptr_t)64 << 20)

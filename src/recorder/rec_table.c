@@ -8,6 +8,7 @@
  * lock.
  */
 #include "rec.h"
+#include "search.h"
 
 #include <string.h>
 #include <sys/mman.h>
@@ -404,19 +405,11 @@ void rec_map_del(uintptr_t start, uintptr_t end)
 
 bool rec_map_bucket_at(uintptr_t addr, uint32_t *bucket)
 {
-	size_t lo = 0, hi;
+	size_t lo;
 	bool found = false;
 
 	rec_lock_take(&maps_lock);
-	hi = nmaps;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (maps[mid].end <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = PARTITION_POINT(nmaps, i, maps[i].end <= addr);
 	if (lo < nmaps && maps[lo].start <= addr) {
 		*bucket = maps[lo].bucket;
 		found = true;

@@ -18,6 +18,7 @@
  * backtrace(), so stacks are never wrong, only sometimes slower.
  */
 #include "rec.h"
+#include "search.h"
 
 #include <dlfcn.h>
 #include <execinfo.h>
@@ -187,7 +188,8 @@ static const uint8_t *find_fde(const uint8_t *hdr, uintptr_t pc)
 {
 	struct cur c = { hdr, hdr + 12, false };
 	uint8_t enc_ptr, enc_count, enc_table;
-	uint64_t count, lo = 0, hi;
+	uint64_t count;
+	size_t k;
 	const int32_t *table;
 
 	if (fixed(&c, 1) != 1)
@@ -202,18 +204,11 @@ static const uint8_t *find_fde(const uint8_t *hdr, uintptr_t pc)
 	if (c.bad || enc_table != 0x3b || !count)
 		return NULL;
 	table = (const int32_t *)(const void *)c.p;
-	hi = count;
-	while (hi - lo > 1) {
-		uint64_t mid = lo + (hi - lo) / 2;
-
-		if ((uintptr_t)hdr + table[2 * mid] <= pc)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	if ((uintptr_t)hdr + table[2 * lo] > pc)
+	/* The last entry that starts at or before PC. */
+	k = PARTITION_POINT(count, i, (uintptr_t)hdr + table[2 * i] <= pc);
+	if (!k)
 		return NULL;
-	return hdr + table[2 * lo + 1];
+	return hdr + table[2 * (k - 1) + 1];
 }
 
 struct regstate {

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "search.h"
 #include "util.h"
 
 /* A range of the file, or NULL if it does not fit. */
@@ -403,17 +404,9 @@ void elf_take_symbols(struct elf_image *img, struct elf_image *debug)
 const struct elf_sym *elf_find(const struct elf_sym *v, size_t n,
 			       uint64_t addr, bool *past)
 {
-	size_t lo = 0, hi = n;
+	size_t lo = PARTITION_POINT(n, i, v[i].addr <= addr);
 
 	*past = false;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (v[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (!lo)
 		return NULL;
 	/* A symbol without a size extends to the next one. */

@@ -9,6 +9,7 @@
  * Name shortening runs lazily, only on the procedures some frame hits, so
  * a 100 MB nm listing costs one read and one scan.
  */
+#include "search.h"
 #include "symmap.h"
 
 #include <inttypes.h>
@@ -150,20 +151,12 @@ static void range_sort(struct range_table *t)
 /* The entry with the largest start < ADDR; wraps to the last like bisect. */
 static struct range *range_find(struct range_table *t, uint64_t addr)
 {
-	size_t lo = 0, hi;
+	size_t lo;
 
 	if (!t->n)
 		return NULL;
 	range_sort(t);
-	hi = t->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (t->v[mid].start < addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = PARTITION_POINT(t->n, i, t->v[i].start < addr);
 	return &t->v[lo ? lo - 1 : t->n - 1];
 }
 

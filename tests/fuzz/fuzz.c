@@ -39,12 +39,6 @@
 #include "text.h"
 #include "util.h"
 
-static void drop(const char *prefix, const char *msg)
-{
-	(void)prefix;
-	(void)msg;
-}
-
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

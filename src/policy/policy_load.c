@@ -1,0 +1,260 @@
+/*
+ * Loading a policy: the front that tells the text format from the
+ * original's JSON by content, and the machinery both readers share
+ * (columns, rules, patterns compiled with PCRE2's JIT).
+ *
+ * A reader does not stop at the first problem: `dmprof policy check`
+ * reports them all, each as FILE:LINE:COL.
+ */
+#include "policy_load.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "util.h"
+
+/* Which conditions make sense for which allocator. */
+bool field_allowed(enum rule_alloc a, enum cond_field f)
+{
+	switch (f) {
+	case COND_STACK:
+	case COND_SOURCE:
+		return a != RULE_UNHOOKED;
+	case COND_TYPE:
+		return a == RULE_MALLOC;
+	case COND_PATH:
+	case COND_PERM:
+		return a != RULE_MALLOC;
+	default:
+		return false;
+	}
+}
+
+static bool trivially_all(const char *re)
+{
+	static const char *const all[] = { ".*", ".*?", "^.*", ".*$", "^.*$",
+					   "(.*)", "^(.*)$", "(?s).*" };
+
+	for (size_t i = 0; i < ARRAY_SIZE(all); i++)
+		if (!strcmp(re, all[i]))
+			return true;
+	return false;
+}
+
+void lerr(struct loader *ld, unsigned long line, unsigned long col,
+	  const char *fmt, ...)
+{
+	struct strbuf sb = STRBUF_INIT;
+	va_list ap;
+
+	va_start(ap, fmt);
+	sb_vaddf(&sb, fmt, ap);
+	va_end(ap);
+	if (col)
+		error("%s:%lu:%lu: %s", ld->name, line, col, sb.buf);
+	else
+		error("%s:%lu: %s", ld->name, line, sb.buf);
+	sb_release(&sb);
+	ld->errors++;
+}
+
+void add_column(struct loader *ld, const char *name, unsigned long line,
+		unsigned long col)
+{
+	struct policy *p = ld->p;
+	struct column *c;
+	enum builtin b;
+
+	if (!*name) {
+		lerr(ld, line, col, "empty column name");
+		return;
+	}
+	if (policy_column(p, name) >= 0) {
+		b = builtin_lookup(name, NULL, NULL);
+		if (b == B_FROM_HERE || b == B_UNTIL_HERE)
+			lerr(ld, line, col, "duplicate marker '%s'", name);
+		else
+			lerr(ld, line, col, "duplicate column '%s'", name);
+		return;
+	}
+	GROW(p->cols, p->ncols + 1, p->cols_alloc);
+	c = &p->cols[p->ncols];
+	memset(c, 0, sizeof(*c));
+	c->name = xstrdup(name);
+	c->line = line;
+	c->col = col;
+	c->builtin = builtin_lookup(name, &c->stat_row, &c->stat_virtual);
+	if (c->builtin == B_FROM_HERE)
+		p->from_marker = (int)p->ncols;
+	if (c->builtin == B_UNTIL_HERE)
+		p->until_marker = (int)p->ncols;
+	p->ncols++;
+}
+
+struct pattern *compile_pattern(struct loader *ld, const char *text,
+				size_t len, unsigned long line,
+				unsigned long col, const unsigned long *cols)
+{
+	struct pattern *pat = xcalloc(1, sizeof(*pat));
+	PCRE2_SIZE off;
+	int err;
+
+	pat->text = xmemdup(text, len);
+	pat->len = len;
+	pat->line = line;
+	pat->col = cols ? cols[0] : col;
+	pat->match_all = strlen(pat->text) == len && trivially_all(pat->text);
+	/*
+	 * Anchored at both ends: a pattern must match the whole field, as
+	 * the original's "pattern + \Z" from position 0 meant.  DOTALL so
+	 * that ".*" really matches anything.
+	 */
+	pat->code = pcre2_compile((PCRE2_SPTR)text, len,
+				  PCRE2_ANCHORED | PCRE2_ENDANCHORED |
+					  PCRE2_DOTALL,
+				  &err, &off, NULL);
+	if (!pat->code) {
+		PCRE2_UCHAR msg[256];
+
+		pcre2_get_error_message(err, msg, sizeof(msg));
+		lerr(ld, line, cols ? cols[off < len ? off : len] : col + off,
+		     "invalid regex '%s': %s", pat->text, (char *)msg);
+		pattern_free(pat);
+		return NULL;
+	}
+	/* JIT where available; the interpreter (with limits) otherwise. */
+	pcre2_jit_compile(pat->code, PCRE2_JIT_COMPLETE);
+	return pat;
+}
+
+struct rule *add_rule(struct loader *ld, const char *name,
+		      unsigned long name_col, enum rule_alloc alloc,
+		      unsigned long line)
+{
+	struct policy *p = ld->p;
+	struct rule *r;
+
+	GROW(p->rules, p->nrules + 1, p->rules_alloc);
+	r = &p->rules[p->nrules++];
+	memset(r, 0, sizeof(*r));
+	r->alloc = alloc;
+	r->line = line;
+	/* The column is resolved by policy_check(): it may come later. */
+	r->column = UINT32_MAX;
+	GROW(ld->names, p->nrules, ld->names_alloc);
+	ld->name_cols = xreallocarray(ld->name_cols, ld->names_alloc,
+				      sizeof(*ld->name_cols));
+	ld->names[p->nrules - 1] = xstrdup(name);
+	ld->name_cols[p->nrules - 1] = name_col;
+	return r;
+}
+
+int field_lookup(const char *key, size_t len)
+{
+	for (int f = 0; f < COND_NFIELDS; f++)
+		if (strlen(cond_field_name(f)) == len &&
+		    !memcmp(cond_field_name(f), key, len))
+			return f;
+	return -1;
+}
+
+/*
+ * Ready P for use: the columns aggregation needs by name, the match
+ * context with its limits, the prefilter.
+ */
+static void ready(struct policy *p)
+{
+	/*
+	 * The profiler's and the allocator's own memory, by the original's
+	 * names or by the generic ones of policies for other programs.
+	 */
+	p->col_mmap_profiler = policy_column(p, "mmap-profiler");
+	if (p->col_mmap_profiler < 0)
+		p->col_mmap_profiler = policy_column(p, "profiler");
+	p->col_mmap_type_profiler = policy_column(p, "mmap-type-profiler");
+	p->col_mmap_tcmalloc = policy_column(p, "mmap-tcmalloc");
+	if (p->col_mmap_tcmalloc < 0)
+		p->col_mmap_tcmalloc = policy_column(p, "allocator-arena");
+	for (size_t i = 0; i < p->ncols; i++)
+		p->cols[i].tc = starts_with(p->cols[i].name, "tc-");
+	p->col_no_bucket = policy_column(p, "no-bucket");
+
+	p->mctx = pcre2_match_context_create(NULL);
+	pcre2_set_match_limit(p->mctx, MATCH_LIMIT);
+	pcre2_set_depth_limit(p->mctx, DEPTH_LIMIT);
+	/*
+	 * JIT's default 32 KiB stack fails honest patterns that repeat a
+	 * group across a deep stack; let it grow, bounded.
+	 */
+	p->jit_stack = pcre2_jit_stack_create(64 * 1024, 64 * 1024 * 1024,
+					      NULL);
+	if (p->jit_stack)
+		pcre2_jit_stack_assign(p->mctx, NULL, p->jit_stack);
+	p->md = pcre2_match_data_create(1, NULL);
+	policy_build_prefilter(p);
+}
+
+static struct policy *policy_new(const char *path, const char *label)
+{
+	struct policy *p = xcalloc(1, sizeof(*p));
+
+	p->path = xstrdup(path);
+	if (label) {
+		p->label = xstrdup(label);
+	} else {
+		/* "dir/my.policy" -> "my"; "policy.l0.json" -> "policy.l0" */
+		const char *base = strrchr(path, '/');
+		const char *dot;
+
+		base = base ? base + 1 : path;
+		dot = strrchr(base, '.');
+		p->label = dot && dot != base &&
+					   (!strcmp(dot, ".policy") ||
+					    !strcmp(dot, ".json"))
+				   ? xstrndup(base, (size_t)(dot - base))
+				   : xstrdup(base);
+	}
+	p->from_marker = p->until_marker = -1;
+	return p;
+}
+
+struct policy *policy_parse(const char *text, size_t len, const char *name,
+			    const char *label)
+{
+	struct loader ld;
+	size_t i = 0;
+
+	memset(&ld, 0, sizeof(ld));
+	ld.p = policy_new(name, label);
+	ld.name = name;
+	while (i < len && isspace((unsigned char)text[i]))
+		i++;
+	if (i < len && text[i] == '{')
+		policy_parse_json(&ld, text, len);
+	else
+		policy_parse_text(&ld, text, len);
+	policy_check(&ld);
+	ready(ld.p);
+	for (size_t k = 0; k < ld.p->nrules; k++)
+		free(ld.names[k]);
+	free(ld.names);
+	free(ld.name_cols);
+	if (ld.errors) {
+		policy_free(ld.p);
+		return NULL;
+	}
+	return ld.p;
+}
+
+struct policy *policy_load(const char *path, const char *label)
+{
+	struct filebuf fb;
+	struct policy *p;
+
+	if (file_load(&fb, path) < 0)
+		return NULL;
+	p = policy_parse(fb.data, fb.size, path, label);
+	file_release(&fb);
+	return p;
+}
