@@ -45,7 +45,7 @@ struct bucket_set {
 
 void bucket_set_init(struct bucket_set *s);
 void bucket_set_free(struct bucket_set *s);
-/* Ask for the table entry of ID early (see find_buckets in dump.c). */
+/* Ask for the table entry of ID early (see find_buckets in deep.c). */
 static inline void bucket_set_prefetch(const struct bucket_set *s, uint64_t id)
 {
 	if (id < s->ndense)

@@ -70,8 +70,5 @@ int classify_unhooked(struct classifier *c, const struct vma *v,
 /* The joined function names of a stack, as policies see them. */
 void stack_functions(struct strbuf *sb, const struct model *m,
 		     const struct stack *s);
-/* The joined source files of a stack ("?" for unknown ones). */
-void stack_sources(struct strbuf *sb, const struct model *m,
-		   const struct stack *s);
 
 #endif

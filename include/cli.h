@@ -89,9 +89,8 @@ const struct cmd_entry *cmd_find(const struct cmd_entry *const *table,
 int cmd_main(const struct cmd_entry *cmd, const char *name, int argc,
 	     char **argv);
 
-/* Was option KEY given?  How many times?  Its last value, or NULL. */
+/* Was option KEY given?  Its last value, or NULL. */
 bool args_has(const struct cmd_args *a, int key);
-unsigned args_count(const struct cmd_args *a, int key);
 const char *args_get(const struct cmd_args *a, int key);
 
 /*

@@ -43,12 +43,6 @@ int maps_parse_line(const char *p, size_t len, struct vma *out,
 
 void maps_init(struct maps *m);
 void maps_free(struct maps *m);
-void maps_add(struct maps *m, const struct vma *v);
-/*
- * Sort by start; warn (naming SOURCE) about overlapping VMAs, keeping the
- * first of each overlapping pair.
- */
-void maps_finish(struct maps *m, const char *source);
 /*
  * Load a maps file.  Lines that are not VMA lines are an error naming
  * FILE:LINE, except blank lines.  Returns 0 or -1.

@@ -33,13 +33,6 @@ void model_init(struct model *m);
 void model_free(struct model *m);
 
 /*
- * The stack of FRAMES (addresses, innermost first), interned; NULL after
- * an error (more than 2^32 distinct frames or stacks).
- */
-const struct stack *model_intern_stack(struct model *m,
-				       const uint64_t *frames, uint32_t depth);
-
-/*
  * Define (or redefine: the later definition wins, as in the original) the
  * bucket ID, whose stack is FRAMES (addresses, innermost first); SOURCE
  * and LINE say where it was defined.  NULL after an error (an id table is

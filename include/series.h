@@ -30,16 +30,6 @@ struct series {
 bool series_split(const char *path, char **prefix, unsigned long *counter);
 
 /*
- * List the files PREFIX.<digits>.SUFFIX in PREFIX's directory, sorted by
- * the number (not lexically: 10000 follows 9999).  Empty files are
- * included; the caller decides.  Returns 0, or -1 if the directory cannot
- * be read.
- */
-int series_scan(const char *prefix, const char *suffix,
-		struct series_file **out, size_t *n);
-void series_files_free(struct series_file *v, size_t n);
-
-/*
  * Discover the run that starts at FIRST_DUMP.  With ALL false, only
  * FIRST_DUMP itself is taken as a dump (commands that read one dump);
  * bucket files are always all found.  Returns 0 or -1 (message printed).

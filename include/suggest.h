@@ -13,7 +13,4 @@
 size_t suggest(const char *word, const char *const *cands, size_t n,
 	       const char **out, size_t max);
 
-/* Edit distance with transpositions; SIZE_MAX past 64 characters. */
-size_t edit_distance(const char *a, const char *b);
-
 #endif

@@ -50,8 +50,6 @@ int timeline_build(struct timeline *tl, const char *first_dump,
 		   const struct timeline_options *opt);
 void timeline_free(struct timeline *tl);
 
-/* Seconds of snapshot I since the first one. */
-double timeline_seconds(const struct timeline *tl, size_t i);
 /* The value of time column COL (seconds, minutes or hours). */
 double timeline_time_value(const struct timeline *tl, size_t i,
 			   enum builtin b);

@@ -60,7 +60,8 @@ void stack_functions(struct strbuf *sb, const struct model *m,
 	stack_join(sb, m, s, frame_add_func);
 }
 
-void stack_sources(struct strbuf *sb, const struct model *m,
+/* The joined source files of a stack ("?" for unknown ones). */
+static void stack_sources(struct strbuf *sb, const struct model *m,
 		   const struct stack *s)
 {
 	stack_join(sb, m, s, frame_add_file);

@@ -146,7 +146,8 @@ void timeline_free(struct timeline *tl)
 	memset(tl, 0, sizeof(*tl));
 }
 
-double timeline_seconds(const struct timeline *tl, size_t i)
+/* Seconds of snapshot I since the first one. */
+static double timeline_seconds(const struct timeline *tl, size_t i)
 {
 	return tl->n ? tl->snaps[i].time - tl->snaps[0].time : 0;
 }

@@ -257,16 +257,10 @@ int cmd_usage_error(const struct cmd_args *a, const char *fmt, ...)
 
 bool args_has(const struct cmd_args *a, int key)
 {
-	return args_count(a, key) > 0;
-}
-
-unsigned args_count(const struct cmd_args *a, int key)
-{
-	unsigned n = 0;
-
 	for (size_t i = 0; i < a->nv; i++)
-		n += a->v[i].key == key;
-	return n;
+		if (a->v[i].key == key)
+			return true;
+	return false;
 }
 
 const char *args_get(const struct cmd_args *a, int key)

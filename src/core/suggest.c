@@ -10,8 +10,8 @@
 
 #include "util.h"
 
-/* Optimal string alignment distance. */
-size_t edit_distance(const char *a, const char *b)
+/* Optimal string alignment distance; SIZE_MAX past 64 characters. */
+static size_t edit_distance(const char *a, const char *b)
 {
 	size_t n = strlen(a), m = strlen(b), i, j, r;
 	size_t *d;

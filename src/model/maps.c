@@ -99,7 +99,7 @@ void maps_free(struct maps *m)
 	memset(m, 0, sizeof(*m));
 }
 
-void maps_add(struct maps *m, const struct vma *v)
+static void maps_add(struct maps *m, const struct vma *v)
 {
 	GROW(m->v, m->n + 1, m->alloc);
 	m->v[m->n++] = *v;
@@ -116,7 +116,11 @@ static int cmp_vma(const void *a, const void *b)
 	return 0;
 }
 
-void maps_finish(struct maps *m, const char *source)
+/*
+ * Sort by start; warn (naming SOURCE) about overlapping VMAs, keeping the
+ * first of each overlapping pair.
+ */
+static void maps_finish(struct maps *m, const char *source)
 {
 	size_t i, out = 0;
 	bool sorted = true;

@@ -31,8 +31,13 @@ void model_free(struct model *m)
 	arena_free(&m->arena);
 }
 
-const struct stack *model_intern_stack(struct model *m,
-				       const uint64_t *frames, uint32_t depth)
+/*
+ * The stack of FRAMES (addresses, innermost first), interned; NULL after
+ * an error (more than 2^32 distinct frames or stacks).
+ */
+static const struct stack *model_intern_stack(struct model *m,
+					      const uint64_t *frames,
+					      uint32_t depth)
 {
 	uint32_t stackbuf[64], *ids = stackbuf;
 	const struct stack *stack = NULL;

@@ -44,8 +44,14 @@ static int cmp_file(const void *a, const void *b)
 	return strcmp(x->path, y->path);
 }
 
-int series_scan(const char *prefix, const char *suffix,
-		struct series_file **out, size_t *n)
+/*
+ * List the files PREFIX.<digits>.SUFFIX in PREFIX's directory, sorted by
+ * the number (not lexically: 10000 follows 9999).  Empty files are
+ * included; the caller decides.  Returns 0, or -1 if the directory cannot
+ * be read.
+ */
+static int series_scan(const char *prefix, const char *suffix,
+		       struct series_file **out, size_t *n)
 {
 	const char *slash = strrchr(prefix, '/');
 	char *dir = slash ? xstrndup(prefix, (size_t)(slash - prefix + 1))
@@ -95,7 +101,7 @@ int series_scan(const char *prefix, const char *suffix,
 	return 0;
 }
 
-void series_files_free(struct series_file *v, size_t n)
+static void series_files_free(struct series_file *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		free(v[i].path);

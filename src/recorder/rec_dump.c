@@ -982,69 +982,61 @@ static bool pfns_visible(void)
 	return known == 1;
 }
 
-static void do_dump(const char *reason)
-{
-	char name[PAGE_MAX_NAME];
+/* One dump in the making: what was measured, for the steps after. */
+struct dump {
 	struct timespec now;
 	struct stat_row g[NG];
 	struct rec_large *large;
+	size_t nlarge;
 	const struct vma *vmas;
+	size_t nv;
 	const struct rec_map *regs;
-	size_t nv, nr, nlarge;
-	int64_t kernel[3], *mv, *mc, *adj, headers;
-	struct rec_totals *tot;
-	uint32_t nb;
-	struct rec_buf *heap_parts[5] = { &meta, &mmap_list, &gstats, &head,
-					  &stacks };
-	struct rec_buf *one[1];
+	size_t nr;
+	int64_t kernel[3];      /* Rss, Pss, Swap; -1: unknown */
+	uint32_t nb;            /* buckets [0, NB) are counted */
+	int64_t *mv, *mc;       /* per mmap bucket: virtual, committed */
+	int64_t *adj;           /* per malloc bucket: committed - size */
+	struct rec_totals *tot; /* per bucket */
+	int64_t headers;        /* bytes of the recorder's block headers */
+};
 
-	if (dump_count >= 9999) {
-		if (!said_limit) {
-			said_limit = true;
-			rec_say("9999 dumps written; no more for this process",
-				NULL);
-		}
-		return;
-	}
-	/*
-	 * The program's allocations wait from here to the end of the walk,
-	 * so that the dump is of one moment (the original producer dumped
-	 * under its allocator's lock).
-	 */
-	atomic_store(&rec_dumping, true);
-	clock_gettime(CLOCK_REALTIME, &now);
-	if (!dump_count)
-		run_start = now.tv_sec;
-	page = (size_t)sysconf(_SC_PAGESIZE);
-	if (!pm_buf)
-		pm_buf = rec_alloc(PM_CHUNK * 8);
-
-	/* What there is: mappings, records, large blocks. */
+/*
+ * What there is: mappings, records, large blocks, counts.  False (and
+ * said why) when there is nothing to dump.
+ */
+static bool take_stock(struct dump *d)
+{
 	if (!read_all("/proc/self/smaps", &maps_text) || !maps_text.len) {
 		rec_say("cannot read /proc/self/smaps; no dump", NULL);
-		return;
+		return false;
 	}
-	nv = parse_maps(&maps_text, &vmas_buf);
-	vmas = (const struct vma *)vmas_buf.p;
-	remember(vmas, nv);
-	nlarge = rec_large_snapshot(&large);
-	nr = build_regions(vmas, nv, large, nlarge, &regions_buf, &tmp_buf);
-	regs = (const struct rec_map *)regions_buf.p;
+	d->nv = parse_maps(&maps_text, &vmas_buf);
+	d->vmas = (const struct vma *)vmas_buf.p;
+	remember(d->vmas, d->nv);
+	d->nlarge = rec_large_snapshot(&d->large);
+	d->nr = build_regions(d->vmas, d->nv, d->large, d->nlarge,
+			      &regions_buf, &tmp_buf);
+	d->regs = (const struct rec_map *)regions_buf.p;
 	/* After the records: every bucket they name is below NB. */
-	nb = rec_bucket_count();
+	d->nb = rec_bucket_count();
 	rec_buf_free(&values_buf);
-	if (!rec_buf_zero(&values_buf, (size_t)nb * (3 * sizeof(int64_t) +
-						      sizeof(*tot)))) {
+	if (!rec_buf_zero(&values_buf,
+			  (size_t)d->nb * (3 * sizeof(int64_t) +
+					   sizeof(*d->tot)))) {
 		rec_say("out of memory; no dump", NULL);
-		return;
+		return false;
 	}
-	mv = (int64_t *)values_buf.p;
-	mc = mv + nb;
-	adj = mc + nb;
-	tot = (struct rec_totals *)(adj + nb);
-	headers = rec_count_sum(nb, tot);
+	d->mv = (int64_t *)values_buf.p;
+	d->mc = d->mv + d->nb;
+	d->adj = d->mc + d->nb;
+	d->tot = (struct rec_totals *)(d->adj + d->nb);
+	d->headers = rec_count_sum(d->nb, d->tot);
+	return true;
+}
 
-	/* Committed bytes: the walk, then the kernel's count at once. */
+/* The files the walk reads: pagemap, and kpagecount for share counts. */
+static void open_page_files(void)
+{
 	pm_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 	if (pm_fd < 0)
 		rec_say("cannot read /proc/self/pagemap: ", why(errno),
@@ -1062,58 +1054,80 @@ static void do_dump(const char *reason)
 			 ? open("/proc/kpagecount", O_RDONLY | O_CLOEXEC)
 			 : -1;
 	have_pagecount = kpc_fd >= 0;
-	memset(g, 0, sizeof(g));
-	build_mmap_list(vmas, nv, regs, nr, g, mv, mc, nb);
-	rollup(kernel);
-	for (size_t i = 0; i < nlarge; i++) {
-		uint64_t c = committed(large[i].p, large[i].p + large[i].size,
-				       NULL);
+}
 
-		if (large[i].bucket < nb)
-			adj[large[i].bucket] += (int64_t)c -
-						(int64_t)large[i].size;
-	}
+static void close_page_files(void)
+{
 	if (pm_fd >= 0)
 		close(pm_fd);
 	if (kpc_fd >= 0)
 		close(kpc_fd);
 	pm_fd = kpc_fd = -1;
-	atomic_store(&rec_dumping, false);
+}
 
-	/* STACKTRACES, and the buckets this process has not written yet. */
+/*
+ * Committed bytes: the walk of every region (MMAP_LIST), the kernel's
+ * count at once after it, then the large blocks, whose resident pages
+ * make their buckets' committed bytes.
+ */
+static void measure(struct dump *d)
+{
+	open_page_files();
+	memset(d->g, 0, sizeof(d->g));
+	build_mmap_list(d->vmas, d->nv, d->regs, d->nr, d->g, d->mv, d->mc,
+			d->nb);
+	rollup(d->kernel);
+	for (size_t i = 0; i < d->nlarge; i++) {
+		const struct rec_large *l = &d->large[i];
+		uint64_t c = committed(l->p, l->p + l->size, NULL);
+
+		if (l->bucket < d->nb)
+			d->adj[l->bucket] += (int64_t)c - (int64_t)l->size;
+	}
+	close_page_files();
+}
+
+/* STACKTRACES, and the buckets this process has not written yet. */
+static void build_stacktraces(struct dump *d)
+{
 	rec_buf_free(&stacks);
 	rec_buf_free(&buckets_text);
 	rec_buf_free(&new_ids);
-	for (uint32_t id = 0; id < nb; id++) {
+	for (uint32_t id = 0; id < d->nb; id++) {
 		struct rec_bucket *k = rec_bucket_by_id(id);
-		int64_t virt, comm, allocs, frees;
+		int64_t virt, comm;
 
 		if (!k)
 			continue;
-		allocs = tot[id].allocs;
-		frees = tot[id].frees;
 		if (k->kind == REC_MMAP) {
-			virt = mv[id];
-			comm = mc[id];
+			virt = d->mv[id];
+			comm = d->mc[id];
 		} else {
-			virt = k == rec_header_bucket ? headers : tot[id].live;
-			comm = virt + adj[id];
+			virt = k == rec_header_bucket ? d->headers
+						      : d->tot[id].live;
+			comm = virt + d->adj[id];
 			if (comm < 0)
 				comm = 0;
 			if (comm > virt)
 				comm = virt;
-			add_stat(g, G_PROFILED_MALLOC, virt, comm);
+			add_stat(d->g, G_PROFILED_MALLOC, virt, comm);
 		}
 		if (virt <= 0)
 			continue;
-		stack_line(&stacks, virt, comm, allocs, frees, id);
+		stack_line(&stacks, virt, comm, d->tot[id].allocs,
+			   d->tot[id].frees, id);
 		if (!atomic_load(&k->written)) {
 			bucket_line(&buckets_text, k);
 			rec_buf_add(&new_ids, &id, sizeof(id));
 		}
 	}
+}
 
-	/* GLOBAL_STATS: absent is what the regions miss (0 here). */
+/* GLOBAL_STATS: absent is what the regions miss (0 here). */
+static void build_global_stats(struct dump *d)
+{
+	struct stat_row *g = d->g;
+
 	for (int c = 0; c < 2; c++) {
 		int64_t sum = 0, *f;
 
@@ -1143,14 +1157,18 @@ static void do_dump(const char *reason)
 		stat_line(&gstats, gnames[r], g[r].virt, g[r].comm);
 	rec_buf_free(&head);
 	rec_buf_str(&head, "STACKTRACES:\n   virtual  committed\n");
-	build_meta(reason, &now, kernel);
-	build_maps_file(vmas, nv);
+}
 
-	/* Out of memory somewhere: a short buffer is no dump. */
-	if (!meta.p || !mmap_list.p || !gstats.p || !head.p) {
-		rec_say("out of memory; no dump", NULL);
-		return;
-	}
+/*
+ * The files, the heap file last (a dump is complete when it is there):
+ * the new buckets, the maps, the heap.
+ */
+static void write_files(void)
+{
+	struct rec_buf *heap_parts[5] = { &meta, &mmap_list, &gstats, &head,
+					  &stacks };
+	struct rec_buf *one[1];
+	char name[PAGE_MAX_NAME];
 
 	if (!dump_count)
 		choose_prefix();
@@ -1174,6 +1192,48 @@ static void do_dump(const char *reason)
 		return;
 	file_name(name, dump_count, ".heap");
 	write_file(name, heap_parts, 5);
+}
+
+static void do_dump(const char *reason)
+{
+	struct dump d;
+
+	if (dump_count >= 9999) {
+		if (!said_limit) {
+			said_limit = true;
+			rec_say("9999 dumps written; no more for this process",
+				NULL);
+		}
+		return;
+	}
+	memset(&d, 0, sizeof(d));
+	/*
+	 * The program's allocations wait from here to the end of the walk,
+	 * so that the dump is of one moment (the original producer dumped
+	 * under its allocator's lock).
+	 */
+	atomic_store(&rec_dumping, true);
+	clock_gettime(CLOCK_REALTIME, &d.now);
+	if (!dump_count)
+		run_start = d.now.tv_sec;
+	page = (size_t)sysconf(_SC_PAGESIZE);
+	if (!pm_buf)
+		pm_buf = rec_alloc(PM_CHUNK * 8);
+	if (!take_stock(&d))
+		return;
+	measure(&d);
+	atomic_store(&rec_dumping, false);
+
+	build_stacktraces(&d);
+	build_global_stats(&d);
+	build_meta(reason, &d.now, d.kernel);
+	build_maps_file(d.vmas, d.nv);
+	/* Out of memory somewhere: a short buffer is no dump. */
+	if (!meta.p || !mmap_list.p || !gstats.p || !head.p) {
+		rec_say("out of memory; no dump", NULL);
+		return;
+	}
+	write_files();
 }
 
 void rec_dump(const char *reason)
