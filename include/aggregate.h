@@ -36,6 +36,27 @@ int aggregate_snapshot(struct classifier *c, const struct snapshot *snap,
 		       const struct pfn_table *group, int64_t *values,
 		       struct agg_builtins *builtins, struct agg_stats *stats);
 
+/* What a snapshot's bytes are in, as expand and pprof go through them. */
+enum item_kind {
+	ITEM_MALLOC,           /* a stack line of a malloc bucket */
+	ITEM_HOOKED,           /* a hooked region, or a profile's mmap line */
+	ITEM_UNHOOKED,         /* an unhooked region */
+	ITEM_LINE_NO_BUCKET,   /* a stack line of an unknown bucket */
+	ITEM_REGION_NO_BUCKET, /* a hooked region of an unknown bucket */
+};
+
+/*
+ * Does column C of P count an item of KIND that the rules put in column
+ * COL (-1: none, the bucket is unknown)?  A column rules assign counts
+ * its own items; computed columns that sum items count those (no-bucket,
+ * malloc-total, mmap-total, the *-log sums, tc-total); the others (the
+ * GLOBAL_STATS rows, differences, the kernel's view) count none, and
+ * column_sums_items() says so.
+ */
+bool column_counts(const struct policy *p, int c, enum item_kind kind,
+		   int col);
+bool column_sums_items(const struct policy *p, int c);
+
 /*
  * Compare GLOBAL_STATS with what MMAP_LIST adds up to and warn about each
  * row that differs (the original's sanity check).

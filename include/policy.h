@@ -114,6 +114,7 @@ struct acm;
 struct policy {
 	char *label;          /* "l2", or a file's base name */
 	char *path;
+	bool indexed;         /* loaded by its label from a policy index */
 	struct column *cols;
 	size_t ncols, cols_alloc;
 	struct rule *rules;
@@ -137,6 +138,17 @@ struct policy {
 enum builtin builtin_lookup(const char *name, int *stat_row, bool *stat_virtual);
 bool builtin_is_time(enum builtin b);
 
+/* What a column is: assigned by rules, computed, a marker, a time. */
+enum column_kind {
+	COLUMN_RULE,
+	COLUMN_COMPUTED,
+	COLUMN_MARKER,
+	COLUMN_TIME,
+};
+enum column_kind column_kind(const struct column *c);
+/* How dmprof computes column C, in a line; NULL for a rule column. */
+const char *column_doc(const struct column *c);
+
 /*
  * Load a policy file: dmprof's text format, or the original's JSON (by
  * content, not by name).  Every problem is reported as FILE:LINE:COL;
@@ -158,6 +170,9 @@ int policy_column(const struct policy *p, const char *name);
  */
 int policy_write(const struct policy *p, struct strbuf *out,
 		 const char *comment);
+/* One rule as the text format writes it, after "rule NAME":
+ * "malloc   stack='...'". */
+void policy_write_rule(struct strbuf *out, const struct rule *r);
 
 /*
  * The subject a rule looks at, one string per enum cond_field (NULL where

@@ -29,6 +29,16 @@ int onedump_open(struct onedump *o, struct cmd_args *a, const char *dump,
 void onedump_close(struct onedump *o);
 
 /*
+ * The column of P named COMPONENT, for a command that shows the stacks
+ * behind it (expand, pprof -c): a component rules assign, or a computed
+ * column that sums such stacks (malloc-total, no-bucket, ...).  Returns
+ * -1 after an error that says why not: no such component (with the
+ * nearest names), or a column computed from no stacks (with what it is
+ * computed from).
+ */
+int component_column(const struct policy *p, const char *component);
+
+/*
  * csv, list, json: build the timeline of A's dumps under its -p policies
  * and print it with OUT.  Returns the exit status.
  */

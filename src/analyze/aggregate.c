@@ -341,6 +341,65 @@ int aggregate_snapshot(struct classifier *c, const struct snapshot *snap,
 	return 0;
 }
 
+/* ---- the items behind a column ---- */
+
+bool column_counts(const struct policy *p, int c, enum item_kind kind,
+		   int col)
+{
+	bool line = kind == ITEM_MALLOC || kind == ITEM_LINE_NO_BUCKET;
+	bool region = kind == ITEM_HOOKED || kind == ITEM_REGION_NO_BUCKET;
+	bool no_bucket = kind == ITEM_LINE_NO_BUCKET ||
+			 kind == ITEM_REGION_NO_BUCKET;
+
+	switch (p->cols[c].builtin) {
+	case B_NONE:
+		return !no_bucket && col == c;
+	case B_NO_BUCKET:
+		return no_bucket;
+	case B_MALLOC_TOTAL:
+	case B_TC_TOTAL_RECORD:
+		return line;
+	case B_MMAP_TOTAL:
+	case B_MMAP_TOTAL_RECORD:
+		return region;
+	case B_TC_TOTAL_LOG:
+		/* (The sums of add_malloc() and add_region_bytes().) */
+		return kind == ITEM_MALLOC && p->cols[col].tc;
+	case B_MMAP_TOTAL_LOG:
+		return kind == ITEM_HOOKED &&
+		       starts_with(p->cols[col].name, "mmap-");
+	case B_OTHER_TOTAL_LOG:
+		return no_bucket ||
+		       (kind == ITEM_MALLOC && !p->cols[col].tc) ||
+		       (kind == ITEM_HOOKED &&
+			!starts_with(p->cols[col].name, "mmap-"));
+	case B_TC_TOTAL:
+		return !no_bucket && col >= 0 && col == p->col_mmap_tcmalloc;
+	default:
+		return false;
+	}
+}
+
+bool column_sums_items(const struct policy *p, int c)
+{
+	switch (p->cols[c].builtin) {
+	case B_NONE:
+	case B_NO_BUCKET:
+	case B_MALLOC_TOTAL:
+	case B_TC_TOTAL_RECORD:
+	case B_MMAP_TOTAL:
+	case B_MMAP_TOTAL_RECORD:
+	case B_TC_TOTAL_LOG:
+	case B_MMAP_TOTAL_LOG:
+	case B_OTHER_TOTAL_LOG:
+		return true;
+	case B_TC_TOTAL:
+		return p->col_mmap_tcmalloc >= 0;
+	default:
+		return false;
+	}
+}
+
 /* ---- the GLOBAL_STATS cross-check ---- */
 
 void aggregate_verify(const struct snapshot *snap)

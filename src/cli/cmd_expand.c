@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "aggregate.h"
 #include "setup.h"
 #include "symbol.h"
 #include "text.h"
@@ -90,45 +91,50 @@ static void add_frames(struct strbuf *sb, const struct expand *x,
 	}
 }
 
+/* Does the column expanded count this item (classified into C)? */
+static bool wanted(const struct expand *x, enum item_kind kind, int c)
+{
+	return column_counts(x->o->policy, x->col, kind, c);
+}
+
+/*
+ * Sum the items the column counts by their text.  A classification that
+ * fails (a pattern hit its match limit) has said why; then -1.
+ */
 static int expand(struct expand *x)
 {
 	struct onedump *o = x->o;
 	const struct snapshot *snap = x->snap;
-	struct sums *sums = &x->sums;
-	int col = x->col;
-	bool no_bucket = o->policy->cols[col].builtin == B_NO_BUCKET;
 	struct strbuf key = STRBUF_INIT;
 	int rc = 0;
 
 	for (size_t i = 0; i < snap->nlines && rc == 0; i++) {
 		const struct stack_line *l = &snap->lines[i];
 		const struct bucket *b = l->bucket;
+		int c;
 
 		sb_reset(&key);
 		if (b && b->kind == ALLOC_MMAP) {
-			int c;
-
 			/* Deep dumps show mmap through MMAP_LIST. */
 			if (snap->format != FORMAT_GPERFTOOLS)
 				continue;
 			c = classify_hooked(&o->cls, b, &vma_unknown, 0);
-			if (c < -1)
+			if (c < 0)
 				rc = -1;
-			if (c != col)
+			if (c < 0 || !wanted(x, ITEM_HOOKED, c))
 				continue;
 			add_frames(&key, x, b->stack);
 		} else if (!b) {
-			if (!no_bucket)
+			if (!wanted(x, ITEM_LINE_NO_BUCKET, -1))
 				continue;
 			sb_addf(&key, "(alloc=%" PRId64 ") (free=%" PRId64
 				      ") (bucket=%" PRIu64 ") ",
 				l->alloc, l->free, l->bucket_id);
 		} else {
-			int c = classify_malloc(&o->cls, b);
-
+			c = classify_malloc(&o->cls, b);
 			if (c < 0)
 				rc = -1;
-			if (c != col)
+			if (c < 0 || !wanted(x, ITEM_MALLOC, c))
 				continue;
 			sb_addf(&key, "(alloc=%" PRId64 ") (free=%" PRId64 ") ",
 				l->alloc, l->free);
@@ -137,7 +143,7 @@ static int expand(struct expand *x)
 					b->typeinfo_sym, b->type_name);
 			add_frames(&key, x, b->stack);
 		}
-		sum_add(sums, sb_str(&key), l->committed);
+		sum_add(&x->sums, sb_str(&key), l->committed);
 	}
 	for (size_t i = 0; i < snap->nregions && rc == 0; i++) {
 		const struct region *r = &snap->regions[i];
@@ -148,26 +154,26 @@ static int expand(struct expand *x)
 		sb_reset(&key);
 		if (r->kind == REGION_UNHOOKED) {
 			c = classify_unhooked(&o->cls, v, 0);
-			if (c != col)
-				goto next;
+			if (c < 0)
+				rc = -1;
+			if (c < 0 || !wanted(x, ITEM_UNHOOKED, c))
+				continue;
 			sb_addf(&key, "%s %s", v->perms,
 				*v->name ? v->name : "[anonymous]");
 		} else if (!r->bucket) {
-			if (!no_bucket)
+			if (!wanted(x, ITEM_REGION_NO_BUCKET, -1))
 				continue;
 			sb_addf(&key, "(mmap) (bucket=%" PRIu64 ") ",
 				r->bucket_id);
-			c = col;
 		} else {
 			c = classify_hooked(&o->cls, r->bucket, v, 0);
-			if (c != col)
-				goto next;
+			if (c < 0)
+				rc = -1;
+			if (c < 0 || !wanted(x, ITEM_HOOKED, c))
+				continue;
 			add_frames(&key, x, r->bucket->stack);
 		}
-		sum_add(sums, sb_str(&key), bytes);
-next:
-		if (c < -1)
-			rc = -1;
+		sum_add(&x->sums, sb_str(&key), bytes);
 	}
 	sb_release(&key);
 	return rc;
@@ -241,10 +247,8 @@ static int run(struct cmd_args *a)
 	run_symbolize_snapshot(&o.run, &snap);
 	x.o = &o;
 	x.snap = &snap;
-	x.col = policy_column(o.policy, component);
+	x.col = component_column(o.policy, component);
 	if (x.col < 0) {
-		error("policy '%s' has no component '%s'", o.policy->label,
-		      component);
 		status = 1;
 	} else {
 		snapshot_warn_unknown_buckets(&snap, "counted as no-bucket");

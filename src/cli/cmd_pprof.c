@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "aggregate.h"
 #include "setup.h"
 #include "text.h"
 
@@ -47,9 +48,7 @@ static int run(struct cmd_args *a)
 		return 1;
 	}
 	run_symbolize_snapshot(&o.run, &snap);
-	if (component && (col = policy_column(o.policy, component)) < 0) {
-		error("policy '%s' has no component '%s'", o.policy->label,
-		      component);
+	if (component && (col = component_column(o.policy, component)) < 0) {
 		status = 1;
 		goto out;
 	}
@@ -67,7 +66,8 @@ static int run(struct cmd_args *a)
 			status = 1;
 			goto out;
 		}
-		if (component && rc != col)
+		if (component &&
+		    !column_counts(o.policy, col, ITEM_HOOKED, rc))
 			continue;
 		GROW(items, n + 1, alloc);
 		items[n++] = (struct item){ 1, r->committed, r->bucket->stack };
@@ -90,7 +90,11 @@ static int run(struct cmd_args *a)
 			status = 1;
 			goto out;
 		}
-		if (component && rc != col)
+		if (component &&
+		    !column_counts(o.policy, col,
+				   l->bucket->kind == ALLOC_MMAP ? ITEM_HOOKED
+								 : ITEM_MALLOC,
+				   rc))
 			continue;
 		GROW(items, n + 1, alloc);
 		items[n++] = (struct item){ sub64(l->alloc, l->free, &overflow),

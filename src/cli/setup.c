@@ -2,7 +2,11 @@
 #include "setup.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "aggregate.h"
+#include "suggest.h"
 
 int onedump_open(struct onedump *o, struct cmd_args *a, const char *dump,
 		 const char *policy, bool all)
@@ -45,6 +49,68 @@ int policy_operand(struct cmd_args *a, const char **policy)
 	if (a->argc == 2)
 		*policy = a->argv[1];
 	return 0;
+}
+
+/* For the totals: where their parts are. */
+static const char *parts_hint(const struct policy *p, const struct column *c)
+{
+	if (p->from_marker < 0 || !((c->builtin == B_STAT &&
+				     c->stat_row == GS_TOTAL) ||
+				    c->builtin == B_TOTAL_EXCLUDE_PROFILER))
+		return "";
+	return "; its parts are the components between FROM_HERE_FOR_TOTAL "
+	       "and UNTIL_HERE_FOR_TOTAL";
+}
+
+/* How the user can name P again: by its label if the index has it. */
+static const char *policy_name(const struct policy *p)
+{
+	return p->indexed ? p->label : p->path;
+}
+
+int component_column(const struct policy *p, const char *component)
+{
+	const char **names = xcalloc(p->ncols + 1, sizeof(*names));
+	const char *near[3];
+	struct strbuf sb = STRBUF_INIT;
+	int c = policy_column(p, component);
+	size_t n;
+
+	if (c >= 0) {
+		const struct column *col = &p->cols[c];
+
+		if (column_kind(col) == COLUMN_MARKER)
+			error("'%s' is a marker of policy '%s', not a "
+			      "component", component, p->label);
+		else if (column_kind(col) == COLUMN_TIME)
+			error("'%s' is a time column of policy '%s', not a "
+			      "component", component, p->label);
+		else if (!column_sums_items(p, c))
+			error("'%s' in policy '%s' is computed and has no "
+			      "stacks: it is %s%s", component, p->label,
+			      column_doc(col), parts_hint(p, col));
+		else
+			goto out;
+		c = -1;
+		goto out;
+	}
+	/* The names a user could have meant: the components. */
+	for (size_t i = n = 0; i < p->ncols; i++)
+		if (column_sums_items(p, (int)i))
+			names[n++] = p->cols[i].name;
+	n = suggest(component, names, n, near, ARRAY_SIZE(near));
+	for (size_t i = 0; i < n; i++)
+		sb_addf(&sb, "%s'%s'", !i ? "; did you mean " : i + 1 < n
+								? ", "
+								: " or ",
+			near[i]);
+	error("policy '%s' has no component '%s'%s%s ('dmprof policy show "
+	      "%s' lists them)", p->label, component, sb_str(&sb),
+	      n ? "?" : "", policy_name(p));
+out:
+	free(names);
+	sb_release(&sb);
+	return c;
 }
 
 /* "snapshot 3/40 PATH" on a terminal, rewritten in place. */

@@ -30,53 +30,100 @@ const char *cond_field_name(enum cond_field f)
 
 /* ---- builtin columns ---- */
 
+/* Each with what it is, as `policy show` and the error of a command that
+ * cannot expand it say (dmprof-policy(5) has the formulas). */
 static const struct {
 	const char *name;
 	enum builtin b;
 	int row;
 	bool virt;
+	const char *doc;
 } builtins[] = {
-	{ "second", B_SECOND, 0, false },
-	{ "minute", B_MINUTE, 0, false },
-	{ "hour", B_HOUR, 0, false },
-	{ "FROM_HERE_FOR_TOTAL", B_FROM_HERE, 0, false },
-	{ "UNTIL_HERE_FOR_TOTAL", B_UNTIL_HERE, 0, false },
-	{ "no-bucket", B_NO_BUCKET, 0, false },
-	{ "total", B_STAT, GS_TOTAL, false },
-	{ "absent", B_STAT, GS_ABSENT, false },
-	{ "file-exec", B_STAT, GS_FILE_EXEC, false },
-	{ "file-nonexec", B_STAT, GS_FILE_NONEXEC, false },
-	{ "anonymous", B_STAT, GS_ANONYMOUS, false },
-	{ "stack", B_STAT, GS_STACK, false },
-	{ "other", B_STAT, GS_OTHER, false },
-	{ "unhooked-absent", B_STAT, GS_NP_ABSENT, false },
-	{ "total-vm", B_STAT, GS_TOTAL, true },
-	{ "absent-vm", B_STAT, GS_ABSENT, true },
-	{ "file-exec-vm", B_STAT, GS_FILE_EXEC, true },
-	{ "file-nonexec-vm", B_STAT, GS_FILE_NONEXEC, true },
-	{ "anonymous-vm", B_STAT, GS_ANONYMOUS, true },
-	{ "stack-vm", B_STAT, GS_STACK, true },
-	{ "other-vm", B_STAT, GS_OTHER, true },
-	{ "filemapped", B_FILEMAPPED, 0, false },
-	{ "filemapped-vm", B_FILEMAPPED_VM, 0, false },
-	{ "mustbezero", B_MUSTBEZERO, 0, false },
-	{ "total-exclude-profiler", B_TOTAL_EXCLUDE_PROFILER, 0, false },
-	{ "mmap-total-log", B_MMAP_TOTAL_LOG, 0, false },
-	{ "other-total-log", B_OTHER_TOTAL_LOG, 0, false },
-	{ "tc-total-log", B_TC_TOTAL_LOG, 0, false },
-	{ "mmap-no-log", B_MMAP_NO_LOG, 0, false },
-	{ "mmap-total-record", B_MMAP_TOTAL_RECORD, 0, false },
-	{ "mmap-total-record-vm", B_MMAP_TOTAL_RECORD_VM, 0, false },
-	{ "tc-no-log", B_TC_NO_LOG, 0, false },
-	{ "tc-total-record", B_TC_TOTAL_RECORD, 0, false },
-	{ "tc-unused", B_TC_UNUSED, 0, false },
-	{ "tc-total", B_TC_TOTAL, 0, false },
-	{ "malloc-unused", B_MALLOC_UNUSED, 0, false },
-	{ "malloc-total", B_MALLOC_TOTAL, 0, false },
-	{ "mmap-total", B_MMAP_TOTAL, 0, false },
-	{ "rss", B_RSS, 0, false },
-	{ "pss", B_PSS, 0, false },
-	{ "swap", B_SWAP, 0, false },
+	{ "second", B_SECOND, 0, false,
+	  "the snapshot's time since the first one, in seconds" },
+	{ "minute", B_MINUTE, 0, false,
+	  "the snapshot's time since the first one, in minutes" },
+	{ "hour", B_HOUR, 0, false,
+	  "the snapshot's time since the first one, in hours" },
+	{ "FROM_HERE_FOR_TOTAL", B_FROM_HERE, 0, false,
+	  "the components from here to UNTIL_HERE_FOR_TOTAL partition the "
+	  "process's memory" },
+	{ "UNTIL_HERE_FOR_TOTAL", B_UNTIL_HERE, 0, false,
+	  "ends the components that partition the process's memory" },
+	{ "no-bucket", B_NO_BUCKET, 0, false,
+	  "the bytes of stack lines and hooked regions whose bucket no .buckets "
+	  "file defines" },
+	{ "total", B_STAT, GS_TOTAL, false,
+	  "GLOBAL_STATS total, every committed byte of the process" },
+	{ "absent", B_STAT, GS_ABSENT, false, "GLOBAL_STATS absent" },
+	{ "file-exec", B_STAT, GS_FILE_EXEC, false,
+	  "GLOBAL_STATS file-exec, the executable file mappings" },
+	{ "file-nonexec", B_STAT, GS_FILE_NONEXEC, false,
+	  "GLOBAL_STATS file-nonexec, the other file mappings" },
+	{ "anonymous", B_STAT, GS_ANONYMOUS, false,
+	  "GLOBAL_STATS anonymous, the anonymous mappings" },
+	{ "stack", B_STAT, GS_STACK, false,
+	  "GLOBAL_STATS stack, the main thread's stack" },
+	{ "other", B_STAT, GS_OTHER, false,
+	  "GLOBAL_STATS other, the other mappings" },
+	{ "unhooked-absent", B_STAT, GS_NP_ABSENT, false,
+	  "GLOBAL_STATS nonprofiled-absent, what the unhooked regions miss" },
+	{ "total-vm", B_STAT, GS_TOTAL, true, "GLOBAL_STATS total, virtual" },
+	{ "absent-vm", B_STAT, GS_ABSENT, true,
+	  "GLOBAL_STATS absent, virtual" },
+	{ "file-exec-vm", B_STAT, GS_FILE_EXEC, true,
+	  "GLOBAL_STATS file-exec, virtual" },
+	{ "file-nonexec-vm", B_STAT, GS_FILE_NONEXEC, true,
+	  "GLOBAL_STATS file-nonexec, virtual" },
+	{ "anonymous-vm", B_STAT, GS_ANONYMOUS, true,
+	  "GLOBAL_STATS anonymous, virtual" },
+	{ "stack-vm", B_STAT, GS_STACK, true, "GLOBAL_STATS stack, virtual" },
+	{ "other-vm", B_STAT, GS_OTHER, true, "GLOBAL_STATS other, virtual" },
+	{ "filemapped", B_FILEMAPPED, 0, false,
+	  "GLOBAL_STATS file-exec + file-nonexec" },
+	{ "filemapped-vm", B_FILEMAPPED_VM, 0, false,
+	  "GLOBAL_STATS file-exec + file-nonexec, virtual" },
+	{ "mustbezero", B_MUSTBEZERO, 0, false,
+	  "total - (profiled-mmap + nonprofiled-*), 0 when the dump is "
+	  "consistent" },
+	{ "total-exclude-profiler", B_TOTAL_EXCLUDE_PROFILER, 0, false,
+	  "total - the profiler's own memory (mmap-profiler or profiler, "
+	  "and mmap-type-profiler)" },
+	{ "mmap-total-log", B_MMAP_TOTAL_LOG, 0, false,
+	  "the hooked regions of the components named mmap-*" },
+	{ "other-total-log", B_OTHER_TOTAL_LOG, 0, false,
+	  "the malloc lines and hooked regions of the other components, and "
+	  "no-bucket" },
+	{ "tc-total-log", B_TC_TOTAL_LOG, 0, false,
+	  "the malloc lines of the components named tc-*" },
+	{ "mmap-no-log", B_MMAP_NO_LOG, 0, false,
+	  "GLOBAL_STATS profiled-mmap - mmap-total-log" },
+	{ "mmap-total-record", B_MMAP_TOTAL_RECORD, 0, false,
+	  "GLOBAL_STATS profiled-mmap, every hooked region" },
+	{ "mmap-total-record-vm", B_MMAP_TOTAL_RECORD_VM, 0, false,
+	  "GLOBAL_STATS profiled-mmap, virtual" },
+	{ "tc-no-log", B_TC_NO_LOG, 0, false,
+	  "GLOBAL_STATS profiled-malloc - tc-total-log" },
+	{ "tc-total-record", B_TC_TOTAL_RECORD, 0, false,
+	  "GLOBAL_STATS profiled-malloc, every live malloc'd byte" },
+	{ "tc-unused", B_TC_UNUSED, 0, false,
+	  "mmap-tcmalloc - profiled-malloc, what the allocator's arenas hold "
+	  "that no live block uses" },
+	{ "tc-total", B_TC_TOTAL, 0, false,
+	  "mmap-tcmalloc, the allocator's arenas" },
+	{ "malloc-unused", B_MALLOC_UNUSED, 0, false,
+	  "allocator-arena (or mmap-tcmalloc) - malloc-total, what the "
+	  "allocator's arenas hold that no live block uses" },
+	{ "malloc-total", B_MALLOC_TOTAL, 0, false,
+	  "GLOBAL_STATS profiled-malloc, every live malloc'd byte" },
+	{ "mmap-total", B_MMAP_TOTAL, 0, false,
+	  "GLOBAL_STATS profiled-mmap, every hooked region" },
+	{ "rss", B_RSS, 0, false,
+	  "the kernel's Rss at the dump, as dmprof record writes it" },
+	{ "pss", B_PSS, 0, false,
+	  "the kernel's Pss at the dump, as dmprof record writes it" },
+	{ "swap", B_SWAP, 0, false,
+	  "the kernel's Swap at the dump, as dmprof record writes it" },
 };
 
 enum builtin builtin_lookup(const char *name, int *stat_row, bool *stat_virtual)
@@ -96,6 +143,26 @@ enum builtin builtin_lookup(const char *name, int *stat_row, bool *stat_virtual)
 bool builtin_is_time(enum builtin b)
 {
 	return b == B_SECOND || b == B_MINUTE || b == B_HOUR;
+}
+
+const char *column_doc(const struct column *c)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(builtins); i++)
+		if (builtins[i].b == c->builtin && !strcmp(builtins[i].name,
+							   c->name))
+			return builtins[i].doc;
+	return NULL;
+}
+
+enum column_kind column_kind(const struct column *c)
+{
+	if (c->builtin == B_NONE)
+		return COLUMN_RULE;
+	if (builtin_is_time(c->builtin))
+		return COLUMN_TIME;
+	if (c->builtin == B_FROM_HERE || c->builtin == B_UNTIL_HERE)
+		return COLUMN_MARKER;
+	return COLUMN_COMPUTED;
 }
 
 void pattern_free(struct pattern *pat)

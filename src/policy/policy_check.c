@@ -8,6 +8,7 @@
 
 #include <string.h>
 
+#include "snapshot.h"
 #include "util.h"
 
 static bool rule_is_catch_all(const struct rule *r)
@@ -18,6 +19,113 @@ static bool rule_is_catch_all(const struct rule *r)
 		if (r->cond[f] && !r->cond[f]->match_all)
 			return false;
 	return true;
+}
+
+/*
+ * The computed columns that are parts of the partition: what no component
+ * counts (no-bucket, nonprofiled-absent, the arenas' unused bytes) and
+ * the error term (mustbezero).
+ */
+static bool partition_part(const struct column *c)
+{
+	switch (c->builtin) {
+	case B_NO_BUCKET:
+	case B_MUSTBEZERO:
+	case B_TC_UNUSED:
+	case B_MALLOC_UNUSED:
+		return true;
+	case B_STAT:
+		return c->stat_row == GS_NP_ABSENT && !c->stat_virtual;
+	default:
+		return false;
+	}
+}
+
+static bool between(const struct policy *p, int c)
+{
+	return c > p->from_marker && c < p->until_marker;
+}
+
+/*
+ * The components between the markers partition the process's memory:
+ * they must not count a byte twice.  A computed column there would count
+ * bytes they count already; the profiler's own memory, which
+ * total-exclude-profiler leaves out, would make them add up to more than
+ * it; and the allocator's arenas hold the malloc'd bytes, so with malloc
+ * components there the arenas must be a column of their own outside (the
+ * original's mmap-tcmalloc, or allocator-arena), with malloc-unused (or
+ * tc-unused) inside for what they hold beyond the live blocks.
+ */
+static void check_partition(struct loader *ld)
+{
+	struct policy *p = ld->p;
+	int arena = p->col_mmap_tcmalloc;
+	long first_malloc = -1, first_mmap = -1, unused = -1;
+
+	if (p->from_marker < 0 || p->until_marker < p->from_marker)
+		return; /* (said already) */
+	for (int c = p->from_marker + 1; c < p->until_marker; c++) {
+		const struct column *col = &p->cols[c];
+		enum column_kind kind = column_kind(col);
+
+		if (kind == COLUMN_TIME)
+			lerr(ld, col->line, col->col,
+			     "'%s' between FROM_HERE_FOR_TOTAL and "
+			     "UNTIL_HERE_FOR_TOTAL is a time, not bytes; list "
+			     "it outside them", col->name);
+		else if (kind == COLUMN_COMPUTED && !partition_part(col))
+			lerr(ld, col->line, col->col,
+			     "'%s' between FROM_HERE_FOR_TOTAL and "
+			     "UNTIL_HERE_FOR_TOTAL counts bytes the components "
+			     "there count already (it is %s); list it after "
+			     "UNTIL_HERE_FOR_TOTAL", col->name, column_doc(col));
+		else if (c == p->col_mmap_profiler ||
+			 c == p->col_mmap_type_profiler)
+			lerr(ld, col->line, col->col,
+			     "'%s' between FROM_HERE_FOR_TOTAL and "
+			     "UNTIL_HERE_FOR_TOTAL: the profiler's own memory "
+			     "is what total-exclude-profiler leaves out, so "
+			     "the components there would add up to more; list "
+			     "it outside them", col->name);
+		if (col->builtin == B_TC_UNUSED || col->builtin == B_MALLOC_UNUSED)
+			unused = c;
+	}
+	for (size_t i = 0; i < p->nrules; i++) {
+		const struct rule *r = &p->rules[i];
+
+		if (r->broken || !between(p, (int)r->column))
+			continue;
+		if (r->alloc == RULE_MALLOC && first_malloc < 0)
+			first_malloc = (long)i;
+		if (r->alloc == RULE_MMAP && first_mmap < 0 &&
+		    (int)r->column != arena)
+			first_mmap = (long)i;
+	}
+	if (arena >= 0 && between(p, arena) && (first_malloc >= 0 || unused >= 0)) {
+		const struct column *col = &p->cols[arena];
+
+		lerr(ld, col->line, col->col,
+		     "'%s' between FROM_HERE_FOR_TOTAL and UNTIL_HERE_FOR_TOTAL "
+		     "holds the malloc'd bytes that '%s' counts there too; "
+		     "list it after UNTIL_HERE_FOR_TOTAL (malloc-unused counts "
+		     "what it holds beyond the live blocks)", col->name,
+		     first_malloc >= 0
+			     ? p->cols[p->rules[first_malloc].column].name
+			     : p->cols[unused].name);
+	} else if (arena < 0 && first_malloc >= 0 && first_mmap >= 0) {
+		const struct rule *r = &p->rules[first_mmap];
+
+		lerr(ld, r->line, ld->name_cols[first_mmap],
+		     "malloc components ('%s') and mmap components ('%s') "
+		     "between FROM_HERE_FOR_TOTAL and UNTIL_HERE_FOR_TOTAL, "
+		     "but no allocator-arena column: the allocator's arenas "
+		     "are mappings, so they land in '%s' and count the "
+		     "malloc'd bytes a second time; give them a rule "
+		     "('rule allocator-arena mmap stack=...') and list "
+		     "allocator-arena after UNTIL_HERE_FOR_TOTAL",
+		     p->cols[p->rules[first_malloc].column].name,
+		     p->cols[r->column].name, p->cols[r->column].name);
+	}
 }
 
 void policy_check(struct loader *ld)
@@ -79,6 +187,8 @@ void policy_check(struct loader *ld)
 
 		lerr(ld, m->line, m->col,
 		     "UNTIL_HERE_FOR_TOTAL comes before FROM_HERE_FOR_TOTAL");
+	} else {
+		check_partition(ld);
 	}
 	for (int a = 0; a < RULE_NALLOC; a++)
 		if (catch_all[a] < 0)

@@ -159,11 +159,8 @@ int field_lookup(const char *key, size_t len)
 	return -1;
 }
 
-/*
- * Ready P for use: the columns aggregation needs by name, the match
- * context with its limits, the prefilter.
- */
-static void ready(struct policy *p)
+/* The columns aggregation (and the checks) need by name. */
+static void name_columns(struct policy *p)
 {
 	/*
 	 * The profiler's and the allocator's own memory, by the original's
@@ -179,6 +176,11 @@ static void ready(struct policy *p)
 	for (size_t i = 0; i < p->ncols; i++)
 		p->cols[i].tc = starts_with(p->cols[i].name, "tc-");
 	p->col_no_bucket = policy_column(p, "no-bucket");
+}
+
+/* Ready P for matching: the match context with its limits, the prefilter. */
+static void ready(struct policy *p)
+{
 
 	p->mctx = pcre2_match_context_create(NULL);
 	pcre2_set_match_limit(p->mctx, MATCH_LIMIT);
@@ -234,6 +236,7 @@ struct policy *policy_parse(const char *text, size_t len, const char *name,
 		policy_parse_json(&ld, text, len);
 	else
 		policy_parse_text(&ld, text, len);
+	name_columns(ld.p);
 	policy_check(&ld);
 	ready(ld.p);
 	for (size_t k = 0; k < ld.p->nrules; k++)

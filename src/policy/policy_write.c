@@ -88,6 +88,31 @@ static void add_word(struct strbuf *out, const char *s)
 		sb_addstr(out, s);
 }
 
+void policy_write_rule(struct strbuf *out, const struct rule *r)
+{
+	sb_addf(out, "%-8s", rule_alloc_name(r->alloc));
+	for (int f = 0; f < COND_NFIELDS; f++) {
+		if (!r->cond[f])
+			continue;
+		sb_addf(out, " %s=", cond_field_name(f));
+		add_pattern(out, r->cond[f]);
+	}
+	if (r->sharing) {
+		const char *sep = "";
+
+		sb_addstr(out, " shared=");
+		if (r->sharing & SHARE_PRIVATE)
+			sb_addstr(out, "private"), sep = ",";
+		if (r->sharing & SHARE_GROUP)
+			sb_addf(out, "%sgroup", sep), sep = ",";
+		if (r->sharing & SHARE_OTHERS)
+			sb_addf(out, "%sothers", sep);
+	}
+	/* No trailing blanks for short rules. */
+	while (out->len && out->buf[out->len - 1] == ' ')
+		out->buf[--out->len] = '\0';
+}
+
 int policy_write(const struct policy *p, struct strbuf *out,
 		 const char *comment)
 {
@@ -148,29 +173,9 @@ int policy_write(const struct policy *p, struct strbuf *out,
 		struct strbuf name = STRBUF_INIT;
 
 		add_word(&name, p->cols[r->column].name);
-		sb_addf(out, "rule %-*s %-8s", (int)width, name.buf,
-			rule_alloc_name(r->alloc));
+		sb_addf(out, "rule %-*s ", (int)width, name.buf);
 		sb_release(&name);
-		for (int f = 0; f < COND_NFIELDS; f++) {
-			if (!r->cond[f])
-				continue;
-			sb_addf(out, " %s=", cond_field_name(f));
-			add_pattern(out, r->cond[f]);
-		}
-		if (r->sharing) {
-			const char *sep = "";
-
-			sb_addstr(out, " shared=");
-			if (r->sharing & SHARE_PRIVATE)
-				sb_addstr(out, "private"), sep = ",";
-			if (r->sharing & SHARE_GROUP)
-				sb_addf(out, "%sgroup", sep), sep = ",";
-			if (r->sharing & SHARE_OTHERS)
-				sb_addf(out, "%sothers", sep);
-		}
-		/* No trailing blanks for short rules. */
-		while (out->len && out->buf[out->len - 1] == ' ')
-			out->len--;
+		policy_write_rule(out, r);
 		sb_addch(out, '\n');
 	}
 	return 0;

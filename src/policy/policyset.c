@@ -226,10 +226,12 @@ int policy_set_load(struct policy_set *set, const char *spec)
 			if (!idx[i].is_default)
 				continue;
 			p = policy_load(idx[i].path, idx[i].label);
-			if (!p)
+			if (!p) {
 				rc = -1;
-			else
+			} else {
+				p->indexed = true;
 				set_add(set, p);
+			}
 		}
 		if (!rc && !set->n)
 			rc = error("no default policy: give one with -p (search "
@@ -264,6 +266,8 @@ int policy_set_load(struct policy_set *set, const char *spec)
 					continue;
 				}
 				p = policy_load(idx[i].path, idx[i].label);
+				if (p)
+					p->indexed = true;
 			}
 			if (!p)
 				rc = -1;

@@ -45,8 +45,8 @@ Test(policy, columns_rules_and_builtins)
 {
 	struct policy *p = parse(
 		"# a comment\n" HEAD
-		"columns second FROM_HERE_FOR_TOTAL v8 'my leak' rest m u\n"
-		"        UNTIL_HERE_FOR_TOTAL total tc-unused anonymous-vm\n"
+		"columns second FROM_HERE_FOR_TOTAL v8 'my leak' rest u\n"
+		"        UNTIL_HERE_FOR_TOTAL m total tc-unused anonymous-vm\n"
 		"rule v8 malloc stack='.*v8::.*'  # trailing comment\n"
 		"rule 'my leak' malloc\n"
 		"    stack=\".*Leak it.*\" type='no typeinfo'\n"
@@ -63,7 +63,7 @@ Test(policy, columns_rules_and_builtins)
 	cr_assert_eq(p->cols[10].builtin, B_STAT);
 	cr_assert(p->cols[10].stat_virtual);
 	cr_assert_eq(p->from_marker, 1);
-	cr_assert_eq(p->until_marker, 7);
+	cr_assert_eq(p->until_marker, 6);
 	cr_assert_str_eq(p->rules[1].cond[COND_STACK]->text, ".*Leak it.*");
 	cr_assert(p->uses[COND_STACK]);
 	cr_assert(p->uses[COND_TYPE]);
@@ -74,7 +74,7 @@ Test(policy, columns_rules_and_builtins)
 			   NULL, 0), 3);
 	cr_assert_eq(match(p, RULE_MALLOC, "x Leak it y", "Foo", NULL, NULL,
 			   0), 4);
-	cr_assert_eq(match(p, RULE_MMAP, "anything", NULL, "", "rw-p", 0), 5);
+	cr_assert_eq(match(p, RULE_MMAP, "anything", NULL, "", "rw-p", 0), 7);
 	policy_free(p);
 }
 
