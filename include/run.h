@@ -37,6 +37,12 @@ struct run {
  */
 int run_open(struct run *r, const char *first_dump, unsigned flags,
 	     const struct sym_options *opts);
+/*
+ * The same for the dumps of one run a user named (N > 1: exactly those,
+ * in counter order; one: it and every later dump).
+ */
+int run_open_dumps(struct run *r, const char *const *dumps, size_t n,
+		   const struct sym_options *opts);
 /* Symbolize every frame and type not symbolized yet. */
 void run_symbolize(struct run *r);
 /*

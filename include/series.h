@@ -35,6 +35,27 @@ bool series_split(const char *path, char **prefix, unsigned long *counter);
  * bucket files are always all found.  Returns 0 or -1 (message printed).
  */
 int series_discover(struct series *s, const char *first_dump, bool all);
+/*
+ * The series of exactly DUMPS (N of them, of one run, in any order:
+ * they are sorted by counter, a number given twice is warned about and
+ * kept once); one dump alone is discovered as with ALL false.  Returns 0
+ * or -1 (message printed).
+ */
+int series_of(struct series *s, const char *const *dumps, size_t n);
 void series_free(struct series *s);
+
+/*
+ * The dumps a user named, grouped by run (by prefix), runs in the order
+ * they first appear and each run's dumps in the order given.
+ */
+struct series_group {
+	char *prefix;
+	const char **dumps;
+	size_t n;
+};
+
+void series_group(const char *const *dumps, size_t n,
+		  struct series_group **out, size_t *nout);
+void series_groups_free(struct series_group *g, size_t n);
 
 #endif

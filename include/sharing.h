@@ -45,7 +45,8 @@ struct sharing {
 };
 
 /* Read every dump of each run in FIRST_DUMPS.  Returns 0 or -1. */
-int sharing_load(struct sharing *sh, char **first_dumps, int n);
+int sharing_load(struct sharing *sh, const char *const *first_dumps,
+		 size_t n);
 void sharing_free(struct sharing *sh);
 
 /*

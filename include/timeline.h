@@ -32,8 +32,13 @@ struct timeline {
 
 struct timeline_options {
 	const char *policy;  /* -p, or NULL for the defaults */
-	char **shared;       /* shared first dumps */
-	int nshared;
+	/* The run: one dump (and every later one of its run), or several
+	 * of one run (exactly those). */
+	const char *const *dumps;
+	size_t ndumps;
+	/* Other processes' first dumps, for page sharing. */
+	const char *const *shared;
+	size_t nshared;
 	/* How to symbolize; want_source is set if a policy needs lines. */
 	struct sym_options *sym;
 	/* Before snapshot I of N is read, and once after the last (I == N);
@@ -42,12 +47,11 @@ struct timeline_options {
 };
 
 /*
- * Build the timeline of the run that starts at FIRST_DUMP.  Returns 0, or
- * -1 after printing why.  A later dump that cannot be read is skipped with
- * a message and sets skipped_errors.
+ * Build the timeline of OPT's run.  Returns 0, or -1 after printing why.
+ * A later dump that cannot be read is skipped with a message and sets
+ * skipped_errors.
  */
-int timeline_build(struct timeline *tl, const char *first_dump,
-		   const struct timeline_options *opt);
+int timeline_build(struct timeline *tl, const struct timeline_options *opt);
 void timeline_free(struct timeline *tl);
 
 /* The value of time column COL (seconds, minutes or hours). */

@@ -13,8 +13,7 @@
 #include "text.h"
 #include "util.h"
 
-int timeline_build(struct timeline *tl, const char *first_dump,
-		   const struct timeline_options *opt)
+int timeline_build(struct timeline *tl, const struct timeline_options *opt)
 {
 	struct classifier *cls = NULL;
 	struct agg_stats *stats = NULL;
@@ -23,7 +22,7 @@ int timeline_build(struct timeline *tl, const char *first_dump,
 	int rc = -1;
 
 	memset(tl, 0, sizeof(*tl));
-	if (run_open(&tl->run, first_dump, RUN_ALL_DUMPS, opt->sym) < 0)
+	if (run_open_dumps(&tl->run, opt->dumps, opt->ndumps, opt->sym) < 0)
 		return -1;
 	if (policy_set_load(&tl->set, opt->policy) < 0)
 		return -1;

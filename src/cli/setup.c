@@ -1,6 +1,7 @@
 /* Opening what commands print (see setup.h). */
 #include "setup.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,28 +127,64 @@ static void progress(size_t i, size_t n, const char *path)
 	fflush(stderr);
 }
 
+/* The dump of G with the lowest number: where its run starts. */
+static const char *first_of(const struct series_group *g)
+{
+	const char *best = g->dumps[0];
+	unsigned long best_counter = ULONG_MAX;
+
+	for (size_t i = 0; i < g->n; i++) {
+		unsigned long counter;
+		char *prefix;
+
+		if (!series_split(g->dumps[i], &prefix, &counter))
+			continue;
+		free(prefix);
+		if (counter < best_counter) {
+			best_counter = counter;
+			best = g->dumps[i];
+		}
+	}
+	return best;
+}
+
 int timeline_command(struct cmd_args *a,
 		     int (*out)(const struct timeline *tl, bool bytes))
 {
 	struct timeline_options opt;
+	struct series_group *runs;
+	const char **others;
 	struct timeline tl;
-	int status;
+	size_t nruns;
+	int status = 1;
 
 	if (a->argc < 1)
 		return cmd_usage_error(a, "which dump?");
+	/*
+	 * The dumps of the first dump's run are that run (a glob or a list
+	 * of it); the first dump of each other run is another process, for
+	 * page sharing.
+	 */
+	series_group((const char *const *)a->argv, (size_t)a->argc, &runs,
+		     &nruns);
+	others = xcalloc(nruns, sizeof(*others));
+	for (size_t i = 1; i < nruns; i++)
+		others[i - 1] = first_of(&runs[i]);
 	memset(&opt, 0, sizeof(opt));
 	opt.policy = args_get(a, OPT_POLICY);
-	opt.shared = a->argv + 1;
-	opt.nshared = a->argc - 1;
+	opt.dumps = runs[0].dumps;
+	opt.ndumps = runs[0].n;
+	opt.shared = others;
+	opt.nshared = nruns - 1;
 	opt.sym = &a->sym;
 	opt.progress = a->progress ? progress : NULL;
-	if (timeline_build(&tl, a->argv[0], &opt) < 0) {
-		timeline_free(&tl);
-		return 1;
+	if (timeline_build(&tl, &opt) == 0) {
+		status = out(&tl, args_has(a, 'b'));
+		if (!status && tl.skipped_errors)
+			status = 1;
 	}
-	status = out(&tl, args_has(a, 'b'));
-	if (!status && tl.skipped_errors)
-		status = 1;
 	timeline_free(&tl);
+	free(others);
+	series_groups_free(runs, nruns);
 	return status;
 }

@@ -84,30 +84,58 @@ static int open_symbolizer(struct run *r)
 	return rc;
 }
 
-int run_open(struct run *r, const char *first_dump, unsigned flags,
-	     const struct sym_options *opts)
+/* Is the first dump one?  Nothing else is looked for until it is known. */
+static int probe(struct run *r, const char *first_dump)
 {
 	struct stat st;
 
-	memset(r, 0, sizeof(*r));
-	r->opts = opts;
-	model_init(&r->model);
-	maps_init(&r->maps);
 	if (stat(first_dump, &st) < 0)
 		return error_errno("%s", first_dump);
 	if (S_ISDIR(st.st_mode))
 		return error("%s: is a directory, not a dump", first_dump);
-	/* Nothing else is looked for until the dump is known to be one. */
 	if (profile_probe(first_dump, &r->format) < 0)
 		return -1;
 	/* gperftools profiles bring their own buckets and maps. */
 	r->gperftools = r->format == FORMAT_GPERFTOOLS;
-	if (series_discover(&r->series, first_dump,
-			    (flags & RUN_ALL_DUMPS) != 0) < 0)
-		return -1;
+	return 0;
+}
+
+static void init(struct run *r, const struct sym_options *opts)
+{
+	memset(r, 0, sizeof(*r));
+	r->opts = opts;
+	model_init(&r->model);
+	maps_init(&r->maps);
+}
+
+static int open_companions(struct run *r)
+{
 	if (load_buckets(r) < 0 || load_maps(r) < 0 || open_symbolizer(r) < 0)
 		return -1;
 	return 0;
+}
+
+int run_open(struct run *r, const char *first_dump, unsigned flags,
+	     const struct sym_options *opts)
+{
+	init(r, opts);
+	if (probe(r, first_dump) < 0 ||
+	    series_discover(&r->series, first_dump,
+			    (flags & RUN_ALL_DUMPS) != 0) < 0)
+		return -1;
+	return open_companions(r);
+}
+
+int run_open_dumps(struct run *r, const char *const *dumps, size_t n,
+		   const struct sym_options *opts)
+{
+	if (n == 1)
+		return run_open(r, dumps[0], RUN_ALL_DUMPS, opts);
+	init(r, opts);
+	if (series_of(&r->series, dumps, n) < 0 ||
+	    probe(r, r->series.dumps[0].path) < 0)
+		return -1;
+	return open_companions(r);
 }
 
 void run_symbolize(struct run *r)

@@ -154,6 +154,119 @@ int series_discover(struct series *s, const char *first_dump, bool all)
 	return 0;
 }
 
+static int cmp_counter(const void *a, const void *b)
+{
+	const struct series_file *x = a, *y = b;
+
+	return x->counter < y->counter ? -1 : x->counter > y->counter;
+}
+
+int series_of(struct series *s, const char *const *dumps, size_t n)
+{
+	memset(s, 0, sizeof(*s));
+	if (n == 1)
+		return series_discover(s, dumps[0], false);
+	if (!series_split(dumps[0], &s->prefix, &s->first))
+		return error("%s: not a dump of a series (PREFIX.NNNN.heap)",
+			     dumps[0]);
+	s->dumps = xcalloc(n, sizeof(*s->dumps));
+	for (size_t i = 0; i < n; i++) {
+		char *prefix;
+		unsigned long counter;
+
+		if (!series_split(dumps[i], &prefix, &counter) ||
+		    strcmp(prefix, s->prefix)) {
+			if (series_split(dumps[i], &prefix, &counter))
+				free(prefix);
+			series_free(s);
+			return error("%s: not a dump of the run of %s",
+				     dumps[i], dumps[0]);
+		}
+		free(prefix);
+		s->dumps[s->ndumps].counter = counter;
+		s->dumps[s->ndumps++].path = xstrdup(dumps[i]);
+	}
+	/* (A stable sort keeps the first spelling of a number first.) */
+	for (size_t i = 1; i < s->ndumps; i++)
+		for (size_t k = i; k > 0 && cmp_counter(&s->dumps[k - 1],
+							&s->dumps[k]) > 0; k--) {
+			struct series_file t = s->dumps[k];
+
+			s->dumps[k] = s->dumps[k - 1];
+			s->dumps[k - 1] = t;
+		}
+	for (size_t i = 1, out = 1; i <= s->ndumps; i++) {
+		if (i == s->ndumps) {
+			s->ndumps = out;
+			break;
+		}
+		if (s->dumps[i].counter == s->dumps[out - 1].counter) {
+			/* The same file twice, or "P.0002" and "P.2". */
+			if (strcmp(s->dumps[i].path, s->dumps[out - 1].path))
+				warning("%s: same number as %s; ignored",
+					s->dumps[i].path,
+					s->dumps[out - 1].path);
+			free(s->dumps[i].path);
+			continue;
+		}
+		s->dumps[out++] = s->dumps[i];
+	}
+	s->first = s->dumps[0].counter;
+	if (series_scan(s->prefix, "buckets", &s->buckets, &s->nbuckets) < 0) {
+		series_free(s);
+		return -1;
+	}
+	return 0;
+}
+
+/* The prefix that names the run of DUMP. */
+static char *run_prefix(const char *dump)
+{
+	char *prefix;
+	unsigned long counter;
+
+	if (series_split(dump, &prefix, &counter))
+		return prefix;
+	return xstrdup(dump);
+}
+
+void series_group(const char *const *dumps, size_t n,
+		  struct series_group **out, size_t *nout)
+{
+	struct series_group *g = NULL;
+	size_t ng = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		char *prefix = run_prefix(dumps[i]);
+		size_t k;
+
+		for (k = 0; k < ng; k++)
+			if (!strcmp(g[k].prefix, prefix))
+				break;
+		if (k == ng) {
+			g = xreallocarray(g, ng + 1, sizeof(*g));
+			g[ng].prefix = prefix;
+			g[ng].dumps = xcalloc(n, sizeof(*g[ng].dumps));
+			g[ng].n = 0;
+			ng++;
+		} else {
+			free(prefix);
+		}
+		g[k].dumps[g[k].n++] = dumps[i];
+	}
+	*out = g;
+	*nout = ng;
+}
+
+void series_groups_free(struct series_group *g, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(g[i].prefix);
+		free(g[i].dumps);
+	}
+	free(g);
+}
+
 void series_free(struct series *s)
 {
 	series_files_free(s->dumps, s->ndumps);

@@ -53,10 +53,12 @@ static void pfn_table_finish(struct pfn_table *t)
 	t->n = out;
 }
 
-static int load_process(struct pfn_process *proc, const char *first_dump)
+/* The page frames of every dump of FIRST_DUMP's run; *ANY_PFNS says
+ * whether there were any. */
+static int load_process(struct pfn_process *proc, const char *first_dump,
+			bool *any_pfns)
 {
 	struct series s;
-	bool any_pfns = false;
 
 	if (series_discover(&s, first_dump, true) < 0)
 		return -1;
@@ -105,29 +107,46 @@ static int load_process(struct pfn_process *proc, const char *first_dump)
 		ps->pfns.n = n;
 		pfn_table_finish(&ps->pfns);
 		proc->n++;
-		any_pfns |= n > 0;
+		*any_pfns |= n > 0;
 		snapshot_release(&snap);
 		model_free(&m);
 	}
-	/* A series without page frames shares nothing: say so, or a user
-	 * who gave several runs by mistake (a glob) sees them vanish. */
-	if (!any_pfns)
-		warning("%s: no page frames in this run, so it shares no pages "
-			"with the first (record with --pageframe); ignored",
-			first_dump);
 	series_free(&s);
 	return 0;
 }
 
-int sharing_load(struct sharing *sh, char **first_dumps, int n)
+int sharing_load(struct sharing *sh, const char *const *first_dumps,
+		 size_t n)
 {
+	const char *none[2] = { NULL, NULL };
+	size_t nnone = 0;
+
 	memset(sh, 0, sizeof(*sh));
 	if (n > 0)
-		sh->procs = xcalloc((size_t)n, sizeof(*sh->procs));
-	for (int i = 0; i < n; i++) {
-		if (load_process(&sh->procs[sh->nprocs++], first_dumps[i]) < 0)
+		sh->procs = xcalloc(n, sizeof(*sh->procs));
+	for (size_t i = 0; i < n; i++) {
+		bool any = false;
+
+		if (load_process(&sh->procs[sh->nprocs++], first_dumps[i],
+				 &any) < 0)
 			return -1;
+		if (!any && nnone++ < 2)
+			none[nnone - 1] = first_dumps[i];
 	}
+	/*
+	 * A run without page frames shares nothing: say so (once), or a
+	 * user who gave several runs (a glob of a recording with children)
+	 * sees them vanish.
+	 */
+	if (nnone == 1)
+		warning("%s: no page frames in this run, so it shares no pages "
+			"with the first (record with --pageframe); ignored",
+			none[0]);
+	else if (nnone)
+		warning("%zu other runs have no page frames (%s, %s%s), so they "
+			"share no pages with the first (record with "
+			"--pageframe); ignored",
+			nnone, none[0], none[1], nnone > 2 ? ", ..." : "");
 	return 0;
 }
 

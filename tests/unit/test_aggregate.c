@@ -218,7 +218,7 @@ Test(aggregate, sharing_closest_snapshot_and_exit)
 	snprintf(first[0], sizeof(first[0]), "%s/b.00002.0001.heap", tmpdir());
 	snprintf(first[1], sizeof(first[1]), "%s/c.00003.0001.heap", tmpdir());
 	{
-		char *argv[] = { first[0], first[1] };
+		const char *argv[] = { first[0], first[1] };
 
 		cr_assert_eq(sharing_load(&sh, argv, 2), 0);
 	}
