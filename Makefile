@@ -6,7 +6,9 @@
 #                   then the whole suite again under ASan+UBSan
 #   make bench      speed against baselines (see tests/bench/)
 #   make fuzz       every parser under libFuzzer, FUZZ_SECONDS (60) each
-#   make install    PREFIX=/usr/local DESTDIR=
+#   make install    PREFIX=/usr/local DESTDIR= (and BINDIR, DATADIR, LIBDIR,
+#                   MANDIR under it)
+#   make uninstall  the same variables: removes what install put there
 #   make clean
 #
 # CC, CFLAGS, CPPFLAGS, LDFLAGS and PREFIX may be overridden.  WERROR=1 turns
@@ -53,8 +55,7 @@ BIN = dmprof
 RECORDER = libdmprof-recorder.so
 endif
 
-ALL_CPPFLAGS = -Iinclude -D_GNU_SOURCE -DDMPROF_DATADIR='"$(DATADIR)"' \
-	       -DDMPROF_LIBDIR='"$(LIBDIR)"' $(CPPFLAGS)
+ALL_CPPFLAGS = -Iinclude -D_GNU_SOURCE $(CPPFLAGS)
 ALL_CFLAGS = -std=gnu11 $(WARNINGS) $(SANFLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(SANFLAGS) $(LDFLAGS)
 LIBS = $(shell pkg-config --libs libpcre2-8 2>/dev/null || echo -lpcre2-8) \
@@ -73,7 +74,7 @@ UNIT_OBJS := $(UNIT_SRCS:tests/unit/%.c=$(O)/unit/%.o)
 
 SHARED ?= $(abspath ../shared)
 
-.PHONY: all deps demo check test bench fuzz install clean
+.PHONY: all deps demo check test bench fuzz install uninstall clean FORCE
 
 all: $(BIN) $(RECORDER)
 
@@ -86,7 +87,19 @@ $(O)/libdmprof.a: $(LIB_OBJS)
 
 $(O)/%.o: src/%.c
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
+	$(CC) $(ALL_CPPFLAGS) $(PATH_FLAGS) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
+
+# Where the installed policies and recorder are: seen by src/core/paths.c
+# only, and tracked like a header (git's GIT-PREFIX), so that a new
+# PREFIX (make install PREFIX=...) rebuilds that one object.  (An
+# installed dmprof looks beside itself first, so moving it works too.)
+$(O)/core/paths.o: PATH_FLAGS = -DDMPROF_DATADIR='"$(DATADIR)"' \
+				 -DDMPROF_LIBDIR='"$(LIBDIR)"'
+$(O)/core/paths.o: $(O)/PATHS
+$(O)/PATHS: FORCE
+	@mkdir -p $(@D)
+	@printf '%s\n' 'DATADIR=$(DATADIR)' 'LIBDIR=$(LIBDIR)' >$@.new
+	@if cmp -s $@.new $@; then rm $@.new; else mv $@.new $@; fi
 
 # The recorder: a preload library, hidden but for the functions it hooks.
 # (The more specific pattern wins over the one above.)
@@ -139,18 +152,21 @@ demo: deps
 	$(MAKE) all
 	@sh samples/demo.sh ./dmprof
 
-# The whole suite, then again under the sanitizers.
+# The whole suite, then again under the sanitizers (and the install test
+# once), then the verdict: its last line is "N passed, N failed".
 check: deps
-	$(MAKE) test
-	$(MAKE) SANITIZE=1 test
+	@rm -f build/results build/asan/results
+	@$(MAKE) --no-print-directory test || :
+	@$(MAKE) --no-print-directory SANITIZE=1 test || :
+	@sh tests/verdict.sh build/results build/asan/results
 
+# Every suite on this build; with SANITIZE=1, not the install test (it
+# builds and installs a tree of its own).
+SUITES = unit golden compat real recorder hostile \
+	 $(if $(filter 1,$(SANITIZE)),,install)
 test: $(BIN) $(RECORDER) $(O)/unit-tests
-	$(O)/unit-tests
-	sh tests/golden/run.sh $(BIN)
-	sh tests/compat/run.sh $(BIN) $(SHARED)
-	sh tests/real/run.sh $(BIN)
-	sh tests/real/recorder.sh $(BIN)
-	sh tests/hostile/run.sh $(BIN)
+	@sh tests/suites.sh $(if $(filter 1,$(SANITIZE)),asan,plain) $(BIN) \
+		$(O)/unit-tests $(SHARED) $(O)/results $(SUITES)
 
 # Speed against baselines measured in the same run (see tests/bench/).
 bench: bench-deps
@@ -181,6 +197,8 @@ fuzz: fuzz-deps
 	$(MAKE) $(FUZZ_TARGETS:%=$(FUZZ_O)/fuzz_%)
 	sh tests/fuzz/run.sh $(FUZZ_O) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
+POLICY_FILES = index $(notdir $(wildcard policies/*.policy))
+
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
 		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(DATADIR)/policies \
@@ -189,8 +207,19 @@ install: all
 	install -m 644 libdmprof-recorder.so $(DESTDIR)$(LIBDIR)/
 	install -m 644 man/dmprof.1 $(DESTDIR)$(MANDIR)/man1/dmprof.1
 	install -m 644 man/dmprof-policy.5 $(DESTDIR)$(MANDIR)/man5/dmprof-policy.5
-	install -m 644 policies/index policies/*.policy \
+	install -m 644 $(addprefix policies/,$(POLICY_FILES)) \
 		$(DESTDIR)$(DATADIR)/policies/
+
+# Exactly what install put there, and dmprof's own directories if that
+# leaves them empty.
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/dmprof \
+		$(DESTDIR)$(LIBDIR)/libdmprof-recorder.so \
+		$(DESTDIR)$(MANDIR)/man1/dmprof.1 \
+		$(DESTDIR)$(MANDIR)/man5/dmprof-policy.5 \
+		$(addprefix $(DESTDIR)$(DATADIR)/policies/,$(POLICY_FILES))
+	rmdir $(DESTDIR)$(DATADIR)/policies $(DESTDIR)$(DATADIR) \
+		$(DESTDIR)$(LIBDIR) 2>/dev/null || :
 
 clean:
 	rm -rf build dmprof libdmprof-recorder.so

@@ -37,6 +37,9 @@ struct symcache;
 struct symcache *symcache_open(const char *identity, struct strtab *strings);
 const struct symcache_entry *symcache_get(struct symcache *c, uint64_t addr);
 void symcache_put(struct symcache *c, const struct symcache_entry *e);
+/* Its file, and how many addresses it holds (for -v). */
+const char *symcache_path(const struct symcache *c);
+size_t symcache_count(const struct symcache *c);
 /* Write the cache back if it gained entries, and free it. */
 void symcache_close(struct symcache *c);
 /* The cache directory (for messages and tests), or NULL. */

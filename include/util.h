@@ -25,6 +25,8 @@
 void die(const char *fmt, ...) PRINTF(1, 2) NORETURN;
 int error(const char *fmt, ...) PRINTF(1, 2);
 void warning(const char *fmt, ...) PRINTF(1, 2);
+/* What -v asked to hear: "dmprof: MSG", not a warning. */
+void note(const char *fmt, ...) PRINTF(1, 2);
 void die_errno(const char *fmt, ...) PRINTF(1, 2) NORETURN;
 int error_errno(const char *fmt, ...) PRINTF(1, 2);
 /*

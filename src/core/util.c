@@ -96,6 +96,15 @@ void warning(const char *fmt, ...)
 	va_end(ap);
 }
 
+void note(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vreport("", fmt, ap, NULL);
+	va_end(ap);
+}
+
 static NORETURN void oom(size_t size)
 {
 	die("out of memory (allocating %zu bytes)", size);

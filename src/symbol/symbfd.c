@@ -15,6 +15,7 @@
 
 #include <bfd.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,11 @@ struct binary {
 	asymbol **bfd_syms;
 	bool bfd_tried;
 	struct symcache *cache;
+	/* For -v: where the debug file came from, whether its symbol tables
+	 * replaced the binary's, and the frames left unresolved. */
+	const char *dbg_how;
+	bool syms_from_dbg;
+	unsigned long unresolved;
 };
 
 /* A memo: one interned string to another (mangled -> demangled, ...). */
@@ -62,7 +68,11 @@ struct bfdsym {
 	 */
 	struct hashmap demangled; /* symbol name pointer -> full name */
 	struct hashmap shortened; /* interned full name -> shown name */
+	unsigned long unresolved; /* -vv: frames outside any binary */
 };
+
+/* -vv says why this many frames of a binary stayed unresolved, no more. */
+#define MAX_WHY 20
 
 static const char *memo_get(struct hashmap *m, const void *key)
 {
@@ -188,6 +198,64 @@ static char *identity(const struct elf_image *img)
 	return sb_detach(&sb);
 }
 
+/* -v: where a binary's symbols, lines and cache come from. */
+static void say_sources(struct bfdsym *bs, const struct binary *b,
+			const char *host)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	sb_addf(&sb, "%s", b->name);
+	if (strcmp(host, b->name))
+		sb_addf(&sb, " (read as %s)", host);
+	if (!b->img.ncode)
+		sb_addstr(&sb, ": no symbols");
+	else if (b->syms_from_dbg)
+		sb_addf(&sb, ": symbols from %s of %s, found %s",
+			b->img.has_symtab ? ".symtab" : ".dynsym", b->dbg.path,
+			b->dbg_how);
+	else
+		sb_addf(&sb, ": symbols from %s%s",
+			b->img.has_symtab ? ".symtab" : ".dynsym",
+			b->img.has_symtab ? "" : " (stripped: exported "
+						 "functions only)");
+	if (!b->syms_from_dbg && b->has_dbg)
+		sb_addf(&sb, "; debug file %s, found %s", b->dbg.path,
+			b->dbg_how);
+	else if (!b->has_dbg && !b->img.has_debug_info)
+		sb_addstr(&sb, "; no debug file by build-id or "
+			       ".gnu_debuglink");
+	if (b->dwarf)
+		sb_addf(&sb, "; lines and inlined frames from the DWARF of %s",
+			b->dwarf);
+	else
+		sb_addstr(&sb, "; no DWARF, so no lines or inlined frames");
+	if (b->cache)
+		sb_addf(&sb, "; cache %s (%zu addresses)",
+			symcache_path(b->cache), symcache_count(b->cache));
+	else
+		sb_addf(&sb, "; no symbol cache%s",
+			bs->base.opts->no_cache ? " (--no-symbol-cache)" : "");
+	note("%s", sb.buf);
+	sb_release(&sb);
+}
+
+/* -vv: why the frame at ADDR stayed unresolved (B: its binary, if any). */
+static void PRINTF(4, 5) say_why(struct bfdsym *bs, struct binary *b,
+				 uint64_t addr, const char *fmt, ...)
+{
+	unsigned long *n = b ? &b->unresolved : &bs->unresolved;
+	struct strbuf sb = STRBUF_INIT;
+	va_list ap;
+
+	if (bs->base.opts->verbose < 2 || ++*n > MAX_WHY)
+		return;
+	va_start(ap, fmt);
+	sb_vaddf(&sb, fmt, ap);
+	va_end(ap);
+	note("0x%016" PRIx64 " stays unresolved: %s", addr, sb.buf);
+	sb_release(&sb);
+}
+
 static void open_binary(struct bfdsym *bs, struct binary *b)
 {
 	struct strbuf why = STRBUF_INIT;
@@ -204,11 +272,19 @@ static void open_binary(struct bfdsym *bs, struct binary *b)
 		goto out;
 	}
 	/* A stripped binary: its debug file has the full story. */
-	if (!b->img.has_symtab || !b->img.has_debug_info)
-		b->has_dbg = find_by_build_id(bs->base.opts, b) ||
-			     find_by_debuglink(bs->base.opts, b);
-	if (b->has_dbg)
+	if (!b->img.has_symtab || !b->img.has_debug_info) {
+		if (find_by_build_id(bs->base.opts, b))
+			b->dbg_how = "by build-id";
+		else if (find_by_debuglink(bs->base.opts, b))
+			b->dbg_how = "by .gnu_debuglink";
+		b->has_dbg = b->dbg_how != NULL;
+	}
+	if (b->has_dbg) {
+		size_t before = b->dbg.ncode;
+
 		elf_take_symbols(&b->img, &b->dbg);
+		b->syms_from_dbg = before && !b->dbg.ncode;
+	}
 	if (!b->img.ncode)
 		warning("'%s' has no symbols (stripped, and no debug file "
 			"found); its frames stay unsymbolized", host);
@@ -228,6 +304,8 @@ static void open_binary(struct bfdsym *bs, struct binary *b)
 		free(dbg);
 	}
 	free(id);
+	if (bs->base.opts->verbose)
+		say_sources(bs, b, host);
 out:
 	free(host);
 	sb_release(&why);
@@ -394,12 +472,29 @@ static void bfd_code(struct symbolizer *s, const struct maps *maps,
 	bool past, need_dwarf = o->want_source || !o->no_inline;
 	uint64_t elf;
 
-	if (!maps || !(v = maps_find(maps, addr)) || !vma_executable(v) ||
-	    v->name[0] != '/')
+	if (!maps || !(v = maps_find(maps, addr))) {
+		say_why(bs, NULL, addr, "%s", maps ? "in no mapping of the maps"
+						   : "no maps to place it");
 		return;
+	}
+	if (!vma_executable(v) || v->name[0] != '/') {
+		say_why(bs, NULL, addr, "in %s mapping %s %s",
+			!vma_executable(v) ? "a non-executable" : "an",
+			v->perms, *v->name ? v->name : "[anonymous]");
+		return;
+	}
 	b = binary_for(bs, v->name);
-	if (!b->ok || !elf_address(addr, v, b->img.loads, b->img.nloads, &elf))
+	if (!b->ok) {
+		say_why(bs, b, addr, "%s %s (said above)", v->name,
+			b->img.map ? "has no symbols" : "could not be read");
 		return;
+	}
+	if (!elf_address(addr, v, b->img.loads, b->img.nloads, &elf)) {
+		say_why(bs, b, addr, "outside the loaded segments of %s (the "
+				     "file is not the one the process mapped?)",
+			v->name);
+		return;
+	}
 	hit = symcache_get(b->cache, elf);
 	if (hit && (!need_dwarf || (hit->flags & SC_DWARF))) {
 		e = *hit;
@@ -421,6 +516,15 @@ static void bfd_code(struct symbolizer *s, const struct maps *maps,
 			dwarf_lookup(bs, b, elf - 1, &e);
 		symcache_put(b->cache, &e);
 	}
+	if (!e.func || starts_with(e.func, "?? after "))
+		say_why(bs, b, addr, "%s %s%s", e.func ? "past the end of the "
+							 "nearest symbol of"
+						       : "below every symbol of",
+			v->name, b->img.has_symtab
+					 ? ""
+					 : " (stripped: only exported "
+					   "functions have symbols; a debug "
+					   "file would have the others)");
 	out->func = shown(bs, e.func);
 	out->file = e.file;
 	out->line = e.line;
@@ -468,6 +572,9 @@ static void bfd_destroy(struct symbolizer *s)
 	for (size_t i = 0; i < bs->n; i++) {
 		struct binary *b = bs->v[i];
 
+		if (b->unresolved > MAX_WHY)
+			note("%s: %lu more frames stay unresolved", b->name,
+			     b->unresolved - MAX_WHY);
 		symcache_close(b->cache);
 		if (b->abfd)
 			bfd_close(b->abfd);
@@ -477,6 +584,9 @@ static void bfd_destroy(struct symbolizer *s)
 			elf_close(&b->dbg);
 		free(b);
 	}
+	if (bs->unresolved > MAX_WHY)
+		note("%lu more frames outside any binary stay unresolved",
+		     bs->unresolved - MAX_WHY);
 	free(bs->v);
 	hashmap_free(&bs->bins);
 	hashmap_free(&bs->demangled);

@@ -215,6 +215,16 @@ static uint64_t stable_hash(const char *s)
 	return h;
 }
 
+const char *symcache_path(const struct symcache *c)
+{
+	return c->path;
+}
+
+size_t symcache_count(const struct symcache *c)
+{
+	return c->n;
+}
+
 struct symcache *symcache_open(const char *identity, struct strtab *strings)
 {
 	struct symcache *c;

@@ -423,10 +423,22 @@ static void symmap_code(struct symbolizer *s, const struct maps *maps UNUSED,
 	uint64_t elf;
 
 	/* Functions live in executable mappings only. */
-	if (!v || !vma_executable(v) || !(b = binary_for(sm, v)))
+	if (!v || !vma_executable(v) || !(b = binary_for(sm, v))) {
+		if (s->opts->verbose >= 2)
+			note("0x%016" PRIx64 " stays unresolved: %s%s", addr,
+			     !v ? "in no mapping of the symbol map's maps"
+			     : !vma_executable(v)
+				     ? "in a non-executable mapping "
+				     : "the symbol map has no symbols of ",
+			     v && *v->name ? v->name : v ? "[anonymous]" : "");
 		return;
-	if (!symmap_binary_elf_address(b, addr, v, &elf))
+	}
+	if (!symmap_binary_elf_address(b, addr, v, &elf)) {
+		if (s->opts->verbose >= 2)
+			note("0x%016" PRIx64 " stays unresolved: outside the "
+			     "sections of %s", addr, v->name);
 		return;
+	}
 	out->func = symmap_binary_function(b, elf, s->strings);
 	out->file = symmap_binary_sourcefile(b, elf, s->strings);
 }
@@ -607,6 +619,9 @@ struct symbolizer *symmap_open(const char *dir, struct strtab *strings,
 					 sizeof(*sm->bins));
 		sm->bins[sm->nbins++] = b;
 		hashmap_put(&sm->by_name, hash_u64((uintptr_t)name), b);
+		if (opts->verbose)
+			note("%s: symbols from the symbol map %s (nm and "
+			     "readelf files listed in files.json)", name, dir);
 	}
 	json_free(files);
 	free(maps_path);

@@ -140,6 +140,17 @@ P
 "$bin" csv --bytes -p ./src.policy "$last_pie" 2>/dev/null | awk -F, 'NR == 2 { exit !($1 > 0 && $2 > 0) }' &&
 	ok || bad "source= rules: nothing classified by source file"
 
+# -v says where each binary's symbols come from; -vv why a frame stays
+# unresolved (here: the executable stripped of its .symtab).
+"$bin" stacktrace -v --no-symbol-cache "$last_pie" 2>&1 >/dev/null |
+	grep -q "^dmprof: $tmp/app: symbols from .symtab; lines and inlined frames from the DWARF of $tmp/app; no symbol cache" &&
+	ok || bad "-v does not say where the symbols of app come from"
+cp app app.full && strip app
+"$bin" stacktrace -vv --no-symbol-cache "$last_pie" 2>&1 >/dev/null |
+	grep -q "^dmprof: 0x[0-9a-f]* stays unresolved: $tmp/app has no symbols (said above)" &&
+	ok || bad "-vv does not say why frames of a stripped app stay unresolved"
+mv app.full app
+
 # HEAP_PROFILE_MMAP=1: mmap lines are the allocator's arenas, not malloc.
 mkdir -p mm
 env LD_PRELOAD="$libgcc $tcmalloc" TCMALLOC_STACKTRACE_METHOD=libgcc \
