@@ -240,3 +240,63 @@ Test(aggregate, sharing_closest_snapshot_and_exit)
 	pfn_table_free(&group);
 	sharing_free(&sh);
 }
+
+/* The stacks behind each column, as expand and pprof -c take them. */
+Test(aggregate, column_counts_the_items_its_sum_takes)
+{
+	static const char text[] =
+		"dmprof-policy 1\n"
+		"columns FROM_HERE_FOR_TOTAL tc-a tc-unused mmap-x other-m "
+		"u no-bucket UNTIL_HERE_FOR_TOTAL mmap-tcmalloc total "
+		"malloc-total mmap-total tc-total-log mmap-total-log "
+		"other-total-log tc-total rss\n"
+		"rule mmap-tcmalloc mmap stack='.*Sbrk.*'\n"
+		"rule mmap-x mmap stack='.*x.*'\nrule other-m mmap\n"
+		"rule tc-a malloc\nrule u unhooked\n";
+	struct policy *p = policy_parse(text, strlen(text), "c.policy", NULL);
+	int a, x, om, u, arena;
+
+	cr_assert_not_null(p);
+	a = policy_column(p, "tc-a");
+	x = policy_column(p, "mmap-x");
+	om = policy_column(p, "other-m");
+	u = policy_column(p, "u");
+	arena = policy_column(p, "mmap-tcmalloc");
+#define COUNTS(name, kind, col) \
+	column_counts(p, policy_column(p, name), kind, col)
+	/* A rule column: its own items, whatever their kind. */
+	cr_assert(COUNTS("tc-a", ITEM_MALLOC, a));
+	cr_assert_not(COUNTS("tc-a", ITEM_MALLOC, x));
+	cr_assert(COUNTS("u", ITEM_UNHOOKED, u));
+	cr_assert_not(COUNTS("u", ITEM_REGION_NO_BUCKET, -1));
+	/* no-bucket: the items of unknown buckets, lines and regions. */
+	cr_assert(COUNTS("no-bucket", ITEM_LINE_NO_BUCKET, -1));
+	cr_assert(COUNTS("no-bucket", ITEM_REGION_NO_BUCKET, -1));
+	cr_assert_not(COUNTS("no-bucket", ITEM_MALLOC, a));
+	/* The totals of GLOBAL_STATS' profiled rows: every line, region. */
+	cr_assert(COUNTS("malloc-total", ITEM_MALLOC, a));
+	cr_assert(COUNTS("malloc-total", ITEM_LINE_NO_BUCKET, -1));
+	cr_assert_not(COUNTS("malloc-total", ITEM_HOOKED, x));
+	cr_assert(COUNTS("mmap-total", ITEM_HOOKED, om));
+	cr_assert(COUNTS("mmap-total", ITEM_REGION_NO_BUCKET, -1));
+	cr_assert_not(COUNTS("mmap-total", ITEM_UNHOOKED, u));
+	/* The *-log sums, by column name. */
+	cr_assert(COUNTS("tc-total-log", ITEM_MALLOC, a));
+	cr_assert(COUNTS("mmap-total-log", ITEM_HOOKED, x));
+	cr_assert(COUNTS("mmap-total-log", ITEM_HOOKED, arena));
+	cr_assert_not(COUNTS("mmap-total-log", ITEM_HOOKED, om));
+	cr_assert(COUNTS("other-total-log", ITEM_HOOKED, om));
+	cr_assert(COUNTS("other-total-log", ITEM_LINE_NO_BUCKET, -1));
+	cr_assert_not(COUNTS("other-total-log", ITEM_MALLOC, a));
+	/* tc-total is the arenas' column. */
+	cr_assert(COUNTS("tc-total", ITEM_HOOKED, arena));
+	cr_assert_not(COUNTS("tc-total", ITEM_HOOKED, x));
+#undef COUNTS
+	/* Differences, GLOBAL_STATS rows and the kernel's view sum none. */
+	cr_assert(column_sums_items(p, policy_column(p, "tc-total")));
+	cr_assert(column_sums_items(p, policy_column(p, "no-bucket")));
+	cr_assert_not(column_sums_items(p, policy_column(p, "total")));
+	cr_assert_not(column_sums_items(p, policy_column(p, "tc-unused")));
+	cr_assert_not(column_sums_items(p, policy_column(p, "rss")));
+	policy_free(p);
+}

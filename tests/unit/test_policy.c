@@ -285,3 +285,94 @@ Test(policy, shipped_policies_load)
 		policy_free(p);
 	}
 }
+
+/* ---- the partition between the markers ---- */
+
+#define ARENA "rule allocator-arena mmap stack='.*arena.*'\n"
+
+Test(policy, partition_counts_no_byte_twice)
+{
+	struct policy *p;
+
+	/* The shape of the shipped policies: fine. */
+	p = parse(HEAD "columns FROM_HERE_FOR_TOTAL a malloc-unused m u "
+		       "no-bucket mustbezero unhooked-absent\n"
+		       "  UNTIL_HERE_FOR_TOTAL total allocator-arena\n" ARENA
+		       "rule a malloc\n" CATCH);
+	cr_assert_not_null(p);
+	policy_free(p);
+	/* Without markers there is no partition to check. */
+	p = parse(HEAD "columns total a m u\nrule a malloc\n" CATCH);
+	cr_assert_not_null(p);
+	policy_free(p);
+	/* Malloc components with nothing mapped between the markers. */
+	p = parse(HEAD "columns FROM_HERE_FOR_TOTAL a UNTIL_HERE_FOR_TOTAL m u\n"
+		       "rule a malloc\n" CATCH);
+	cr_assert_not_null(p);
+	policy_free(p);
+
+	parse_fails(HEAD "columns FROM_HERE_FOR_TOTAL a total m u "
+			 "UNTIL_HERE_FOR_TOTAL\nrule a malloc\n" CATCH,
+		    "t.policy:2:31: 'total' between FROM_HERE_FOR_TOTAL and "
+		    "UNTIL_HERE_FOR_TOTAL counts bytes the components there "
+		    "count already");
+	parse_fails(HEAD "columns FROM_HERE_FOR_TOTAL hour a UNTIL_HERE_FOR_TOTAL "
+			 "m u\nrule a malloc\n" CATCH,
+		    "'hour' between FROM_HERE_FOR_TOTAL and "
+		    "UNTIL_HERE_FOR_TOTAL is a time");
+	parse_fails(HEAD "columns FROM_HERE_FOR_TOTAL a profiler "
+			 "UNTIL_HERE_FOR_TOTAL m u\nrule a malloc\n"
+			 "rule profiler mmap stack='.*dmprof_recorder.*'\n" CATCH,
+		    "'profiler' between FROM_HERE_FOR_TOTAL and "
+		    "UNTIL_HERE_FOR_TOTAL: the profiler's own memory");
+	parse_fails(HEAD "columns FROM_HERE_FOR_TOTAL a allocator-arena "
+			 "UNTIL_HERE_FOR_TOTAL m u\n" ARENA "rule a malloc\n"
+			 CATCH,
+		    "'allocator-arena' between FROM_HERE_FOR_TOTAL and "
+		    "UNTIL_HERE_FOR_TOTAL holds the malloc'd bytes that 'a' "
+		    "counts there too");
+	parse_fails(HEAD "columns FROM_HERE_FOR_TOTAL malloc-unused mmap-tcmalloc "
+			 "UNTIL_HERE_FOR_TOTAL a m u\n"
+			 "rule mmap-tcmalloc mmap stack='.*Sbrk.*'\n"
+			 "rule a malloc\n" CATCH,
+		    "holds the malloc'd bytes that 'malloc-unused' counts");
+	parse_fails(HEAD "columns FROM_HERE_FOR_TOTAL a m UNTIL_HERE_FOR_TOTAL u\n"
+			 "rule a malloc\n" CATCH,
+		    "t.policy:4:6: malloc components ('a') and mmap components "
+		    "('m') between FROM_HERE_FOR_TOTAL and UNTIL_HERE_FOR_TOTAL, "
+		    "but no allocator-arena column");
+}
+
+Test(policy, column_kinds_and_what_they_are)
+{
+	struct policy *p = parse(HEAD "columns second FROM_HERE_FOR_TOTAL a "
+				      "malloc-unused UNTIL_HERE_FOR_TOTAL rss "
+				      "m u\nrule a malloc\n" CATCH);
+
+	cr_assert_not_null(p);
+	cr_assert_eq(column_kind(&p->cols[0]), COLUMN_TIME);
+	cr_assert_eq(column_kind(&p->cols[1]), COLUMN_MARKER);
+	cr_assert_eq(column_kind(&p->cols[2]), COLUMN_RULE);
+	cr_assert_null(column_doc(&p->cols[2]));
+	cr_assert_eq(column_kind(&p->cols[3]), COLUMN_COMPUTED);
+	cr_assert(strstr(column_doc(&p->cols[3]), "allocator-arena"));
+	cr_assert(strstr(column_doc(&p->cols[5]), "Rss"));
+	/* Every computed column says what it is. */
+	for (size_t i = 0; i < p->ncols; i++)
+		if (column_kind(&p->cols[i]) != COLUMN_RULE)
+			cr_assert_not_null(column_doc(&p->cols[i]), "%s",
+					   p->cols[i].name);
+	policy_free(p);
+}
+
+Test(policy, write_rule_has_no_trailing_blanks)
+{
+	struct policy *p = parse(HEAD "columns a m u\nrule a malloc\n" CATCH);
+	struct strbuf sb = STRBUF_INIT;
+
+	cr_assert_not_null(p);
+	policy_write_rule(&sb, &p->rules[0]);
+	cr_assert_str_eq(sb.buf, "malloc");
+	sb_release(&sb);
+	policy_free(p);
+}

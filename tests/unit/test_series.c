@@ -6,6 +6,7 @@
 
 #include "helpers.h"
 #include "series.h"
+#include "util.h"
 
 Test(series, split)
 {
@@ -53,4 +54,66 @@ Test(series, discover_numeric_order_and_gaps)
 	cr_assert_eq(series_discover(&s, first, false), 0);
 	cr_assert_eq(s.ndumps, 1);
 	series_free(&s);
+}
+
+Test(series, of_given_dumps_sorted_once_each)
+{
+	struct series s;
+	char a[600], b[600], c[600], d[600];
+	const char *dumps[4] = { a, b, c, d };
+
+	write_file("q.0003.heap", "x", -1);
+	write_file("q.0001.heap", "x", -1);
+	write_file("q.1.heap", "x", -1);
+	write_file("q.0007.heap", "x", -1);  /* not given: not in */
+	write_file("q.0001.buckets", "", -1);
+	snprintf(a, sizeof(a), "%s/q.0003.heap", tmpdir());
+	snprintf(b, sizeof(b), "%s/q.0001.heap", tmpdir());
+	snprintf(c, sizeof(c), "%s/q.1.heap", tmpdir());
+	snprintf(d, sizeof(d), "%s/q.0001.heap", tmpdir());
+	capture_stderr();
+	cr_assert_eq(series_of(&s, dumps, 4), 0);
+	cr_assert_eq(s.ndumps, 2);
+	cr_assert_str_eq(s.dumps[0].path, b);
+	cr_assert_str_eq(s.dumps[1].path, a);
+	cr_assert_eq(s.first, 1);
+	cr_assert_eq(s.nbuckets, 1);
+	/* "q.1" is another spelling of 1: said; the same path twice: not. */
+	cr_assert(strstr(stderr_text(), "q.1.heap: same number as "),
+		  "%s", stderr_text());
+	cr_assert_null(strstr(stderr_text(), "q.0001.heap: same number"));
+	series_free(&s);
+}
+
+Test(series, of_dumps_of_two_runs_is_an_error)
+{
+	struct series s;
+	const char *dumps[2] = { "r.0001.heap", "other.0002.heap" };
+
+	capture_stderr();
+	cr_assert_eq(series_of(&s, dumps, 2), -1);
+	cr_assert(strstr(stderr_text(), "other.0002.heap: not a dump of the "
+					"run of r.0001.heap"),
+		  "%s", stderr_text());
+}
+
+Test(series, group_by_run_in_order_of_appearance)
+{
+	const char *dumps[] = { "d/a.00001.0002.heap", "d/a.00002.0001.heap",
+				"d/a.00001.0001.heap", "lone.heap",
+				"d/a.00002.0003.heap" };
+	struct series_group *g;
+	size_t n;
+
+	series_group(dumps, ARRAY_SIZE(dumps), &g, &n);
+	cr_assert_eq(n, 3);
+	cr_assert_str_eq(g[0].prefix, "d/a.00001");
+	cr_assert_eq(g[0].n, 2);
+	cr_assert_str_eq(g[0].dumps[0], "d/a.00001.0002.heap");
+	cr_assert_str_eq(g[0].dumps[1], "d/a.00001.0001.heap");
+	cr_assert_str_eq(g[1].prefix, "d/a.00002");
+	cr_assert_eq(g[1].n, 2);
+	cr_assert_str_eq(g[2].prefix, "lone.heap");
+	cr_assert_eq(g[2].n, 1);
+	series_groups_free(g, n);
 }
