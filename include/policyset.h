@@ -24,7 +24,8 @@ int policy_set_load(struct policy_set *set, const char *spec);
 void policy_set_free(struct policy_set *set);
 /* Does some policy of SET look at F (source=: symbolize with lines)? */
 bool policy_set_uses(const struct policy_set *set, enum cond_field f);
-/* Load exactly one policy (commands that take a POLICY operand). */
+/* Load exactly one policy (commands that show one); SPEC NULL: the
+ * index's default, which must be one. */
 struct policy *policy_set_load_one(const char *spec);
 
 /* The policy directories, in search order (for `dmprof policy list`). */

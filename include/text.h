@@ -26,6 +26,8 @@ struct strbuf;
 int file_load(struct filebuf *fb, const char *path);
 /* The same, but the reason goes to ERR (if not NULL) instead of stderr. */
 int file_load_msg(struct filebuf *fb, const char *path, struct strbuf *err);
+/* Only its first MAX bytes (or fewer), to tell what the file is. */
+int file_load_head(struct filebuf *fb, const char *path, size_t max);
 void file_release(struct filebuf *fb);
 /* Is PATH a regular file of 0 bytes (a producer killed before writing)? */
 bool file_empty(const char *path);

@@ -417,21 +417,21 @@ static int subcommand(const struct cmd_entry *c, const char *name, int argc,
 	const struct cmd_entry *sub;
 	struct cmd_args a;
 	size_t n = 0;
-	int i;
+	int i = 1;
 
 	memset(&a, 0, sizeof(a));
 	a.cmd = c;
 	a.path = name;
-	for (i = 1; i < argc && argv[i][0] == '-' && strcmp(argv[i], "--");
-	     i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			cmd_help(stdout, c, name);
-			return 0;
-		}
-		return cmd_usage_error(&a, "unknown option '%s'", argv[i]);
+	/* Before the subcommand: -h, or "--" (the subcommand's own options
+	 * come after it). */
+	if (i < argc && (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))) {
+		cmd_help(stdout, c, name);
+		return 0;
 	}
 	if (i < argc && !strcmp(argv[i], "--"))
 		i++;
+	else if (i < argc && argv[i][0] == '-' && argv[i][1])
+		return cmd_usage_error(&a, "unknown option '%s'", argv[i]);
 	if (i >= argc) {
 		struct strbuf sb = STRBUF_INIT;
 		int rc;

@@ -74,7 +74,9 @@ static int say(struct strbuf *err, const char *path, const char *why)
 	return -1;
 }
 
-int file_load_msg(struct filebuf *fb, const char *path, struct strbuf *err)
+/* PATH, or its first MAX bytes, into FB; see file_load_msg(). */
+static int load(struct filebuf *fb, const char *path, struct strbuf *err,
+		size_t max)
 {
 	struct stat st;
 	size_t cap, len = 0;
@@ -103,8 +105,10 @@ int file_load_msg(struct filebuf *fb, const char *path, struct strbuf *err)
 	}
 	cap = S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t)st.st_size + 1
 						    : 65536;
-	buf = buffer(&cap);
-	for (;;) {
+	if (cap > max)
+		cap = max;
+	buf = max == SIZE_MAX ? buffer(&cap) : xmalloc(st_add(cap, 1));
+	while (len < max) {
 		ssize_t n;
 
 		if (len == cap) {
@@ -135,9 +139,19 @@ int file_load_msg(struct filebuf *fb, const char *path, struct strbuf *err)
 	return 0;
 }
 
+int file_load_msg(struct filebuf *fb, const char *path, struct strbuf *err)
+{
+	return load(fb, path, err, SIZE_MAX);
+}
+
 int file_load(struct filebuf *fb, const char *path)
 {
-	return file_load_msg(fb, path, NULL);
+	return load(fb, path, NULL, SIZE_MAX);
+}
+
+int file_load_head(struct filebuf *fb, const char *path, size_t max)
+{
+	return load(fb, path, NULL, max);
 }
 
 bool file_empty(const char *path)

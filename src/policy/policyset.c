@@ -302,7 +302,11 @@ struct policy *policy_set_load_one(const char *spec)
 	if (policy_set_load(&set, spec) < 0)
 		return NULL;
 	if (set.n != 1) {
-		error("one policy expected, not '%s'", spec);
+		if (spec)
+			error("one policy expected, not '%s'", spec);
+		else
+			error("the policy index has %zu default policies: say "
+			      "which with -p", set.n);
 		policy_set_free(&set);
 		return NULL;
 	}

@@ -72,7 +72,12 @@ int profile_probe(const char *path, enum dump_format *format)
 	struct filebuf fb;
 	const struct reader *rd;
 
-	if (file_load(&fb, path) < 0)
+	/*
+	 * The head is enough (a profile may be hundreds of MB): the first
+	 * line that decides, unless blank lines and comments fill a MiB, and
+	 * then it is no profile anyway.
+	 */
+	if (file_load_head(&fb, path, 1u << 20) < 0)
 		return -1;
 	rd = sniff(&fb);
 	file_release(&fb);
