@@ -104,5 +104,7 @@ int cmd_usage_error(const struct cmd_args *a, const char *fmt, ...)
 void cmd_help(FILE *fp, const struct cmd_entry *cmd, const char *name);
 /* "dmprof help": every command and the options they share. */
 void cli_overview(FILE *fp);
+/* The three lines of the top-level usage. */
+void cli_usage(FILE *fp);
 
 #endif

@@ -21,7 +21,6 @@ struct vma {
 	const char *name; /* interned; "" for anonymous */
 };
 
-static inline bool vma_readable(const struct vma *v) { return v->perms[0] == 'r'; }
 static inline bool vma_writable(const struct vma *v) { return v->perms[1] == 'w'; }
 static inline bool vma_executable(const struct vma *v) { return v->perms[2] == 'x'; }
 

@@ -7,11 +7,11 @@
 #ifndef DMPROF_PATHS_H
 #define DMPROF_PATHS_H
 
-/* The configured DATADIR and LIBDIR (make's, tracked in build/paths). */
+/* The configured DATADIR and LIBDIR (make's, tracked in build/PATHS). */
 extern const char dmprof_datadir[];
 extern const char dmprof_libdir[];
 
 /* The directory of the running binary, in new memory, or NULL. */
-char *exe_dir(void);
+char *paths_exe_dir(void);
 
 #endif

@@ -22,6 +22,8 @@ struct policy_set {
  */
 int policy_set_load(struct policy_set *set, const char *spec);
 void policy_set_free(struct policy_set *set);
+/* Does SPEC name one policy: a label of the index, or a policy file? */
+bool policy_known(const char *spec);
 /* Does some policy of SET look at F (source=: symbolize with lines)? */
 bool policy_set_uses(const struct policy_set *set, enum cond_field f);
 /* Load exactly one policy (commands that show one); SPEC NULL: the

@@ -46,7 +46,9 @@ void series_free(struct series *s);
 
 /*
  * The dumps a user named, grouped by run (by prefix), runs in the order
- * they first appear and each run's dumps in the order given.
+ * they first appear and each run's dumps in the order given, a path
+ * given twice once.  The groups point into DUMPS (which must outlive
+ * them); series_groups_free() frees the groups.
  */
 struct series_group {
 	char *prefix;

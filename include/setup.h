@@ -12,7 +12,7 @@
 #include "run.h"
 #include "timeline.h"
 
-struct onedump {
+struct setup {
 	struct run run;
 	struct policy *policy;
 	struct classifier cls;
@@ -24,9 +24,9 @@ struct onedump {
  * the default one) and symbolize, with lines if A's options or the
  * policy need them.  Returns 0, or -1 after printing why.
  */
-int onedump_open(struct onedump *o, struct cmd_args *a, const char *dump,
+int setup_open(struct setup *o, struct cmd_args *a, const char *dump,
 		 const char *policy, bool all);
-void onedump_close(struct onedump *o);
+void setup_close(struct setup *o);
 
 /*
  * The column of P named COMPONENT, for a command that shows the stacks
@@ -36,18 +36,23 @@ void onedump_close(struct onedump *o);
  * nearest names), or a column computed from no stacks (with what it is
  * computed from).
  */
-int component_column(const struct policy *p, const char *component);
+int setup_component(const struct policy *p, const char *component);
 
 /*
  * csv, list, json: build the timeline of A's dumps under its -p policies
  * and print it with OUT.  Returns the exit status.
  */
-int timeline_command(struct cmd_args *a,
+int setup_timeline(struct cmd_args *a,
 		     int (*out)(const struct timeline *tl, bool bytes));
 
+/* Every -p, as one list (-p l0 -p t0 is -p l0,t0) in new memory; NULL
+ * without -p. */
+char *setup_policies(const struct cmd_args *a);
+/* The policy of -p, or NULL; -p twice is a usage error (its status). */
+int setup_one_policy(struct cmd_args *a, const char **policy);
 /* DUMP with -p (or the default policy), or the original's DUMP POLICY:
  * sets *POLICY; returns 0 or a usage error. */
-int policy_operand(struct cmd_args *a, const char **policy);
+int setup_policy_operand(struct cmd_args *a, const char **policy);
 
 /* -p, --policy: several policies (csv, list, json), or one. */
 #define OPT_POLICY 'p'

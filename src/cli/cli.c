@@ -39,6 +39,7 @@ static const struct cmd_option symbol_options[] = {
 	OPT_END,
 };
 
+/* Every command takes -h. */
 static const struct cmd_option help_option[] = {
 	{ KEY_HELP, "help", NULL, 0, "this help" },
 	OPT_END,
@@ -113,12 +114,19 @@ static void usage_lines(struct strbuf *sb, const struct cmd_entry *c,
 		}
 		return;
 	}
-	for (size_t i = 0; !i || (c->usage && c->usage[i]); i++) {
+	size_t n = 0;
+
+	while (c->usage && c->usage[n])
+		n++;
+	/* (No operand forms: one line, of the options alone.) */
+	for (size_t i = 0; i < n || (!n && !i); i++) {
+		const char *form = n ? c->usage[i] : NULL;
+
 		sb_addstr(sb, *first ? "usage: dmprof " : "       dmprof ");
 		sb_addstr(sb, name);
-		add_synopsis_options(sb, c, c->usage ? c->usage[i] : NULL);
-		if (c->usage && c->usage[i] && *c->usage[i])
-			sb_addf(sb, " %s", c->usage[i]);
+		add_synopsis_options(sb, c, form);
+		if (form && *form)
+			sb_addf(sb, " %s", form);
 		sb_addch(sb, '\n');
 		*first = false;
 	}
@@ -178,21 +186,29 @@ static void print_wrapped(FILE *fp, const char *text, size_t indent)
 	fputc('\n', fp);
 }
 
-static void print_options(FILE *fp, const char *title,
-			  const struct cmd_option *opts)
+/* The width of the left column for every table of TABLES (at most 28). */
+static size_t options_width(const struct cmd_option *const *tables, size_t n)
 {
 	struct strbuf left = STRBUF_INIT;
 	size_t width = 0;
 
+	for (size_t t = 0; t < n; t++)
+		for (const struct cmd_option *o = tables[t]; o && o->key; o++) {
+			option_left(&left, o);
+			if (left.len > width)
+				width = left.len;
+		}
+	sb_release(&left);
+	return width > 28 ? 28 : width;
+}
+
+static void print_options(FILE *fp, const char *title,
+			  const struct cmd_option *opts, size_t width)
+{
+	struct strbuf left = STRBUF_INIT;
+
 	if (!opts || !opts->key)
 		return;
-	for (const struct cmd_option *o = opts; o->key; o++) {
-		option_left(&left, o);
-		if (left.len > width)
-			width = left.len;
-	}
-	if (width > 28)
-		width = 28;
 	fprintf(fp, "\n%s:\n", title);
 	for (const struct cmd_option *o = opts; o->key; o++) {
 		option_left(&left, o);
@@ -218,22 +234,41 @@ void cmd_help(FILE *fp, const struct cmd_entry *c, const char *name)
 		     s++)
 			fprintf(fp, "  %-10s %s\n", (*s)->name, (*s)->summary);
 	}
-	print_options(fp, "options", c->options);
-	if (c->flags & CMD_READS_DUMPS)
-		print_options(fp, "symbol options", symbol_options);
+	{
+		const struct cmd_option *tables[] = {
+			c->options,
+			c->flags & CMD_READS_DUMPS ? symbol_options : NULL,
+		};
+		size_t width = options_width(tables, ARRAY_SIZE(tables));
+
+		print_options(fp, "options", c->options, width);
+		if (c->flags & CMD_READS_DUMPS)
+			print_options(fp, "symbol options", symbol_options,
+				      width);
+	}
 	fprintf(fp, "\nSee dmprof(1) for details.\n");
+}
+
+void cli_usage(FILE *fp)
+{
+	fprintf(fp, "usage: dmprof COMMAND [OPTIONS] ARGS\n"
+		    "       dmprof help [COMMAND]\n"
+		    "       dmprof --version\n");
 }
 
 void cli_overview(FILE *fp)
 {
-	fprintf(fp, "usage: dmprof COMMAND [OPTIONS] ARGS\n"
-		    "       dmprof help [COMMAND]\n"
-		    "       dmprof --version\n\n"
-		    "commands:\n");
+	cli_usage(fp);
+	fprintf(fp, "\ncommands:\n");
 	for (const struct cmd_entry *const *c = commands; *c; c++)
 		fprintf(fp, "   %-12s %s\n", (*c)->name, (*c)->summary);
-	print_options(fp, "symbol options, for every command that reads dumps",
-		      symbol_options);
+	{
+		const struct cmd_option *tables[] = { symbol_options };
+
+		print_options(fp, "symbol options, for every command that "
+				  "reads dumps", symbol_options,
+			      options_width(tables, 1));
+	}
 	fprintf(fp, "\n'dmprof COMMAND -h' shows a command's options; "
 		    "dmprof(1) has the details.\n");
 }
@@ -388,9 +423,11 @@ static int symbol_args(struct cmd_args *a)
 			a->sym.symfs = v->value;
 			break;
 		case KEY_ALT_DIRS:
-			if (sym_options_alternative_dirs(&a->sym, v->value) < 0)
-				return cmd_usage_error(a, "bad "
-							  "--alternative-dirs");
+			/* (It says what is wrong; the usage follows.) */
+			if (sym_options_alternative_dirs(&a->sym, v->value) < 0) {
+				print_usage(stderr, a->cmd, a->path);
+				return EXIT_USAGE;
+			}
 			break;
 		case KEY_FULL_NAMES:
 			a->sym.full_names = true;
@@ -401,12 +438,8 @@ static int symbol_args(struct cmd_args *a)
 		case KEY_NO_CACHE:
 			a->sym.no_cache = true;
 			break;
-		case KEY_VERBOSE:
-			a->verbose++;
-			break;
 		}
 	}
-	a->sym.verbose = a->verbose;
 	return 0;
 }
 
@@ -481,6 +514,9 @@ int cmd_main(const struct cmd_entry *c, const char *name, int argc,
 	a.path = name;
 	a.progress = isatty(STDERR_FILENO);
 	rc = parse(&a, argc, argv);
+	for (size_t i = 0; i < a.nv; i++)
+		a.verbose += a.v[i].key == KEY_VERBOSE;
+	a.sym.verbose = a.verbose;
 	if (!rc && args_has(&a, KEY_HELP)) {
 		cmd_help(stdout, c, name);
 	} else if (!rc && (!(c->flags & CMD_READS_DUMPS) ||

@@ -50,19 +50,23 @@ static int run(struct cmd_args *a)
 	struct strbuf sb = STRBUF_INIT;
 	struct policy_set set = { NULL, 0 };
 	struct classifier *cls = NULL;
-	const char *policy = args_get(a, OPT_POLICY);
+	char *policy = setup_policies(a);
 	struct bucket **sorted;
 	struct run r;
 	int status = 0;
 
-	if (a->argc != 1)
+	if (a->argc != 1) {
+		free(policy);
 		return cmd_usage_error(a, a->argc ? "too many arguments"
 						  : "which dump?");
+	}
 	if (run_open(&r, a->argv[0], RUN_ALL_DUMPS, &a->sym) < 0 ||
 	    (policy && policy_set_load(&set, policy) < 0)) {
+		free(policy);
 		run_close(&r);
 		return 1;
 	}
+	free(policy);
 	if (policy_set_uses(&set, COND_SOURCE))
 		a->sym.want_source = true;
 	run_symbolize(&r);

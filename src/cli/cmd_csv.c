@@ -76,7 +76,7 @@ static int csv_out(const struct timeline *tl, bool bytes)
 
 static int run(struct cmd_args *a)
 {
-	return timeline_command(a, csv_out);
+	return setup_timeline(a, csv_out);
 }
 
 static const struct cmd_option options[] = {

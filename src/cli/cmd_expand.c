@@ -31,7 +31,7 @@ struct sums {
 
 /* What to expand, and how. */
 struct expand {
-	struct onedump *o;
+	struct setup *o;
 	const struct snapshot *snap;
 	int col;
 	uint64_t depth;  /* frames after the first; UINT64_MAX: all */
@@ -103,7 +103,7 @@ static bool wanted(const struct expand *x, enum item_kind kind, int c)
  */
 static int expand(struct expand *x)
 {
-	struct onedump *o = x->o;
+	struct setup *o = x->o;
 	const struct snapshot *snap = x->snap;
 	struct strbuf key = STRBUF_INIT;
 	int rc = 0;
@@ -181,18 +181,19 @@ static int expand(struct expand *x)
 
 /*
  * The operands: DUMP COMPONENT [DEPTH] with -p or the default policy, or
- * the original's DUMP POLICY COMPONENT DEPTH.  Three operands without -p
- * are DUMP COMPONENT DEPTH when the last is a number.
+ * the original's DUMP POLICY COMPONENT [DEPTH].  Three operands without
+ * -p are the original's when the second names a policy.
  */
 static int operands(struct cmd_args *a, const char **dump,
 		    const char **policy, const char **component,
 		    const char **depth)
 {
 	char **v = a->argv;
-	int n = a->argc;
+	int n = a->argc, rc;
 
-	*policy = args_get(a, OPT_POLICY);
 	*depth = NULL;
+	if ((rc = setup_one_policy(a, policy)))
+		return rc;
 	if (n < 2)
 		return cmd_usage_error(a, "expected DUMP COMPONENT [DEPTH]");
 	*dump = v[0];
@@ -209,8 +210,7 @@ static int operands(struct cmd_args *a, const char **dump,
 	}
 	if (n > 4)
 		return cmd_usage_error(a, "too many operands");
-	if (n == 4 || (n == 3 && word_u64(v[2], strlen(v[2]),
-					   &(uint64_t){ 0 }) != NUM_OK)) {
+	if (n == 4 || (n == 3 && policy_known(v[1]))) {
 		*policy = v[1];
 		*component = v[2];
 		*depth = n == 4 ? v[3] : NULL;
@@ -223,7 +223,7 @@ static int operands(struct cmd_args *a, const char **dump,
 
 static int run(struct cmd_args *a)
 {
-	struct onedump o;
+	struct setup o;
 	struct snapshot snap;
 	struct expand x;
 	const char *dump = NULL, *policy, *component = NULL, *depth;
@@ -239,15 +239,15 @@ static int run(struct cmd_args *a)
 	x.lines = args_has(a, 'l');
 	if (x.lines)
 		a->sym.want_source = true;
-	if (onedump_open(&o, a, dump, policy, false) < 0 ||
+	if (setup_open(&o, a, dump, policy, false) < 0 ||
 	    run_load_dump(&o.run, 0, &snap) < 0) {
-		onedump_close(&o);
+		setup_close(&o);
 		return 1;
 	}
 	run_symbolize_snapshot(&o.run, &snap);
 	x.o = &o;
 	x.snap = &snap;
-	x.col = component_column(o.policy, component);
+	x.col = setup_component(o.policy, component);
 	if (x.col < 0) {
 		status = 1;
 	} else {
@@ -271,7 +271,7 @@ static int run(struct cmd_args *a)
 	free(x.sums.v);
 	hashmap_free(&x.sums.map);
 	snapshot_release(&snap);
-	onedump_close(&o);
+	setup_close(&o);
 	return status;
 }
 
@@ -284,7 +284,7 @@ static const struct cmd_option options[] = {
 
 static const char *const usage[] = {
 	"DUMP COMPONENT [DEPTH]",
-	"DUMP POLICY COMPONENT DEPTH",
+	"DUMP POLICY COMPONENT [DEPTH]",
 	NULL,
 };
 

@@ -130,7 +130,7 @@ static int json_out(const struct timeline *tl, bool bytes UNUSED)
 
 static int run(struct cmd_args *a)
 {
-	return timeline_command(a, json_out);
+	return setup_timeline(a, json_out);
 }
 
 static const struct cmd_option options[] = {

@@ -43,7 +43,7 @@ static const struct map_region *covering(const struct map_dump *d,
 	return NULL;
 }
 
-static int describe(struct onedump *o, const struct snapshot *snap,
+static int describe(struct setup *o, const struct snapshot *snap,
 		    struct map_dump *d)
 {
 	struct strbuf sb = STRBUF_INIT;
@@ -95,13 +95,13 @@ static int run(struct cmd_args *a)
 	size_t nd = 0, nb = 0, alloc = 0;
 	unsigned long maxc = 0;
 	const char *policy;
-	struct onedump o;
+	struct setup o;
 	int status, width;
 
-	if ((status = policy_operand(a, &policy)))
+	if ((status = setup_policy_operand(a, &policy)))
 		return status;
-	if (onedump_open(&o, a, a->argv[0], policy, true) < 0) {
-		onedump_close(&o);
+	if (setup_open(&o, a, a->argv[0], policy, true) < 0) {
+		setup_close(&o);
 		return 1;
 	}
 	dumps = xcalloc(o.run.series.ndumps, sizeof(*dumps));
@@ -165,7 +165,7 @@ out:
 		free(dumps[i].v);
 	free(dumps);
 	free(bounds);
-	onedump_close(&o);
+	setup_close(&o);
 	return status;
 }
 

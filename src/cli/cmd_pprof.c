@@ -29,6 +29,23 @@ static void print_item(const struct model *m, const struct item *it)
 	putchar('\n');
 }
 
+/*
+ * Can column C hold what a profile shows, stacks of malloc lines or of
+ * hooked regions?  Not unhooked regions, nor unknown buckets.
+ */
+static bool has_stacks(const struct policy *p, int c)
+{
+	if (p->cols[c].builtin == B_NO_BUCKET)
+		return false;
+	if (p->cols[c].builtin != B_NONE)
+		return true;
+	for (size_t i = 0; i < p->nrules; i++)
+		if (p->rules[i].column == (uint32_t)c &&
+		    p->rules[i].alloc != RULE_UNHOOKED)
+			return true;
+	return false;
+}
+
 static int run(struct cmd_args *a)
 {
 	const char *component = args_get(a, 'c'), *policy;
@@ -36,19 +53,29 @@ static int run(struct cmd_args *a)
 	size_t n = 0, alloc = 0;
 	int64_t objs = 0, bytes = 0;
 	bool overflow = false;
-	struct onedump o;
+	struct setup o;
 	struct snapshot snap;
 	int col = -1, status;
 
-	if ((status = policy_operand(a, &policy)))
+	if ((status = setup_policy_operand(a, &policy)))
 		return status;
-	if (onedump_open(&o, a, a->argv[0], policy, false) < 0 ||
+	if (setup_open(&o, a, a->argv[0], policy, false) < 0 ||
 	    run_load_dump(&o.run, 0, &snap) < 0) {
-		onedump_close(&o);
+		setup_close(&o);
 		return 1;
 	}
 	run_symbolize_snapshot(&o.run, &snap);
-	if (component && (col = component_column(o.policy, component)) < 0) {
+	if (component && (col = setup_component(o.policy, component)) < 0) {
+		status = 1;
+		goto out;
+	}
+	if (component && !has_stacks(o.policy, col)) {
+		error("'%s' of policy '%s' holds only %s, which have no stacks "
+		      "for a pprof profile; 'dmprof expand' lists them",
+		      component, o.policy->label,
+		      col == o.policy->col_no_bucket
+			      ? "the bytes of unknown buckets"
+			      : "unhooked regions");
 		status = 1;
 		goto out;
 	}
@@ -136,7 +163,7 @@ static int run(struct cmd_args *a)
 out:
 	free(items);
 	snapshot_release(&snap);
-	onedump_close(&o);
+	setup_close(&o);
 	return status;
 }
 

@@ -34,7 +34,7 @@
 static char *find_recorder(void)
 {
 	const char *env = getenv("DMPROF_RECORDER");
-	char *dir = exe_dir(), *path = NULL;
+	char *dir = paths_exe_dir(), *path = NULL;
 	const char *const where[] = { "", "/../lib/dmprof" };
 
 	if (env && *env) {

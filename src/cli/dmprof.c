@@ -93,11 +93,8 @@ int main(int argc, char **argv)
 	    !strcmp(name, "-h"))
 		return finish(help(argc - 1, argv + 1));
 	if (name[0] == '-') {
-		fprintf(stderr, "dmprof: unknown option '%s'\n"
-				"usage: dmprof COMMAND [OPTIONS] ARGS\n"
-				"       dmprof help [COMMAND]\n"
-				"       dmprof --version\n",
-			name);
+		fprintf(stderr, "dmprof: unknown option '%s'\n", name);
+		cli_usage(stderr);
 		return EXIT_USAGE;
 	}
 	c = cmd_find(commands, name);

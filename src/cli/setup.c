@@ -9,7 +9,7 @@
 #include "aggregate.h"
 #include "suggest.h"
 
-int onedump_open(struct onedump *o, struct cmd_args *a, const char *dump,
+int setup_open(struct setup *o, struct cmd_args *a, const char *dump,
 		 const char *policy, bool all)
 {
 	memset(o, 0, sizeof(*o));
@@ -27,7 +27,7 @@ int onedump_open(struct onedump *o, struct cmd_args *a, const char *dump,
 	return 0;
 }
 
-void onedump_close(struct onedump *o)
+void setup_close(struct setup *o)
 {
 	if (o->has_cls)
 		classifier_free(&o->cls);
@@ -36,9 +36,39 @@ void onedump_close(struct onedump *o)
 	memset(o, 0, sizeof(*o));
 }
 
-int policy_operand(struct cmd_args *a, const char **policy)
+char *setup_policies(const struct cmd_args *a)
 {
-	*policy = args_get(a, OPT_POLICY);
+	struct strbuf sb = STRBUF_INIT;
+
+	for (size_t i = 0; i < a->nv; i++)
+		if (a->v[i].key == OPT_POLICY)
+			sb_addf(&sb, "%s%s", sb.len ? "," : "", a->v[i].value);
+	return sb.len ? sb_detach(&sb) : NULL;
+}
+
+int setup_one_policy(struct cmd_args *a, const char **policy)
+{
+	const char *first = NULL;
+
+	*policy = NULL;
+	for (size_t i = 0; i < a->nv; i++) {
+		if (a->v[i].key != OPT_POLICY)
+			continue;
+		if (first)
+			return cmd_usage_error(a, "one policy, not -p %s and "
+						  "-p %s", first,
+					       a->v[i].value);
+		first = *policy = a->v[i].value;
+	}
+	return 0;
+}
+
+int setup_policy_operand(struct cmd_args *a, const char **policy)
+{
+	int rc = setup_one_policy(a, policy);
+
+	if (rc)
+		return rc;
 	if (a->argc < 1)
 		return cmd_usage_error(a, "which dump?");
 	if (a->argc > 2)
@@ -69,7 +99,7 @@ static const char *policy_name(const struct policy *p)
 	return p->indexed ? p->label : p->path;
 }
 
-int component_column(const struct policy *p, const char *component)
+int setup_component(const struct policy *p, const char *component)
 {
 	const char **names = xcalloc(p->ncols + 1, sizeof(*names));
 	const char *near[3];
@@ -148,11 +178,12 @@ static const char *first_of(const struct series_group *g)
 	return best;
 }
 
-int timeline_command(struct cmd_args *a,
+int setup_timeline(struct cmd_args *a,
 		     int (*out)(const struct timeline *tl, bool bytes))
 {
 	struct timeline_options opt;
 	struct series_group *runs;
+	char *policies;
 	const char **others;
 	struct timeline tl;
 	size_t nruns;
@@ -171,7 +202,7 @@ int timeline_command(struct cmd_args *a,
 	for (size_t i = 1; i < nruns; i++)
 		others[i - 1] = first_of(&runs[i]);
 	memset(&opt, 0, sizeof(opt));
-	opt.policy = args_get(a, OPT_POLICY);
+	opt.policy = policies = setup_policies(a);
 	opt.dumps = runs[0].dumps;
 	opt.ndumps = runs[0].n;
 	opt.shared = others;
@@ -186,5 +217,6 @@ int timeline_command(struct cmd_args *a,
 	timeline_free(&tl);
 	free(others);
 	series_groups_free(runs, nruns);
+	free(policies);
 	return status;
 }

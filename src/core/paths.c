@@ -20,7 +20,7 @@
 const char dmprof_datadir[] = DMPROF_DATADIR;
 const char dmprof_libdir[] = DMPROF_LIBDIR;
 
-char *exe_dir(void)
+char *paths_exe_dir(void)
 {
 	char exe[PATH_MAX], *slash;
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);

@@ -6,6 +6,7 @@
  */
 #include "policy_load.h"
 
+#include <limits.h>
 #include <string.h>
 
 #include "snapshot.h"
@@ -54,7 +55,9 @@ static bool between(const struct policy *p, int c)
  * it; and the allocator's arenas hold the malloc'd bytes, so with malloc
  * components there the arenas must be a column of their own outside (the
  * original's mmap-tcmalloc, or allocator-arena), with malloc-unused (or
- * tc-unused) inside for what they hold beyond the live blocks.
+ * tc-unused) inside for what they hold beyond the live blocks.  Without
+ * such a column the arenas land in the mmap catch-all: a double count when
+ * that is between the markers.
  */
 static void check_partition(struct loader *ld)
 {
@@ -93,14 +96,19 @@ static void check_partition(struct loader *ld)
 	for (size_t i = 0; i < p->nrules; i++) {
 		const struct rule *r = &p->rules[i];
 
+		/* Without a rule of their own, the arenas take the mmap
+		 * catch-all: that column is the one to look at. */
+		if (r->alloc == RULE_MMAP && first_mmap < 0 &&
+		    rule_is_catch_all(r))
+			first_mmap = between(p, (int)r->column) ? (long)i
+							       : LONG_MAX;
 		if (r->broken || !between(p, (int)r->column))
 			continue;
 		if (r->alloc == RULE_MALLOC && first_malloc < 0)
 			first_malloc = (long)i;
-		if (r->alloc == RULE_MMAP && first_mmap < 0 &&
-		    (int)r->column != arena)
-			first_mmap = (long)i;
 	}
+	if (first_mmap == LONG_MAX)
+		first_mmap = -1;
 	if (arena >= 0 && between(p, arena) && (first_malloc >= 0 || unused >= 0)) {
 		const struct column *col = &p->cols[arena];
 
@@ -116,15 +124,16 @@ static void check_partition(struct loader *ld)
 		const struct rule *r = &p->rules[first_mmap];
 
 		lerr(ld, r->line, ld->name_cols[first_mmap],
-		     "malloc components ('%s') and mmap components ('%s') "
+		     "malloc components ('%s') and the mmap catch-all ('%s') "
 		     "between FROM_HERE_FOR_TOTAL and UNTIL_HERE_FOR_TOTAL, "
 		     "but no allocator-arena column: the allocator's arenas "
-		     "are mappings, so they land in '%s' and count the "
-		     "malloc'd bytes a second time; give them a rule "
-		     "('rule allocator-arena mmap stack=...') and list "
+		     "are mappings that hold the malloc'd bytes, and without "
+		     "a rule of their own they land in an mmap component "
+		     "there and count those bytes a second time; give them "
+		     "one ('rule allocator-arena mmap stack=...') and list "
 		     "allocator-arena after UNTIL_HERE_FOR_TOTAL",
 		     p->cols[p->rules[first_malloc].column].name,
-		     p->cols[r->column].name, p->cols[r->column].name);
+		     p->cols[r->column].name);
 	}
 }
 

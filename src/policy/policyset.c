@@ -45,7 +45,7 @@ static void init_dirs(void)
 	if (dirs)
 		return;
 	dirs = xcalloc(1, sizeof(*dirs));
-	exe = exe_dir();
+	exe = paths_exe_dir();
 	if (env) {
 		char *copy = xstrdup(env), *save = NULL, *d;
 
@@ -284,6 +284,22 @@ int policy_set_load(struct policy_set *set, const char *spec)
 	else if (set->n > 1)
 		qsort(set->v, set->n, sizeof(*set->v), cmp_label);
 	return rc;
+}
+
+bool policy_known(const char *spec)
+{
+	struct index_entry *idx;
+	size_t n;
+	bool known = false;
+
+	if (is_path(spec))
+		return access(spec, F_OK) == 0;
+	if (policy_index(&idx, &n) < 0)
+		return false;
+	for (size_t i = 0; i < n && !known; i++)
+		known = !strcmp(idx[i].label, spec);
+	policy_index_free(idx, n);
+	return known;
 }
 
 bool policy_set_uses(const struct policy_set *set, enum cond_field f)

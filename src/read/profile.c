@@ -42,28 +42,30 @@ static const struct reader *sniff(const struct filebuf *fb)
 	struct strbuf what = STRBUF_INIT, q = STRBUF_INIT;
 	struct line_reader r;
 	struct line l;
+	bool deciding = false; /* a line that decides, and no reader's */
 
 	lines_init(&r, fb->data, fb->size);
-	while (lines_next(&r, &l)) {
+	while (!deciding && lines_next(&r, &l)) {
 		if (blank(&l) || l.p[0] == '%' || l.p[0] == '#')
 			continue;
 		for (size_t i = 0; i < ARRAY_SIZE(readers); i++)
 			if (readers[i].claims(l.p, l.len))
 				return &readers[i];
-		for (size_t i = 0; i < ARRAY_SIZE(readers); i++)
-			sb_addf(&what, "%s%s",
-				!i ? "" : i + 1 < ARRAY_SIZE(readers) ? ", "
-								      : " and ",
-				readers[i].what);
+		deciding = true;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(readers); i++)
+		sb_addf(&what, "%s%s",
+			!i ? "" : i + 1 < ARRAY_SIZE(readers) ? ", " : " and ",
+			readers[i].what);
+	if (deciding)
 		error("%s:%lu: not a heap profile dmprof reads: '%s'; it reads "
 		      "%s", fb->path, l.no, quote_for_msg(l.p, l.len, &q),
 		      what.buf);
-		sb_release(&what);
-		sb_release(&q);
-		return NULL;
-	}
-	error("%s:%lu: empty dump (no 'heap profile:' line)", fb->path,
-	      r.no ? r.no : 1);
+	else
+		error("%s:%lu: empty dump (no 'heap profile:' line); dmprof "
+		      "reads %s", fb->path, r.no ? r.no : 1, what.buf);
+	sb_release(&what);
+	sb_release(&q);
 	return NULL;
 }
 

@@ -252,7 +252,12 @@ void series_group(const char *const *dumps, size_t n,
 		} else {
 			free(prefix);
 		}
+		/* (The same path twice is one dump.) */
+		for (size_t j = 0; j < g[k].n; j++)
+			if (!strcmp(g[k].dumps[j], dumps[i]))
+				goto next;
 		g[k].dumps[g[k].n++] = dumps[i];
+next:;
 	}
 	*out = g;
 	*nout = ng;

@@ -48,6 +48,7 @@ struct binary {
 	const char *dbg_how;
 	bool syms_from_dbg;
 	unsigned long unresolved;
+	unsigned long cached, looked_up; /* addresses, by where from */
 };
 
 /* A memo: one interned string to another (mangled -> demangled, ...). */
@@ -498,7 +499,9 @@ static void bfd_code(struct symbolizer *s, const struct maps *maps,
 	hit = symcache_get(b->cache, elf);
 	if (hit && (!need_dwarf || (hit->flags & SC_DWARF))) {
 		e = *hit;
+		b->cached++;
 	} else {
+		b->looked_up++;
 		memset(&e, 0, sizeof(e));
 		e.addr = elf;
 		/* A return address: the call is the instruction before. */
@@ -572,6 +575,10 @@ static void bfd_destroy(struct symbolizer *s)
 	for (size_t i = 0; i < bs->n; i++) {
 		struct binary *b = bs->v[i];
 
+		if (bs->base.opts->verbose && b->cached + b->looked_up)
+			note("%s: %lu addresses: %lu from the symbol cache, "
+			     "%lu looked up", b->name, b->cached + b->looked_up,
+			     b->cached, b->looked_up);
 		if (b->unresolved > MAX_WHY)
 			note("%s: %lu more frames stay unresolved", b->name,
 			     b->unresolved - MAX_WHY);

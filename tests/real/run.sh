@@ -143,8 +143,23 @@ P
 # -v says where each binary's symbols come from; -vv why a frame stays
 # unresolved (here: the executable stripped of its .symtab).
 "$bin" stacktrace -v --no-symbol-cache "$last_pie" 2>&1 >/dev/null |
-	grep -q "^dmprof: $tmp/app: symbols from .symtab; lines and inlined frames from the DWARF of $tmp/app; no symbol cache" &&
+	grep -v '^dmprof: warning: ' >v.out
+grep -q "^dmprof: $tmp/app: symbols from .symtab; lines and inlined frames from the DWARF of $tmp/app; no symbol cache" v.out &&
 	ok || bad "-v does not say where the symbols of app come from"
+# libstdc++: .dynsym, or a debug file where its -dbg package is there.
+grep -q '/libstdc++\.so[.0-9]*: symbols from \(\.dynsym (stripped\|\.symtab of .*, found by build-id\)' v.out &&
+	ok || bad "-v does not say where the symbols of libstdc++ come from: $(grep libstdc v.out)"
+# libc: its debug file by build-id, where libc6-dbg is installed.
+if [ -d /usr/lib/debug/.build-id ] && dpkg -s libc6-dbg >/dev/null 2>&1; then
+	grep -q '/libc\.so\.6: symbols from \.symtab of /usr/lib/debug/\.build-id/.*\.debug, found by build-id; lines and inlined frames from the DWARF of ' v.out &&
+		ok || bad "-v does not name libc's debug file: $(grep libc.so v.out)"
+fi
+grep -q ": [0-9]* addresses: 0 from the symbol cache, [0-9]* looked up$" v.out &&
+	ok || bad "-v does not say how many addresses were looked up"
+"$bin" stacktrace "$last_pie" >/dev/null 2>&1
+"$bin" stacktrace -v "$last_pie" 2>&1 >/dev/null |
+	grep -q "^dmprof: $tmp/app: [0-9]* addresses: \([0-9]*\) from the symbol cache, 0 looked up$" &&
+	ok || bad "-v does not say the addresses came from the cache"
 cp app app.full && strip app
 "$bin" stacktrace -vv --no-symbol-cache "$last_pie" 2>&1 >/dev/null |
 	grep -q "^dmprof: 0x[0-9a-f]* stays unresolved: $tmp/app has no symbols (said above)" &&

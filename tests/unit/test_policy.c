@@ -338,9 +338,15 @@ Test(policy, partition_counts_no_byte_twice)
 		    "holds the malloc'd bytes that 'malloc-unused' counts");
 	parse_fails(HEAD "columns FROM_HERE_FOR_TOTAL a m UNTIL_HERE_FOR_TOTAL u\n"
 			 "rule a malloc\n" CATCH,
-		    "t.policy:4:6: malloc components ('a') and mmap components "
-		    "('m') between FROM_HERE_FOR_TOTAL and UNTIL_HERE_FOR_TOTAL, "
-		    "but no allocator-arena column");
+		    "t.policy:4:6: malloc components ('a') and the mmap "
+		    "catch-all ('m') between FROM_HERE_FOR_TOTAL and "
+		    "UNTIL_HERE_FOR_TOTAL, but no allocator-arena column");
+	/* Mmap components that take some stacks only, and the catch-all
+	 * outside: the arenas go there, nothing counts twice. */
+	p = parse(HEAD "columns FROM_HERE_FOR_TOTAL a v8 u UNTIL_HERE_FOR_TOTAL "
+		       "m\nrule v8 mmap stack='.*v8::.*'\nrule a malloc\n" CATCH);
+	cr_assert_not_null(p);
+	policy_free(p);
 }
 
 Test(policy, column_kinds_and_what_they_are)
