@@ -44,8 +44,13 @@ for suite in "$@"; do
 		*) p=0 f=1 s=0 ;; # it died before its verdict
 		esac
 	fi
-	# A suite that failed without counting it is one failure.
+	# A suite that failed without counting it is one failure, and so is
+	# a sanitizer's report that no test counted (a leak at exit).
 	[ "$rc" != 0 ] && [ "$f" = 0 ] && [ "$s" = 0 ] && f=1
+	if [ "$f" = 0 ] && grep -q 'ERROR: \(Address\|Leak\|Thread\)Sanitizer\|: runtime error: ' "$tmp/log"; then
+		echo "$suite: a sanitizer reported an error above"
+		f=1
+	fi
 	echo "$label $suite $p $f $s" >>"$results"
 	[ "$f" = 0 ] || failed=1
 done

@@ -171,18 +171,17 @@ int series_of(struct series *s, const char *const *dumps, size_t n)
 			     dumps[0]);
 	s->dumps = xcalloc(n, sizeof(*s->dumps));
 	for (size_t i = 0; i < n; i++) {
-		char *prefix;
+		char *prefix = NULL;
 		unsigned long counter;
+		bool same = series_split(dumps[i], &prefix, &counter) &&
+			    !strcmp(prefix, s->prefix);
 
-		if (!series_split(dumps[i], &prefix, &counter) ||
-		    strcmp(prefix, s->prefix)) {
-			if (series_split(dumps[i], &prefix, &counter))
-				free(prefix);
+		free(prefix);
+		if (!same) {
 			series_free(s);
 			return error("%s: not a dump of the run of %s",
 				     dumps[i], dumps[0]);
 		}
-		free(prefix);
 		s->dumps[s->ndumps].counter = counter;
 		s->dumps[s->ndumps++].path = xstrdup(dumps[i]);
 	}
