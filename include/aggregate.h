@@ -45,6 +45,29 @@ enum item_kind {
 	ITEM_REGION_NO_BUCKET, /* a hooked region of an unknown bucket */
 };
 
+/* One item, classified. */
+struct item {
+	enum item_kind kind;
+	int col;                     /* the rules' column; -1: no bucket */
+	const struct bucket *bucket; /* NULL: no bucket, or unhooked */
+	uint64_t bucket_id;          /* of an unknown bucket */
+	const struct vma *vma;       /* of a region (or vma_unknown) */
+	const struct stack_line *line; /* of a stack line, else NULL */
+	int64_t bytes;               /* committed */
+};
+
+/*
+ * Every item of SNAP, classified by C, to FN, which returns 0 to go on.
+ * With BY_PAGE, a region whose pages' sharing is known (and may decide
+ * their column, as in the aggregation; GROUP as there) comes as one item
+ * per run of pages of one column; else whole (the original's expand and
+ * pprof).  Returns 0, or -1 after a classification error or when FN
+ * returned non-zero.
+ */
+int aggregate_items(struct classifier *c, const struct snapshot *snap,
+		    const struct pfn_table *group, bool by_page,
+		    int (*fn)(void *ctx, const struct item *it), void *ctx);
+
 /*
  * Does column C of P count an item of KIND that the rules put in column
  * COL (-1: none, the bucket is unknown)?  A column rules assign counts

@@ -93,8 +93,9 @@ struct region {
 struct stack_line {
 	int64_t virt;
 	int64_t committed;
-	int64_t alloc;
-	int64_t free;
+	int64_t alloc;        /* blocks allocated so far (cumulative) */
+	int64_t free;         /* blocks freed so far */
+	int64_t alloc_bytes;  /* bytes allocated so far, where has_alloc_bytes */
 	uint64_t bucket_id;
 	struct bucket *bucket; /* NULL: unknown bucket ("no-bucket") */
 	unsigned long line;
@@ -139,6 +140,7 @@ struct snapshot {
 
 	struct stack_line *lines;
 	size_t nlines, lines_alloc;
+	bool has_alloc_bytes;  /* the lines count allocated bytes too */
 	size_t unknown_bucket_lines;
 	unsigned long first_unknown_line; /* where the first one is */
 	uint64_t first_unknown_id;

@@ -343,6 +343,94 @@ int aggregate_snapshot(struct classifier *c, const struct snapshot *snap,
 
 /* ---- the items behind a column ---- */
 
+/* A region: whole, or its pages in runs of one column. */
+static int region_items(struct classifier *c, const struct snapshot *snap,
+			const struct region *r, bool per_page,
+			const struct pfn_table *group,
+			int (*fn)(void *ctx, const struct item *it), void *ctx)
+{
+	const struct vma *v = &snap->vmas[r->vma];
+	struct item it;
+	bool whole = !per_page || !pages_complete(snap, r);
+	uint32_t n = whole ? 1 : r->pf_count;
+
+	memset(&it, 0, sizeof(it));
+	it.vma = v;
+	it.bucket = r->bucket;
+	it.bucket_id = r->bucket_id;
+	it.col = -1;
+	it.kind = r->kind == REGION_UNHOOKED ? ITEM_UNHOOKED
+		  : r->bucket		     ? ITEM_HOOKED
+					     : ITEM_REGION_NO_BUCKET;
+	for (uint32_t k = 0; k < n; k++) {
+		const struct pageframe *pf = whole ? NULL
+						   : &snap->pfs[r->pf_first + k];
+		unsigned sharing = pf ? categorize(pf, group) : 0;
+		int64_t bytes = pf ? pf->size
+			       : r->has_committed ? r->committed : 0;
+		int col = -1;
+
+		if (it.kind == ITEM_UNHOOKED)
+			col = classify_unhooked(c, v, sharing);
+		else if (it.kind == ITEM_HOOKED)
+			col = classify_hooked(c, r->bucket, v, sharing);
+		if (col < -1 || (col < 0 && it.kind != ITEM_REGION_NO_BUCKET))
+			return -1;
+		/* Runs of pages of one column make one item. */
+		if (k && col != it.col) {
+			if (fn(ctx, &it))
+				return -1;
+			it.bytes = 0;
+		}
+		it.col = col;
+		it.bytes += bytes;
+	}
+	return fn(ctx, &it) ? -1 : 0;
+}
+
+int aggregate_items(struct classifier *c, const struct snapshot *snap,
+		    const struct pfn_table *group, bool by_page,
+		    int (*fn)(void *ctx, const struct item *it), void *ctx)
+{
+	static const struct pfn_table none = { NULL, 0 };
+	bool per_page = by_page && snap->pageframe_length &&
+			(snap->has_pagecount || group);
+
+	for (size_t i = 0; i < snap->nlines; i++) {
+		const struct stack_line *l = &snap->lines[i];
+		struct item it;
+
+		memset(&it, 0, sizeof(it));
+		it.line = l;
+		it.bucket = l->bucket;
+		it.bucket_id = l->bucket_id;
+		it.bytes = l->committed;
+		it.col = -1;
+		if (!l->bucket) {
+			it.kind = ITEM_LINE_NO_BUCKET;
+		} else if (l->bucket->kind == ALLOC_MMAP) {
+			/* Deep dumps account mmap through MMAP_LIST. */
+			if (snap->format != FORMAT_GPERFTOOLS)
+				continue;
+			it.kind = ITEM_HOOKED;
+			it.vma = &vma_unknown;
+			it.col = classify_hooked(c, l->bucket, &vma_unknown, 0);
+		} else {
+			it.kind = ITEM_MALLOC;
+			it.col = classify_malloc(c, l->bucket);
+		}
+		if (it.bucket && it.col < 0)
+			return -1;
+		if (fn(ctx, &it))
+			return -1;
+	}
+	for (size_t i = 0; i < snap->nregions; i++)
+		if (region_items(c, snap, &snap->regions[i], per_page,
+				 group ? group : &none, fn, ctx) < 0)
+			return -1;
+	return 0;
+}
+
 bool column_counts(const struct policy *p, int c, enum item_kind kind,
 		   int col)
 {

@@ -1,11 +1,15 @@
 /*
  * dmprof expand [-l] [-p POLICY] DUMP COMPONENT [DEPTH], or the original's
- * expand DUMP POLICY COMPONENT DEPTH: the stacks behind one component of
- * one dump, cut to DEPTH+1 frames (all by default) and summed, largest
+ * expand DUMP POLICY COMPONENT [DEPTH]: the stacks behind one component
+ * of one dump, cut to DEPTH+1 frames (all by default), summed, largest
  * first.
- * Malloc lines show their counts and type; mmap regions their stack;
- * unhooked regions (the original printed nothing) their mapping; no-bucket
- * the ids of the unknown buckets.
+ *
+ * By default a line is its frames ("func (file:line) <- caller ...") and
+ * its counts are the sums of every stack cut to them.  --original prints
+ * the original's lines, keyed by frames and counts together: malloc
+ * stacks with their counts and type, mmap regions with their stack,
+ * unhooked regions (the original printed nothing) by mapping, no-bucket
+ * by the ids of the unknown buckets.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -14,169 +18,127 @@
 
 #include "aggregate.h"
 #include "setup.h"
-#include "symbol.h"
+#include "stacks.h"
+#include "tally.h"
 #include "text.h"
-
-struct entry {
-	char *key;
-	int64_t bytes;
-};
-
-struct sums {
-	struct hashmap map;
-	struct entry **v;
-	size_t n, alloc;
-	bool overflow;
-};
 
 /* What to expand, and how. */
 struct expand {
 	struct setup *o;
-	const struct snapshot *snap;
 	int col;
-	uint64_t depth;  /* frames after the first; UINT64_MAX: all */
-	bool lines;      /* -l: file:line */
-	struct sums sums;
+	uint64_t depth;   /* frames after the first; UINT64_MAX: all */
+	bool original;    /* --original: the original's lines */
+	bool lines;       /* -l: file:line (in the original's lines) */
+	struct tally sums;
+	struct strbuf key;
 };
 
-static bool entry_eq(const void *item, const void *key)
-{
-	return !strcmp(((const struct entry *)item)->key, key);
-}
+enum {
+	OPT_ORIGINAL = OPT_LONG_ONLY,
+};
 
-static void sum_add(struct sums *s, const char *key, int64_t bytes)
-{
-	uint64_t h = hash_bytes(key, strlen(key));
-	struct entry *e = hashmap_get(&s->map, h, entry_eq, key);
-
-	if (!e) {
-		e = xcalloc(1, sizeof(*e));
-		e->key = xstrdup(key);
-		hashmap_put(&s->map, h, e);
-		GROW(s->v, s->n + 1, s->alloc);
-		s->v[s->n++] = e;
-	}
-	e->bytes = add64(e->bytes, bytes, &s->overflow);
-}
-
-static int cmp_entry(const void *a, const void *b)
-{
-	const struct entry *x = *(const struct entry *const *)a;
-	const struct entry *y = *(const struct entry *const *)b;
-
-	if (x->bytes != y->bytes)
-		return x->bytes > y->bytes ? -1 : 1;
-	return strcmp(x->key, y->key); /* ties: stable, readable order */
-}
-
-/* The first DEPTH + 1 logical frames, "func(@file) " each. */
-static void add_frames(struct strbuf *sb, const struct expand *x,
-		       const struct stack *st)
+/* The original's line text for an item. */
+static void original_key(struct expand *x, const struct item *it)
 {
 	const struct model *m = &x->o->run.model;
-	uint64_t n = 0, depth = x->depth;
+	struct strbuf *key = &x->key;
 
-	for (uint32_t i = 0; i < st->depth && n <= depth; i++) {
-		const struct frame *f = frame_get(&m->frames, st->frames[i]);
-
-		for (uint32_t k = 0; k < frame_nlogical(f) && n <= depth;
-		     k++, n++) {
-			frame_add_func(sb, f, k);
-			sb_addstr(sb, "(@");
-			frame_add_file(sb, f, k);
-			if (x->lines && frame_line(f, k))
-				sb_addf(sb, ":%" PRIu32, frame_line(f, k));
-			sb_addstr(sb, ") ");
-		}
+	switch (it->kind) {
+	case ITEM_LINE_NO_BUCKET:
+		sb_addf(key, "(alloc=%" PRId64 ") (free=%" PRId64
+			     ") (bucket=%" PRIu64 ") ",
+			it->line->alloc, it->line->free, it->bucket_id);
+		break;
+	case ITEM_MALLOC:
+		sb_addf(key, "(alloc=%" PRId64 ") (free=%" PRId64 ") ",
+			it->line->alloc, it->line->free);
+		if (it->bucket->typeinfo)
+			sb_addf(key, "(type=%s) (type.name=%s) ",
+				it->bucket->typeinfo_sym,
+				it->bucket->type_name);
+		stack_text(key, m, it->bucket->stack, x->depth,
+			   x->lines ? STACK_ORIGINAL_LINES : STACK_ORIGINAL);
+		break;
+	case ITEM_HOOKED:
+		stack_text(key, m, it->bucket->stack, x->depth,
+			   x->lines ? STACK_ORIGINAL_LINES : STACK_ORIGINAL);
+		break;
+	case ITEM_UNHOOKED:
+		sb_addf(key, "%s %s", it->vma->perms,
+			*it->vma->name ? it->vma->name : "[anonymous]");
+		break;
+	case ITEM_REGION_NO_BUCKET:
+		sb_addf(key, "(mmap) (bucket=%" PRIu64 ") ", it->bucket_id);
+		break;
 	}
-}
-
-/* Does the column expanded count this item (classified into C)? */
-static bool wanted(const struct expand *x, enum item_kind kind, int c)
-{
-	return column_counts(x->o->policy, x->col, kind, c);
 }
 
 /*
- * Sum the items the column counts by their text.  A classification that
- * fails (a pattern hit its match limit) has said why; then -1.
+ * The summing line's key: a kind (so that malloc counts never mix with
+ * a region's) and what is printed.
  */
-static int expand(struct expand *x)
+static void summing_key(struct expand *x, const struct item *it)
 {
-	struct setup *o = x->o;
-	const struct snapshot *snap = x->snap;
-	struct strbuf key = STRBUF_INIT;
-	int rc = 0;
+	struct strbuf *key = &x->key;
 
-	for (size_t i = 0; i < snap->nlines && rc == 0; i++) {
-		const struct stack_line *l = &snap->lines[i];
-		const struct bucket *b = l->bucket;
-		int c;
-
-		sb_reset(&key);
-		if (b && b->kind == ALLOC_MMAP) {
-			/* Deep dumps show mmap through MMAP_LIST. */
-			if (snap->format != FORMAT_GPERFTOOLS)
-				continue;
-			c = classify_hooked(&o->cls, b, &vma_unknown, 0);
-			if (c < 0)
-				rc = -1;
-			if (c < 0 || !wanted(x, ITEM_HOOKED, c))
-				continue;
-			add_frames(&key, x, b->stack);
-		} else if (!b) {
-			if (!wanted(x, ITEM_LINE_NO_BUCKET, -1))
-				continue;
-			sb_addf(&key, "(alloc=%" PRId64 ") (free=%" PRId64
-				      ") (bucket=%" PRIu64 ") ",
-				l->alloc, l->free, l->bucket_id);
-		} else {
-			c = classify_malloc(&o->cls, b);
-			if (c < 0)
-				rc = -1;
-			if (c < 0 || !wanted(x, ITEM_MALLOC, c))
-				continue;
-			sb_addf(&key, "(alloc=%" PRId64 ") (free=%" PRId64 ") ",
-				l->alloc, l->free);
-			if (b->typeinfo)
-				sb_addf(&key, "(type=%s) (type.name=%s) ",
-					b->typeinfo_sym, b->type_name);
-			add_frames(&key, x, b->stack);
-		}
-		sum_add(&x->sums, sb_str(&key), l->committed);
+	sb_addch(key, "mhuLR"[it->kind]);
+	switch (it->kind) {
+	case ITEM_MALLOC:
+	case ITEM_HOOKED:
+		stack_text(key, &x->o->run.model, it->bucket->stack, x->depth,
+			   STACK_CALLERS);
+		if (!it->bucket->stack->depth)
+			sb_addstr(key, "<no stack>");
+		break;
+	case ITEM_UNHOOKED:
+		sb_addf(key, "%s %s", it->vma->perms,
+			*it->vma->name ? it->vma->name : "[anonymous]");
+		break;
+	case ITEM_LINE_NO_BUCKET:
+	case ITEM_REGION_NO_BUCKET:
+		sb_addf(key, "<bucket %" PRIu64 ", defined in no .buckets "
+			     "file>", it->bucket_id);
+		break;
 	}
-	for (size_t i = 0; i < snap->nregions && rc == 0; i++) {
-		const struct region *r = &snap->regions[i];
-		const struct vma *v = &snap->vmas[r->vma];
-		int64_t bytes = r->has_committed ? r->committed : 0;
-		int c;
+}
 
-		sb_reset(&key);
-		if (r->kind == REGION_UNHOOKED) {
-			c = classify_unhooked(&o->cls, v, 0);
-			if (c < 0)
-				rc = -1;
-			if (c < 0 || !wanted(x, ITEM_UNHOOKED, c))
-				continue;
-			sb_addf(&key, "%s %s", v->perms,
-				*v->name ? v->name : "[anonymous]");
-		} else if (!r->bucket) {
-			if (!wanted(x, ITEM_REGION_NO_BUCKET, -1))
-				continue;
-			sb_addf(&key, "(mmap) (bucket=%" PRIu64 ") ",
-				r->bucket_id);
-		} else {
-			c = classify_hooked(&o->cls, r->bucket, v, 0);
-			if (c < 0)
-				rc = -1;
-			if (c < 0 || !wanted(x, ITEM_HOOKED, c))
-				continue;
-			add_frames(&key, x, r->bucket->stack);
-		}
-		sum_add(&x->sums, sb_str(&key), bytes);
+static int add_item(void *ctx, const struct item *it)
+{
+	struct expand *x = ctx;
+	struct tally_entry *e;
+
+	if (!column_counts(x->o->policy, x->col, it->kind, it->col))
+		return 0;
+	sb_reset(&x->key);
+	if (x->original)
+		original_key(x, it);
+	else
+		summing_key(x, it);
+	e = tally_get(&x->sums, x->key.buf, x->key.len);
+	e->bytes = add64(e->bytes, it->bytes, &x->sums.overflow);
+	if (it->line) {
+		e->allocs = add64(e->allocs, it->line->alloc,
+				  &x->sums.overflow);
+		e->frees = add64(e->frees, it->line->free, &x->sums.overflow);
+		e->flags = 1; /* has counts */
 	}
-	sb_release(&key);
-	return rc;
+	return 0;
+}
+
+static void print(const struct expand *x)
+{
+	for (size_t i = 0; i < x->sums.n; i++) {
+		const struct tally_entry *e = x->sums.v[i];
+
+		if (x->original)
+			printf("%10" PRId64 " %s\n", e->bytes, e->key);
+		else if (e->flags)
+			printf("%10" PRId64 "  alloc=%" PRId64 " free=%" PRId64
+			       "  %s\n", e->bytes, e->allocs, e->frees,
+			       e->key + 1);
+		else
+			printf("%10" PRId64 "  %s\n", e->bytes, e->key + 1);
+	}
 }
 
 /*
@@ -236,8 +198,11 @@ static int run(struct cmd_args *a)
 	if (depth && word_u64(depth, strlen(depth), &x.depth) != NUM_OK)
 		return cmd_usage_error(a, "DEPTH must be a number of frames, "
 					  "not '%s'", depth);
+	x.original = args_has(a, OPT_ORIGINAL);
 	x.lines = args_has(a, 'l');
-	if (x.lines)
+	/* Lines are shown where known, unless the original's form is asked
+	 * for without -l. */
+	if (!x.original || x.lines)
 		a->sym.want_source = true;
 	if (setup_open(&o, a, dump, policy, false) < 0 ||
 	    run_load_dump(&o.run, 0, &snap) < 0) {
@@ -246,30 +211,25 @@ static int run(struct cmd_args *a)
 	}
 	run_symbolize_snapshot(&o.run, &snap);
 	x.o = &o;
-	x.snap = &snap;
 	x.col = setup_component(o.policy, component);
+	tally_init(&x.sums);
 	if (x.col < 0) {
 		status = 1;
 	} else {
 		snapshot_warn_unknown_buckets(&snap, "counted as no-bucket");
-		hashmap_init(&x.sums.map, 256);
-		if (expand(&x) < 0)
+		/* (The original saw regions whole.) */
+		if (aggregate_items(&o.cls, &snap, NULL, !x.original, add_item,
+				    &x) < 0)
 			status = 1;
-		if (x.sums.n)
-			qsort(x.sums.v, x.sums.n, sizeof(*x.sums.v), cmp_entry);
+		tally_sort(&x.sums, tally_cmp_bytes);
 		if (!status && (x.sums.overflow || snap.overflow))
 			status = -error("%s: sizes add up to more than 64 bits "
 				       "hold (a corrupt dump?)", snap.path);
-		for (size_t i = 0; i < x.sums.n && !status; i++)
-			printf("%10" PRId64 " %s\n", x.sums.v[i]->bytes,
-			       x.sums.v[i]->key);
+		if (!status)
+			print(&x);
 	}
-	for (size_t i = 0; i < x.sums.n; i++) {
-		free(x.sums.v[i]->key);
-		free(x.sums.v[i]);
-	}
-	free(x.sums.v);
-	hashmap_free(&x.sums.map);
+	tally_free(&x.sums);
+	sb_release(&x.key);
 	snapshot_release(&snap);
 	setup_close(&o);
 	return status;
@@ -278,7 +238,10 @@ static int run(struct cmd_args *a)
 static const struct cmd_option options[] = {
 	OPTION_POLICY,
 	{ 'l', "lines", NULL, OPT_SYNOPSIS,
-	  "source file and line of each frame" },
+	  "with --original: the line of each source file" },
+	{ OPT_ORIGINAL, "original", NULL, OPT_SYNOPSIS,
+	  "the original's lines, keyed by frames and counts, \"func(@file)\" "
+	  "frames" },
 	OPT_END,
 };
 

@@ -13,13 +13,43 @@
 #include "setup.h"
 #include "text.h"
 
-struct item {
+struct entry {
 	int64_t objs;
 	int64_t bytes;
 	const struct stack *stack;
 };
 
-static void print_item(const struct model *m, const struct item *it)
+/* The profile's lines: hooked regions first (one object each), then
+ * stack lines, as the original wrote them. */
+struct profile {
+	const struct policy *p;
+	int col;               /* -c, or -1 */
+	struct entry *v[2];    /* regions, lines */
+	size_t n[2], alloc[2];
+	bool overflow;
+};
+
+static int add_item(void *ctx, const struct item *it)
+{
+	struct profile *pr = ctx;
+	int which = it->line ? 1 : 0;
+
+	if (!it->bucket || it->kind == ITEM_UNHOOKED)
+		return 0; /* no stack to show (said for unknown buckets) */
+	if (!it->line && it->bytes == 0)
+		return 0;
+	if (pr->col >= 0 && !column_counts(pr->p, pr->col, it->kind, it->col))
+		return 0;
+	GROW(pr->v[which], pr->n[which] + 1, pr->alloc[which]);
+	pr->v[which][pr->n[which]++] = (struct entry){
+		it->line ? sub64(it->line->alloc, it->line->free, &pr->overflow)
+			 : 1,
+		it->bytes, it->bucket->stack
+	};
+	return 0;
+}
+
+static void print_item(const struct model *m, const struct entry *it)
 {
 	printf("%6" PRId64 ": %8" PRId64 " [%6" PRId64 ": %8" PRId64 "] @",
 	       it->objs, it->bytes, it->objs, it->bytes);
@@ -49,14 +79,13 @@ static bool has_stacks(const struct policy *p, int c)
 static int run(struct cmd_args *a)
 {
 	const char *component = args_get(a, 'c'), *policy;
-	struct item *items = NULL;
-	size_t n = 0, alloc = 0;
+	struct profile pr;
 	int64_t objs = 0, bytes = 0;
-	bool overflow = false;
 	struct setup o;
 	struct snapshot snap;
 	int col = -1, status;
 
+	memset(&pr, 0, sizeof(pr));
 	if ((status = setup_policy_operand(a, &policy)))
 		return status;
 	if (setup_open(&o, a, a->argv[0], policy, false) < 0 ||
@@ -80,58 +109,18 @@ static int run(struct cmd_args *a)
 		goto out;
 	}
 	snapshot_warn_unknown_buckets(&snap, "left out");
-	/* Hooked regions first, one object each, then malloc lines. */
-	for (size_t i = 0; i < snap.nregions; i++) {
-		const struct region *r = &snap.regions[i];
-		int rc;
-
-		if (r->kind != REGION_HOOKED || !r->bucket || !r->has_committed ||
-		    r->committed == 0)
-			continue;
-		rc = classify_hooked(&o.cls, r->bucket, &snap.vmas[r->vma], 0);
-		if (rc < -1) {
-			status = 1;
-			goto out;
-		}
-		if (component &&
-		    !column_counts(o.policy, col, ITEM_HOOKED, rc))
-			continue;
-		GROW(items, n + 1, alloc);
-		items[n++] = (struct item){ 1, r->committed, r->bucket->stack };
+	pr.p = o.policy;
+	pr.col = component ? col : -1;
+	if (aggregate_items(&o.cls, &snap, NULL, false, add_item, &pr) < 0) {
+		status = 1;
+		goto out;
 	}
-	for (size_t i = 0; i < snap.nlines; i++) {
-		const struct stack_line *l = &snap.lines[i];
-		int rc;
-
-		if (!l->bucket)
-			continue;
-		if (l->bucket->kind == ALLOC_MMAP) {
-			/* A profile without MMAP_LIST has its mmap here. */
-			if (snap.format != FORMAT_GPERFTOOLS)
-				continue;
-			rc = classify_hooked(&o.cls, l->bucket, &vma_unknown, 0);
-		} else {
-			rc = classify_malloc(&o.cls, l->bucket);
+	for (int w = 0; w < 2; w++)
+		for (size_t i = 0; i < pr.n[w]; i++) {
+			objs = add64(objs, pr.v[w][i].objs, &pr.overflow);
+			bytes = add64(bytes, pr.v[w][i].bytes, &pr.overflow);
 		}
-		if (rc < -1) {
-			status = 1;
-			goto out;
-		}
-		if (component &&
-		    !column_counts(o.policy, col,
-				   l->bucket->kind == ALLOC_MMAP ? ITEM_HOOKED
-								 : ITEM_MALLOC,
-				   rc))
-			continue;
-		GROW(items, n + 1, alloc);
-		items[n++] = (struct item){ sub64(l->alloc, l->free, &overflow),
-					    l->committed, l->bucket->stack };
-	}
-	for (size_t i = 0; i < n; i++) {
-		objs = add64(objs, items[i].objs, &overflow);
-		bytes = add64(bytes, items[i].bytes, &overflow);
-	}
-	if (overflow || snap.overflow) {
+	if (pr.overflow || snap.overflow) {
 		status = -error("%s: sizes add up to more than 64 bits hold (a "
 			       "corrupt dump?)", snap.path);
 		goto out;
@@ -139,8 +128,9 @@ static int run(struct cmd_args *a)
 	printf("heap profile: %6" PRId64 ": %8" PRId64 " [%6" PRId64
 	       ": %8" PRId64 "] @ heapprofile\n",
 	       objs, bytes, objs, bytes);
-	for (size_t i = 0; i < n; i++)
-		print_item(&o.run.model, &items[i]);
+	for (int w = 0; w < 2; w++)
+		for (size_t i = 0; i < pr.n[w]; i++)
+			print_item(&o.run.model, &pr.v[w][i]);
 	printf("MAPPED_LIBRARIES:\n");
 	if (o.run.has_maps) {
 		struct filebuf fb;
@@ -161,7 +151,8 @@ static int run(struct cmd_args *a)
 		}
 	}
 out:
-	free(items);
+	free(pr.v[0]);
+	free(pr.v[1]);
 	snapshot_release(&snap);
 	setup_close(&o);
 	return status;

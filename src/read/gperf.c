@@ -254,6 +254,7 @@ static int build(struct gparser *g)
 		sl->bucket_id = sl->bucket->id;
 		sl->virt = sl->committed = gl->bytes;
 		sl->alloc = gl->alloc_objs;
+		sl->alloc_bytes = gl->alloc_bytes;
 		sl->free = sub64(gl->alloc_objs, gl->objs, &snap->overflow);
 		sl->line = gl->no;
 		if (kind == ALLOC_MMAP)
@@ -263,6 +264,7 @@ static int build(struct gparser *g)
 					     &snap->overflow);
 	}
 	snap->lines_alloc = g->n ? g->n : 1;
+	snap->has_alloc_bytes = true;
 	/*
 	 * The header counts malloc only.  Lines that add up to less than it
 	 * mean lost buckets: the 1 MiB cap drops the smallest ones.

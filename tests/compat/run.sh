@@ -91,9 +91,9 @@ check csv-t0-l0 "$exp/csv-l0-t0.stdout" "$d" csv -p t0,l0 heap.01234.0001.heap
 # The original ended its JSON without a newline; dmprof ends the line.
 { cat "$exp/json-l0.stdout"; echo; } >"$tmp/json-l0.expected"
 check json-l0 "$tmp/json-l0.expected" "$d" json -p l0 heap.01234.0001.heap
-check expand-0 "$exp/expand-l0-tcusedall-0.stdout" "$d" expand heap.01234.0001.heap l0 tc-used-all 0
-check expand-2 "$exp/expand-l0-tcusedall-2.stdout" "$d" expand heap.01234.0001.heap l0 tc-used-all 2
-check expand-l2 "$exp/expand-l2-docwriter-0.stdout" "$d" expand heap.01234.0001.heap l2 tc-webcore-docwriter-add 0
+check expand-0 "$exp/expand-l0-tcusedall-0.stdout" "$d" expand --original heap.01234.0001.heap l0 tc-used-all 0
+check expand-2 "$exp/expand-l0-tcusedall-2.stdout" "$d" expand --original heap.01234.0001.heap l0 tc-used-all 2
+check expand-l2 "$exp/expand-l2-docwriter-0.stdout" "$d" expand --original heap.01234.0001.heap l2 tc-webcore-docwriter-add 0
 # pprof appends PREFIX.maps, which the data lacks: the fallback is used.
 check pprof-l0 "$exp/pprof-l0.stdout" "$d" pprof heap.01234.0001.heap l0
 # Every shipped policy is the original, rule for rule.

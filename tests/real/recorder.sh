@@ -139,10 +139,10 @@ pid=$(main_pid cx.err)
 sig=$(grep -l '^Reason: signal' cx/prof.*.heap | head -1)
 if [ -n "$sig" ]; then
 	ok
-	"$bin" expand "$sig" linux malloc-cxx-string 8 2>/dev/null >ex.out
+	"$bin" expand --original "$sig" linux malloc-cxx-string 8 2>/dev/null >ex.out
 	grep -q 'grow_strings(' ex.out && grep -q 'worker(' ex.out &&
 		ok || bad "c++: expand malloc-cxx-string lacks grow_strings or worker: $(head -3 ex.out)"
-	"$bin" expand "$sig" linux mmap-app 1 2>/dev/null | grep -q '^ *2097152 main(' &&
+	"$bin" expand --original "$sig" linux mmap-app 1 2>/dev/null | grep -q '^ *2097152 main(' &&
 		ok || bad "c++: its own mapping (2 MiB touched) is not in mmap-app under main"
 	"$bin" list "$sig" 2>/dev/null | awk '$1 == "allocator-arena" && $2 > 10000000 { f = 1 } END { exit !f }' &&
 		ok || bad "c++: allocator-arena under 10 MB"
@@ -160,7 +160,7 @@ pid=$(main_pid th.err)
 [ -n "$pid" ] && check_dumps threads "$(first th/prof "$pid")" 2
 sig=$(grep -l '^Reason: signal' th/prof.*.heap | head -1)
 if [ -n "$sig" ]; then
-	"$bin" expand "$sig" linux mmap-thread-stacks 2 2>/dev/null >th.ex
+	"$bin" expand --original "$sig" linux mmap-thread-stacks 2 2>/dev/null >th.ex
 	awk '/pthread_create\(.* start_threads\(/ && $1 >= 16 * 1048576 &&
 		$1 < 16 * 1048576 + 16 * 65536 { f = 1 } END { exit !f }' th.ex &&
 		ok || bad "threads: mmap-thread-stacks is not 16 x 1 MiB under pthread_create start_threads: $(head -3 th.ex)"

@@ -56,7 +56,7 @@ for kind in pie nopie; do
 		ok || bad "$kind: stacktrace does not start a stack at $exe"
 	grep -q "^[0-9]* [0-9]* [0-9]* [0-9]* plugin_alloc_blocks " st.out &&
 		ok || bad "$kind: stacktrace does not start a stack at plugin_alloc_blocks (library)"
-	"$bin" expand -l "$last" linux malloc-app 1 2>/dev/null >ex.out
+	"$bin" expand --original -l "$last" linux malloc-app 1 2>/dev/null >ex.out
 	grep -q " $exe(@$src/" ex.out &&
 		ok || bad "$kind: expand lacks $exe with its source file"
 	grep -q " plugin_alloc_blocks(@$src/plug.c:" ex.out &&
@@ -91,7 +91,7 @@ mid=pie/prof.0015.heap
 google-pprof --text --show_bytes ./app "$mid" 2>/dev/null |
 	awk 'NR > 1 && $1 > 0 { n = $1; $1 = $2 = $3 = $4 = $5 = ""; sub(/^ */, ""); sub(/ \(inline\)$/, ""); print n, $0 }' |
 	head -4 >pprof.top
-"$bin" expand "$mid" l0 tc-used-all 0 2>/dev/null |
+"$bin" expand --original "$mid" l0 tc-used-all 0 2>/dev/null |
 	awk '{ n = $1; $1 = ""; sub(/^ \(alloc=[0-9-]*\) \(free=[0-9-]*\) /, ""); sub(/\(@[^)]*\) *$/, ""); s[$0] += n }
 	     END { for (k in s) print s[k], k }' | sort -rn | head -4 >dmprof.top
 if [ -s pprof.top ] && cmp -s pprof.top dmprof.top; then ok; else

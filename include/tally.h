@@ -1,0 +1,47 @@
+/*
+ * Sums by text: what expand, folded, top and diff add up, keyed by a
+ * stack's or a function's text.  Keys are copied into the tally's arena.
+ */
+#ifndef DMPROF_TALLY_H
+#define DMPROF_TALLY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arena.h"
+#include "hashmap.h"
+
+struct tally_entry {
+	const char *key;      /* NUL-terminated, in the tally's arena */
+	size_t len;
+	int64_t bytes;
+	int64_t allocs, frees; /* summed block counts */
+	int64_t v[4];         /* more sums, as the user says (flat, cum...) */
+	const char *file;     /* a place it was allocated at, if known */
+	uint32_t line;
+	int64_t file_bytes;   /* (the bytes that place was chosen for) */
+	unsigned flags;       /* the user's */
+};
+
+struct tally {
+	struct hashmap map;
+	struct tally_entry **v; /* in order of first appearance, until sorted */
+	size_t n, alloc;
+	struct arena arena;
+	bool overflow;          /* a sum saturated (see add64) */
+};
+
+void tally_init(struct tally *t);
+void tally_free(struct tally *t);
+/* The entry of KEY, new (zero) if there was none. */
+struct tally_entry *tally_get(struct tally *t, const char *key, size_t len);
+/* The entry of KEY, or NULL. */
+struct tally_entry *tally_find(const struct tally *t, const char *key,
+			       size_t len);
+/* Sort v[] by CMP (on struct tally_entry *const *); the map stays valid. */
+void tally_sort(struct tally *t, int (*cmp)(const void *, const void *));
+/* By bytes, largest first, then by key: the order every report uses. */
+int tally_cmp_bytes(const void *a, const void *b);
+
+#endif

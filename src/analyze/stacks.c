@@ -1,0 +1,205 @@
+/*
+ * Stacks as text, and the functions they run through (see stacks.h).
+ * Function names are interned in the model, so "the same function" within
+ * one run is the same pointer; the text is what crosses runs.
+ */
+#include "stacks.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+void frame_name(struct strbuf *sb, const struct frame *f, uint32_t k)
+{
+	frame_add_func(sb, f, k);
+}
+
+static const char *frame_func(const struct frame *f, uint32_t k)
+{
+	return k < f->ninline ? f->inl[k].func : f->func;
+}
+
+static const char *frame_file(const struct frame *f, uint32_t k)
+{
+	return k < f->ninline ? f->inl[k].file : f->file;
+}
+
+/* Logical frame number N of ST (innermost first): its frame and index. */
+struct lframe {
+	const struct frame *f;
+	uint32_t k;
+};
+
+static size_t logical_frames(const struct model *m, const struct stack *st,
+			     struct lframe **out, size_t *alloc)
+{
+	size_t n = 0;
+
+	for (uint32_t i = 0; i < st->depth; i++) {
+		const struct frame *f = frame_get(&m->frames, st->frames[i]);
+
+		for (uint32_t k = 0; k < frame_nlogical(f); k++) {
+			GROW(*out, n + 1, *alloc);
+			(*out)[n].f = f;
+			(*out)[n++].k = k;
+		}
+	}
+	return n;
+}
+
+static void add_where(struct strbuf *sb, const struct frame *f, uint32_t k)
+{
+	const char *file = frame_file(f, k);
+
+	if (!file)
+		return;
+	if (frame_line(f, k))
+		sb_addf(sb, " (%s:%" PRIu32 ")", file, frame_line(f, k));
+	else
+		sb_addf(sb, " (%s)", file);
+}
+
+void stack_text(struct strbuf *sb, const struct model *m,
+		const struct stack *st, uint64_t depth, enum stack_form form)
+{
+	struct lframe *v = NULL;
+	size_t alloc = 0, n = logical_frames(m, st, &v, &alloc);
+
+	if (depth < UINT64_MAX && n > depth + 1)
+		n = (size_t)depth + 1;
+	for (size_t i = 0; i < n; i++) {
+		/* Folded stacks go root first. */
+		const struct lframe *l = &v[form == STACK_FOLDED ? n - 1 - i
+								 : i];
+		size_t at = sb->len;
+
+		switch (form) {
+		case STACK_ORIGINAL:
+		case STACK_ORIGINAL_LINES:
+			frame_add_func(sb, l->f, l->k);
+			sb_addstr(sb, "(@");
+			frame_add_file(sb, l->f, l->k);
+			if (form == STACK_ORIGINAL_LINES &&
+			    frame_line(l->f, l->k))
+				sb_addf(sb, ":%" PRIu32, frame_line(l->f, l->k));
+			sb_addstr(sb, ") ");
+			break;
+		case STACK_CALLERS:
+			if (i)
+				sb_addstr(sb, " <- ");
+			frame_add_func(sb, l->f, l->k);
+			add_where(sb, l->f, l->k);
+			break;
+		case STACK_FOLDED:
+			if (i)
+				sb_addch(sb, ';');
+			at = sb->len;
+			frame_add_func(sb, l->f, l->k);
+			/* A ';' or a line end would cut the frame. */
+			for (size_t c = at; c < sb->len; c++)
+				if (sb->buf[c] == ';' || sb->buf[c] == '\n')
+					sb->buf[c] = ':';
+			break;
+		}
+	}
+	free(v);
+}
+
+/*
+ * pprof's RemoveUninterestingFrames for heap profiles, and glibc's entry
+ * points and the recorder's markers, which pprof never met.
+ */
+static const char *const allocators[] = {
+	"calloc", "cfree", "malloc", "free", "memalign", "posix_memalign",
+	"pvalloc", "valloc", "realloc", "tc_calloc", "tc_cfree", "tc_malloc",
+	"tc_free", "tc_memalign", "tc_posix_memalign", "tc_pvalloc",
+	"tc_valloc", "tc_realloc", "tc_new", "tc_delete", "tc_newarray",
+	"tc_deletearray", "tc_new_nothrow", "tc_newarray_nothrow", "do_malloc",
+	"::do_malloc", "::do_malloc_or_cpp_alloc", "DoSampledAllocation",
+	"simple_alloc::allocate", "__malloc_alloc_template::allocate",
+	"__builtin_delete", "__builtin_new", "__builtin_vec_delete",
+	"__builtin_vec_new", "operator new", "operator new[]",
+	"__start_google_malloc", "__stop_google_malloc",
+	"__start_malloc_hook", "__stop_malloc_hook",
+	/* glibc */
+	"__libc_malloc", "__libc_calloc", "__libc_realloc",
+	"__libc_memalign", "__libc_valloc", "__libc_pvalloc",
+	"__posix_memalign", "aligned_alloc", "reallocarray",
+};
+
+bool frame_is_allocator(const char *func, size_t len)
+{
+	const char *paren = memchr(func, '(', len);
+
+	/* "operator new(unsigned long)" with --full-names is operator new. */
+	if (paren && paren > func)
+		len = (size_t)(paren - func);
+	for (size_t i = 0; i < ARRAY_SIZE(allocators); i++)
+		if (strlen(allocators[i]) == len &&
+		    !memcmp(allocators[i], func, len))
+			return true;
+	/* pprof's "TCMalloc|^tcmalloc::", and the recorder's markers. */
+	if (memmem(func, len, "TCMalloc", 8) ||
+	    (len >= 10 && !memcmp(func, "tcmalloc::", 10)) ||
+	    (len >= 15 && !memcmp(func, "dmprof_recorder", 15)))
+		return true;
+	return false;
+}
+
+static bool is_allocator(const struct lframe *l)
+{
+	const char *func = frame_func(l->f, l->k);
+
+	return func && frame_is_allocator(func, strlen(func));
+}
+
+void tally_functions(struct tally *funcs, const struct model *m,
+		     const struct stack *st, int64_t bytes)
+{
+	struct lframe *v = NULL;
+	size_t alloc = 0, n = logical_frames(m, st, &v, &alloc), owner = 0;
+	struct strbuf name = STRBUF_INIT;
+	struct tally_entry **seen = NULL;
+	size_t nseen = 0, seen_alloc = 0;
+
+	if (!n) {
+		struct tally_entry *e = tally_get(funcs, "<no stack>", 10);
+
+		e->v[0] = add64(e->v[0], bytes, &funcs->overflow);
+		e->v[1] = add64(e->v[1], bytes, &funcs->overflow);
+		free(v);
+		return;
+	}
+	while (owner + 1 < n && is_allocator(&v[owner]))
+		owner++;
+	for (size_t i = owner; i < n; i++) {
+		struct tally_entry *e;
+		bool dup = false;
+
+		if (i > owner && is_allocator(&v[i]))
+			continue; /* pprof removes them anywhere */
+		sb_reset(&name);
+		frame_name(&name, v[i].f, v[i].k);
+		e = tally_get(funcs, name.buf, name.len);
+		for (size_t s = 0; s < nseen && !dup; s++)
+			dup = seen[s] == e;
+		if (dup)
+			continue; /* recursion: cum once */
+		GROW(seen, nseen + 1, seen_alloc);
+		seen[nseen++] = e;
+		e->v[1] = add64(e->v[1], bytes, &funcs->overflow);
+		if (i != owner)
+			continue;
+		e->v[0] = add64(e->v[0], bytes, &funcs->overflow);
+		if (frame_file(v[i].f, v[i].k) && bytes > e->file_bytes) {
+			e->file = frame_file(v[i].f, v[i].k);
+			e->line = frame_line(v[i].f, v[i].k);
+			e->file_bytes = bytes;
+		}
+	}
+	free(seen);
+	free(v);
+	sb_release(&name);
+}

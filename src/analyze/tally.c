@@ -1,0 +1,76 @@
+/* Sums by text (see tally.h): one hash map, entries in an arena. */
+#include "tally.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+struct key {
+	const char *s;
+	size_t len;
+};
+
+static bool entry_eq(const void *item, const void *k)
+{
+	const struct tally_entry *e = item;
+	const struct key *key = k;
+
+	return e->len == key->len && !memcmp(e->key, key->s, key->len);
+}
+
+void tally_init(struct tally *t)
+{
+	memset(t, 0, sizeof(*t));
+	hashmap_init(&t->map, 256);
+}
+
+void tally_free(struct tally *t)
+{
+	hashmap_free(&t->map);
+	free(t->v);
+	arena_free(&t->arena);
+	memset(t, 0, sizeof(*t));
+}
+
+struct tally_entry *tally_find(const struct tally *t, const char *s,
+			       size_t len)
+{
+	struct key k = { s, len };
+
+	return hashmap_get(&t->map, hash_bytes(s, len), entry_eq, &k);
+}
+
+struct tally_entry *tally_get(struct tally *t, const char *s, size_t len)
+{
+	uint64_t h = hash_bytes(s, len);
+	struct key k = { s, len };
+	struct tally_entry *e = hashmap_get(&t->map, h, entry_eq, &k);
+
+	if (e)
+		return e;
+	e = arena_alloc(&t->arena, sizeof(*e));
+	memset(e, 0, sizeof(*e));
+	e->key = arena_strndup(&t->arena, s, len);
+	e->len = len;
+	hashmap_put(&t->map, h, e);
+	GROW(t->v, t->n + 1, t->alloc);
+	t->v[t->n++] = e;
+	return e;
+}
+
+void tally_sort(struct tally *t, int (*cmp)(const void *, const void *))
+{
+	if (t->n)
+		qsort(t->v, t->n, sizeof(*t->v), cmp);
+}
+
+int tally_cmp_bytes(const void *a, const void *b)
+{
+	const struct tally_entry *x = *(const struct tally_entry *const *)a;
+	const struct tally_entry *y = *(const struct tally_entry *const *)b;
+
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	return strcmp(x->key, y->key); /* ties: stable, readable order */
+}
