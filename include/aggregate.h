@@ -56,6 +56,9 @@ struct item {
 	int64_t bytes;               /* committed */
 };
 
+/* Say that the sizes of SNAP overflow when added up; returns 1 (a status). */
+int sizes_overflow(const struct snapshot *snap);
+
 /*
  * Every item of SNAP, classified by C, to FN, which returns 0 to go on.
  * With BY_PAGE, a region whose pages' sharing is known (and may decide

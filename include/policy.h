@@ -148,6 +148,13 @@ enum column_kind {
 enum column_kind column_kind(const struct column *c);
 /* How dmprof computes column C, in a line; NULL for a rule column. */
 const char *column_doc(const struct column *c);
+/*
+ * Is column C one of the components that partition the process: between
+ * the markers (not a marker nor a time), or, in a policy without markers,
+ * one that rules assign or one of the parts dmprof computes (no-bucket,
+ * the arenas' unused bytes)?
+ */
+bool policy_in_partition(const struct policy *p, int c);
 
 /*
  * Load a policy file: dmprof's text format, or the original's JSON (by

@@ -27,6 +27,13 @@ struct setup {
 int setup_open(struct setup *o, struct cmd_args *a, const char *dump,
 		 const char *policy, bool all);
 void setup_close(struct setup *o);
+/*
+ * setup_open of DUMP alone, then load DUMP into SNAP and symbolize it.
+ * Returns 0 (the caller releases SNAP and closes O), or -1 after printing
+ * why (O closed).
+ */
+int setup_dump(struct setup *o, struct snapshot *snap, struct cmd_args *a,
+	       const char *dump, const char *policy);
 
 /*
  * The column of P named COMPONENT, for a command that shows the stacks
@@ -60,6 +67,9 @@ int setup_policy_operand(struct cmd_args *a, const char **policy);
 	{ OPT_POLICY, "policy", "POLICY", OPT_VALUE | OPT_SYNOPSIS,         \
 	  "policies by label or path, comma-separated (default: the "      \
 	  "index's defaults)" }
+/* -c, --component, with what it does in the command. */
+#define OPTION_COMPONENT(help)                                              \
+	{ 'c', "component", "COMPONENT", OPT_VALUE | OPT_SYNOPSIS, help }
 #define OPTION_POLICY                                                       \
 	{ OPT_POLICY, "policy", "POLICY", OPT_VALUE | OPT_SYNOPSIS,         \
 	  "the policy, by label or path (default: the index's default)" }

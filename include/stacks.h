@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "aggregate.h"
 #include "model.h"
 #include "tally.h"
 
@@ -31,6 +32,14 @@ void stack_text(struct strbuf *sb, const struct model *m,
 		const struct stack *st, uint64_t depth, enum stack_form form);
 
 /*
+ * What the bytes of item IT are, as the reports print it: its stack in
+ * FORM (as stack_text; "<no stack>" when empty), "PERMS PATH" for a
+ * mapping no hook saw, "<bucket ID, defined in no .buckets file>".
+ */
+void item_text(struct strbuf *sb, const struct model *m, const struct item *it,
+	       uint64_t depth, enum stack_form form);
+
+/*
  * Is FUNC one of the allocator's own functions (malloc, operator new,
  * tcmalloc's, glibc's __libc_*, the recorder's markers), which own no
  * bytes: pprof's list, so that flat bytes agree with pprof's.
@@ -41,7 +50,8 @@ bool frame_is_allocator(const char *func, size_t len);
  * Add BYTES of stack ST to FUNCS, keyed by function name: v[0] (flat) to
  * the first frame that is not the allocator's (the last frame when all
  * are), v[1] (cum) once to each function of the stack.  An entry's
- * file/line is the place of its largest flat stack.
+ * file/line is the place of its largest flat stack, or, if it has none,
+ * of its largest call; FUNCS's flags belong to this function.
  */
 void tally_functions(struct tally *funcs, const struct model *m,
 		     const struct stack *st, int64_t bytes);

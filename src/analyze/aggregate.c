@@ -336,9 +336,15 @@ int aggregate_snapshot(struct classifier *c, const struct snapshot *snap,
 			add64(stats->hidden_no_bucket, sums.no_bucket,
 			      &sums.overflow);
 	if (sums.overflow || snap->overflow)
-		return error("%s: sizes add up to more than 64 bits hold (a "
-			     "corrupt dump?)", snap->path);
+		return -sizes_overflow(snap);
 	return 0;
+}
+
+int sizes_overflow(const struct snapshot *snap)
+{
+	error("%s: sizes add up to more than 64 bits hold (a corrupt dump?)",
+	      snap->path);
+	return 1;
 }
 
 /* ---- the items behind a column ---- */
@@ -354,6 +360,8 @@ static int region_items(struct classifier *c, const struct snapshot *snap,
 	bool whole = !per_page || !pages_complete(snap, r);
 	uint32_t n = whole ? 1 : r->pf_count;
 
+	if (!n)
+		return 0; /* no page resident: no bytes, and no column */
 	memset(&it, 0, sizeof(it));
 	it.vma = v;
 	it.bucket = r->bucket;

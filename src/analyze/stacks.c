@@ -148,11 +148,34 @@ bool frame_is_allocator(const char *func, size_t len)
 	return false;
 }
 
+/* (tally_entry.flags) */
+#define PLACE_FLAT 1u
+
 static bool is_allocator(const struct lframe *l)
 {
 	const char *func = frame_func(l->f, l->k);
 
 	return func && frame_is_allocator(func, strlen(func));
+}
+
+/*
+ * Where function E is shown to be: the place of its largest flat stack,
+ * or, for a function that allocates nothing itself, of its largest call.
+ */
+static void place(struct tally_entry *e, const struct lframe *l,
+		  int64_t bytes, bool flat)
+{
+	const char *file = frame_file(l->f, l->k);
+	bool had_flat = e->flags & PLACE_FLAT;
+
+	if (!file || (had_flat && !flat) ||
+	    (had_flat == flat && bytes <= e->file_bytes))
+		return;
+	e->file = file;
+	e->line = frame_line(l->f, l->k);
+	e->file_bytes = bytes;
+	if (flat)
+		e->flags |= PLACE_FLAT;
 }
 
 void tally_functions(struct tally *funcs, const struct model *m,
@@ -190,16 +213,34 @@ void tally_functions(struct tally *funcs, const struct model *m,
 		GROW(seen, nseen + 1, seen_alloc);
 		seen[nseen++] = e;
 		e->v[1] = add64(e->v[1], bytes, &funcs->overflow);
-		if (i != owner)
-			continue;
-		e->v[0] = add64(e->v[0], bytes, &funcs->overflow);
-		if (frame_file(v[i].f, v[i].k) && bytes > e->file_bytes) {
-			e->file = frame_file(v[i].f, v[i].k);
-			e->line = frame_line(v[i].f, v[i].k);
-			e->file_bytes = bytes;
-		}
+		if (i == owner)
+			e->v[0] = add64(e->v[0], bytes, &funcs->overflow);
+		place(e, &v[i], bytes, i == owner);
 	}
 	free(seen);
 	free(v);
 	sb_release(&name);
+}
+
+void item_text(struct strbuf *sb, const struct model *m, const struct item *it,
+	       uint64_t depth, enum stack_form form)
+{
+	switch (it->kind) {
+	case ITEM_MALLOC:
+	case ITEM_HOOKED:
+		if (it->bucket->stack->depth)
+			stack_text(sb, m, it->bucket->stack, depth, form);
+		else
+			sb_addstr(sb, "<no stack>");
+		break;
+	case ITEM_UNHOOKED:
+		sb_addf(sb, "%s %s", it->vma->perms,
+			*it->vma->name ? it->vma->name : "[anonymous]");
+		break;
+	case ITEM_LINE_NO_BUCKET:
+	case ITEM_REGION_NO_BUCKET:
+		sb_addf(sb, "<bucket %" PRIu64 ", defined in no .buckets file>",
+			it->bucket_id);
+		break;
+	}
 }

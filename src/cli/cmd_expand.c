@@ -82,24 +82,7 @@ static void summing_key(struct expand *x, const struct item *it)
 	struct strbuf *key = &x->key;
 
 	sb_addch(key, "mhuLR"[it->kind]);
-	switch (it->kind) {
-	case ITEM_MALLOC:
-	case ITEM_HOOKED:
-		stack_text(key, &x->o->run.model, it->bucket->stack, x->depth,
-			   STACK_CALLERS);
-		if (!it->bucket->stack->depth)
-			sb_addstr(key, "<no stack>");
-		break;
-	case ITEM_UNHOOKED:
-		sb_addf(key, "%s %s", it->vma->perms,
-			*it->vma->name ? it->vma->name : "[anonymous]");
-		break;
-	case ITEM_LINE_NO_BUCKET:
-	case ITEM_REGION_NO_BUCKET:
-		sb_addf(key, "<bucket %" PRIu64 ", defined in no .buckets "
-			     "file>", it->bucket_id);
-		break;
-	}
+	item_text(key, &x->o->run.model, it, x->depth, STACK_CALLERS);
 }
 
 static int add_item(void *ctx, const struct item *it)
@@ -204,12 +187,8 @@ static int run(struct cmd_args *a)
 	 * for without -l. */
 	if (!x.original || x.lines)
 		a->sym.want_source = true;
-	if (setup_open(&o, a, dump, policy, false) < 0 ||
-	    run_load_dump(&o.run, 0, &snap) < 0) {
-		setup_close(&o);
+	if (setup_dump(&o, &snap, a, dump, policy) < 0)
 		return 1;
-	}
-	run_symbolize_snapshot(&o.run, &snap);
 	x.o = &o;
 	x.col = setup_component(o.policy, component);
 	tally_init(&x.sums);
@@ -223,8 +202,7 @@ static int run(struct cmd_args *a)
 			status = 1;
 		tally_sort(&x.sums, tally_cmp_bytes);
 		if (!status && (x.sums.overflow || snap.overflow))
-			status = -error("%s: sizes add up to more than 64 bits "
-				       "hold (a corrupt dump?)", snap.path);
+			status = sizes_overflow(&snap);
 		if (!status)
 			print(&x);
 	}

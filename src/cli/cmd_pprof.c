@@ -88,12 +88,8 @@ static int run(struct cmd_args *a)
 	memset(&pr, 0, sizeof(pr));
 	if ((status = setup_policy_operand(a, &policy)))
 		return status;
-	if (setup_open(&o, a, a->argv[0], policy, false) < 0 ||
-	    run_load_dump(&o.run, 0, &snap) < 0) {
-		setup_close(&o);
+	if (setup_dump(&o, &snap, a, a->argv[0], policy) < 0)
 		return 1;
-	}
-	run_symbolize_snapshot(&o.run, &snap);
 	if (component && (col = setup_component(o.policy, component)) < 0) {
 		status = 1;
 		goto out;
@@ -121,8 +117,7 @@ static int run(struct cmd_args *a)
 			bytes = add64(bytes, pr.v[w][i].bytes, &pr.overflow);
 		}
 	if (pr.overflow || snap.overflow) {
-		status = -error("%s: sizes add up to more than 64 bits hold (a "
-			       "corrupt dump?)", snap.path);
+		status = sizes_overflow(&snap);
 		goto out;
 	}
 	printf("heap profile: %6" PRId64 ": %8" PRId64 " [%6" PRId64
@@ -159,8 +154,7 @@ out:
 }
 
 static const struct cmd_option options[] = {
-	{ 'c', "component", "COMPONENT", OPT_VALUE | OPT_SYNOPSIS,
-	  "only this component" },
+	OPTION_COMPONENT("only this component"),
 	OPTION_POLICY,
 	OPT_END,
 };

@@ -27,6 +27,18 @@ int setup_open(struct setup *o, struct cmd_args *a, const char *dump,
 	return 0;
 }
 
+int setup_dump(struct setup *o, struct snapshot *snap, struct cmd_args *a,
+	       const char *dump, const char *policy)
+{
+	if (setup_open(o, a, dump, policy, false) < 0 ||
+	    run_load_dump(&o->run, 0, snap) < 0) {
+		setup_close(o);
+		return -1;
+	}
+	run_symbolize_snapshot(&o->run, snap);
+	return 0;
+}
+
 void setup_close(struct setup *o)
 {
 	if (o->has_cls)

@@ -66,7 +66,8 @@ char *arena_strndup(struct arena *a, const char *s, size_t n)
 {
 	char *p = arena_alloc(a, st_add(n, 1));
 
-	memcpy(p, s, n);
+	if (n)
+		memcpy(p, s, n); /* (S may be NULL when N is 0) */
 	p[n] = '\0';
 	return p;
 }

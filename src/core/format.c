@@ -89,3 +89,36 @@ void format_json_string(struct strbuf *sb, const char *s)
 	}
 	sb_addch(sb, '"');
 }
+
+void format_bytes(struct strbuf *sb, int64_t v, bool sign)
+{
+	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB",
+					     "PiB", "EiB" };
+	/* (The magnitude of INT64_MIN does not fit an int64_t.) */
+	double d = v < 0 ? -(double)v : (double)v;
+	const char *s = v < 0 ? "-" : sign && v > 0 ? "+" : "";
+	size_t u = 0;
+
+	if (d < 1024) {
+		sb_addf(sb, "%s%.0f B", s, d);
+		return;
+	}
+	d /= 1024;
+	while (d >= 1023.95 && u + 1 < ARRAY_SIZE(units)) {
+		d /= 1024;
+		u++;
+	}
+	sb_addf(sb, "%s%.1f %s", s, d, units[u]);
+}
+
+void format_percent(struct strbuf *sb, int64_t part, int64_t whole, bool sign)
+{
+	double p;
+
+	if (!whole) {
+		sb_addstr(sb, "-");
+		return;
+	}
+	p = 100.0 * (double)part / (double)whole;
+	sb_addf(sb, sign ? "%+.1f%%" : "%.1f%%", p);
+}

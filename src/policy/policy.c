@@ -154,6 +154,19 @@ const char *column_doc(const struct column *c)
 	return NULL;
 }
 
+bool policy_in_partition(const struct policy *p, int c)
+{
+	const struct column *col = &p->cols[c];
+	enum column_kind kind = column_kind(col);
+
+	if (kind == COLUMN_MARKER || kind == COLUMN_TIME)
+		return false;
+	if (p->from_marker >= 0 && p->until_marker > p->from_marker)
+		return c > p->from_marker && c < p->until_marker;
+	return kind == COLUMN_RULE || col->builtin == B_NO_BUCKET ||
+	       col->builtin == B_MALLOC_UNUSED || col->builtin == B_TC_UNUSED;
+}
+
 enum column_kind column_kind(const struct column *c)
 {
 	if (c->builtin == B_NONE)

@@ -1,0 +1,363 @@
+/*
+ * dmprof top [-p POLICY] [-c COMPONENT] [-n N] [--json] DUMP: what is
+ * eating memory in one dump.  First the policy's components (those
+ * between the markers: they partition the process), largest first, with
+ * their share of them all; then the functions, as pprof --text ranks
+ * them: flat bytes (allocated there: the first frame of a stack that is
+ * not the allocator's own) and cumulative ones (there or in what it
+ * called), with a running sum of flat.  The components come from the
+ * aggregation that csv prints, the functions from the same
+ * classification, so the numbers agree with csv's.  Rows past N go into
+ * one "<other>" row that says how many it holds.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aggregate.h"
+#include "format.h"
+#include "setup.h"
+#include "stacks.h"
+#include "tally.h"
+#include "text.h"
+
+enum {
+	OPT_JSON = OPT_LONG_ONLY,
+};
+
+struct top {
+	struct setup *o;
+	const struct snapshot *snap;
+	int col;               /* -c, or -1 */
+	size_t n;              /* rows before <other> */
+	bool json;
+	int64_t *values;       /* the csv row */
+	struct agg_builtins builtins;
+	int64_t total;         /* of the components of the partition */
+	struct tally funcs;    /* v[0] flat, v[1] cum */
+	int64_t stack_bytes;   /* the bytes with stacks, in scope */
+	struct strbuf sb;
+	int *cols;             /* the components shown, largest first */
+	struct cut {
+		size_t n, shown;   /* rows, rows before <other> */
+		int64_t rest;      /* in <other> */
+	} comps, fns;
+};
+
+static int add_item(void *ctx, const struct item *it)
+{
+	struct top *t = ctx;
+
+	if (it->kind != ITEM_MALLOC && it->kind != ITEM_HOOKED)
+		return 0; /* no stack */
+	/*
+	 * The components' stacks only: the allocator's arenas (outside the
+	 * partition) hold the malloc'd blocks a second time.
+	 */
+	if (t->col >= 0 ? !column_counts(t->o->policy, t->col, it->kind,
+					 it->col)
+			: !policy_in_partition(t->o->policy, it->col))
+		return 0;
+	if (!it->bytes)
+		return 0;
+	tally_functions(&t->funcs, &t->o->run.model, it->bucket->stack,
+			it->bytes);
+	t->stack_bytes = add64(t->stack_bytes, it->bytes, &t->funcs.overflow);
+	return 0;
+}
+
+/* Functions by flat bytes, then cumulative, then name (pprof's order). */
+static int cmp_flat(const void *a, const void *b)
+{
+	const struct tally_entry *x = *(const struct tally_entry *const *)a;
+	const struct tally_entry *y = *(const struct tally_entry *const *)b;
+
+	if (x->v[0] != y->v[0])
+		return x->v[0] > y->v[0] ? -1 : 1;
+	if (x->v[1] != y->v[1])
+		return x->v[1] > y->v[1] ? -1 : 1;
+	return strcmp(x->key, y->key);
+}
+
+/* The components shown, largest first: indices into the policy. */
+static size_t components(const struct top *t, int *out)
+{
+	const struct policy *p = t->o->policy;
+	size_t n = 0;
+
+	for (size_t c = 0; c < p->ncols; c++)
+		if (t->col >= 0 ? (int)c == t->col
+				: policy_in_partition(p, (int)c) && t->values[c])
+			out[n++] = (int)c;
+	/* (A few dozen at most.) */
+	for (size_t i = 1; i < n; i++)
+		for (size_t k = i; k > 0 && t->values[out[k - 1]] <
+						    t->values[out[k]]; k--) {
+			int x = out[k];
+
+			out[k] = out[k - 1];
+			out[k - 1] = x;
+		}
+	return n;
+}
+
+/* A number for people, right-aligned in W columns. */
+static const char *human(struct top *t, int64_t v, int w)
+{
+	struct strbuf num = STRBUF_INIT;
+
+	format_bytes(&num, v, false);
+	sb_reset(&t->sb);
+	sb_addf(&t->sb, "%*s", w, num.buf);
+	sb_release(&num);
+	return t->sb.buf;
+}
+
+static const char *pct(struct top *t, int64_t part, int64_t whole)
+{
+	struct strbuf num = STRBUF_INIT;
+
+	format_percent(&num, part, whole, false);
+	sb_reset(&t->sb);
+	sb_addf(&t->sb, "%6s", num.buf);
+	sb_release(&num);
+	return t->sb.buf;
+}
+
+static void print_text(struct top *t)
+{
+	const struct policy *p = t->o->policy;
+	int64_t sum = 0;
+	struct strbuf share = STRBUF_INIT;
+
+	if (t->col >= 0) {
+		format_percent(&share, t->values[t->col], t->total, false);
+		printf("%s: %s, ", p->cols[t->col].name,
+		       human(t, t->values[t->col], 0));
+		printf("%s of the %s in the components of policy %s (%s)\n",
+		       share.buf, human(t, t->total, 0), p->label,
+		       t->snap->path);
+	} else {
+		printf("%s in the components of policy %s (%s)",
+		       human(t, t->total, 0), p->label, t->snap->path);
+		if (t->builtins.v[B_RSS])
+			printf("; the kernel's Rss %s",
+			       human(t, t->builtins.v[B_RSS], 0));
+		printf("\n\n%10s %6s  %s\n", "bytes", "%", "component");
+		for (size_t i = 0; i < t->comps.shown; i++) {
+			int64_t v = t->values[t->cols[i]];
+
+			printf("%s ", human(t, v, 10));
+			printf("%s  %s\n", pct(t, v, t->total),
+			       p->cols[t->cols[i]].name);
+		}
+		if (t->comps.n > t->comps.shown) {
+			size_t more = t->comps.n - t->comps.shown;
+
+			printf("%s ", human(t, t->comps.rest, 10));
+			printf("%s  <other: %zu more component%s>\n",
+			       pct(t, t->comps.rest, t->total), more,
+			       more == 1 ? "" : "s");
+		}
+	}
+	sb_release(&share);
+	printf("\nfunctions, over the %s that have stacks (flat: allocated "
+	       "there; cum: there and in what it called)\n",
+	       human(t, t->stack_bytes, 0));
+	if (!t->funcs.n) {
+		printf("  (none: %s)\n", t->col >= 0 ? "the component holds no "
+						       "stacks"
+						     : "no stacks");
+		return;
+	}
+	printf("%10s %6s %6s %10s %6s  %s\n", "flat", "flat%", "sum%", "cum",
+	       "cum%", "function");
+	for (size_t i = 0; i < t->fns.shown; i++) {
+		const struct tally_entry *e = t->funcs.v[i];
+
+		sum += e->v[0];
+		printf("%s ", human(t, e->v[0], 10));
+		printf("%s ", pct(t, e->v[0], t->stack_bytes));
+		printf("%s ", pct(t, sum, t->stack_bytes));
+		printf("%s ", human(t, e->v[1], 10));
+		printf("%s  %s", pct(t, e->v[1], t->stack_bytes), e->key);
+		if (e->file && e->line)
+			printf(" (%s:%" PRIu32 ")", e->file, e->line);
+		else if (e->file)
+			printf(" (%s)", e->file);
+		putchar('\n');
+	}
+	if (t->fns.n > t->fns.shown) {
+		size_t more = t->fns.n - t->fns.shown;
+
+		printf("%s ", human(t, t->fns.rest, 10));
+		printf("%s %6s %10s %6s  <other: %zu more function%s>\n",
+		       pct(t, t->fns.rest, t->stack_bytes), "", "", "", more,
+		       more == 1 ? "" : "s");
+	}
+}
+
+static void json_entry_name(struct strbuf *out, const char *key,
+			    const char *s)
+{
+	format_json_string(out, key);
+	sb_addstr(out, ": ");
+	format_json_string(out, s);
+}
+
+static void print_json(struct top *t)
+{
+	const struct policy *p = t->o->policy;
+	struct strbuf out = STRBUF_INIT;
+
+	sb_addstr(&out, "{\n  ");
+	json_entry_name(&out, "dump", t->snap->path);
+	sb_addstr(&out, ",\n  ");
+	json_entry_name(&out, "policy", p->label);
+	if (t->col >= 0) {
+		sb_addstr(&out, ",\n  ");
+		json_entry_name(&out, "component", p->cols[t->col].name);
+	}
+	sb_addf(&out, ",\n  \"total\": %" PRId64 ",\n", t->total);
+	if (t->builtins.v[B_RSS])
+		sb_addf(&out, "  \"rss\": %" PRId64 ",\n",
+			t->builtins.v[B_RSS]);
+	sb_addstr(&out, "  \"components\": [");
+	for (size_t i = 0; i < t->comps.shown; i++) {
+		sb_addstr(&out, i ? ",\n    { " : "\n    { ");
+		json_entry_name(&out, "name", p->cols[t->cols[i]].name);
+		sb_addf(&out, ", \"bytes\": %" PRId64 " }",
+			t->values[t->cols[i]]);
+	}
+	sb_addstr(&out, t->comps.shown ? "\n  ],\n" : "],\n");
+	sb_addf(&out, "  \"other_components\": { \"count\": %zu, \"bytes\": "
+		      "%" PRId64 " },\n",
+		t->comps.n - t->comps.shown, t->comps.rest);
+	sb_addf(&out, "  \"stack_bytes\": %" PRId64 ",\n", t->stack_bytes);
+	sb_addstr(&out, "  \"functions\": [");
+	for (size_t i = 0; i < t->fns.shown; i++) {
+		const struct tally_entry *e = t->funcs.v[i];
+
+		sb_addstr(&out, i ? ",\n    { " : "\n    { ");
+		json_entry_name(&out, "name", e->key);
+		if (e->file) {
+			sb_addstr(&out, ", ");
+			json_entry_name(&out, "file", e->file);
+			if (e->line)
+				sb_addf(&out, ", \"line\": %" PRIu32, e->line);
+		}
+		sb_addf(&out, ", \"flat\": %" PRId64 ", \"cum\": %" PRId64
+			      " }", e->v[0], e->v[1]);
+	}
+	sb_addstr(&out, t->fns.shown ? "\n  ],\n" : "],\n");
+	sb_addf(&out, "  \"other_functions\": { \"count\": %zu, \"flat\": "
+		      "%" PRId64 " }\n}\n",
+		t->fns.n - t->fns.shown, t->fns.rest);
+	fwrite(out.buf, 1, out.len, stdout);
+	sb_release(&out);
+}
+
+/* Cut a table of N rows after T's limit; REST sums what it leaves out. */
+static struct cut cut(const struct top *t, size_t n,
+		      int64_t (*v)(const struct top *, size_t))
+{
+	struct cut c = { n, n < t->n ? n : t->n, 0 };
+
+	for (size_t i = c.shown; i < n; i++)
+		c.rest += v(t, i);
+	return c;
+}
+
+static int64_t comp_bytes(const struct top *t, size_t i)
+{
+	return t->values[t->cols[i]];
+}
+
+static int64_t func_flat(const struct top *t, size_t i)
+{
+	return t->funcs.v[i]->v[0];
+}
+
+static int run(struct cmd_args *a)
+{
+	const char *component = args_get(a, 'c'), *policy, *n = args_get(a, 'n');
+	struct agg_stats stats;
+	struct snapshot snap;
+	struct setup o;
+	struct top t;
+	uint64_t rows = 15;
+	int status;
+
+	memset(&t, 0, sizeof(t));
+	if ((status = setup_one_policy(a, &policy)))
+		return status;
+	if (n && (word_u64(n, strlen(n), &rows) != NUM_OK || !rows))
+		return cmd_usage_error(a, "-n wants a number of rows, not '%s'",
+				       n);
+	if (a->argc != 1)
+		return cmd_usage_error(a, a->argc ? "too many operands"
+						  : "which dump?");
+	/* file:line where the binaries say. */
+	a->sym.want_source = true;
+	if (setup_dump(&o, &snap, a, a->argv[0], policy) < 0)
+		return 1;
+	t.o = &o;
+	t.snap = &snap;
+	t.col = -1;
+	t.n = rows;
+	t.json = args_has(a, OPT_JSON);
+	tally_init(&t.funcs);
+	t.values = xcalloc(o.policy->ncols, sizeof(*t.values));
+	memset(&stats, 0, sizeof(stats));
+	if (component && (t.col = setup_component(o.policy, component)) < 0) {
+		status = 1;
+		goto out;
+	}
+	snapshot_warn_unknown_buckets(&snap, "counted as no-bucket");
+	if (aggregate_snapshot(&o.cls, &snap, NULL, t.values, &t.builtins,
+			       &stats) < 0 ||
+	    aggregate_items(&o.cls, &snap, NULL, true, add_item, &t) < 0) {
+		status = 1;
+		goto out;
+	}
+	t.cols = xcalloc(o.policy->ncols + 1, sizeof(*t.cols));
+	for (size_t c = 0; c < o.policy->ncols; c++)
+		if (policy_in_partition(o.policy, (int)c))
+			t.total = add64(t.total, t.values[c], &t.funcs.overflow);
+	if (t.funcs.overflow) {
+		status = sizes_overflow(&snap);
+		goto out;
+	}
+	t.comps = cut(&t, components(&t, t.cols), comp_bytes);
+	tally_sort(&t.funcs, cmp_flat);
+	t.fns = cut(&t, t.funcs.n, func_flat);
+	if (t.json)
+		print_json(&t);
+	else
+		print_text(&t);
+out:
+	free(t.cols);
+	free(t.values);
+	tally_free(&t.funcs);
+	sb_release(&t.sb);
+	snapshot_release(&snap);
+	setup_close(&o);
+	return status;
+}
+
+static const struct cmd_option options[] = {
+	OPTION_POLICY,
+	OPTION_COMPONENT("only this component, and the functions of its stacks"),
+	{ 'n', "rows", "N", OPT_VALUE | OPT_SYNOPSIS,
+	  "rows in each table before the rest goes into <other> (default 15)" },
+	{ OPT_JSON, "json", NULL, OPT_SYNOPSIS, "exact numbers, as JSON" },
+	OPT_END,
+};
+
+static const char *const usage[] = { "DUMP", NULL };
+
+const struct cmd_entry cmd_top = {
+	"top", "print what is eating memory in a dump: components, functions",
+	usage, options, CMD_READS_DUMPS, NULL, run,
+};

@@ -1,0 +1,199 @@
+/* Stacks as text, the functions they count under, and tallies. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "buckets.h"
+#include "format.h"
+#include "helpers.h"
+#include "stacks.h"
+#include "symbol.h"
+#include "tally.h"
+#include "text.h"
+
+static struct model m;
+static struct tally t;
+
+static void setup(void)
+{
+	model_init(&m);
+	tally_init(&t);
+}
+
+static void teardown(void)
+{
+	tally_free(&t);
+	model_free(&m);
+}
+
+TestSuite(stacks, .init = setup, .fini = teardown);
+
+/*
+ * Stacks, innermost first: 1 malloc <- cache_put <- main, 2 operator new
+ * <- cache_put <- main, 3 walk <- walk <- main (recursion), 4 malloc
+ * alone.  Frames are numbered by first appearance.
+ */
+static const struct stack *stack_of(uint64_t id)
+{
+	for (size_t i = 0; i < m.buckets.n; i++)
+		if (m.buckets.v[i]->id == id)
+			return m.buckets.v[i]->stack;
+	cr_assert_fail("no bucket %lu", (unsigned long)id);
+	return NULL;
+}
+
+static void name(size_t frame, const char *func, const char *file,
+		 uint32_t line)
+{
+	struct frame *f = m.frames.v[frame];
+
+	f->func = func;
+	f->func_len = (uint32_t)strlen(func);
+	f->file = file;
+	f->line = line;
+}
+
+static void load(void)
+{
+	const char *b = write_file("s.00001.0001.buckets",
+				   "1 malloc 0x10 0x20 0x30\n"
+				   "2 malloc 0x40 0x21 0x30\n"
+				   "3 malloc 0x50 0x51 0x30\n"
+				   "4 malloc 0x10\n",
+				   -1);
+
+	cr_assert_eq(buckets_load(&m, b), 0);
+	symbolize_model(&m, NULL, NULL);
+	name(0, "malloc", NULL, 0);
+	name(1, "cache_put", "cache.c", 12);
+	name(2, "main", "main.c", 3);
+	name(3, "operator new(unsigned long)", NULL, 0);
+	name(4, "cache_put", "cache.c", 20);
+	name(5, "walk", "walk.c", 7);
+	name(6, "walk", "walk.c", 9);
+}
+
+Test(stacks, allocator_frames_are_pprofs)
+{
+	static const char *const yes[] = {
+		"malloc", "operator new", "operator new(unsigned long)",
+		"tc_malloc", "tcmalloc::PageHeap::New", "TCMalloc_SystemAlloc",
+		"__libc_malloc", "dmprof_recorder_self",
+	};
+	static const char *const no[] = {
+		"malloc_stats", "mymalloc", "operator delete", "main",
+		"Cache::malloc",
+	};
+
+	for (size_t i = 0; i < sizeof(yes) / sizeof(*yes); i++)
+		cr_assert(frame_is_allocator(yes[i], strlen(yes[i])), "%s",
+			  yes[i]);
+	for (size_t i = 0; i < sizeof(no) / sizeof(*no); i++)
+		cr_assert_not(frame_is_allocator(no[i], strlen(no[i])), "%s",
+			      no[i]);
+}
+
+static const struct tally_entry *fn(const char *key)
+{
+	const struct tally_entry *e = tally_find(&t, key, strlen(key));
+
+	cr_assert_not_null(e, "no function %s", key);
+	return e;
+}
+
+Test(stacks, flat_goes_past_the_allocator_cum_counts_once)
+{
+	load();
+	tally_functions(&t, &m, stack_of(1), 100);
+	tally_functions(&t, &m, stack_of(2), 50);
+	tally_functions(&t, &m, stack_of(3), 7);
+	tally_functions(&t, &m, stack_of(4), 1);
+	cr_assert_eq(fn("cache_put")->v[0], 150);
+	cr_assert_eq(fn("cache_put")->v[1], 150);
+	cr_assert_eq(fn("main")->v[0], 0);
+	cr_assert_eq(fn("main")->v[1], 157);
+	/* Recursion: its bytes count once in cum. */
+	cr_assert_eq(fn("walk")->v[0], 7);
+	cr_assert_eq(fn("walk")->v[1], 7);
+	/* A stack of allocator frames only: its last frame owns it. */
+	cr_assert_eq(fn("malloc")->v[0], 1);
+	cr_assert_null(tally_find(&t, "operator new", 12));
+	/* The place of the largest flat stack; of the largest call else. */
+	cr_assert_str_eq(fn("cache_put")->file, "cache.c");
+	cr_assert_eq(fn("cache_put")->line, 12);
+	cr_assert_str_eq(fn("main")->file, "main.c");
+	cr_assert_eq(fn("walk")->line, 7);
+	cr_assert_not(t.overflow);
+}
+
+static const char *text(const struct stack *st, uint64_t depth,
+			enum stack_form form)
+{
+	static struct strbuf sb;
+
+	sb_reset(&sb);
+	stack_text(&sb, &m, st, depth, form);
+	return sb_str(&sb);
+}
+
+Test(stacks, the_forms_of_a_stack)
+{
+	load();
+	cr_assert_str_eq(text(stack_of(1), UINT64_MAX, STACK_FOLDED),
+			 "main;cache_put;malloc");
+	cr_assert_str_eq(text(stack_of(1), 1, STACK_FOLDED),
+			 "cache_put;malloc");
+	cr_assert_str_eq(text(stack_of(2), UINT64_MAX, STACK_CALLERS),
+			 "operator new(unsigned long) <- cache_put (cache.c:20)"
+			 " <- main (main.c:3)");
+	cr_assert_str_eq(text(stack_of(3), 0, STACK_CALLERS),
+			 "walk (walk.c:7)");
+}
+
+Test(stacks, tally_keys_and_order)
+{
+	struct tally_entry *a = tally_get(&t, "a", 1), *b = tally_get(&t, "b", 1);
+
+	cr_assert_eq(tally_get(&t, "a", 1), a);
+	cr_assert_eq(tally_get(&t, "", 0)->bytes, 0);
+	a->bytes = 5;
+	b->bytes = 9;
+	tally_sort(&t, tally_cmp_bytes);
+	cr_assert_eq(t.v[0], b);
+	cr_assert_eq(t.v[1], a);
+	cr_assert_eq(tally_find(&t, "a", 1), a);
+	cr_assert_null(tally_find(&t, "c", 1));
+}
+
+static const char *bytes(int64_t v, bool sign)
+{
+	static struct strbuf sb;
+
+	sb_reset(&sb);
+	format_bytes(&sb, v, sign);
+	return sb_str(&sb);
+}
+
+static const char *percent(int64_t part, int64_t whole, bool sign)
+{
+	static struct strbuf sb;
+
+	sb_reset(&sb);
+	format_percent(&sb, part, whole, sign);
+	return sb_str(&sb);
+}
+
+Test(stacks, sizes_and_shares_for_people)
+{
+	cr_assert_str_eq(bytes(0, false), "0 B");
+	cr_assert_str_eq(bytes(1023, false), "1023 B");
+	cr_assert_str_eq(bytes(1024, false), "1.0 KiB");
+	cr_assert_str_eq(bytes(90000, false), "87.9 KiB");
+	cr_assert_str_eq(bytes(1048575, false), "1.0 MiB");
+	cr_assert_str_eq(bytes(3 << 20, true), "+3.0 MiB");
+	cr_assert_str_eq(bytes(-18000, true), "-17.6 KiB");
+	cr_assert_str_eq(bytes(INT64_MIN, false), "-8.0 EiB");
+	cr_assert_str_eq(percent(1, 3, false), "33.3%");
+	cr_assert_str_eq(percent(5, 0, false), "-");
+	cr_assert_str_eq(percent(-1, 4, true), "-25.0%");
+	cr_assert_str_eq(percent(1, 4, true), "+25.0%");
+}
