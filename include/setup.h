@@ -67,6 +67,15 @@ int setup_policy_operand(struct cmd_args *a, const char **policy);
 	{ OPT_POLICY, "policy", "POLICY", OPT_VALUE | OPT_SYNOPSIS,         \
 	  "policies by label or path, comma-separated (default: the "      \
 	  "index's defaults)" }
+/* -n N (OPTION_ROWS), or DFLT: sets *ROWS, or returns a usage error. */
+int setup_rows(struct cmd_args *a, size_t dflt, size_t *rows);
+
+/* -n, --rows, with what it does in the command. */
+#define OPTION_ROWS(help) { 'n', "rows", "N", OPT_VALUE | OPT_SYNOPSIS, help }
+/* -b, --bytes: exact byte counts for human-readable sizes. */
+#define OPTION_BYTES                                                        \
+	{ 'b', "bytes", NULL, OPT_SYNOPSIS,                                 \
+	  "sizes as exact byte counts, not KiB, MiB..." }
 /* -c, --component, with what it does in the command. */
 #define OPTION_COMPONENT(help)                                              \
 	{ 'c', "component", "COMPONENT", OPT_VALUE | OPT_SYNOPSIS, help }

@@ -21,6 +21,9 @@ enum stack_form {
 	STACK_CALLERS,        /* "func (file:line) <- caller <- ...": the
 				 innermost first, file:line where known */
 	STACK_FOLDED,         /* "root;...;func": outermost first, names */
+	STACK_MATCH,          /* the same with "?" for every frame without
+				 a name: what matches a stack of another run
+				 (whose addresses differ) */
 };
 
 /*
@@ -47,14 +50,21 @@ void item_text(struct strbuf *sb, const struct model *m, const struct item *it,
 bool frame_is_allocator(const char *func, size_t len);
 
 /*
- * Add BYTES of stack ST to FUNCS, keyed by function name: v[0] (flat) to
- * the first frame that is not the allocator's (the last frame when all
- * are), v[1] (cum) once to each function of the stack.  An entry's
- * file/line is the place of its largest flat stack, or, if it has none,
- * of its largest call; FUNCS's flags belong to this function.
+ * Add stack ST's sums ADD[0..N) to FUNCS, keyed by function name: ADD[0]
+ * (its bytes) to v[0] (flat) of the first frame that is not the
+ * allocator's (the last frame when all are), its owner, and once to v[1]
+ * (cum) of each function of the stack; ADD[k] for k >= 1 to the owner's
+ * v[k + 1].  An entry's file/line is the place of its largest flat stack,
+ * or, if it has none, of its largest call (by |ADD[0]|); bit 0 of the
+ * entries' flags is this function's, the others the caller's.  Returns
+ * the owner.
  */
-void tally_functions(struct tally *funcs, const struct model *m,
-		     const struct stack *st, int64_t bytes);
+struct tally_entry *tally_functions(struct tally *funcs, const struct model *m,
+				    const struct stack *st, const int64_t *add,
+				    size_t n);
+
+/* " (FILE:LINE)", " (FILE)" without a line, nothing without a file. */
+void place_text(struct strbuf *sb, const char *file, uint32_t line);
 
 /* The name a frame goes by in reports: its function, or its address. */
 void frame_name(struct strbuf *sb, const struct frame *f, uint32_t k);

@@ -17,11 +17,12 @@ struct tally_entry {
 	size_t len;
 	int64_t bytes;
 	int64_t allocs, frees; /* summed block counts */
-	int64_t v[4];         /* more sums, as the user says (flat, cum...) */
+	int64_t v[8];         /* more sums, as the user says (flat, cum...) */
 	const char *file;     /* a place it was allocated at, if known */
 	uint32_t line;
 	int64_t file_bytes;   /* (the bytes that place was chosen for) */
 	unsigned flags;       /* the user's */
+	size_t ref;           /* the user's: an index + 1, say */
 };
 
 struct tally {

@@ -49,14 +49,12 @@ static size_t logical_frames(const struct model *m, const struct stack *st,
 	return n;
 }
 
-static void add_where(struct strbuf *sb, const struct frame *f, uint32_t k)
+void place_text(struct strbuf *sb, const char *file, uint32_t line)
 {
-	const char *file = frame_file(f, k);
-
 	if (!file)
 		return;
-	if (frame_line(f, k))
-		sb_addf(sb, " (%s:%" PRIu32 ")", file, frame_line(f, k));
+	if (line)
+		sb_addf(sb, " (%s:%" PRIu32 ")", file, line);
 	else
 		sb_addf(sb, " (%s)", file);
 }
@@ -71,8 +69,8 @@ void stack_text(struct strbuf *sb, const struct model *m,
 		n = (size_t)depth + 1;
 	for (size_t i = 0; i < n; i++) {
 		/* Folded stacks go root first. */
-		const struct lframe *l = &v[form == STACK_FOLDED ? n - 1 - i
-								 : i];
+		const struct lframe *l = &v[form >= STACK_FOLDED ? n - 1 - i
+								: i];
 		size_t at = sb->len;
 
 		switch (form) {
@@ -90,13 +88,18 @@ void stack_text(struct strbuf *sb, const struct model *m,
 			if (i)
 				sb_addstr(sb, " <- ");
 			frame_add_func(sb, l->f, l->k);
-			add_where(sb, l->f, l->k);
+			place_text(sb, frame_file(l->f, l->k),
+				   frame_line(l->f, l->k));
 			break;
 		case STACK_FOLDED:
+		case STACK_MATCH:
 			if (i)
 				sb_addch(sb, ';');
 			at = sb->len;
-			frame_add_func(sb, l->f, l->k);
+			if (form == STACK_MATCH && !frame_func(l->f, l->k))
+				sb_addch(sb, '?');
+			else
+				frame_add_func(sb, l->f, l->k);
 			/* A ';' or a line end would cut the frame. */
 			for (size_t c = at; c < sb->len; c++)
 				if (sb->buf[c] == ';' || sb->buf[c] == '\n')
@@ -178,26 +181,24 @@ static void place(struct tally_entry *e, const struct lframe *l,
 		e->flags |= PLACE_FLAT;
 }
 
-void tally_functions(struct tally *funcs, const struct model *m,
-		     const struct stack *st, int64_t bytes)
+struct tally_entry *tally_functions(struct tally *funcs, const struct model *m,
+				    const struct stack *st, const int64_t *add,
+				    size_t n)
 {
 	struct lframe *v = NULL;
-	size_t alloc = 0, n = logical_frames(m, st, &v, &alloc), owner = 0;
+	size_t alloc = 0, nf = logical_frames(m, st, &v, &alloc), owner = 0;
 	struct strbuf name = STRBUF_INIT;
-	struct tally_entry **seen = NULL;
+	struct tally_entry **seen = NULL, *own = NULL;
 	size_t nseen = 0, seen_alloc = 0;
+	int64_t size = add[0] < 0 ? -add[0] : add[0];
 
-	if (!n) {
-		struct tally_entry *e = tally_get(funcs, "<no stack>", 10);
-
-		e->v[0] = add64(e->v[0], bytes, &funcs->overflow);
-		e->v[1] = add64(e->v[1], bytes, &funcs->overflow);
-		free(v);
-		return;
+	if (!nf) {
+		own = tally_get(funcs, "<no stack>", 10);
+		own->v[1] = add64(own->v[1], add[0], &funcs->overflow);
 	}
-	while (owner + 1 < n && is_allocator(&v[owner]))
+	while (owner + 1 < nf && is_allocator(&v[owner]))
 		owner++;
-	for (size_t i = owner; i < n; i++) {
+	for (size_t i = owner; i < nf; i++) {
 		struct tally_entry *e;
 		bool dup = false;
 
@@ -206,20 +207,24 @@ void tally_functions(struct tally *funcs, const struct model *m,
 		sb_reset(&name);
 		frame_name(&name, v[i].f, v[i].k);
 		e = tally_get(funcs, name.buf, name.len);
+		if (i == owner)
+			own = e;
 		for (size_t s = 0; s < nseen && !dup; s++)
 			dup = seen[s] == e;
 		if (dup)
 			continue; /* recursion: cum once */
 		GROW(seen, nseen + 1, seen_alloc);
 		seen[nseen++] = e;
-		e->v[1] = add64(e->v[1], bytes, &funcs->overflow);
-		if (i == owner)
-			e->v[0] = add64(e->v[0], bytes, &funcs->overflow);
-		place(e, &v[i], bytes, i == owner);
+		e->v[1] = add64(e->v[1], add[0], &funcs->overflow);
+		place(e, &v[i], size, i == owner);
 	}
+	own->v[0] = add64(own->v[0], add[0], &funcs->overflow);
+	for (size_t k = 1; k < n && k + 1 < ARRAY_SIZE(own->v); k++)
+		own->v[k + 1] = add64(own->v[k + 1], add[k], &funcs->overflow);
 	free(seen);
 	free(v);
 	sb_release(&name);
+	return own;
 }
 
 void item_text(struct strbuf *sb, const struct model *m, const struct item *it,

@@ -32,6 +32,7 @@ struct top {
 	int col;               /* -c, or -1 */
 	size_t n;              /* rows before <other> */
 	bool json;
+	bool exact;            /* -b */
 	int64_t *values;       /* the csv row */
 	struct agg_builtins builtins;
 	int64_t total;         /* of the components of the partition */
@@ -62,7 +63,7 @@ static int add_item(void *ctx, const struct item *it)
 	if (!it->bytes)
 		return 0;
 	tally_functions(&t->funcs, &t->o->run.model, it->bucket->stack,
-			it->bytes);
+			&it->bytes, 1);
 	t->stack_bytes = add64(t->stack_bytes, it->bytes, &t->funcs.overflow);
 	return 0;
 }
@@ -107,7 +108,10 @@ static const char *human(struct top *t, int64_t v, int w)
 {
 	struct strbuf num = STRBUF_INIT;
 
-	format_bytes(&num, v, false);
+	if (t->exact)
+		sb_addf(&num, "%" PRId64, v);
+	else
+		format_bytes(&num, v, false);
 	sb_reset(&t->sb);
 	sb_addf(&t->sb, "%*s", w, num.buf);
 	sb_release(&num);
@@ -161,7 +165,6 @@ static void print_text(struct top *t)
 			       more == 1 ? "" : "s");
 		}
 	}
-	sb_release(&share);
 	printf("\nfunctions, over the %s that have stacks (flat: allocated "
 	       "there; cum: there and in what it called)\n",
 	       human(t, t->stack_bytes, 0));
@@ -169,6 +172,7 @@ static void print_text(struct top *t)
 		printf("  (none: %s)\n", t->col >= 0 ? "the component holds no "
 						       "stacks"
 						     : "no stacks");
+		sb_release(&share);
 		return;
 	}
 	printf("%10s %6s %6s %10s %6s  %s\n", "flat", "flat%", "sum%", "cum",
@@ -181,12 +185,10 @@ static void print_text(struct top *t)
 		printf("%s ", pct(t, e->v[0], t->stack_bytes));
 		printf("%s ", pct(t, sum, t->stack_bytes));
 		printf("%s ", human(t, e->v[1], 10));
-		printf("%s  %s", pct(t, e->v[1], t->stack_bytes), e->key);
-		if (e->file && e->line)
-			printf(" (%s:%" PRIu32 ")", e->file, e->line);
-		else if (e->file)
-			printf(" (%s)", e->file);
-		putchar('\n');
+		sb_reset(&share);
+		place_text(&share, e->file, e->line);
+		printf("%s  %s%s\n", pct(t, e->v[1], t->stack_bytes), e->key,
+		       share.buf ? share.buf : "");
 	}
 	if (t->fns.n > t->fns.shown) {
 		size_t more = t->fns.n - t->fns.shown;
@@ -196,6 +198,7 @@ static void print_text(struct top *t)
 		       pct(t, t->fns.rest, t->stack_bytes), "", "", "", more,
 		       more == 1 ? "" : "s");
 	}
+	sb_release(&share);
 }
 
 static void json_entry_name(struct strbuf *out, const char *key,
@@ -281,20 +284,19 @@ static int64_t func_flat(const struct top *t, size_t i)
 
 static int run(struct cmd_args *a)
 {
-	const char *component = args_get(a, 'c'), *policy, *n = args_get(a, 'n');
+	const char *component = args_get(a, 'c'), *policy;
 	struct agg_stats stats;
 	struct snapshot snap;
 	struct setup o;
 	struct top t;
-	uint64_t rows = 15;
+	size_t rows;
 	int status;
 
 	memset(&t, 0, sizeof(t));
 	if ((status = setup_one_policy(a, &policy)))
 		return status;
-	if (n && (word_u64(n, strlen(n), &rows) != NUM_OK || !rows))
-		return cmd_usage_error(a, "-n wants a number of rows, not '%s'",
-				       n);
+	if ((status = setup_rows(a, 15, &rows)))
+		return status;
 	if (a->argc != 1)
 		return cmd_usage_error(a, a->argc ? "too many operands"
 						  : "which dump?");
@@ -307,6 +309,7 @@ static int run(struct cmd_args *a)
 	t.col = -1;
 	t.n = rows;
 	t.json = args_has(a, OPT_JSON);
+	t.exact = args_has(a, 'b');
 	tally_init(&t.funcs);
 	t.values = xcalloc(o.policy->ncols, sizeof(*t.values));
 	memset(&stats, 0, sizeof(stats));
@@ -349,8 +352,9 @@ out:
 static const struct cmd_option options[] = {
 	OPTION_POLICY,
 	OPTION_COMPONENT("only this component, and the functions of its stacks"),
-	{ 'n', "rows", "N", OPT_VALUE | OPT_SYNOPSIS,
-	  "rows in each table before the rest goes into <other> (default 15)" },
+	OPTION_ROWS("rows in each table before the rest goes into <other> "
+		    "(default 15)"),
+	OPTION_BYTES,
 	{ OPT_JSON, "json", NULL, OPT_SYNOPSIS, "exact numbers, as JSON" },
 	OPT_END,
 };

@@ -8,6 +8,7 @@
 
 #include "aggregate.h"
 #include "suggest.h"
+#include "text.h"
 
 int setup_open(struct setup *o, struct cmd_args *a, const char *dump,
 		 const char *policy, bool all)
@@ -231,4 +232,16 @@ int setup_timeline(struct cmd_args *a,
 	series_groups_free(runs, nruns);
 	free(policies);
 	return status;
+}
+
+int setup_rows(struct cmd_args *a, size_t dflt, size_t *rows)
+{
+	const char *n = args_get(a, 'n');
+	uint64_t v = dflt;
+
+	if (n && (word_u64(n, strlen(n), &v) != NUM_OK || !v || v > SIZE_MAX))
+		return cmd_usage_error(a, "-n wants a number of rows, not '%s'",
+				       n);
+	*rows = (size_t)v;
+	return 0;
 }

@@ -103,10 +103,10 @@ static const struct tally_entry *fn(const char *key)
 Test(stacks, flat_goes_past_the_allocator_cum_counts_once)
 {
 	load();
-	tally_functions(&t, &m, stack_of(1), 100);
-	tally_functions(&t, &m, stack_of(2), 50);
-	tally_functions(&t, &m, stack_of(3), 7);
-	tally_functions(&t, &m, stack_of(4), 1);
+	tally_functions(&t, &m, stack_of(1), (int64_t[]){ 100 }, 1);
+	tally_functions(&t, &m, stack_of(2), (int64_t[]){ 50 }, 1);
+	tally_functions(&t, &m, stack_of(3), (int64_t[]){ 7 }, 1);
+	tally_functions(&t, &m, stack_of(4), (int64_t[]){ 1 }, 1);
 	cr_assert_eq(fn("cache_put")->v[0], 150);
 	cr_assert_eq(fn("cache_put")->v[1], 150);
 	cr_assert_eq(fn("main")->v[0], 0);

@@ -1,0 +1,394 @@
+/*
+ * Changes between two snapshots (see change.h).  In one run, stacks are
+ * the model's own, so a pass over each snapshot from A to B sums the
+ * bytes of its items into arrays by stack id, and a stack grew at every
+ * snapshot when each pass found more than the one before.  Across runs,
+ * each end is summed alone and the stacks are joined by the text of
+ * their frames (function names only: line numbers move between builds).
+ */
+#include "change.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "stacks.h"
+#include "tally.h"
+#include "util.h"
+
+/* Block counts by stack id, at one end. */
+struct counts {
+	int64_t *allocs, *frees, *alloc_bytes;
+	bool *line;               /* a stack line had the stack */
+};
+
+/*
+ * Sums by stack id over one snapshot's items.  A value is this pass's
+ * when its stamp is: nothing is cleared between passes, and only the
+ * stacks a snapshot has are visited.
+ */
+struct sums {
+	int64_t *bytes;
+	uint32_t *stamp;
+	int *col;                 /* of its last item with bytes, or first */
+	uint32_t *touched;        /* the ids this pass wrote */
+	size_t ntouched, touched_alloc;
+};
+
+struct pass {
+	const struct policy *p;
+	size_t n;                 /* stacks covered */
+	uint32_t k;               /* this pass's stamp: 1, 2, ... */
+	struct sums cur, prev;
+	struct counts *counting;  /* at an end, else NULL */
+	size_t ncounts;           /* what ends' counts cover */
+	struct counts ends[2];
+	bool overflow;
+};
+
+static void *grow_zero(void *v, size_t old, size_t n, size_t size)
+{
+	v = xreallocarray(v, n, size);
+	memset((char *)v + old * size, 0, (n - old) * size);
+	return v;
+}
+
+static void sums_fit(struct sums *s, size_t old, size_t n)
+{
+	s->bytes = grow_zero(s->bytes, old, n, sizeof(*s->bytes));
+	s->stamp = grow_zero(s->stamp, old, n, sizeof(*s->stamp));
+	s->col = grow_zero(s->col, old, n, sizeof(*s->col));
+}
+
+static void counts_fit(struct counts *c, size_t old, size_t n)
+{
+	c->allocs = grow_zero(c->allocs, old, n, sizeof(*c->allocs));
+	c->frees = grow_zero(c->frees, old, n, sizeof(*c->frees));
+	c->alloc_bytes = grow_zero(c->alloc_bytes, old, n,
+				   sizeof(*c->alloc_bytes));
+	c->line = grow_zero(c->line, old, n, sizeof(*c->line));
+}
+
+/* Make room for every stack of M. */
+static void pass_fit(struct pass *s, const struct model *m)
+{
+	size_t n = m->stacks.n;
+
+	if (n <= s->n)
+		return;
+	sums_fit(&s->cur, s->n, n);
+	sums_fit(&s->prev, s->n, n);
+	s->n = n;
+}
+
+static void counts_free(struct counts *c)
+{
+	free(c->allocs);
+	free(c->frees);
+	free(c->alloc_bytes);
+	free(c->line);
+}
+
+static void sums_free(struct sums *s)
+{
+	free(s->bytes);
+	free(s->stamp);
+	free(s->col);
+	free(s->touched);
+}
+
+static void pass_free(struct pass *s)
+{
+	sums_free(&s->cur);
+	sums_free(&s->prev);
+	counts_free(&s->ends[0]);
+	counts_free(&s->ends[1]);
+	memset(s, 0, sizeof(*s));
+}
+
+/* Bytes of stack ID in S, at pass K. */
+static int64_t at(const struct sums *s, uint32_t id, uint32_t k)
+{
+	return s->stamp[id] == k ? s->bytes[id] : 0;
+}
+
+static int add_item(void *ctx, const struct item *it)
+{
+	struct pass *s = ctx;
+	struct sums *c = &s->cur;
+	uint32_t id;
+
+	if (it->kind != ITEM_MALLOC && it->kind != ITEM_HOOKED)
+		return 0; /* no stack */
+	/* The components' stacks only, as top counts them. */
+	if (!policy_in_partition(s->p, it->col))
+		return 0;
+	id = it->bucket->stack->id;
+	if (c->stamp[id] != s->k) {
+		c->stamp[id] = s->k;
+		c->bytes[id] = 0;
+		c->col[id] = it->col;
+		GROW(c->touched, c->ntouched + 1, c->touched_alloc);
+		c->touched[c->ntouched++] = id;
+	}
+	c->bytes[id] = add64(c->bytes[id], it->bytes, &s->overflow);
+	if (it->bytes)
+		c->col[id] = it->col;
+	if (s->counting && it->line) {
+		struct counts *n = s->counting;
+
+		n->allocs[id] = add64(n->allocs[id], it->line->alloc,
+				      &s->overflow);
+		n->frees[id] = add64(n->frees[id], it->line->free, &s->overflow);
+		n->alloc_bytes[id] = add64(n->alloc_bytes[id],
+					   it->line->alloc_bytes, &s->overflow);
+		n->line[id] = true;
+	}
+	return 0;
+}
+
+/* Read one end's path, time and columns. */
+static int end_of(struct change_end *e, struct classifier *cls,
+		  const struct snapshot *snap)
+{
+	struct agg_stats stats;
+
+	memset(&stats, 0, sizeof(stats));
+	e->path = xstrdup(snap->path);
+	e->time = snap->time;
+	e->values = xcalloc(cls->p->ncols, sizeof(*e->values));
+	return aggregate_snapshot(cls, snap, NULL, e->values, &e->builtins,
+				  &stats);
+}
+
+/* Sum SNAP's items into S, as its next pass. */
+static int pass_run(struct pass *s, struct classifier *cls,
+		    const struct model *m, const struct snapshot *snap)
+{
+	struct sums t = s->prev;
+
+	s->prev = s->cur;
+	s->cur = t;
+	s->cur.ntouched = 0;
+	s->k++;
+	pass_fit(s, m);
+	if (s->counting && s->ncounts < s->n) {
+		counts_fit(&s->ends[0], s->ncounts, s->n);
+		counts_fit(&s->ends[1], s->ncounts, s->n);
+		s->ncounts = s->n;
+	}
+	s->p = cls->p;
+	snapshot_warn_unknown_buckets(snap, "counted as no-bucket");
+	if (aggregate_items(cls, snap, NULL, true, add_item, s) < 0)
+		return -1;
+	if (s->overflow || snap->overflow)
+		return -sizes_overflow(snap);
+	return 0;
+}
+
+static struct change *add_change(struct changes *c)
+{
+	struct change *ch;
+
+	GROW(c->v, c->n + 1, c->alloc);
+	ch = &c->v[c->n++];
+	memset(ch, 0, sizeof(*ch));
+	ch->col = -1;
+	return ch;
+}
+
+/* The changes of a run, from what the passes kept. */
+static void collect(struct changes *c, const struct pass *s,
+		    const struct model *m, const int64_t *a_bytes,
+		    const int *a_col, const uint32_t *grown, size_t steps)
+{
+	const struct counts *ca = &s->ends[0], *cb = &s->ends[1];
+
+	for (size_t id = 0; id < s->n; id++) {
+		int64_t a = a_bytes[id], b = at(&s->cur, (uint32_t)id, s->k);
+		bool counted = (c->has & CHANGES_COUNTS) && id < s->ncounts &&
+			       (cb->line[id] || !ca->line[id]);
+		int64_t allocs = 0, frees = 0, bytes = 0;
+		struct change *ch;
+
+		if (counted) {
+			allocs = cb->allocs[id] - ca->allocs[id];
+			frees = cb->frees[id] - ca->frees[id];
+			bytes = cb->alloc_bytes[id] - ca->alloc_bytes[id];
+			/* Counts only grow: a dump that says otherwise is not
+			 * the same count. */
+			if (allocs < 0 || frees < 0 || bytes < 0)
+				allocs = frees = bytes = 0;
+		}
+		if (!a && !b && !allocs && !frees && !bytes)
+			continue;
+		c->stacks_a += a != 0;
+		c->stacks_b += b != 0;
+		c->shared += a && b;
+		ch = add_change(c);
+		ch->m = m;
+		ch->st = m->stacks.v[id];
+		ch->col = s->cur.stamp[id] == s->k ? s->cur.col[id]
+						     : a_col[id] - 1;
+		ch->a = a;
+		ch->b = b;
+		ch->allocs = allocs;
+		ch->frees = frees;
+		ch->allocated = bytes;
+		ch->grew_always = (c->has & CHANGES_SERIES) &&
+				  grown[id] == steps;
+	}
+}
+
+int changes_in_run(struct changes *c, struct run *r, struct classifier *cls,
+		   size_t ia, size_t ib)
+{
+	const struct model *m = &r->model;
+	size_t steps = ia <= ib ? ib - ia : ia - ib, n = 0;
+	/* Counts and growth run forward: from a later A to an earlier B
+	 * they say nothing (nor from A to A). */
+	bool count = ia < ib, alloc_bytes = true;
+	int64_t *a_bytes = NULL;
+	int *a_col = NULL;
+	uint32_t *grown = NULL; /* steps at which a stack grew */
+	struct pass s;
+	int rc = 0;
+
+	memset(c, 0, sizeof(*c));
+	memset(&s, 0, sizeof(s));
+	for (size_t k = 0; k <= steps && !rc; k++) {
+		size_t i = ia <= ib ? ia + k : ia - k;
+		struct snapshot snap;
+
+		if (run_load_dump(r, i, &snap) < 0) {
+			rc = -1;
+			break;
+		}
+		run_symbolize_snapshot(r, &snap);
+		alloc_bytes = alloc_bytes && snap.has_alloc_bytes;
+		s.counting = !count		? NULL
+			     : k == 0		? &s.ends[0]
+			     : k == steps	? &s.ends[1]
+					: NULL;
+		rc = pass_run(&s, cls, m, &snap);
+		if (!rc && k == 0)
+			rc = end_of(&c->a, cls, &snap);
+		if (!rc && k == steps)
+			rc = end_of(&c->b, cls, &snap);
+		snapshot_release(&snap);
+		if (rc)
+			break;
+		a_bytes = grow_zero(a_bytes, n, s.n, sizeof(*a_bytes));
+		a_col = grow_zero(a_col, n, s.n, sizeof(*a_col));
+		grown = grow_zero(grown, n, s.n, sizeof(*grown));
+		n = s.n;
+		for (size_t t = 0; t < s.cur.ntouched; t++) {
+			uint32_t id = s.cur.touched[t];
+			int64_t now = s.cur.bytes[id];
+
+			if (k == 0) {
+				a_bytes[id] = now;
+				a_col[id] = s.cur.col[id] + 1; /* (0: none) */
+			} else if (now > at(&s.prev, id, s.k - 1)) {
+				grown[id]++;
+			}
+		}
+	}
+	if (!rc) {
+		c->snapshots = steps + 1;
+		c->has = CHANGES_RUN | (count ? CHANGES_COUNTS : 0) |
+			 (count && alloc_bytes ? CHANGES_ALLOC_BYTES : 0) |
+			 (count && steps >= 2 ? CHANGES_SERIES : 0);
+		collect(c, &s, m, a_bytes, a_col, grown, steps);
+	} else {
+		changes_free(c);
+	}
+	pass_free(&s);
+	free(a_bytes);
+	free(a_col);
+	free(grown);
+	return rc ? -1 : 0;
+}
+
+/* Sum the first dump of R by stack text into T, as changes of C. */
+static int side(struct changes *c, struct tally *texts, struct run *r,
+		struct classifier *cls, bool is_b)
+{
+	struct pass s;
+	struct snapshot snap;
+	struct strbuf key = STRBUF_INIT;
+	int rc;
+
+	memset(&s, 0, sizeof(s));
+	if (run_load_dump(r, 0, &snap) < 0)
+		return -1;
+	run_symbolize_snapshot(r, &snap);
+	rc = pass_run(&s, cls, &r->model, &snap);
+	if (!rc)
+		rc = end_of(is_b ? &c->b : &c->a, cls, &snap);
+	for (size_t t = 0; !rc && t < s.cur.ntouched; t++) {
+		uint32_t id = s.cur.touched[t];
+		const struct stack *st = r->model.stacks.v[id];
+		struct tally_entry *e;
+		struct change *ch;
+
+		if (!s.cur.bytes[id])
+			continue;
+		sb_reset(&key);
+		stack_text(&key, &r->model, st, UINT64_MAX, STACK_MATCH);
+		e = tally_get(texts, key.buf ? key.buf : "", key.len);
+		if (!e->ref) {
+			ch = add_change(c);
+			e->ref = c->n;
+		}
+		ch = &c->v[e->ref - 1];
+		if (is_b && !ch->b)
+			c->stacks_b++;
+		else if (!is_b && !ch->a)
+			c->stacks_a++;
+		if (is_b && !ch->b && ch->a)
+			c->shared++;
+		ch->m = &r->model;
+		ch->st = st;
+		ch->col = s.cur.col[id];
+		if (is_b)
+			ch->b = add64(ch->b, s.cur.bytes[id], &s.overflow);
+		else
+			ch->a = add64(ch->a, s.cur.bytes[id], &s.overflow);
+	}
+	if (!rc && s.overflow)
+		rc = -sizes_overflow(&snap);
+	snapshot_release(&snap);
+	sb_release(&key);
+	pass_free(&s);
+	return rc ? -1 : 0;
+}
+
+int changes_across(struct changes *c, struct run *ra, struct classifier *ca,
+		   struct run *rb, struct classifier *cb)
+{
+	struct tally t;
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	tally_init(&t);
+	rc = side(c, &t, ra, ca, false);
+	if (!rc)
+		rc = side(c, &t, rb, cb, true);
+	tally_free(&t);
+	if (rc) {
+		changes_free(c);
+		return -1;
+	}
+	c->snapshots = 2;
+	return 0;
+}
+
+void changes_free(struct changes *c)
+{
+	free(c->v);
+	free(c->a.path);
+	free(c->a.values);
+	free(c->b.path);
+	free(c->b.values);
+	memset(c, 0, sizeof(*c));
+}

@@ -1,0 +1,606 @@
+/*
+ * dmprof diff [-p POLICY] [-n N] [-b] [--json] A B, and diff FIRST_DUMP
+ * (its first snapshot against its last): what grew.  Three tables, each
+ * growers first (by growth), then shrinkers, then what allocated and
+ * freed as much as it kept (churn): the policy's components, the
+ * functions that own the bytes (flat, as top ranks them) and the stacks.
+ * When A and B are dumps of one run, every dump between them is read:
+ * stacks and functions that grew at every one of them are marked as
+ * leak suspects, and what the format counts (blocks allocated and freed;
+ * gperftools' allocated bytes) is shown between A and B.  A and B of two
+ * runs (a baseline and a candidate) are matched by their stacks'
+ * function names.
+ */
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "change.h"
+#include "format.h"
+#include "series.h"
+#include "setup.h"
+#include "stacks.h"
+#include "tally.h"
+#include "text.h"
+
+enum {
+	OPT_JSON = OPT_LONG_ONLY,
+};
+
+/* A function some stack of which grew at every snapshot (bit 0 of a
+ * tally entry's flags is tally_functions'). */
+#define SUSPECT 2u
+
+/* Frames of a stack in the text tables; the JSON has them all. */
+#define SHOWN_FRAMES 6
+
+/* A row of any of the three tables. */
+struct row {
+	const char *name;
+	const char *file;
+	uint32_t line;
+	int64_t a, b;
+	int64_t allocs, frees;  /* blocks, between A and B */
+	int64_t allocated;      /* bytes, between A and B */
+	int component;          /* of a stack: its column */
+	bool suspect;           /* grew at every snapshot */
+};
+
+static int64_t change_of(const struct row *r)
+{
+	return r->b - r->a; /* (the sums saturate far below overflow) */
+}
+
+/* Growers, by growth; shrinkers, by loss; churn, by what it allocated. */
+static int group_of(const struct row *r)
+{
+	return change_of(r) > 0 ? 0 : change_of(r) < 0 ? 1 : 2;
+}
+
+static int cmp_rows(const void *x, const void *y)
+{
+	const struct row *a = x, *b = y;
+	int ga = group_of(a), gb = group_of(b);
+	int64_t ca = change_of(a), cb = change_of(b);
+
+	if (ga != gb)
+		return ga < gb ? -1 : 1;
+	if (ga == 2 && a->allocated != b->allocated)
+		return a->allocated > b->allocated ? -1 : 1;
+	if (ga == 2 && a->allocs != b->allocs)
+		return a->allocs > b->allocs ? -1 : 1;
+	if (ca != cb)
+		return (ga == 0 ? ca > cb : ca < cb) ? -1 : 1;
+	return strcmp(a->name, b->name);
+}
+
+struct table {
+	const char *noun, *plural;
+	struct row *v;
+	size_t n, alloc;
+};
+
+struct diff {
+	struct changes c;
+	const struct policy *p;
+	size_t rows;            /* -n */
+	bool exact, json;
+	struct table comps, funcs, stacks;
+	struct tally ftally;    /* the functions, by name */
+	struct strbuf texts;    /* the stacks' texts, NUL-separated */
+	size_t *text_at;        /* offsets into texts, by stack row */
+	int64_t total_a, total_b;
+	size_t suspects;
+	int64_t suspect_growth;
+};
+
+static struct row *add_row(struct table *t)
+{
+	GROW(t->v, t->n + 1, t->alloc);
+	memset(&t->v[t->n], 0, sizeof(t->v[t->n]));
+	t->v[t->n].component = -1;
+	return &t->v[t->n++];
+}
+
+/* ---- building the tables ---- */
+
+static void build_components(struct diff *d)
+{
+	for (size_t c = 0; c < d->p->ncols; c++) {
+		int64_t a = d->c.a.values[c], b = d->c.b.values[c];
+		struct row *r;
+
+		if (!policy_in_partition(d->p, (int)c))
+			continue;
+		d->total_a = add64(d->total_a, a, &d->ftally.overflow);
+		d->total_b = add64(d->total_b, b, &d->ftally.overflow);
+		if (a == b)
+			continue;
+		r = add_row(&d->comps);
+		r->name = d->p->cols[c].name;
+		r->a = a;
+		r->b = b;
+	}
+}
+
+static void build_stacks_and_functions(struct diff *d)
+{
+	struct strbuf text = STRBUF_INIT;
+
+	d->text_at = xcalloc(d->c.n + 1, sizeof(*d->text_at));
+	for (size_t i = 0; i < d->c.n; i++) {
+		const struct change *ch = &d->c.v[i];
+		/* flat change (and cum), a, b, allocated, allocs, frees */
+		int64_t add[6] = { ch->b - ch->a, ch->a, ch->b, ch->allocated,
+				   ch->allocs, ch->frees };
+		struct tally_entry *f;
+		struct row *r;
+
+		f = tally_functions(&d->ftally, ch->m, ch->st, add, 6);
+		if (!add[0] && !ch->allocated && !ch->allocs && !ch->frees)
+			continue; /* unchanged */
+		if (ch->grew_always) {
+			f->flags |= SUSPECT;
+			d->suspects++;
+			d->suspect_growth += ch->b - ch->a;
+		}
+		r = add_row(&d->stacks);
+		d->text_at[d->stacks.n - 1] = d->texts.len;
+		sb_reset(&text);
+		stack_text(&text, ch->m, ch->st, UINT64_MAX, STACK_CALLERS);
+		if (!ch->st->depth)
+			sb_addstr(&text, "<no stack>");
+		sb_add(&d->texts, text.buf, text.len);
+		sb_addch(&d->texts, '\0');
+		r->a = ch->a;
+		r->b = ch->b;
+		r->allocs = ch->allocs;
+		r->frees = ch->frees;
+		r->allocated = ch->allocated;
+		r->component = ch->col;
+		r->suspect = ch->grew_always;
+	}
+	/* The texts are complete: point the rows at them. */
+	for (size_t i = 0; i < d->stacks.n; i++)
+		d->stacks.v[i].name = d->texts.buf + d->text_at[i];
+	for (size_t i = 0; i < d->ftally.n; i++) {
+		const struct tally_entry *e = d->ftally.v[i];
+		struct row *r;
+
+		if (!e->v[0] && !e->v[4] && !e->v[5] && !e->v[6])
+			continue;
+		r = add_row(&d->funcs);
+		r->name = e->key;
+		r->file = e->file;
+		r->line = e->line;
+		r->a = e->v[2];
+		r->b = e->v[3];
+		r->allocated = e->v[4];
+		r->allocs = e->v[5];
+		r->frees = e->v[6];
+		r->suspect = e->flags & SUSPECT;
+	}
+	sb_release(&text);
+}
+
+/* ---- printing ---- */
+
+static const char *bytes(struct diff *d, struct strbuf *sb, int64_t v,
+			 bool sign)
+{
+	sb_reset(sb);
+	if (d->exact)
+		sb_addf(sb, sign && v > 0 ? "+%" PRId64 : "%" PRId64, v);
+	else
+		format_bytes(sb, v, sign);
+	return sb->buf;
+}
+
+static bool has_bytes(const struct diff *d)
+{
+	return d->c.has & CHANGES_ALLOC_BYTES;
+}
+
+static bool has_counts(const struct diff *d)
+{
+	return (d->c.has & CHANGES_COUNTS) && !has_bytes(d);
+}
+
+static void print_header(struct diff *d, const struct table *t,
+			 const char *what, size_t group)
+{
+	static const char *const titles[] = { "that grew", "that shrank",
+					       "that freed all they allocated" };
+
+	printf("\n%s %s\n", what, titles[group]);
+	printf("%11s %10s %10s", "change", "A", "B");
+	if (t == &d->comps)
+		printf(" %7s", "%");
+	else if (has_bytes(d))
+		printf(" %10s %10s", "allocated", "freed");
+	else if (has_counts(d))
+		printf(" %8s %8s", "allocs", "frees");
+	printf("  %s%s\n", d->c.has & CHANGES_SERIES ? "  " : "", t->noun);
+}
+
+/* A stack's text cut to SHOWN_FRAMES frames. */
+static void cut_stack(struct strbuf *sb, const char *s)
+{
+	const char *p = s;
+
+	sb_reset(sb);
+	for (int k = 1; p && k < SHOWN_FRAMES; k++) {
+		p = strstr(p, " <- ");
+		if (p)
+			p += 4;
+	}
+	if (p && (p = strstr(p, " <- "))) {
+		sb_add(sb, s, (size_t)(p - s));
+		sb_addstr(sb, " <- ...");
+	} else {
+		sb_addstr(sb, s);
+	}
+}
+
+static void print_row(struct diff *d, const struct table *t,
+		      const struct row *r)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	printf("%11s", bytes(d, &sb, change_of(r), true));
+	printf(" %10s", bytes(d, &sb, r->a, false));
+	printf(" %10s", bytes(d, &sb, r->b, false));
+	if (t == &d->comps) {
+		sb_reset(&sb);
+		format_percent(&sb, change_of(r), r->a, true);
+		printf(" %7s", r->a ? sb.buf : "new");
+	} else if (has_bytes(d)) {
+		printf(" %10s", bytes(d, &sb, r->allocated, false));
+		printf(" %10s", bytes(d, &sb, r->allocated - change_of(r),
+				      false));
+	} else if (has_counts(d)) {
+		printf(" %8" PRId64 " %8" PRId64, r->allocs, r->frees);
+	}
+	printf("  %s", !(d->c.has & CHANGES_SERIES) ? ""
+		       : r->suspect			   ? "* "
+							   : "  ");
+	if (t == &d->stacks) {
+		cut_stack(&sb, r->name);
+		printf("%s", sb.buf);
+	} else {
+		sb_reset(&sb);
+		place_text(&sb, r->file, r->line);
+		printf("%s%s", r->name, sb.buf ? sb.buf : "");
+	}
+	putchar('\n');
+	sb_release(&sb);
+}
+
+static void print_table(struct diff *d, struct table *t, const char *what)
+{
+	size_t i = 0;
+
+	for (size_t g = 0; g < 3; g++) {
+		size_t start = i, shown = 0;
+		int64_t rest = 0;
+
+		while (i < t->n && (size_t)group_of(&t->v[i]) == g)
+			i++;
+		if (i == start)
+			continue;
+		print_header(d, t, what, g);
+		for (size_t k = start; k < i; k++) {
+			if (shown < d->rows) {
+				print_row(d, t, &t->v[k]);
+				shown++;
+			} else {
+				rest += g == 2 ? t->v[k].allocated
+					       : change_of(&t->v[k]);
+			}
+		}
+		if (i - start > shown) {
+			struct strbuf sb = STRBUF_INIT;
+
+			printf("%11s  <other: %zu more %s>\n",
+			       g == 2 ? "" : bytes(d, &sb, rest, true),
+			       i - start - shown,
+			       i - start - shown == 1 ? t->noun : t->plural);
+			sb_release(&sb);
+		}
+	}
+}
+
+static void print_duration(double s)
+{
+	if (s < 120)
+		printf("%.1f s", s);
+	else if (s < 7200)
+		printf("%.1f min", s / 60);
+	else
+		printf("%.1f h", s / 3600);
+}
+
+static void print_text(struct diff *d)
+{
+	struct strbuf a = STRBUF_INIT, b = STRBUF_INIT, ch = STRBUF_INIT;
+	double dt = d->c.b.time - d->c.a.time;
+
+	printf("A %s -> B %s: ", d->c.a.path, d->c.b.path);
+	if (!(d->c.has & CHANGES_RUN)) {
+		printf("another run");
+	} else {
+		print_duration(dt < 0 ? -dt : dt);
+		printf(dt < 0 ? " earlier" : " later");
+	}
+	if (d->c.snapshots > 2)
+		printf(", %zu snapshots", d->c.snapshots);
+	printf(", policy %s\n", d->p->label);
+	format_percent(&ch, d->total_b - d->total_a, d->total_a, true);
+	printf("the components: %s -> %s", bytes(d, &a, d->total_a, false),
+	       bytes(d, &b, d->total_b, false));
+	printf(", %s (%s)\n", bytes(d, &a, d->total_b - d->total_a, true),
+	       ch.buf);
+	if (!d->comps.n)
+		printf("\nno component changed\n");
+	print_table(d, &d->comps, "components");
+	if (!d->funcs.n)
+		printf("\nno stack changed\n");
+	print_table(d, &d->funcs, "functions");
+	print_table(d, &d->stacks, "stacks");
+	if (d->c.has & CHANGES_SERIES) {
+		printf("\n");
+		if (d->suspects)
+			printf("* grew at every one of the %zu snapshots from A "
+			       "to B: a leak suspect (%zu stack%s, %s)\n",
+			       d->c.snapshots, d->suspects,
+			       d->suspects == 1 ? "" : "s",
+			       bytes(d, &a, d->suspect_growth, true));
+		else
+			printf("no stack grew at every one of the %zu "
+			       "snapshots: no leak suspect\n",
+			       d->c.snapshots);
+	}
+	sb_release(&a);
+	sb_release(&b);
+	sb_release(&ch);
+}
+
+static void json_rows(struct diff *d, struct strbuf *out, const char *key,
+		      const struct table *t)
+{
+	sb_addf(out, ",\n  \"%s\": [", key);
+	for (size_t i = 0; i < t->n; i++) {
+		const struct row *r = &t->v[i];
+
+		sb_addstr(out, i ? ",\n    { " : "\n    { ");
+		sb_addstr(out, t == &d->stacks ? "\"stack\": " : "\"name\": ");
+		format_json_string(out, r->name);
+		if (r->component >= 0) {
+			sb_addstr(out, ", \"component\": ");
+			format_json_string(out, d->p->cols[r->component].name);
+		}
+		if (r->file) {
+			sb_addstr(out, ", \"file\": ");
+			format_json_string(out, r->file);
+			if (r->line)
+				sb_addf(out, ", \"line\": %" PRIu32, r->line);
+		}
+		sb_addf(out, ", \"a\": %" PRId64 ", \"b\": %" PRId64
+			     ", \"change\": %" PRId64,
+			r->a, r->b, change_of(r));
+		if (t != &d->comps && (d->c.has & CHANGES_COUNTS))
+			sb_addf(out, ", \"allocs\": %" PRId64 ", \"frees\": %"
+				     PRId64, r->allocs, r->frees);
+		if (t != &d->comps && has_bytes(d))
+			sb_addf(out, ", \"allocated\": %" PRId64 ", \"freed\": %"
+				     PRId64, r->allocated,
+				r->allocated - change_of(r));
+		if (t != &d->comps && (d->c.has & CHANGES_SERIES))
+			sb_addf(out, ", \"grew_always\": %s",
+				r->suspect ? "true" : "false");
+		sb_addstr(out, " }");
+	}
+	sb_addstr(out, t->n ? "\n  ]" : "]");
+}
+
+static void json_end(struct strbuf *out, const char *key,
+		     const struct change_end *e)
+{
+	sb_addf(out, "  \"%s\": { \"dump\": ", key);
+	format_json_string(out, e->path);
+	sb_addstr(out, ", \"time\": ");
+	format_float_repr(out, e->time);
+	sb_addstr(out, " },\n");
+}
+
+static void print_json(struct diff *d)
+{
+	struct strbuf out = STRBUF_INIT;
+
+	sb_addstr(&out, "{\n");
+	json_end(&out, "a", &d->c.a);
+	json_end(&out, "b", &d->c.b);
+	sb_addstr(&out, "  \"policy\": ");
+	format_json_string(&out, d->p->label);
+	sb_addf(&out, ",\n  \"snapshots\": %zu,\n  \"same_run\": %s,\n",
+		d->c.snapshots, d->c.has & CHANGES_RUN ? "true" : "false");
+	sb_addf(&out, "  \"total\": { \"a\": %" PRId64 ", \"b\": %" PRId64
+		      ", \"change\": %" PRId64 " }",
+		d->total_a, d->total_b, d->total_b - d->total_a);
+	json_rows(d, &out, "components", &d->comps);
+	json_rows(d, &out, "functions", &d->funcs);
+	json_rows(d, &out, "stacks", &d->stacks);
+	sb_addstr(&out, "\n}\n");
+	fwrite(out.buf, 1, out.len, stdout);
+	sb_release(&out);
+}
+
+/* ---- the operands ---- */
+
+/* Are dumps A and B of one run?  Sets their counters. */
+static bool one_run(const char *a, const char *b, unsigned long *ca,
+		    unsigned long *cb)
+{
+	char *pa = NULL, *pb = NULL, *ra = NULL, *rb = NULL;
+	bool same = false;
+
+	if (series_split(a, &pa, ca) && series_split(b, &pb, cb)) {
+		same = !strcmp(pa, pb);
+		if (!same) {
+			/* (The same files by two paths.) */
+			char *da = xstrdup(pa), *db = xstrdup(pb);
+			char *sa = strrchr(da, '/'), *sbs = strrchr(db, '/');
+
+			if (sa)
+				*sa++ = '\0';
+			if (sbs)
+				*sbs++ = '\0';
+			ra = realpath(sa ? da : ".", NULL);
+			rb = realpath(sbs ? db : ".", NULL);
+			same = ra && rb && !strcmp(ra, rb) &&
+			       !strcmp(sa ? sa : da, sbs ? sbs : db);
+			free(da);
+			free(db);
+		}
+	}
+	free(pa);
+	free(pb);
+	free(ra);
+	free(rb);
+	return same;
+}
+
+/* The index of counter C among R's dumps, or SIZE_MAX. */
+static size_t index_of(const struct run *r, unsigned long c)
+{
+	for (size_t i = 0; i < r->series.ndumps; i++)
+		if (r->series.dumps[i].counter == c)
+			return i;
+	return SIZE_MAX;
+}
+
+/* A and B, or the first and last dumps of A's run, in one run. */
+static int in_run(struct diff *d, struct setup *o, struct cmd_args *a,
+		  const char *policy)
+{
+	const char *first = a->argv[0];
+	unsigned long ca = 0, cb = 0;
+	size_t ia = 0, ib;
+
+	if (a->argc == 2) {
+		one_run(a->argv[0], a->argv[1], &ca, &cb);
+		if (cb < ca)
+			first = a->argv[1];
+	}
+	if (setup_open(o, a, first, policy, true) < 0)
+		return -1;
+	if (a->argc == 1) {
+		if (o->run.series.ndumps < 2)
+			return error("%s: the only dump of its run: diff needs "
+				     "two ('dmprof diff A B')", first);
+		ib = o->run.series.ndumps - 1;
+	} else {
+		ia = index_of(&o->run, ca);
+		ib = index_of(&o->run, cb);
+		if (ia == SIZE_MAX || ib == SIZE_MAX)
+			return error("%s: no such dump in the run of %s",
+				     a->argv[ia == SIZE_MAX ? 0 : 1], first);
+	}
+	d->p = o->policy;
+	return changes_in_run(&d->c, &o->run, &o->cls, ia, ib);
+}
+
+static int across(struct diff *d, struct setup *o, struct setup *ob,
+		  struct cmd_args *a, const char *policy)
+{
+	if (setup_open(o, a, a->argv[0], policy, false) < 0 ||
+	    setup_open(ob, a, a->argv[1], policy, false) < 0)
+		return -1;
+	d->p = o->policy;
+	if (changes_across(&d->c, &o->run, &o->cls, &ob->run, &ob->cls) < 0)
+		return -1;
+	if (d->c.stacks_a && d->c.stacks_b && !d->c.shared)
+		return error("%s and %s have no stack in common: dumps of two "
+			     "programs? (diff matches the stacks of two runs "
+			     "by their functions' names)",
+			     a->argv[0], a->argv[1]);
+	return 0;
+}
+
+static int run(struct cmd_args *a)
+{
+	const char *policy;
+	unsigned long ca, cb;
+	size_t rows;
+	struct setup o, ob;
+	struct diff d;
+	int status, rc;
+
+	memset(&d, 0, sizeof(d));
+	memset(&o, 0, sizeof(o));
+	memset(&ob, 0, sizeof(ob));
+	if ((status = setup_one_policy(a, &policy)))
+		return status;
+	if ((status = setup_rows(a, 10, &rows)))
+		return status;
+	if (a->argc < 1 || a->argc > 2)
+		return cmd_usage_error(a, a->argc ? "too many operands"
+						  : "which dumps?");
+	d.rows = rows;
+	d.exact = args_has(a, 'b');
+	d.json = args_has(a, OPT_JSON);
+	d.comps = (struct table){ "component", "components", NULL, 0, 0 };
+	d.funcs = (struct table){ "function", "functions", NULL, 0, 0 };
+	d.stacks = (struct table){ "stack", "stacks", NULL, 0, 0 };
+	tally_init(&d.ftally);
+	a->sym.want_source = true;
+	if (a->argc == 1 || one_run(a->argv[0], a->argv[1], &ca, &cb))
+		rc = in_run(&d, &o, a, policy);
+	else
+		rc = across(&d, &o, &ob, a, policy);
+	if (!rc) {
+		build_components(&d);
+		build_stacks_and_functions(&d);
+		if (d.ftally.overflow)
+			rc = error("%s: sizes add up to more than 64 bits hold",
+				   d.c.b.path);
+	}
+	if (!rc) {
+		qsort(d.comps.v, d.comps.n, sizeof(*d.comps.v), cmp_rows);
+		qsort(d.funcs.v, d.funcs.n, sizeof(*d.funcs.v), cmp_rows);
+		qsort(d.stacks.v, d.stacks.n, sizeof(*d.stacks.v), cmp_rows);
+		if (d.json)
+			print_json(&d);
+		else
+			print_text(&d);
+	}
+	changes_free(&d.c);
+	free(d.comps.v);
+	free(d.funcs.v);
+	free(d.stacks.v);
+	free(d.text_at);
+	sb_release(&d.texts);
+	tally_free(&d.ftally);
+	setup_close(&ob);
+	setup_close(&o);
+	return rc ? 1 : 0;
+}
+
+static const struct cmd_option options[] = {
+	OPTION_POLICY,
+	OPTION_ROWS("rows in each group of a table before the rest goes into "
+		    "<other> (default 10)"),
+	OPTION_BYTES,
+	{ OPT_JSON, "json", NULL, OPT_SYNOPSIS,
+	  "every row, exact numbers, as JSON" },
+	OPT_END,
+};
+
+static const char *const usage[] = { "A B", "FIRST_DUMP", NULL };
+
+const struct cmd_entry cmd_diff = {
+	"diff", "print what grew between two dumps, or over a run",
+	usage, options, CMD_READS_DUMPS, NULL, run,
+};

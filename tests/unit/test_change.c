@@ -1,0 +1,147 @@
+/* Changes between snapshots: growth at every step, counts, two runs. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "change.h"
+#include "helpers.h"
+#include "policy.h"
+#include "symbol.h"
+
+static const char policy_text[] =
+	"dmprof-policy 1\n"
+	"columns FROM_HERE_FOR_TOTAL app mmap unhooked UNTIL_HERE_FOR_TOTAL "
+	"mmap-tcmalloc\n"
+	"rule mmap-tcmalloc mmap stack='.*Sbrk.*'\n"
+	"rule app malloc\nrule mmap mmap\nrule unhooked unhooked\n";
+
+struct open_run {
+	struct run r;
+	struct policy *p;
+	struct classifier cls;
+	struct sym_options opts;
+};
+
+static void open_run(struct open_run *o, const char *first, unsigned flags)
+{
+	memset(o, 0, sizeof(*o));
+	cr_assert_eq(run_open(&o->r, first, flags, &o->opts), 0);
+	o->p = policy_parse(policy_text, strlen(policy_text), "t.policy", NULL);
+	cr_assert_not_null(o->p);
+	classifier_init(&o->cls, o->p, &o->r.model);
+}
+
+static void close_run(struct open_run *o)
+{
+	classifier_free(&o->cls);
+	policy_free(o->p);
+	run_close(&o->r);
+}
+
+/*
+ * gperftools dumps, frames innermost first: 0x10 grows 100, 200, 300
+ * (leaks), 0x20 shrinks 500, 400, 300, 0x30 keeps 0 but allocated 1000
+ * then 3000 bytes (churn), 0x40 is 50, 70, 70 (grew, then not).
+ */
+static const char *const dumps[] = {
+	"heap profile: 6: 650 [ 8: 1650] @ heapprofile\n"
+	"1: 100 [ 1: 100] @ 0x10 0x99\n"
+	"5: 500 [ 5: 500] @ 0x20 0x99\n"
+	"0: 0 [ 1: 1000] @ 0x30 0x99\n"
+	"1: 50 [ 1: 50] @ 0x40 0x99\n",
+	"heap profile: 6: 670 [ 8: 1650] @ heapprofile\n"
+	"2: 200 [ 2: 200] @ 0x10 0x99\n"
+	"4: 400 [ 5: 500] @ 0x20 0x99\n"
+	"0: 0 [ 2: 2000] @ 0x30 0x99\n"
+	"1: 70 [ 1: 70] @ 0x40 0x99\n",
+	"heap profile: 6: 670 [ 8: 1650] @ heapprofile\n"
+	"3: 300 [ 3: 300] @ 0x10 0x99\n"
+	"3: 300 [ 5: 500] @ 0x20 0x99\n"
+	"0: 0 [ 3: 3000] @ 0x30 0x99\n"
+	"1: 70 [ 1: 70] @ 0x40 0x99\n",
+};
+
+static const struct change *of(const struct changes *c, uint64_t frame)
+{
+	for (size_t i = 0; i < c->n; i++) {
+		const struct stack *st = c->v[i].st;
+		const struct frame *f = frame_get(&c->v[i].m->frames,
+						  st->frames[0]);
+
+		if (f->addr == frame)
+			return &c->v[i];
+	}
+	cr_assert_fail("no change of the stack at %#lx", (unsigned long)frame);
+	return NULL;
+}
+
+static void write_run(const char *prefix)
+{
+	char name[64];
+
+	for (int i = 0; i < 3; i++) {
+		snprintf(name, sizeof(name), "%s.%04d.heap", prefix, i + 1);
+		write_file(name, dumps[i], -1);
+	}
+}
+
+Test(change, over_a_run)
+{
+	struct open_run o;
+	struct changes c;
+	char first[4096];
+
+	write_run("p");
+	snprintf(first, sizeof(first), "%s/p.0001.heap", tmpdir());
+	open_run(&o, first, RUN_ALL_DUMPS);
+	cr_assert_eq(changes_in_run(&c, &o.r, &o.cls, 0, 2), 0);
+	cr_assert_eq(c.has, CHANGES_RUN | CHANGES_COUNTS |
+				    CHANGES_ALLOC_BYTES | CHANGES_SERIES);
+	cr_assert_eq(c.snapshots, 3);
+	cr_assert_eq(of(&c, 0x10)->a, 100);
+	cr_assert_eq(of(&c, 0x10)->b, 300);
+	cr_assert(of(&c, 0x10)->grew_always);
+	cr_assert_eq(of(&c, 0x10)->allocs, 2);
+	cr_assert_eq(of(&c, 0x10)->allocated, 200);
+	cr_assert_not(of(&c, 0x20)->grew_always);
+	cr_assert_eq(of(&c, 0x20)->frees, 2);
+	cr_assert_eq(of(&c, 0x30)->a, 0);
+	cr_assert_eq(of(&c, 0x30)->allocated, 2000);
+	cr_assert_eq(of(&c, 0x30)->col, policy_column(o.p, "app"));
+	cr_assert_not(of(&c, 0x40)->grew_always);
+	cr_assert_eq(c.shared, 3);
+	cr_assert_eq(c.a.values[policy_column(o.p, "app")], 650);
+	cr_assert_eq(c.b.values[policy_column(o.p, "app")], 670);
+	changes_free(&c);
+	/* Backwards: changes, but no counts nor growth. */
+	cr_assert_eq(changes_in_run(&c, &o.r, &o.cls, 2, 0), 0);
+	cr_assert_eq(c.has, CHANGES_RUN);
+	cr_assert_eq(of(&c, 0x10)->b, 100);
+	cr_assert_eq(of(&c, 0x10)->allocs, 0);
+	cr_assert_not(of(&c, 0x20)->grew_always);
+	changes_free(&c);
+	close_run(&o);
+}
+
+Test(change, across_runs_by_names)
+{
+	struct open_run a, b;
+	struct changes c;
+	char pa[4096], pb[4096];
+
+	write_run("x");
+	write_file("y.0001.heap", dumps[2], -1);
+	snprintf(pa, sizeof(pa), "%s/x.0001.heap", tmpdir());
+	snprintf(pb, sizeof(pb), "%s/y.0001.heap", tmpdir());
+	open_run(&a, pa, 0);
+	open_run(&b, pb, 0);
+	cr_assert_eq(changes_across(&c, &a.r, &a.cls, &b.r, &b.cls), 0);
+	cr_assert_eq(c.has, 0);
+	/* Unnamed frames match by position: "?;?" each. */
+	cr_assert_eq(c.n, 1);
+	cr_assert_eq(c.v[0].a, 650);
+	cr_assert_eq(c.v[0].b, 670);
+	changes_free(&c);
+	close_run(&b);
+	close_run(&a);
+}
