@@ -47,10 +47,12 @@ int setup_component(const struct policy *p, const char *component);
 
 /*
  * csv, list, json: build the timeline of A's dumps under its -p policies
- * and print it with OUT.  Returns the exit status.
+ * and print it with OUT: the first run's, with the others' first dumps
+ * for page sharing, or, with EACH, every run's alone.  Returns the exit
+ * status.
  */
-int setup_timeline(struct cmd_args *a,
-		     int (*out)(const struct timeline *tl, bool bytes));
+int setup_timeline(struct cmd_args *a, bool each,
+		   int (*out)(const struct timeline *tl, bool bytes));
 
 /* Every -p, as one list (-p l0 -p t0 is -p l0,t0) in new memory; NULL
  * without -p. */

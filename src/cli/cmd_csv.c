@@ -12,6 +12,10 @@
 
 #include "setup.h"
 
+enum {
+	OPT_LONG = OPT_LONG_ONLY,
+};
+
 static void field(const char *s, bool first)
 {
 	if (!first)
@@ -74,14 +78,82 @@ static int csv_out(const struct timeline *tl, bool bytes)
 	return 0;
 }
 
+/* The run's pid, from its dumps' names: P.PID (deep dumps, the
+ * recorder's) or P_PID (a gperftools child); "" when they have none. */
+static void pid_of(const char *prefix, char *out, size_t size)
+{
+	const char *end = prefix + strlen(prefix), *p = end;
+
+	while (p > prefix && p[-1] >= '0' && p[-1] <= '9')
+		p--;
+	*out = '\0';
+	if (p == end || p == prefix || (p[-1] != '.' && p[-1] != '_'))
+		return;
+	while (p + 1 < end && *p == '0') /* (deep dumps write %05d) */
+		p++;
+	if ((size_t)(end - p) < size)
+		memcpy(out, p, (size_t)(end - p) + 1);
+}
+
+/*
+ * --long: a row per (run, pid, snapshot, time, policy, component,
+ * bytes), time in seconds since the run's first snapshot; every column
+ * but the markers and the time columns; exact bytes.
+ */
+static bool long_header;
+
+static int long_out(const struct timeline *tl, bool bytes)
+{
+	char pid[32], buf[64];
+
+	(void)bytes;
+	if (!long_header)
+		puts("run,pid,snapshot,time,policy,component,bytes");
+	long_header = true;
+	pid_of(tl->run.series.prefix, pid, sizeof(pid));
+	for (size_t i = 0; i < tl->n; i++) {
+		double t = tl->snaps[i].time - tl->snaps[0].time;
+
+		for (size_t p = 0; p < tl->set.n; p++) {
+			const struct policy *pol = tl->set.v[p];
+			const int64_t *row = tl->rows[p] + i * pol->ncols;
+
+			for (size_t c = 0; c < pol->ncols; c++) {
+				enum column_kind k = column_kind(&pol->cols[c]);
+
+				if (k == COLUMN_MARKER || k == COLUMN_TIME)
+					continue;
+				field(tl->run.series.prefix, true);
+				field(pid, false);
+				snprintf(buf, sizeof(buf), "%lu",
+					 tl->snaps[i].counter);
+				field(buf, false);
+				snprintf(buf, sizeof(buf), "%.3f", t);
+				field(buf, false);
+				field(pol->label, false);
+				field(pol->cols[c].name, false);
+				snprintf(buf, sizeof(buf), "%" PRId64, row[c]);
+				field(buf, false);
+				putchar('\n');
+			}
+		}
+	}
+	return 0;
+}
+
 static int run(struct cmd_args *a)
 {
-	return setup_timeline(a, csv_out);
+	if (args_has(a, OPT_LONG))
+		return setup_timeline(a, true, long_out);
+	return setup_timeline(a, false, csv_out);
 }
 
 static const struct cmd_option options[] = {
 	OPTION_POLICIES,
 	{ 'b', "bytes", NULL, OPT_SYNOPSIS, "exact bytes instead of MiB" },
+	{ OPT_LONG, "long", NULL, OPT_SYNOPSIS,
+	  "a row per run, pid, snapshot, time, policy, component, bytes: "
+	  "every run named on its own" },
 	OPT_END,
 };
 

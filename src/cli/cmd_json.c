@@ -130,7 +130,7 @@ static int json_out(const struct timeline *tl, bool bytes UNUSED)
 
 static int run(struct cmd_args *a)
 {
-	return setup_timeline(a, json_out);
+	return setup_timeline(a, false, json_out);
 }
 
 static const struct cmd_option options[] = {

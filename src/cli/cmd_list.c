@@ -36,7 +36,7 @@ static int list_out(const struct timeline *tl, bool bytes UNUSED)
 
 static int run(struct cmd_args *a)
 {
-	return setup_timeline(a, list_out);
+	return setup_timeline(a, false, list_out);
 }
 
 static const struct cmd_option options[] = {

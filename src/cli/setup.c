@@ -191,43 +191,51 @@ static const char *first_of(const struct series_group *g)
 	return best;
 }
 
-int setup_timeline(struct cmd_args *a,
-		     int (*out)(const struct timeline *tl, bool bytes))
+int setup_timeline(struct cmd_args *a, bool each,
+		   int (*out)(const struct timeline *tl, bool bytes))
 {
 	struct timeline_options opt;
 	struct series_group *runs;
 	char *policies;
 	const char **others;
-	struct timeline tl;
 	size_t nruns;
-	int status = 1;
+	int status = 0;
 
 	if (a->argc < 1)
 		return cmd_usage_error(a, "which dump?");
 	/*
 	 * The dumps of the first dump's run are that run (a glob or a list
 	 * of it); the first dump of each other run is another process, for
-	 * page sharing.
+	 * page sharing.  Or, with EACH, every run is a timeline of its own.
 	 */
 	series_group((const char *const *)a->argv, (size_t)a->argc, &runs,
 		     &nruns);
 	others = xcalloc(nruns, sizeof(*others));
 	for (size_t i = 1; i < nruns; i++)
 		others[i - 1] = first_of(&runs[i]);
-	memset(&opt, 0, sizeof(opt));
-	opt.policy = policies = setup_policies(a);
-	opt.dumps = runs[0].dumps;
-	opt.ndumps = runs[0].n;
-	opt.shared = others;
-	opt.nshared = nruns - 1;
-	opt.sym = &a->sym;
-	opt.progress = a->progress ? progress : NULL;
-	if (timeline_build(&tl, &opt) == 0) {
-		status = out(&tl, args_has(a, 'b'));
-		if (!status && tl.skipped_errors)
-			status = 1;
+	policies = setup_policies(a);
+	/* (With EACH, a run that fails does not stop the others.) */
+	for (size_t r = 0; r < (each ? nruns : 1); r++) {
+		struct timeline tl;
+		int st = 1;
+
+		memset(&opt, 0, sizeof(opt));
+		opt.policy = policies;
+		opt.dumps = runs[r].dumps;
+		opt.ndumps = runs[r].n;
+		opt.shared = others;
+		opt.nshared = each ? 0 : nruns - 1;
+		opt.sym = &a->sym;
+		opt.progress = a->progress ? progress : NULL;
+		if (timeline_build(&tl, &opt) == 0) {
+			st = out(&tl, args_has(a, 'b'));
+			if (!st && tl.skipped_errors)
+				st = 1;
+		}
+		timeline_free(&tl);
+		if (st)
+			status = st;
 	}
-	timeline_free(&tl);
 	free(others);
 	series_groups_free(runs, nruns);
 	free(policies);
