@@ -27,7 +27,7 @@ O ?= build
 # Debian packages: to build, and to run the tests.
 BUILD_DEPS = libpcre2-dev binutils-dev libcsv-dev libcriterion-dev pkg-config
 TEST_DEPS = gcc g++ diffutils libgoogle-perftools4 google-perftools \
-	    python3 sqlite3
+	    python3 sqlite3 chromium
 BENCH_DEPS = libllvm14 libc6-dbg binutils time bc heaptrack g++ \
 	     libgoogle-perftools4
 FUZZ_DEPS = clang libclang-rt-14-dev
@@ -66,7 +66,7 @@ LIBS = $(shell pkg-config --libs libpcre2-8 2>/dev/null || echo -lpcre2-8) \
 # is a library of its own.
 STAGES = core model read symbol policy analyze cli
 LIB_SRCS := $(filter-out src/cli/dmprof.c,$(foreach s,$(STAGES),$(wildcard src/$(s)/*.c)))
-LIB_OBJS := $(LIB_SRCS:src/%.c=$(O)/%.o)
+LIB_OBJS := $(LIB_SRCS:src/%.c=$(O)/%.o) $(O)/cli/page-html.o
 REC_SRCS := $(wildcard src/recorder/*.c)
 REC_OBJS := $(REC_SRCS:src/%.c=$(O)/%.o)
 UNIT_SRCS := $(wildcard tests/unit/*.c)
@@ -88,6 +88,19 @@ $(O)/libdmprof.a: $(LIB_OBJS)
 $(O)/%.o: src/%.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(PATH_FLAGS) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
+
+# dmprof html's page, src/cli/page.html, as one C string.
+PAGE_C = build/gen/page-html.c
+$(PAGE_C): src/cli/page.html
+	@mkdir -p $(@D)
+	{ echo '/* Made from src/cli/page.html by the Makefile. */'; \
+	  echo 'extern const char page_html[];'; \
+	  echo 'const char page_html[] ='; \
+	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/	"/' -e 's/$$/\\n"/' $<; \
+	  echo '	;'; } >$@
+$(O)/cli/page-html.o: $(PAGE_C)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -c -o $@ $<
 
 # Where the installed policies and recorder are: seen by src/core/paths.c
 # only, and tracked like a header (git's GIT-PREFIX), so that a new
@@ -162,7 +175,7 @@ check: deps
 
 # Every suite on this build; with SANITIZE=1, not the install test (it
 # builds and installs a tree of its own).
-SUITES = unit golden compat real recorder hostile \
+SUITES = unit golden compat real recorder hostile browser \
 	 $(if $(filter 1,$(SANITIZE)),,install)
 test: $(BIN) $(RECORDER) $(O)/unit-tests
 	@sh tests/suites.sh $(if $(filter 1,$(SANITIZE)),asan,plain) $(BIN) \
@@ -179,7 +192,7 @@ FUZZ_TARGETS = dump gperf buckets maps symmap policy json
 FUZZ_O = build/fuzz
 FUZZ_CC = clang
 FUZZ_FLAGS = -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all
-FUZZ_LIB_OBJS := $(LIB_SRCS:src/%.c=$(FUZZ_O)/%.o)
+FUZZ_LIB_OBJS := $(LIB_SRCS:src/%.c=$(FUZZ_O)/%.o) $(FUZZ_O)/cli/page-html.o
 # (Built by a pattern rule for the targets: keep them between runs.)
 .SECONDARY: $(FUZZ_LIB_OBJS)
 
@@ -187,6 +200,9 @@ $(FUZZ_O)/%.o: src/%.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(ALL_CPPFLAGS) -std=gnu11 $(FUZZ_FLAGS) \
 		-fsanitize=fuzzer-no-link -c -o $@ $<
+$(FUZZ_O)/cli/page-html.o: $(PAGE_C)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) -c -o $@ $<
 
 $(FUZZ_O)/fuzz_%: tests/fuzz/fuzz.c $(FUZZ_LIB_OBJS)
 	$(FUZZ_CC) $(ALL_CPPFLAGS) -std=gnu11 $(FUZZ_FLAGS) -fsanitize=fuzzer \

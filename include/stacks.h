@@ -63,6 +63,14 @@ struct tally_entry *tally_functions(struct tally *funcs, const struct model *m,
 				    const struct stack *st, const int64_t *add,
 				    size_t n);
 
+/*
+ * Call FN with the text of each logical frame of ST, innermost first, as
+ * STACK_CALLERS shows it ("func (file:line)").  Returns how many.
+ */
+size_t stack_frames(const struct model *m, const struct stack *st,
+		    void (*fn)(void *ctx, const char *text, size_t len),
+		    void *ctx);
+
 /* " (FILE:LINE)", " (FILE)" without a line, nothing without a file. */
 void place_text(struct strbuf *sb, const char *file, uint32_t line);
 

@@ -12,7 +12,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/dmprof-suites.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT INT TERM
 : >"$results"
 failed=0
-[ $# -gt 0 ] || set -- unit golden compat real recorder hostile
+[ $# -gt 0 ] || set -- unit golden compat real recorder hostile browser
 
 for suite in "$@"; do
 	case $suite in
@@ -22,6 +22,7 @@ for suite in "$@"; do
 	real) set -- sh tests/real/run.sh "$bin" ;;
 	recorder) set -- sh tests/real/recorder.sh "$bin" ;;
 	hostile) set -- sh tests/hostile/run.sh "$bin" ;;
+	browser) set -- sh tests/browser/run.sh "$bin" ;;
 	install) set -- sh tests/install/run.sh ;;
 	*) echo "suites: unknown suite '$suite'" >&2; exit 2 ;;
 	esac

@@ -249,3 +249,23 @@ void item_text(struct strbuf *sb, const struct model *m, const struct item *it,
 		break;
 	}
 }
+
+size_t stack_frames(const struct model *m, const struct stack *st,
+		    void (*fn)(void *ctx, const char *text, size_t len),
+		    void *ctx)
+{
+	struct lframe *v = NULL;
+	size_t alloc = 0, n = logical_frames(m, st, &v, &alloc);
+	struct strbuf sb = STRBUF_INIT;
+
+	for (size_t i = 0; i < n; i++) {
+		sb_reset(&sb);
+		frame_add_func(&sb, v[i].f, v[i].k);
+		place_text(&sb, frame_file(v[i].f, v[i].k),
+			   frame_line(v[i].f, v[i].k));
+		fn(ctx, sb.buf, sb.len);
+	}
+	sb_release(&sb);
+	free(v);
+	return n;
+}

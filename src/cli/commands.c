@@ -5,11 +5,11 @@
 #include "cli.h"
 
 extern const struct cmd_entry cmd_buckets, cmd_csv, cmd_diff, cmd_expand,
-	cmd_folded, cmd_json, cmd_list, cmd_map, cmd_policy, cmd_pprof,
+	cmd_folded, cmd_html, cmd_json, cmd_list, cmd_map, cmd_policy, cmd_pprof,
 	cmd_record, cmd_stacktrace, cmd_top;
 
 const struct cmd_entry *const commands[] = {
-	&cmd_buckets, &cmd_csv, &cmd_diff,	  &cmd_expand, &cmd_folded, &cmd_json,
+	&cmd_buckets, &cmd_csv, &cmd_diff,	  &cmd_expand, &cmd_folded, &cmd_html, &cmd_json,
 	&cmd_list,    &cmd_map,	  &cmd_policy, &cmd_pprof,  &cmd_record,
 	&cmd_stacktrace, &cmd_top, NULL,
 };

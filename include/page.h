@@ -1,0 +1,33 @@
+/*
+ * The data behind dmprof html's page, as one JSON object: every
+ * snapshot's components under each policy (the components that partition
+ * the process, as top shows them), and, at a few snapshots (the first,
+ * the peak, the last and some between), each component's largest stacks
+ * with their bytes at every one of those snapshots, so that the page can
+ * show them, draw their flame graph and diff two of those snapshots
+ * exactly.  What a component holds beyond its kept stacks is its
+ * "other".  Classified as csv classifies, so the numbers add up to
+ * csv's.
+ */
+#ifndef DMPROF_PAGE_H
+#define DMPROF_PAGE_H
+
+#include <stddef.h>
+
+#include "text.h"
+#include "timeline.h"
+
+struct page_options {
+	size_t stacks;     /* kept per component at each of those snapshots */
+	size_t snapshots;  /* how many snapshots keep stacks, at most */
+	const char *title;
+};
+
+/*
+ * Append the data of TL (built, its run still open: the kept snapshots
+ * are read again) to OUT.  Returns 0, or -1 after printing why.
+ */
+int page_data(struct strbuf *out, struct timeline *tl,
+	      const struct page_options *opt);
+
+#endif

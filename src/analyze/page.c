@@ -1,0 +1,548 @@
+/*
+ * The page's data (see page.h).  At each kept snapshot every policy's
+ * items are reduced to cells (component, stack, bytes), sorted; each
+ * component keeps the stacks that are among its largest at any kept
+ * snapshot, and their bytes are looked up in every snapshot's cells, so a
+ * kept stack has its exact bytes everywhere.  Only kept stacks are turned
+ * into text: frames are interned once, and a stack is its list of frame
+ * numbers.
+ */
+#include "page.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "format.h"
+#include "stacks.h"
+#include "tally.h"
+#include "util.h"
+
+/* Ids of what has no stack (a mapping no hook saw, an unknown bucket):
+ * a text of its own, kept in the pseudo tally. */
+#define PSEUDO 0x80000000u
+
+struct cell {
+	uint32_t comp;  /* column */
+	uint32_t id;    /* model stack id, or PSEUDO | pseudo entry */
+	int64_t bytes;
+};
+
+struct cells {
+	struct cell *v;
+	size_t n, alloc;
+};
+
+/* A component's kept stacks, with their bytes at each kept snapshot. */
+struct kept {
+	uint32_t *ids;
+	int64_t *bytes;      /* [stack * nat + j] */
+	size_t n;
+};
+
+struct page {
+	struct timeline *tl;
+	const struct page_options *opt;
+	size_t *at;          /* kept snapshots: indices into tl->snaps */
+	size_t nat;
+	struct cells *cells; /* [policy * nat + j] */
+	struct tally pseudo; /* texts of the PSEUDO ids */
+	struct tally frames; /* frame texts; ref = index + 1 */
+	struct tally stacks; /* frame index lists (binary); ref = index + 1 */
+	uint32_t *page_stack; /* by model stack id: page stack + 1 */
+	size_t npage_stack;
+	struct strbuf key;
+	/* for the item callback */
+	const struct policy *p;
+	struct cells *fill;
+	bool overflow;
+};
+
+/* ---- which snapshots keep stacks ---- */
+
+static int64_t total_at(const struct timeline *tl, size_t p, size_t i)
+{
+	const struct policy *pol = tl->set.v[p];
+	const int64_t *row = tl->rows[p] + i * pol->ncols;
+	int64_t t = 0;
+	bool o = false;
+
+	for (size_t c = 0; c < pol->ncols; c++)
+		if (policy_in_partition(pol, (int)c))
+			t = add64(t, row[c], &o);
+	return t;
+}
+
+static int cmp_size(const void *a, const void *b)
+{
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The first, the last, the peak (of the first policy), and some evenly
+ * between: at most opt->snapshots, in order, each once. */
+static void choose(struct page *pg)
+{
+	size_t n = pg->tl->n, max = pg->opt->snapshots < 3 ? 3
+							 : pg->opt->snapshots;
+	size_t peak = 0, k = 0;
+
+	for (size_t i = 1; i < n; i++)
+		if (total_at(pg->tl, 0, i) > total_at(pg->tl, 0, peak))
+			peak = i;
+	pg->at = xcalloc(max + 1, sizeof(*pg->at));
+	pg->at[k++] = 0;
+	if (n > 1)
+		pg->at[k++] = n - 1;
+	if (peak && peak != n - 1)
+		pg->at[k++] = peak;
+	for (size_t s = 1; k < max && s + 1 < max && n > 2; s++)
+		pg->at[k++] = (size_t)((double)s * (double)(n - 1) /
+				       (double)(max - 1) + 0.5);
+	qsort(pg->at, k, sizeof(*pg->at), cmp_size);
+	pg->nat = 0;
+	for (size_t i = 0; i < k; i++)
+		if (!pg->nat || pg->at[pg->nat - 1] != pg->at[i])
+			pg->at[pg->nat++] = pg->at[i];
+}
+
+/* ---- cells ---- */
+
+static int add_item(void *ctx, const struct item *it)
+{
+	struct page *pg = ctx;
+	const struct policy *p = pg->p;
+	int comp = it->col;
+	uint32_t id;
+	struct cell *c;
+
+	if (it->kind == ITEM_LINE_NO_BUCKET ||
+	    it->kind == ITEM_REGION_NO_BUCKET)
+		comp = p->col_no_bucket;
+	if (comp < 0 || !policy_in_partition(p, comp) || !it->bytes)
+		return 0;
+	if (it->kind == ITEM_MALLOC || it->kind == ITEM_HOOKED) {
+		id = it->bucket->stack->id;
+	} else {
+		struct tally_entry *e;
+
+		sb_reset(&pg->key);
+		item_text(&pg->key, &pg->tl->run.model, it, UINT64_MAX,
+			  STACK_CALLERS);
+		e = tally_get(&pg->pseudo, pg->key.buf, pg->key.len);
+		if (!e->ref)
+			e->ref = pg->pseudo.n;
+		id = PSEUDO | (uint32_t)(e->ref - 1);
+	}
+	GROW(pg->fill->v, pg->fill->n + 1, pg->fill->alloc);
+	c = &pg->fill->v[pg->fill->n++];
+	c->comp = (uint32_t)comp;
+	c->id = id;
+	c->bytes = it->bytes;
+	return 0;
+}
+
+static int cmp_cell(const void *a, const void *b)
+{
+	const struct cell *x = a, *y = b;
+
+	if (x->comp != y->comp)
+		return x->comp < y->comp ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Sort CS and add up the cells of one (component, stack). */
+static void merge(struct page *pg, struct cells *cs)
+{
+	size_t k = 0;
+
+	if (cs->n)
+		qsort(cs->v, cs->n, sizeof(*cs->v), cmp_cell);
+	for (size_t i = 0; i < cs->n; i++) {
+		if (k && !cmp_cell(&cs->v[k - 1], &cs->v[i]))
+			cs->v[k - 1].bytes = add64(cs->v[k - 1].bytes,
+						   cs->v[i].bytes,
+						   &pg->overflow);
+		else
+			cs->v[k++] = cs->v[i];
+	}
+	cs->n = k;
+}
+
+/* Read the kept snapshots and fill the cells of every policy. */
+static int read_cells(struct page *pg)
+{
+	struct timeline *tl = pg->tl;
+	struct classifier *cls = xcalloc(tl->set.n, sizeof(*cls));
+	int rc = 0;
+
+	pg->cells = xcalloc(tl->set.n * pg->nat, sizeof(*pg->cells));
+	for (size_t p = 0; p < tl->set.n; p++)
+		classifier_init(&cls[p], tl->set.v[p], &tl->run.model);
+	for (size_t j = 0; j < pg->nat && !rc; j++) {
+		unsigned long counter = tl->snaps[pg->at[j]].counter;
+		struct snapshot snap;
+		size_t d = 0;
+
+		while (d < tl->run.series.ndumps &&
+		       tl->run.series.dumps[d].counter != counter)
+			d++;
+		if (d == tl->run.series.ndumps || run_load_dump(&tl->run, d,
+								&snap) < 0) {
+			rc = -1;
+			break;
+		}
+		run_symbolize_snapshot(&tl->run, &snap);
+		for (size_t p = 0; p < tl->set.n && !rc; p++) {
+			pg->p = tl->set.v[p];
+			pg->fill = &pg->cells[p * pg->nat + j];
+			rc = aggregate_items(&cls[p], &snap, NULL, true,
+					     add_item, pg);
+			merge(pg, pg->fill);
+		}
+		if (!rc && (pg->overflow || snap.overflow))
+			rc = -sizes_overflow(&snap);
+		snapshot_release(&snap);
+	}
+	for (size_t p = 0; p < tl->set.n; p++)
+		classifier_free(&cls[p]);
+	free(cls);
+	return rc;
+}
+
+/* The range of component COMP in CS. */
+static size_t range(const struct cells *cs, uint32_t comp, size_t *end)
+{
+	size_t lo = 0, hi = cs->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (cs->v[mid].comp < comp)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*end = lo;
+	while (*end < cs->n && cs->v[*end].comp == comp)
+		(*end)++;
+	return lo;
+}
+
+static int64_t bytes_of(const struct cells *cs, uint32_t comp, uint32_t id)
+{
+	struct cell key = { comp, id, 0 };
+	const struct cell *c = cs->n ? bsearch(&key, cs->v, cs->n,
+					       sizeof(*cs->v), cmp_cell)
+				     : NULL;
+
+	return c ? c->bytes : 0;
+}
+
+static int cmp_bytes_desc(const void *a, const void *b)
+{
+	const struct cell *x = a, *y = b;
+
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The stacks COMP keeps: the largest at any kept snapshot. */
+static void keep(struct page *pg, size_t p, uint32_t comp, struct kept *k)
+{
+	size_t want = pg->opt->stacks, n = 0, alloc = 0;
+	uint32_t *ids = NULL;
+	struct cell *tmp = NULL;
+
+	for (size_t j = 0; j < pg->nat; j++) {
+		const struct cells *cs = &pg->cells[p * pg->nat + j];
+		size_t end, lo = range(cs, comp, &end), m = end - lo;
+
+		if (!m)
+			continue;
+		tmp = xreallocarray(tmp, m, sizeof(*tmp));
+		memcpy(tmp, cs->v + lo, m * sizeof(*tmp));
+		qsort(tmp, m, sizeof(*tmp), cmp_bytes_desc);
+		for (size_t i = 0; i < m && i < want; i++) {
+			GROW(ids, n + 1, alloc);
+			ids[n++] = tmp[i].id;
+		}
+	}
+	free(tmp);
+	if (n)
+		qsort(ids, n, sizeof(*ids), cmp_u32);
+	k->n = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!k->n || ids[k->n - 1] != ids[i])
+			ids[k->n++] = ids[i];
+	k->ids = ids;
+	k->bytes = xcalloc(k->n * pg->nat + 1, sizeof(*k->bytes));
+	for (size_t s = 0; s < k->n; s++)
+		for (size_t j = 0; j < pg->nat; j++)
+			k->bytes[s * pg->nat + j] =
+				bytes_of(&pg->cells[p * pg->nat + j], comp,
+					 ids[s]);
+}
+
+/* ---- stacks as frame lists ---- */
+
+struct frame_list {
+	struct page *pg;
+	uint32_t *v;
+	size_t n, alloc;
+};
+
+static uint32_t intern(struct tally *t, const char *s, size_t len)
+{
+	struct tally_entry *e = tally_get(t, s, len);
+
+	if (!e->ref)
+		e->ref = t->n;
+	return (uint32_t)(e->ref - 1);
+}
+
+static void add_frame(void *ctx, const char *text, size_t len)
+{
+	struct frame_list *l = ctx;
+
+	GROW(l->v, l->n + 1, l->alloc);
+	l->v[l->n++] = intern(&l->pg->frames, text, len);
+}
+
+/* The page stack of ID: its frame list, interned. */
+static uint32_t page_stack(struct page *pg, uint32_t id)
+{
+	const struct model *m = &pg->tl->run.model;
+	struct frame_list l = { pg, NULL, 0, 0 };
+	uint32_t s;
+
+	if (!(id & PSEUDO) && id < pg->npage_stack && pg->page_stack[id])
+		return pg->page_stack[id] - 1;
+	if (id & PSEUDO) {
+		const struct tally_entry *e = pg->pseudo.v[id & ~PSEUDO];
+
+		add_frame(&l, e->key, e->len);
+	} else if (m->stacks.v[id]->depth) {
+		stack_frames(m, m->stacks.v[id], add_frame, &l);
+	} else {
+		add_frame(&l, "<no stack>", 10);
+	}
+	s = intern(&pg->stacks, (const char *)l.v, l.n * sizeof(*l.v));
+	free(l.v);
+	if (!(id & PSEUDO)) {
+		if (id >= pg->npage_stack) {
+			size_t n = m->stacks.n > id ? m->stacks.n : id + 1;
+
+			pg->page_stack = xreallocarray(pg->page_stack, n,
+						       sizeof(*pg->page_stack));
+			memset(pg->page_stack + pg->npage_stack, 0,
+			       (n - pg->npage_stack) *
+				       sizeof(*pg->page_stack));
+			pg->npage_stack = n;
+		}
+		pg->page_stack[id] = s + 1;
+	}
+	return s;
+}
+
+/* ---- JSON ---- */
+
+static void json_str(struct strbuf *out, const char *s)
+{
+	format_json_string(out, s);
+}
+
+static void json_i64s(struct strbuf *out, const int64_t *v, size_t n,
+		      size_t stride)
+{
+	sb_addch(out, '[');
+	for (size_t i = 0; i < n; i++)
+		sb_addf(out, i ? ",%" PRId64 : "%" PRId64, v[i * stride]);
+	sb_addch(out, ']');
+}
+
+/* One component: values, kept stacks (page stack, bytes at each j). */
+static void json_component(struct page *pg, struct strbuf *out, size_t p,
+			   uint32_t c)
+{
+	const struct timeline *tl = pg->tl;
+	const struct policy *pol = tl->set.v[p];
+	enum column_kind kind = column_kind(&pol->cols[c]);
+	struct kept k;
+	/* Kept stacks that turn out to be the same text add up. */
+	struct tally merged;
+
+	sb_addstr(out, "{\"name\":");
+	json_str(out, pol->cols[c].name);
+	sb_addstr(out, ",\"values\":");
+	json_i64s(out, tl->rows[p] + c, tl->n, pol->ncols);
+	if (kind != COLUMN_RULE && pol->cols[c].builtin != B_NO_BUCKET) {
+		sb_addstr(out, ",\"computed\":");
+		json_str(out, column_doc(&pol->cols[c]));
+		sb_addstr(out, ",\"stacks\":[]}");
+		return;
+	}
+	keep(pg, p, c, &k);
+	tally_init(&merged);
+	for (size_t s = 0; s < k.n; s++) {
+		uint32_t ps = page_stack(pg, k.ids[s]);
+		struct tally_entry *e = tally_get(&merged, (const char *)&ps,
+						  sizeof(ps));
+
+		if (!e->ref) {
+			e->ref = s + 1;
+			e->flags = ps;
+			continue;
+		}
+		for (size_t j = 0; j < pg->nat; j++) {
+			int64_t *to = &k.bytes[(e->ref - 1) * pg->nat + j];
+
+			*to = add64(*to, k.bytes[s * pg->nat + j],
+				    &pg->overflow);
+		}
+	}
+	sb_addstr(out, ",\"stacks\":[");
+	for (size_t i = 0; i < merged.n; i++) {
+		const struct tally_entry *e = merged.v[i];
+
+		sb_addf(out, "%s[%u,", i ? "," : "", e->flags);
+		json_i64s(out, k.bytes + (e->ref - 1) * pg->nat, pg->nat, 1);
+		sb_addch(out, ']');
+	}
+	sb_addstr(out, "]}");
+	tally_free(&merged);
+	free(k.ids);
+	free(k.bytes);
+}
+
+static void json_policy(struct page *pg, struct strbuf *out, size_t p)
+{
+	const struct timeline *tl = pg->tl;
+	const struct policy *pol = tl->set.v[p];
+	int64_t *v = xcalloc(tl->n + 1, sizeof(*v));
+	bool first = true, rss = false;
+
+	sb_addstr(out, "{\"label\":");
+	json_str(out, pol->label);
+	sb_addstr(out, ",\"components\":[");
+	for (size_t c = 0; c < pol->ncols; c++) {
+		bool any = false;
+
+		if (!policy_in_partition(pol, (int)c))
+			continue;
+		for (size_t i = 0; i < tl->n && !any; i++)
+			any = tl->rows[p][i * pol->ncols + c] != 0;
+		if (!any)
+			continue;
+		if (!first)
+			sb_addch(out, ',');
+		first = false;
+		json_component(pg, out, p, (uint32_t)c);
+	}
+	sb_addstr(out, "],\"total\":");
+	for (size_t i = 0; i < tl->n; i++)
+		v[i] = total_at(tl, p, i);
+	json_i64s(out, v, tl->n, 1);
+	for (size_t i = 0; i < tl->n; i++) {
+		v[i] = tl->builtins[p][i].v[B_RSS];
+		rss = rss || v[i];
+	}
+	if (rss) {
+		sb_addstr(out, ",\"rss\":");
+		json_i64s(out, v, tl->n, 1);
+	}
+	sb_addch(out, '}');
+	free(v);
+}
+
+static void json_all(struct page *pg, struct strbuf *out)
+{
+	const struct timeline *tl = pg->tl;
+	struct strbuf body = STRBUF_INIT;
+
+	/* (The policies first: they intern the frames and stacks.) */
+	for (size_t p = 0; p < tl->set.n; p++) {
+		if (p)
+			sb_addch(&body, ',');
+		json_policy(pg, &body, p);
+	}
+	sb_addstr(out, "{\"title\":");
+	json_str(out, pg->opt->title);
+	sb_addstr(out, ",\"snapshots\":[");
+	for (size_t i = 0; i < tl->n; i++) {
+		sb_addf(out, "%s{\"dump\":", i ? "," : "");
+		json_str(out, tl->snaps[i].path);
+		sb_addf(out, ",\"counter\":%lu,\"time\":", tl->snaps[i].counter);
+		format_float_repr(out, tl->snaps[i].time - tl->snaps[0].time);
+		sb_addch(out, '}');
+	}
+	sb_addstr(out, "],\"at\":[");
+	for (size_t j = 0; j < pg->nat; j++)
+		sb_addf(out, j ? ",%zu" : "%zu", pg->at[j]);
+	sb_addf(out, "],\"kept\":%zu,\"frames\":[", pg->opt->stacks);
+	for (size_t f = 0; f < pg->frames.n; f++) {
+		if (f)
+			sb_addch(out, ',');
+		json_str(out, pg->frames.v[f]->key);
+	}
+	sb_addstr(out, "],\"stacks\":[");
+	for (size_t s = 0; s < pg->stacks.n; s++) {
+		const struct tally_entry *e = pg->stacks.v[s];
+		size_t n = e->len / sizeof(uint32_t);
+
+		sb_addstr(out, s ? ",[" : "[");
+		for (size_t i = 0; i < n; i++) {
+			uint32_t f;
+
+			memcpy(&f, e->key + i * sizeof(f), sizeof(f));
+			sb_addf(out, i ? ",%u" : "%u", f);
+		}
+		sb_addch(out, ']');
+	}
+	sb_addstr(out, "],\"policies\":[");
+	sb_add(out, body.buf, body.len);
+	sb_addstr(out, "]}");
+	sb_release(&body);
+}
+
+int page_data(struct strbuf *out, struct timeline *tl,
+	      const struct page_options *opt)
+{
+	struct page pg;
+	int rc;
+
+	memset(&pg, 0, sizeof(pg));
+	pg.tl = tl;
+	pg.opt = opt;
+	if (!tl->n)
+		return error("no snapshot could be read");
+	tally_init(&pg.pseudo);
+	tally_init(&pg.frames);
+	tally_init(&pg.stacks);
+	choose(&pg);
+	rc = read_cells(&pg);
+	if (!rc)
+		json_all(&pg, out);
+	if (!rc && (pg.overflow || pg.frames.overflow))
+		rc = error("%s: sizes add up to more than 64 bits hold",
+			   opt->title);
+	for (size_t i = 0; pg.cells && i < tl->set.n * pg.nat; i++)
+		free(pg.cells[i].v);
+	free(pg.cells);
+	free(pg.at);
+	free(pg.page_stack);
+	sb_release(&pg.key);
+	tally_free(&pg.pseudo);
+	tally_free(&pg.frames);
+	tally_free(&pg.stacks);
+	return rc ? -1 : 0;
+}

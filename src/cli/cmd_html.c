@@ -1,0 +1,159 @@
+/*
+ * dmprof html [-p POLICY[,POLICY]] [-o FILE] [-n N] FIRST_DUMP: the run as
+ * one self-contained HTML page (src/cli/page.html, with the data of
+ * page.h where its @@DATA@@ line is): the stacked chart of the
+ * components over time, a tab per policy, the stacks and flame graph
+ * behind a band, the diff of two snapshots, the data table.  Written to
+ * FILE.tmp and renamed, so a page is whole or absent.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "page.h"
+#include "series.h"
+#include "setup.h"
+#include "util.h"
+
+extern const char page_html[];
+
+static const char marker[] = "@@DATA@@\n";
+
+/* JSON inside <script>: "</" would end the element. */
+static void write_data(FILE *f, const struct strbuf *data)
+{
+	const char *p = data->buf, *end = data->buf + data->len;
+
+	while (p < end) {
+		const char *lt = memchr(p, '<', (size_t)(end - p));
+
+		if (!lt) {
+			fwrite(p, 1, (size_t)(end - p), f);
+			break;
+		}
+		fwrite(p, 1, (size_t)(lt - p), f);
+		fputs(lt + 1 < end && lt[1] == '/' ? "<\\/" : "<", f);
+		p = lt + (lt + 1 < end && lt[1] == '/' ? 2 : 1);
+	}
+	fputc('\n', f);
+}
+
+static int write_page(const char *path, const struct strbuf *data)
+{
+	const char *at = strstr(page_html, marker);
+	struct strbuf tmp = STRBUF_INIT;
+	bool out = !strcmp(path, "-");
+	FILE *f;
+	int rc = 0;
+
+	if (out) {
+		f = stdout;
+	} else {
+		sb_addf(&tmp, "%s.tmp", path);
+		f = fopen(tmp.buf, "w");
+		if (!f) {
+			rc = error_errno("%s", tmp.buf);
+			sb_release(&tmp);
+			return rc;
+		}
+	}
+	fwrite(page_html, 1, (size_t)(at - page_html), f);
+	write_data(f, data);
+	fputs(at + strlen(marker), f);
+	if (out) {
+		if (fflush(f) != 0 || ferror(f))
+			rc = error_errno("standard output");
+	} else {
+		if (ferror(f) | (fclose(f) != 0))
+			rc = error_errno("%s", tmp.buf);
+		else if (rename(tmp.buf, path) < 0)
+			rc = error_errno("%s", path);
+		if (rc)
+			remove(tmp.buf);
+	}
+	sb_release(&tmp);
+	return rc;
+}
+
+/* FILE by default: the run's name, in the current directory. */
+static char *default_output(const char *dump)
+{
+	char *prefix = NULL, *slash, *out;
+	unsigned long counter;
+
+	if (!series_split(dump, &prefix, &counter))
+		prefix = xstrdup(dump);
+	slash = strrchr(prefix, '/');
+	out = xmalloc(strlen(prefix) + 6);
+	sprintf(out, "%s.html", slash ? slash + 1 : prefix);
+	free(prefix);
+	return out;
+}
+
+static int run(struct cmd_args *a)
+{
+	struct timeline_options opt;
+	struct page_options po;
+	struct strbuf data = STRBUF_INIT;
+	struct timeline tl;
+	char *policies, *output = NULL, *title = NULL;
+	size_t stacks;
+	int status = 0;
+
+	if (a->argc != 1)
+		return cmd_usage_error(a, a->argc ? "too many operands"
+						  : "which dump?");
+	if ((status = setup_rows(a, 40, &stacks)))
+		return status;
+	output = args_get(a, 'o') ? xstrdup(args_get(a, 'o'))
+				  : default_output(a->argv[0]);
+	memset(&opt, 0, sizeof(opt));
+	opt.policy = policies = setup_policies(a);
+	opt.dumps = (const char *const *)a->argv;
+	opt.ndumps = 1;
+	opt.sym = &a->sym;
+	/* file:line in the stacks, where the binaries say. */
+	a->sym.want_source = true;
+	if (timeline_build(&tl, &opt) < 0) {
+		status = 1;
+		goto out;
+	}
+	title = xstrdup(tl.run.series.prefix);
+	memset(&po, 0, sizeof(po));
+	po.stacks = stacks;
+	po.snapshots = 12;
+	po.title = title;
+	if (page_data(&data, &tl, &po) < 0 || write_page(output, &data) < 0)
+		status = 1;
+	else if (strcmp(output, "-"))
+		fprintf(stderr, "dmprof: wrote %s (%zu KiB, %zu snapshots): open "
+				"it in a browser\n",
+			output, (strlen(page_html) + data.len + 1023) / 1024,
+			tl.n);
+	if (!status && tl.skipped_errors)
+		status = 1;
+out:
+	timeline_free(&tl);
+	sb_release(&data);
+	free(policies);
+	free(output);
+	free(title);
+	return status;
+}
+
+static const struct cmd_option options[] = {
+	OPTION_POLICIES,
+	{ 'o', "output", "FILE", OPT_VALUE | OPT_SYNOPSIS,
+	  "write the page to FILE ('-': standard output; default: the run's "
+	  "name.html, here)" },
+	OPTION_ROWS("stacks kept per component at each snapshot that keeps "
+		    "stacks (default 40)"),
+	OPT_END,
+};
+
+static const char *const usage[] = { "FIRST_DUMP", NULL };
+
+const struct cmd_entry cmd_html = {
+	"html", "write the run as one HTML page: chart, stacks, flame graphs",
+	usage, options, CMD_READS_DUMPS, NULL, run,
+};

@@ -1,0 +1,118 @@
+#!/bin/sh
+# dmprof html's page in a real browser: Debian's chromium, headless, loads
+# each page from disk and prints the DOM its script built.  Pages: the
+# samples under two policies, and a run of tests/real/src/leak.c recorded
+# by dmprof record.  The checks, for each policy's tab:
+#   - the script ran to its end (body data-ready="1") and logged no error,
+#     in the page or on the browser's console;
+#   - the chart has one band and one legend entry per component of the
+#     page's data (the components with bytes), named as csv names them;
+#   - a view picked by the URL (#component=...&snapshot=...&diff=A,B)
+#     shows that component's stacks, its flame graph and the diff's
+#     tables;
+#   - the page refers to nothing outside itself.
+# Usage: tests/browser/run.sh DMPROF_BINARY
+set -u
+bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+top=$(cd "$(dirname "$0")/../.." && pwd)
+browser=$(command -v chromium || true)
+if [ -z "$browser" ]; then
+	echo "browser: SKIP: chromium is not installed (make check installs it)"
+	exit 0
+fi
+. "$top/tests/real/lib.sh"
+cd "$tmp" || exit 1
+
+# render PAGE HASH OUT: the DOM once the page's script ran; the browser's
+# log in OUT.log.
+render() {
+	timeout 120 "$browser" --headless --no-sandbox --disable-gpu \
+		--no-first-run --user-data-dir="$tmp/chromium" \
+		--enable-logging=stderr --v=0 --virtual-time-budget=5000 \
+		--dump-dom "file://$1#$2" >"$3" 2>"$3.log"
+}
+
+# The names of the components of policy N (0, 1...) in PAGE's data.
+components() {
+	sed -n '/id="data">$/{n;p;}' "$1" | tr '{' '\n' |
+		awk -v want="$2" '
+			/^"label":/ { p++ }
+			p == want + 1 && /^"name":/ {
+				sub(/^"name":"/, ""); sub(/".*/, ""); print
+			}'
+}
+
+# check PAGE POLICY_INDEX POLICY COMPONENT SNAPSHOT DIFF: render and check.
+check() {
+	page=$1 n=$2 policy=$3 comp=$4 snap=$5 diff=$6
+	what="$(basename "$page") $policy"
+	out=$tmp/dom.$n.$(basename "$page")
+	render "$page" "policy=$policy&component=$comp&snapshot=$snap&diff=$diff" "$out" ||
+		{ bad "$what: chromium failed: $(tail -3 "$out.log")"; return; }
+	grep -q 'data-ready="1"' "$out" && ok ||
+		bad "$what: the script did not finish: $(grep -o '<div id="errors">[^<]*' "$out")"
+	grep -q '<div id="errors"></div>' "$out" && ok || bad "$what: the page logged errors"
+	if grep -i 'uncaught\|CONSOLE.*error' "$out.log" >/dev/null; then
+		bad "$what: the console says: $(grep -i 'uncaught\|CONSOLE.*error' "$out.log" | head -3)"
+	else
+		ok
+	fi
+	grep -q "<button class=\"on\" data-policy=\"$policy\"" "$out" && ok ||
+		bad "$what: the tab of $policy is not the one shown"
+	components "$page" "$n" >"$tmp/names"
+	[ -s "$tmp/names" ] && ok || bad "$what: no component in the page's data"
+	want=$(wc -l <"$tmp/names")
+	bands=$(grep -o 'class="band" data-component="[^"]*"' "$out" | wc -l)
+	[ "$bands" = "$want" ] && ok || bad "$what: $bands bands for $want components"
+	while read -r name; do
+		grep -q "class=\"band\" data-component=\"$name\"" "$out" &&
+			grep -q "<span data-component=\"$name\"" "$out" && ok ||
+			bad "$what: no band or legend entry for $name"
+	done <"$tmp/names"
+	rows=$(grep -o '<tr class="kept">' "$out" | wc -l)
+	[ "$rows" -gt 0 ] && ok || bad "$what: no stack of $comp at snapshot $snap"
+	grep -q "<h2>$comp at snapshot #$snap " "$out" && ok ||
+		bad "$what: the stacks shown are not $comp's at #$snap"
+	frames=$(grep -o 'class="frame"' "$out" | wc -l)
+	[ "$frames" -gt "$rows" ] && ok || bad "$what: $frames flame graph frames for $rows stacks"
+	grep -q 'id="diffcomponents"' "$out" && grep -q 'id="diffstacks"' "$out" && ok ||
+		bad "$what: the diff of $diff shows no tables"
+	grep -q 'id="datatable"' "$out" && ok || bad "$what: no data table"
+}
+
+# Nothing but itself: no URL, no src= or href= to a file.
+selfcontained() {
+	if grep -n 'https\?://\|src=\|href=\|@import\|url(' "$1" | grep -v 'xmlns="http://www.w3.org/2000/svg"\|SVGNS = "http://www.w3.org/2000/svg"' >"$tmp/refs"; then
+		bad "$(basename "$1") refers outside itself: $(head -3 "$tmp/refs")"
+	else
+		ok
+	fi
+}
+
+# The samples, two policies.
+"$bin" html -p l1,linux -o "$tmp/samples.html" \
+	"$top/samples/cachesrv.04242.0001.heap" 2>/dev/null ||
+	bad "html on the samples failed"
+selfcontained "$tmp/samples.html"
+check "$tmp/samples.html" 0 l1 tc-catch-all 3 1,3
+check "$tmp/samples.html" 1 linux malloc-cxx-string 2 1,3
+
+# A recorded run, if there is a compiler.
+if command -v gcc >/dev/null 2>&1; then
+	gcc -g -O0 "$top/tests/real/src/leak.c" -o leak -ldl || bad "leak.c does not build"
+	"$bin" record -o "$tmp/rec" -i 0 -- ./leak >/dev/null 2>&1 ||
+		bad "dmprof record ./leak failed"
+	first=$(ls "$tmp"/rec.*.0001.heap 2>/dev/null | head -1)
+	if [ -n "$first" ]; then
+		"$bin" html -o "$tmp/rec.html" "$first" 2>/dev/null ||
+			bad "html on the recorded run failed"
+		last=$(ls "$tmp"/rec.*.heap | sed 's/.*\.0*\([0-9][0-9]*\)\.heap$/\1/' | sort -n | tail -1)
+		selfcontained "$tmp/rec.html"
+		check "$tmp/rec.html" 0 linux malloc-app "$last" "1,$last"
+	else
+		bad "dmprof record ./leak wrote no dump"
+	fi
+fi
+
+echo "browser: $pass passed, $fail failed"
+[ "$fail" = 0 ]
