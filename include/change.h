@@ -1,10 +1,11 @@
 /*
  * What changed between two snapshots, stack by stack: the bytes each
  * stack kept at A and at B, what it allocated and freed in between where
- * the format counts that, and whether it grew at every snapshot from A to
- * B.  A and B are two dumps of one run (every dump between them is read)
- * or of two runs of one program, whose stacks are matched by their
- * symbolized frames.  Only the stacks of the components that partition
+ * the format counts that, and whether it is a leak suspect: from A to B
+ * it never shrank and grew at more than half the steps from a snapshot
+ * to the next.  A and B are two dumps of one run (every dump between them
+ * is read) or of two runs of one program, whose stacks are matched by
+ * their symbolized frames.  Only the stacks of the components that partition
  * the process count (as in top), classified as csv classifies them.
  */
 #ifndef DMPROF_CHANGE_H
@@ -25,14 +26,17 @@ struct change {
 	int64_t a, b;             /* bytes kept at A, at B */
 	int64_t allocs, frees;    /* blocks allocated, freed from A to B */
 	int64_t allocated;        /* bytes allocated from A to B */
-	bool grew_always;         /* grew at each snapshot from A to B */
+	bool suspect;             /* a leak suspect: from A to B it never
+				     shrank, and grew at more than half
+				     the steps from one snapshot to the
+				     next */
 };
 
 /* What a change set knows (changes.has). */
 enum {
 	CHANGES_COUNTS = 1 << 0,      /* allocs and frees (one run) */
 	CHANGES_ALLOC_BYTES = 1 << 1, /* allocated, so freed bytes too */
-	CHANGES_SERIES = 1 << 2,      /* grew_always (3 snapshots or more) */
+	CHANGES_SERIES = 1 << 2,      /* suspect (3 snapshots or more) */
 	CHANGES_RUN = 1 << 3,         /* A and B are of one run */
 };
 

@@ -1,8 +1,8 @@
 /*
  * Changes between two snapshots (see change.h).  In one run, stacks are
  * the model's own, so a pass over each snapshot from A to B sums the
- * bytes of its items into arrays by stack id, and a stack grew at every
- * snapshot when each pass found more than the one before.  Across runs,
+ * bytes of its items into arrays by stack id; a stack grew at a step
+ * when a pass found more than the one before, and shrank when less.  Across runs,
  * each end is summed alone and the stacks are joined by the text of
  * their frames (function names only: line numbers move between builds).
  */
@@ -14,6 +14,9 @@
 #include "stacks.h"
 #include "tally.h"
 #include "util.h"
+
+/* (In a stack's count of the steps it grew at: it shrank at one.) */
+#define SHRANK 0x80000000u
 
 /* Block counts by stack id, at one end. */
 struct counts {
@@ -234,8 +237,10 @@ static void collect(struct changes *c, const struct pass *s,
 		ch->allocs = allocs;
 		ch->frees = frees;
 		ch->allocated = bytes;
-		ch->grew_always = (c->has & CHANGES_SERIES) &&
-				  grown[id] == steps;
+		/* Never shrank, and grew at more than half the steps. */
+		ch->suspect = (c->has & CHANGES_SERIES) &&
+			      !(grown[id] & SHRANK) &&
+			      2 * (size_t)grown[id] > steps;
 	}
 }
 
@@ -249,7 +254,7 @@ int changes_in_run(struct changes *c, struct run *r, struct classifier *cls,
 	bool count = ia < ib, alloc_bytes = true;
 	int64_t *a_bytes = NULL;
 	int *a_col = NULL;
-	uint32_t *grown = NULL; /* steps at which a stack grew */
+	uint32_t *grown = NULL; /* steps at which a stack grew; SHRANK */
 	struct pass s;
 	int rc = 0;
 
@@ -291,6 +296,13 @@ int changes_in_run(struct changes *c, struct run *r, struct classifier *cls,
 			} else if (now > at(&s.prev, id, s.k - 1)) {
 				grown[id]++;
 			}
+		}
+		/* What shrank: to less, or to nothing (not in this pass). */
+		for (size_t t = 0; k && t < s.prev.ntouched; t++) {
+			uint32_t id = s.prev.touched[t];
+
+			if (at(&s.cur, id, s.k) < s.prev.bytes[id])
+				grown[id] |= SHRANK;
 		}
 	}
 	if (!rc) {

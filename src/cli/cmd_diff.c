@@ -5,8 +5,8 @@
  * freed as much as it kept (churn): the policy's components, the
  * functions that own the bytes (flat, as top ranks them) and the stacks.
  * When A and B are dumps of one run, every dump between them is read:
- * stacks and functions that grew at every one of them are marked as
- * leak suspects, and what the format counts (blocks allocated and freed;
+ * stacks and functions that never shrank and grew at more than half the
+ * steps between them are marked as leak suspects, and what the format counts (blocks allocated and freed;
  * gperftools' allocated bytes) is shown between A and B.  A and B of two
  * runs (a baseline and a candidate) are matched by their stacks'
  * function names.
@@ -29,7 +29,7 @@ enum {
 	OPT_JSON = OPT_LONG_ONLY,
 };
 
-/* A function some stack of which grew at every snapshot (bit 0 of a
+/* A function some stack of which is a leak suspect (bit 0 of a
  * tally entry's flags is tally_functions'). */
 #define SUSPECT 2u
 
@@ -45,7 +45,7 @@ struct row {
 	int64_t allocs, frees;  /* blocks, between A and B */
 	int64_t allocated;      /* bytes, between A and B */
 	int component;          /* of a stack: its column */
-	bool suspect;           /* grew at every snapshot */
+	bool suspect;           /* a leak suspect */
 };
 
 static int64_t change_of(const struct row *r)
@@ -141,7 +141,7 @@ static void build_stacks_and_functions(struct diff *d)
 		f = tally_functions(&d->ftally, ch->m, ch->st, add, 6);
 		if (!add[0] && !ch->allocated && !ch->allocs && !ch->frees)
 			continue; /* unchanged */
-		if (ch->grew_always) {
+		if (ch->suspect) {
 			f->flags |= SUSPECT;
 			d->suspects++;
 			d->suspect_growth += ch->b - ch->a;
@@ -160,7 +160,7 @@ static void build_stacks_and_functions(struct diff *d)
 		r->frees = ch->frees;
 		r->allocated = ch->allocated;
 		r->component = ch->col;
-		r->suspect = ch->grew_always;
+		r->suspect = ch->suspect;
 	}
 	/* The texts are complete: point the rows at them. */
 	for (size_t i = 0; i < d->stacks.n; i++)
@@ -352,15 +352,16 @@ static void print_text(struct diff *d)
 	if (d->c.has & CHANGES_SERIES) {
 		printf("\n");
 		if (d->suspects)
-			printf("* grew at every one of the %zu snapshots from A "
-			       "to B: a leak suspect (%zu stack%s, %s)\n",
-			       d->c.snapshots, d->suspects,
+			printf("* a leak suspect: from A to B it never shrank, "
+			       "and grew at more than half the %zu steps "
+			       "between snapshots (%zu stack%s, %s)\n",
+			       d->c.snapshots - 1, d->suspects,
 			       d->suspects == 1 ? "" : "s",
 			       bytes(d, &a, d->suspect_growth, true));
 		else
-			printf("no stack grew at every one of the %zu "
-			       "snapshots: no leak suspect\n",
-			       d->c.snapshots);
+			printf("no leak suspect: no stack kept growing over "
+			       "the %zu steps between snapshots\n",
+			       d->c.snapshots - 1);
 	}
 	sb_release(&a);
 	sb_release(&b);
@@ -398,7 +399,7 @@ static void json_rows(struct diff *d, struct strbuf *out, const char *key,
 				     PRId64, r->allocated,
 				r->allocated - change_of(r));
 		if (t != &d->comps && (d->c.has & CHANGES_SERIES))
-			sb_addf(out, ", \"grew_always\": %s",
+			sb_addf(out, ", \"leak_suspect\": %s",
 				r->suspect ? "true" : "false");
 		sb_addstr(out, " }");
 	}

@@ -132,6 +132,8 @@ static const char *pct(struct top *t, int64_t part, int64_t whole)
 static void print_text(struct top *t)
 {
 	const struct policy *p = t->o->policy;
+	/* (Outside the components, in the kernel's Rss: say how much.) */
+	int profiler = policy_column(p, "profiler");
 	int64_t sum = 0;
 	struct strbuf share = STRBUF_INIT;
 
@@ -148,6 +150,10 @@ static void print_text(struct top *t)
 		if (t->builtins.v[B_RSS])
 			printf("; the kernel's Rss %s",
 			       human(t, t->builtins.v[B_RSS], 0));
+		if (profiler >= 0 && t->values[profiler] &&
+		    !policy_in_partition(p, profiler))
+			printf("; not in them: the profiler's own %s",
+			       human(t, t->values[profiler], 0));
 		printf("\n\n%10s %6s  %s\n", "bytes", "%", "component");
 		for (size_t i = 0; i < t->comps.shown; i++) {
 			int64_t v = t->values[t->cols[i]];

@@ -1112,7 +1112,12 @@ static void build_stacktraces(struct dump *d)
 				comm = virt;
 			add_stat(d->g, G_PROFILED_MALLOC, virt, comm);
 		}
-		if (virt <= 0)
+		/*
+		 * A malloc stack that freed all it allocated stays, with its
+		 * counts: what it allocated in between is the churn that
+		 * diff shows.
+		 */
+		if (virt <= 0 && (k->kind == REC_MMAP || !d->tot[id].allocs))
 			continue;
 		stack_line(&stacks, virt, comm, d->tot[id].allocs,
 			   d->tot[id].frees, id);

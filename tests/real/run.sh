@@ -8,7 +8,8 @@
 #   - a type_info address (data, in a PIE) resolves to its type;
 #   - csv over a 20+ snapshot series has a row per snapshot whose malloc
 #     components add up to the profile's in-use bytes;
-#   - expand's top functions agree with google-pprof --text.
+#   - expand's top functions agree with google-pprof --text;
+#   - top, diff, expand and folded on a leaking program (leak.sh).
 # Usage: tests/real/run.sh DMPROF_BINARY
 set -u
 bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -183,6 +184,8 @@ if [ -n "$mlast" ]; then
 else
 	bad "HEAP_PROFILE_MMAP=1: no profile written"
 fi
+
+. "$top/tests/real/leak.sh"
 
 echo "real: $pass passed, $fail failed"
 [ $fail = 0 ]

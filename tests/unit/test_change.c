@@ -100,15 +100,15 @@ Test(change, over_a_run)
 	cr_assert_eq(c.snapshots, 3);
 	cr_assert_eq(of(&c, 0x10)->a, 100);
 	cr_assert_eq(of(&c, 0x10)->b, 300);
-	cr_assert(of(&c, 0x10)->grew_always);
+	cr_assert(of(&c, 0x10)->suspect);
 	cr_assert_eq(of(&c, 0x10)->allocs, 2);
 	cr_assert_eq(of(&c, 0x10)->allocated, 200);
-	cr_assert_not(of(&c, 0x20)->grew_always);
+	cr_assert_not(of(&c, 0x20)->suspect);
 	cr_assert_eq(of(&c, 0x20)->frees, 2);
 	cr_assert_eq(of(&c, 0x30)->a, 0);
 	cr_assert_eq(of(&c, 0x30)->allocated, 2000);
 	cr_assert_eq(of(&c, 0x30)->col, policy_column(o.p, "app"));
-	cr_assert_not(of(&c, 0x40)->grew_always);
+	cr_assert_not(of(&c, 0x40)->suspect);
 	cr_assert_eq(c.shared, 3);
 	cr_assert_eq(c.a.values[policy_column(o.p, "app")], 650);
 	cr_assert_eq(c.b.values[policy_column(o.p, "app")], 670);
@@ -118,7 +118,7 @@ Test(change, over_a_run)
 	cr_assert_eq(c.has, CHANGES_RUN);
 	cr_assert_eq(of(&c, 0x10)->b, 100);
 	cr_assert_eq(of(&c, 0x10)->allocs, 0);
-	cr_assert_not(of(&c, 0x20)->grew_always);
+	cr_assert_not(of(&c, 0x20)->suspect);
 	changes_free(&c);
 	close_run(&o);
 }
