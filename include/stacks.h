@@ -26,13 +26,16 @@ enum stack_form {
 				 (whose addresses differ) */
 };
 
+/* With STACK_CALLERS: source files by their base name (summaries). */
+#define STACK_BASE_NAMES 0x100
+
 /*
  * The first DEPTH + 1 logical frames of ST (UINT64_MAX: all; innermost
  * first, inlined functions as frames of their own) in FORM, appended to
  * SB.  STACK_FOLDED takes the DEPTH + 1 innermost too.
  */
 void stack_text(struct strbuf *sb, const struct model *m,
-		const struct stack *st, uint64_t depth, enum stack_form form);
+		const struct stack *st, uint64_t depth, unsigned form);
 
 /*
  * What the bytes of item IT are, as the reports print it: its stack in
@@ -71,8 +74,15 @@ size_t stack_frames(const struct model *m, const struct stack *st,
 		    void (*fn)(void *ctx, const char *text, size_t len),
 		    void *ctx);
 
-/* " (FILE:LINE)", " (FILE)" without a line, nothing without a file. */
-void place_text(struct strbuf *sb, const char *file, uint32_t line);
+/*
+ * " (FILE:LINE)", " (FILE)" without a line, nothing without a file; with
+ * BASE, FILE's base name only.
+ */
+void place_text(struct strbuf *sb, const char *file, uint32_t line,
+		bool base);
+
+/* How many logical frames ST has (inlined functions count). */
+size_t stack_depth(const struct model *m, const struct stack *st);
 
 /* The name a frame goes by in reports: its function, or its address. */
 void frame_name(struct strbuf *sb, const struct frame *f, uint32_t k);

@@ -23,6 +23,7 @@ struct tally_entry {
 	int64_t file_bytes;   /* (the bytes that place was chosen for) */
 	unsigned flags;       /* the user's */
 	size_t ref;           /* the user's: an index + 1, say */
+	uint64_t stamp;       /* the user's: the last pass that met it */
 };
 
 struct tally {
@@ -31,6 +32,7 @@ struct tally {
 	size_t n, alloc;
 	struct arena arena;
 	bool overflow;          /* a sum saturated (see add64) */
+	uint64_t stamp;         /* the user's pass counter (see entries') */
 };
 
 void tally_init(struct tally *t);

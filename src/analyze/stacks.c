@@ -49,10 +49,15 @@ static size_t logical_frames(const struct model *m, const struct stack *st,
 	return n;
 }
 
-void place_text(struct strbuf *sb, const char *file, uint32_t line)
+void place_text(struct strbuf *sb, const char *file, uint32_t line,
+		bool base)
 {
+	const char *slash;
+
 	if (!file)
 		return;
+	if (base && (slash = strrchr(file, '/')) && slash[1])
+		file = slash + 1;
 	if (line)
 		sb_addf(sb, " (%s:%" PRIu32 ")", file, line);
 	else
@@ -60,11 +65,13 @@ void place_text(struct strbuf *sb, const char *file, uint32_t line)
 }
 
 void stack_text(struct strbuf *sb, const struct model *m,
-		const struct stack *st, uint64_t depth, enum stack_form form)
+		const struct stack *st, uint64_t depth, unsigned form)
 {
 	struct lframe *v = NULL;
 	size_t alloc = 0, n = logical_frames(m, st, &v, &alloc);
+	bool base = form & STACK_BASE_NAMES;
 
+	form &= ~STACK_BASE_NAMES;
 	if (depth < UINT64_MAX && n > depth + 1)
 		n = (size_t)depth + 1;
 	for (size_t i = 0; i < n; i++) {
@@ -89,7 +96,7 @@ void stack_text(struct strbuf *sb, const struct model *m,
 				sb_addstr(sb, " <- ");
 			frame_add_func(sb, l->f, l->k);
 			place_text(sb, frame_file(l->f, l->k),
-				   frame_line(l->f, l->k));
+				   frame_line(l->f, l->k), base);
 			break;
 		case STACK_FOLDED:
 		case STACK_MATCH:
@@ -188,9 +195,10 @@ struct tally_entry *tally_functions(struct tally *funcs, const struct model *m,
 	struct lframe *v = NULL;
 	size_t alloc = 0, nf = logical_frames(m, st, &v, &alloc), owner = 0;
 	struct strbuf name = STRBUF_INIT;
-	struct tally_entry **seen = NULL, *own = NULL;
-	size_t nseen = 0, seen_alloc = 0;
+	struct tally_entry *own = NULL;
 	int64_t size = add[0] < 0 ? -add[0] : add[0];
+	/* A function met twice in this stack (recursion) counts once. */
+	uint64_t stamp = ++funcs->stamp;
 
 	if (!nf) {
 		own = tally_get(funcs, "<no stack>", 10);
@@ -200,7 +208,6 @@ struct tally_entry *tally_functions(struct tally *funcs, const struct model *m,
 		owner++;
 	for (size_t i = owner; i < nf; i++) {
 		struct tally_entry *e;
-		bool dup = false;
 
 		if (i > owner && is_allocator(&v[i]))
 			continue; /* pprof removes them anywhere */
@@ -209,19 +216,15 @@ struct tally_entry *tally_functions(struct tally *funcs, const struct model *m,
 		e = tally_get(funcs, name.buf, name.len);
 		if (i == owner)
 			own = e;
-		for (size_t s = 0; s < nseen && !dup; s++)
-			dup = seen[s] == e;
-		if (dup)
+		if (e->stamp == stamp)
 			continue; /* recursion: cum once */
-		GROW(seen, nseen + 1, seen_alloc);
-		seen[nseen++] = e;
+		e->stamp = stamp;
 		e->v[1] = add64(e->v[1], add[0], &funcs->overflow);
 		place(e, &v[i], size, i == owner);
 	}
 	own->v[0] = add64(own->v[0], add[0], &funcs->overflow);
 	for (size_t k = 1; k < n && k + 1 < ARRAY_SIZE(own->v); k++)
 		own->v[k + 1] = add64(own->v[k + 1], add[k], &funcs->overflow);
-	free(seen);
 	free(v);
 	sb_release(&name);
 	return own;
@@ -262,10 +265,19 @@ size_t stack_frames(const struct model *m, const struct stack *st,
 		sb_reset(&sb);
 		frame_add_func(&sb, v[i].f, v[i].k);
 		place_text(&sb, frame_file(v[i].f, v[i].k),
-			   frame_line(v[i].f, v[i].k));
+			   frame_line(v[i].f, v[i].k), false);
 		fn(ctx, sb.buf, sb.len);
 	}
 	sb_release(&sb);
 	free(v);
+	return n;
+}
+
+size_t stack_depth(const struct model *m, const struct stack *st)
+{
+	size_t n = 0;
+
+	for (uint32_t i = 0; i < st->depth; i++)
+		n += frame_nlogical(frame_get(&m->frames, st->frames[i]));
 	return n;
 }

@@ -45,6 +45,7 @@ struct row {
 	int64_t allocs, frees;  /* blocks, between A and B */
 	int64_t allocated;      /* bytes, between A and B */
 	int component;          /* of a stack: its column */
+	const struct change *ch; /* of a stack */
 	bool suspect;           /* a leak suspect */
 };
 
@@ -81,6 +82,12 @@ struct table {
 	struct row *v;
 	size_t n, alloc;
 };
+
+static void sort_rows(struct table *t)
+{
+	if (t->n) /* (qsort wants an array, even of none) */
+		qsort(t->v, t->n, sizeof(*t->v), cmp_rows);
+}
 
 struct diff {
 	struct changes c;
@@ -161,6 +168,7 @@ static void build_stacks_and_functions(struct diff *d)
 		r->allocated = ch->allocated;
 		r->component = ch->col;
 		r->suspect = ch->suspect;
+		r->ch = ch;
 	}
 	/* The texts are complete: point the rows at them. */
 	for (size_t i = 0; i < d->stacks.n; i++)
@@ -225,23 +233,18 @@ static void print_header(struct diff *d, const struct table *t,
 	printf("  %s%s\n", d->c.has & CHANGES_SERIES ? "  " : "", t->noun);
 }
 
-/* A stack's text cut to SHOWN_FRAMES frames. */
-static void cut_stack(struct strbuf *sb, const char *s)
+/* A stack's first SHOWN_FRAMES frames, files by their base names. */
+static void short_stack(struct strbuf *sb, const struct change *ch)
 {
-	const char *p = s;
-
 	sb_reset(sb);
-	for (int k = 1; p && k < SHOWN_FRAMES; k++) {
-		p = strstr(p, " <- ");
-		if (p)
-			p += 4;
+	if (!ch->st->depth) {
+		sb_addstr(sb, "<no stack>");
+		return;
 	}
-	if (p && (p = strstr(p, " <- "))) {
-		sb_add(sb, s, (size_t)(p - s));
+	stack_text(sb, ch->m, ch->st, SHOWN_FRAMES - 1,
+		   STACK_CALLERS | STACK_BASE_NAMES);
+	if (stack_depth(ch->m, ch->st) > SHOWN_FRAMES)
 		sb_addstr(sb, " <- ...");
-	} else {
-		sb_addstr(sb, s);
-	}
 }
 
 static void print_row(struct diff *d, const struct table *t,
@@ -267,11 +270,11 @@ static void print_row(struct diff *d, const struct table *t,
 		       : r->suspect			   ? "* "
 							   : "  ");
 	if (t == &d->stacks) {
-		cut_stack(&sb, r->name);
+		short_stack(&sb, r->ch);
 		printf("%s", sb.buf);
 	} else {
 		sb_reset(&sb);
-		place_text(&sb, r->file, r->line);
+		place_text(&sb, r->file, r->line, true);
 		printf("%s%s", r->name, sb.buf ? sb.buf : "");
 	}
 	putchar('\n');
@@ -569,9 +572,9 @@ static int run(struct cmd_args *a)
 				   d.c.b.path);
 	}
 	if (!rc) {
-		qsort(d.comps.v, d.comps.n, sizeof(*d.comps.v), cmp_rows);
-		qsort(d.funcs.v, d.funcs.n, sizeof(*d.funcs.v), cmp_rows);
-		qsort(d.stacks.v, d.stacks.n, sizeof(*d.stacks.v), cmp_rows);
+		sort_rows(&d.comps);
+		sort_rows(&d.funcs);
+		sort_rows(&d.stacks);
 		if (d.json)
 			print_json(&d);
 		else

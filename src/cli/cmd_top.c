@@ -192,7 +192,7 @@ static void print_text(struct top *t)
 		printf("%s ", pct(t, sum, t->stack_bytes));
 		printf("%s ", human(t, e->v[1], 10));
 		sb_reset(&share);
-		place_text(&share, e->file, e->line);
+		place_text(&share, e->file, e->line, true);
 		printf("%s  %s%s\n", pct(t, e->v[1], t->stack_bytes), e->key,
 		       share.buf ? share.buf : "");
 	}

@@ -88,6 +88,18 @@ deep() {
 	measure expand-l2 "$bin" expand "$d/deep.01234.0050.heap" l2 \
 		tc-webkit-catch-all 3 || return
 	row deep "one snapshot: expand -p l2 depth 3" $base_s $base_kb $secs $rss_kb
+	# The answers, beside csv's time and peak RSS over the same run: top
+	# and folded read one snapshot, diff and html all of them.
+	measure top-l2 "$bin" top -p l2 "$d/deep.01234.0100.heap" || return
+	row deep "top -p l2, 1 snapshot, vs csv" $csv_s $csv_kb $secs $rss_kb
+	measure folded-l2 "$bin" folded -p l2 "$d/deep.01234.0100.heap" || return
+	row deep "folded -p l2, 1 snapshot, vs csv" $csv_s $csv_kb $secs $rss_kb
+	measure diff-l2 "$bin" diff -p l2 "$d/deep.01234.0001.heap" || return
+	row deep "diff -p l2, 100 snaps, vs csv" $csv_s $csv_kb $secs $rss_kb
+	measure html-l2 "$bin" html -p l2,l1 -o "$work/deep.html" \
+		"$d/deep.01234.0001.heap" || return
+	row deep "html -p l2,l1, 100 snaps, vs csv" $csv_s $csv_kb $secs $rss_kb
+	html_page "$work/deep.html"
 	# Memory must grow with buckets, not snapshots: the same million
 	# buckets over 10 snapshots instead of 100.
 	d10=$work/deep10
@@ -97,6 +109,23 @@ deep() {
 	printf '%-22s %-34s %9.2f s %6d MB %9.3f s %6d MB %7.2fx RSS\n' deep \
 		"csv -p l2: 10 snapshots, then 100" "$secs" $((rss_kb / 1024)) \
 		"$csv_s" $((csv_kb / 1024)) "$(echo "$csv_kb / $rss_kb" | bc -l)"
+}
+
+# The page's size, and how long a headless chromium takes to load it and
+# run its script (the script's own time, in the DOM, beside).
+html_page() {
+	kb=$(($(wc -c <"$1") / 1024))
+	if ! command -v chromium >/dev/null 2>&1; then
+		printf '%-22s %-34s %9d KB  (chromium missing: no load time)\n' \
+			deep "html page size" "$kb"
+		return
+	fi
+	measure chromium chromium --headless --no-sandbox --disable-gpu \
+		--user-data-dir="$work/chromium" --dump-dom "file://$1" || return
+	init=$(grep -o 'data-init-ms="[0-9]*"' "$work/out.chromium" | tr -dc 0-9)
+	printf '%-22s %-34s %9d KB %9.3f s load (script %s ms) %6d MB\n' deep \
+		"html page: size, chromium load" "$kb" "$secs" "${init:-?}" \
+		$((rss_kb / 1024))
 }
 
 # Parsing alone: the same files under a policy of three catch-alls.

@@ -179,7 +179,25 @@ check gperftools-claims any "$bin" csv claim2.0001.heap
 printf 'heap profile: 1: 8 [1: 8] @ heap_v2/1\n 1000000000000: 1000000000000000 [1000000000000: 1000000000000000] @ 0x00401000\n\nMAPPED_LIBRARIES:\n' >claim3.0001.heap
 check gperftools-sampled-huge any "$bin" csv claim3.0001.heap
 
-# 7. Inputs the fuzzers found (tests/hostile/found/NAME.KIND, run by kind).
+# 7. The answers on the worst of the above: a million frames (every
+#    function counted once per stack, a 10 MB folded line, a page with a
+#    million-frame stack), sizes at and past 2^63.
+cp deep.0001.heap deep.0002.heap
+for c in top folded; do
+	check "million-frames-$c" any "$bin" $c deep.0002.heap
+	check "max-u64-values-$c" any "$bin" $c big1.0001.heap
+done
+check sums-past-i64-top 1 "$bin" top big4.0001.heap
+# (Each of its two stacks on a line of its own: nothing is added up.)
+check sums-past-i64-folded 0 "$bin" folded big4.0001.heap
+check million-frames-diff any "$bin" diff deep.0001.heap
+check million-frames-html any "$bin" html -o deep.html deep.0001.heap
+cp big4.0001.heap big4.0002.heap
+check sums-past-i64-diff 1 "$bin" diff big4.0001.heap
+check sums-past-i64-html 1 "$bin" html -o big4.html big4.0001.heap
+check bucket-ids-1e12-diff 0 "$bin" diff claim.0001.heap claim.0001.heap
+
+# 8. Inputs the fuzzers found (tests/hostile/found/NAME.KIND, run by kind).
 for f in "$here"/found/*; do
 	[ -f "$f" ] || continue
 	name=$(basename "$f")

@@ -75,3 +75,21 @@ if [ -n "$rfifth" ]; then
 else
 	bad "dmprof record ./leak wrote no fifth dump"
 fi
+
+# csv --long of both runs into sqlite3, README's query: the leak run's
+# malloc-app lost 59072 bytes from its first dump to its last (the pool
+# shrank more than the leak grew).
+if command -v sqlite3 >/dev/null 2>&1 && [ -e "$lfifth" ]; then
+	"$bin" csv --long "$lfirst" "$rfirst" 2>/dev/null >rows.csv
+	sqlite3 -cmd 'CREATE TABLE rows(run TEXT, pid INT, snapshot INT, time REAL, policy TEXT, component TEXT, bytes INT)' \
+		-cmd '.import --csv --skip 1 rows.csv rows' :memory: "
+		SELECT run, max(last) - max(first) FROM (SELECT run, component,
+		  first_value(bytes) OVER w AS first, last_value(bytes) OVER w AS last
+		  FROM rows WHERE policy = 'linux' AND component = 'malloc-app'
+		  AND snapshot <= 5
+		  WINDOW w AS (PARTITION BY run, component ORDER BY snapshot
+		    ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING))
+		GROUP BY run ORDER BY run" >sql.out 2>&1
+	[ "$(cut -d'|' -f2 sql.out | sort -u)" = -59072 ] && [ "$(wc -l <sql.out)" = 2 ] &&
+		ok || bad "csv --long into sqlite3: $(cat sql.out)"
+fi
