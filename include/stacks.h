@@ -21,9 +21,6 @@ enum stack_form {
 	STACK_CALLERS,        /* "func (file:line) <- caller <- ...": the
 				 innermost first, file:line where known */
 	STACK_FOLDED,         /* "root;...;func": outermost first, names */
-	STACK_MATCH,          /* the same with "?" for every frame without
-				 a name: what matches a stack of another run
-				 (whose addresses differ) */
 };
 
 /* With STACK_CALLERS: source files by their base name (summaries). */
@@ -44,6 +41,16 @@ void stack_text(struct strbuf *sb, const struct model *m,
  */
 void item_text(struct strbuf *sb, const struct model *m, const struct item *it,
 	       uint64_t depth, enum stack_form form);
+
+/*
+ * What matches ST to a stack of another run of the program, whose
+ * addresses differ: its names, root first, as STACK_FOLDED, but a frame
+ * without a name is the base name of the file MAPS maps it to and its
+ * offset there ("libc.so.6+0x2724a"), or "?" outside any (MAPS may be
+ * NULL).
+ */
+void stack_match_text(struct strbuf *sb, const struct model *m,
+		      const struct stack *st, const struct maps *maps);
 
 /*
  * Is FUNC one of the allocator's own functions (malloc, operator new,

@@ -13,6 +13,7 @@
 
 #include "stacks.h"
 #include "tally.h"
+#include "text.h"
 #include "util.h"
 
 /* (In a stack's count of the steps it grew at: it shrank at one.) */
@@ -214,12 +215,15 @@ static void collect(struct changes *c, const struct pass *s,
 		struct change *ch;
 
 		if (counted) {
-			allocs = cb->allocs[id] - ca->allocs[id];
-			frees = cb->frees[id] - ca->frees[id];
-			bytes = cb->alloc_bytes[id] - ca->alloc_bytes[id];
+			bool o = false;
+
+			allocs = sub64(cb->allocs[id], ca->allocs[id], &o);
+			frees = sub64(cb->frees[id], ca->frees[id], &o);
+			bytes = sub64(cb->alloc_bytes[id], ca->alloc_bytes[id],
+				      &o);
 			/* Counts only grow: a dump that says otherwise is not
 			 * the same count. */
-			if (allocs < 0 || frees < 0 || bytes < 0)
+			if (o || allocs < 0 || frees < 0 || bytes < 0)
 				allocs = frees = bytes = 0;
 		}
 		if (!a && !b && !allocs && !frees && !bytes)
@@ -262,8 +266,14 @@ int changes_in_run(struct changes *c, struct run *r, struct classifier *cls,
 	memset(&s, 0, sizeof(s));
 	for (size_t k = 0; k <= steps && !rc; k++) {
 		size_t i = ia <= ib ? ia + k : ia - k;
+		const char *path = r->series.dumps[i].path;
 		struct snapshot snap;
 
+		if (k && k < steps && file_empty(path)) {
+			/* A producer killed before it wrote anything. */
+			warning("%s: empty dump; skipped", path);
+			continue;
+		}
 		if (run_load_dump(r, i, &snap) < 0) {
 			rc = -1;
 			break;
@@ -306,11 +316,12 @@ int changes_in_run(struct changes *c, struct run *r, struct classifier *cls,
 		}
 	}
 	if (!rc) {
-		c->snapshots = steps + 1;
+		/* (Passes: the dumps read, empty ones left out.) */
+		c->snapshots = s.k;
 		c->has = CHANGES_RUN | (count ? CHANGES_COUNTS : 0) |
 			 (count && alloc_bytes ? CHANGES_ALLOC_BYTES : 0) |
-			 (count && steps >= 2 ? CHANGES_SERIES : 0);
-		collect(c, &s, m, a_bytes, a_col, grown, steps);
+			 (count && s.k >= 3 ? CHANGES_SERIES : 0);
+		collect(c, &s, m, a_bytes, a_col, grown, s.k - 1);
 	} else {
 		changes_free(c);
 	}
@@ -346,7 +357,10 @@ static int side(struct changes *c, struct tally *texts, struct run *r,
 		if (!s.cur.bytes[id])
 			continue;
 		sb_reset(&key);
-		stack_text(&key, &r->model, st, UINT64_MAX, STACK_MATCH);
+		stack_match_text(&key, &r->model, st,
+				 snap.has_own_maps ? &snap.own_maps
+				 : r->has_maps	   ? &r->maps
+						   : NULL);
 		e = tally_get(texts, key.buf ? key.buf : "", key.len);
 		if (!e->ref) {
 			ch = add_change(c);

@@ -60,16 +60,16 @@ struct page {
 
 /* ---- which snapshots keep stacks ---- */
 
-static int64_t total_at(const struct timeline *tl, size_t p, size_t i)
+static int64_t total_at(const struct timeline *tl, size_t p, size_t i,
+		       bool *overflow)
 {
 	const struct policy *pol = tl->set.v[p];
 	const int64_t *row = tl->rows[p] + i * pol->ncols;
 	int64_t t = 0;
-	bool o = false;
 
 	for (size_t c = 0; c < pol->ncols; c++)
 		if (policy_in_partition(pol, (int)c))
-			t = add64(t, row[c], &o);
+			t = add64(t, row[c], overflow);
 	return t;
 }
 
@@ -89,7 +89,8 @@ static void choose(struct page *pg)
 	size_t peak = 0, k = 0;
 
 	for (size_t i = 1; i < n; i++)
-		if (total_at(pg->tl, 0, i) > total_at(pg->tl, 0, peak))
+		if (total_at(pg->tl, 0, i, &pg->overflow) >
+		    total_at(pg->tl, 0, peak, &pg->overflow))
 			peak = i;
 	pg->at = xcalloc(max + 1, sizeof(*pg->at));
 	pg->at[k++] = 0;
@@ -450,7 +451,7 @@ static void json_policy(struct page *pg, struct strbuf *out, size_t p)
 	}
 	sb_addstr(out, "],\"total\":");
 	for (size_t i = 0; i < tl->n; i++)
-		v[i] = total_at(tl, p, i);
+		v[i] = total_at(tl, p, i, &pg->overflow);
 	json_i64s(out, v, tl->n, 1);
 	for (size_t i = 0; i < tl->n; i++) {
 		v[i] = tl->builtins[p][i].v[B_RSS];

@@ -76,8 +76,8 @@ void stack_text(struct strbuf *sb, const struct model *m,
 		n = (size_t)depth + 1;
 	for (size_t i = 0; i < n; i++) {
 		/* Folded stacks go root first. */
-		const struct lframe *l = &v[form >= STACK_FOLDED ? n - 1 - i
-								: i];
+		const struct lframe *l = &v[form == STACK_FOLDED ? n - 1 - i
+								 : i];
 		size_t at = sb->len;
 
 		switch (form) {
@@ -99,14 +99,10 @@ void stack_text(struct strbuf *sb, const struct model *m,
 				   frame_line(l->f, l->k), base);
 			break;
 		case STACK_FOLDED:
-		case STACK_MATCH:
 			if (i)
 				sb_addch(sb, ';');
 			at = sb->len;
-			if (form == STACK_MATCH && !frame_func(l->f, l->k))
-				sb_addch(sb, '?');
-			else
-				frame_add_func(sb, l->f, l->k);
+			frame_add_func(sb, l->f, l->k);
 			/* A ';' or a line end would cut the frame. */
 			for (size_t c = at; c < sb->len; c++)
 				if (sb->buf[c] == ';' || sb->buf[c] == '\n')
@@ -280,4 +276,33 @@ size_t stack_depth(const struct model *m, const struct stack *st)
 	for (uint32_t i = 0; i < st->depth; i++)
 		n += frame_nlogical(frame_get(&m->frames, st->frames[i]));
 	return n;
+}
+
+void stack_match_text(struct strbuf *sb, const struct model *m,
+		      const struct stack *st, const struct maps *maps)
+{
+	struct lframe *v = NULL;
+	size_t alloc = 0, n = logical_frames(m, st, &v, &alloc);
+
+	for (size_t i = 0; i < n; i++) {
+		const struct lframe *l = &v[n - 1 - i];
+		const struct vma *vma;
+		const char *base;
+
+		if (i)
+			sb_addch(sb, ';');
+		if (frame_func(l->f, l->k)) {
+			frame_add_func(sb, l->f, l->k);
+			continue;
+		}
+		vma = maps ? maps_find(maps, l->f->addr) : NULL;
+		if (!vma || !*vma->name) {
+			sb_addch(sb, '?');
+			continue;
+		}
+		base = strrchr(vma->name, '/');
+		sb_addf(sb, "%s+0x%" PRIx64, base ? base + 1 : vma->name,
+			l->f->addr - vma->start + vma->offset);
+	}
+	free(v);
 }

@@ -42,29 +42,26 @@ struct row {
 	const char *file;
 	uint32_t line;
 	int64_t a, b;
+	int64_t change;         /* b - a */
 	int64_t allocs, frees;  /* blocks, between A and B */
 	int64_t allocated;      /* bytes, between A and B */
+	int64_t freed;          /* allocated - change */
 	int component;          /* of a stack: its column */
 	const struct change *ch; /* of a stack */
 	bool suspect;           /* a leak suspect */
 };
 
-static int64_t change_of(const struct row *r)
-{
-	return r->b - r->a; /* (the sums saturate far below overflow) */
-}
-
 /* Growers, by growth; shrinkers, by loss; churn, by what it allocated. */
 static int group_of(const struct row *r)
 {
-	return change_of(r) > 0 ? 0 : change_of(r) < 0 ? 1 : 2;
+	return r->change > 0 ? 0 : r->change < 0 ? 1 : 2;
 }
 
 static int cmp_rows(const void *x, const void *y)
 {
 	const struct row *a = x, *b = y;
 	int ga = group_of(a), gb = group_of(b);
-	int64_t ca = change_of(a), cb = change_of(b);
+	int64_t ca = a->change, cb = b->change;
 
 	if (ga != gb)
 		return ga < gb ? -1 : 1;
@@ -81,12 +78,34 @@ struct table {
 	const char *noun, *plural;
 	struct row *v;
 	size_t n, alloc;
+	/* After sorting: where each group ends, and what <other> sums
+	 * (growers, shrinkers: change; churn: allocated). */
+	size_t end[3];
+	int64_t rest[3];
 };
 
-static void sort_rows(struct table *t)
+/* Each row's change and what it freed; then the rows in order, in
+ * groups, with what each group's <other> row (past ROWS) sums. */
+static void finish(struct table *t, size_t rows, bool *overflow)
 {
+	for (size_t i = 0; i < t->n; i++) {
+		struct row *r = &t->v[i];
+
+		r->change = sub64(r->b, r->a, overflow);
+		r->freed = sub64(r->allocated, r->change, overflow);
+	}
 	if (t->n) /* (qsort wants an array, even of none) */
 		qsort(t->v, t->n, sizeof(*t->v), cmp_rows);
+	for (size_t g = 0, i = 0, k = 0; g < 3; g++) {
+		t->rest[g] = 0;
+		for (k = 0; i < t->n && group_of(&t->v[i]) == (int)g; i++, k++)
+			if (k >= rows)
+				t->rest[g] = add64(t->rest[g],
+						   g == 2 ? t->v[i].allocated
+							  : t->v[i].change,
+						   overflow);
+		t->end[g] = i;
+	}
 }
 
 struct diff {
@@ -98,7 +117,8 @@ struct diff {
 	struct tally ftally;    /* the functions, by name */
 	struct strbuf texts;    /* the stacks' texts, NUL-separated */
 	size_t *text_at;        /* offsets into texts, by stack row */
-	int64_t total_a, total_b;
+	int64_t total_a, total_b, total_change;
+	bool overflow;          /* a sum of sizes saturated */
 	size_t suspects;
 	int64_t suspect_growth;
 };
@@ -121,8 +141,8 @@ static void build_components(struct diff *d)
 
 		if (!policy_in_partition(d->p, (int)c))
 			continue;
-		d->total_a = add64(d->total_a, a, &d->ftally.overflow);
-		d->total_b = add64(d->total_b, b, &d->ftally.overflow);
+		d->total_a = add64(d->total_a, a, &d->overflow);
+		d->total_b = add64(d->total_b, b, &d->overflow);
 		if (a == b)
 			continue;
 		r = add_row(&d->comps);
@@ -140,8 +160,8 @@ static void build_stacks_and_functions(struct diff *d)
 	for (size_t i = 0; i < d->c.n; i++) {
 		const struct change *ch = &d->c.v[i];
 		/* flat change (and cum), a, b, allocated, allocs, frees */
-		int64_t add[6] = { ch->b - ch->a, ch->a, ch->b, ch->allocated,
-				   ch->allocs, ch->frees };
+		int64_t add[6] = { sub64(ch->b, ch->a, &d->overflow), ch->a,
+				   ch->b, ch->allocated, ch->allocs, ch->frees };
 		struct tally_entry *f;
 		struct row *r;
 
@@ -151,7 +171,8 @@ static void build_stacks_and_functions(struct diff *d)
 		if (ch->suspect) {
 			f->flags |= SUSPECT;
 			d->suspects++;
-			d->suspect_growth += ch->b - ch->a;
+			d->suspect_growth = add64(d->suspect_growth, add[0],
+						  &d->overflow);
 		}
 		r = add_row(&d->stacks);
 		d->text_at[d->stacks.n - 1] = d->texts.len;
@@ -252,17 +273,16 @@ static void print_row(struct diff *d, const struct table *t,
 {
 	struct strbuf sb = STRBUF_INIT;
 
-	printf("%11s", bytes(d, &sb, change_of(r), true));
+	printf("%11s", bytes(d, &sb, r->change, true));
 	printf(" %10s", bytes(d, &sb, r->a, false));
 	printf(" %10s", bytes(d, &sb, r->b, false));
 	if (t == &d->comps) {
 		sb_reset(&sb);
-		format_percent(&sb, change_of(r), r->a, true);
+		format_percent(&sb, r->change, r->a, true);
 		printf(" %7s", r->a ? sb.buf : "new");
 	} else if (has_bytes(d)) {
 		printf(" %10s", bytes(d, &sb, r->allocated, false));
-		printf(" %10s", bytes(d, &sb, r->allocated - change_of(r),
-				      false));
+		printf(" %10s", bytes(d, &sb, r->freed, false));
 	} else if (has_counts(d)) {
 		printf(" %8" PRId64 " %8" PRId64, r->allocs, r->frees);
 	}
@@ -283,33 +303,20 @@ static void print_row(struct diff *d, const struct table *t,
 
 static void print_table(struct diff *d, struct table *t, const char *what)
 {
-	size_t i = 0;
+	for (size_t g = 0, start = 0; g < 3; start = t->end[g++]) {
+		size_t n = t->end[g] - start, shown = n < d->rows ? n : d->rows;
 
-	for (size_t g = 0; g < 3; g++) {
-		size_t start = i, shown = 0;
-		int64_t rest = 0;
-
-		while (i < t->n && (size_t)group_of(&t->v[i]) == g)
-			i++;
-		if (i == start)
+		if (!n)
 			continue;
 		print_header(d, t, what, g);
-		for (size_t k = start; k < i; k++) {
-			if (shown < d->rows) {
-				print_row(d, t, &t->v[k]);
-				shown++;
-			} else {
-				rest += g == 2 ? t->v[k].allocated
-					       : change_of(&t->v[k]);
-			}
-		}
-		if (i - start > shown) {
+		for (size_t k = start; k < start + shown; k++)
+			print_row(d, t, &t->v[k]);
+		if (n > shown) {
 			struct strbuf sb = STRBUF_INIT;
 
 			printf("%11s  <other: %zu more %s>\n",
-			       g == 2 ? "" : bytes(d, &sb, rest, true),
-			       i - start - shown,
-			       i - start - shown == 1 ? t->noun : t->plural);
+			       g == 2 ? "" : bytes(d, &sb, t->rest[g], true),
+			       n - shown, n - shown == 1 ? t->noun : t->plural);
 			sb_release(&sb);
 		}
 	}
@@ -340,10 +347,10 @@ static void print_text(struct diff *d)
 	if (d->c.snapshots > 2)
 		printf(", %zu snapshots", d->c.snapshots);
 	printf(", policy %s\n", d->p->label);
-	format_percent(&ch, d->total_b - d->total_a, d->total_a, true);
+	format_percent(&ch, d->total_change, d->total_a, true);
 	printf("the components: %s -> %s", bytes(d, &a, d->total_a, false),
 	       bytes(d, &b, d->total_b, false));
-	printf(", %s (%s)\n", bytes(d, &a, d->total_b - d->total_a, true),
+	printf(", %s (%s)\n", bytes(d, &a, d->total_change, true),
 	       ch.buf);
 	if (!d->comps.n)
 		printf("\nno component changed\n");
@@ -393,14 +400,14 @@ static void json_rows(struct diff *d, struct strbuf *out, const char *key,
 		}
 		sb_addf(out, ", \"a\": %" PRId64 ", \"b\": %" PRId64
 			     ", \"change\": %" PRId64,
-			r->a, r->b, change_of(r));
+			r->a, r->b, r->change);
 		if (t != &d->comps && (d->c.has & CHANGES_COUNTS))
 			sb_addf(out, ", \"allocs\": %" PRId64 ", \"frees\": %"
 				     PRId64, r->allocs, r->frees);
 		if (t != &d->comps && has_bytes(d))
 			sb_addf(out, ", \"allocated\": %" PRId64 ", \"freed\": %"
 				     PRId64, r->allocated,
-				r->allocated - change_of(r));
+				r->freed);
 		if (t != &d->comps && (d->c.has & CHANGES_SERIES))
 			sb_addf(out, ", \"leak_suspect\": %s",
 				r->suspect ? "true" : "false");
@@ -432,7 +439,7 @@ static void print_json(struct diff *d)
 		d->c.snapshots, d->c.has & CHANGES_RUN ? "true" : "false");
 	sb_addf(&out, "  \"total\": { \"a\": %" PRId64 ", \"b\": %" PRId64
 		      ", \"change\": %" PRId64 " }",
-		d->total_a, d->total_b, d->total_b - d->total_a);
+		d->total_a, d->total_b, d->total_change);
 	json_rows(d, &out, "components", &d->comps);
 	json_rows(d, &out, "functions", &d->funcs);
 	json_rows(d, &out, "stacks", &d->stacks);
@@ -501,10 +508,14 @@ static int in_run(struct diff *d, struct setup *o, struct cmd_args *a,
 	if (setup_open(o, a, first, policy, true) < 0)
 		return -1;
 	if (a->argc == 1) {
-		if (o->run.series.ndumps < 2)
+		/* The last dump with something in it (a producer killed
+		 * before it wrote leaves an empty one). */
+		ib = o->run.series.ndumps - 1;
+		while (ib > 0 && file_empty(o->run.series.dumps[ib].path))
+			ib--;
+		if (!ib)
 			return error("%s: the only dump of its run: diff needs "
 				     "two ('dmprof diff A B')", first);
-		ib = o->run.series.ndumps - 1;
 	} else {
 		ia = index_of(&o->run, ca);
 		ib = index_of(&o->run, cb);
@@ -555,9 +566,12 @@ static int run(struct cmd_args *a)
 	d.rows = rows;
 	d.exact = args_has(a, 'b');
 	d.json = args_has(a, OPT_JSON);
-	d.comps = (struct table){ "component", "components", NULL, 0, 0 };
-	d.funcs = (struct table){ "function", "functions", NULL, 0, 0 };
-	d.stacks = (struct table){ "stack", "stacks", NULL, 0, 0 };
+	d.comps.noun = "component";
+	d.comps.plural = "components";
+	d.funcs.noun = "function";
+	d.funcs.plural = "functions";
+	d.stacks.noun = "stack";
+	d.stacks.plural = "stacks";
 	tally_init(&d.ftally);
 	a->sym.want_source = true;
 	if (a->argc == 1 || one_run(a->argv[0], a->argv[1], &ca, &cb))
@@ -567,14 +581,15 @@ static int run(struct cmd_args *a)
 	if (!rc) {
 		build_components(&d);
 		build_stacks_and_functions(&d);
-		if (d.ftally.overflow)
-			rc = error("%s: sizes add up to more than 64 bits hold",
-				   d.c.b.path);
+		finish(&d.comps, d.rows, &d.overflow);
+		finish(&d.funcs, d.rows, &d.overflow);
+		finish(&d.stacks, d.rows, &d.overflow);
+		d.total_change = sub64(d.total_b, d.total_a, &d.overflow);
 	}
+	if (!rc && (d.overflow || d.ftally.overflow))
+		rc = error("%s: sizes add up to more than 64 bits hold (a "
+			   "corrupt dump?)", d.c.b.path);
 	if (!rc) {
-		sort_rows(&d.comps);
-		sort_rows(&d.funcs);
-		sort_rows(&d.stacks);
 		if (d.json)
 			print_json(&d);
 		else

@@ -29,17 +29,29 @@ static int add_item(void *ctx, const struct item *it)
 	struct strbuf *key = &f->key;
 	const struct policy *p = f->o->policy;
 	struct tally_entry *e;
+	size_t at;
 
+	/*
+	 * Without -c, the components that partition the process (as top
+	 * and html show them): the other columns count bytes a second time
+	 * (the allocator's arenas hold the malloc'd blocks).
+	 */
 	if (f->col >= 0 ? !column_counts(p, f->col, it->kind, it->col)
-			: it->col < 0 && p->col_no_bucket < 0)
-		return 0; /* (the bytes csv shows in no column) */
+			: !policy_in_partition(p, it->col >= 0 ? it->col
+							       : p->col_no_bucket))
+		return 0;
 	if (!it->bytes)
 		return 0;
 	sb_reset(key);
 	if (f->col < 0)
 		sb_addf(key, "%s;", it->col >= 0 ? p->cols[it->col].name
 						 : "no-bucket");
+	at = key->len;
 	item_text(key, &f->o->run.model, it, UINT64_MAX, STACK_FOLDED);
+	/* A ';' or a line end in a mapping's name would cut the frame. */
+	for (size_t i = at; it->kind == ITEM_UNHOOKED && i < key->len; i++)
+		if (key->buf[i] == ';' || key->buf[i] == '\n')
+			key->buf[i] = ':';
 	e = tally_get(&f->stacks, key->buf, key->len);
 	e->bytes = add64(e->bytes, it->bytes, &f->stacks.overflow);
 	return 0;

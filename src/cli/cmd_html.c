@@ -19,7 +19,11 @@ extern const char page_html[];
 
 static const char marker[] = "@@DATA@@\n";
 
-/* JSON inside <script>: "</" would end the element. */
+/*
+ * JSON inside <script>: no '<' at all, lest "</script" end the element or
+ * "<!--<script" change how the rest is read.  (Every '<' is in a string,
+ * where \u003c means the same.)
+ */
 static void write_data(FILE *f, const struct strbuf *data)
 {
 	const char *p = data->buf, *end = data->buf + data->len;
@@ -32,8 +36,8 @@ static void write_data(FILE *f, const struct strbuf *data)
 			break;
 		}
 		fwrite(p, 1, (size_t)(lt - p), f);
-		fputs(lt + 1 < end && lt[1] == '/' ? "<\\/" : "<", f);
-		p = lt + (lt + 1 < end && lt[1] == '/' ? 2 : 1);
+		fputs("\\u003c", f);
+		p = lt + 1;
 	}
 	fputc('\n', f);
 }

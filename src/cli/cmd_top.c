@@ -186,7 +186,7 @@ static void print_text(struct top *t)
 	for (size_t i = 0; i < t->fns.shown; i++) {
 		const struct tally_entry *e = t->funcs.v[i];
 
-		sum += e->v[0];
+		sum += e->v[0]; /* (cut() added them up already) */
 		printf("%s ", human(t, e->v[0], 10));
 		printf("%s ", pct(t, e->v[0], t->stack_bytes));
 		printf("%s ", pct(t, sum, t->stack_bytes));
@@ -267,14 +267,22 @@ static void print_json(struct top *t)
 	sb_release(&out);
 }
 
-/* Cut a table of N rows after T's limit; REST sums what it leaves out. */
-static struct cut cut(const struct top *t, size_t n,
+/*
+ * Cut a table of N rows after T's limit; REST sums what it leaves out.
+ * The rows shown are added up too (their running sum is printed), so
+ * that a sum that does not fit is known before anything is printed.
+ */
+static struct cut cut(struct top *t, size_t n,
 		      int64_t (*v)(const struct top *, size_t))
 {
 	struct cut c = { n, n < t->n ? n : t->n, 0 };
+	int64_t sum = 0;
 
-	for (size_t i = c.shown; i < n; i++)
-		c.rest += v(t, i);
+	for (size_t i = 0; i < n; i++)
+		if (i < c.shown)
+			sum = add64(sum, v(t, i), &t->funcs.overflow);
+		else
+			c.rest = add64(c.rest, v(t, i), &t->funcs.overflow);
 	return c;
 }
 
@@ -341,6 +349,10 @@ static int run(struct cmd_args *a)
 	t.comps = cut(&t, components(&t, t.cols), comp_bytes);
 	tally_sort(&t.funcs, cmp_flat);
 	t.fns = cut(&t, t.funcs.n, func_flat);
+	if (t.funcs.overflow) {
+		status = sizes_overflow(&snap);
+		goto out;
+	}
 	if (t.json)
 		print_json(&t);
 	else

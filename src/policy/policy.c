@@ -156,9 +156,13 @@ const char *column_doc(const struct column *c)
 
 bool policy_in_partition(const struct policy *p, int c)
 {
-	const struct column *col = &p->cols[c];
-	enum column_kind kind = column_kind(col);
+	const struct column *col;
+	enum column_kind kind;
 
+	if (c < 0 || (size_t)c >= p->ncols)
+		return false; /* (no column: "no-bucket" in a policy without) */
+	col = &p->cols[c];
+	kind = column_kind(col);
 	if (kind == COLUMN_MARKER || kind == COLUMN_TIME)
 		return false;
 	if (p->from_marker >= 0 && p->until_marker > p->from_marker)

@@ -97,6 +97,17 @@ selfcontained "$tmp/samples.html"
 check "$tmp/samples.html" 0 l1 tc-catch-all 3 1,3
 check "$tmp/samples.html" 1 linux malloc-cxx-string 2 1,3
 
+# Names the page's data carries may hold HTML: a run in a directory
+# named "<!--<script>" must not stop the page's script.
+odd="$tmp/<!--<script>"
+mkdir -p "$odd"
+cp -R "$top"/samples/cachesrv.04242.* "$odd"/
+"$bin" html -o "$tmp/odd.html" "$odd/cachesrv.04242.0001.heap" 2>/dev/null ||
+	bad "html on a run in an odd directory failed"
+render "$tmp/odd.html" "" "$tmp/odd.dom" &&
+	grep -q 'data-ready="1"' "$tmp/odd.dom" && ok ||
+	bad "a run in a directory named <!--<script> stops the page's script"
+
 # A recorded run, if there is a compiler.
 if command -v gcc >/dev/null 2>&1; then
 	gcc -g -O0 "$top/tests/real/src/leak.c" -o leak -ldl || bad "leak.c does not build"

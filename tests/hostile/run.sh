@@ -196,6 +196,16 @@ cp big4.0001.heap big4.0002.heap
 check sums-past-i64-diff 1 "$bin" diff big4.0001.heap
 check sums-past-i64-html 1 "$bin" html -o big4.html big4.0001.heap
 check bucket-ids-1e12-diff 0 "$bin" diff claim.0001.heap claim.0001.heap
+# Sizes of either sign near 2^63, whose differences and running sums do
+# not fit.
+printf 'heap profile: 1: 1 [ 1: 1] @ heapprofile\n 1: -9000000000000000000 [ -9000000000000000000: -9000000000000000000] @ 0x401000\n' >neg.0001.heap
+printf 'heap profile: 1: 1 [ 1: 1] @ heapprofile\n 1: 9000000000000000000 [ 9000000000000000000: 9000000000000000000] @ 0x401000\n' >neg.0002.heap
+check sizes-near-2e63-diff any "$bin" diff -b neg.0001.heap
+check sizes-near-2e63-html any "$bin" html -o neg.html neg.0001.heap
+awk 'BEGIN { print "heap profile: 1: 1 [ 1: 1] @ heapprofile"
+	for (i = 0; i < 5; i++) printf " 1: %s9000000000000000000 [ 1: 1] @ 0x%x\n", i % 2 ? "-" : "", 4198400 + 16 * i }' >neg3.0001.heap
+check sizes-near-2e63-top-1 any "$bin" top -n 1 neg3.0001.heap
+check sizes-near-2e63-top-9 any "$bin" top -n 9 neg3.0001.heap
 
 # 8. Inputs the fuzzers found (tests/hostile/found/NAME.KIND, run by kind).
 for f in "$here"/found/*; do

@@ -129,18 +129,37 @@ Test(change, across_runs_by_names)
 	struct changes c;
 	char pa[4096], pb[4096];
 
-	write_run("x");
-	write_file("y.0001.heap", dumps[2], -1);
+	/* Unnamed frames match by their file and offset there: libx.so is
+	 * mapped elsewhere in the second run. */
+	write_file("x.0001.heap",
+		   "heap profile: 2: 250 [ 2: 250] @ heapprofile\n"
+		   "1: 200 [ 1: 200] @ 0x1010 0x1090\n"
+		   "1: 50 [ 1: 50] @ 0x1020 0x1090\n"
+		   "\nMAPPED_LIBRARIES:\n"
+		   "00001000-00002000 r-xp 00000000 00:00 1 /lib/libx.so\n",
+		   -1);
+	write_file("y.0001.heap",
+		   "heap profile: 2: 5010 [ 2: 5010] @ heapprofile\n"
+		   "1: 10 [ 1: 10] @ 0x7f0000000010 0x7f0000000090\n"
+		   "1: 5000 [ 1: 5000] @ 0x7f0000000030 0x7f0000000090\n"
+		   "\nMAPPED_LIBRARIES:\n"
+		   "7f0000000000-7f0000001000 r-xp 00000000 00:00 1 /lib/libx.so\n",
+		   -1);
 	snprintf(pa, sizeof(pa), "%s/x.0001.heap", tmpdir());
 	snprintf(pb, sizeof(pb), "%s/y.0001.heap", tmpdir());
 	open_run(&a, pa, 0);
 	open_run(&b, pb, 0);
 	cr_assert_eq(changes_across(&c, &a.r, &a.cls, &b.r, &b.cls), 0);
 	cr_assert_eq(c.has, 0);
-	/* Unnamed frames match by position: "?;?" each. */
-	cr_assert_eq(c.n, 1);
-	cr_assert_eq(c.v[0].a, 650);
-	cr_assert_eq(c.v[0].b, 670);
+	/* libx.so+0x10 in both; +0x20 only in A, +0x30 only in B. */
+	cr_assert_eq(c.n, 3);
+	cr_assert_eq(c.shared, 1);
+	cr_assert_eq(of(&c, 0x7f0000000010)->a, 200);
+	cr_assert_eq(of(&c, 0x7f0000000010)->b, 10);
+	cr_assert_eq(of(&c, 0x1020)->a, 50);
+	cr_assert_eq(of(&c, 0x1020)->b, 0);
+	cr_assert_eq(of(&c, 0x7f0000000030)->a, 0);
+	cr_assert_eq(of(&c, 0x7f0000000030)->b, 5000);
 	changes_free(&c);
 	close_run(&b);
 	close_run(&a);
