@@ -6,10 +6,11 @@
  * functions that own the bytes (flat, as top ranks them) and the stacks.
  * When A and B are dumps of one run, every dump between them is read:
  * stacks and functions that never shrank and grew at more than half the
- * steps between them are marked as leak suspects, and what the format counts (blocks allocated and freed;
- * gperftools' allocated bytes) is shown between A and B.  A and B of two
- * runs (a baseline and a candidate) are matched by their stacks'
- * function names.
+ * steps between them are marked as leak suspects, and what the format
+ * counts (blocks allocated and freed; gperftools' allocated bytes) is
+ * shown between A and B.  A and B of two runs (a baseline and a
+ * candidate) are matched by their stacks' function names (see
+ * stack_match_text).
  */
 #include <inttypes.h>
 #include <limits.h>
