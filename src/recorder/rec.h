@@ -69,6 +69,8 @@ void rec_buf_u64(struct rec_buf *b, uint64_t v);
 void rec_buf_i64(struct rec_buf *b, int64_t v);
 void rec_buf_hex(struct rec_buf *b, uint64_t v, int width);
 void rec_buf_pad(struct rec_buf *b, size_t width, size_t used, char c);
+/* Seconds with millisecond decimals ("0.045"). */
+void rec_buf_seconds(struct rec_buf *b, double s);
 void rec_buf_free(struct rec_buf *b);
 bool rec_buf_reserve(struct rec_buf *b, size_t n);
 bool rec_buf_zero(struct rec_buf *b, size_t n);
@@ -84,6 +86,13 @@ void rec_relax(void);
 /* Take (or give back) every lock of rec_mem.c / rec_table.c, around fork. */
 void rec_mem_locks(bool take);
 void rec_table_locks(bool take);
+/* Is L free?  (Only meaningful while no other thread runs.) */
+bool rec_lock_free(rec_lock *l);
+/* Every lock of a file is free: the tracer's check (rec_stop.c). */
+bool rec_mem_locks_free(void);
+bool rec_table_locks_free(void);
+bool rec_count_locks_free(void);
+bool rec_hooks_locks_free(void);
 
 /* ---- rec_table.c: buckets, large blocks, mappings ---- */
 
@@ -134,6 +143,7 @@ struct rec_config {
 	char prefix[4096];
 	bool active;
 	bool mmap;              /* HEAP_PROFILE_MMAP */
+	bool no_stop;           /* DMPROF_NO_STOP: read the process running */
 	int pageframe;          /* DEEP_HEAP_PROFILE_PAGEFRAME: 0, 1, 2 */
 	unsigned depth;
 	double time_interval;   /* seconds, 0: none */
@@ -170,8 +180,9 @@ extern __thread int rec_busy;
 /* ---- rec_unwind.c ---- */
 
 void rec_unwind_init(void);
-/* Up to MAX return addresses of the caller's stack, innermost first, but
- * the first ones in [SKIP_LO, SKIP_HI) (the recorder's own frames). */
+/* Up to MAX return addresses of the caller's stack, innermost first,
+ * without those in [SKIP_LO, SKIP_HI) (the recorder's own frames: its
+ * hooks, its thread trampoline). */
 unsigned rec_unwind(uintptr_t *frames, unsigned max, uintptr_t skip_lo,
 		    uintptr_t skip_hi);
 /* Code was unloaded: forget what is known of it. */
@@ -179,10 +190,24 @@ void rec_unwind_forget(void);
 /* Captures that needed glibc's backtrace() (signal frames and such). */
 extern atomic_ulong rec_unwind_fallbacks;
 
+/* ---- rec_stop.c ---- */
+
+/*
+ * Run FN(ARG) with every other thread of the process stopped (by a
+ * ptrace tracer that shares the process's memory), then let them go; FN
+ * runs in the tracer.  False when they could not be stopped: FN did not
+ * run, and *WHY says why.  *STOPPED_FOR: seconds they stood still.
+ */
+bool rec_stop_world(void (*fn)(void *), void *arg, const char **why,
+		    double *stopped_for);
+
 /* ---- rec_dump.c ---- */
 
 /* A dump is reading the process: the hooks wait for it. */
 extern atomic_bool rec_dumping;
+
+/* How long the last dump took (seconds), for the triggers. */
+extern double rec_last_dump_seconds;
 
 /* Write one dump; REASON goes in META.  Serialized; safe from any thread
  * that is not inside a hook. */

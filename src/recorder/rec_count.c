@@ -237,3 +237,8 @@ void rec_count_after_fork(void)
 		pool = c;
 	}
 }
+
+bool rec_count_locks_free(void)
+{
+	return rec_lock_free(&lock);
+}

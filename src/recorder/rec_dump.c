@@ -37,7 +37,8 @@ atomic_bool rec_dumping;
 static unsigned dump_count;   /* dumps written by this process */
 static int my_pid;
 static long run_start;        /* seconds, at this process's first dump */
-static bool said_write_error, said_limit, said_pfn;
+static bool said_write_error, said_limit, said_pfn, said_not_stopped;
+double rec_last_dump_seconds;
 
 static bool write_all(int fd, const char *p, size_t n);
 
@@ -901,8 +902,39 @@ static void rollup(int64_t out[3])
 	}
 }
 
+/* Resident bytes from /proc/self/statm (exact, as smaps_rollup's Rss); -1:
+ * unknown. */
+static int64_t statm_rss(void)
+{
+	char buf[256];
+	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	int64_t v = 0;
+	const char *p;
+
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	p = strchr(buf, ' '); /* (size, then resident) */
+	if (!p)
+		return -1;
+	for (p++; *p >= '0' && *p <= '9'; p++)
+		v = v * 10 + (*p - '0');
+	return v * (int64_t)page;
+}
+
+/* How a dump went: how long, whether the process stood still. */
+struct how {
+	double seconds, stopped;  /* the dump; the threads standing still */
+	const char *not_stopped;  /* why they were not, or NULL */
+	int walks;                /* reads of the process, 1 when all agreed */
+	bool stable;              /* Rss the same before, during and after */
+};
+
 static void build_meta(const char *reason, const struct timespec *now,
-		       const int64_t kernel[3])
+		       const int64_t kernel[3], const struct how *how)
 {
 	char host[256];
 	static const char *const keys[3] = { "Rss: ", "Pss: ", "Swap: " };
@@ -961,6 +993,20 @@ static void build_meta(const char *reason, const struct timespec *now,
 		rec_buf_i64(&meta, kernel[i]);
 		rec_buf_add(&meta, "\n", 1);
 	}
+	/* How the instant was taken, and what it cost. */
+	rec_buf_str(&meta, "DumpSeconds: ");
+	rec_buf_seconds(&meta, how->seconds);
+	if (how->not_stopped) {
+		rec_buf_str(&meta, "\nStopped: no (");
+		rec_buf_str(&meta, how->not_stopped);
+		rec_buf_str(&meta, ")");
+	} else {
+		rec_buf_str(&meta, "\nStopped: yes\nStoppedSeconds: ");
+		rec_buf_seconds(&meta, how->stopped);
+	}
+	rec_buf_str(&meta, "\nWalks: ");
+	rec_buf_i64(&meta, how->walks);
+	rec_buf_str(&meta, how->stable ? "\nStable: yes\n" : "\nStable: no\n");
 }
 
 /* Can this process read PFNs?  (Unprivileged ones read as 0.) */
@@ -1199,9 +1245,52 @@ static void write_files(void)
 	write_file(name, heap_parts, 5);
 }
 
+static double monotonic(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/*
+ * Reading the process, in the tracer while every other thread stands
+ * still (or, where they cannot be stopped, with them running).  The
+ * kernel's Rss is read before and after: when the reading itself made
+ * pages resident (the recorder's buffers growing, code run for the first
+ * time), it is read again, now that they are.
+ */
+struct capture {
+	struct dump *d;
+	bool ok, stable;
+	int walks;
+};
+
+static void capture(void *p)
+{
+	struct capture *c = p;
+
+	for (c->walks = 1;; c->walks++) {
+		int64_t before = statm_rss(), after;
+
+		c->ok = take_stock(c->d);
+		if (!c->ok)
+			return;
+		measure(c->d);
+		after = statm_rss();
+		c->stable = before >= 0 && before == after &&
+			    after == c->d->kernel[0];
+		if (c->stable || c->walks == 3)
+			return;
+	}
+}
+
 static void do_dump(const char *reason)
 {
 	struct dump d;
+	struct capture c;
+	struct how how;
+	double t0;
 
 	if (dump_count >= 9999) {
 		if (!said_limit) {
@@ -1212,6 +1301,8 @@ static void do_dump(const char *reason)
 		return;
 	}
 	memset(&d, 0, sizeof(d));
+	memset(&c, 0, sizeof(c));
+	memset(&how, 0, sizeof(how));
 	/*
 	 * The program's allocations wait from here to the end of the walk,
 	 * so that the dump is of one moment (the original producer dumped
@@ -1224,14 +1315,31 @@ static void do_dump(const char *reason)
 	page = (size_t)sysconf(_SC_PAGESIZE);
 	if (!pm_buf)
 		pm_buf = rec_alloc(PM_CHUNK * 8);
-	if (!take_stock(&d))
+	t0 = monotonic();
+	c.d = &d;
+	if (rec_cfg.no_stop) {
+		how.not_stopped = "DMPROF_NO_STOP is set";
+		capture(&c);
+	} else if (!rec_stop_world(capture, &c, &how.not_stopped,
+				   &how.stopped)) {
+		if (!said_not_stopped)
+			rec_say("cannot stop the program's threads for a dump: ",
+				how.not_stopped,
+				"; its dumps are read while they run", NULL);
+		said_not_stopped = true;
+		capture(&c);
+	}
+	if (!c.ok)
 		return;
-	measure(&d);
 	atomic_store(&rec_dumping, false);
+	how.walks = c.walks;
+	how.stable = c.stable;
 
 	build_stacktraces(&d);
 	build_global_stats(&d);
-	build_meta(reason, &d.now, d.kernel);
+	how.seconds = monotonic() - t0;
+	rec_last_dump_seconds = how.seconds;
+	build_meta(reason, &d.now, d.kernel, &how);
 	build_maps_file(d.vmas, d.nv);
 	/* Out of memory somewhere: a short buffer is no dump. */
 	if (!meta.p || !mmap_list.p || !gstats.p || !head.p) {

@@ -566,6 +566,7 @@ static void init(void)
 	}
 	strcpy(rec_cfg.prefix, prefix);
 	rec_cfg.mmap = env_u64("HEAP_PROFILE_MMAP", 0) != 0;
+	rec_cfg.no_stop = env_u64("DMPROF_NO_STOP", 0) != 0;
 	rec_cfg.pageframe = (int)env_u64("DEEP_HEAP_PROFILE_PAGEFRAME", 0);
 	rec_cfg.depth = (unsigned)env_u64("DMPROF_STACK_DEPTH", 32);
 	if (rec_cfg.depth < 1 || rec_cfg.depth > REC_MAX_DEPTH)
@@ -1060,4 +1061,9 @@ EXPORT int dlclose(void *handle)
 	rc = real(handle);
 	rec_unwind_forget();
 	return rc;
+}
+
+bool rec_hooks_locks_free(void)
+{
+	return rec_lock_free(&start_lock) && rec_lock_free(&starts_lock);
 }

@@ -64,6 +64,14 @@ void rec_lock_give(rec_lock *l)
 	atomic_flag_clear_explicit(l, memory_order_release);
 }
 
+bool rec_lock_free(rec_lock *l)
+{
+	if (atomic_flag_test_and_set_explicit(l, memory_order_acquire))
+		return false; /* (held: it stays so) */
+	atomic_flag_clear_explicit(l, memory_order_release);
+	return true;
+}
+
 /* ---- the recorder's mappings ---- */
 
 #define SELF_MAX 4096
@@ -273,6 +281,16 @@ void rec_buf_pad(struct rec_buf *b, size_t width, size_t used, char c)
 		rec_buf_add(b, &c, 1);
 }
 
+void rec_buf_seconds(struct rec_buf *b, double s)
+{
+	uint64_t ms = s <= 0 ? 0 : (uint64_t)(s * 1000 + 0.5);
+	char frac[4] = { '.', (char)('0' + ms / 100 % 10),
+			 (char)('0' + ms / 10 % 10), (char)('0' + ms % 10) };
+
+	rec_buf_u64(b, ms / 1000);
+	rec_buf_add(b, frac, 4);
+}
+
 void rec_buf_free(struct rec_buf *b)
 {
 	/* Buffers are kept for the next dump; only emptied. */
@@ -289,4 +307,9 @@ void rec_mem_locks(bool take)
 		rec_lock_give(&self_lock);
 		rec_lock_give(&alloc_lock);
 	}
+}
+
+bool rec_mem_locks_free(void)
+{
+	return rec_lock_free(&alloc_lock) && rec_lock_free(&self_lock);
 }

@@ -494,3 +494,9 @@ void rec_table_locks(bool take)
 			rec_lock_give(all[sizeof(all) / sizeof(all[0]) - 1 - i]);
 	}
 }
+
+bool rec_table_locks_free(void)
+{
+	return rec_lock_free(&insert_lock) && rec_lock_free(&large_lock) &&
+	       rec_lock_free(&maps_lock) && rec_lock_free(&arena_lock);
+}

@@ -30,8 +30,8 @@
 
 /*
  * glibc's backtrace(), from RET (rec_unwind's return address: what comes
- * before it is this call, and whatever wraps backtrace()), past frames in
- * [SKIP_LO, SKIP_HI).
+ * before it is this call, and whatever wraps backtrace()), without the
+ * frames in [SKIP_LO, SKIP_HI).
  */
 static unsigned from_backtrace(uintptr_t *frames, unsigned max,
 			       uintptr_t skip_lo, uintptr_t skip_hi,
@@ -45,11 +45,9 @@ static unsigned from_backtrace(uintptr_t *frames, unsigned max,
 		i++;
 	if (i == got)
 		i = 1;
-	while (i < got && (uintptr_t)buf[i] >= skip_lo &&
-	       (uintptr_t)buf[i] < skip_hi)
-		i++;
 	for (; i < got && n < max; i++)
-		frames[n++] = (uintptr_t)buf[i];
+		if ((uintptr_t)buf[i] < skip_lo || (uintptr_t)buf[i] >= skip_hi)
+			frames[n++] = (uintptr_t)buf[i];
 	return n;
 }
 
@@ -629,8 +627,12 @@ __attribute__((noinline)) unsigned rec_unwind(uintptr_t *frames, unsigned max,
 		first = false;
 		if (!pc)
 			break;
-		/* The recorder's own frames are not the program's. */
-		if (!n && pc >= skip_lo && pc < skip_hi)
+		/*
+		 * The recorder's own frames are not the program's: its hooks
+		 * on top, its thread trampoline at the root of a thread's
+		 * stack.
+		 */
+		if (pc >= skip_lo && pc < skip_hi)
 			continue;
 		frames[n++] = pc;
 	}

@@ -1,0 +1,364 @@
+/*
+ * Stopping the process for a dump, so that a dump is one instant: the
+ * blocks, the arenas, the pages and the kernel's Rss all read while no
+ * thread of the program runs.
+ *
+ * The dumping thread (D) clones a tracer: a task that shares the process's
+ * memory, files and credentials but is not one of its threads (no
+ * CLONE_THREAD, no exit signal, so the program's wait() never meets it).
+ * The tracer seizes every other thread with ptrace and interrupts it
+ * (PTRACE_SEIZE + PTRACE_INTERRUPT: no signal is sent, the program sees
+ * nothing), lists the threads again until no new one appears, runs the
+ * dump's reading while they stand still, and lets them go.  D waits on a
+ * futex meanwhile; the tracer shares its thread-local storage (errno),
+ * which D does not touch while it waits.
+ *
+ * A thread stopped inside the recorder may hold one of its locks; then
+ * the tracer lets everyone go at once, and D tries again a little later.
+ * Where ptrace is not allowed (a process already traced, a seccomp
+ * filter, Yama's strictest settings, a container without it), or a thread
+ * does not stop in time (an uninterruptible wait), nothing is stopped and
+ * the caller reads the process running, as before, and says so.
+ */
+#include "rec.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TRACER_STACK (256 * 1024)
+/* How long a thread may take to stop, and attempts while a lock is held. */
+#define STOP_DEADLINE_NS (200 * 1000 * 1000L)
+#define BUSY_TRIES 50
+
+struct tracee {
+	pid_t tid;
+	bool stopped;
+	bool gone;
+};
+
+struct stop {
+	pid_t tgid, dumper;         /* the process, and D */
+	void (*fn)(void *);
+	void *arg;
+	atomic_int go, done;        /* futex words */
+	const char *why;            /* set when FN did not run */
+	bool busy;                  /* a recorder lock was held: try again */
+	bool ran;
+	struct rec_buf tids;        /* struct tracee */
+	double stopped_for;         /* seconds the threads stood still */
+};
+
+static char *tracer_stack;
+
+static long futex(atomic_int *word, int op, int val, const struct timespec *t)
+{
+	return syscall(SYS_futex, word, op | FUTEX_PRIVATE_FLAG, val, t, NULL,
+		       0);
+}
+
+static double seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void nap_us(long us)
+{
+	struct timespec ts = { 0, us * 1000 };
+
+	nanosleep(&ts, NULL);
+}
+
+static struct tracee *tracees(struct stop *s, size_t *n)
+{
+	*n = s->tids.len / sizeof(struct tracee);
+	return (struct tracee *)s->tids.p;
+}
+
+static bool known(struct stop *s, pid_t tid)
+{
+	size_t n;
+	struct tracee *t = tracees(s, &n);
+
+	for (size_t i = 0; i < n; i++)
+		if (t[i].tid == tid)
+			return true;
+	return false;
+}
+
+/* Does another tracer hold thread TID?  (Its status says TracerPid.) */
+static bool traced(pid_t tid)
+{
+	char path[64], buf[2048], num[16];
+	int k = sizeof(num), fd;
+	ssize_t n;
+	const char *p;
+
+	do
+		num[--k] = (char)('0' + tid % 10);
+	while ((tid /= 10) && k);
+	memcpy(path, "/proc/", 6); /* (a thread's id names it there too) */
+	memcpy(path + 6, num + k, sizeof(num) - (size_t)k);
+	memcpy(path + 6 + sizeof(num) - (size_t)k, "/status", 8);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	p = strstr(buf, "TracerPid:");
+	if (!p)
+		return false;
+	for (p += 10; *p == ' ' || *p == '\t'; p++)
+		;
+	return *p >= '1' && *p <= '9';
+}
+
+/* Seize every thread of the process not seized yet; how many were new,
+ * or -1 (S->why set). */
+static int seize_new(struct stop *s)
+{
+	char path[64], buf[4096], num[16];
+	int fd, added = 0, k = sizeof(num);
+	long n;
+	pid_t v = s->tgid;
+
+	/* "/proc/TGID/task", without stdio. */
+	do
+		num[--k] = (char)('0' + v % 10);
+	while ((v /= 10) && k);
+	memcpy(path, "/proc/", 6);
+	memcpy(path + 6, num + k, sizeof(num) - (size_t)k);
+	memcpy(path + 6 + sizeof(num) - (size_t)k, "/task", 6);
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		s->why = "cannot list the process's threads";
+		return -1;
+	}
+	while ((n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
+		for (long off = 0; off < n;) {
+			/* struct linux_dirent64: ino, off, reclen, type, name */
+			unsigned short reclen;
+			const char *name = buf + off + 19;
+			pid_t tid = 0;
+			struct tracee t;
+
+			memcpy(&reclen, buf + off + 16, sizeof(reclen));
+			off += reclen;
+			if (*name < '0' || *name > '9')
+				continue;
+			for (; *name >= '0' && *name <= '9'; name++)
+				tid = tid * 10 + (*name - '0');
+			if (tid == s->dumper || known(s, tid))
+				continue;
+			if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) < 0) {
+				if (errno == ESRCH)
+					continue; /* (it ended) */
+				close(fd);
+				s->why = errno != EPERM ? "ptrace failed"
+					 : traced(tid)
+						 ? "the program is traced "
+						   "already (a debugger, "
+						   "strace?)"
+						 : "ptrace is not allowed here";
+				return -1;
+			}
+			t.tid = tid;
+			t.stopped = t.gone = false;
+			rec_buf_add(&s->tids, &t, sizeof(t));
+			if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) < 0 &&
+			    errno != ESRCH) {
+				close(fd);
+				s->why = "ptrace failed";
+				return -1;
+			}
+			added++;
+		}
+	}
+	close(fd);
+	if (!s->tids.p && added) {
+		s->why = "out of memory";
+		return -1;
+	}
+	return added;
+}
+
+/* Wait until every seized thread stands still (or has ended). */
+static bool wait_stopped(struct stop *s)
+{
+	double deadline = seconds() + STOP_DEADLINE_NS / 1e9;
+
+	for (;;) {
+		size_t n, waiting = 0;
+		struct tracee *t = tracees(s, &n);
+
+		for (size_t i = 0; i < n; i++) {
+			int st;
+			pid_t r;
+
+			if (t[i].stopped || t[i].gone)
+				continue;
+			r = waitpid(t[i].tid, &st, __WALL | WNOHANG);
+			if (r == 0 || (r < 0 && errno == EINTR)) {
+				waiting++;
+				continue;
+			}
+			if (r < 0 || WIFEXITED(st) || WIFSIGNALED(st)) {
+				t[i].gone = true;
+				continue;
+			}
+			if (!WIFSTOPPED(st))
+				continue;
+			if (st >> 16 == PTRACE_EVENT_STOP) {
+				t[i].stopped = true;
+				continue;
+			}
+			/* A signal on its way to it: let it go on its way,
+			 * then stop the thread again. */
+			ptrace(PTRACE_CONT, t[i].tid, NULL,
+			       (void *)(uintptr_t)WSTOPSIG(st));
+			ptrace(PTRACE_INTERRUPT, t[i].tid, NULL, NULL);
+			waiting++;
+		}
+		if (!waiting)
+			return true;
+		if (seconds() > deadline) {
+			s->why = "a thread did not stop in time (an "
+				 "uninterruptible wait?)";
+			return false;
+		}
+		nap_us(50);
+	}
+}
+
+static void release_all(struct stop *s)
+{
+	size_t n;
+	struct tracee *t = tracees(s, &n);
+
+	for (size_t i = 0; i < n; i++)
+		if (!t[i].gone)
+			ptrace(PTRACE_DETACH, t[i].tid, NULL, NULL);
+	rec_buf_free(&s->tids);
+}
+
+/* No lock of the recorder is held (every other thread stands still). */
+static bool locks_free(void)
+{
+	return rec_mem_locks_free() && rec_table_locks_free() &&
+	       rec_count_locks_free() && rec_hooks_locks_free();
+}
+
+static int tracer(void *p)
+{
+	struct stop *s = p;
+	int rounds = 0, added;
+	double t0;
+
+	/* (If D goes, its process is going: nothing is left to stop.) */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	while (!atomic_load(&s->go))
+		futex(&s->go, FUTEX_WAIT, 0, NULL);
+	/* Seize, stop, and again for threads started meanwhile. */
+	do {
+		added = seize_new(s);
+		if (added < 0 || !wait_stopped(s))
+			goto out;
+	} while (added > 0 && ++rounds < 64);
+	if (added > 0) {
+		s->why = "threads kept starting";
+		goto out;
+	}
+	t0 = seconds();
+	if (!locks_free()) {
+		s->busy = true;
+		goto out;
+	}
+	s->fn(s->arg);
+	s->ran = true;
+	s->stopped_for = seconds() - t0;
+out:
+	release_all(s);
+	atomic_store(&s->done, 1);
+	futex(&s->done, FUTEX_WAKE, 1, NULL);
+	return 0;
+}
+
+/* One attempt: clone the tracer, let it work, reap it. */
+static bool attempt(struct stop *s)
+{
+	int flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_UNTRACED;
+	int dumpable = prctl(PR_GET_DUMPABLE), st;
+	pid_t pid;
+
+	atomic_store(&s->go, 0);
+	atomic_store(&s->done, 0);
+	s->why = NULL;
+	s->busy = s->ran = false;
+	pid = clone(tracer, tracer_stack + TRACER_STACK, flags, s);
+	if (pid < 0) {
+		s->why = "cannot start a tracer";
+		return false;
+	}
+	/* Yama's ptrace_scope 1: this process lets its tracer in; a
+	 * process that is not dumpable (set-user-ID) would not. */
+	prctl(PR_SET_PTRACER, pid, 0, 0, 0);
+	if (dumpable == 0)
+		prctl(PR_SET_DUMPABLE, 1);
+	atomic_store(&s->go, 1);
+	futex(&s->go, FUTEX_WAKE, 1, NULL);
+	while (!atomic_load(&s->done))
+		futex(&s->done, FUTEX_WAIT, 0, NULL);
+	while (waitpid(pid, &st, __WALL) < 0 && errno == EINTR)
+		;
+	if (dumpable == 0)
+		prctl(PR_SET_DUMPABLE, 0);
+	prctl(PR_SET_PTRACER, 0, 0, 0, 0);
+	return s->ran;
+}
+
+bool rec_stop_world(void (*fn)(void *), void *arg, const char **why,
+		    double *stopped_for)
+{
+	static struct stop s;
+	int saved = errno;
+	bool ok = false;
+
+	if (!tracer_stack) {
+		tracer_stack = rec_alloc(TRACER_STACK);
+		if (!tracer_stack) {
+			*why = "out of memory";
+			return false;
+		}
+		/* Resident before any instant it is used in. */
+		memset(tracer_stack, 0, TRACER_STACK);
+	}
+	s.tgid = getpid();
+	s.dumper = (pid_t)syscall(SYS_gettid);
+	s.fn = fn;
+	s.arg = arg;
+	for (int i = 0; i < BUSY_TRIES && !ok; i++) {
+		ok = attempt(&s);
+		if (ok || !s.busy)
+			break;
+		nap_us(200); /* (a thread was in the recorder) */
+	}
+	if (!ok)
+		*why = s.busy ? "the recorder stayed busy" : s.why;
+	*stopped_for = ok ? s.stopped_for : 0;
+	errno = saved;
+	return ok;
+}
