@@ -170,7 +170,58 @@ static void forward(int sig)
 		kill(child, sig);
 }
 
-/* Say which dumps the run left, per process. */
+/* What the dumps of the program say of themselves (their META). */
+struct cost {
+	double dump, stopped;  /* the longest */
+	unsigned running;      /* read with the threads running */
+	char why[128];         /* why, the first time */
+};
+
+static void meta_cost(const char *path, struct cost *c)
+{
+	char buf[4096];
+	FILE *f = fopen(path, "r");
+	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+	const char *p;
+
+	if (f)
+		fclose(f);
+	buf[n] = 0;
+	if ((p = strstr(buf, "\nDumpSeconds: ")) && atof(p + 14) > c->dump)
+		c->dump = atof(p + 14);
+	if ((p = strstr(buf, "\nStoppedSeconds: ")) &&
+	    atof(p + 17) > c->stopped)
+		c->stopped = atof(p + 17);
+	if ((p = strstr(buf, "\nStopped: no ("))) {
+		/* ("Stopped: no (WHY)": WHY without its last parenthesis.) */
+		int len = (int)strcspn(p + 14, "\n");
+
+		if (len && p[14 + len - 1] == ')')
+			len--;
+		if (!c->running++)
+			snprintf(c->why, sizeof(c->why), "%.*s", len, p + 14);
+	}
+}
+
+static void say_cost(const struct cost *c, unsigned dumps)
+{
+	if (!dumps || c->dump <= 0)
+		return;
+	fprintf(stderr, "dmprof record: a dump took up to %.3f s", c->dump);
+	if (c->running < dumps)
+		fprintf(stderr, ", the program's threads standing still up to "
+				"%.3f s",
+			c->stopped);
+	fputc('\n', stderr);
+	if (c->running)
+		fprintf(stderr,
+			"dmprof record: %u dump%s read with the threads "
+			"running: %s\n",
+			c->running, c->running == 1 ? " was" : "s were",
+			c->why);
+}
+
+/* Say which dumps the run left, per process, and what they cost. */
 static unsigned report(const char *prefix, pid_t main_pid)
 {
 	char *dir = xstrdup(prefix), *base;
@@ -180,7 +231,9 @@ static unsigned report(const char *prefix, pid_t main_pid)
 	struct dirent *e;
 	unsigned total = 0, mine = 0, others = 0, last = 0;
 	char pid5[32];
+	struct cost cost;
 
+	memset(&cost, 0, sizeof(cost));
 	if (slash) {
 		dir[slash - prefix] = 0;
 		if (!*dir)
@@ -203,7 +256,11 @@ static unsigned report(const char *prefix, pid_t main_pid)
 		total++;
 		if (!strncmp(rest, pid5, strlen(pid5))) {
 			unsigned k = (unsigned)atoi(rest + strlen(pid5));
+			char *path = xmalloc(strlen(dir) + len + 2);
 
+			sprintf(path, "%s/%s", dir, n);
+			meta_cost(path, &cost);
+			free(path);
 			mine++;
 			if (k > last)
 				last = k;
@@ -222,6 +279,7 @@ static unsigned report(const char *prefix, pid_t main_pid)
 				"%s.%05d.0001.heap .. %s.%05d.%04u.heap\n",
 			mine, (int)main_pid, prefix, (int)main_pid, prefix,
 			(int)main_pid, last);
+	say_cost(&cost, mine);
 	if (others)
 		fprintf(stderr,
 			"dmprof record: %u more dump%s by other processes "

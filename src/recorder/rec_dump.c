@@ -12,8 +12,9 @@
  * process's total, and that total is what the kernel counts as resident
  * (plus swapped): both come from /proc/self/pagemap.
  *
- * Files appear under their final names only when complete (written to
- * NAME.tmp, then renamed), and the heap file last.  Nothing here goes
+ * Files appear under their final names only when complete (written
+ * unnamed, then linked; or to NAME.tmp, then renamed), and the heap file
+ * last.  Nothing here goes
  * through the program's allocator: text is built in rec_buf memory and
  * written with write(2).
  */
@@ -121,17 +122,75 @@ static bool write_all(int fd, const char *p, size_t n)
 	return true;
 }
 
-/* Write PARTS to PATH.tmp, then rename it to PATH. */
+/*
+ * Open a file for PATH that has no name yet (O_TMPFILE in PATH's
+ * directory): if the process ends while it is written (an _exit() in
+ * another thread), nothing is left behind.  -1 where the file system
+ * cannot.
+ */
+static int open_unnamed(const char *path)
+{
+	char dir[PAGE_MAX_NAME];
+	const char *slash = strrchr(path, '/');
+	size_t len = slash ? (size_t)(slash - path) : 0;
+
+	if (!slash)
+		return open(".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+	if (!len)
+		return open("/", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+	if (len >= sizeof(dir))
+		return -1;
+	memcpy(dir, path, len);
+	dir[len] = 0;
+	return open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+}
+
+/* Give the unnamed file FD the name PATH (replacing a file of that
+ * name: through TMP, renamed). */
+static bool name_unnamed(int fd, const char *path, const char *tmp)
+{
+	char proc[64] = "/proc/self/fd/";
+	int k = 14, v = fd;
+	char num[16];
+	int nk = sizeof(num);
+
+	do
+		num[--nk] = (char)('0' + v % 10);
+	while ((v /= 10) && nk);
+	memcpy(proc + k, num + nk, sizeof(num) - (size_t)nk);
+	proc[k + sizeof(num) - (size_t)nk] = 0;
+	if (linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0)
+		return true;
+	if (errno != EEXIST)
+		return false;
+	unlink(tmp);
+	if (linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) < 0)
+		return false;
+	if (rename(tmp, path) < 0) {
+		unlink(tmp);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Write PARTS to a file that appears as PATH only when complete: an
+ * unnamed file linked to PATH, or, where the file system has no unnamed
+ * files, PATH.tmp renamed to PATH.
+ */
 static bool write_file(const char *path, struct rec_buf **parts, int n)
 {
 	char tmp[PAGE_MAX_NAME + 8];
 	size_t len = strlen(path);
-	bool ok = true;
+	bool ok = true, unnamed;
 	int fd, err = 0;
 
 	memcpy(tmp, path, len);
 	memcpy(tmp + len, ".tmp", 5);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = open_unnamed(path);
+	unnamed = fd >= 0;
+	if (!unnamed)
+		fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		err = errno;
 		goto fail;
@@ -141,17 +200,22 @@ static bool write_file(const char *path, struct rec_buf **parts, int n)
 			       parts[i]->len);
 	if (!ok)
 		err = errno;
+	if (ok && unnamed && !name_unnamed(fd, path, tmp)) {
+		err = errno;
+		ok = false;
+	}
 	if (close(fd) < 0 && ok) {
 		err = errno;
 		ok = false;
 	}
-	if (ok && rename(tmp, path) < 0) {
+	if (ok && !unnamed && rename(tmp, path) < 0) {
 		err = errno;
 		ok = false;
 	}
 	if (ok)
 		return true;
-	unlink(tmp);
+	if (!unnamed)
+		unlink(tmp);
 fail:
 	if (!said_write_error) {
 		said_write_error = true;

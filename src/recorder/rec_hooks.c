@@ -629,24 +629,63 @@ static double now(void)
 }
 
 /* Is a dump due, and why? */
+static bool said_spaced;
+
+/*
+ * The program runs at least nine tenths of the time: after a dump that
+ * took T seconds, no interval brings the next one sooner than 10 T after
+ * it (a signal still does).  Said once, with what was asked for.
+ */
+static bool too_soon(const char *trigger, double since)
+{
+	double gap = rec_last_dump_seconds * 10;
+	static struct rec_buf b;
+
+	if (since >= gap)
+		return false;
+	if (said_spaced)
+		return true;
+	said_spaced = true;
+	rec_busy++;
+	rec_buf_str(&b, "a dump takes ");
+	rec_buf_seconds(&b, rec_last_dump_seconds);
+	rec_buf_str(&b, " s, more than a tenth of the ");
+	rec_buf_str(&b, trigger);
+	if (!strcmp(trigger, "time interval")) {
+		rec_buf_str(&b, " (");
+		rec_buf_seconds(&b, rec_cfg.time_interval);
+		rec_buf_str(&b, " s)");
+	}
+	rec_buf_str(&b, ": dumps come at most every ");
+	rec_buf_seconds(&b, gap);
+	rec_buf_str(&b, " s, so that the program runs nine tenths of the time");
+	rec_buf_add(&b, "", 1);
+	if (b.p)
+		rec_say(b.p, NULL);
+	rec_busy--;
+	return true;
+}
+
 static const char *due(void)
 {
 	uint64_t alloc = atomic_load(&rec_allocated);
 	int64_t inuse = atomic_load(&rec_inuse);
+	double since = now() - last_time;
+	const char *why = NULL;
 
 	if (signalled) {
 		signalled = 0;
 		return "signal";
 	}
-	if (rec_cfg.time_interval > 0 && now() - last_time >= rec_cfg.time_interval)
-		return "time interval";
-	if (rec_cfg.alloc_interval &&
-	    alloc - last_alloc >= rec_cfg.alloc_interval)
-		return "allocation interval";
-	if (rec_cfg.inuse_interval &&
-	    inuse - last_inuse >= (int64_t)rec_cfg.inuse_interval)
-		return "in-use interval";
-	return NULL;
+	if (rec_cfg.time_interval > 0 && since >= rec_cfg.time_interval)
+		why = "time interval";
+	else if (rec_cfg.alloc_interval &&
+		 alloc - last_alloc >= rec_cfg.alloc_interval)
+		why = "allocation interval";
+	else if (rec_cfg.inuse_interval &&
+		 inuse - last_inuse >= (int64_t)rec_cfg.inuse_interval)
+		why = "in-use interval";
+	return why && !too_soon(why, since) ? why : NULL;
 }
 
 static void dump_now(const char *why)

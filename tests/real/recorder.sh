@@ -215,6 +215,13 @@ if [ "$limit" = 0.005 ]; then
 		bad "writers: with the stop off, every dump still added up (the test cannot fail?)"
 fi
 
+# 3d'. A process that ends with _exit() while dumps come 100 a second:
+#      no file is left half-written (.tmp) for anyone to trip over.
+for i in 1 2 3; do
+	timeout 60 "$bin" record -o "$tmp/we/" -i 0.01 -- ./writers 0.3 _exit >/dev/null 2>&1
+done
+ls we | grep -q '\.tmp$' && bad "_exit: files left behind: $(ls we | grep '\.tmp$' | head -3)" || ok
+
 # 3e. A tiny process, zstd's threads over 20 MB, and a compile whose
 #     children (cc1, as) are recorded too: every dump of every process.
 "$bin" record -o "$tmp/tr/" -- /bin/true 2>tr.err && ok || bad "true: $(cat tr.err)"
