@@ -27,7 +27,7 @@ O ?= build
 # Debian packages: to build, and to run the tests.
 BUILD_DEPS = libpcre2-dev binutils-dev libcsv-dev libcriterion-dev pkg-config
 TEST_DEPS = gcc g++ diffutils libgoogle-perftools4 google-perftools \
-	    python3 sqlite3 chromium zstd
+	    python3 sqlite3 chromium zstd ruby nodejs
 BENCH_DEPS = libllvm14 libc6-dbg binutils time bc heaptrack g++ \
 	     libgoogle-perftools4
 FUZZ_DEPS = clang libclang-rt-14-dev
