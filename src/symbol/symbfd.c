@@ -4,7 +4,10 @@
  * (file offset to link-time address through the PT_LOAD segment), its
  * .symtab (else .dynsym) the functions and objects with their sizes.  A
  * stripped binary's separate debug file is found by build-id under
- * /usr/lib/debug/.build-id, else by .gnu_debuglink (CRC checked).  libbfd
+ * /usr/lib/debug/.build-id, else by .gnu_debuglink (CRC checked), else,
+ * when DEBUGINFOD_URLS names servers, fetched from them by build-id
+ * (elfutils' libdebuginfod, which keeps what it fetched in its cache;
+ * without the variable nothing touches the network).  libbfd
  * reads DWARF for source lines and inlined functions and demangles names.
  *
  * Frames are return addresses: the call is looked up at address - 1.  An
@@ -14,6 +17,7 @@
 #include "symbfd.h"
 
 #include <bfd.h>
+#include <elfutils/debuginfod.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -70,6 +74,8 @@ struct bfdsym {
 	struct hashmap demangled; /* symbol name pointer -> full name */
 	struct hashmap shortened; /* interned full name -> shown name */
 	unsigned long unresolved; /* -vv: frames outside any binary */
+	debuginfod_client *debuginfod; /* once DEBUGINFOD_URLS is used */
+	char *debuginfod_how;          /* "from debuginfod (URL)" */
 };
 
 /* -vv says why this many frames of a binary stayed unresolved, no more. */
@@ -176,6 +182,43 @@ out:
 	return ok;
 }
 
+/*
+ * The debug file from a debuginfod server, by build-id: only when
+ * DEBUGINFOD_URLS names servers.  Sets B->dbg_how.
+ */
+static bool find_by_debuginfod(struct bfdsym *bs, struct binary *b)
+{
+	const char *urls = getenv("DEBUGINFOD_URLS"), *url;
+	char *path = NULL;
+	int fd;
+	bool ok;
+
+	if (!urls || !*urls || !b->img.build_id_len)
+		return false;
+	if (!bs->debuginfod && !(bs->debuginfod = debuginfod_begin()))
+		return false;
+	fd = debuginfod_find_debuginfo(bs->debuginfod, b->img.build_id,
+				       (int)b->img.build_id_len, &path);
+	if (fd < 0)
+		return false;
+	close(fd);
+	ok = open_debug(b, path);
+	if (ok && (b->dbg.build_id_len != b->img.build_id_len ||
+		   memcmp(b->dbg.build_id, b->img.build_id,
+			  b->img.build_id_len))) {
+		elf_close(&b->dbg);
+		ok = false;
+	}
+	if (ok) {
+		url = debuginfod_get_url(bs->debuginfod);
+		free(bs->debuginfod_how);
+		bs->debuginfod_how = xstrdup(url ? url : urls);
+		b->dbg_how = "from debuginfod";
+	}
+	free(path);
+	return ok;
+}
+
 static char *identity(const struct elf_image *img)
 {
 	struct strbuf sb = STRBUF_INIT;
@@ -199,6 +242,14 @@ static char *identity(const struct elf_image *img)
 	return sb_detach(&sb);
 }
 
+/* The server a debug file came from, if it came from one. */
+static const char *via(const struct bfdsym *bs, const struct binary *b)
+{
+	return b->dbg_how && !strcmp(b->dbg_how, "from debuginfod")
+		       ? bs->debuginfod_how
+		       : NULL;
+}
+
 /* -v: where a binary's symbols, lines and cache come from. */
 static void say_sources(struct bfdsym *bs, const struct binary *b,
 			const char *host)
@@ -211,20 +262,24 @@ static void say_sources(struct bfdsym *bs, const struct binary *b,
 	if (!b->img.ncode)
 		sb_addstr(&sb, ": no symbols");
 	else if (b->syms_from_dbg)
-		sb_addf(&sb, ": symbols from %s of %s, found %s",
+		sb_addf(&sb, ": symbols from %s of %s, found %s%s%s%s",
 			b->img.has_symtab ? ".symtab" : ".dynsym", b->dbg.path,
-			b->dbg_how);
+			b->dbg_how, via(bs, b) ? " (" : "",
+			via(bs, b) ? via(bs, b) : "", via(bs, b) ? ")" : "");
 	else
 		sb_addf(&sb, ": symbols from %s%s",
 			b->img.has_symtab ? ".symtab" : ".dynsym",
 			b->img.has_symtab ? "" : " (stripped: exported "
 						 "functions only)");
 	if (!b->syms_from_dbg && b->has_dbg)
-		sb_addf(&sb, "; debug file %s, found %s", b->dbg.path,
-			b->dbg_how);
+		sb_addf(&sb, "; debug file %s, found %s%s%s%s", b->dbg.path,
+			b->dbg_how, via(bs, b) ? " (" : "",
+			via(bs, b) ? via(bs, b) : "", via(bs, b) ? ")" : "");
 	else if (!b->has_dbg && !b->img.has_debug_info)
-		sb_addstr(&sb, "; no debug file by build-id or "
-			       ".gnu_debuglink");
+		sb_addf(&sb, "; no debug file by build-id or .gnu_debuglink%s",
+			getenv("DEBUGINFOD_URLS") && *getenv("DEBUGINFOD_URLS")
+				? ", nor from debuginfod"
+				: " (DEBUGINFOD_URLS is not set)");
 	if (b->dwarf)
 		sb_addf(&sb, "; lines and inlined frames from the DWARF of %s",
 			b->dwarf);
@@ -278,6 +333,8 @@ static void open_binary(struct bfdsym *bs, struct binary *b)
 			b->dbg_how = "by build-id";
 		else if (find_by_debuglink(bs->base.opts, b))
 			b->dbg_how = "by .gnu_debuglink";
+		else
+			find_by_debuginfod(bs, b);
 		b->has_dbg = b->dbg_how != NULL;
 	}
 	if (b->has_dbg) {
@@ -288,7 +345,10 @@ static void open_binary(struct bfdsym *bs, struct binary *b)
 	}
 	if (!b->img.ncode)
 		warning("'%s' has no symbols (stripped, and no debug file "
-			"found); its frames stay unsymbolized", host);
+			"found%s); its frames stay unsymbolized", host,
+			getenv("DEBUGINFOD_URLS") && *getenv("DEBUGINFOD_URLS")
+				? ", not even by debuginfod"
+				: "");
 	b->dwarf = b->has_dbg && b->dbg.has_debug_info ? b->dbg.path
 		   : b->img.has_debug_info		? b->img.path
 							: NULL;
@@ -594,6 +654,9 @@ static void bfd_destroy(struct symbolizer *s)
 	if (bs->unresolved > MAX_WHY)
 		note("%lu more frames outside any binary stay unresolved",
 		     bs->unresolved - MAX_WHY);
+	if (bs->debuginfod)
+		debuginfod_end(bs->debuginfod);
+	free(bs->debuginfod_how);
 	free(bs->v);
 	hashmap_free(&bs->bins);
 	hashmap_free(&bs->demangled);

@@ -9,7 +9,9 @@
 #   - csv over a 20+ snapshot series has a row per snapshot whose malloc
 #     components add up to the profile's in-use bytes;
 #   - expand's top functions agree with google-pprof --text;
-#   - top, diff, expand and folded on a leaking program (leak.sh).
+#   - top, diff, expand and folded on a leaking program (leak.sh);
+#   - a stripped binary's symbols from a debuginfod server
+#     (debuginfod.sh).
 # Usage: tests/real/run.sh DMPROF_BINARY
 set -u
 bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -186,6 +188,7 @@ else
 fi
 
 . "$top/tests/real/leak.sh"
+. "$top/tests/real/debuginfod.sh"
 
 echo "real: $pass passed, $fail failed"
 [ $fail = 0 ]
