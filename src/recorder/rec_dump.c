@@ -3,7 +3,7 @@
  * seen since the last dump in PREFIX.PID.NNNN.buckets, and the process's
  * mappings in PREFIX.PID.maps.
  *
- * Every VMA of /proc/self/maps is cut into regions: the mappings the hooks
+ * Every VMA of the process's maps is cut into regions: the mappings the hooks
  * saw ("hooked", with the bucket of the call that made them), the
  * recorder's own, glibc's arenas (the brk heap, the heaps of the other
  * arenas and the blocks glibc mapped one by one, which glibc maps without
@@ -23,11 +23,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
-#include <string.h>
 #include <stdio.h> /* rename */
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -149,8 +152,8 @@ static int open_unnamed(const char *path)
  * name: through TMP, renamed). */
 static bool name_unnamed(int fd, const char *path, const char *tmp)
 {
-	char proc[64] = "/proc/self/fd/";
-	int k = 14, v = fd;
+	char proc[64] = "/proc/thread-self/fd/";
+	int k = 21, v = fd;
 	char num[16];
 	int nk = sizeof(num);
 
@@ -189,6 +192,7 @@ static bool write_file(const char *path, struct rec_buf **parts, int n)
 	memcpy(tmp + len, ".tmp", 5);
 	fd = open_unnamed(path);
 	unnamed = fd >= 0;
+again:
 	if (!unnamed)
 		fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0) {
@@ -201,8 +205,10 @@ static bool write_file(const char *path, struct rec_buf **parts, int n)
 	if (!ok)
 		err = errno;
 	if (ok && unnamed && !name_unnamed(fd, path, tmp)) {
-		err = errno;
-		ok = false;
+		/* (No /proc here, say: the named way, then.) */
+		close(fd);
+		unnamed = false;
+		goto again;
 	}
 	if (close(fd) < 0 && ok) {
 		err = errno;
@@ -233,11 +239,60 @@ static char prefix[PAGE_MAX_NAME - 64];
 
 static void file_name(char *out, unsigned count, const char *suffix);
 
+/*
+ * Files a process of the run left half-written (it ended in the instant
+ * between writing the .maps file and renaming it): PREFIX.PID.*.tmp of
+ * a PID that is gone, removed at this process's first dump.
+ */
+static void remove_leftovers(void)
+{
+	const char *slash = strrchr(rec_cfg.prefix, '/');
+	const char *base = slash ? slash + 1 : rec_cfg.prefix;
+	size_t blen = strlen(base), dlen = slash ? (size_t)(slash - rec_cfg.prefix)
+						 : 0;
+	char dir[PAGE_MAX_NAME], path[PAGE_MAX_NAME], buf[4096];
+	int fd;
+	long n;
+
+	if (dlen + 1 >= sizeof(dir))
+		return;
+	memcpy(dir, slash ? rec_cfg.prefix : ".", slash ? (dlen ? dlen : 1) : 1);
+	dir[slash ? (dlen ? dlen : 1) : 1] = 0;
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	while ((n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0)
+		for (long off = 0; off < n;) {
+			unsigned short reclen;
+			const char *name = buf + off + 19, *p;
+			size_t len = strlen(name);
+			long pid = 0;
+
+			memcpy(&reclen, buf + off + 16, sizeof(reclen));
+			off += reclen;
+			if (len < blen + 6 || memcmp(name, base, blen) ||
+			    name[blen] != '.' || strcmp(name + len - 4, ".tmp"))
+				continue;
+			for (p = name + blen + 1; *p >= '0' && *p <= '9'; p++)
+				pid = pid * 10 + (*p - '0');
+			if (*p != '.' || p == name + blen + 1 ||
+			    (kill((pid_t)pid, 0) == 0 || errno != ESRCH) ||
+			    strlen(dir) + len + 2 > sizeof(path))
+				continue;
+			memcpy(path, dir, strlen(dir));
+			path[strlen(dir)] = '/';
+			memcpy(path + strlen(dir) + 1, name, len + 1);
+			unlink(path);
+		}
+	close(fd);
+}
+
 static void choose_prefix(void)
 {
 	char name[PAGE_MAX_NAME];
 	size_t len = strlen(rec_cfg.prefix);
 
+	remove_leftovers();
 	if (len >= sizeof(prefix) - 16)
 		len = sizeof(prefix) - 16;
 	memcpy(prefix, rec_cfg.prefix, len);
@@ -747,7 +802,7 @@ static void remember(const struct vma *v, size_t nv)
 void rec_maps_remember(void)
 {
 	rec_lock_take(&dump_lock);
-	if (read_all("/proc/self/smaps", &maps_text))
+	if (read_all("/proc/thread-self/smaps", &maps_text))
 		remember((const struct vma *)vmas_buf.p,
 			 parse_maps(&maps_text, &vmas_buf));
 	rec_lock_give(&dump_lock);
@@ -940,7 +995,7 @@ static void rollup(int64_t out[3])
 	const char *p, *end;
 
 	out[0] = out[1] = out[2] = -1;
-	if (!read_all("/proc/self/smaps_rollup", &tmp_buf))
+	if (!read_all("/proc/thread-self/smaps_rollup", &tmp_buf))
 		return;
 	p = tmp_buf.p;
 	end = p + tmp_buf.len;
@@ -971,7 +1026,7 @@ static void rollup(int64_t out[3])
 static int64_t statm_rss(void)
 {
 	char buf[256];
-	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	int fd = open("/proc/thread-self/statm", O_RDONLY | O_CLOEXEC);
 	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
 	int64_t v = 0;
 	const char *p;
@@ -1016,7 +1071,7 @@ static void build_meta(const char *reason, const struct timespec *now,
 	rec_buf_str(&meta, "\nReason: ");
 	rec_buf_str(&meta, reason);
 	rec_buf_str(&meta, "\nCommandLine:");
-	if (read_all("/proc/self/cmdline", &tmp_buf)) {
+	if (read_all("/proc/thread-self/cmdline", &tmp_buf)) {
 		size_t n = tmp_buf.len;
 
 		while (n && !tmp_buf.p[n - 1])
@@ -1116,7 +1171,7 @@ struct dump {
  */
 static bool take_stock(struct dump *d)
 {
-	if (!read_all("/proc/self/smaps", &maps_text) || !maps_text.len) {
+	if (!read_all("/proc/thread-self/smaps", &maps_text) || !maps_text.len) {
 		rec_say("cannot read /proc/self/smaps; no dump", NULL);
 		return false;
 	}
@@ -1147,7 +1202,7 @@ static bool take_stock(struct dump *d)
 /* The files the walk reads: pagemap, and kpagecount for share counts. */
 static void open_page_files(void)
 {
-	pm_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	pm_fd = open("/proc/thread-self/pagemap", O_RDONLY | O_CLOEXEC);
 	if (pm_fd < 0)
 		rec_say("cannot read /proc/self/pagemap: ", why(errno),
 			"; committed bytes will be 0", NULL);
@@ -1415,8 +1470,14 @@ static void do_dump(const char *reason)
 
 void rec_dump(const char *reason)
 {
-	int saved = errno;
+	int saved = errno, cancel;
 
+	/*
+	 * Not cancelled midway (the tracer shares this thread's state, and
+	 * would act on it); /proc/thread-self, not /proc/self, which is
+	 * empty once a main thread called pthread_exit.
+	 */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	rec_lock_take(&dump_lock);
 	rec_busy++;
 	if (!my_pid)
@@ -1425,6 +1486,7 @@ void rec_dump(const char *reason)
 	atomic_store(&rec_dumping, false);
 	rec_busy--;
 	rec_lock_give(&dump_lock);
+	pthread_setcancelstate(cancel, NULL);
 	errno = saved;
 }
 

@@ -18,6 +18,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <execinfo.h>
+#include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
@@ -713,8 +714,58 @@ static void nap(double seconds)
 	syscall(SYS_futex, &napping, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
 }
 
+/*
+ * Is this thread the last one running in the process?  (Its main thread
+ * called pthread_exit, and stays a zombie, and the others ended: without
+ * the recorder's thread, the process would have exited.)
+ */
+static bool last_thread(void)
+{
+	char buf[4096], path[96], st[512];
+	pid_t self = (pid_t)syscall(SYS_gettid);
+	int fd = open("/proc/thread-self/..", O_RDONLY | O_DIRECTORY |
+						      O_CLOEXEC);
+	long n;
+	bool alone = fd >= 0;
+
+	while (alone && (n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0)
+		for (long off = 0; alone && off < n;) {
+			unsigned short reclen;
+			const char *name = buf + off + 19, *p;
+			pid_t tid = 0;
+			int sfd;
+			ssize_t k;
+
+			memcpy(&reclen, buf + off + 16, sizeof(reclen));
+			off += reclen;
+			for (p = name; *p >= '0' && *p <= '9'; p++)
+				tid = tid * 10 + (*p - '0');
+			if (p == name || *p || tid == self ||
+			    strlen(name) > 32)
+				continue;
+			/* Another thread: running, unless a zombie. */
+			memcpy(path, "/proc/thread-self/../", 21);
+			memcpy(path + 21, name, strlen(name));
+			memcpy(path + 21 + strlen(name), "/stat", 6);
+			sfd = open(path, O_RDONLY | O_CLOEXEC);
+			k = sfd >= 0 ? read(sfd, st, sizeof(st) - 1) : -1;
+			if (sfd >= 0)
+				close(sfd);
+			if (k <= 0)
+				continue; /* (it just ended) */
+			st[k] = 0;
+			p = strrchr(st, ')');
+			alone = p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+		}
+	if (fd >= 0)
+		close(fd);
+	return alone;
+}
+
 static void *dump_loop(void *arg)
 {
+	unsigned naps = 0;
+
 	(void)arg;
 	rec_busy = 1; /* nothing this thread allocates is the program's */
 	while (!atomic_load(&stopping)) {
@@ -726,6 +777,10 @@ static void *dump_loop(void *arg)
 		why = due();
 		if (why)
 			dump_now(why);
+		/* The program has ended: end as it would have, with exit(0)
+		 * (which writes the last dump). */
+		if (++naps % 25 == 0 && last_thread())
+			exit(0);
 	}
 	return NULL;
 }

@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
@@ -50,11 +51,12 @@ struct stop {
 	pid_t tgid, dumper;         /* the process, and D */
 	void (*fn)(void *);
 	void *arg;
-	atomic_int go, done;        /* futex words */
+	atomic_int go;              /* futex word: the tracer may start */
 	const char *why;            /* set when FN did not run */
 	bool busy;                  /* a recorder lock was held: try again */
 	bool ran;
 	struct rec_buf tids;        /* struct tracee */
+	size_t counted, added;      /* (each_thread's callbacks) */
 	double stopped_for;         /* seconds the threads stood still */
 };
 
@@ -98,63 +100,89 @@ static bool known(struct stop *s, pid_t tid)
 	return false;
 }
 
-/* Does another tracer hold thread TID?  (Its status says TracerPid.) */
-static bool traced(pid_t tid)
+/* "/proc/N" and then SUFFIX into PATH, without stdio. */
+static void proc_path(char *path, pid_t n, const char *suffix)
 {
-	char path[64], buf[2048], num[16];
-	int k = sizeof(num), fd;
-	ssize_t n;
-	const char *p;
+	char num[16];
+	int k = sizeof(num);
 
 	do
-		num[--k] = (char)('0' + tid % 10);
-	while ((tid /= 10) && k);
-	memcpy(path, "/proc/", 6); /* (a thread's id names it there too) */
+		num[--k] = (char)('0' + n % 10);
+	while ((n /= 10) && k);
+	memcpy(path, "/proc/", 6);
 	memcpy(path + 6, num + k, sizeof(num) - (size_t)k);
-	memcpy(path + 6 + sizeof(num) - (size_t)k, "/status", 8);
+	strcpy(path + 6 + sizeof(num) - (size_t)k, suffix);
+}
+
+/* The first bytes of /proc/TID/FILE into BUF (NUL-terminated); false if
+ * it cannot be read.  (A thread's id names it under /proc too.) */
+static bool read_proc(pid_t tid, const char *file, char *buf, size_t size)
+{
+	char path[64];
+	int fd;
+	ssize_t n;
+
+	proc_path(path, tid, file);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
-	n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	n = fd >= 0 ? read(fd, buf, size - 1) : -1;
 	if (fd >= 0)
 		close(fd);
 	if (n <= 0)
 		return false;
 	buf[n] = 0;
-	p = strstr(buf, "TracerPid:");
-	if (!p)
+	return true;
+}
+
+/* Does another tracer hold thread TID?  (Its status says TracerPid.) */
+static bool traced(pid_t tid)
+{
+	char buf[2048];
+	const char *p;
+
+	if (!read_proc(tid, "/status", buf, sizeof(buf)) ||
+	    !(p = strstr(buf, "TracerPid:")))
 		return false;
 	for (p += 10; *p == ' ' || *p == '\t'; p++)
 		;
 	return *p >= '1' && *p <= '9';
 }
 
-/* Seize every thread of the process not seized yet; how many were new,
- * or -1 (S->why set). */
-static int seize_new(struct stop *s)
+/* Has thread TID ended, but for its entry (a zombie: a main thread that
+ * called pthread_exit)?  Its stat's state, after the name, says. */
+static bool ended(pid_t tid)
 {
-	char path[64], buf[4096], num[16];
-	int fd, added = 0, k = sizeof(num);
-	long n;
-	pid_t v = s->tgid;
+	char buf[512];
+	const char *p;
 
-	/* "/proc/TGID/task", without stdio. */
-	do
-		num[--k] = (char)('0' + v % 10);
-	while ((v /= 10) && k);
-	memcpy(path, "/proc/", 6);
-	memcpy(path + 6, num + k, sizeof(num) - (size_t)k);
-	memcpy(path + 6 + sizeof(num) - (size_t)k, "/task", 6);
+	if (!read_proc(tid, "/stat", buf, sizeof(buf)) ||
+	    !(p = strrchr(buf, ')')))
+		return false;
+	return p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
+/*
+ * Call FN(S, TID) for each thread of the process but the dumping one,
+ * until it returns non-zero (that value is returned); -1 (S->why set)
+ * when the threads cannot be listed.
+ */
+static int each_thread(struct stop *s, int (*fn)(struct stop *, pid_t))
+{
+	char path[64], buf[4096];
+	int fd, rc = 0;
+	long n;
+
+	proc_path(path, s->tgid, "/task");
 	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
 		s->why = "cannot list the process's threads";
 		return -1;
 	}
-	while ((n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
-		for (long off = 0; off < n;) {
+	while (!rc && (n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0)
+		for (long off = 0; !rc && off < n;) {
 			/* struct linux_dirent64: ino, off, reclen, type, name */
 			unsigned short reclen;
 			const char *name = buf + off + 19;
 			pid_t tid = 0;
-			struct tracee t;
 
 			memcpy(&reclen, buf + off + 16, sizeof(reclen));
 			off += reclen;
@@ -162,38 +190,67 @@ static int seize_new(struct stop *s)
 				continue;
 			for (; *name >= '0' && *name <= '9'; name++)
 				tid = tid * 10 + (*name - '0');
-			if (tid == s->dumper || known(s, tid))
-				continue;
-			if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) < 0) {
-				if (errno == ESRCH)
-					continue; /* (it ended) */
-				close(fd);
-				s->why = errno != EPERM ? "ptrace failed"
-					 : traced(tid)
-						 ? "the program is traced "
-						   "already (a debugger, "
-						   "strace?)"
-						 : "ptrace is not allowed here";
-				return -1;
-			}
-			t.tid = tid;
-			t.stopped = t.gone = false;
-			rec_buf_add(&s->tids, &t, sizeof(t));
-			if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) < 0 &&
-			    errno != ESRCH) {
-				close(fd);
-				s->why = "ptrace failed";
-				return -1;
-			}
-			added++;
+			if (tid != s->dumper)
+				rc = fn(s, tid);
 		}
-	}
 	close(fd);
-	if (!s->tids.p && added) {
-		s->why = "out of memory";
+	return rc;
+}
+
+static int count_one(struct stop *s, pid_t tid)
+{
+	(void)tid;
+	s->counted++;
+	return 0;
+}
+
+/* How many threads the process has (but the dumping one), about. */
+static size_t count_threads(struct stop *s)
+{
+	s->counted = 0;
+	each_thread(s, count_one);
+	return s->counted;
+}
+
+/* Seize and interrupt TID, if not yet: 0, or -1 (S->why set). */
+static int seize_one(struct stop *s, pid_t tid)
+{
+	struct tracee t;
+
+	if (known(s, tid))
+		return 0;
+	if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) < 0) {
+		if (errno == ESRCH || (errno == EPERM && ended(tid)))
+			return 0; /* (it ended) */
+		s->why = errno != EPERM ? "ptrace failed"
+			 : traced(tid)	? "the program is traced already (a "
+					  "debugger, strace?)"
+					: "ptrace is not allowed here";
 		return -1;
 	}
-	return added;
+	/* (The room was made before any thread stood still.) */
+	if (s->tids.cap - s->tids.len < sizeof(t)) {
+		ptrace(PTRACE_DETACH, tid, NULL, NULL);
+		s->why = "threads kept starting";
+		return -1;
+	}
+	t.tid = tid;
+	t.stopped = t.gone = false;
+	rec_buf_add(&s->tids, &t, sizeof(t));
+	s->added++;
+	if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) < 0 && errno != ESRCH) {
+		s->why = "ptrace failed";
+		return -1;
+	}
+	return 0;
+}
+
+/* Seize every thread of the process not seized yet; how many were new,
+ * or -1 (S->why set). */
+static int seize_new(struct stop *s)
+{
+	s->added = 0;
+	return each_thread(s, seize_one) < 0 ? -1 : (int)s->added;
 }
 
 /* Wait until every seized thread stands still (or has ended). */
@@ -249,8 +306,13 @@ static void release_all(struct stop *s)
 	size_t n;
 	struct tracee *t = tracees(s, &n);
 
+	/*
+	 * The stopped ones; a thread not stopped yet may be on its way to
+	 * a signal-delivery-stop whose signal a detach would drop: the
+	 * kernel lets it go with its signal when the tracer ends.
+	 */
 	for (size_t i = 0; i < n; i++)
-		if (!t[i].gone)
+		if (t[i].stopped && !t[i].gone)
 			ptrace(PTRACE_DETACH, t[i].tid, NULL, NULL);
 	rec_buf_free(&s->tids);
 }
@@ -268,10 +330,24 @@ static int tracer(void *p)
 	int rounds = 0, added;
 	double t0;
 
-	/* (If D goes, its process is going: nothing is left to stop.) */
+	/*
+	 * If D goes, its process is going: nothing is left to stop (and
+	 * if it went already, the tracer has a new parent).  Out of the
+	 * program's process group, no terminal signal is meant for it.
+	 */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != s->tgid)
+		return 0;
+	setpgid(0, 0);
 	while (!atomic_load(&s->go))
 		futex(&s->go, FUTEX_WAIT, 0, NULL);
+	/* Room for every thread, before any stands still: growing the
+	 * list takes a lock a stopped thread might hold. */
+	if (!rec_buf_reserve(&s->tids, (count_threads(s) * 2 + 64) *
+					       sizeof(struct tracee))) {
+		s->why = "out of memory";
+		goto out;
+	}
 	/* Seize, stop, and again for threads started meanwhile. */
 	do {
 		added = seize_new(s);
@@ -292,41 +368,61 @@ static int tracer(void *p)
 	s->stopped_for = seconds() - t0;
 out:
 	release_all(s);
-	atomic_store(&s->done, 1);
-	futex(&s->done, FUTEX_WAKE, 1, NULL);
 	return 0;
 }
 
-/* One attempt: clone the tracer, let it work, reap it. */
+/* Yama's ptrace_scope (0 without Yama). */
+static int yama_scope(void)
+{
+	char c = '0';
+	int fd = open("/proc/sys/kernel/yama/ptrace_scope",
+		      O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		if (read(fd, &c, 1) != 1)
+			c = '0';
+		close(fd);
+	}
+	return c - '0';
+}
+
+/*
+ * One attempt: clone the tracer, let it work, reap it.  The tracer runs
+ * with every signal blocked (it inherits this thread's mask: no handler
+ * of the program runs in it, and this thread's errno stays its own), and
+ * is waited for with waitpid(), which returns however it ends.
+ */
 static bool attempt(struct stop *s)
 {
 	int flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_UNTRACED;
-	int dumpable = prctl(PR_GET_DUMPABLE), st;
+	sigset_t all, old;
+	int st;
 	pid_t pid;
 
 	atomic_store(&s->go, 0);
-	atomic_store(&s->done, 0);
 	s->why = NULL;
 	s->busy = s->ran = false;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pid = clone(tracer, tracer_stack + TRACER_STACK, flags, s);
 	if (pid < 0) {
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		s->why = "cannot start a tracer";
 		return false;
 	}
-	/* Yama's ptrace_scope 1: this process lets its tracer in; a
-	 * process that is not dumpable (set-user-ID) would not. */
-	prctl(PR_SET_PTRACER, pid, 0, 0, 0);
-	if (dumpable == 0)
-		prctl(PR_SET_DUMPABLE, 1);
+	/* Yama's ptrace_scope 1: this process lets its tracer in (and
+	 * forgets whom it let in before: there is no asking). */
+	if (yama_scope() == 1)
+		prctl(PR_SET_PTRACER, pid, 0, 0, 0);
 	atomic_store(&s->go, 1);
 	futex(&s->go, FUTEX_WAKE, 1, NULL);
-	while (!atomic_load(&s->done))
-		futex(&s->done, FUTEX_WAIT, 0, NULL);
 	while (waitpid(pid, &st, __WALL) < 0 && errno == EINTR)
 		;
-	if (dumpable == 0)
-		prctl(PR_SET_DUMPABLE, 0);
-	prctl(PR_SET_PTRACER, 0, 0, 0, 0);
+	if (yama_scope() == 1)
+		prctl(PR_SET_PTRACER, 0, 0, 0, 0);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!s->ran && !s->why && !s->busy)
+		s->why = "the tracer ended early";
 	return s->ran;
 }
 
@@ -337,6 +433,13 @@ bool rec_stop_world(void (*fn)(void *), void *arg, const char **why,
 	int saved = errno;
 	bool ok = false;
 
+	/* A process that made itself not dumpable keeps others out of
+	 * its memory: a tracer would need it dumpable for a while. */
+	if (prctl(PR_GET_DUMPABLE) != 1) {
+		*why = "the program is not dumpable (set-user-ID, or "
+		       "PR_SET_DUMPABLE)";
+		return false;
+	}
 	if (!tracer_stack) {
 		tracer_stack = rec_alloc(TRACER_STACK);
 		if (!tracer_stack) {

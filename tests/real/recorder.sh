@@ -219,6 +219,10 @@ fi
 
 # 3d'. A process that ends with _exit() while dumps come 100 a second:
 #      no file is left half-written (.tmp) for anyone to trip over.
+#      One a process of a run that is gone left (pid 99999999) goes at
+#      the next process's first dump.
+mkdir -p we
+: >we/writers.99999999.maps.tmp
 for i in 1 2 3; do
 	timeout 60 "$bin" record -o "$tmp/we/" -i 0.01 -- ./writers 0.3 _exit >/dev/null 2>&1
 done
