@@ -26,9 +26,10 @@ O ?= build
 
 # Debian packages: to build, and to run the tests.
 BUILD_DEPS = libpcre2-dev binutils-dev libcsv-dev libcriterion-dev \
-	     libdebuginfod-dev pkg-config
+	     libdebuginfod-dev zlib1g-dev pkg-config
 TEST_DEPS = gcc g++ diffutils libgoogle-perftools4 google-perftools \
-	    python3 sqlite3 chromium zstd ruby nodejs debuginfod
+	    python3 sqlite3 chromium zstd ruby nodejs debuginfod \
+	    golang-go valgrind
 BENCH_DEPS = libllvm14 libc6-dbg binutils time bc heaptrack g++ \
 	     libgoogle-perftools4
 FUZZ_DEPS = clang libclang-rt-14-dev
@@ -60,7 +61,7 @@ ALL_CPPFLAGS = -Iinclude -D_GNU_SOURCE $(CPPFLAGS)
 ALL_CFLAGS = -std=gnu11 $(WARNINGS) $(SANFLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(SANFLAGS) $(LDFLAGS)
 LIBS = $(shell pkg-config --libs libpcre2-8 2>/dev/null || echo -lpcre2-8) \
-       -lbfd -lcsv -ldebuginfod -lm
+       -lbfd -lcsv -ldebuginfod -lz -lm
 
 # src/ by pipeline stage: core helpers, the model, readers, symbolization,
 # policies, classification and aggregation, the command line; the recorder

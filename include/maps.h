@@ -56,6 +56,15 @@ int maps_parse(struct maps *m, const char *data, size_t size,
 	       const char *path, unsigned long first_line,
 	       struct strtab *strings, bool lenient);
 
+/*
+ * Parse the map section of a pprof text profile ("--- Memory map: ---"),
+ * as pprof reads it: /proc maps lines, brief "START-END: PATH [(@OFF)]"
+ * lines, "NAME=VALUE" lines whose $NAME later lines use, a glog prefix
+ * ("I0102 ... file.cc:12] ") dropped; other lines are ignored.
+ */
+int maps_parse_pprof(struct maps *m, const char *data, size_t size,
+		     const char *path, struct strtab *strings);
+
 /* The VMA containing ADDR, or NULL. */
 const struct vma *maps_find(const struct maps *m, uint64_t addr);
 

@@ -20,8 +20,17 @@ struct model {
 	/* (stack, kind) -> bucket, for formats without bucket ids. */
 	struct hashmap anon_buckets;
 	unsigned warned; /* MODEL_WARNED_* bits: said once per run */
+	/* What a run of heap profiles counts, as its first says (a reader's
+	 * own code; 0 before the first). */
+	int profile_kind;
+	/* Which values of a pprof protobuf profile to read (NULL: in-use
+	 * bytes); the caller's. */
+	const char *sample_type;
 	/* Frames and buckets before these are symbolized. */
 	size_t frames_done, buckets_done;
+	/* Frames a profile named itself (see model_named_frame). */
+	struct hashmap named;
+	uint64_t next_synthetic;
 };
 
 enum {
@@ -60,5 +69,30 @@ struct bucket *model_define_stack_bucket(struct model *m, uint64_t id,
 struct bucket *model_intern_bucket(struct model *m, enum alloc_kind kind,
 				   const uint64_t *frames, uint32_t depth,
 				   const char *source, unsigned long line);
+
+/*
+ * A logical frame that a profile names itself (pprof protobuf, DHAT, the
+ * comments of Go's debug=1 profiles): a function, its source file (NULL
+ * when unknown) and line (0 when unknown).
+ */
+struct frame_name {
+	const char *func;
+	size_t func_len;
+	const char *file;
+	size_t file_len;
+	uint32_t line;
+};
+
+/*
+ * The frame of code address ADDR as the profile names it: N logical
+ * frames, innermost first, the last being the function that holds ADDR
+ * (the ones before it were inlined there).  The frame is symbolized as
+ * that and never looked up in a binary.  A frame of ADDR that is named
+ * otherwise already (or ADDR 0: the profile gave no address) gets an
+ * address of its own, above every user-space address.  Returns the
+ * address to put in stacks.
+ */
+uint64_t model_named_frame(struct model *m, uint64_t addr,
+			   const struct frame_name *names, uint32_t n);
 
 #endif

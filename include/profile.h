@@ -22,5 +22,8 @@ int profile_probe(const char *path, enum dump_format *format);
  * and return -1, with SNAP released; recoverable oddities are warnings.
  */
 int profile_load(struct snapshot *snap, const char *path, struct model *m);
+/* The same for snapshot PART of a file that holds several (DHAT's). */
+int profile_load_part(struct snapshot *snap, const char *path, int part,
+		      struct model *m);
 
 #endif

@@ -27,7 +27,7 @@ struct run {
 	const struct sym_options *opts; /* the caller's */
 	bool symbolized;
 	enum dump_format format; /* of the first dump */
-	bool gperftools;         /* the dumps are gperftools profiles */
+	bool self_contained;     /* heap profiles: their own stacks, maps */
 };
 
 /*

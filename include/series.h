@@ -11,6 +11,7 @@
 struct series_file {
 	unsigned long counter;
 	char *path;
+	int part;   /* of a file holding several snapshots (see snapshot.h) */
 };
 
 struct series {

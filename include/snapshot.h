@@ -103,12 +103,19 @@ struct stack_line {
 
 enum dump_format {
 	FORMAT_DEEP,       /* Chromium DUMP_DEEP_5/6, and the recorder's */
-	FORMAT_GPERFTOOLS, /* gperftools "heap profile: N: B [...] @ ..." */
+	FORMAT_GPERFTOOLS, /* "heap profile: N: B [...] @ ...": gperftools,
+			      tcmalloc, Go (debug=1), jemalloc 3.x, pprof */
+	FORMAT_JEMALLOC,   /* jemalloc >= 4 "heap_v2/RATE" with t*: lines */
+	FORMAT_PROTO,      /* pprof profile.proto, gzipped or not */
+	FORMAT_DHAT,       /* Valgrind DHAT's JSON (heap mode) */
 };
 
 struct snapshot {
 	char *path;
 	unsigned long counter;
+	/* Which snapshot of a file that holds several (DHAT: 1 at the peak,
+	 * 2 at the end); 0 for the rest. */
+	int part;
 	enum dump_format format;
 	int version;           /* 5 or 6 for deep dumps */
 	double time;           /* seconds since the epoch */
@@ -141,6 +148,10 @@ struct snapshot {
 	struct stack_line *lines;
 	size_t nlines, lines_alloc;
 	bool has_alloc_bytes;  /* the lines count allocated bytes too */
+	/* The profile does not count allocations and frees: a line's alloc
+	 * is its blocks in use and free 0, and nobody prints them as
+	 * counts. */
+	bool counts_unknown;
 	size_t unknown_bucket_lines;
 	unsigned long first_unknown_line; /* where the first one is */
 	uint64_t first_unknown_id;

@@ -74,7 +74,7 @@ static int add_malloc(struct classifier *c, const struct snapshot *snap,
 			struct region r;
 
 			/* Deep dumps account mmap through MMAP_LIST. */
-			if (snap->format != FORMAT_GPERFTOOLS)
+			if (snap->format == FORMAT_DEEP)
 				continue;
 			memset(&r, 0, sizeof(r));
 			r.kind = REGION_HOOKED;
@@ -236,7 +236,9 @@ static int64_t builtin_value(enum builtin b, const struct snapshot *snap,
 		return v;
 	}
 	case B_TOTAL_EXCLUDE_PROFILER:
-		if (!(snap->gs.present & (1u << GS_TOTAL)))
+		/* (A heap profile's total is its own sum, see gperf.c.) */
+		if (!(snap->gs.present & (1u << GS_TOTAL)) &&
+		    snap->format == FORMAT_DEEP)
 			return 0; /* no process total to take it from */
 		return sub64(sub64(g(snap, GS_TOTAL),
 				   column_value(values, p->col_mmap_profiler), &sums->overflow),
@@ -310,7 +312,7 @@ int aggregate_snapshot(struct classifier *c, const struct snapshot *snap,
 			continue;
 		/* (gperftools profiles say so once, when read.) */
 		if (col->builtin >= B_RSS && col->builtin <= B_SWAP &&
-		    snap->format != FORMAT_GPERFTOOLS &&
+		    snap->format == FORMAT_DEEP &&
 		    !kernel_value(snap, col->builtin, &(int64_t){ 0 }) &&
 		    stats)
 			kernel_missing = true;
@@ -418,7 +420,7 @@ int aggregate_items(struct classifier *c, const struct snapshot *snap,
 			it.kind = ITEM_LINE_NO_BUCKET;
 		} else if (l->bucket->kind == ALLOC_MMAP) {
 			/* Deep dumps account mmap through MMAP_LIST. */
-			if (snap->format != FORMAT_GPERFTOOLS)
+			if (snap->format == FORMAT_DEEP)
 				continue;
 			it.kind = ITEM_HOOKED;
 			it.vma = &vma_unknown;

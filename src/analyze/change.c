@@ -255,7 +255,7 @@ int changes_in_run(struct changes *c, struct run *r, struct classifier *cls,
 	size_t steps = ia <= ib ? ib - ia : ia - ib, n = 0;
 	/* Counts and growth run forward: from a later A to an earlier B
 	 * they say nothing (nor from A to A). */
-	bool count = ia < ib, alloc_bytes = true;
+	bool forward = ia < ib, count = forward, alloc_bytes = true;
 	int64_t *a_bytes = NULL;
 	int *a_col = NULL;
 	uint32_t *grown = NULL; /* steps at which a stack grew; SHRANK */
@@ -280,6 +280,9 @@ int changes_in_run(struct changes *c, struct run *r, struct classifier *cls,
 		}
 		run_symbolize_snapshot(r, &snap);
 		alloc_bytes = alloc_bytes && snap.has_alloc_bytes;
+		/* (Counts that a profile does not keep say nothing.) */
+		if (snap.counts_unknown)
+			count = false;
 		s.counting = !count		? NULL
 			     : k == 0		? &s.ends[0]
 			     : k == steps	? &s.ends[1]
@@ -320,7 +323,7 @@ int changes_in_run(struct changes *c, struct run *r, struct classifier *cls,
 		c->snapshots = s.k;
 		c->has = CHANGES_RUN | (count ? CHANGES_COUNTS : 0) |
 			 (count && alloc_bytes ? CHANGES_ALLOC_BYTES : 0) |
-			 (count && s.k >= 3 ? CHANGES_SERIES : 0);
+			 (forward && s.k >= 3 ? CHANGES_SERIES : 0);
 		collect(c, &s, m, a_bytes, a_col, grown, s.k - 1);
 	} else {
 		changes_free(c);

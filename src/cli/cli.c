@@ -22,6 +22,7 @@ enum {
 	KEY_FULL_NAMES,
 	KEY_NO_INLINE,
 	KEY_NO_CACHE,
+	KEY_SAMPLE_TYPE,
 };
 
 /* Every command that reads dumps takes these: how to symbolize. */
@@ -33,6 +34,9 @@ static const struct cmd_option symbol_options[] = {
 	{ KEY_NO_INLINE, "no-inline", NULL, 0, "no inlined frames" },
 	{ KEY_NO_CACHE, "no-symbol-cache", NULL, 0,
 	  "do not read or write the symbol cache" },
+	{ KEY_SAMPLE_TYPE, "sample-type", "TYPE", OPT_VALUE,
+	  "the values of a pprof protobuf profile to read (default "
+	  "inuse_space)" },
 	{ KEY_VERBOSE, "verbose", NULL, 0,
 	  "say where each binary's symbols come from (-vv: also why a frame "
 	  "stays unresolved)" },
@@ -437,6 +441,9 @@ static int symbol_args(struct cmd_args *a)
 			break;
 		case KEY_NO_CACHE:
 			a->sym.no_cache = true;
+			break;
+		case KEY_SAMPLE_TYPE:
+			a->sym.sample_type = v->value;
 			break;
 		}
 	}

@@ -71,7 +71,7 @@ static int run(struct cmd_args *a)
 		a->sym.want_source = true;
 	run_symbolize(&r);
 	/* gperftools profiles define their buckets themselves. */
-	for (size_t i = 0; r.gperftools && i < r.series.ndumps; i++) {
+	for (size_t i = 0; r.self_contained && i < r.series.ndumps; i++) {
 		struct snapshot snap;
 
 		if (run_load_dump(&r, i, &snap) < 0) {

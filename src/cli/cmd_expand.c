@@ -28,6 +28,7 @@ struct expand {
 	int col;
 	uint64_t depth;   /* frames after the first; UINT64_MAX: all */
 	bool original;    /* --original: the original's lines */
+	bool counts;      /* the dump counts allocations and frees */
 	bool lines;       /* -l: file:line (in the original's lines) */
 	struct tally sums;
 	struct strbuf key;
@@ -37,6 +38,16 @@ enum {
 	OPT_ORIGINAL = OPT_LONG_ONLY,
 };
 
+/* "(alloc=N) (free=N) ", or "?" where the profile does not count. */
+static void counts_text(struct expand *x, const struct item *it)
+{
+	if (x->counts)
+		sb_addf(&x->key, "(alloc=%" PRId64 ") (free=%" PRId64 ") ",
+			it->line->alloc, it->line->free);
+	else
+		sb_addstr(&x->key, "(alloc=?) (free=?) ");
+}
+
 /* The original's line text for an item. */
 static void original_key(struct expand *x, const struct item *it)
 {
@@ -45,13 +56,11 @@ static void original_key(struct expand *x, const struct item *it)
 
 	switch (it->kind) {
 	case ITEM_LINE_NO_BUCKET:
-		sb_addf(key, "(alloc=%" PRId64 ") (free=%" PRId64
-			     ") (bucket=%" PRIu64 ") ",
-			it->line->alloc, it->line->free, it->bucket_id);
+		counts_text(x, it);
+		sb_addf(key, "(bucket=%" PRIu64 ") ", it->bucket_id);
 		break;
 	case ITEM_MALLOC:
-		sb_addf(key, "(alloc=%" PRId64 ") (free=%" PRId64 ") ",
-			it->line->alloc, it->line->free);
+		counts_text(x, it);
 		if (it->bucket->typeinfo)
 			sb_addf(key, "(type=%s) (type.name=%s) ",
 				it->bucket->typeinfo_sym,
@@ -99,7 +108,7 @@ static int add_item(void *ctx, const struct item *it)
 		summing_key(x, it);
 	e = tally_get(&x->sums, x->key.buf, x->key.len);
 	e->bytes = add64(e->bytes, it->bytes, &x->sums.overflow);
-	if (it->line) {
+	if (it->line && x->counts) {
 		e->allocs = add64(e->allocs, it->line->alloc,
 				  &x->sums.overflow);
 		e->frees = add64(e->frees, it->line->free, &x->sums.overflow);
@@ -190,6 +199,7 @@ static int run(struct cmd_args *a)
 	if (setup_dump(&o, &snap, a, dump, policy) < 0)
 		return 1;
 	x.o = &o;
+	x.counts = !snap.counts_unknown;
 	x.col = setup_component(o.policy, component);
 	tally_init(&x.sums);
 	if (x.col < 0) {

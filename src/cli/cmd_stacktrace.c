@@ -32,8 +32,13 @@ static int run(struct cmd_args *a)
 			continue;
 		st = l->bucket->stack;
 		sb_reset(&sb);
-		sb_addf(&sb, "%" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " ",
-			l->virt, l->committed, l->alloc, l->free);
+		sb_addf(&sb, "%" PRId64 " %" PRId64 " ", l->virt,
+			l->committed);
+		if (snap.counts_unknown)
+			sb_addstr(&sb, "? ? "); /* (the profile does not count) */
+		else
+			sb_addf(&sb, "%" PRId64 " %" PRId64 " ", l->alloc,
+				l->free);
 		stack_functions(&sb, &r.model, st);
 		if (st->depth)
 			sb_addch(&sb, ' ');

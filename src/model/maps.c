@@ -195,6 +195,162 @@ int maps_parse(struct maps *m, const char *data, size_t size,
 	return 0;
 }
 
+/* Drop a glog prefix, "...file.cc:123] ", as pprof does. */
+static void drop_log_prefix(const char **p, const char *end)
+{
+	const char *q = *p;
+
+	while (q < end && *q != ']' && *q != '[')
+		q++;
+	if (q >= end || *q != ']' || q + 1 >= end || !is_space(q[1]))
+		return;
+	{
+		const char *d = q;
+
+		while (d > *p && is_digit(d[-1]))
+			d--;
+		if (d == q || d == *p || d[-1] != ':')
+			return;
+	}
+	*p = q + 2;
+}
+
+struct pprof_var {
+	char *name; /* with its '$' */
+	char *value;
+};
+
+/* LINE with $NAME replaced by the values defined so far, into SB. */
+static void expand_vars(struct strbuf *sb, const char *p, const char *end,
+			const struct pprof_var *vars, size_t nvars)
+{
+	sb_reset(sb);
+	while (p < end) {
+		size_t k;
+
+		for (k = 0; *p == '$' && k < nvars; k++) {
+			size_t n = strlen(vars[k].name);
+
+			if ((size_t)(end - p) >= n &&
+			    !memcmp(p, vars[k].name, n)) {
+				sb_addstr(sb, vars[k].value);
+				p += n;
+				break;
+			}
+		}
+		if (*p != '$' || k == nvars)
+			sb_addch(sb, *p++);
+	}
+}
+
+/* A hex number with an optional 0x. */
+static bool brief_hex(struct cursor *c, uint64_t *v)
+{
+	return parse_hex(c, v, true) == NUM_OK;
+}
+
+/*
+ * pprof's brief mapping: "START-END" or "START END", an optional ':',
+ * then optional PERMS, PATH, "(@OFFSET)" and a build id.  0 when it is
+ * one (OUT filled), -1 when not.
+ */
+static int brief_line(const char *p, size_t len, struct vma *out,
+		      struct strtab *strings)
+{
+	struct cursor c = { p, p + len };
+	const char *w;
+	size_t wl;
+
+	memset(out, 0, sizeof(*out));
+	cursor_skip_space(&c);
+	if (!brief_hex(&c, &out->start))
+		return -1;
+	if (!cursor_eat(&c, "-"))
+		cursor_skip_space(&c);
+	if (!brief_hex(&c, &out->end) || out->end <= out->start)
+		return -1;
+	cursor_eat(&c, ":");
+	if (!cursor_at_end(&c) && !is_space(*c.p))
+		return -1;
+	memcpy(out->perms, "r-xp", 5);
+	out->name = strtab_intern_str(strings, "");
+	if (!cursor_word(&c, &w, &wl))
+		return 0;
+	if (wl == 4 && strchr("r-", w[0]) && strchr("w-", w[1]) &&
+	    strchr("x-", w[2]) && strchr("ps-", w[3])) {
+		memcpy(out->perms, w, 4);
+		if (!cursor_word(&c, &w, &wl))
+			return 0;
+	}
+	if (!(wl > 2 && w[0] == '(' && w[1] == '@')) {
+		out->name = strtab_intern(strings, w, wl);
+		if (!cursor_word(&c, &w, &wl))
+			return 0;
+	}
+	if (wl > 3 && w[0] == '(' && w[1] == '@' && w[wl - 1] == ')') {
+		if (word_hex(w + 2, wl - 3, &out->offset, true) != NUM_OK)
+			return -1;
+	}
+	return 0;
+}
+
+int maps_parse_pprof(struct maps *m, const char *data, size_t size,
+		     const char *path, struct strtab *strings)
+{
+	struct line_reader r;
+	struct line l;
+	struct strbuf sb = STRBUF_INIT;
+	struct pprof_var *vars = NULL;
+	size_t nvars = 0, alloc = 0;
+
+	lines_init(&r, data, size);
+	while (lines_next(&r, &l)) {
+		const char *p = l.p, *end = l.p + l.len, *eq;
+		struct vma v;
+
+		drop_log_prefix(&p, end);
+		expand_vars(&sb, p, end, vars, nvars);
+		if (!sb.len)
+			continue;
+		if (maps_parse_line(sb.buf, sb.len, &v, strings) == 0 ||
+		    brief_line(sb.buf, sb.len, &v, strings) == 0) {
+			/* pprof keeps what may hold code. */
+			if (vma_executable(&v))
+				maps_add(m, &v);
+			continue;
+		}
+		eq = memchr(sb.buf, '=', sb.len);
+		if (eq) {
+			struct cursor k = { sb.buf, eq }, val = { eq + 1,
+								 sb.buf + sb.len };
+			const char *kw, *vw;
+			size_t kl, vl;
+
+			if (!cursor_word(&k, &kw, &kl))
+				continue;
+			cursor_skip_space(&val);
+			vw = val.p;
+			vl = (size_t)(val.end - val.p);
+			while (vl && is_space(vw[vl - 1]))
+				vl--;
+			GROW(vars, nvars + 1, alloc);
+			vars[nvars].name = xmalloc(kl + 2);
+			vars[nvars].name[0] = '$';
+			memcpy(vars[nvars].name + 1, kw, kl);
+			vars[nvars].name[kl + 1] = '\0';
+			vars[nvars++].value = xstrndup(vw, vl);
+		}
+	}
+	for (size_t i = 0; i < nvars; i++) {
+		free(vars[i].name);
+		free(vars[i].value);
+	}
+	free(vars);
+	sb_release(&sb);
+	maps_finish(m, path);
+	return 0;
+}
+
 int maps_load(struct maps *m, const char *path, struct strtab *strings)
 {
 	struct filebuf fb;

@@ -11,6 +11,10 @@
 
 #include "util.h"
 
+/* Where the addresses of frames named without one start: past user
+ * space, so they never meet a real one. */
+#define SYNTHETIC_BASE 0xffffff0000000000ULL
+
 void model_init(struct model *m)
 {
 	memset(m, 0, sizeof(*m));
@@ -19,12 +23,15 @@ void model_init(struct model *m)
 	stacks_init(&m->stacks, &m->arena);
 	bucket_set_init(&m->buckets);
 	hashmap_init(&m->anon_buckets, 1024);
+	hashmap_init(&m->named, 64);
+	m->next_synthetic = SYNTHETIC_BASE;
 }
 
 void model_free(struct model *m)
 {
 	bucket_set_free(&m->buckets);
 	hashmap_free(&m->anon_buckets);
+	hashmap_free(&m->named);
 	stacks_free(&m->stacks);
 	frames_free(&m->frames);
 	strtab_free(&m->strings);
@@ -155,4 +162,130 @@ struct bucket *model_intern_bucket(struct model *m, enum alloc_kind kind,
 		return NULL;
 	hashmap_put(&m->anon_buckets, h, b);
 	return b;
+}
+
+/* A named frame: its address as the profile gave it, and the frame. */
+struct named_entry {
+	uint64_t given;
+	struct frame *f;
+};
+
+struct named_key {
+	uint64_t given;
+	const struct frame *want; /* names to compare, in a frame */
+};
+
+static bool same_names(const struct frame *a, const struct frame *b)
+{
+	if (a->func != b->func || a->file != b->file || a->line != b->line ||
+	    a->ninline != b->ninline)
+		return false;
+	for (uint16_t k = 0; k < a->ninline; k++)
+		if (a->inl[k].func != b->inl[k].func ||
+		    a->inl[k].file != b->inl[k].file ||
+		    a->inl[k].line != b->inl[k].line)
+			return false;
+	return true;
+}
+
+static bool named_eq(const void *item, const void *key)
+{
+	const struct named_entry *e = item;
+	const struct named_key *k = key;
+
+	return e->given == k->given && same_names(e->f, k->want);
+}
+
+static uint64_t names_hash(uint64_t given, const struct frame *f)
+{
+	uint64_t h = hash_u64(given ^ (uintptr_t)f->func) ^ f->line;
+
+	for (uint16_t k = 0; k < f->ninline; k++)
+		h = hash_u64(h ^ (uintptr_t)f->inl[k].func) ^ f->inl[k].line;
+	return h;
+}
+
+/* Give F (still unnamed) the names of WANT. */
+static void name_frame(struct frame *f, const struct frame *want)
+{
+	f->func = want->func;
+	f->func_len = want->func_len;
+	f->file = want->file;
+	f->line = want->line;
+	f->ninline = want->ninline;
+	f->inl = want->inl;
+	f->symbolized = true;
+}
+
+uint64_t model_named_frame(struct model *m, uint64_t addr,
+			   const struct frame_name *names, uint32_t n)
+{
+	struct frame want;
+	struct inline_frame *inl = NULL;
+	struct named_key key;
+	struct named_entry *e;
+	uint64_t h;
+	uint32_t id;
+
+	if (!n)
+		return addr; /* nothing to name it with */
+	if (n - 1 > UINT16_MAX)
+		n = UINT16_MAX + 1; /* (no compiler inlines so deep) */
+	memset(&want, 0, sizeof(want));
+	if (n > 1)
+		inl = arena_alloc(&m->arena, (n - 1) * sizeof(*inl));
+	for (uint32_t k = 0; k < n; k++) {
+		const struct frame_name *fn = &names[k];
+		const char *func = strtab_intern(&m->strings, fn->func,
+						 fn->func_len);
+		const char *file = fn->file && fn->file_len
+					   ? strtab_intern(&m->strings,
+							   fn->file,
+							   fn->file_len)
+					   : NULL;
+
+		if (k + 1 < n) {
+			inl[k].func = func;
+			inl[k].func_len = (uint32_t)fn->func_len;
+			inl[k].file = file;
+			inl[k].line = fn->line;
+		} else {
+			want.func = func;
+			want.func_len = (uint32_t)fn->func_len;
+			want.file = file;
+			want.line = fn->line;
+		}
+	}
+	want.ninline = (uint16_t)(n - 1);
+	want.inl = inl;
+	key.given = addr;
+	key.want = &want;
+	h = names_hash(addr, &want);
+	e = hashmap_get(&m->named, h, named_eq, &key);
+	if (e)
+		return e->f->addr;
+	if (addr) {
+		id = frames_intern(&m->frames, addr);
+		if (id == FRAME_NONE)
+			return addr; /* (said when the stack is interned) */
+		e = arena_alloc(&m->arena, sizeof(*e));
+		e->given = addr;
+		e->f = frame_get(&m->frames, id);
+		if (!e->f->symbolized) {
+			name_frame(e->f, &want);
+			hashmap_put(&m->named, h, e);
+			return addr;
+		}
+	} else {
+		e = arena_alloc(&m->arena, sizeof(*e));
+		e->given = addr;
+	}
+	/* An address of its own. */
+	id = frames_intern(&m->frames, m->next_synthetic++);
+	if (id == FRAME_NONE)
+		return m->next_synthetic - 1;
+	e->f = frame_get(&m->frames, id);
+	name_frame(e->f, &want);
+	hashmap_put(&m->named, h, e);
+	return e->f->addr;
 }

@@ -1,14 +1,21 @@
 /*
- * gperftools heap profiles ("heap profile: N: B [N: B] @ heapprofile"), as
- * Debian's libtcmalloc writes them with HEAPPROFILE=prefix, and sampled
- * "heap_v2/RATE" profiles, unsampled as pprof does.  What the profiler
- * really writes is in reference/gperftools-format.md: the mmap lines the
- * header does not count, zero-frame lines, and silent truncation at 1 MiB
- * that cuts the last stack line short.
+ * Legacy text heap profiles, "heap profile: N: B [N: B] @ TYPE", read as
+ * pprof reads them:
+ *   heapprofile        gperftools' heap profiler (Debian's libtcmalloc with
+ *                      HEAPPROFILE=prefix), jemalloc 3.x without sampling;
+ *   heap_v2/R, heapz_v2/R  sampled (tcmalloc, jemalloc 3.x), unsampled;
+ *   heap/2R            Go's runtime/pprof with debug=1 (the rate is half
+ *                      the number), whose "#" comments name the frames;
+ *   growth, growthz, fragmentation, fragmentationz: where the heap grew
+ *                      or was lost to fragmentation, by stack.
+ * What gperftools really writes is in reference/gperftools-format.md: the
+ * mmap lines the header does not count, zero-frame lines, and silent
+ * truncation at 1 MiB that cuts the last stack line short.
  *
  * Each stack line becomes a bucket (one per distinct stack and kind); the
- * MAPPED_LIBRARIES: trailer is the snapshot's own maps.  There is no
- * committed/virtual split: in-use bytes stand for both.
+ * MAPPED_LIBRARIES: trailer, or pprof's "--- Memory map: ---", is the
+ * snapshot's own maps.  There is no committed/virtual split: in-use bytes
+ * stand for both, and the total is the profile's own sum.
  */
 #include "gperf.h"
 
@@ -20,15 +27,46 @@
 #include "text.h"
 #include "util.h"
 
+#define HEADER "heap profile:"
+
+/* Where "heap profile:" starts in the line (pprof allows a prefix). */
+static const char *find_header(const char *p, size_t len)
+{
+	size_t n = strlen(HEADER);
+
+	for (size_t i = 0; i + n <= len; i++)
+		if (p[i] == 'h' && !memcmp(p + i, HEADER, n))
+			return p + i;
+	return NULL;
+}
+
 bool gperf_is_header(const char *p, size_t len)
 {
-	struct cursor c = { p, p + len };
+	const char *h = find_header(p, len);
+	struct cursor c;
 
-	if (!cursor_eat(&c, "heap profile:"))
+	if (!h)
 		return false;
+	c.p = h + strlen(HEADER);
+	c.end = p + len;
 	cursor_skip_space(&c);
 	return c.p < c.end && (is_digit(*c.p) || *c.p == '-');
 }
+
+/* What a profile's TYPE says its numbers are. */
+enum htype {
+	H_GPERF,    /* heapprofile: every allocation, exact */
+	H_SAMPLED,  /* heap_v2/R, heapz_v2/R: a sample every R bytes */
+	H_GO,       /* heap/2R: Go's, a sample every R bytes */
+	H_GROWTH,   /* growth, growthz */
+	H_FRAG,     /* fragmentation, fragmentationz */
+};
+
+/* One "#" comment line of Go's: a frame of the stack line above it. */
+struct gsym {
+	uint64_t pc;
+	struct frame_name name;
+};
 
 struct gline {
 	int64_t objs, bytes, alloc_objs, alloc_bytes;
@@ -36,6 +74,7 @@ struct gline {
 	uint32_t depth;
 	unsigned long no;
 	bool cut;           /* gperftools may have stopped writing it short */
+	size_t sym_first, nsym; /* its Go comment lines, in gparser.syms */
 };
 
 struct gparser {
@@ -43,10 +82,14 @@ struct gparser {
 	struct model *m;
 	const char *path;
 	struct strbuf q;
-	double rate;        /* heap_v2 sampling period; 0 = unsampled */
+	enum htype type;
+	uint64_t rate;      /* the sampling rate; <= 1: every allocation */
+	bool has_alloc;     /* the lines' [N: B] count allocations */
 	int64_t header_objs, header_bytes;
 	struct gline *lines;
 	size_t n, alloc;
+	struct gsym *syms;
+	size_t nsyms, syms_alloc;
 	bool cut;           /* the last stack line may be incomplete */
 };
 
@@ -82,6 +125,66 @@ static enum num_status counts(struct cursor *c, int64_t v[4])
 	return NUM_OK;
 }
 
+/*
+ * pprof's rule for the allocation columns: they count only if the
+ * header's differ from its in-use pair and are not 0 (tcmalloc's sampled
+ * profiles print the in-use pair twice, jemalloc 3.x prints [0: 0]
+ * unless prof_accum is on).  gperftools' own profiles always count them,
+ * but for jemalloc's "[0: 0]".
+ */
+static bool alloc_columns(enum htype type, const int64_t v[4])
+{
+	if (type == H_GROWTH || type == H_FRAG)
+		return false;
+	if (type == H_GPERF)
+		return v[2] || v[3] || (!v[0] && !v[1]);
+	return (v[2] != v[0] && v[2] != 0) || (v[3] != v[1] && v[3] != 0);
+}
+
+/* TYPE (and /RATE) after the '@': 0, or -1 after saying why not. */
+static int header_type(struct gparser *g, const struct line *l,
+		       const char *tag, size_t tlen)
+{
+	static const struct {
+		const char *name;
+		enum htype type;
+	} fixed[] = {
+		{ "heapprofile", H_GPERF },   { "growth", H_GROWTH },
+		{ "growthz", H_GROWTH },      { "fragmentation", H_FRAG },
+		{ "fragmentationz", H_FRAG },
+	};
+	const char *slash = memchr(tag, '/', tlen);
+	size_t nlen = slash ? (size_t)(slash - tag) : tlen;
+	uint64_t rate = 0;
+
+	for (size_t i = 0; i < ARRAY_SIZE(fixed); i++)
+		if (!slash && tlen == strlen(fixed[i].name) &&
+		    !memcmp(tag, fixed[i].name, tlen)) {
+			g->type = fixed[i].type;
+			return 0;
+		}
+	if (slash && slash + 1 < tag + tlen &&
+	    word_u64(slash + 1, tlen - nlen - 1, &rate) != NUM_OK)
+		return gerr(g, l->no, "invalid sampling rate '%s'",
+			    quote_for_msg(tag, tlen, &g->q));
+	if ((nlen == 7 && !memcmp(tag, "heap_v2", 7)) ||
+	    (nlen == 8 && !memcmp(tag, "heapz_v2", 8))) {
+		g->type = H_SAMPLED;
+		g->rate = rate;
+		return 0;
+	}
+	if (nlen == 4 && !memcmp(tag, "heap", 4)) {
+		/* Go prints twice its rate; pprof halves it. */
+		g->type = H_GO;
+		g->rate = rate / 2;
+		return 0;
+	}
+	return gerr(g, l->no, "unknown profile type '%s' (dmprof reads "
+			      "heapprofile, heap_v2/RATE, heapz_v2/RATE, "
+			      "heap/RATE, growth and fragmentation)",
+		    quote_for_msg(tag, tlen, &g->q));
+}
+
 static int parse_header(struct gparser *g, const struct line *l)
 {
 	struct cursor c = cursor_of(l);
@@ -90,37 +193,37 @@ static int parse_header(struct gparser *g, const struct line *l)
 	int64_t v[4];
 	enum num_status st;
 
-	cursor_eat(&c, "heap profile:");
+	c.p = find_header(l->p, l->len) + strlen(HEADER);
 	st = counts(&c, v);
 	if (st != NUM_OK)
 		return gerr(g, l->no, "%s header '%s'",
 			    st == NUM_RANGE ? "number out of range in"
-					    : "malformed gperftools",
+					    : "malformed heap profile",
 			    quote_for_msg(l->p, l->len, &g->q));
 	cursor_skip_space(&c);
-	if (!cursor_eat(&c, "@") || !cursor_word(&c, &tag, &tlen))
-		return gerr(g, l->no, "gperftools header without '@ TYPE'");
+	if (!cursor_eat(&c, "@"))
+		return gerr(g, l->no, "heap profile header without '@ TYPE'");
+	cursor_skip_space(&c);
+	if (!cursor_word(&c, &tag, &tlen))
+		return gerr(g, l->no, "heap profile header without '@ TYPE'");
 	g->header_objs = v[0];
 	g->header_bytes = v[1];
-	if ((tlen == 11 && !memcmp(tag, "heapprofile", 11)) ||
-	    (tlen == 4 && !memcmp(tag, "heap", 4)))
-		return 0;
-	if (tlen > 8 && !memcmp(tag, "heap_v2/", 8)) {
-		uint64_t rate;
+	if (header_type(g, l, tag, tlen) < 0)
+		return -1;
+	g->has_alloc = alloc_columns(g->type, v);
+	return 0;
+}
 
-		if (word_u64(tag + 8, tlen - 8, &rate) != NUM_OK || !rate)
-			return gerr(g, l->no, "invalid sampling period '%s'",
-				    quote_for_msg(tag, tlen, &g->q));
-		g->rate = (double)rate;
-		return 0;
-	}
-	if (tlen == 6 && !memcmp(tag, "growth", 6))
-		return gerr(g, l->no, "a heap growth profile records where the "
-				      "heap grew, not what it holds: not a "
-				      "snapshot dmprof can account");
-	return gerr(g, l->no, "unknown profile type '%s' (dmprof reads "
-			      "heapprofile, heap and heap_v2/RATE)",
-		    quote_for_msg(tag, tlen, &g->q));
+static const char *const type_names[] = {
+	[H_GPERF] = "heapprofile", [H_SAMPLED] = "sampled heap",
+	[H_GO] = "Go heap", [H_GROWTH] = "heap growth",
+	[H_FRAG] = "heap fragmentation",
+};
+
+/* Is the profile sampled, its values estimates? */
+static bool sampled(const struct gparser *g)
+{
+	return (g->type == H_SAMPLED || g->type == H_GO) && g->rate > 1;
 }
 
 enum cut {
@@ -155,6 +258,10 @@ static int parse_stack_line(struct gparser *g, const struct line *l,
 					    : "expected 'N: B [N: B] @ FRAMES', "
 					      "found",
 			    quote_for_msg(l->p, l->len, &g->q));
+	if (sampled(g) && ((!v[0] && v[1]) || (g->has_alloc && !v[2] && v[3])))
+		return gerr(g, l->no, "0 objects holding bytes in a sampled "
+				      "profile: '%s'",
+			    quote_for_msg(l->p, l->len, &g->q));
 	gl.objs = v[0];
 	gl.bytes = v[1];
 	gl.alloc_objs = v[2];
@@ -165,6 +272,8 @@ static int parse_stack_line(struct gparser *g, const struct line *l,
 
 		if (cut == CUT_AT_EOF && cursor_at_end(&c))
 			break; /* perhaps part of a word */
+		if (wl == 5 && !memcmp(w, "(nil)", 5))
+			continue; /* glibc's %p of NULL (tcmalloc) */
 		st = word_hex(w, wl, &addr, true);
 		if (st != NUM_OK) {
 			if (cut && cursor_at_end(&c))
@@ -187,36 +296,146 @@ static int parse_stack_line(struct gparser *g, const struct line *l,
 	return 0;
 }
 
+/* SYM belongs to the last stack line. */
+static void add_sym(struct gparser *g, const struct gsym *sym)
+{
+	if (!g->lines[g->n - 1].nsym)
+		g->lines[g->n - 1].sym_first = g->nsyms;
+	g->lines[g->n - 1].nsym++;
+	GROW(g->syms, g->nsyms + 1, g->syms_alloc);
+	g->syms[g->nsyms++] = *sym;
+}
+
 /*
- * pprof's unsampling for heap_v2 profiles: an allocation of average size
- * S was sampled with probability 1 - exp(-S/RATE).
+ * A comment line: Go's "#<TAB>0xPC<TAB>FUNC+0xOFF<TAB>FILE:LINE" names a
+ * frame of the stack line above it; any other comment is skipped.
+ */
+static void parse_comment(struct gparser *g, const struct line *l)
+{
+	struct cursor c = cursor_of(l);
+	struct gsym sym;
+	const char *w, *plus, *colon;
+	size_t wl;
+
+	cursor_skip_space(&c);
+	cursor_eat(&c, "#");
+	if (!g->n || !is_space(c.p < c.end ? *c.p : 0))
+		return;
+	cursor_skip_space(&c);
+	memset(&sym, 0, sizeof(sym));
+	if (!cursor_word(&c, &w, &wl) ||
+	    word_hex(w, wl, &sym.pc, true) != NUM_OK)
+		return;
+	if (!cursor_word(&c, &w, &wl)) {
+		/* An unnamed frame ("#\t0x4a1f2c"): shown, not named. */
+		add_sym(g, &sym);
+		return;
+	}
+	plus = w + wl;
+	while (plus > w && plus[-1] != '+')
+		plus--;
+	sym.name.func = w;
+	sym.name.func_len = plus > w + 1 ? (size_t)(plus - 1 - w) : wl;
+	cursor_skip_space(&c);
+	w = c.p;
+	wl = (size_t)(c.end - c.p);
+	while (wl && is_space(w[wl - 1]))
+		wl--;
+	colon = wl ? w + wl : NULL;
+	while (colon && colon > w && colon[-1] != ':')
+		colon--;
+	if (colon && colon > w + 1) {
+		uint64_t line;
+
+		if (word_u64(colon, (size_t)(w + wl - colon), &line) == NUM_OK &&
+		    line <= UINT32_MAX) {
+			sym.name.line = (uint32_t)line;
+			wl = (size_t)(colon - 1 - w);
+		}
+	}
+	sym.name.file = wl ? w : NULL;
+	sym.name.file_len = wl;
+	add_sym(g, &sym);
+}
+
+/*
+ * Name the frames of GL from its Go comments.  Go prints, for each return
+ * address of the stack, the functions at the call before it (PC - 1),
+ * inlined ones first, but leaves out the runtime's frames at the top
+ * (the allocator: pprof drops them too) and runtime.goexit.  So the
+ * stack starts at the first frame with a comment, and a frame without
+ * one stays for the symbolizer.
+ */
+static void name_frames(struct gparser *g, struct gline *gl)
+{
+	struct frame_name names[64];
+	size_t k = gl->sym_first, end = gl->sym_first + gl->nsym;
+	uint32_t first = UINT32_MAX;
+
+	for (uint32_t i = 0; i < gl->depth && k < end; i++) {
+		uint64_t a = gl->frames[i];
+		uint32_t n = 0;
+		size_t j = k;
+
+		/* (A comment naming another address: skip to ours.) */
+		while (j < end && g->syms[j].pc != a - 1 && g->syms[j].pc != a)
+			j++;
+		if (j == end)
+			continue;
+		if (first == UINT32_MAX)
+			first = i;
+		for (k = j; k < end && g->syms[k].pc == g->syms[j].pc; k++)
+			if (g->syms[k].name.func_len && n < ARRAY_SIZE(names))
+				names[n++] = g->syms[k].name;
+		if (n)
+			gl->frames[i] = model_named_frame(g->m, a, names, n);
+	}
+	if (first != UINT32_MAX && first) {
+		memmove(gl->frames, gl->frames + first,
+			(gl->depth - first) * sizeof(*gl->frames));
+		gl->depth -= first;
+	}
+}
+
+/*
+ * pprof's unsampling (and Go's, the same): an allocation of average size
+ * S was sampled with probability 1 - exp(-S/RATE).  Like pprof, the
+ * estimates are truncated, not rounded, and a pair with a zero is zero.
  */
 static void unsample(double rate, int64_t *objs, int64_t *bytes,
 		     bool *overflow)
 {
-	double scale;
+	double scale, o, b;
 
-	if (*objs <= 0 || *bytes <= 0)
+	if (!*objs || !*bytes) {
+		*objs = *bytes = 0;
 		return;
-	scale = 1.0 / (1.0 - exp(-((double)*bytes / (double)*objs) / rate));
-	if ((double)*objs * scale >= 9.2e18 || (double)*bytes * scale >= 9.2e18) {
+	}
+	scale = 1 / (1 - exp(-((double)*bytes / (double)*objs) / rate));
+	o = (double)*objs * scale;
+	b = (double)*bytes * scale;
+	if (fabs(o) >= 9.2e18 || fabs(b) >= 9.2e18) {
 		*overflow = true;
 		return;
 	}
-	*objs = (int64_t)llround((double)*objs * scale);
-	*bytes = (int64_t)llround((double)*bytes * scale);
+	*objs = (int64_t)o;
+	*bytes = (int64_t)b;
 }
 
 /*
- * mmap lines (HEAP_PROFILE_MMAP=1) keep the profiler's hook frames, which
- * live in libtcmalloc, at the top; malloc lines have them stripped.
- * Zero-frame lines are mmap regions recorded before unwinding worked.
+ * gperftools' mmap lines (HEAP_PROFILE_MMAP=1) keep the profiler's hook
+ * frames, which live in libtcmalloc, at the top; malloc lines have them
+ * stripped.  Zero-frame lines are mmap regions recorded before unwinding
+ * worked.  Other producers record allocations only.
  */
-static enum alloc_kind line_kind(const struct snapshot *snap,
+static enum alloc_kind line_kind(const struct gparser *g,
 				 const struct gline *gl)
 {
+	const struct snapshot *snap = g->snap;
 	const struct vma *v;
 
+	if (g->type != H_GPERF)
+		return ALLOC_MALLOC;
 	/*
 	 * gperftools 2.10 writes the mmap lines first, so a line it cut
 	 * before its first frame is a malloc one.
@@ -230,6 +449,23 @@ static enum alloc_kind line_kind(const struct snapshot *snap,
 	return ALLOC_MALLOC;
 }
 
+/* The stack line as the snapshot holds it. */
+static void fill_line(const struct gparser *g, const struct gline *gl,
+		      struct stack_line *sl)
+{
+	sl->bucket_id = sl->bucket->id;
+	sl->virt = sl->committed = gl->bytes;
+	sl->line = gl->no;
+	if (g->has_alloc) {
+		sl->alloc = gl->alloc_objs;
+		sl->alloc_bytes = gl->alloc_bytes;
+		sl->free = sub64(gl->alloc_objs, gl->objs,
+				 &g->snap->overflow);
+	} else {
+		sl->alloc = gl->objs; /* (counts_unknown: blocks in use) */
+	}
+}
+
 /* The snapshot from the parsed lines; 0, or -1 after an error. */
 static int build(struct gparser *g)
 {
@@ -240,23 +476,21 @@ static int build(struct gparser *g)
 	for (size_t i = 0; i < g->n; i++) {
 		struct gline *gl = &g->lines[i];
 		struct stack_line *sl = &snap->lines[snap->nlines++];
-		enum alloc_kind kind = line_kind(snap, gl);
+		enum alloc_kind kind = line_kind(g, gl);
 
-		if (g->rate) {
-			unsample(g->rate, &gl->objs, &gl->bytes, &snap->overflow);
-			unsample(g->rate, &gl->alloc_objs, &gl->alloc_bytes,
+		if (sampled(g)) {
+			unsample((double)g->rate, &gl->objs, &gl->bytes,
 				 &snap->overflow);
+			unsample((double)g->rate, &gl->alloc_objs,
+				 &gl->alloc_bytes, &snap->overflow);
 		}
+		if (gl->nsym)
+			name_frames(g, gl);
 		sl->bucket = model_intern_bucket(g->m, kind, gl->frames,
 						 gl->depth, g->path, gl->no);
 		if (!sl->bucket)
 			return -1;
-		sl->bucket_id = sl->bucket->id;
-		sl->virt = sl->committed = gl->bytes;
-		sl->alloc = gl->alloc_objs;
-		sl->alloc_bytes = gl->alloc_bytes;
-		sl->free = sub64(gl->alloc_objs, gl->objs, &snap->overflow);
-		sl->line = gl->no;
+		fill_line(g, gl, sl);
 		if (kind == ALLOC_MMAP)
 			mmap_bytes = add64(mmap_bytes, gl->bytes, &snap->overflow);
 		else
@@ -264,12 +498,13 @@ static int build(struct gparser *g)
 					     &snap->overflow);
 	}
 	snap->lines_alloc = g->n ? g->n : 1;
-	snap->has_alloc_bytes = true;
+	snap->has_alloc_bytes = g->has_alloc;
+	snap->counts_unknown = !g->has_alloc;
 	/*
-	 * The header counts malloc only.  Lines that add up to less than it
-	 * mean lost buckets: the 1 MiB cap drops the smallest ones.
+	 * gperftools' header counts malloc only.  Lines that add up to less
+	 * than it mean lost buckets: the 1 MiB cap drops the smallest ones.
 	 */
-	if (!g->rate && malloc_bytes < g->header_bytes)
+	if (g->type == H_GPERF && malloc_bytes < g->header_bytes)
 		warning("%s: its stack lines hold %" PRId64 " of the %" PRId64
 			" bytes in use the header counts; the rest was lost "
 			"(gperftools 2.10-2.15 cut profiles at 1 MiB)",
@@ -277,14 +512,26 @@ static int build(struct gparser *g)
 	/* What GLOBAL_STATS would say, as far as a profile tells. */
 	snap->gs.row[GS_PROFILED_MALLOC].virt =
 		snap->gs.row[GS_PROFILED_MALLOC].committed =
-			g->rate ? malloc_bytes : g->header_bytes;
+			g->type == H_GPERF ? g->header_bytes : malloc_bytes;
 	snap->gs.row[GS_PROFILED_MMAP].virt =
 		snap->gs.row[GS_PROFILED_MMAP].committed = mmap_bytes;
+	heap_profile_total(snap, add64(malloc_bytes, mmap_bytes,
+				       &snap->overflow));
 	snap->gs.present = 1u << GS_PROFILED_MALLOC | 1u << GS_PROFILED_MMAP;
 	return 0;
 }
 
-static bool is_maps_header(const struct line *l)
+void heap_profile_total(struct snapshot *snap, int64_t total)
+{
+	/*
+	 * A profile knows no process total: its own sum stands for it (not
+	 * marked present, so that mustbezero has nothing to check).
+	 */
+	snap->gs.row[GS_TOTAL].virt = snap->gs.row[GS_TOTAL].committed = total;
+}
+
+/* Which map section the line opens: 1 gperftools', 2 pprof's, else 0. */
+static int maps_header(const struct line *l)
 {
 	static const char *const heads[] = { "MAPPED_LIBRARIES:",
 					     "--- Memory map: ---" };
@@ -292,10 +539,11 @@ static bool is_maps_header(const struct line *l)
 	for (size_t i = 0; i < ARRAY_SIZE(heads); i++) {
 		size_t n = strlen(heads[i]);
 
-		if (l->len >= n && !memcmp(l->p, heads[i], n))
-			return true;
+		for (size_t k = 0; k + n <= l->len; k++)
+			if (!memcmp(l->p + k, heads[i], n))
+				return (int)i + 1;
 	}
-	return false;
+	return 0;
 }
 
 static bool blank(const struct line *l)
@@ -306,6 +554,60 @@ static bool blank(const struct line *l)
 	return true;
 }
 
+static bool comment(const struct line *l)
+{
+	size_t i = 0;
+
+	while (i < l->len && is_space(l->p[i]))
+		i++;
+	return i < l->len && l->p[i] == '#';
+}
+
+/* Say once per run what the profile's sizes are. */
+static void say_what(struct gparser *g)
+{
+	static const char *const rest =
+		"no committed/virtual split; total is the profile's own sum "
+		"of bytes in use, and what the kernel or GLOBAL_STATS would "
+		"give (rss, swap, ...) reads 0";
+	struct model *m = g->m;
+
+	if (m->warned & MODEL_WARNED_GPERF)
+		return;
+	m->warned |= MODEL_WARNED_GPERF;
+	switch (g->type) {
+	case H_GPERF:
+		warning("%s: a gperftools heap profile: sizes are the bytes "
+			"the program asked for, every allocation counted; %s",
+			g->path, rest);
+		break;
+	case H_SAMPLED:
+	case H_GO:
+		if (!sampled(g))
+			warning("%s: a %sheap profile of every allocation "
+				"(rate %" PRIu64 "): sizes are the bytes the "
+				"program asked for; %s", g->path,
+				g->type == H_GO ? "Go " : "", g->rate, rest);
+		else
+			warning("%s: a sampled %sheap profile (a sample every "
+				"%" PRIu64 " bytes on average): sizes and "
+				"counts are estimates from the sample, "
+				"unsampled as pprof does; %s", g->path,
+				g->type == H_GO ? "Go " : "", g->rate, rest);
+		break;
+	case H_GROWTH:
+		warning("%s: a heap growth profile: sizes are how much the "
+			"heap grew under each stack, not blocks in use; %s",
+			g->path, rest);
+		break;
+	case H_FRAG:
+		warning("%s: a heap fragmentation profile: sizes are bytes "
+			"lost to fragmentation under each stack; %s", g->path,
+			rest);
+		break;
+	}
+}
+
 int gperf_parse(struct snapshot *snap, const struct filebuf *fb,
 		struct model *m)
 {
@@ -313,7 +615,7 @@ int gperf_parse(struct snapshot *snap, const struct filebuf *fb,
 	struct line_reader r;
 	struct line l, pending;
 	bool header = false, in_maps = false, have_pending = false;
-	int rc = 0;
+	int rc = 0, which;
 
 	memset(&g, 0, sizeof(g));
 	g.snap = snap;
@@ -331,7 +633,7 @@ int gperf_parse(struct snapshot *snap, const struct filebuf *fb,
 			break;
 		}
 		if (!header) {
-			if (blank(&l))
+			if (blank(&l) || comment(&l))
 				continue;
 			if (l.len && l.p[0] == '%') {
 				/* pprof's commands; %warn is for the user. */
@@ -345,17 +647,25 @@ int gperf_parse(struct snapshot *snap, const struct filebuf *fb,
 			header = true;
 			continue;
 		}
-		if (is_maps_header(&l)) {
+		if ((which = maps_header(&l))) {
 			if (have_pending) {
-				g.cut = true;
+				/* Only gperftools' own trailer cuts lines. */
+				bool cap = which == 1 && g.type == H_GPERF;
+
+				g.cut = cap;
 				rc = parse_stack_line(&g, &pending,
-						      CUT_AT_CAP);
+						      cap ? CUT_AT_CAP
+							  : NOT_CUT);
 				have_pending = false;
 			}
-			if (rc == 0 && r.p < r.end)
+			if (rc == 0 && r.p < r.end && which == 1)
 				rc = maps_parse(&snap->own_maps, r.p,
 						(size_t)(r.end - r.p), g.path,
 						l.no + 1, &m->strings, true);
+			else if (rc == 0 && r.p < r.end)
+				rc = maps_parse_pprof(&snap->own_maps, r.p,
+						      (size_t)(r.end - r.p),
+						      g.path, &m->strings);
 			snap->has_own_maps = rc == 0;
 			in_maps = true;
 			break;
@@ -368,7 +678,11 @@ int gperf_parse(struct snapshot *snap, const struct filebuf *fb,
 		}
 		if (blank(&l))
 			continue;
-		if (!l.newline) {
+		if (comment(&l)) {
+			parse_comment(&g, &l);
+			continue;
+		}
+		if (!l.newline && g.type == H_GPERF) {
 			/* The file ends inside a stack line. */
 			g.cut = true;
 			rc = parse_stack_line(&g, &l, CUT_AT_EOF);
@@ -381,32 +695,32 @@ int gperf_parse(struct snapshot *snap, const struct filebuf *fb,
 		rc = parse_stack_line(&g, &pending, NOT_CUT);
 	if (rc == 0 && !header)
 		rc = gerr(&g, 1, "empty profile (no 'heap profile:' line)");
-	if (rc == 0 && !in_maps)
+	/* (Go's profiles have no maps: their comments name the frames.) */
+	if (rc == 0 && !in_maps && g.type == H_GPERF)
 		warning("%s: no MAPPED_LIBRARIES: section (file cut short?); "
 			"its frames cannot be symbolized", g.path);
+	else if (rc == 0 && !in_maps && g.type != H_GO)
+		warning("%s: no maps (MAPPED_LIBRARIES: or --- Memory map: "
+			"---); its frames cannot be symbolized", g.path);
 	if (rc == 0 && g.cut)
 		warning("%s:%lu: the last stack line is cut short (gperftools "
 			"2.10-2.15 cut profiles at 1 MiB); its stack may be "
 			"incomplete", g.path,
 			g.n ? g.lines[g.n - 1].no : 1UL);
+	if (rc == 0 && m->profile_kind && m->profile_kind != (int)g.type + 1)
+		rc = gerr(&g, 1, "a %s profile among %s profiles: not one run",
+			  type_names[g.type], type_names[m->profile_kind - 1]);
 	if (rc == 0) {
+		m->profile_kind = (int)g.type + 1;
 		snap->page_size = 4096;
 		rc = build(&g);
 	}
-	if (rc == 0) {
-		if (!(m->warned & MODEL_WARNED_GPERF)) {
-			warning("%s: a gperftools heap profile: sizes are the "
-				"bytes the program asked for, with no "
-				"committed/virtual split and no process "
-				"totals (columns from GLOBAL_STATS, and rss, "
-				"pss and swap, read 0)",
-				g.path);
-			m->warned |= MODEL_WARNED_GPERF;
-		}
-	}
+	if (rc == 0)
+		say_what(&g);
 	for (size_t i = 0; i < g.n; i++)
 		free(g.lines[i].frames);
 	free(g.lines);
+	free(g.syms);
 	sb_release(&g.q);
 	return rc;
 }

@@ -8,7 +8,10 @@
 #include <string.h>
 
 #include "deep.h"
+#include "dhat.h"
 #include "gperf.h"
+#include "jemalloc.h"
+#include "pbread.h"
 #include "text.h"
 #include "util.h"
 
@@ -16,13 +19,21 @@ static const struct reader {
 	enum dump_format format;
 	const char *what;   /* for "dmprof reads ..." */
 	bool (*claims)(const char *line, size_t len);
+	bool (*claims_file)(const struct filebuf *fb); /* binary formats */
 	int (*parse)(struct snapshot *snap, const struct filebuf *fb,
 		     struct model *m);
 } readers[] = {
 	{ FORMAT_DEEP, "deep heap dumps (DUMP_DEEP_5, DUMP_DEEP_6)",
-	  deep_claims, deep_parse },
-	{ FORMAT_GPERFTOOLS, "gperftools heap profiles (heapprofile, heap_v2)",
-	  gperf_is_header, gperf_parse },
+	  deep_claims, NULL, deep_parse },
+	{ FORMAT_GPERFTOOLS,
+	  "text heap profiles (gperftools, tcmalloc, Go debug=1, pprof)",
+	  gperf_is_header, NULL, gperf_parse },
+	{ FORMAT_JEMALLOC, "jemalloc heap profiles (heap_v2/RATE)",
+	  jemalloc_claims, NULL, jemalloc_parse },
+	{ FORMAT_PROTO, "pprof protobuf profiles (profile.proto, gzipped)",
+	  NULL, pb_claims, pb_parse },
+	{ FORMAT_DHAT, "Valgrind DHAT profiles (dhat.out.PID)", NULL,
+	  dhat_claims, dhat_parse },
 };
 
 static bool blank(const struct line *l)
@@ -31,6 +42,49 @@ static bool blank(const struct line *l)
 		if (!is_space(l->p[i]))
 			return false;
 	return true;
+}
+
+static bool has_prefix(const struct filebuf *fb, size_t at, const char *lit)
+{
+	size_t n = strlen(lit);
+
+	return fb->size >= at + n && !memcmp(fb->data + at, lit, n);
+}
+
+/* What a file no reader claims seems to be, or NULL. */
+static const char *looks_like(const struct filebuf *fb)
+{
+	static const struct {
+		const char *start, *what;
+	} starts[] = {
+		{ "--- heapz 1 ---", "a Java heap profile (heapz)" },
+		{ "--- contentionz 1 ---", "a Java contention profile" },
+		{ "--- contention", "a contention profile" },
+		{ "--- mutex", "a Go mutex profile" },
+		{ "goroutine profile:", "a Go goroutine profile" },
+		{ "threadcreate profile:", "a Go threadcreate profile" },
+		{ "desc:", "a Valgrind massif profile" },
+		{ "# callgrind format", "a Valgrind callgrind profile" },
+		{ "PERFILE2", "a perf.data file" },
+		{ "PK\003\004", "a zip archive" },
+	};
+	static const unsigned char cpu64[24] = { 0, 0, 0, 0, 0, 0, 0, 0,
+						 3, 0, 0, 0, 0, 0, 0, 0 };
+	static const unsigned char cpu32[12] = { 0, 0, 0, 0, 3, 0, 0, 0 };
+	size_t at = 0;
+
+	for (size_t i = 0; i < ARRAY_SIZE(starts); i++)
+		if (has_prefix(fb, 0, starts[i].start))
+			return starts[i].what;
+	/* pprof's binary CPU profile: header words 0, 3, 0 (64 or 32 bit). */
+	if ((fb->size >= 24 && !memcmp(fb->data, cpu64, 24)) ||
+	    (fb->size >= 12 && !memcmp(fb->data, cpu32, 12)))
+		return "a pprof CPU profile (the legacy binary form)";
+	while (at < fb->size && is_space(fb->data[at]))
+		at++;
+	if (has_prefix(fb, at, "{"))
+		return "a JSON file, not DHAT's";
+	return NULL;
 }
 
 /*
@@ -44,12 +98,15 @@ static const struct reader *sniff(const struct filebuf *fb)
 	struct line l;
 	bool deciding = false; /* a line that decides, and no reader's */
 
+	for (size_t i = 0; i < ARRAY_SIZE(readers); i++)
+		if (readers[i].claims_file && readers[i].claims_file(fb))
+			return &readers[i];
 	lines_init(&r, fb->data, fb->size);
 	while (!deciding && lines_next(&r, &l)) {
 		if (blank(&l) || l.p[0] == '%' || l.p[0] == '#')
 			continue;
 		for (size_t i = 0; i < ARRAY_SIZE(readers); i++)
-			if (readers[i].claims(l.p, l.len))
+			if (readers[i].claims && readers[i].claims(l.p, l.len))
 				return &readers[i];
 		deciding = true;
 	}
@@ -57,7 +114,10 @@ static const struct reader *sniff(const struct filebuf *fb)
 		sb_addf(&what, "%s%s",
 			!i ? "" : i + 1 < ARRAY_SIZE(readers) ? ", " : " and ",
 			readers[i].what);
-	if (deciding)
+	if (looks_like(fb))
+		error("%s: %s, not a heap profile; dmprof reads %s", fb->path,
+		      looks_like(fb), what.buf);
+	else if (deciding)
 		error("%s:%lu: not a heap profile dmprof reads: '%s'; it reads "
 		      "%s", fb->path, l.no, quote_for_msg(l.p, l.len, &q),
 		      what.buf);
@@ -91,11 +151,18 @@ int profile_probe(const char *path, enum dump_format *format)
 
 int profile_load(struct snapshot *snap, const char *path, struct model *m)
 {
+	return profile_load_part(snap, path, 0, m);
+}
+
+int profile_load_part(struct snapshot *snap, const char *path, int part,
+		      struct model *m)
+{
 	const struct reader *rd;
 	struct filebuf fb;
 	int rc = -1;
 
 	snapshot_init(snap, path);
+	snap->part = part;
 	if (file_load(&fb, path) < 0) {
 		snapshot_release(snap);
 		return -1;

@@ -35,7 +35,7 @@ static int load_buckets(struct run *r)
 	free(paths);
 	if (rc < 0)
 		return -1;
-	if (!loaded && !r->gperftools)
+	if (!loaded && !r->self_contained)
 		warning("no bucket definitions found (%s.NNNN.buckets); "
 			"every bucket is unknown", r->series.prefix);
 	return 0;
@@ -54,7 +54,7 @@ static int load_maps(struct run *r)
 	if (file_exists(path.buf)) {
 		rc = maps_load(&r->maps, path.buf, &r->model.strings);
 		r->has_maps = rc == 0;
-	} else if (!r->gperftools) {
+	} else if (!r->self_contained) {
 		warning("no maps (%s.maps or %s.symmap/maps); addresses stay "
 			"unsymbolized",
 			r->series.prefix, r->series.prefix);
@@ -95,9 +95,28 @@ static int probe(struct run *r, const char *first_dump)
 		return error("%s: is a directory, not a dump", first_dump);
 	if (profile_probe(first_dump, &r->format) < 0)
 		return -1;
-	/* gperftools profiles bring their own buckets and maps. */
-	r->gperftools = r->format == FORMAT_GPERFTOOLS;
+	/* Heap profiles bring their own stacks and maps. */
+	r->self_contained = r->format != FORMAT_DEEP;
 	return 0;
+}
+
+/*
+ * A DHAT file is a run of two snapshots, at the peak and at the end; a
+ * command that reads one dump reads the end.
+ */
+static void dhat_series(struct run *r, bool all)
+{
+	struct series *s = &r->series;
+
+	s->dumps[0].counter = s->first = 1;
+	s->dumps[0].part = all ? 1 : 2;
+	if (!all)
+		return;
+	s->dumps = xreallocarray(s->dumps, 2, sizeof(*s->dumps));
+	s->dumps[1].path = xstrdup(s->dumps[0].path);
+	s->dumps[1].counter = 2;
+	s->dumps[1].part = 2;
+	s->ndumps = 2;
 }
 
 static void init(struct run *r, const struct sym_options *opts)
@@ -105,6 +124,7 @@ static void init(struct run *r, const struct sym_options *opts)
 	memset(r, 0, sizeof(*r));
 	r->opts = opts;
 	model_init(&r->model);
+	r->model.sample_type = opts ? opts->sample_type : NULL;
 	maps_init(&r->maps);
 }
 
@@ -123,6 +143,8 @@ int run_open(struct run *r, const char *first_dump, unsigned flags,
 	    series_discover(&r->series, first_dump,
 			    (flags & RUN_ALL_DUMPS) != 0) < 0)
 		return -1;
+	if (r->format == FORMAT_DHAT)
+		dhat_series(r, (flags & RUN_ALL_DUMPS) != 0);
 	return open_companions(r);
 }
 
@@ -154,7 +176,8 @@ void run_symbolize_snapshot(struct run *r, const struct snapshot *snap)
 
 int run_load_dump(struct run *r, size_t i, struct snapshot *snap)
 {
-	if (profile_load(snap, r->series.dumps[i].path, &r->model) < 0)
+	if (profile_load_part(snap, r->series.dumps[i].path,
+			      r->series.dumps[i].part, &r->model) < 0)
 		return -1;
 	snap->counter = r->series.dumps[i].counter;
 	return 0;

@@ -12,14 +12,34 @@
 
 #include "util.h"
 
+/* What may follow a dump's counter: heap dumps, pprof's protobuf. */
+static const char *const suffixes[] = { "heap", "pb.gz", "pb", "pprof",
+					"pprof.gz", "prof" };
+
+/* The suffix PATH ends in (".SUFFIX"), or NULL. */
+static const char *dump_suffix(const char *path)
+{
+	size_t len = strlen(path);
+
+	for (size_t i = 0; i < ARRAY_SIZE(suffixes); i++) {
+		size_t n = strlen(suffixes[i]);
+
+		if (len > n + 1 && path[len - n - 1] == '.' &&
+		    !strcmp(path + len - n, suffixes[i]))
+			return suffixes[i];
+	}
+	return NULL;
+}
+
 bool series_split(const char *path, char **prefix, unsigned long *counter)
 {
+	const char *suffix = dump_suffix(path);
 	size_t len = strlen(path), end, i;
 	unsigned long n = 0;
 
-	if (len < 7 || strcmp(path + len - 5, ".heap") != 0)
+	if (!suffix || len < strlen(suffix) + 3)
 		return false;
-	end = len - 5;
+	end = len - strlen(suffix) - 1;
 	i = end;
 	while (i > 0 && path[i - 1] >= '0' && path[i - 1] <= '9')
 		i--;
@@ -127,7 +147,8 @@ int series_discover(struct series *s, const char *first_dump, bool all)
 		all = false;
 	}
 	if (series_scan(s->prefix, "buckets", &s->buckets, &s->nbuckets) < 0 ||
-	    (all && series_scan(s->prefix, "heap", &found, &nfound) < 0)) {
+	    (all && series_scan(s->prefix, dump_suffix(first_dump), &found,
+				&nfound) < 0)) {
 		series_free(s);
 		return -1;
 	}
@@ -167,7 +188,7 @@ int series_of(struct series *s, const char *const *dumps, size_t n)
 	if (n == 1)
 		return series_discover(s, dumps[0], false);
 	if (!series_split(dumps[0], &s->prefix, &s->first))
-		return error("%s: not a dump of a series (PREFIX.NNNN.heap)",
+		return error("%s: not a dump of a series (PREFIX.NNNN.heap, PREFIX.NNNN.pb.gz)",
 			     dumps[0]);
 	s->dumps = xcalloc(n, sizeof(*s->dumps));
 	for (size_t i = 0; i < n; i++) {

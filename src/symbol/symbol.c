@@ -126,8 +126,12 @@ void symbolize_model(struct model *m, struct symbolizer *s,
 		struct frame *f = m->frames.v[i];
 		struct sym_info info = { NULL, NULL, 0, 0, NULL };
 
-		if (f->symbolized)
+		if (f->symbolized) {
+			/* (Named by the profile: only --no-inline applies.) */
+			if (s && s->opts && s->opts->no_inline)
+				f->ninline = 0;
 			continue;
+		}
 		if (s)
 			s->ops->code(s, maps, f->addr, &info);
 		/*

@@ -189,6 +189,8 @@ fi
 
 . "$top/tests/real/leak.sh"
 . "$top/tests/real/debuginfod.sh"
+. "$top/tests/real/pprof.sh"
+. "$top/tests/real/dhat.sh"
 
 echo "real: $pass passed, $fail failed"
 [ $fail = 0 ]

@@ -298,7 +298,7 @@ Test(dump, errors)
 		   "unknown dump version 'DUMP_DEEP_7'");
 	load_fails("hello\n", "d.0001.heap:1: not a heap profile dmprof reads: "
 			      "'hello'; it reads deep heap dumps (DUMP_DEEP_5, "
-			      "DUMP_DEEP_6) and gperftools heap profiles");
+			      "DUMP_DEEP_6), text heap profiles");
 	load_fails("heap profile: DUMP_DEEP_6\n" GS_ALL,
 		   "no STACKTRACES section (dump truncated?)");
 	load_fails("heap profile: DUMP_DEEP_6\nMETA:\nTime: 1\n",

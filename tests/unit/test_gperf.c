@@ -83,14 +83,15 @@ static uint64_t frame_addr(const struct bucket *b, uint32_t i)
 	return frame_get(&m.frames, b->stack->frames[i])->addr;
 }
 
-/* pprof's scale for heap_v2/RATE, applied to one (objs, bytes) pair. */
+/* pprof's scale for heap_v2/RATE, applied to one (objs, bytes) pair:
+ * truncated, as pprof's int64() conversion does. */
 static void pprof_unsample(double rate, int64_t objs, int64_t bytes,
 			   int64_t *out_objs, int64_t *out_bytes)
 {
 	double scale = 1.0 / (1.0 - exp(-((double)bytes / objs) / rate));
 
-	*out_objs = llround(objs * scale);
-	*out_bytes = llround(bytes * scale);
+	*out_objs = (int64_t)(objs * scale);
+	*out_bytes = (int64_t)(bytes * scale);
 }
 
 Test(gperf, heapprofile_lines_maps_and_gstats)
@@ -130,7 +131,10 @@ Test(gperf, heapprofile_lines_maps_and_gstats)
 	cr_assert_eq(snap.gs.row[GS_PROFILED_MALLOC].virt, 4096);
 	cr_assert_eq(snap.gs.row[GS_PROFILED_MALLOC].committed, 4096);
 	cr_assert_eq(snap.gs.row[GS_PROFILED_MMAP].virt, 0);
-	cr_assert_eq(snap.gs.row[GS_TOTAL].committed, 0);
+	/* The total is the profile's own sum (mmap lines included), and
+	 * not a process total: not marked present. */
+	cr_assert_eq(snap.gs.row[GS_TOTAL].committed,
+		     snap.gs.row[GS_PROFILED_MMAP].committed + 4096);
 	cr_assert_not(snap.has_global_stats);
 	/* Only the once-per-run note about gperftools sizes. */
 	cr_assert_eq(count(stderr_text(), "warning:"), 1, "%s",
@@ -178,7 +182,7 @@ Test(gperf, heap_v2_unsampled_as_pprof_does)
 	int64_t objs, bytes, aobjs, abytes;
 
 	capture_stderr();
-	cr_assert_eq(load("heap profile:      9:  9999999 [     9:  9999999] "
+	cr_assert_eq(load("heap profile:      9:  9999999 [    10: 19999999] "
 			  "@ heap_v2/524288\n"
 			  "     2:     2048 [     6: 12582912] @ 0x00401136\n"
 			  "     0:        0 [     1:      100] @ 0x00401150\n"
@@ -192,7 +196,8 @@ Test(gperf, heap_v2_unsampled_as_pprof_does)
 	cr_assert_eq(snap.lines[0].committed, bytes);
 	cr_assert_eq(snap.lines[0].alloc, aobjs);
 	cr_assert_eq(snap.lines[0].free, aobjs - objs);
-	/* Known values: 1 KiB average at a 512 KiB period is x512.5. */
+	/* Known values: 1 KiB average at a 512 KiB period is x512.50016,
+	 * truncated. */
 	cr_assert_eq(objs, 1025);
 	cr_assert_eq(bytes, 1049600);
 	cr_assert_eq(aobjs, 6);
@@ -212,48 +217,97 @@ Test(gperf, heap_v2_unsampled_as_pprof_does)
 	cr_assert_null(strstr(stderr_text(), "stack lines hold"));
 }
 
-Test(gperf, heap_v2_zero_count_with_bytes_not_scaled)
+Test(gperf, heap_v2_zero_objects_with_bytes_is_an_error)
 {
-	cr_assert_eq(load("heap profile: 0: 512 [0: 512] @ heap_v2/524288\n"
-			  "     0:      512 [     0:      512] @ 0x00401136\n"
+	/* (Nothing to unsample them by: pprof refuses them too.) */
+	load_fails("heap profile: 0: 512 [0: 512] @ heap_v2/524288\n"
+		   "     0:      512 [     0:      512] @ 0x00401136\n" MAPS,
+		   "g.0001.heap:2: 0 objects holding bytes in a sampled "
+		   "profile");
+}
+
+Test(gperf, heap_v2_rates_up_to_1_are_exact)
+{
+	cr_assert_eq(load("heap profile: 1: 1 [2: 3] @ heap_v2/1\n"
+			  "     1:        1 [     2:        3] @ 0x00401136\n"
 			  MAPS), 0);
-	cr_assert_eq(snap.lines[0].virt, 512);
-	cr_assert_eq(snap.lines[0].alloc, 0);
+	cr_assert_eq(snap.lines[0].virt, 1);
+	cr_assert_eq(snap.lines[0].alloc, 2);
+	snapshot_release(&snap);
+	cr_assert_eq(load("heap profile: 1: 1 [2: 3] @ heap_v2/0\n"
+			  "     1:        1 [     2:        3] @ 0x00401136\n"
+			  MAPS), 0);
+	cr_assert_eq(snap.lines[0].virt, 1);
+	snapshot_release(&snap);
+	cr_assert_eq(load("heap profile: 1: 1 [2: 3] @ heap_v2/\n"
+			  "     1:        1 [     2:        3] @ 0x00401136\n"
+			  MAPS), 0);
+	cr_assert_eq(snap.lines[0].virt, 1);
+	snapshot_release(&snap);
+	load_fails("heap profile: 1: 2 [3: 4] @ heap_v2/x\n",
+		   "g.0001.heap:1: invalid sampling rate 'heap_v2/x'");
+}
+
+Test(gperf, equal_alloc_columns_do_not_count)
+{
+	/* tcmalloc's sampled profiles print the in-use pair twice. */
+	cr_assert_eq(load("heap profile: 2: 2048 [2: 2048] @ heap_v2/1\n"
+			  "     2:     2048 [     2:     2048] @ 0x00401136\n"
+			  MAPS), 0);
+	cr_assert(snap.counts_unknown);
+	cr_assert_not(snap.has_alloc_bytes);
+	cr_assert_eq(snap.lines[0].alloc, 2); /* (the blocks in use) */
 	cr_assert_eq(snap.lines[0].free, 0);
 }
 
-Test(gperf, heap_v2_bad_period)
+Test(gperf, go_heap_is_half_the_rate_and_named_by_comments)
 {
-	load_fails("heap profile: 1: 2 [3: 4] @ heap_v2/0\n",
-		   "g.0001.heap:1: invalid sampling period 'heap_v2/0'");
-	load_fails("heap profile: 1: 2 [3: 4] @ heap_v2/x\n",
-		   "g.0001.heap:1: invalid sampling period 'heap_v2/x'");
-	load_fails("heap profile: 1: 2 [3: 4] @ heap_v2/\n",
-		   "g.0001.heap:1: unknown profile type 'heap_v2/'");
+	cr_assert_eq(load("heap profile: 1: 4096 [2: 8192] @ heap/2\n"
+			  "1: 4096 [2: 8192] @ 0x4b3c31 0x4b3ecd 0x461121\n"
+			  "#\t0x4b3c30\tmain.grow+0x50\t\t/src/g.go:19\n"
+			  "#\t0x4b3c30\tmain.inl+0x50\t\t/src/g.go:9\n"
+			  "#\t0x4b3ecc\tmain.main+0x8c\t\t/src/g.go:44\n"
+			  "\n# runtime.MemStats\n# Alloc = 1\n"), 0);
+	/* heap/2 is rate 1: exact. */
+	cr_assert_eq(snap.lines[0].virt, 4096);
+	cr_assert_eq(snap.lines[0].bucket->stack->depth, 3);
+	{
+		const struct frame *f0 = frame_get(
+			&m.frames, snap.lines[0].bucket->stack->frames[0]);
+		const struct frame *f2 = frame_get(
+			&m.frames, snap.lines[0].bucket->stack->frames[2]);
+
+		cr_assert_str_eq(f0->func, "main.inl");
+		cr_assert_eq(f0->ninline, 1);
+		cr_assert_str_eq(f0->inl[0].func, "main.grow");
+		cr_assert_eq(f0->line, 9);
+		cr_assert_str_eq(f0->file, "/src/g.go");
+		cr_assert_not(f2->symbolized); /* goexit: not printed */
+	}
 }
 
 Test(gperf, growth_and_unknown_types)
 {
-	load_fails("heap profile: 1: 2 [3: 4] @ growth\n",
-		   "g.0001.heap:1: a heap growth profile records where the "
-		   "heap grew, not what it holds");
+	cr_assert_eq(load("heap profile: 1: 2 [3: 4] @ growthz\n"
+			  "1: 2 [3: 4] @ 0x401000\n" MAPS), 0);
+	cr_assert(snap.counts_unknown);
+	cr_assert_eq(snap.lines[0].virt, 2);
+	snapshot_release(&snap);
 	load_fails("heap profile: 1: 2 [3: 4] @ heapz\n",
 		   "g.0001.heap:1: unknown profile type 'heapz' (dmprof reads "
-		   "heapprofile, heap and heap_v2/RATE)");
+		   "heapprofile, heap_v2/RATE, heapz_v2/RATE");
 	load_fails("heap profile: 1: 2 [3: 4] @ heapprofilex\n",
 		   "unknown profile type 'heapprofilex'");
-	load_fails("\n%warn x\nheap profile: 1: 2 [3: 4] @ growth\n",
-		   "g.0001.heap:3: a heap growth profile");
 }
 
 Test(gperf, header_errors)
 {
 	load_fails("heap profile: 1: 2 [3: 4]\n",
-		   "g.0001.heap:1: gperftools header without '@ TYPE'");
+		   "g.0001.heap:1: heap profile header without '@ TYPE'");
 	load_fails("heap profile: 1: 2 [3: 4] @\n",
-		   "gperftools header without '@ TYPE'");
+		   "heap profile header without '@ TYPE'");
 	load_fails("heap profile: 1: 2 [3 4] @ heapprofile\n",
-		   "g.0001.heap:1: malformed gperftools header 'heap profile: "
+		   "g.0001.heap:1: malformed heap profile header 'heap profile: "
 		   "1: 2 [3 4] @ heapprofile'");
 	load_fails("heap profile: 1: 99999999999999999999 [3: 4] @ heap\n",
 		   "g.0001.heap:1: number out of range in header");

@@ -1,0 +1,265 @@
+/*
+ * jemalloc's heap profile dumps (jemalloc >= 4.0, prof:true): a first line
+ * "heap_v2/RATE", the process's totals ("t*:") and each thread's ("tN:",
+ * perhaps with its name), then each stack ("@ 0x... 0x...", innermost
+ * first) with its totals over threads ("t*:") and per thread ("tN:"), and
+ * the maps after "MAPPED_LIBRARIES:".  Counts are "objs: bytes [objs:
+ * bytes]", in use then accumulated; the accumulated pair is "[0: 0]"
+ * unless jemalloc ran with prof_accum.
+ *
+ * Values are a sample, one every RATE bytes on average, unsampled as
+ * jeprof does: each stack's pair times 1 / (1 - exp(-(bytes/objs)/RATE)),
+ * kept as real numbers and cut to whole bytes only at the end.  Here the
+ * cut is spread over the lines so that the snapshot's total is jeprof's
+ * (each line's share is within one byte of its estimate).
+ */
+#include "jemalloc.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gperf.h"
+#include "util.h"
+
+bool jemalloc_claims(const char *p, size_t len)
+{
+	return len > 8 && !memcmp(p, "heap_v2/", 8) && is_digit(p[8]);
+}
+
+struct jstack {
+	uint64_t *frames;
+	uint32_t depth;
+	unsigned long no;
+	bool counted;             /* its t*: line was seen */
+	double v[4];              /* objs, bytes, accum objs, accum bytes */
+};
+
+struct jparser {
+	const char *path;
+	struct strbuf q;
+	uint64_t rate;
+	struct jstack *v;
+	size_t n, alloc;
+	bool accum;               /* some accumulated count is not 0 */
+};
+
+static int jerr(struct jparser *j, unsigned long line, const char *what,
+		const struct line *l)
+{
+	error("%s:%lu: %s: '%s'", j->path, line, what,
+	      quote_for_msg(l->p, l->len, &j->q));
+	return -1;
+}
+
+/* "tX: N: B [N: B]" after the "t": 0 (V filled, ALL: X is '*'), -1. */
+static int counts_line(struct cursor *c, uint64_t v[4], bool *all)
+{
+	static const char *const after[4] = { ":", "[", ":", "]" };
+
+	*all = cursor_eat(c, "*");
+	if (!*all && parse_u64(c, &v[0]) != NUM_OK)
+		return -1;
+	if (!cursor_eat(c, ":"))
+		return -1;
+	for (int i = 0; i < 4; i++) {
+		cursor_skip_space(c);
+		if (parse_u64(c, &v[i]) != NUM_OK)
+			return -1;
+		cursor_skip_space(c);
+		if (!cursor_eat(c, after[i]))
+			return -1;
+	}
+	return 0;
+}
+
+static int parse_stack(struct jparser *j, const struct line *l,
+		       struct cursor *c)
+{
+	struct jstack s;
+	const char *w;
+	size_t wl, alloc = 0;
+
+	memset(&s, 0, sizeof(s));
+	s.no = l->no;
+	while (cursor_word(c, &w, &wl)) {
+		uint64_t addr;
+
+		if (word_hex(w, wl, &addr, true) != NUM_OK) {
+			free(s.frames);
+			return jerr(j, l->no, "invalid frame address in", l);
+		}
+		if (s.depth == UINT32_MAX) {
+			free(s.frames);
+			return jerr(j, l->no, "stack too deep", l);
+		}
+		GROW(s.frames, s.depth + 1, alloc);
+		s.frames[s.depth++] = addr;
+	}
+	GROW(j->v, j->n + 1, j->alloc);
+	j->v[j->n++] = s;
+	return 0;
+}
+
+/* jeprof's estimate of a sampled pair (objs, bytes), as reals. */
+static void unsample(uint64_t rate, const uint64_t in[2], double out[2])
+{
+	double scale = 1;
+
+	if (in[0] && rate > 1)
+		scale = 1 / (1 - exp(-((double)in[1] / (double)in[0]) /
+				     (double)rate));
+	out[0] = (double)in[0] * scale;
+	out[1] = (double)in[1] * scale;
+}
+
+static int parse_lines(struct jparser *j, struct snapshot *snap,
+		       const struct filebuf *fb, struct model *m)
+{
+	struct line_reader r;
+	struct line l;
+
+	lines_init(&r, fb->data, fb->size);
+	while (lines_next(&r, &l)) {
+		struct cursor c = cursor_of(&l);
+		uint64_t v[4];
+		bool all;
+
+		if (memchr(l.p, '\0', l.len))
+			return jerr(j, l.no, "NUL byte in line", &l);
+		cursor_skip_space(&c);
+		if (l.no == 1) {
+			c.p += 8;
+			if (parse_u64(&c, &j->rate) != NUM_OK ||
+			    !cursor_at_end(&c))
+				return jerr(j, 1, "expected 'heap_v2/RATE'",
+					    &l);
+			continue;
+		}
+		if (cursor_at_end(&c))
+			continue;
+		if (cursor_eat(&c, "MAPPED_LIBRARIES:")) {
+			snap->has_own_maps =
+				maps_parse(&snap->own_maps, r.p,
+					   (size_t)(r.end - r.p), j->path,
+					   l.no + 1, &m->strings, true) == 0;
+			return snap->has_own_maps ? 0 : -1;
+		}
+		if (cursor_eat(&c, "@")) {
+			if (parse_stack(j, &l, &c) < 0)
+				return -1;
+			continue;
+		}
+		if (!cursor_eat(&c, "t") || counts_line(&c, v, &all) < 0)
+			return jerr(j, l.no, "expected 'tN: N: B [N: B]' or "
+					     "'@ FRAMES', found", &l);
+		/* (A thread line may end in the thread's name.) */
+		if (!j->n || !all)
+			continue; /* the process's or a thread's totals */
+		if (j->v[j->n - 1].counted)
+			return jerr(j, l.no, "a second 't*:' line for the "
+					     "stack above", &l);
+		if (v[2] || v[3])
+			j->accum = true;
+		unsample(j->rate, v, j->v[j->n - 1].v);
+		unsample(j->rate, v + 2, j->v[j->n - 1].v + 2);
+		j->v[j->n - 1].counted = true;
+	}
+	return 0;
+}
+
+/*
+ * The stacks as snapshot lines.  Each value is cut so that the running
+ * sum of the cuts is the running sum of the estimates, cut.
+ */
+static int build(struct jparser *j, struct snapshot *snap, struct model *m)
+{
+	double sum[4] = { 0, 0, 0, 0 };
+	int64_t done[4] = { 0, 0, 0, 0 }, total = 0;
+
+	snap->lines = xcalloc(j->n ? j->n : 1, sizeof(*snap->lines));
+	snap->lines_alloc = j->n ? j->n : 1;
+	for (size_t i = 0; i < j->n; i++) {
+		struct jstack *s = &j->v[i];
+		struct stack_line *sl;
+		int64_t now[4];
+
+		if (!s->counted) {
+			error("%s:%lu: a stack without its 't*:' line",
+			      j->path, s->no);
+			return -1;
+		}
+		for (int k = 0; k < 4; k++) {
+			sum[k] += s->v[k];
+			if (sum[k] >= 9.2e18) {
+				snap->overflow = true;
+				sum[k] = 9.2e18;
+			}
+			now[k] = (int64_t)sum[k] - done[k];
+			done[k] += now[k];
+		}
+		sl = &snap->lines[snap->nlines++];
+		sl->bucket = model_intern_bucket(m, ALLOC_MALLOC, s->frames,
+						 s->depth, j->path, s->no);
+		if (!sl->bucket)
+			return -1;
+		sl->bucket_id = sl->bucket->id;
+		sl->virt = sl->committed = now[1];
+		sl->line = s->no;
+		if (j->accum) {
+			sl->alloc = now[2];
+			sl->alloc_bytes = now[3];
+			sl->free = sub64(now[2], now[0], &snap->overflow);
+		} else {
+			sl->alloc = now[0];
+		}
+		total = add64(total, now[1], &snap->overflow);
+	}
+	snap->has_alloc_bytes = j->accum;
+	snap->counts_unknown = !j->accum;
+	snap->gs.row[GS_PROFILED_MALLOC].virt =
+		snap->gs.row[GS_PROFILED_MALLOC].committed = total;
+	snap->gs.present = 1u << GS_PROFILED_MALLOC | 1u << GS_PROFILED_MMAP;
+	heap_profile_total(snap, total);
+	return 0;
+}
+
+int jemalloc_parse(struct snapshot *snap, const struct filebuf *fb,
+		   struct model *m)
+{
+	struct jparser j;
+	int rc;
+
+	memset(&j, 0, sizeof(j));
+	j.path = fb->path;
+	rc = parse_lines(&j, snap, fb, m);
+	if (rc == 0)
+		rc = build(&j, snap, m);
+	if (rc == 0 && !snap->has_own_maps)
+		warning("%s: no MAPPED_LIBRARIES: section; its frames cannot "
+			"be symbolized", j.path);
+	if (rc == 0 && !(m->warned & MODEL_WARNED_GPERF)) {
+		m->warned |= MODEL_WARNED_GPERF;
+		if (j.rate > 1)
+			warning("%s: a jemalloc heap profile sampled every "
+				"%" PRIu64 " bytes on average: sizes and "
+				"counts are estimates, unsampled as jeprof "
+				"does; total is the profile's own sum%s",
+				j.path, j.rate,
+				j.accum ? "" : "; it does not count "
+					       "allocations (prof_accum off)");
+		else
+			warning("%s: a jemalloc heap profile of every "
+				"allocation: total is the profile's own "
+				"sum%s", j.path,
+				j.accum ? "" : "; it does not count "
+					       "allocations (prof_accum off)");
+	}
+	snap->page_size = 4096;
+	for (size_t i = 0; i < j.n; i++)
+		free(j.v[i].frames);
+	free(j.v);
+	sb_release(&j.q);
+	return rc;
+}

@@ -1,0 +1,803 @@
+/*
+ * pprof's profile.proto, as Go's runtime/pprof, Google's tcmalloc,
+ * jeprof --proto, pprof -proto and /debug/pprof/heap endpoints write it
+ * (reference other-profiles.md §3).  The decoder is written here, not
+ * generated: it reads the few fields dmprof needs, accepts packed and
+ * unpacked repeated fields alike, skips the rest by wire type, and checks
+ * every length and index against the buffer, which a generated decoder
+ * would also do but with an allocation per message.
+ *
+ * A profile is one snapshot: each sample a stack line whose bucket is its
+ * stack.  Its values are the sample types the user picks (in-use bytes by
+ * default), already unsampled by the producer; a location's lines name
+ * its frames (inlined ones first) when the producer symbolized it,
+ * otherwise its address is symbolized here through the profile's
+ * mappings.  time_nanos is the snapshot's time.
+ */
+#include "pbread.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "gperf.h"
+#include "hashmap.h"
+#include "util.h"
+
+/* A decompressed profile may be this big (a zip bomb is not). */
+#define MAX_PROFILE (4ULL << 30)
+
+bool pb_claims(const struct filebuf *fb)
+{
+	const unsigned char *p = (const unsigned char *)fb->data;
+
+	if (fb->size >= 2 && p[0] == 0x1f && p[1] == 0x8b)
+		return true;
+	/*
+	 * Uncompressed: field 1 (sample_type) or 11 (period_type), both
+	 * length-delimited, whose first field is again a varint 1 (the
+	 * type's string index): 0a LEN 08 or 5a LEN 08.
+	 */
+	return fb->size >= 4 && (p[0] == 0x0a || p[0] == 0x5a) &&
+	       p[1] < 0x80 && p[2] == 0x08;
+}
+
+int pb_gunzip(const unsigned char *in, size_t n, size_t max,
+	      unsigned char **out, size_t *outn, const char **why)
+{
+	z_stream z;
+	size_t cap = n * 4 + 4096, len = 0;
+	unsigned char *buf;
+	int rc = Z_OK;
+
+	memset(&z, 0, sizeof(z));
+	if (inflateInit2(&z, 15 + 32) != Z_OK) {
+		*why = "cannot start zlib";
+		return -1;
+	}
+	buf = xmalloc(cap);
+	z.next_in = (unsigned char *)in;
+	z.avail_in = (uInt)(n > UINT32_MAX ? UINT32_MAX : n);
+	for (;;) {
+		if (len == cap) {
+			if (cap >= max) {
+				*why = "it inflates to more than 4 GiB";
+				goto fail;
+			}
+			cap = cap * 2 > max ? max : cap * 2;
+			buf = xrealloc(buf, cap);
+		}
+		z.next_out = buf + len;
+		z.avail_out = (uInt)(cap - len > UINT32_MAX ? UINT32_MAX
+							     : cap - len);
+		rc = inflate(&z, Z_NO_FLUSH);
+		len = (size_t)(z.next_out - buf);
+		if (rc == Z_STREAM_END) {
+			/* Another member may follow (concatenated gzip). */
+			size_t used = (size_t)(z.next_in - in);
+
+			if (used >= n)
+				break;
+			if (inflateReset(&z) != Z_OK)
+				goto corrupt;
+			continue;
+		}
+		if (rc == Z_BUF_ERROR && z.avail_out)
+			goto truncated; /* no more input, no end */
+		if (rc != Z_OK && rc != Z_BUF_ERROR)
+			goto corrupt;
+	}
+	inflateEnd(&z);
+	*out = buf;
+	*outn = len;
+	return 0;
+truncated:
+	*why = "the gzip data ends early (file cut short?)";
+	goto fail;
+corrupt:
+	*why = z.msg ? z.msg : "corrupt gzip data";
+fail:
+	inflateEnd(&z);
+	free(buf);
+	return -1;
+}
+
+/* ---- wire format ---- */
+
+struct pb {
+	const unsigned char *p, *end;
+};
+
+enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
+
+static bool pb_varint(struct pb *b, uint64_t *v)
+{
+	uint64_t x = 0;
+
+	for (int shift = 0; shift < 70; shift += 7) {
+		if (b->p >= b->end)
+			return false;
+		x |= (uint64_t)(*b->p & 0x7f) << shift;
+		if (!(*b->p++ & 0x80)) {
+			*v = x;
+			return true;
+		}
+	}
+	return false; /* more than 10 bytes */
+}
+
+/* The next field: its number, wire type, and value or bytes. */
+struct field {
+	uint64_t num;
+	int wt;
+	uint64_t v;        /* WT_VARINT, WT_I64, WT_I32 */
+	struct pb sub;     /* WT_LEN */
+};
+
+/* 1 a field, 0 at the end, -1 malformed. */
+static int pb_next(struct pb *b, struct field *f)
+{
+	uint64_t key, len;
+
+	if (b->p >= b->end)
+		return 0;
+	if (!pb_varint(b, &key))
+		return -1;
+	f->num = key >> 3;
+	f->wt = (int)(key & 7);
+	switch (f->wt) {
+	case WT_VARINT:
+		return pb_varint(b, &f->v) ? 1 : -1;
+	case WT_I64:
+	case WT_I32: {
+		size_t n = f->wt == WT_I64 ? 8 : 4;
+
+		if ((size_t)(b->end - b->p) < n)
+			return -1;
+		f->v = 0;
+		for (size_t i = 0; i < n; i++)
+			f->v |= (uint64_t)b->p[i] << (8 * i);
+		b->p += n;
+		return 1;
+	}
+	case WT_LEN:
+		if (!pb_varint(b, &len) || len > (uint64_t)(b->end - b->p))
+			return -1;
+		f->sub.p = b->p;
+		f->sub.end = b->p + len;
+		b->p += len;
+		return 1;
+	default:
+		return -1; /* groups, or garbage */
+	}
+}
+
+/*
+ * A repeated integer field, packed (a run of varints) or not (one): each
+ * value to FN.  False when malformed.
+ */
+static bool pb_ints(const struct field *f, void (*fn)(void *ctx, uint64_t v),
+		    void *ctx)
+{
+	struct pb b = f->sub;
+	uint64_t v;
+
+	if (f->wt == WT_VARINT) {
+		fn(ctx, f->v);
+		return true;
+	}
+	if (f->wt != WT_LEN)
+		return false;
+	while (b.p < b.end) {
+		if (!pb_varint(&b, &v))
+			return false;
+		fn(ctx, v);
+	}
+	return true;
+}
+
+/* ---- the profile ---- */
+
+struct pstr {
+	const char *p;
+	size_t len;
+};
+
+struct pvtype {
+	uint64_t type, unit; /* string indexes */
+};
+
+struct pline {
+	uint64_t function_id;
+	int64_t line;
+};
+
+struct ploc {
+	uint64_t id, mapping_id, address;
+	size_t line_first, nlines; /* into pparser.lines */
+	uint64_t frame;            /* the model's address, once resolved */
+	bool resolved;
+};
+
+struct pfunc {
+	uint64_t id, name, system_name, filename;
+};
+
+struct pmap {
+	uint64_t id, start, limit, offset, filename;
+};
+
+struct u64s {
+	uint64_t *v;
+	size_t n, alloc;
+};
+
+static void u64s_add(void *ctx, uint64_t v)
+{
+	struct u64s *a = ctx;
+
+	GROW(a->v, a->n + 1, a->alloc);
+	a->v[a->n++] = v;
+}
+
+struct pparser {
+	const char *path;
+	struct model *m;
+	struct snapshot *snap;
+	struct u64s strings_off;   /* (no: strings below) */
+	struct pstr *strs;
+	size_t nstrs, strs_alloc;
+	struct pvtype *types;
+	size_t ntypes, types_alloc;
+	struct pb *samples;        /* decoded once the rest is known */
+	size_t nsamples, samples_alloc;
+	struct ploc *locs;
+	size_t nlocs, locs_alloc;
+	struct pline *lines;
+	size_t nlines, lines_alloc;
+	struct pfunc *funcs;
+	size_t nfuncs, funcs_alloc;
+	struct pmap *maps;
+	size_t nmaps, maps_alloc;
+	struct hashmap loc_by_id, func_by_id;
+	int64_t time_nanos, period;
+	uint64_t default_type;
+	bool has_time;
+};
+
+static int perr(struct pparser *p, const char *fmt, ...) PRINTF(2, 3);
+static int perr(struct pparser *p, const char *fmt, ...)
+{
+	struct strbuf sb = STRBUF_INIT;
+	va_list ap;
+
+	va_start(ap, fmt);
+	sb_vaddf(&sb, fmt, ap);
+	va_end(ap);
+	error("%s: %s", p->path, sb.buf);
+	sb_release(&sb);
+	return -1;
+}
+
+static int malformed(struct pparser *p, const char *what)
+{
+	return perr(p, "malformed profile.proto (%s)", what);
+}
+
+/* The string at index I, or NULL (and an error) when out of range. */
+static const struct pstr *str_at(struct pparser *p, uint64_t i)
+{
+	if (i >= p->nstrs) {
+		perr(p, "string index %" PRIu64 " out of range (the table "
+			"has %zu)", i, p->nstrs);
+		return NULL;
+	}
+	return &p->strs[i];
+}
+
+static bool str_is(const struct pstr *s, const char *lit)
+{
+	return s->len == strlen(lit) && !memcmp(s->p, lit, s->len);
+}
+
+static int value_type(struct pparser *p, struct pb b, struct pvtype *t)
+{
+	struct field f;
+	int rc;
+
+	memset(t, 0, sizeof(*t));
+	while ((rc = pb_next(&b, &f)) > 0) {
+		if (f.wt != WT_VARINT)
+			continue;
+		if (f.num == 1)
+			t->type = f.v;
+		else if (f.num == 2)
+			t->unit = f.v;
+	}
+	return rc < 0 ? malformed(p, "a value type") : 0;
+}
+
+static int location(struct pparser *p, struct pb b)
+{
+	struct ploc loc;
+	struct field f;
+	int rc;
+
+	memset(&loc, 0, sizeof(loc));
+	loc.line_first = p->nlines;
+	while ((rc = pb_next(&b, &f)) > 0) {
+		if (f.num == 4 && f.wt == WT_LEN) {
+			struct pb lb = f.sub;
+			struct field g;
+			struct pline ln = { 0, 0 };
+
+			while ((rc = pb_next(&lb, &g)) > 0)
+				if (g.wt == WT_VARINT && g.num == 1)
+					ln.function_id = g.v;
+				else if (g.wt == WT_VARINT && g.num == 2)
+					ln.line = (int64_t)g.v;
+			if (rc < 0)
+				return malformed(p, "a location's line");
+			GROW(p->lines, p->nlines + 1, p->lines_alloc);
+			p->lines[p->nlines++] = ln;
+			loc.nlines++;
+		} else if (f.wt == WT_VARINT) {
+			if (f.num == 1)
+				loc.id = f.v;
+			else if (f.num == 2)
+				loc.mapping_id = f.v;
+			else if (f.num == 3)
+				loc.address = f.v;
+		}
+	}
+	if (rc < 0)
+		return malformed(p, "a location");
+	if (!loc.id)
+		return perr(p, "a location with id 0");
+	GROW(p->locs, p->nlocs + 1, p->locs_alloc);
+	p->locs[p->nlocs++] = loc;
+	return 0;
+}
+
+static int function(struct pparser *p, struct pb b)
+{
+	struct pfunc fn;
+	struct field f;
+	int rc;
+
+	memset(&fn, 0, sizeof(fn));
+	while ((rc = pb_next(&b, &f)) > 0) {
+		if (f.wt != WT_VARINT)
+			continue;
+		if (f.num == 1)
+			fn.id = f.v;
+		else if (f.num == 2)
+			fn.name = f.v;
+		else if (f.num == 3)
+			fn.system_name = f.v;
+		else if (f.num == 4)
+			fn.filename = f.v;
+	}
+	if (rc < 0)
+		return malformed(p, "a function");
+	if (!fn.id)
+		return perr(p, "a function with id 0");
+	GROW(p->funcs, p->nfuncs + 1, p->funcs_alloc);
+	p->funcs[p->nfuncs++] = fn;
+	return 0;
+}
+
+static int mapping(struct pparser *p, struct pb b)
+{
+	struct pmap mp;
+	struct field f;
+	int rc;
+
+	memset(&mp, 0, sizeof(mp));
+	while ((rc = pb_next(&b, &f)) > 0) {
+		if (f.wt != WT_VARINT)
+			continue;
+		switch (f.num) {
+		case 1: mp.id = f.v; break;
+		case 2: mp.start = f.v; break;
+		case 3: mp.limit = f.v; break;
+		case 4: mp.offset = f.v; break;
+		case 5: mp.filename = f.v; break;
+		}
+	}
+	if (rc < 0)
+		return malformed(p, "a mapping");
+	GROW(p->maps, p->nmaps + 1, p->maps_alloc);
+	p->maps[p->nmaps++] = mp;
+	return 0;
+}
+
+/* The top-level fields; samples are kept for later. */
+static int top_level(struct pparser *p, struct pb b)
+{
+	struct field f;
+	int rc;
+
+	while ((rc = pb_next(&b, &f)) > 0) {
+		switch (f.num) {
+		case 1: /* sample_type */
+			if (f.wt != WT_LEN)
+				break;
+			GROW(p->types, p->ntypes + 1, p->types_alloc);
+			if (value_type(p, f.sub, &p->types[p->ntypes++]) < 0)
+				return -1;
+			break;
+		case 2: /* sample */
+			if (f.wt != WT_LEN)
+				break;
+			GROW(p->samples, p->nsamples + 1, p->samples_alloc);
+			p->samples[p->nsamples++] = f.sub;
+			break;
+		case 3:
+			if (f.wt == WT_LEN && mapping(p, f.sub) < 0)
+				return -1;
+			break;
+		case 4:
+			if (f.wt == WT_LEN && location(p, f.sub) < 0)
+				return -1;
+			break;
+		case 5:
+			if (f.wt == WT_LEN && function(p, f.sub) < 0)
+				return -1;
+			break;
+		case 6: /* string_table */
+			if (f.wt != WT_LEN)
+				break;
+			GROW(p->strs, p->nstrs + 1, p->strs_alloc);
+			p->strs[p->nstrs].p = (const char *)f.sub.p;
+			p->strs[p->nstrs++].len = (size_t)(f.sub.end - f.sub.p);
+			break;
+		case 9: /* time_nanos */
+			if (f.wt == WT_VARINT) {
+				if (p->has_time)
+					warning("%s: a second time_nanos "
+						"(profiles concatenated?); "
+						"the first is its time",
+						p->path);
+				else
+					p->time_nanos = (int64_t)f.v;
+				p->has_time = true;
+			}
+			break;
+		case 12:
+			if (f.wt == WT_VARINT)
+				p->period = (int64_t)f.v;
+			break;
+		case 14:
+			if (f.wt == WT_VARINT)
+				p->default_type = f.v;
+			break;
+		}
+	}
+	if (rc < 0)
+		return malformed(p, "cut short, or not a profile");
+	if (!p->nstrs || p->strs[0].len)
+		return perr(p, "not a pprof profile: its string table does "
+			       "not start with \"\"");
+	if (!p->ntypes)
+		return perr(p, "a profile without sample types");
+	return 0;
+}
+
+/* ---- ids ---- */
+
+struct by_id {
+	uint64_t id;
+	size_t index;
+};
+
+static bool by_id_eq(const void *item, const void *key)
+{
+	return ((const struct by_id *)item)->id == *(const uint64_t *)key;
+}
+
+/* Index items by id (ID_AT gives the id of item I); -1 on a duplicate. */
+static int index_ids(struct pparser *p, struct hashmap *h, size_t n,
+		     uint64_t (*id_at)(const struct pparser *, size_t),
+		     const char *what)
+{
+	hashmap_init(h, n ? n : 1);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t id = id_at(p, i);
+		struct by_id *e;
+
+		if (hashmap_get(h, hash_u64(id), by_id_eq, &id))
+			return perr(p, "two %ss with id %" PRIu64, what, id);
+		e = arena_alloc(&p->m->arena, sizeof(*e));
+		e->id = id;
+		e->index = i;
+		hashmap_put(h, hash_u64(id), e);
+	}
+	return 0;
+}
+
+static uint64_t loc_id(const struct pparser *p, size_t i)
+{
+	return p->locs[i].id;
+}
+
+static uint64_t func_id(const struct pparser *p, size_t i)
+{
+	return p->funcs[i].id;
+}
+
+static const struct by_id *find_id(const struct hashmap *h, uint64_t id)
+{
+	return hashmap_get(h, hash_u64(id), by_id_eq, &id);
+}
+
+/* ---- building the snapshot ---- */
+
+/* The index of the sample type to read, and of its object count. */
+static int pick_types(struct pparser *p, size_t *bytes, size_t *objs,
+		      size_t *alloc_objs, size_t *alloc_bytes)
+{
+	const char *want = p->m->sample_type;
+	const struct pstr *t;
+	struct strbuf have = STRBUF_INIT;
+	size_t i;
+
+	*bytes = *objs = *alloc_objs = *alloc_bytes = SIZE_MAX;
+	for (i = 0; i < p->ntypes; i++) {
+		if (!(t = str_at(p, p->types[i].type)))
+			return -1;
+		if (str_is(t, "inuse_objects"))
+			*objs = i;
+		else if (str_is(t, "alloc_objects"))
+			*alloc_objs = i;
+		else if (str_is(t, "alloc_space"))
+			*alloc_bytes = i;
+		if (want && str_is(t, want))
+			*bytes = i;
+		else if (!want && str_is(t, "inuse_space"))
+			*bytes = i;
+		sb_addf(&have, "%s%.*s", i ? ", " : "", (int)t->len, t->p);
+	}
+	if (*bytes == SIZE_MAX && !want) {
+		/* Not a heap profile of Go's shape: its default type. */
+		*bytes = p->ntypes - 1;
+		for (i = 0; p->default_type && i < p->ntypes; i++)
+			if (p->types[i].type == p->default_type)
+				*bytes = i;
+	}
+	if (*bytes == SIZE_MAX) {
+		perr(p, "no sample type '%s'; it has %s", want, have.buf);
+		sb_release(&have);
+		return -1;
+	}
+	sb_release(&have);
+	/* Objects go with space of the same kind. */
+	if (want && !strncmp(want, "alloc_", 6)) {
+		*objs = *alloc_objs;
+	}
+	return 0;
+}
+
+/* The model address of location LOC's frame. */
+static int resolve(struct pparser *p, struct ploc *loc)
+{
+	struct frame_name names[64];
+	uint32_t n = 0;
+
+	if (loc->resolved)
+		return 0;
+	for (size_t k = 0; k < loc->nlines && n < ARRAY_SIZE(names); k++) {
+		const struct pline *ln = &p->lines[loc->line_first + k];
+		const struct by_id *e = find_id(&p->func_by_id,
+						ln->function_id);
+		const struct pstr *name, *file;
+
+		if (!e)
+			return perr(p, "location %" PRIu64 " names function "
+				       "%" PRIu64 ", which is not defined",
+				    loc->id, ln->function_id);
+		if (!(name = str_at(p, p->funcs[e->index].name)) ||
+		    !(file = str_at(p, p->funcs[e->index].filename)))
+			return -1;
+		if (!name->len && !(name = str_at(p, p->funcs[e->index]
+							       .system_name)))
+			return -1;
+		if (!name->len)
+			continue;
+		names[n].func = name->p;
+		names[n].func_len = name->len;
+		names[n].file = file->p;
+		names[n].file_len = file->len;
+		names[n].line = ln->line > 0 && ln->line <= UINT32_MAX
+					? (uint32_t)ln->line
+					: 0;
+		n++;
+	}
+	loc->frame = n ? model_named_frame(p->m, loc->address, names, n)
+		       : loc->address;
+	loc->resolved = true;
+	return 0;
+}
+
+struct sample {
+	struct u64s locs, values;
+};
+
+static int one_sample(struct pparser *p, struct pb b, struct sample *s)
+{
+	struct field f;
+	int rc;
+
+	s->locs.n = s->values.n = 0;
+	while ((rc = pb_next(&b, &f)) > 0) {
+		if (f.num == 1 && !pb_ints(&f, u64s_add, &s->locs))
+			return malformed(p, "a sample's locations");
+		if (f.num == 2 && !pb_ints(&f, u64s_add, &s->values))
+			return malformed(p, "a sample's values");
+	}
+	if (rc < 0)
+		return malformed(p, "a sample");
+	if (s->values.n != p->ntypes)
+		return perr(p, "a sample with %zu values for %zu sample types",
+			    s->values.n, p->ntypes);
+	return 0;
+}
+
+static int build(struct pparser *p)
+{
+	struct snapshot *snap = p->snap;
+	struct sample s;
+	uint64_t *frames = NULL;
+	size_t fcap = 0, ib, io, iao, iab;
+	int64_t total = 0;
+	int rc = 0;
+
+	memset(&s, 0, sizeof(s));
+	if (pick_types(p, &ib, &io, &iao, &iab) < 0 ||
+	    index_ids(p, &p->loc_by_id, p->nlocs, loc_id, "location") < 0 ||
+	    index_ids(p, &p->func_by_id, p->nfuncs, func_id, "function") < 0)
+		return -1;
+	snap->lines = xcalloc(p->nsamples ? p->nsamples : 1,
+			      sizeof(*snap->lines));
+	snap->lines_alloc = p->nsamples ? p->nsamples : 1;
+	for (size_t i = 0; i < p->nsamples && !rc; i++) {
+		struct stack_line *sl;
+		const int64_t *v;
+
+		if ((rc = one_sample(p, p->samples[i], &s)) < 0)
+			break;
+		v = (const int64_t *)s.values.v;
+		if (s.locs.n > UINT32_MAX) {
+			rc = perr(p, "a stack too deep");
+			break;
+		}
+		GROW(frames, s.locs.n, fcap);
+		for (size_t k = 0; k < s.locs.n && !rc; k++) {
+			const struct by_id *e = find_id(&p->loc_by_id,
+							s.locs.v[k]);
+
+			if (!e) {
+				rc = perr(p, "sample %zu: location id %" PRIu64
+					     " is not defined", i + 1,
+					  s.locs.v[k]);
+				break;
+			}
+			rc = resolve(p, &p->locs[e->index]);
+			frames[k] = p->locs[e->index].frame;
+		}
+		if (rc)
+			break;
+		sl = &snap->lines[snap->nlines++];
+		sl->bucket = model_intern_bucket(p->m, ALLOC_MALLOC, frames,
+						 (uint32_t)s.locs.n, p->path,
+						 i + 1);
+		if (!sl->bucket) {
+			rc = -1;
+			break;
+		}
+		sl->bucket_id = sl->bucket->id;
+		sl->line = i + 1;
+		sl->virt = sl->committed = v[ib];
+		sl->alloc = io != SIZE_MAX ? v[io] : 0;
+		if (iao != SIZE_MAX && io != SIZE_MAX && iao != io) {
+			sl->alloc = v[iao];
+			sl->free = sub64(v[iao], v[io], &snap->overflow);
+			sl->alloc_bytes = iab != SIZE_MAX ? v[iab] : 0;
+		}
+		total = add64(total, v[ib], &snap->overflow);
+	}
+	free(frames);
+	free(s.locs.v);
+	free(s.values.v);
+	if (rc)
+		return -1;
+	snap->counts_unknown = iao == SIZE_MAX || io == SIZE_MAX || iao == io;
+	snap->has_alloc_bytes = !snap->counts_unknown && iab != SIZE_MAX;
+	snap->gs.row[GS_PROFILED_MALLOC].virt =
+		snap->gs.row[GS_PROFILED_MALLOC].committed = total;
+	snap->gs.present = 1u << GS_PROFILED_MALLOC | 1u << GS_PROFILED_MMAP;
+	heap_profile_total(snap, total);
+	return 0;
+}
+
+/* The mappings as the snapshot's own maps, for the symbolizer. */
+static int own_maps(struct pparser *p)
+{
+	struct strbuf text = STRBUF_INIT;
+	int rc;
+
+	for (size_t i = 0; i < p->nmaps; i++) {
+		const struct pmap *mp = &p->maps[i];
+		const struct pstr *name = str_at(p, mp->filename);
+
+		if (!name) {
+			sb_release(&text);
+			return -1;
+		}
+		if (mp->limit <= mp->start || memchr(name->p, '\n', name->len))
+			continue;
+		sb_addf(&text, "%" PRIx64 "-%" PRIx64 " r-xp %08" PRIx64
+			" 00:00 0 %.*s\n", mp->start, mp->limit, mp->offset,
+			(int)name->len, name->p);
+	}
+	rc = maps_parse(&p->snap->own_maps, text.buf ? text.buf : "", text.len,
+			p->path, 1, &p->m->strings, true);
+	p->snap->has_own_maps = rc == 0 && p->snap->own_maps.n;
+	sb_release(&text);
+	return rc;
+}
+
+static void pparser_free(struct pparser *p)
+{
+	hashmap_free(&p->loc_by_id);
+	hashmap_free(&p->func_by_id);
+	free(p->strs);
+	free(p->types);
+	free(p->samples);
+	free(p->locs);
+	free(p->lines);
+	free(p->funcs);
+	free(p->maps);
+}
+
+int pb_parse(struct snapshot *snap, const struct filebuf *fb,
+	     struct model *m)
+{
+	const unsigned char *data = (const unsigned char *)fb->data;
+	unsigned char *raw = NULL;
+	size_t n = fb->size;
+	struct pparser p;
+	const char *why;
+	int rc;
+
+	memset(&p, 0, sizeof(p));
+	p.path = fb->path;
+	p.m = m;
+	p.snap = snap;
+	if (n >= 2 && data[0] == 0x1f && data[1] == 0x8b) {
+		if (pb_gunzip(data, n, MAX_PROFILE, &raw, &n, &why) < 0)
+			return perr(&p, "cannot decompress: %s", why);
+		data = raw;
+	}
+	rc = top_level(&p, (struct pb){ data, data + n });
+	if (rc == 0)
+		rc = own_maps(&p);
+	if (rc == 0)
+		rc = build(&p);
+	if (rc == 0 && p.has_time && p.time_nanos > 0) {
+		snap->time = (double)p.time_nanos / 1e9;
+		snap->time_from_meta = true;
+	}
+	if (rc == 0 && !(m->warned & MODEL_WARNED_GPERF)) {
+		m->warned |= MODEL_WARNED_GPERF;
+		warning("%s: a pprof profile: values are as its producer "
+			"wrote them (unsampled by it%s); no committed/virtual "
+			"split; total is the profile's own sum", p.path,
+			p.period > 1 ? ", from a sample" : "");
+	}
+	snap->page_size = 4096;
+	pparser_free(&p);
+	free(raw);
+	return rc;
+}
