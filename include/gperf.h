@@ -16,9 +16,11 @@ int gperf_parse(struct snapshot *snap, const struct filebuf *fb,
 		struct model *m);
 
 /*
- * Set a heap profile's total: its own sum of bytes in use, which stands
- * for the process total it does not know.
+ * What GLOBAL_STATS would say of a heap profile, as far as it tells: its
+ * malloc and mmap bytes in use, and their sum standing for the process
+ * total it does not know.
  */
-void heap_profile_total(struct snapshot *snap, int64_t total);
+void heap_profile_stats(struct snapshot *snap, int64_t malloc_bytes,
+			int64_t mmap_bytes);
 
 #endif

@@ -41,6 +41,10 @@ int maps_parse_line(const char *p, size_t len, struct vma *out,
 		    struct strtab *strings);
 
 void maps_init(struct maps *m);
+/* Add V; then maps_sort() once all are in, before any lookup. */
+void maps_add(struct maps *m, const struct vma *v);
+/* Sort by start, dropping (with a warning naming SOURCE) overlaps. */
+void maps_sort(struct maps *m, const char *source);
 void maps_free(struct maps *m);
 /*
  * Load a maps file.  Lines that are not VMA lines are an error naming

@@ -35,7 +35,7 @@ struct model {
 
 enum {
 	MODEL_WARNED_GSTATS = 1 << 0, /* GLOBAL_STATS rows missing */
-	MODEL_WARNED_GPERF = 1 << 1,  /* gperftools: no committed split */
+	MODEL_WARNED_PROFILE = 1 << 1, /* a heap profile: what its sizes are */
 };
 
 void model_init(struct model *m);

@@ -47,6 +47,8 @@ struct line_reader {
 
 void lines_init(struct line_reader *r, const char *data, size_t size);
 bool lines_next(struct line_reader *r, struct line *l);
+/* Is the line empty or white space only? */
+bool line_is_blank(const struct line *l);
 
 /* A cursor over one line's bytes. */
 struct cursor {

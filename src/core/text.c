@@ -184,6 +184,14 @@ void lines_init(struct line_reader *r, const char *data, size_t size)
 	r->no = 0;
 }
 
+bool line_is_blank(const struct line *l)
+{
+	for (size_t i = 0; i < l->len; i++)
+		if (!is_space(l->p[i]))
+			return false;
+	return true;
+}
+
 bool lines_next(struct line_reader *r, struct line *l)
 {
 	const char *nl;

@@ -99,7 +99,7 @@ void maps_free(struct maps *m)
 	memset(m, 0, sizeof(*m));
 }
 
-static void maps_add(struct maps *m, const struct vma *v)
+void maps_add(struct maps *m, const struct vma *v)
 {
 	GROW(m->v, m->n + 1, m->alloc);
 	m->v[m->n++] = *v;
@@ -116,11 +116,8 @@ static int cmp_vma(const void *a, const void *b)
 	return 0;
 }
 
-/*
- * Sort by start; warn (naming SOURCE) about overlapping VMAs, keeping the
- * first of each overlapping pair.
- */
-static void maps_finish(struct maps *m, const char *source)
+/* (Of each overlapping pair the first is kept.) */
+void maps_sort(struct maps *m, const char *source)
 {
 	size_t i, out = 0;
 	bool sorted = true;
@@ -191,7 +188,7 @@ int maps_parse(struct maps *m, const char *data, size_t size,
 		warning("%s:%lu: %lu line%s of its maps %s not maps lines; "
 			"skipped", path, first_skipped, skipped,
 			skipped > 1 ? "s" : "", skipped > 1 ? "are" : "is");
-	maps_finish(m, path);
+	maps_sort(m, path);
 	return 0;
 }
 
@@ -347,7 +344,7 @@ int maps_parse_pprof(struct maps *m, const char *data, size_t size,
 	}
 	free(vars);
 	sb_release(&sb);
-	maps_finish(m, path);
+	maps_sort(m, path);
 	return 0;
 }
 

@@ -41,7 +41,6 @@ struct dparser {
 	const char *path;
 	struct model *m;
 	const struct json_value *ftbl;
-	struct strbuf q;
 };
 
 static int derr(struct dparser *d, const struct json_value *v,
@@ -49,17 +48,11 @@ static int derr(struct dparser *d, const struct json_value *v,
 static int derr(struct dparser *d, const struct json_value *v,
 		const char *fmt, ...)
 {
-	struct strbuf sb = STRBUF_INIT;
 	va_list ap;
 
 	va_start(ap, fmt);
-	sb_vaddf(&sb, fmt, ap);
+	verror_at(d->path, v ? v->line : 0, fmt, ap);
 	va_end(ap);
-	if (v)
-		error("%s:%lu: %s", d->path, v->line, sb.buf);
-	else
-		error("%s: %s", d->path, sb.buf);
-	sb_release(&sb);
 	return -1;
 }
 
@@ -112,26 +105,22 @@ static void parse_frame(const char *s, size_t len, uint64_t *addr,
 	if (!open || (end - open > 4 && !memcmp(open + 1, "in ", 3)))
 		return; /* "(in /obj)": no source */
 	{
-		const char *f = open + 1, *fe = end - 1, *k = fe;
-		uint64_t line;
+		const char *f = open + 1, *fe = end - 1, *k;
+		uint64_t line = 0;
 
-		/* file:line[:col] */
-		while (k > f && k[-1] != ':')
-			k--;
-		if (k > f && word_u64(k, (size_t)(fe - k), &line) == NUM_OK) {
-			const char *k2 = k - 1;
+		/* file:line[:col]: the last one or two numbers after a ':'. */
+		for (int i = 0; i < 2; i++) {
+			uint64_t v;
 
-			fe = k2;
-			/* (A column too: the line is before it.) */
-			while (k2 > f && k2[-1] != ':')
-				k2--;
-			if (k2 > f && word_u64(k2, (size_t)(fe - k2),
-					       &(uint64_t){ 0 }) == NUM_OK) {
-				word_u64(k2, (size_t)(fe - k2), &line);
-				fe = k2 - 1;
-			}
-			name->line = line <= UINT32_MAX ? (uint32_t)line : 0;
+			for (k = fe; k > f && k[-1] != ':'; k--)
+				;
+			if (k == f || word_u64(k, (size_t)(fe - k), &v) != NUM_OK)
+				break;
+			line = v; /* (the second pass finds the line) */
+			fe = k - 1;
 		}
+		if (fe < end - 1)
+			name->line = line <= UINT32_MAX ? (uint32_t)line : 0;
 		name->file = f;
 		name->file_len = (size_t)(fe - f);
 	}
@@ -242,10 +231,7 @@ static int build(struct dparser *d, struct snapshot *snap,
 	 */
 	snap->has_alloc_bytes = snap->part == 2;
 	snap->counts_unknown = snap->part != 2;
-	snap->gs.row[GS_PROFILED_MALLOC].virt =
-		snap->gs.row[GS_PROFILED_MALLOC].committed = total;
-	snap->gs.present = 1u << GS_PROFILED_MALLOC | 1u << GS_PROFILED_MMAP;
-	heap_profile_total(snap, total);
+	heap_profile_stats(snap, total, 0);
 	return 0;
 }
 
@@ -292,8 +278,8 @@ static int parse(struct dparser *d, struct snapshot *snap,
 	else
 		snap->time = (double)when;
 	snap->time_from_meta = true;
-	if (!(d->m->warned & MODEL_WARNED_GPERF)) {
-		d->m->warned |= MODEL_WARNED_GPERF;
+	if (!(d->m->warned & MODEL_WARNED_PROFILE)) {
+		d->m->warned |= MODEL_WARNED_PROFILE;
 		warning("%s: a DHAT profile, read as two snapshots: at its "
 			"global peak (t-gmax) and at its end (t-end); "
 			"allocated is over the whole run%s", d->path,
@@ -322,6 +308,5 @@ int dhat_parse(struct snapshot *snap, const struct filebuf *fb,
 	rc = parse(&d, snap, root);
 	json_free(root);
 	snap->page_size = 4096;
-	sb_release(&d.q);
 	return rc;
 }

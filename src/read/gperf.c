@@ -97,14 +97,11 @@ static int gerr(struct gparser *g, unsigned long line, const char *fmt, ...)
 	PRINTF(3, 4);
 static int gerr(struct gparser *g, unsigned long line, const char *fmt, ...)
 {
-	struct strbuf sb = STRBUF_INIT;
 	va_list ap;
 
 	va_start(ap, fmt);
-	sb_vaddf(&sb, fmt, ap);
+	verror_at(g->path, line, fmt, ap);
 	va_end(ap);
-	error("%s:%lu: %s", g->path, line, sb.buf);
-	sb_release(&sb);
 	return -1;
 }
 
@@ -509,25 +506,31 @@ static int build(struct gparser *g)
 			" bytes in use the header counts; the rest was lost "
 			"(gperftools 2.10-2.15 cut profiles at 1 MiB)",
 			g->path, malloc_bytes, g->header_bytes);
-	/* What GLOBAL_STATS would say, as far as a profile tells. */
-	snap->gs.row[GS_PROFILED_MALLOC].virt =
-		snap->gs.row[GS_PROFILED_MALLOC].committed =
-			g->type == H_GPERF ? g->header_bytes : malloc_bytes;
-	snap->gs.row[GS_PROFILED_MMAP].virt =
-		snap->gs.row[GS_PROFILED_MMAP].committed = mmap_bytes;
-	heap_profile_total(snap, add64(malloc_bytes, mmap_bytes,
-				       &snap->overflow));
-	snap->gs.present = 1u << GS_PROFILED_MALLOC | 1u << GS_PROFILED_MMAP;
+	heap_profile_stats(snap, malloc_bytes, mmap_bytes);
+	/* (gperftools' header counts malloc in full, lost lines too.) */
+	if (g->type == H_GPERF)
+		snap->gs.row[GS_PROFILED_MALLOC].virt =
+			snap->gs.row[GS_PROFILED_MALLOC].committed =
+				g->header_bytes;
 	return 0;
 }
 
-void heap_profile_total(struct snapshot *snap, int64_t total)
+void heap_profile_stats(struct snapshot *snap, int64_t malloc_bytes,
+			int64_t mmap_bytes)
 {
+	struct gstat *gs = snap->gs.row;
+	int64_t total = add64(malloc_bytes, mmap_bytes, &snap->overflow);
+
+	gs[GS_PROFILED_MALLOC].virt = gs[GS_PROFILED_MALLOC].committed =
+		malloc_bytes;
+	gs[GS_PROFILED_MMAP].virt = gs[GS_PROFILED_MMAP].committed =
+		mmap_bytes;
 	/*
 	 * A profile knows no process total: its own sum stands for it (not
 	 * marked present, so that mustbezero has nothing to check).
 	 */
-	snap->gs.row[GS_TOTAL].virt = snap->gs.row[GS_TOTAL].committed = total;
+	gs[GS_TOTAL].virt = gs[GS_TOTAL].committed = total;
+	snap->gs.present = 1u << GS_PROFILED_MALLOC | 1u << GS_PROFILED_MMAP;
 }
 
 /* Which map section the line opens: 1 gperftools', 2 pprof's, else 0. */
@@ -544,14 +547,6 @@ static int maps_header(const struct line *l)
 				return (int)i + 1;
 	}
 	return 0;
-}
-
-static bool blank(const struct line *l)
-{
-	for (size_t i = 0; i < l->len; i++)
-		if (!is_space(l->p[i]))
-			return false;
-	return true;
 }
 
 static bool comment(const struct line *l)
@@ -572,9 +567,9 @@ static void say_what(struct gparser *g)
 		"give (rss, swap, ...) reads 0";
 	struct model *m = g->m;
 
-	if (m->warned & MODEL_WARNED_GPERF)
+	if (m->warned & MODEL_WARNED_PROFILE)
 		return;
-	m->warned |= MODEL_WARNED_GPERF;
+	m->warned |= MODEL_WARNED_PROFILE;
 	switch (g->type) {
 	case H_GPERF:
 		warning("%s: a gperftools heap profile: sizes are the bytes "
@@ -633,7 +628,7 @@ int gperf_parse(struct snapshot *snap, const struct filebuf *fb,
 			break;
 		}
 		if (!header) {
-			if (blank(&l) || comment(&l))
+			if (line_is_blank(&l) || comment(&l))
 				continue;
 			if (l.len && l.p[0] == '%') {
 				/* pprof's commands; %warn is for the user. */
@@ -676,7 +671,7 @@ int gperf_parse(struct snapshot *snap, const struct filebuf *fb,
 			if (rc)
 				break;
 		}
-		if (blank(&l))
+		if (line_is_blank(&l))
 			continue;
 		if (comment(&l)) {
 			parse_comment(&g, &l);

@@ -218,10 +218,7 @@ static int build(struct jparser *j, struct snapshot *snap, struct model *m)
 	}
 	snap->has_alloc_bytes = j->accum;
 	snap->counts_unknown = !j->accum;
-	snap->gs.row[GS_PROFILED_MALLOC].virt =
-		snap->gs.row[GS_PROFILED_MALLOC].committed = total;
-	snap->gs.present = 1u << GS_PROFILED_MALLOC | 1u << GS_PROFILED_MMAP;
-	heap_profile_total(snap, total);
+	heap_profile_stats(snap, total, 0);
 	return 0;
 }
 
@@ -239,8 +236,8 @@ int jemalloc_parse(struct snapshot *snap, const struct filebuf *fb,
 	if (rc == 0 && !snap->has_own_maps)
 		warning("%s: no MAPPED_LIBRARIES: section; its frames cannot "
 			"be symbolized", j.path);
-	if (rc == 0 && !(m->warned & MODEL_WARNED_GPERF)) {
-		m->warned |= MODEL_WARNED_GPERF;
+	if (rc == 0 && !(m->warned & MODEL_WARNED_PROFILE)) {
+		m->warned |= MODEL_WARNED_PROFILE;
 		if (j.rate > 1)
 			warning("%s: a jemalloc heap profile sampled every "
 				"%" PRIu64 " bytes on average: sizes and "

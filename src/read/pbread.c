@@ -245,7 +245,6 @@ struct pparser {
 	const char *path;
 	struct model *m;
 	struct snapshot *snap;
-	struct u64s strings_off;   /* (no: strings below) */
 	struct pstr *strs;
 	size_t nstrs, strs_alloc;
 	struct pvtype *types;
@@ -269,14 +268,11 @@ struct pparser {
 static int perr(struct pparser *p, const char *fmt, ...) PRINTF(2, 3);
 static int perr(struct pparser *p, const char *fmt, ...)
 {
-	struct strbuf sb = STRBUF_INIT;
 	va_list ap;
 
 	va_start(ap, fmt);
-	sb_vaddf(&sb, fmt, ap);
+	verror_at(p->path, 0, fmt, ap);
 	va_end(ap);
-	error("%s: %s", p->path, sb.buf);
-	sb_release(&sb);
 	return -1;
 }
 
@@ -714,38 +710,35 @@ static int build(struct pparser *p)
 		return -1;
 	snap->counts_unknown = iao == SIZE_MAX || io == SIZE_MAX || iao == io;
 	snap->has_alloc_bytes = !snap->counts_unknown && iab != SIZE_MAX;
-	snap->gs.row[GS_PROFILED_MALLOC].virt =
-		snap->gs.row[GS_PROFILED_MALLOC].committed = total;
-	snap->gs.present = 1u << GS_PROFILED_MALLOC | 1u << GS_PROFILED_MMAP;
-	heap_profile_total(snap, total);
+	heap_profile_stats(snap, total, 0);
 	return 0;
 }
 
 /* The mappings as the snapshot's own maps, for the symbolizer. */
 static int own_maps(struct pparser *p)
 {
-	struct strbuf text = STRBUF_INIT;
-	int rc;
+	struct maps *maps = &p->snap->own_maps;
 
 	for (size_t i = 0; i < p->nmaps; i++) {
 		const struct pmap *mp = &p->maps[i];
 		const struct pstr *name = str_at(p, mp->filename);
+		struct vma v;
 
-		if (!name) {
-			sb_release(&text);
+		if (!name)
 			return -1;
-		}
-		if (mp->limit <= mp->start || memchr(name->p, '\n', name->len))
+		if (mp->limit <= mp->start)
 			continue;
-		sb_addf(&text, "%" PRIx64 "-%" PRIx64 " r-xp %08" PRIx64
-			" 00:00 0 %.*s\n", mp->start, mp->limit, mp->offset,
-			(int)name->len, name->p);
+		memset(&v, 0, sizeof(v));
+		v.start = mp->start;
+		v.end = mp->limit;
+		v.offset = mp->offset;
+		memcpy(v.perms, "r-xp", 5);
+		v.name = strtab_intern(&p->m->strings, name->p, name->len);
+		maps_add(maps, &v);
 	}
-	rc = maps_parse(&p->snap->own_maps, text.buf ? text.buf : "", text.len,
-			p->path, 1, &p->m->strings, true);
-	p->snap->has_own_maps = rc == 0 && p->snap->own_maps.n;
-	sb_release(&text);
-	return rc;
+	maps_sort(maps, p->path);
+	p->snap->has_own_maps = maps->n > 0;
+	return 0;
 }
 
 static void pparser_free(struct pparser *p)
@@ -789,8 +782,8 @@ int pb_parse(struct snapshot *snap, const struct filebuf *fb,
 		snap->time = (double)p.time_nanos / 1e9;
 		snap->time_from_meta = true;
 	}
-	if (rc == 0 && !(m->warned & MODEL_WARNED_GPERF)) {
-		m->warned |= MODEL_WARNED_GPERF;
+	if (rc == 0 && !(m->warned & MODEL_WARNED_PROFILE)) {
+		m->warned |= MODEL_WARNED_PROFILE;
 		warning("%s: a pprof profile: values are as its producer "
 			"wrote them (unsampled by it%s); no committed/virtual "
 			"split; total is the profile's own sum", p.path,

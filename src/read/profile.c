@@ -36,14 +36,6 @@ static const struct reader {
 	  dhat_claims, dhat_parse },
 };
 
-static bool blank(const struct line *l)
-{
-	for (size_t i = 0; i < l->len; i++)
-		if (!is_space(l->p[i]))
-			return false;
-	return true;
-}
-
 static bool has_prefix(const struct filebuf *fb, size_t at, const char *lit)
 {
 	size_t n = strlen(lit);
@@ -94,6 +86,7 @@ static const char *looks_like(const struct filebuf *fb)
 static const struct reader *sniff(const struct filebuf *fb)
 {
 	struct strbuf what = STRBUF_INIT, q = STRBUF_INIT;
+	const char *kind;
 	struct line_reader r;
 	struct line l;
 	bool deciding = false; /* a line that decides, and no reader's */
@@ -103,7 +96,7 @@ static const struct reader *sniff(const struct filebuf *fb)
 			return &readers[i];
 	lines_init(&r, fb->data, fb->size);
 	while (!deciding && lines_next(&r, &l)) {
-		if (blank(&l) || l.p[0] == '%' || l.p[0] == '#')
+		if (line_is_blank(&l) || l.p[0] == '%' || l.p[0] == '#')
 			continue;
 		for (size_t i = 0; i < ARRAY_SIZE(readers); i++)
 			if (readers[i].claims && readers[i].claims(l.p, l.len))
@@ -114,9 +107,9 @@ static const struct reader *sniff(const struct filebuf *fb)
 		sb_addf(&what, "%s%s",
 			!i ? "" : i + 1 < ARRAY_SIZE(readers) ? ", " : " and ",
 			readers[i].what);
-	if (looks_like(fb))
+	if ((kind = looks_like(fb)))
 		error("%s: %s, not a heap profile; dmprof reads %s", fb->path,
-		      looks_like(fb), what.buf);
+		      kind, what.buf);
 	else if (deciding)
 		error("%s:%lu: not a heap profile dmprof reads: '%s'; it reads "
 		      "%s", fb->path, l.no, quote_for_msg(l.p, l.len, &q),
