@@ -58,6 +58,8 @@ void stack_match_text(struct strbuf *sb, const struct model *m,
  * bytes: pprof's list, so that flat bytes agree with pprof's.
  */
 bool frame_is_allocator(const char *func, size_t len);
+/* The same functions as one RE2 pattern, for pprof's drop_frames. */
+void allocator_pattern(struct strbuf *sb);
 
 /*
  * Add stack ST's sums ADD[0..N) to FUNCS, keyed by function name: ADD[0]

@@ -154,6 +154,22 @@ bool frame_is_allocator(const char *func, size_t len)
 	return false;
 }
 
+void allocator_pattern(struct strbuf *sb)
+{
+	sb_addstr(sb, "(?:");
+	for (size_t i = 0; i < ARRAY_SIZE(allocators); i++) {
+		if (i)
+			sb_addch(sb, '|');
+		for (const char *c = allocators[i]; *c; c++) {
+			if (strchr("[]().*+?|{}^$\\", *c))
+				sb_addch(sb, '\\');
+			sb_addch(sb, *c);
+		}
+	}
+	sb_addstr(sb, ")(?:\\(.*\\))?|.*TCMalloc.*|tcmalloc::.*|"
+		      "dmprof_recorder.*");
+}
+
 /* (tally_entry.flags) */
 #define PLACE_FLAT 1u
 

@@ -95,7 +95,7 @@ check expand-0 "$exp/expand-l0-tcusedall-0.stdout" "$d" expand --original heap.0
 check expand-2 "$exp/expand-l0-tcusedall-2.stdout" "$d" expand --original heap.01234.0001.heap l0 tc-used-all 2
 check expand-l2 "$exp/expand-l2-docwriter-0.stdout" "$d" expand --original heap.01234.0001.heap l2 tc-webcore-docwriter-add 0
 # pprof appends PREFIX.maps, which the data lacks: the fallback is used.
-check pprof-l0 "$exp/pprof-l0.stdout" "$d" pprof heap.01234.0001.heap l0
+check pprof-l0 "$exp/pprof-l0.stdout" "$d" pprof --original heap.01234.0001.heap l0
 # Every shipped policy is the original, rule for rule.
 for p in l0 l1 l2 t0 sourcefile android.browser android.renderer android.webview; do
 	"$bin" policy convert "$compat/policy.$p.json" | sed '1,2d' >"$tmp/conv-$p.expected"

@@ -173,6 +173,47 @@ else
 	bad "c++: no dump for its SIGUSR2"
 fi
 
+# 3a. Its dump as a pprof profile: each byte once.  The glibc arenas
+# (allocator-arena, outside the markers) hold the malloc'd blocks, so the
+# export's total is total-exclude-profiler, not that plus the arenas; with
+# -c, the component's csv value.  go tool pprof reads the protobuf export
+# to the same totals and sees the component labels.
+if [ -n "$sig" ]; then
+	"$bin" csv --bytes "$sig" 2>/dev/null >cx.csv
+	col() { awk -F, -v k="$1" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == k) c = i; next }
+		{ print $c; exit }' cx.csv; }
+	head_bytes() { sed -n '1s/^heap profile: *[0-9]*: *\([0-9]*\) .*/\1/p'; }
+	texp=$(col total-exclude-profiler) arena=$(col allocator-arena) strs=$(col malloc-cxx-string)
+	got=$("$bin" pprof "$sig" linux 2>/dev/null | head_bytes)
+	[ -n "$texp" ] && [ "$got" = "$texp" ] && ok ||
+		bad "c++: pprof's total is '$got', total-exclude-profiler '$texp'"
+	orig=$("$bin" pprof --original "$sig" linux 2>/dev/null | head_bytes)
+	[ -n "$orig" ] && [ "$orig" -gt "$texp" ] && ok ||
+		bad "c++: pprof --original ($orig) no longer counts the arenas ($arena) beside the blocks"
+	got=$("$bin" pprof -c malloc-cxx-string "$sig" linux 2>/dev/null | head_bytes)
+	[ -n "$strs" ] && [ "$strs" -gt 0 ] && [ "$got" = "$strs" ] && ok ||
+		bad "c++: pprof -c malloc-cxx-string's total is '$got', csv's '$strs'"
+	if command -v go >/dev/null 2>&1; then
+		export GOCACHE="$tmp/gocache"
+		pp_total() { go tool pprof -top -unit=B "$1" 2>/dev/null |
+			sed -n 's/^Showing nodes accounting for .* of \([0-9]*\)B total$/\1/p'; }
+		"$bin" pprof --proto "$sig" linux >cx.pb.gz 2>/dev/null
+		got=$(pp_total cx.pb.gz)
+		[ "$got" = "$texp" ] && ok ||
+			bad "c++: go tool pprof -top on pprof --proto: total '$got', total-exclude-profiler '$texp'"
+		go tool pprof -tags cx.pb.gz 2>/dev/null | grep -q '^ *[0-9.]*[kMG]*B .*: malloc-cxx-string$' &&
+			ok || bad "c++: go tool pprof -tags shows no component label malloc-cxx-string"
+		"$bin" pprof --proto -c malloc-cxx-string "$sig" linux >cs.pb.gz 2>/dev/null
+		got=$(pp_total cs.pb.gz)
+		[ "$got" = "$strs" ] && ok ||
+			bad "c++: go tool pprof -top on pprof --proto -c malloc-cxx-string: total '$got', csv's '$strs'"
+		go tool pprof -top -unit=B cs.pb.gz 2>/dev/null | grep -q ' grow_strings$' &&
+			ok || bad "c++: go tool pprof -top names no grow_strings in malloc-cxx-string"
+	else
+		echo "recorder: note: go is not installed: pprof --proto not read back (make check installs golang-go)"
+	fi
+fi
+
 # 3b. Thread stacks: the 16 live ones (1 MiB touched each) are
 #     mmap-thread-stacks under pthread_create and the function that called
 #     it; the stack the program gave is not; after the joins, none is.
