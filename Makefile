@@ -29,7 +29,7 @@ BUILD_DEPS = libpcre2-dev binutils-dev libcsv-dev libcriterion-dev \
 	     libdebuginfod-dev zlib1g-dev pkg-config
 TEST_DEPS = gcc g++ diffutils libgoogle-perftools4 google-perftools \
 	    python3 sqlite3 chromium zstd ruby nodejs debuginfod \
-	    golang-go valgrind
+	    golang-go valgrind libjemalloc2 libjemalloc-dev
 BENCH_DEPS = libllvm14 libc6-dbg binutils time bc heaptrack g++ \
 	     libgoogle-perftools4
 FUZZ_DEPS = clang libclang-rt-14-dev
@@ -190,7 +190,7 @@ bench: bench-deps
 
 # Fuzzing: clang's libFuzzer with ASan+UBSan, one binary per parser.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS = dump gperf buckets maps symmap policy json
+FUZZ_TARGETS = dump gperf jemalloc proto dhat buckets maps symmap policy json
 FUZZ_O = build/fuzz
 FUZZ_CC = clang
 FUZZ_FLAGS = -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all
@@ -201,7 +201,7 @@ FUZZ_LIB_OBJS := $(LIB_SRCS:src/%.c=$(FUZZ_O)/%.o) $(FUZZ_O)/cli/page-html.o
 $(FUZZ_O)/%.o: src/%.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(ALL_CPPFLAGS) -std=gnu11 $(FUZZ_FLAGS) \
-		-fsanitize=fuzzer-no-link -c -o $@ $<
+		-fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
 $(FUZZ_O)/cli/page-html.o: $(PAGE_C)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) -c -o $@ $<
@@ -210,6 +210,8 @@ $(FUZZ_O)/fuzz_%: tests/fuzz/fuzz.c $(FUZZ_LIB_OBJS)
 	$(FUZZ_CC) $(ALL_CPPFLAGS) -std=gnu11 $(FUZZ_FLAGS) -fsanitize=fuzzer \
 		-DFUZZ_$(shell echo $* | tr a-z A-Z) -o $@ $< $(FUZZ_LIB_OBJS) \
 		$(LIBS)
+# (Rebuilt when a header changes, as the other objects are.)
+-include $(wildcard $(FUZZ_O)/*/*.d)
 
 fuzz: fuzz-deps
 	$(MAKE) $(FUZZ_TARGETS:%=$(FUZZ_O)/fuzz_%)

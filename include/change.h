@@ -44,6 +44,7 @@ enum {
 struct change_end {
 	char *path;
 	double time;
+	bool instructions;             /* time is a count of them */
 	int64_t *values;              /* by column, as csv's row */
 	struct agg_builtins builtins;
 };

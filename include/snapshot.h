@@ -120,6 +120,7 @@ struct snapshot {
 	int version;           /* 5 or 6 for deep dumps */
 	double time;           /* seconds since the epoch */
 	bool time_from_meta;   /* else the file's mtime */
+	bool time_instructions; /* time counts instructions (DHAT's) */
 
 	/* META */
 	bool has_meta;

@@ -54,8 +54,9 @@ void stack_match_text(struct strbuf *sb, const struct model *m,
 
 /*
  * Is FUNC one of the allocator's own functions (malloc, operator new,
- * tcmalloc's, glibc's __libc_*, the recorder's markers), which own no
- * bytes: pprof's list, so that flat bytes agree with pprof's.
+ * tcmalloc's, glibc's __libc_*, Rust's __rust_alloc, the recorder's
+ * markers), which own no bytes: pprof's list, so that flat bytes agree
+ * with pprof's.
  */
 bool frame_is_allocator(const char *func, size_t len);
 /* The same functions as one RE2 pattern, for pprof's drop_frames. */

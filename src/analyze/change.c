@@ -159,6 +159,7 @@ static int end_of(struct change_end *e, struct classifier *cls,
 	memset(&stats, 0, sizeof(stats));
 	e->path = xstrdup(snap->path);
 	e->time = snap->time;
+	e->instructions = snap->time_instructions;
 	e->values = xcalloc(cls->p->ncols, sizeof(*e->values));
 	return aggregate_snapshot(cls, snap, NULL, e->values, &e->builtins,
 				  &stats);

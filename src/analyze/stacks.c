@@ -115,7 +115,8 @@ void stack_text(struct strbuf *sb, const struct model *m,
 
 /*
  * pprof's RemoveUninterestingFrames for heap profiles, and glibc's entry
- * points and the recorder's markers, which pprof never met.
+ * points, Rust's allocator and the recorder's markers, which pprof never
+ * met.
  */
 static const char *const allocators[] = {
 	"calloc", "cfree", "malloc", "free", "memalign", "posix_memalign",
@@ -133,6 +134,15 @@ static const char *const allocators[] = {
 	"__libc_malloc", "__libc_calloc", "__libc_realloc",
 	"__libc_memalign", "__libc_valloc", "__libc_pvalloc",
 	"__posix_memalign", "aligned_alloc", "reallocarray",
+	/* Rust's global allocator (dhat-rs profiles, Rust programs) */
+	"__rust_alloc", "__rust_alloc_zeroed", "__rust_realloc",
+	"__rdl_alloc", "__rdl_alloc_zeroed", "__rdl_realloc", "__rg_alloc",
+	"__rg_alloc_zeroed", "__rg_realloc", "alloc::alloc::alloc",
+	"alloc::alloc::alloc_zeroed", "alloc::alloc::realloc",
+	"alloc::alloc::exchange_malloc",
+	/* jemalloc's API beyond malloc's (pprof's list has them) */
+	"mallocx", "rallocx", "xallocx", "dallocx", "sdallocx",
+	"sdallocx_noflags",
 };
 
 bool frame_is_allocator(const char *func, size_t len)
@@ -146,9 +156,14 @@ bool frame_is_allocator(const char *func, size_t len)
 		if (strlen(allocators[i]) == len &&
 		    !memcmp(allocators[i], func, len))
 			return true;
-	/* pprof's "TCMalloc|^tcmalloc::", and the recorder's markers. */
+	/*
+	 * pprof's "TCMalloc|^tcmalloc::", jemalloc's internals (all named
+	 * je_..., or _rjem_... in Rust's build), and the recorder's markers.
+	 */
 	if (memmem(func, len, "TCMalloc", 8) ||
 	    (len >= 10 && !memcmp(func, "tcmalloc::", 10)) ||
+	    (len >= 3 && !memcmp(func, "je_", 3)) ||
+	    (len >= 6 && !memcmp(func, "_rjem_", 6)) ||
 	    (len >= 15 && !memcmp(func, "dmprof_recorder", 15)))
 		return true;
 	return false;
@@ -166,8 +181,8 @@ void allocator_pattern(struct strbuf *sb)
 			sb_addch(sb, *c);
 		}
 	}
-	sb_addstr(sb, ")(?:\\(.*\\))?|.*TCMalloc.*|tcmalloc::.*|"
-		      "dmprof_recorder.*");
+	sb_addstr(sb, ")(?:\\(.*\\))?|.*TCMalloc.*|tcmalloc::.*|je_.*|"
+		      "_rjem_.*|dmprof_recorder.*");
 }
 
 /* (tally_entry.flags) */
@@ -215,6 +230,19 @@ struct tally_entry *tally_functions(struct tally *funcs, const struct model *m,
 	if (!nf) {
 		own = tally_get(funcs, "<no stack>", 10);
 		own->v[1] = add64(own->v[1], add[0], &funcs->overflow);
+	}
+	/*
+	 * As pprof prunes: from the root, the first allocator frame below a
+	 * frame of the program ends the stack; what it called (the
+	 * allocator's insides, named or not) owns nothing.
+	 */
+	for (size_t i = nf, user = 0; i-- > 0;) {
+		if (!is_allocator(&v[i])) {
+			user = 1;
+		} else if (user) {
+			owner = i + 1;
+			break;
+		}
 	}
 	while (owner + 1 < nf && is_allocator(&v[owner]))
 		owner++;

@@ -341,6 +341,10 @@ static void print_text(struct diff *d)
 	printf("A %s -> B %s: ", d->c.a.path, d->c.b.path);
 	if (!(d->c.has & CHANGES_RUN)) {
 		printf("another run");
+	} else if (d->c.a.instructions && d->c.b.instructions) {
+		/* (Valgrind's clock: instructions run, not seconds.) */
+		printf("%.0f instructions %s", dt < 0 ? -dt : dt,
+		       dt < 0 ? "earlier" : "later");
 	} else {
 		print_duration(dt < 0 ? -dt : dt);
 		printf(dt < 0 ? " earlier" : " later");

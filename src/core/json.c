@@ -4,6 +4,7 @@
  */
 #include "json.h"
 
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,25 +12,28 @@
 
 #define JSON_MAX_DEPTH 512
 
-struct jp {
-	const char *p, *start, *end;
-	const char *name;
-	unsigned long line;
-	const char *line_start;
-	int depth;
-	bool failed;
-};
-
-static void jerr(struct jp *j, const char *msg)
+static void jerr(struct json_cursor *j, const char *msg)
 {
+	json_error(j, "%s", msg);
+}
+
+void json_error(struct json_cursor *j, const char *fmt, ...)
+{
+	struct strbuf sb = STRBUF_INIT;
+	va_list ap;
+
 	if (j->failed)
 		return;
 	j->failed = true;
+	va_start(ap, fmt);
+	sb_vaddf(&sb, fmt, ap);
+	va_end(ap);
 	error("%s:%lu:%lu: %s", j->name, j->line,
-	      (unsigned long)(j->p - j->line_start) + 1, msg);
+	      (unsigned long)(j->p - j->line_start) + 1, sb.buf);
+	sb_release(&sb);
 }
 
-static void skip_ws(struct jp *j)
+static void skip_ws(struct json_cursor *j)
 {
 	while (j->p < j->end) {
 		char c = *j->p;
@@ -44,7 +48,7 @@ static void skip_ws(struct jp *j)
 	}
 }
 
-static struct json_value *new_value(struct jp *j, enum json_type t)
+static struct json_value *new_value(struct json_cursor *j, enum json_type t)
 {
 	struct json_value *v = xcalloc(1, sizeof(*v));
 
@@ -94,18 +98,16 @@ static void add_utf8(struct strbuf *sb, unsigned cp)
 	}
 }
 
-/* At the opening quote; returns a malloc'd string. */
-static char *parse_string(struct jp *j, size_t *len)
+/* At the opening quote: the string's text appended to SB. */
+static bool read_string(struct json_cursor *j, struct strbuf *out)
 {
-	struct strbuf sb = STRBUF_INIT;
-
 	j->p++;
 	for (;;) {
 		unsigned char c;
 
 		if (j->p >= j->end) {
 			jerr(j, "unterminated string");
-			goto fail;
+			return false;
 		}
 		c = (unsigned char)*j->p;
 		if (c == '"') {
@@ -114,33 +116,33 @@ static char *parse_string(struct jp *j, size_t *len)
 		}
 		if (c < 0x20) {
 			jerr(j, "control character in string");
-			goto fail;
+			return false;
 		}
 		if (c != '\\') {
-			sb_addch(&sb, c);
+			sb_addch(out, c);
 			j->p++;
 			continue;
 		}
 		if (j->end - j->p < 2) {
 			jerr(j, "unterminated string");
-			goto fail;
+			return false;
 		}
 		j->p++;
 		switch (*j->p) {
-		case '"': sb_addch(&sb, '"'); break;
-		case '\\': sb_addch(&sb, '\\'); break;
-		case '/': sb_addch(&sb, '/'); break;
-		case 'b': sb_addch(&sb, '\b'); break;
-		case 'f': sb_addch(&sb, '\f'); break;
-		case 'n': sb_addch(&sb, '\n'); break;
-		case 'r': sb_addch(&sb, '\r'); break;
-		case 't': sb_addch(&sb, '\t'); break;
+		case '"': sb_addch(out, '"'); break;
+		case '\\': sb_addch(out, '\\'); break;
+		case '/': sb_addch(out, '/'); break;
+		case 'b': sb_addch(out, '\b'); break;
+		case 'f': sb_addch(out, '\f'); break;
+		case 'n': sb_addch(out, '\n'); break;
+		case 'r': sb_addch(out, '\r'); break;
+		case 't': sb_addch(out, '\t'); break;
 		case 'u': {
 			int cp;
 
 			if (j->end - j->p < 5 || (cp = hex4(j->p + 1)) < 0) {
 				jerr(j, "invalid \\u escape");
-				goto fail;
+				return false;
 			}
 			j->p += 4;
 			if (cp >= 0xd800 && cp < 0xdc00 && j->end - j->p >= 7 &&
@@ -153,25 +155,36 @@ static char *parse_string(struct jp *j, size_t *len)
 					j->p += 6;
 				}
 			}
-			add_utf8(&sb, (unsigned)cp);
+			add_utf8(out, (unsigned)cp);
 			break;
 		}
 		default:
 			jerr(j, "invalid escape in string");
-			goto fail;
+			return false;
 		}
 		j->p++;
 	}
-	*len = sb.len;
-	return sb_detach(&sb);
-fail:
-	sb_release(&sb);
-	return NULL;
+	return true;
 }
 
-static struct json_value *parse_value(struct jp *j);
+/* At the opening quote; returns a malloc'd string. */
+static char *parse_string(struct json_cursor *j, size_t *len)
+{
+	struct strbuf sb = STRBUF_INIT;
 
-static struct json_value *parse_container(struct jp *j, bool object)
+	if (!read_string(j, &sb)) {
+		sb_release(&sb);
+		return NULL;
+	}
+	*len = sb.len;
+	if (!sb.buf)
+		return xstrndup("", 0);
+	return sb_detach(&sb);
+}
+
+static struct json_value *parse_value(struct json_cursor *j);
+
+static struct json_value *parse_container(struct json_cursor *j, bool object)
 {
 	struct json_value *v = new_value(j, object ? JSON_OBJECT : JSON_ARRAY);
 	size_t alloc = 0;
@@ -247,7 +260,7 @@ fail:
 }
 
 /* Consume a run of digits; false if there is none. */
-static bool eat_digits(struct jp *j)
+static bool eat_digits(struct json_cursor *j)
 {
 	const char *s = j->p;
 
@@ -256,11 +269,12 @@ static bool eat_digits(struct jp *j)
 	return j->p > s;
 }
 
-static struct json_value *parse_number(struct jp *j)
+/* A number's text, checked, then its value (strtod needs a NUL after it). */
+static bool scan_number(struct json_cursor *j, double *out)
 {
 	const char *s = j->p;
-	struct json_value *v;
-	char *copy, *endp;
+	char small[64], *copy;
+	size_t n;
 
 	if (j->p < j->end && *j->p == '-')
 		j->p++;
@@ -280,23 +294,31 @@ static struct json_value *parse_number(struct jp *j)
 		if (!eat_digits(j))
 			goto bad;
 	}
-	{
-		const char *save = j->p;
-
-		j->p = s;
-		v = new_value(j, JSON_NUMBER);
-		j->p = save;
-	}
-	copy = xstrndup(s, (size_t)(j->p - s));
-	v->number = strtod(copy, &endp);
-	free(copy);
-	return v;
+	n = (size_t)(j->p - s);
+	copy = n < sizeof(small) ? small : xmalloc(n + 1);
+	memcpy(copy, s, n);
+	copy[n] = '\0';
+	*out = strtod(copy, NULL);
+	if (copy != small)
+		free(copy);
+	return true;
 bad:
 	jerr(j, "invalid number");
-	return NULL;
+	return false;
 }
 
-static bool literal(struct jp *j, const char *lit)
+static struct json_value *parse_number(struct json_cursor *j)
+{
+	struct json_value *v = new_value(j, JSON_NUMBER);
+
+	if (!scan_number(j, &v->number)) {
+		free(v);
+		return NULL;
+	}
+	return v;
+}
+
+static bool literal(struct json_cursor *j, const char *lit)
 {
 	size_t n = strlen(lit);
 
@@ -307,7 +329,7 @@ static bool literal(struct jp *j, const char *lit)
 	return false;
 }
 
-static struct json_value *parse_value(struct jp *j)
+static struct json_value *parse_value(struct json_cursor *j)
 {
 	struct json_value *v;
 
@@ -352,14 +374,98 @@ static struct json_value *parse_value(struct jp *j)
 	}
 }
 
-struct json_value *json_parse(const char *text, size_t len, const char *name)
+void json_cursor_init(struct json_cursor *j, const char *text, size_t len,
+		      const char *name)
 {
-	struct jp j = { text, text, text + len, name, 1, text, 0, false };
-	struct json_value *v;
-
+	*j = (struct json_cursor){ text, text, text + len, name, 1, text, 0,
+				   false };
 	/* A UTF-8 byte order mark is not JSON, but editors write one. */
 	if (len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3))
-		j.p += 3;
+		j->p += 3;
+}
+
+int json_peek(struct json_cursor *j)
+{
+	skip_ws(j);
+	return j->p < j->end ? (unsigned char)*j->p : 0;
+}
+
+bool json_expect(struct json_cursor *j, char ch, const char *what)
+{
+	if (j->failed)
+		return false;
+	if (json_peek(j) == (unsigned char)ch) {
+		j->p++;
+		return true;
+	}
+	json_error(j, "expected %s", what);
+	return false;
+}
+
+bool json_next(struct json_cursor *j, char close, bool *first)
+{
+	int c = j->failed ? 0 : json_peek(j);
+
+	if (j->failed)
+		return false;
+	if (c == (unsigned char)close) {
+		j->p++;
+		return false;
+	}
+	if (!*first) {
+		if (c != ',') {
+			json_error(j, "expected ',' or '%c'", close);
+			return false;
+		}
+		j->p++;
+	}
+	*first = false;
+	if (json_peek(j) == (unsigned char)close) {
+		json_error(j, "expected a value");
+		return false;
+	}
+	return true;
+}
+
+bool json_read_string(struct json_cursor *j, struct strbuf *out)
+{
+	if (j->failed)
+		return false;
+	if (json_peek(j) != '"') {
+		json_error(j, "expected a string");
+		return false;
+	}
+	return read_string(j, out);
+}
+
+bool json_read_number(struct json_cursor *j, double *out)
+{
+	int c;
+
+	if (j->failed)
+		return false;
+	c = json_peek(j);
+	if (c != '-' && (c < '0' || c > '9')) {
+		json_error(j, "expected a number");
+		return false;
+	}
+	return scan_number(j, out);
+}
+
+bool json_skip(struct json_cursor *j)
+{
+	struct json_value *v = j->failed ? NULL : parse_value(j);
+
+	json_free(v);
+	return v != NULL;
+}
+
+struct json_value *json_parse(const char *text, size_t len, const char *name)
+{
+	struct json_cursor j;
+	struct json_value *v;
+
+	json_cursor_init(&j, text, len, name);
 	v = parse_value(&j);
 	if (!v)
 		return NULL;

@@ -37,38 +37,253 @@ bool dhat_claims(const struct filebuf *fb)
 	       !memcmp(fb->data + i, "\"dhatFileVersion\"", 17);
 }
 
+/* A program point's figures, in the order of point_keys. */
+enum { PP_TB, PP_TBK, PP_GB, PP_GBK, PP_EB, PP_EBK, PP_NKEYS };
+static const char *const point_keys[PP_NKEYS] = {
+	"tb", "tbk", "gb", "gbk", "eb", "ebk",
+};
+
+struct point {
+	int64_t v[PP_NKEYS];
+	unsigned has;           /* bit K: v[K] was there */
+	unsigned long line;     /* of its '{' */
+	unsigned long fs_line;  /* of its "fs", 0: none */
+	size_t fs_at, fs_n;     /* in dparser.fs */
+};
+
+/*
+ * The file read as it goes (no tree: a big program's DHAT file has tens
+ * of millions of frame indexes): the top-level figures, the points with
+ * their frame indexes in one array, the frame table's strings in one
+ * buffer.
+ */
 struct dparser {
 	const char *path;
 	struct model *m;
-	const struct json_value *ftbl;
+	struct json_cursor j;
+	int64_t version, te, tg;
+	unsigned long version_line, mode_line, te_line, tg_line;
+	bool has_version, has_te, has_tg, bklt, has_pps, has_ftbl;
+	struct strbuf mode, tu;
+	struct point *pps;
+	size_t npps, alloc_pps;
+	uint32_t *fs;
+	size_t nfs, alloc_fs;
+	struct strbuf strs;      /* ftbl's entries, one after another */
+	size_t *ftbl;            /* where entry K starts (K + 1: its end) */
+	size_t nftbl, alloc_ftbl;
+	uint64_t *addrs;         /* each entry parsed, once */
+	struct frame_name *names;
 };
 
-static int derr(struct dparser *d, const struct json_value *v,
-		const char *fmt, ...) PRINTF(3, 4);
-static int derr(struct dparser *d, const struct json_value *v,
-		const char *fmt, ...)
+static int derr(struct dparser *d, unsigned long line, const char *fmt, ...)
+	PRINTF(3, 4);
+static int derr(struct dparser *d, unsigned long line, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	verror_at(d->path, v ? v->line : 0, fmt, ap);
+	verror_at(d->path, line, fmt, ap);
 	va_end(ap);
 	return -1;
 }
 
-/* Member KEY of V as a whole number >= 0; -1 (said) if absent or not. */
-static int number(struct dparser *d, const struct json_value *v,
-		  const char *key, int64_t *out)
+/* The next value as a whole number >= 0, or the error KEY's. */
+static bool count(struct dparser *d, const char *key, int64_t *out)
 {
-	const struct json_value *n = json_get(v, key);
+	double x;
 
-	if (!n)
-		return derr(d, v, "no \"%s\"", key);
-	if (n->type != JSON_NUMBER || n->number < 0 ||
-	    n->number >= 9.2e18 || n->number != floor(n->number))
-		return derr(d, n, "\"%s\" is not a count", key);
-	*out = (int64_t)n->number;
-	return 0;
+	if (json_peek(&d->j) != '-' &&
+	    (json_peek(&d->j) < '0' || json_peek(&d->j) > '9')) {
+		json_error(&d->j, "\"%s\" is not a count", key);
+		return false;
+	}
+	if (!json_read_number(&d->j, &x))
+		return false;
+	if (x < 0 || x >= 9.2e18 || x != floor(x)) {
+		json_error(&d->j, "\"%s\" is not a count", key);
+		return false;
+	}
+	*out = (int64_t)x;
+	return true;
+}
+
+/* "fs": frame indexes, checked against the table once it is read. */
+static bool read_frames(struct dparser *d, struct point *pp)
+{
+	bool first = true;
+
+	pp->fs_line = d->j.line;
+	pp->fs_at = d->nfs;
+	if (!json_expect(&d->j, '[', "an array of frame indexes"))
+		return false;
+	while (json_next(&d->j, ']', &first)) {
+		int64_t k;
+
+		if (!count(d, "fs", &k))
+			return false;
+		GROW(d->fs, d->nfs + 1, d->alloc_fs);
+		/* (0 and too big are said with the table's size.) */
+		d->fs[d->nfs++] = k > UINT32_MAX ? 0 : (uint32_t)k;
+	}
+	pp->fs_n = d->nfs - pp->fs_at;
+	return !d->j.failed;
+}
+
+static bool read_point(struct dparser *d, struct strbuf *key)
+{
+	struct point *pp;
+	bool first = true;
+
+	GROW(d->pps, d->npps + 1, d->alloc_pps);
+	pp = &d->pps[d->npps++];
+	memset(pp, 0, sizeof(*pp));
+	pp->line = d->j.line;
+	if (json_peek(&d->j) != '{') {
+		json_error(&d->j, "a program point that is not an object");
+		return false;
+	}
+	json_expect(&d->j, '{', "'{'");
+	while (json_next(&d->j, '}', &first)) {
+		size_t k;
+
+		sb_reset(key);
+		if (!json_read_string(&d->j, key) ||
+		    !json_expect(&d->j, ':', "':'"))
+			return false;
+		for (k = 0; k < PP_NKEYS; k++)
+			if (!strcmp(key->buf, point_keys[k]))
+				break;
+		if (k < PP_NKEYS) {
+			if (!count(d, point_keys[k], &pp->v[k]))
+				return false;
+			pp->has |= 1u << k;
+		} else if (!strcmp(key->buf, "fs")) {
+			if (!read_frames(d, pp))
+				return false;
+		} else if (!json_skip(&d->j)) {
+			return false;
+		}
+	}
+	return !d->j.failed;
+}
+
+static bool read_table(struct dparser *d)
+{
+	bool first = true;
+
+	if (!json_expect(&d->j, '[', "an array of frames"))
+		return false;
+	while (json_next(&d->j, ']', &first)) {
+		GROW(d->ftbl, d->nftbl + 2, d->alloc_ftbl);
+		d->ftbl[d->nftbl++] = d->strs.len;
+		if (json_peek(&d->j) != '"') {
+			json_error(&d->j, "an ftbl entry that is not a string");
+			return false;
+		}
+		if (!json_read_string(&d->j, &d->strs))
+			return false;
+	}
+	GROW(d->ftbl, d->nftbl + 1, d->alloc_ftbl);
+	d->ftbl[d->nftbl] = d->strs.len;
+	return !d->j.failed;
+}
+
+static bool read_array_of_points(struct dparser *d, struct strbuf *key)
+{
+	bool first = true;
+
+	if (!json_expect(&d->j, '[', "an array of program points"))
+		return false;
+	while (json_next(&d->j, ']', &first))
+		if (!read_point(d, key))
+			return false;
+	return !d->j.failed;
+}
+
+/* Is the mode heap blocks (said now: other modes have other fields)? */
+static int check_mode(struct dparser *d, unsigned long line)
+{
+	const char *mode = d->mode.buf ? d->mode.buf : "";
+
+	if (!strcmp(mode, "heap") || !strcmp(mode, "rust-heap"))
+		return 0;
+	return derr(d, line, "a DHAT profile in %s mode counts %s, not heap "
+			     "blocks; dmprof reads heap mode",
+		    *mode ? mode : "no",
+		    !strcmp(mode, "copy") ? "copies" : "events");
+}
+
+/* The top-level object, member by member. */
+static int read_file(struct dparser *d)
+{
+	struct strbuf key = STRBUF_INIT;
+	bool first = true;
+	double x;
+
+	if (json_peek(&d->j) != '{') {
+		sb_release(&key);
+		return derr(d, d->j.line, "not a DHAT profile (not a JSON "
+					  "object)");
+	}
+	json_expect(&d->j, '{', "'{'");
+	while (json_next(&d->j, '}', &first)) {
+		unsigned long line;
+		const char *k;
+
+		sb_reset(&key);
+		if (!json_read_string(&d->j, &key) ||
+		    !json_expect(&d->j, ':', "':'"))
+			break;
+		line = d->j.line;
+		k = key.buf;
+		if (!strcmp(k, "dhatFileVersion")) {
+			d->has_version = json_read_number(&d->j, &x);
+			d->version = x == floor(x) && x > -1e9 && x < 1e9
+					     ? (int64_t)x : -1;
+			d->version_line = line;
+			if (d->has_version && d->version != 2) {
+				derr(d, line, "DHAT file version %g; dmprof "
+					      "reads version 2", x);
+				d->j.failed = true;
+			}
+		} else if (!strcmp(k, "te") || !strcmp(k, "tg")) {
+			bool end = k[1] == 'e';
+
+			if (!count(d, k, end ? &d->te : &d->tg))
+				break;
+			*(end ? &d->has_te : &d->has_tg) = true;
+			*(end ? &d->te_line : &d->tg_line) = line;
+		} else if (!strcmp(k, "mode") || !strcmp(k, "tu")) {
+			struct strbuf *sb = k[0] == 'm' ? &d->mode : &d->tu;
+
+			sb_reset(sb);
+			if (json_peek(&d->j) == '"')
+				json_read_string(&d->j, sb);
+			else
+				json_skip(&d->j);
+			if (k[0] == 'm') {
+				d->mode_line = line;
+				if (check_mode(d, line) < 0)
+					d->j.failed = true;
+			}
+		} else if (!strcmp(k, "bklt")) {
+			d->bklt = json_peek(&d->j) == 't';
+			json_skip(&d->j);
+		} else if (!strcmp(k, "pps")) {
+			d->has_pps = read_array_of_points(d, &key);
+		} else if (!strcmp(k, "ftbl")) {
+			d->has_ftbl = read_table(d);
+		} else {
+			json_skip(&d->j);
+		}
+		if (d->j.failed)
+			break;
+	}
+	if (!d->j.failed && json_peek(&d->j))
+		json_error(&d->j, "unexpected text after the JSON value");
+	sb_release(&key);
+	return d->j.failed ? -1 : 0;
 }
 
 /*
@@ -127,46 +342,41 @@ static void parse_frame(const char *s, size_t len, uint64_t *addr,
 }
 
 /* The stack of program point PP, as model addresses, into FRAMES. */
-static int stack_of(struct dparser *d, const struct json_value *pp,
+static int stack_of(struct dparser *d, const struct point *pp,
 		    uint64_t **frames, size_t *cap, uint32_t *depth)
 {
-	const struct json_value *fs = json_get(pp, "fs");
 	struct frame_name names[64];
 	uint64_t group_addr = 0;
 	uint32_t n = 0;
 
 	*depth = 0;
-	if (!fs || fs->type != JSON_ARRAY)
-		return derr(d, pp, "a program point without \"fs\"");
-	GROW(*frames, fs->n + 1, *cap);
-	for (size_t i = 0; i <= fs->n; i++) {
+	if (!pp->fs_line)
+		return derr(d, pp->line, "a program point without \"fs\"");
+	GROW(*frames, pp->fs_n + 1, *cap);
+	for (size_t i = 0; i <= pp->fs_n; i++) {
 		uint64_t addr = 0;
 		struct frame_name name;
-		const struct json_value *e;
-		double k;
 
 		memset(&name, 0, sizeof(name));
-		if (i < fs->n) {
-			e = fs->items[i];
-			k = e->type == JSON_NUMBER ? e->number : -1;
-			if (k < 1 || k >= (double)d->ftbl->n || k != floor(k))
-				return derr(d, e, "frame index out of range "
-						  "(ftbl has %zu entries)",
-					    d->ftbl->n);
-			e = d->ftbl->items[(size_t)k];
-			if (e->type != JSON_STRING)
-				return derr(d, e, "an ftbl entry that is not "
-						  "a string");
-			parse_frame(e->string, e->string_len, &addr, &name);
+		if (i < pp->fs_n) {
+			uint32_t k = d->fs[pp->fs_at + i];
+
+			if (k < 1 || k >= d->nftbl)
+				return derr(d, pp->fs_line,
+					    "frame index out of range (ftbl "
+					    "has %zu entries)",
+					    d->nftbl);
+			addr = d->addrs[k];
+			name = d->names[k];
 		}
 		/* Entries of one address are one frame, inlined first. */
-		if (n && (i == fs->n || addr != group_addr || !addr ||
+		if (n && (i == pp->fs_n || addr != group_addr || !addr ||
 			  n == ARRAY_SIZE(names))) {
 			(*frames)[(*depth)++] =
 				model_named_frame(d->m, group_addr, names, n);
 			n = 0;
 		}
-		if (i == fs->n)
+		if (i == pp->fs_n)
 			break;
 		if (!name.func_len) {
 			/* "???": an address only (none left: DHAT's own). */
@@ -179,33 +389,37 @@ static int stack_of(struct dparser *d, const struct json_value *pp,
 	return 0;
 }
 
-static int build(struct dparser *d, struct snapshot *snap,
-		 const struct json_value *pps)
+static int build(struct dparser *d, struct snapshot *snap)
 {
-	const char *bytes_key = snap->part == 1 ? "gb" : "eb";
-	const char *blocks_key = snap->part == 1 ? "gbk" : "ebk";
+	int bytes_key = snap->part == 1 ? PP_GB : PP_EB;
+	int blocks_key = snap->part == 1 ? PP_GBK : PP_EBK;
+	const int need[] = { bytes_key, blocks_key, PP_TB, PP_TBK };
 	uint64_t *frames = NULL;
 	size_t cap = 0;
 	int64_t total = 0;
 
-	snap->lines = xcalloc(pps->n ? pps->n : 1, sizeof(*snap->lines));
-	snap->lines_alloc = pps->n ? pps->n : 1;
-	for (size_t i = 0; i < pps->n; i++) {
-		const struct json_value *pp = pps->items[i];
+	/* The table's entries, parsed once. */
+	d->addrs = xcalloc(d->nftbl + 1, sizeof(*d->addrs));
+	d->names = xcalloc(d->nftbl + 1, sizeof(*d->names));
+	for (size_t k = 0; k < d->nftbl; k++)
+		parse_frame(d->strs.buf + d->ftbl[k],
+			    d->ftbl[k + 1] - d->ftbl[k], &d->addrs[k],
+			    &d->names[k]);
+	snap->lines = xcalloc(d->npps ? d->npps : 1, sizeof(*snap->lines));
+	snap->lines_alloc = d->npps ? d->npps : 1;
+	for (size_t i = 0; i < d->npps; i++) {
+		const struct point *pp = &d->pps[i];
 		struct stack_line *sl;
-		int64_t b, bk, tb, tbk;
 		uint32_t depth;
 
-		if (pp->type != JSON_OBJECT) {
-			free(frames);
-			return derr(d, pp, "a program point that is not an "
-					   "object");
+		for (size_t k = 0; k < ARRAY_SIZE(need); k++) {
+			if (!(pp->has & 1u << need[k])) {
+				free(frames);
+				return derr(d, pp->line, "no \"%s\"",
+					    point_keys[need[k]]);
+			}
 		}
-		if (number(d, pp, bytes_key, &b) < 0 ||
-		    number(d, pp, blocks_key, &bk) < 0 ||
-		    number(d, pp, "tb", &tb) < 0 ||
-		    number(d, pp, "tbk", &tbk) < 0 ||
-		    stack_of(d, pp, &frames, &cap, &depth) < 0) {
+		if (stack_of(d, pp, &frames, &cap, &depth) < 0) {
 			free(frames);
 			return -1;
 		}
@@ -218,11 +432,12 @@ static int build(struct dparser *d, struct snapshot *snap,
 		}
 		sl->bucket_id = sl->bucket->id;
 		sl->line = pp->line;
-		sl->virt = sl->committed = b;
-		sl->alloc = tbk;
-		sl->alloc_bytes = tb;
-		sl->free = sub64(tbk, bk, &snap->overflow);
-		total = add64(total, b, &snap->overflow);
+		sl->virt = sl->committed = pp->v[bytes_key];
+		sl->alloc = pp->v[PP_TBK];
+		sl->alloc_bytes = pp->v[PP_TB];
+		sl->free = sub64(pp->v[PP_TBK], pp->v[blocks_key],
+				 &snap->overflow);
+		total = add64(total, pp->v[bytes_key], &snap->overflow);
 	}
 	free(frames);
 	/*
@@ -235,66 +450,49 @@ static int build(struct dparser *d, struct snapshot *snap,
 	return 0;
 }
 
-static int parse(struct dparser *d, struct snapshot *snap,
-		 const struct json_value *root)
+static int parse(struct dparser *d, struct snapshot *snap)
 {
-	const struct json_value *v, *pps;
-	const char *mode, *tu;
-	int64_t version, when;
+	const char *tu;
+	bool micro;
 
-	if (root->type != JSON_OBJECT)
-		return derr(d, root, "not a DHAT profile (not a JSON object)");
-	if (number(d, root, "dhatFileVersion", &version) < 0)
+	if (read_file(d) < 0)
 		return -1;
-	if (version != 2)
-		return derr(d, json_get(root, "dhatFileVersion"),
-			    "DHAT file version %" PRId64 "; dmprof reads "
-			    "version 2", version);
-	mode = json_get_string(root, "mode");
-	if (!mode)
-		return derr(d, root, "no \"mode\"");
-	if (strcmp(mode, "heap") && strcmp(mode, "rust-heap"))
-		return derr(d, json_get(root, "mode"),
-			    "a DHAT profile in %s mode counts %s, not heap "
-			    "blocks; dmprof reads heap mode", mode,
-			    !strcmp(mode, "copy") ? "copies" : "events");
-	v = json_get(root, "bklt");
-	if (!v || v->type != JSON_TRUE)
-		return derr(d, root, "a DHAT heap profile without block "
-				     "lifetimes (\"bklt\": true)");
-	pps = json_get(root, "pps");
-	d->ftbl = json_get(root, "ftbl");
-	if (!pps || pps->type != JSON_ARRAY)
-		return derr(d, root, "no \"pps\" array");
-	if (!d->ftbl || d->ftbl->type != JSON_ARRAY)
-		return derr(d, root, "no \"ftbl\" array");
-	if (number(d, root, snap->part == 1 ? "tg" : "te", &when) < 0)
-		return -1;
-	tu = json_get_string(root, "tu");
+	if (!d->has_version)
+		return derr(d, 1, "no \"dhatFileVersion\"");
+	if (!d->mode_line)
+		return derr(d, 1, "no \"mode\"");
+	if (!d->bklt)
+		return derr(d, 1, "a DHAT heap profile without block "
+				  "lifetimes (\"bklt\": true)");
+	if (!d->has_pps)
+		return derr(d, 1, "no \"pps\" array");
+	if (!d->has_ftbl)
+		return derr(d, 1, "no \"ftbl\" array");
+	if (!(snap->part == 1 ? d->has_tg : d->has_te))
+		return derr(d, 1, "no \"%s\"", snap->part == 1 ? "tg" : "te");
 	/* Time: microseconds (dhat-rs), or instructions (Valgrind), which
 	 * stand for seconds as they are, said once. */
-	if (tu && (!strcmp(tu, "\xc2\xb5s") || !strcmp(tu, "us")))
-		snap->time = (double)when / 1e6;
-	else
-		snap->time = (double)when;
+	tu = d->tu.buf ? d->tu.buf : "";
+	micro = !strcmp(tu, "\xc2\xb5s") || !strcmp(tu, "us");
+	snap->time = (double)(snap->part == 1 ? d->tg : d->te);
+	if (micro)
+		snap->time /= 1e6;
+	snap->time_instructions = !micro;
 	snap->time_from_meta = true;
 	if (!(d->m->warned & MODEL_WARNED_PROFILE)) {
 		d->m->warned |= MODEL_WARNED_PROFILE;
 		warning("%s: a DHAT profile, read as two snapshots: at its "
 			"global peak (t-gmax) and at its end (t-end); "
 			"allocated is over the whole run%s", d->path,
-			tu && strcmp(tu, "\xc2\xb5s") && strcmp(tu, "us")
-				? "; times are in instructions, not seconds"
-				: "");
+			micro ? "" : "; times are in instructions, not seconds");
 	}
-	return build(d, snap, pps);
+	return build(d, snap);
 }
 
 int dhat_parse(struct snapshot *snap, const struct filebuf *fb,
 	       struct model *m)
 {
 	struct dparser d;
-	struct json_value *root;
 	int rc;
 
 	memset(&d, 0, sizeof(d));
@@ -302,11 +500,16 @@ int dhat_parse(struct snapshot *snap, const struct filebuf *fb,
 	d.m = m;
 	if (snap->part != 1 && snap->part != 2)
 		snap->part = 2; /* (one snapshot asked for: the end) */
-	root = json_parse(fb->data, fb->size, fb->path);
-	if (!root)
-		return -1;
-	rc = parse(&d, snap, root);
-	json_free(root);
+	json_cursor_init(&d.j, fb->data, fb->size, fb->path);
+	rc = parse(&d, snap);
 	snap->page_size = 4096;
+	sb_release(&d.mode);
+	sb_release(&d.tu);
+	sb_release(&d.strs);
+	free(d.pps);
+	free(d.fs);
+	free(d.ftbl);
+	free(d.addrs);
+	free(d.names);
 	return rc;
 }

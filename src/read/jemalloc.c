@@ -11,7 +11,8 @@
  * jeprof does: each stack's pair times 1 / (1 - exp(-(bytes/objs)/RATE)),
  * kept as real numbers and cut to whole bytes only at the end.  Here the
  * cut is spread over the lines so that the snapshot's total is jeprof's
- * (each line's share is within one byte of its estimate).
+ * (each line's share is within one byte of its estimate).  A pair with
+ * a zero is zero, as pprof has it (jeprof divides by zero).
  */
 #include "jemalloc.h"
 
@@ -107,7 +108,9 @@ static void unsample(uint64_t rate, const uint64_t in[2], double out[2])
 {
 	double scale = 1;
 
-	if (in[0] && rate > 1)
+	if (rate > 1 && (!in[0] || !in[1]))
+		scale = 0; /* (objects of no size: 0/0 in the formula) */
+	else if (rate > 1)
 		scale = 1 / (1 - exp(-((double)in[1] / (double)in[0]) /
 				     (double)rate));
 	out[0] = (double)in[0] * scale;
@@ -170,6 +173,33 @@ static int parse_lines(struct jparser *j, struct snapshot *snap,
 }
 
 /*
+ * jemalloc's own frames lead every stack (its profiler records from
+ * inside malloc); where jemalloc is a shared library (LD_PRELOAD) its
+ * internal functions have no names to tell them by, but the maps say
+ * which frames are in it.  Those frames go: what called malloc owns the
+ * bytes, as jeprof shows them.  (The last one is kept if all are.)
+ */
+static void drop_own_frames(const struct snapshot *snap, struct jstack *s)
+{
+	uint32_t k = 0;
+
+	if (!snap->has_own_maps)
+		return;
+	while (k + 1 < s->depth) {
+		const struct vma *v = maps_find(&snap->own_maps, s->frames[k]);
+		const char *base = v ? strrchr(v->name, '/') : NULL;
+
+		if (!base || strncmp(base + 1, "libjemalloc", 11))
+			break;
+		k++;
+	}
+	if (!k)
+		return;
+	memmove(s->frames, s->frames + k, (s->depth - k) * sizeof(*s->frames));
+	s->depth -= k;
+}
+
+/*
  * The stacks as snapshot lines.  Each value is cut so that the running
  * sum of the cuts is the running sum of the estimates, cut.
  */
@@ -190,6 +220,7 @@ static int build(struct jparser *j, struct snapshot *snap, struct model *m)
 			      j->path, s->no);
 			return -1;
 		}
+		drop_own_frames(snap, s);
 		for (int k = 0; k < 4; k++) {
 			sum[k] += s->v[k];
 			if (sum[k] >= 9.2e18) {

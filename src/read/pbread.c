@@ -541,8 +541,10 @@ static int pick_types(struct pparser *p, size_t *bytes, size_t *objs,
 
 	*bytes = *objs = *alloc_objs = *alloc_bytes = SIZE_MAX;
 	for (i = 0; i < p->ntypes; i++) {
-		if (!(t = str_at(p, p->types[i].type)))
+		if (!(t = str_at(p, p->types[i].type))) {
+			sb_release(&have);
 			return -1;
+		}
 		if (str_is(t, "inuse_objects"))
 			*objs = i;
 		else if (str_is(t, "alloc_objects"))

@@ -31,6 +31,24 @@ static const char *dump_suffix(const char *path)
 	return NULL;
 }
 
+/*
+ * jemalloc names its dumps PREFIX.PID.SEQ.KIND.heap, KIND saying why it
+ * dumped: "f" at exit, "iN" every interval, "mN" when asked, "uN" at a
+ * new peak; SEQ counts them all.  The length of a ".KIND" that ends
+ * S[0..END), or 0.
+ */
+static size_t jemalloc_kind(const char *s, size_t end)
+{
+	size_t i = end;
+
+	while (i > 0 && s[i - 1] >= '0' && s[i - 1] <= '9')
+		i--;
+	if (i < 2 || !s[i - 1] || !strchr("fimu", s[i - 1]) || s[i - 2] != '.' ||
+	    (s[i - 1] == 'f' && i != end))
+		return 0;
+	return end - i + 2;
+}
+
 bool series_split(const char *path, char **prefix, unsigned long *counter)
 {
 	const char *suffix = dump_suffix(path);
@@ -40,6 +58,8 @@ bool series_split(const char *path, char **prefix, unsigned long *counter)
 	if (!suffix || len < strlen(suffix) + 3)
 		return false;
 	end = len - strlen(suffix) - 1;
+	if (!strcmp(suffix, "heap"))
+		end -= jemalloc_kind(path, end);
 	i = end;
 	while (i > 0 && path[i - 1] >= '0' && path[i - 1] <= '9')
 		i--;
@@ -104,8 +124,19 @@ static int series_scan(const char *prefix, const char *suffix,
 				break;
 			counter = counter * 10 + (unsigned long)(*p - '0');
 		}
-		if (!digits || digits > 9 || *p != '.' || strcmp(p + 1, suffix))
+		if (!digits || digits > 9 || *p != '.')
 			continue;
+		if (strcmp(p + 1, suffix)) {
+			/* jemalloc's ".KIND" between counter and suffix. */
+			size_t rest = strlen(p + 1), k;
+
+			if (strcmp(suffix, "heap") || rest < 6 ||
+			    strcmp(p + rest - 3, "heap") || p[rest - 4] != '.')
+				continue;
+			k = jemalloc_kind(p, rest - 4);
+			if (!k || k != rest - 4)
+				continue;
+		}
 		GROW(v, *n + 1, alloc);
 		v[*n].counter = counter;
 		v[*n].path = xmalloc(strlen(dir) + nlen + 1);

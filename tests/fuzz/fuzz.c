@@ -4,8 +4,15 @@
  *
  *   dump      a deep dump or a gperftools profile (profile_load picks), then
  *             classified and aggregated under the linux policy
- *   gperf     the same, always a gperftools profile: the input follows
- *             "heap profile: " (so the fuzzer spends no time finding it)
+ *   gperf     the same, always a text heap profile: the input follows
+ *             "heap profile: " (so the fuzzer spends no time finding it;
+ *             every variant pprof reads: heapprofile, heap_v2, heapz_v2,
+ *             Go's heap/N, growth, fragmentation, the memory map)
+ *   jemalloc  the same after "heap_v2/" (jemalloc's dumps, t* lines)
+ *   proto     a pprof profile.proto: the first byte picks whether the
+ *             rest is the file or is gzipped first (so the fuzzer works
+ *             on the protobuf, and the gzip path runs too)
+ *   dhat      a DHAT JSON file, both of its snapshots
  *   buckets   a .buckets file
  *   maps      /proc/PID/maps text (strict, then lenient)
  *   symmap    a symbol map's nm, readelf or decoded-line file (the first
@@ -34,6 +41,7 @@
 #include "json.h"
 #include "maps.h"
 #include "model.h"
+#include "pbwrite.h"
 #include "policy.h"
 #include "symmap.h"
 #include "text.h"
@@ -84,10 +92,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
-#if defined(FUZZ_DUMP) || defined(FUZZ_GPERF)
+#if defined(FUZZ_DUMP) || defined(FUZZ_GPERF) || defined(FUZZ_JEMALLOC) || \
+	defined(FUZZ_PROTO) || defined(FUZZ_DHAT)
 static struct policy *linux_policy;
 
-static void load_and_classify(const char *path)
+/* Part PART of the file (0: the one there is), classified. */
+static void load_and_classify_part(const char *path, int part)
 {
 	static const uint64_t frames[3] = { 0x401000, 0x401100, 0x7f0000001000 };
 	struct model m;
@@ -101,7 +111,8 @@ static void load_and_classify(const char *path)
 		model_define_bucket(&m, id, id & 1 ? ALLOC_MMAP : ALLOC_MALLOC,
 				    false, 0, "", frames, (uint32_t)(id % 4),
 				    "fuzz", 1);
-	if (profile_load(&snap, path, &m) == 0) {
+	if ((part ? profile_load_part(&snap, path, part, &m)
+		  : profile_load(&snap, path, &m)) == 0) {
 		if (linux_policy) {
 			struct classifier c;
 			struct agg_stats stats;
@@ -121,6 +132,25 @@ static void load_and_classify(const char *path)
 	}
 	model_free(&m);
 }
+
+static void load_and_classify(const char *path)
+{
+	load_and_classify_part(path, 0);
+}
+
+/* The input after HEAD, as a file NAME. */
+static void load_after(const char *head, const char *name,
+		       const uint8_t *data, size_t size)
+{
+	size_t n = strlen(head);
+	uint8_t *buf = xmalloc(n + size + 1);
+
+	memcpy(buf, head, n);
+	if (size)
+		memcpy(buf + n, data, size);
+	load_and_classify(as_file(name, buf, n + size));
+	free(buf);
+}
 #endif
 
 #ifdef FUZZ_DUMP
@@ -134,14 +164,47 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 #ifdef FUZZ_GPERF
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const char head[] = "heap profile: ";
-	uint8_t *buf = xmalloc(sizeof(head) - 1 + size + 1);
+	load_after("heap profile: ", "f.0001.heap", data, size);
+	return 0;
+}
+#endif
 
-	memcpy(buf, head, sizeof(head) - 1);
-	if (size)
-		memcpy(buf + sizeof(head) - 1, data, size);
-	load_and_classify(as_file("f.0001.heap", buf, sizeof(head) - 1 + size));
-	free(buf);
+#ifdef FUZZ_JEMALLOC
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	load_after("heap_v2/", "f.0001.heap", data, size);
+	return 0;
+}
+#endif
+
+#ifdef FUZZ_PROTO
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct strbuf gz = STRBUF_INIT;
+	const char *why;
+
+	if (!size)
+		return 0;
+	if (data[0] & 1) {
+		if (pbw_gzip(data + 1, size - 1, &gz, &why) < 0)
+			abort();
+		load_and_classify(as_file("f.0001.pb.gz", (uint8_t *)gz.buf,
+					  gz.len));
+	} else {
+		load_and_classify(as_file("f.0001.pb", data + 1, size - 1));
+	}
+	sb_release(&gz);
+	return 0;
+}
+#endif
+
+#ifdef FUZZ_DHAT
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const char *path = as_file("dhat.out.1", data, size);
+
+	load_and_classify_part(path, 1);
+	load_and_classify_part(path, 2);
 	return 0;
 }
 #endif

@@ -33,6 +33,30 @@ seed() {
 			tail -c +15 "$f" | head -c 200000 >"$d/seed$n"
 			n=$((n + 1))
 		done ;;
+	jemalloc)
+		n=0
+		for f in tests/golden/*/*.heap; do
+			head -c 8 "$f" | grep -q '^heap_v2/' || continue
+			tail -c +9 "$f" | head -c 200000 >"$d/seed$n"
+			n=$((n + 1))
+		done ;;
+	proto)
+		# A 0 byte first: the protobuf as is; a 1: gzipped by the target
+		# (so the fuzzer mutates the protobuf, not its gzip).
+		n=0
+		for k in step1 step2 step3 raw string location no-empty-string; do
+			python3 tests/golden/proto-base/make.py $k "$d/p.tmp" 2>/dev/null || continue
+			{ printf '\000'; gzip -dc "$d/p.tmp" 2>/dev/null || cat "$d/p.tmp"; } >"$d/seed$n"
+			n=$((n + 1))
+		done
+		rm -f "$d/p.tmp"
+		# dmprof's own export: functions with files and lines, labels.
+		if [ -x ./dmprof ] && ./dmprof pprof --proto samples/cachesrv.04242.0002.heap l0 >"$d/p.tmp" 2>/dev/null; then
+			{ printf '\000'; gzip -dc "$d/p.tmp"; } >"$d/seed$n"
+		fi
+		rm -f "$d/p.tmp" ;;
+	dhat)
+		find tests/golden -name 'dhat.out*' -size -200k -exec cp {} "$d"/ \; 2>/dev/null ;;
 	buckets)
 		cp samples/*.buckets "$d"/ 2>/dev/null
 		find tests/golden -name '*.buckets' -size -200k -exec cp {} "$d"/ \; 2>/dev/null

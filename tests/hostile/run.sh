@@ -207,7 +207,80 @@ awk 'BEGIN { print "heap profile: 1: 1 [ 1: 1] @ heapprofile"
 check sizes-near-2e63-top-1 any "$bin" top -n 1 neg3.0001.heap
 check sizes-near-2e63-top-9 any "$bin" top -n 9 neg3.0001.heap
 
-# 8. Inputs the fuzzers found (tests/hostile/found/NAME.KIND, run by kind).
+# 8. The other profiles' formats: pprof protobuf, DHAT, text variants.
+pb() { python3 "$top/tests/golden/proto-base/make.py" "$@"; }
+pb truncated-gzip cut.pb.gz && check proto-truncated-gzip 1 "$bin" top cut.pb.gz
+pb huge-length huge.pb && check proto-huge-length 1 "$bin" top huge.pb
+pb string badstr.pb && check proto-string-index 1 "$bin" top badstr.pb
+pb location badloc.pb && check proto-location-id 1 "$bin" top badloc.pb
+# 256 MB of zeros, gzipped (256 KB): inflated, then refused.
+head -c 268435456 /dev/zero | gzip -1 >zeros.pb.gz
+check proto-gzip-of-zeros 1 "$bin" top zeros.pb.gz
+# A sample of a million locations, and 200,000 samples of one each.
+python3 - <<'P'
+import gzip
+def varint(v):
+    out = b""
+    while True:
+        b = v & 0x7f; v >>= 7
+        if v: out += bytes([b | 0x80])
+        else: return out + bytes([b])
+def field(n, v): return varint(n << 3) + varint(v)
+def msg(n, body): return varint(n << 3 | 2) + varint(len(body)) + body
+def packed(n, vals): return msg(n, b"".join(varint(v) for v in vals))
+strs = ["", "inuse_objects", "count", "inuse_space", "bytes", "f"]
+head = (msg(1, field(1, 1) + field(2, 2)) + msg(1, field(1, 3) + field(2, 4)) +
+        msg(5, field(1, 1) + field(2, 5)) +
+        b"".join(msg(6, s.encode()) for s in strs))
+locs = lambda n: b"".join(msg(4, field(1, i) + msg(4, field(1, 1))) for i in range(1, n + 1))
+deep = head + locs(1000) + msg(2, packed(1, [1 + i % 1000 for i in range(1000000)]) + packed(2, [1, 64]))
+open("deep.pb.gz", "wb").write(gzip.compress(deep, 1))
+wide = head + locs(1000) + b"".join(msg(2, packed(1, [1 + i % 1000]) + packed(2, [1, i + 1])) for i in range(200000))
+open("wide.pb.gz", "wb").write(gzip.compress(wide, 1))
+P
+check proto-million-frames any "$bin" top deep.pb.gz
+check proto-many-samples 0 "$bin" top wide.pb.gz
+dh=$top/tests/golden/dhat/dhat.out.4242
+sed 's/"fs":\[7,3\]/"fs":[7,4294967296]/' "$dh" >range.dhat
+check dhat-frame-out-of-range 1 "$bin" csv -b range.dhat
+sed 's/,"fs":\[1,2,3\]//' "$dh" >nofs.dhat
+check dhat-missing-frames 1 "$bin" top nofs.dhat
+sed 's/,"ftbl":/,"nothing":/' "$dh" >noftbl.dhat
+check dhat-missing-ftbl 1 "$bin" top noftbl.dhat
+sed 's/"tb":65536/"tb":-65536/; s/"gb":65536/"gb":1e300/' "$dh" >neg.dhat
+check dhat-bad-numbers 1 "$bin" csv -b neg.dhat
+head -c 700 "$dh" >cut.dhat
+check dhat-truncated 1 "$bin" csv -b cut.dhat
+# 200,000 program points of 100 frames each over a 100,000-entry table.
+python3 - <<'P'
+with open("big.dhat", "w") as f:
+    f.write('{"dhatFileVersion":2,"mode":"heap","verb":"Allocated","bklt":true,'
+            '"bkacc":false,"tu":"instrs","Mtu":"instr","cmd":"x","pid":1,'
+            '"te":1000,"tg":500,"pps":[')
+    fs = ",".join(str(1 + k) for k in range(100))
+    f.write(",".join('{"tb":%d,"tbk":1,"tl":1,"mb":1,"mbk":1,"gb":%d,"gbk":1,'
+                     '"eb":1,"ebk":1,"fs":[%d,%s]}' % (i + 1, i, 1 + i % 99999, fs)
+                     for i in range(200000)))
+    f.write('],"ftbl":["[root]",')
+    f.write(",".join('"0x%x: f%d (a.c:%d)"' % (0x400000 + k, k, k) for k in range(100000)))
+    f.write(']}\n')
+P
+check dhat-big any "$bin" csv -b big.dhat
+# Go's debug=1 profile with a million comment lines; jemalloc with a
+# million thread lines under one stack.
+{ printf 'heap profile: 1: 100 [1: 100] @ heap/1048576\n1: 100 [1: 100] @ 0x401000\n'
+  awk 'BEGIN { for (i = 0; i < 1000000; i++) printf "#\t0x401000\tmain.f+0x%x\t/a.go:%d\n", i, i }'
+} >gocomments.heap
+check go-million-comments 0 "$bin" top gocomments.heap
+{ printf 'heap_v2/524288\n  t*: 1000000: 1000000 [0: 0]\n'
+  awk 'BEGIN { for (i = 0; i < 1000000; i++) printf "  t%d: 1: 1 [0: 0]\n", i }'
+  printf '@ 0x401000\n  t*: 1: 1 [0: 0]\n'
+  awk 'BEGIN { for (i = 0; i < 1000000; i++) printf "  t%d: 1: 1 [0: 0]\n", i }'
+  printf '\nMAPPED_LIBRARIES:\n'
+} >je.heap
+check jemalloc-million-threads any "$bin" top je.heap
+
+# 9. Inputs the fuzzers found (tests/hostile/found/NAME.KIND, run by kind).
 for f in "$here"/found/*; do
 	[ -f "$f" ] || continue
 	name=$(basename "$f")
@@ -222,6 +295,8 @@ for f in "$here"/found/*; do
 		check "found-$name" any "$bin" csv found2.0001.heap ;;
 	*.policy)
 		check "found-$name" any "$bin" policy check "$f" ;;
+	*.pb)
+		check "found-$name" any "$bin" top "$f" ;;
 	esac
 done
 

@@ -191,6 +191,7 @@ fi
 . "$top/tests/real/debuginfod.sh"
 . "$top/tests/real/pprof.sh"
 . "$top/tests/real/dhat.sh"
+. "$top/tests/real/jemalloc.sh"
 
 echo "real: $pass passed, $fail failed"
 [ $fail = 0 ]

@@ -77,11 +77,13 @@ Test(stacks, allocator_frames_are_pprofs)
 	static const char *const yes[] = {
 		"malloc", "operator new", "operator new(unsigned long)",
 		"tc_malloc", "tcmalloc::PageHeap::New", "TCMalloc_SystemAlloc",
-		"__libc_malloc", "dmprof_recorder_self",
+		"__libc_malloc", "dmprof_recorder_self", "je_prof_backtrace",
+		"_rjem_je_malloc_default", "mallocx", "__rust_alloc",
+		"alloc::alloc::alloc",
 	};
 	static const char *const no[] = {
 		"malloc_stats", "mymalloc", "operator delete", "main",
-		"Cache::malloc",
+		"Cache::malloc", "jemalloc_init", "alloc::vec::Vec::push",
 	};
 
 	for (size_t i = 0; i < sizeof(yes) / sizeof(*yes); i++)
@@ -196,4 +198,27 @@ Test(stacks, sizes_and_shares_for_people)
 	cr_assert_str_eq(percent(5, 0, false), "-");
 	cr_assert_str_eq(percent(-1, 4, true), "-25.0%");
 	cr_assert_str_eq(percent(1, 4, true), "+25.0%");
+}
+
+/*
+ * As pprof prunes: an allocator frame under the program's ends the stack,
+ * whatever the allocator's own frames inside it are called.
+ */
+Test(stacks, flat_goes_past_the_last_allocator_frame)
+{
+	const char *b = write_file("p.00001.0001.buckets",
+				   "1 malloc 0x10 0x20 0x30 0x40 0x50\n", -1);
+
+	cr_assert_eq(buckets_load(&m, b), 0);
+	symbolize_model(&m, NULL, NULL);
+	name(0, "prof_backtrace_impl", NULL, 0);
+	name(1, "?? after malloc_usable_size+0x70", NULL, 0);
+	name(2, "malloc", NULL, 0);
+	name(3, "grow", "grow.c", 5);
+	name(4, "main", "main.c", 3);
+	tally_functions(&t, &m, stack_of(1), (int64_t[]){ 64 }, 1);
+	cr_assert_eq(fn("grow")->v[0], 64);
+	cr_assert_eq(fn("main")->v[1], 64);
+	cr_assert_null(tally_find(&t, "prof_backtrace_impl", 19));
+	cr_assert_null(tally_find(&t, "malloc", 6));
 }
