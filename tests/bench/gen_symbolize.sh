@@ -4,12 +4,15 @@
 #   OUT/addrs.txt            link-time addresses, for addr2line -e BIN
 #   OUT/sym.0001.heap        a gperftools profile whose frames are those
 #                            addresses + 1 (return addresses), in stacks
-#                            of 10, with BIN mapped at a fixed base
-# Usage: gen_symbolize.sh BIN N OUT
+#                            of 10, with BIN mapped at BASE (default
+#                            0x7f0000000000)
+#   OUT/frames.txt           those return addresses, one per line
+#   OUT/maps.txt             BIN's mappings, as the profile has them
+# Usage: gen_symbolize.sh BIN N OUT [BASE]
 set -eu
 bin=$1 n=$2 out=$3
 mkdir -p "$out"
-base=$((0x7f0000000000))
+base=$((${4:-0x7f0000000000}))
 # mawk has no strtonum: hex by hand (exact below 2^53).
 hex='function hex(s,   i, c, v) { v = 0; sub(/^0[xX]/, "", s)
 	for (i = 1; i <= length(s); i++) { c = index("0123456789abcdef", tolower(substr(s, i, 1))) - 1; v = v * 16 + c }
@@ -47,3 +50,6 @@ END {
 		o = tohex(off - off % 4096); while (length(o) < 8) o = "0" o
 		printf "%s-%s %sp %s 00:00 0           %s\n", tohex(start), tohex(end), p, o, bin }'
 } >"$out/sym.0001.heap"
+sed -n '/^MAPPED_LIBRARIES:$/,$p' "$out/sym.0001.heap" | sed 1d >"$out/maps.txt"
+awk '/ @ 0x/ { sub(/.* @ /, ""); n = split($0, v, " "); for (i = 1; i <= n; i++) print substr(v[i], 3) }' \
+	"$out/sym.0001.heap" >"$out/frames.txt"

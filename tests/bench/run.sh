@@ -15,7 +15,7 @@ work=${BENCH_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/dmprof-bench.XXXXXX")}
 [ -n "${BENCH_DIR:-}" ] || trap 'rm -rf "$work"' EXIT INT TERM
 mkdir -p "$work"
 export LC_ALL=C DMPROF_POLICY_PATH="$top/policies" XDG_CACHE_HOME="$work/cache"
-cases=${*:-deep parse gperf-series symbolize-dynsym symbolize-dwarf recorder}
+cases=${*:-gperf-1m deep parse gperf-series symbolize-dynsym symbolize-dwarf recorder}
 
 # measure NAME COMMAND...: run it, set $secs (wall, to the millisecond:
 # time(1) says only hundredths) and $rss_kb (peak).
@@ -55,6 +55,19 @@ symbolize() { # CASE BINARY [ADDR2LINE_FLAGS]
 	base_s=$secs base_kb=$rss_kb
 	measure cold-$case "$bin" stacktrace --no-symbol-cache "$d/sym.0001.heap"
 	row "$case" "$n addrs, cold, vs addr2line $flags" $base_s $base_kb $secs $rss_kb
+	cold_s=$secs cold_kb=$rss_kb
+	# pprof's symbolizer of choice: one batch, inlined frames as dmprof.
+	if command -v llvm-symbolizer >/dev/null 2>&1; then
+		sed 's/^/0x/' "$d/addrs.txt" >"$d/addrs0x.txt"
+		inl=--no-inlines
+		[ -n "$flags" ] && inl=--inlines
+		measure llvm-$case sh -c 'exec llvm-symbolizer --obj="$1" "$2" <"$3"' \
+			sh "$target" $inl "$d/addrs0x.txt" || return
+		row "$case" "$n addrs, cold, vs llvm-symbolizer" $secs $rss_kb \
+			$cold_s $cold_kb
+	else
+		echo "bench: $case: llvm-symbolizer is missing (make bench installs llvm)"
+	fi
 	# Fill the cache, then read it.
 	XDG_CACHE_HOME=$d/cache "$bin" stacktrace "$d/sym.0001.heap" >/dev/null 2>&1
 	XDG_CACHE_HOME=$d/cache measure warm-$case "$bin" stacktrace "$d/sym.0001.heap"
@@ -77,13 +90,21 @@ deep_run() {
 	deep_mb=$(cat $deep_files | wc -c | awk '{ printf "%.0f", $1 / 1048576 }')
 }
 
+# One awk pass over FILES...: the floor for reading text at all (each
+# line's second field summed, as one would total a profile by hand).
+awk_pass() { # NAME FILE...
+	n=$1
+	shift
+	measure "$n" awk '{ s += $2 } END { print s }' "$@" || return
+}
+
 deep() {
 	deep_run || return
 	# shellcheck disable=SC2086
-	measure wc-deep wc -l $deep_files || return
+	awk_pass awk-deep $deep_files || return
 	base_s=$secs base_kb=$rss_kb
 	measure csv-l2 "$bin" csv -p l2 "$d/deep.01234.0001.heap" || return
-	row deep "$deep_mb MB: csv -p l2, vs wc -l" $base_s $base_kb $secs $rss_kb
+	row deep "$deep_mb MB: csv -p l2, vs awk" $base_s $base_kb $secs $rss_kb
 	csv_s=$secs csv_kb=$rss_kb
 	measure expand-l2 "$bin" expand "$d/deep.01234.0050.heap" l2 \
 		tc-webkit-catch-all 3 || return
@@ -100,15 +121,75 @@ deep() {
 		"$d/deep.01234.0001.heap" || return
 	row deep "html -p l2,l1, 100 snaps, vs csv" $csv_s $csv_kb $secs $rss_kb
 	html_page "$work/deep.html"
-	# Memory must grow with buckets, not snapshots: the same million
-	# buckets over 10 snapshots instead of 100.
-	d10=$work/deep10
-	[ -e "$d10/deep.01234.0010.heap" ] ||
-		"$work/gen_deep" "$d10" 10 100000 1000000 || return
-	measure csv-l2-10 "$bin" csv -p l2 "$d10/deep.01234.0001.heap" || return
-	printf '%-22s %-34s %9.2f s %6d MB %9.3f s %6d MB %7.2fx RSS\n' deep \
-		"csv -p l2: 10 snapshots, then 100" "$secs" $((rss_kb / 1024)) \
-		"$csv_s" $((csv_kb / 1024)) "$(echo "$csv_kb / $rss_kb" | bc -l)"
+	# How cost grows: the same million buckets over 10 and 30
+	# snapshots instead of 100 (time should follow the input, memory
+	# the distinct buckets).
+	for k in 10 30; do
+		dk=$work/deep$k
+		[ -e "$dk/deep.01234.00$k.heap" ] ||
+			"$work/gen_deep" "$dk" $k 100000 1000000 || return
+		measure csv-l2-$k "$bin" csv -p l2 "$dk/deep.01234.0001.heap" ||
+			return
+		grow deep "csv -p l2, $k snapshots" $secs $rss_kb
+	done
+	grow deep "csv -p l2, 100 snapshots" $csv_s $csv_kb
+}
+
+# A row of how cost grows: CASE WHAT SECONDS KB.
+grow() {
+	printf '%-22s %-34s %22s %9.3f s %6d MB\n' "$1" "$2" "" "$3" \
+		$(($4 / 1024))
+}
+
+# The 1,000,000-stack gperftools profile: frames are call sites in real
+# Debian ELF files (libLLVM's, libc's, libstdc++'s exported functions),
+# so symbolizing them is real work.  Beside one awk pass over the file,
+# and go tool pprof -top where go is installed; then 10^4 and 10^5 stacks
+# of the same kind, to show how cost grows.
+gperf_1m() {
+	d=$work/gperf1m
+	mkdir -p "$d"
+	gcc -O2 -o "$work/gen_gperf" "$here/gen_gperf.c" || return
+	if [ ! -s "$d/addrs" ]; then
+		: >"$d/addrs.tmp"
+		: >"$d/maps"
+		for spec in libLLVM-14.so.1:0x7f1000000000 libc.so.6:0x7f2000000000 \
+			libstdc++.so.6:0x7f3000000000; do
+			lib=/usr/lib/x86_64-linux-gnu/${spec%%:*}
+			[ -r "$lib" ] || { echo "bench: gperf-1m: $lib is missing"; return; }
+			sh "$here/gen_symbolize.sh" "$lib" 40000 "$d/lib" "${spec#*:}" ||
+				return
+			cat "$d/lib/frames.txt" >>"$d/addrs.tmp"
+			cat "$d/lib/maps.txt" >>"$d/maps"
+		done
+		mv "$d/addrs.tmp" "$d/addrs"
+	fi
+	for n in 10000 100000 1000000; do
+		[ -s "$d/p$n.0001.heap" ] ||
+			"$work/gen_gperf" $n "$d/addrs" "$d/maps" >"$d/p$n.0001.heap" ||
+			return
+	done
+	f=$d/p1000000.0001.heap
+	mb=$(($(wc -c <"$f") / 1048576))
+	awk_pass awk-1m "$f" || return
+	base_s=$secs base_kb=$rss_kb
+	measure csv-1m "$bin" csv --no-symbol-cache "$f" || return
+	row gperf-1m "$mb MB, 10^6 stacks: csv, vs awk" $base_s $base_kb $secs $rss_kb
+	csv_s=$secs csv_kb=$rss_kb
+	if command -v go >/dev/null 2>&1; then
+		export GOCACHE="$work/gocache"
+		measure pprof-1m go tool pprof -top "$f" || return
+		row gperf-1m "the same, vs go tool pprof -top" $secs $rss_kb \
+			$csv_s $csv_kb
+	else
+		echo "bench: gperf-1m: go is missing (make check installs golang-go)"
+	fi
+	for n in 10000 100000; do
+		measure csv-$n "$bin" csv --no-symbol-cache "$d/p$n.0001.heap" ||
+			return
+		grow gperf-1m "csv, 10^$((${#n} - 1)) stacks" $secs $rss_kb
+	done
+	grow gperf-1m "csv, 10^6 stacks" $csv_s $csv_kb
 }
 
 # The page's size, and how long a headless chromium takes to load it and
@@ -135,11 +216,11 @@ parse() {
 		'rule malloc malloc' 'rule mmap mmap' 'rule unhooked unhooked' \
 		>"$work/min.policy"
 	# shellcheck disable=SC2086
-	measure wc-parse wc -l $deep_files || return
+	awk_pass awk-parse $deep_files || return
 	base_s=$secs base_kb=$rss_kb
 	measure parse "$bin" csv -p "$work/min.policy" "$d/deep.01234.0001.heap" ||
 		return
-	row parse "$deep_mb MB: csv, 3 rules, vs wc -l" $base_s $base_kb $secs $rss_kb
+	row parse "$deep_mb MB: csv, 3 rules, vs awk" $base_s $base_kb $secs $rss_kb
 	printf '%-22s %-34s %17.0f MB/s %15.0f MB/s\n' parse "throughput" \
 		"$(echo "$deep_mb / ($base_s + 0.0005)" | bc -l)" \
 		"$(echo "$deep_mb / ($secs + 0.0005)" | bc -l)"
@@ -246,6 +327,8 @@ for c in $cases; do
 		recorder ;;
 	deep)
 		deep ;;
+	gperf-1m)
+		gperf_1m ;;
 	parse)
 		parse ;;
 	gperf-series)
