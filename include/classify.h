@@ -38,6 +38,12 @@ struct classifier {
 	struct hashmap regions;
 	struct arena arena;   /* memo entries */
 	struct strbuf stack, source, what;
+	/* How far the current bucket's joined fields are built (COND_STACK,
+	 * COND_SOURCE): the next frame, and logical frame in it. */
+	struct join_state {
+		uint32_t frame, k;
+		bool done;
+	} join[2];
 };
 
 void classifier_init(struct classifier *c, struct policy *p,

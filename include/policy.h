@@ -43,6 +43,14 @@ struct pattern {
 	char *text;
 	size_t len;           /* text may hold NULs (from JSON) */
 	pcre2_code *code;
+	/*
+	 * A pattern that does not begin with ".*" is decided by the field's
+	 * first frames, most often: HEAD, partial matching on the start,
+	 * says when it needs more.  It is "(?:RE)\z", or X for "X.*" (the
+	 * ".*" outside any group or alternation), which matches a field iff
+	 * X matches its start.  NULL for patterns that begin with ".*".
+	 */
+	pcre2_code *head;
 	bool match_all;       /* ".*" and friends: no need to run it */
 	uint32_t *lits;       /* ids in the field's automaton: a match holds, */
 	uint8_t *lit_group;   /* for each group of them, one */
@@ -196,6 +204,14 @@ struct subject {
 	unsigned sharing;
 	const uint64_t *found[COND_NFIELDS];
 	void (*fill)(void *ctx, int field, const char **s, size_t *len);
+	/*
+	 * Optional: the field's start, at least MIN bytes of it or all
+	 * (*WHOLE set), extended from the last call's (S may move); and
+	 * the prefilter's scan of it, done only when a rule needs it.
+	 */
+	void (*fill_start)(void *ctx, int field, size_t min, const char **s,
+			   size_t *len, bool *whole);
+	const uint64_t *(*scan)(void *ctx, int field);
 	/* What the subject is, for an error message (when WHAT is NULL). */
 	const char *(*describe)(void *ctx);
 	void *ctx;

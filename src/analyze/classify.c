@@ -60,13 +60,6 @@ void stack_functions(struct strbuf *sb, const struct model *m,
 	stack_join(sb, m, s, frame_add_func);
 }
 
-/* The joined source files of a stack ("?" for unknown ones). */
-static void stack_sources(struct strbuf *sb, const struct model *m,
-		   const struct stack *s)
-{
-	stack_join(sb, m, s, frame_add_file);
-}
-
 /* One logical frame's string for FIELD (as stack_functions and
  * stack_sources write it). */
 static void frame_text(struct strbuf *sb, const struct frame *f, uint32_t k,
@@ -142,19 +135,68 @@ static const uint64_t *scan_stack(struct classifier *c, int field,
 	return fs->found;
 }
 
+/*
+ * The joined field of the current bucket, built as far as asked: at
+ * least MIN bytes of it, or all of it (*WHOLE).  Each call goes on from
+ * where the last one stopped.
+ */
+static void fill_start(void *ctx, int field, size_t min, const char **s,
+		       size_t *len, bool *whole)
+{
+	struct classifier *c = ctx;
+	bool stack = field == COND_STACK;
+	struct strbuf *sb = stack ? &c->stack : &c->source;
+	struct join_state *j = &c->join[stack ? 0 : 1];
+	const struct stack *st = c->cur->stack;
+
+	if (field != COND_STACK && field != COND_SOURCE) {
+		*s = "";
+		*len = 0;
+		*whole = true;
+		return;
+	}
+	while (!j->done && sb->len < min) {
+		const struct frame *f;
+
+		if (j->frame == st->depth) {
+			j->done = true;
+			break;
+		}
+		f = frame_get(&c->m->frames, st->frames[j->frame]);
+		if (sb->len)
+			sb_addch(sb, ' ');
+		if (stack)
+			frame_add_func(sb, f, j->k);
+		else
+			frame_add_file(sb, f, j->k);
+		if (++j->k == frame_nlogical(f)) {
+			j->k = 0;
+			j->frame++;
+		}
+	}
+	if (j->frame == st->depth)
+		j->done = true;
+	*s = sb_str(sb);
+	*len = sb->len;
+	*whole = j->done;
+}
+
 /* The joined strings, built only when a pattern must see them. */
 static void fill_subject(void *ctx, int field, const char **s, size_t *len)
 {
-	struct classifier *c = ctx;
-	struct strbuf *sb = field == COND_STACK ? &c->stack : &c->source;
+	bool whole;
 
-	sb_reset(sb);
-	if (field == COND_STACK)
-		stack_functions(sb, c->m, c->cur->stack);
-	else if (field == COND_SOURCE)
-		stack_sources(sb, c->m, c->cur->stack);
-	*s = sb_str(sb);
-	*len = sb->len;
+	fill_start(ctx, field, SIZE_MAX, s, len, &whole);
+}
+
+/* The prefilter's literals in a field, scanned only when a rule asks. */
+static const uint64_t *scan_field(void *ctx, int field)
+{
+	struct classifier *c = ctx;
+
+	if (field != COND_STACK && field != COND_SOURCE)
+		return NULL;
+	return scan_stack(c, field, c->cur->stack);
 }
 
 static const char *describe_bucket(void *ctx)
@@ -166,26 +208,20 @@ static const char *describe_bucket(void *ctx)
 	return c->what.buf;
 }
 
-/* The stack-derived fields of SUBJ that the policy uses. */
+/* The stack-derived fields of SUBJ, built or scanned as rules ask. */
 static void stack_subject(struct classifier *c, const struct bucket *b,
 			  struct subject *subj)
 {
-	static const int fields[] = { COND_STACK, COND_SOURCE };
-
 	c->cur = b;
+	for (int i = 0; i < 2; i++) {
+		c->join[i] = (struct join_state){ 0, 0, false };
+		sb_reset(i ? &c->source : &c->stack);
+	}
 	subj->fill = fill_subject;
+	subj->fill_start = fill_start;
+	subj->scan = scan_field;
 	subj->describe = describe_bucket;
 	subj->ctx = c;
-	for (size_t i = 0; i < ARRAY_SIZE(fields); i++) {
-		int f = fields[i];
-
-		if (!c->p->uses[f])
-			continue;
-		if (policy_prefilter(c->p, f))
-			subj->found[f] = scan_stack(c, f, b->stack);
-		else
-			fill_subject(c, f, &subj->s[f], &subj->len[f]);
-	}
 }
 
 int classify_malloc(struct classifier *c, const struct bucket *b)

@@ -188,6 +188,7 @@ void pattern_free(struct pattern *pat)
 		return;
 	free(pat->text);
 	pcre2_code_free(pat->code);
+	pcre2_code_free(pat->head);
 	free(pat->lits);
 	free(pat->lit_group);
 	free(pat);
@@ -287,6 +288,23 @@ static bool has_literal(const struct pattern *pat, const uint64_t *found)
 	return groups == want;
 }
 
+/* Say that PAT failed with RC (a match limit) on a subject of LEN bytes. */
+static int match_failed(struct policy *p, const struct pattern *pat, int rc,
+			size_t len, const char *what,
+			const struct subject *subj)
+{
+	PCRE2_UCHAR msg[256];
+
+	pcre2_get_error_message(rc, msg, sizeof(msg));
+	if (!what)
+		what = subj->describe ? subj->describe(subj->ctx) : "a subject";
+	error("%s:%lu:%lu: pattern '%s' failed on %s (%zu bytes): %s; "
+	      "simplify the pattern (nested repeats like '(.*)*' backtrack "
+	      "without end)",
+	      p->path, pat->line, pat->col, pat->text, what, len, (char *)msg);
+	return -1;
+}
+
 static int run_pattern(struct policy *p, const struct pattern *pat,
 		       const char *s, size_t len, const char *what,
 		       const struct subject *subj)
@@ -300,20 +318,41 @@ static int run_pattern(struct policy *p, const struct pattern *pat,
 		return 1;
 	if (rc == PCRE2_ERROR_NOMATCH)
 		return 0;
-	{
-		PCRE2_UCHAR msg[256];
+	return match_failed(p, pat, rc, len, what, subj);
+}
 
-		pcre2_get_error_message(rc, msg, sizeof(msg));
-		if (!what)
-			what = subj->describe ? subj->describe(subj->ctx)
-					      : "a subject";
-		error("%s:%lu:%lu: pattern '%s' failed on %s (%zu bytes): %s; "
-		      "simplify the pattern (nested repeats like '(.*)*' "
-		      "backtrack without end)",
-		      p->path, pat->line, pat->col, pat->text, what, len,
-		      (char *)msg);
+/*
+ * A pattern on a field built as it is asked for: partial matching on
+ * the field's start (of X alone for "X.*"), longer until it decides; the
+ * whole pattern on the whole field.
+ */
+static int run_head(struct policy *p, const struct pattern *pat,
+		    struct subject *subj, int f, const char *what)
+{
+	size_t min = 64;
+
+	for (;;) {
+		const char *s;
+		size_t len;
+		bool whole;
+		int rc;
+
+		subj->fill_start(subj->ctx, f, min, &s, &len, &whole);
+		if (whole) {
+			subj->s[f] = s;
+			subj->len[f] = len;
+			return run_pattern(p, pat, s, len, what, subj);
+		}
+		rc = pcre2_match(pat->head, (PCRE2_SPTR)s, len, 0,
+				 PCRE2_PARTIAL_HARD, p->md, p->mctx);
+		if (rc >= 0)
+			return 1;
+		if (rc == PCRE2_ERROR_NOMATCH)
+			return 0;
+		if (rc != PCRE2_ERROR_PARTIAL)
+			return match_failed(p, pat, rc, len, what, subj);
+		min = len * 2;
 	}
-	return -1;
 }
 
 int policy_match(struct policy *p, enum rule_alloc alloc,
@@ -338,14 +377,35 @@ int policy_match(struct policy *p, enum rule_alloc alloc,
 		if (r->sharing && !(r->sharing & subj->sharing))
 			continue;
 		for (int f = 0; f < COND_NFIELDS && ok; f++) {
+			const struct pattern *pat = r->cond[f];
 			int m;
 
-			if (!r->cond[f])
+			if (!pat)
 				continue;
+			/*
+			 * Most patterns decide on the field's first frames:
+			 * no need to build it all, nor to scan it for
+			 * literals (the prefilter is used if it was scanned
+			 * anyway).
+			 */
+			if (pat->head && !subj->s[f] && subj->fill_start) {
+				if (found[f] && pat->nlits &&
+				    !has_literal(pat, found[f])) {
+					ok = false;
+					continue;
+				}
+				m = run_head(p, pat, subj, f, what);
+				if (m < 0)
+					return -2;
+				ok = m == 1;
+				continue;
+			}
+			if (!found[f] && subj->scan && p->acm[f])
+				found[f] = subj->scan(subj->ctx, f);
 			if (!subj->s[f] && !found[f] && subj->fill)
 				subj->fill(subj->ctx, f, &subj->s[f],
 					   &subj->len[f]);
-			if (r->cond[f]->nlits) {
+			if (pat->nlits) {
 				if (!found[f]) {
 					memset(p->found[f], 0,
 					       acm_words(p->acm[f]) *
@@ -356,18 +416,17 @@ int policy_match(struct policy *p, enum rule_alloc alloc,
 							 p->found[f]);
 					found[f] = p->found[f];
 				}
-				if (!has_literal(r->cond[f], found[f])) {
+				if (!has_literal(pat, found[f])) {
 					ok = false;
 					continue;
 				}
-				if (r->cond[f]->exact)
+				if (pat->exact)
 					continue; /* a match, without PCRE2 */
 			}
 			if (!subj->s[f] && subj->fill)
 				subj->fill(subj->ctx, f, &subj->s[f],
 					   &subj->len[f]);
-			m = run_pattern(p, r->cond[f],
-					subj->s[f] ? subj->s[f] : "",
+			m = run_pattern(p, pat, subj->s[f] ? subj->s[f] : "",
 					subj->s[f] ? subj->len[f] : 0, what,
 					subj);
 			if (m < 0)

@@ -42,6 +42,105 @@ static bool trivially_all(const char *re)
 	return false;
 }
 
+/*
+ * The length of X if RE is "X.*" with the ".*" at the top level: not
+ * escaped, in a class, a group or one branch of an alternation.  0 when
+ * it is not, or when an option could change what "." matches.
+ */
+static size_t head_len(const char *re, size_t len)
+{
+	int depth = 0;
+	bool in_class = false;
+
+	if (len < 3 || memchr(re, '\0', len) || memmem(re, len, "\\Q", 2) ||
+	    memmem(re, len, "(?-", 3) || memmem(re, len, "(*", 2))
+		return 0;
+	/* (?x): "#" may start a comment that hides the ".*". */
+	for (const char *q = re; (q = memmem(q, len - (size_t)(q - re), "(?",
+					     2)) != NULL; q += 2)
+		for (const char *f = q + 2; f < re + len && *f != ')' &&
+					    *f != ':'; f++)
+			if (*f == 'x')
+				return 0;
+	for (size_t i = 0; i < len; i++) {
+		char c = re[i];
+
+		if (c == '\\') {
+			if (i + 1 == len)
+				return 0;
+			i++;
+			if (i >= len - 2)
+				return 0; /* the ".*" is escaped */
+			continue;
+		}
+		if (in_class) {
+			if (c == ']')
+				in_class = false;
+			continue;
+		}
+		if (c == '[') {
+			in_class = true;
+			/* "[]...]" and "[^]...]": that ']' is a member. */
+			if (i + 1 < len && re[i + 1] == '^')
+				i++;
+			if (i + 1 < len && re[i + 1] == ']')
+				i++;
+		} else if (c == '(') {
+			depth++;
+		} else if (c == ')') {
+			depth--;
+		} else if (c == '|' && depth == 0) {
+			return 0;
+		}
+	}
+	if (in_class || depth != 0 || re[len - 2] != '.' || re[len - 1] != '*')
+		return 0;
+	return len - 2;
+}
+
+/*
+ * Does RE begin by skipping any text (".*", "(.*", "^.+", ...)?  Then
+ * its match depends on the whole field, and the literal prefilter serves
+ * it better than matching the field's start.
+ */
+static bool starts_anywhere(const char *re, size_t len)
+{
+	size_t i = 0;
+
+	if (i < len && re[i] == '^')
+		i++;
+	while (i < len && re[i] == '(') {
+		i++;
+		if (i + 1 < len && re[i] == '?' && re[i + 1] == ':')
+			i += 2;
+	}
+	return i + 1 < len && re[i] == '.' &&
+	       (re[i + 1] == '*' || re[i + 1] == '+');
+}
+
+/*
+ * The pattern for partial matching on a field's start (which cannot be
+ * end-anchored by option): X of "X.*", else "(?:RE)\z".
+ */
+static void compile_head(struct pattern *pat, const char *re, size_t len)
+{
+	struct strbuf sb = STRBUF_INIT;
+	size_t n = head_len(re, len);
+	PCRE2_SIZE off;
+	int err;
+
+	if (n)
+		sb_add(&sb, re, n);
+	else
+		sb_addf(&sb, "(?:%.*s)\\z", (int)len, re);
+	pat->head = pcre2_compile((PCRE2_SPTR)sb.buf, sb.len,
+				  PCRE2_ANCHORED | PCRE2_DOTALL, &err, &off,
+				  NULL);
+	if (pat->head)
+		pcre2_jit_compile(pat->head, PCRE2_JIT_PARTIAL_HARD);
+	sb_release(&sb);
+}
+
 void lerr(struct loader *ld, unsigned long line, unsigned long col,
 	  const char *fmt, ...)
 {
@@ -125,6 +224,9 @@ struct pattern *compile_pattern(struct loader *ld, const char *text,
 	}
 	/* JIT where available; the interpreter (with limits) otherwise. */
 	pcre2_jit_compile(pat->code, PCRE2_JIT_COMPLETE);
+	if (!pat->match_all && !starts_anywhere(text, len) &&
+	    !memchr(text, '\0', len) && !memmem(text, len, "\\Q", 2))
+		compile_head(pat, text, len);
 	return pat;
 }
 

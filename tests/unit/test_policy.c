@@ -382,3 +382,105 @@ Test(policy, write_rule_has_no_trailing_blanks)
 	sb_release(&sb);
 	policy_free(p);
 }
+
+/* A subject handed out a few bytes at a time, as classify.c builds one. */
+struct pieces {
+	const char *text;
+	size_t len, given, calls;
+};
+
+static void give_start(void *ctx, int field, size_t min, const char **s,
+		       size_t *len, bool *whole)
+{
+	struct pieces *pc = ctx;
+
+	(void)field;
+	pc->calls++;
+	/* (Whole frames in real life; any cut must give the same answer.) */
+	while (pc->given < pc->len && pc->given < min)
+		pc->given += 7;
+	if (pc->given > pc->len)
+		pc->given = pc->len;
+	*s = pc->text;
+	*len = pc->given;
+	*whole = pc->given == pc->len;
+}
+
+static void give_all(void *ctx, int field, const char **s, size_t *len)
+{
+	bool whole;
+
+	give_start(ctx, field, SIZE_MAX, s, len, &whole);
+}
+
+/*
+ * Matching the start of a field, longer until the pattern decides, gives
+ * what matching the whole field gives, for every kind of pattern: "X.*",
+ * end-anchored ones, lookarounds, alternations, classes, escapes.
+ */
+Test(policy, matching_the_start_agrees_with_the_whole)
+{
+	static const char *const patterns[] = {
+		"malloc .*", "(?:(?:malloc|calloc) )*(?:_dl_|foo).*",
+		"foo", "foo bar", "foo|bar.*", "(foo|bar).*", "[.*]*",
+		"foo\\.*", "a(?=b).*", "(?:x )*y$", "\\Qfoo.*\\E",
+		"f[^ ]* bar .*", "(?i)FOO .*", ".*bar.*", "(?:foo )+baz",
+		"foo (?!bar).*", "\\w+ \\w+",
+	};
+	static const char *const subjects[] = {
+		"", "foo", "foo bar", "foo bar baz", "malloc calloc _dl_x y",
+		"calloc foo", "bar", "ab", "x x x y", "foo.*", "f bar z",
+		"FOO zz", "foo baz", "foo barn", "y", "foo foo foo baz",
+		"a b c d e f g h i j k l m n o p q r s t u v w x y z bar",
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(patterns); i++) {
+		char text[256];
+		struct policy *p;
+
+		snprintf(text, sizeof(text),
+			 HEAD "columns a b m u\nrule a malloc stack='%s'\n"
+			      "rule b malloc\n" CATCH,
+			 patterns[i]);
+		p = parse(text);
+		cr_assert_not_null(p, "%s", patterns[i]);
+		for (size_t k = 0; k < ARRAY_SIZE(subjects); k++) {
+			struct pieces pc = { subjects[k], strlen(subjects[k]),
+					     0, 0 };
+			struct subject s;
+			int whole = match(p, RULE_MALLOC, subjects[k], NULL,
+					  NULL, NULL, 0);
+			int start;
+
+			memset(&s, 0, sizeof(s));
+			s.fill = give_all;
+			s.fill_start = give_start;
+			s.ctx = &pc;
+			start = policy_match(p, RULE_MALLOC, &s, "test");
+			cr_assert_eq(start, whole, "'%s' on '%s': %d, whole %d",
+				     patterns[i], subjects[k], start, whole);
+		}
+		policy_free(p);
+	}
+	/* And it decides early: a long field is not built to its end. */
+	{
+		static const char long_field[] =
+			"free a b c d e f g h i j k l m n o p q r s t u v w x "
+			"y z a b c d e f g h i j k l m n o p q r s t u v w x "
+			"y z a b c d e f g h i j k l m n o p q r s t u v w x";
+		struct pieces pc = { long_field, strlen(long_field), 0, 0 };
+		struct subject s;
+		struct policy *p = parse(HEAD "columns a b m u\nrule a malloc "
+					      "stack='malloc .*'\nrule b "
+					      "malloc\n" CATCH);
+
+		memset(&s, 0, sizeof(s));
+		s.fill = give_all;
+		s.fill_start = give_start;
+		s.ctx = &pc;
+		cr_assert_eq(policy_match(p, RULE_MALLOC, &s, "test"), 1);
+		cr_assert(pc.given < pc.len, "built %zu of %zu bytes", pc.given,
+			  pc.len);
+		policy_free(p);
+	}
+}
