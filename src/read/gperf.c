@@ -91,6 +91,9 @@ struct gparser {
 	struct gsym *syms;
 	size_t nsyms, syms_alloc;
 	bool cut;           /* the last stack line may be incomplete */
+	uint64_t *scratch;  /* a line's frames as they are read */
+	size_t scratch_alloc;
+	struct arena frames; /* then each line's, at their size */
 };
 
 static int gerr(struct gparser *g, unsigned long line, const char *fmt, ...)
@@ -241,7 +244,7 @@ static int parse_stack_line(struct gparser *g, const struct line *l,
 	struct cursor c = cursor_of(l);
 	struct gline gl;
 	const char *w;
-	size_t wl, alloc = 0;
+	size_t wl;
 	int64_t v[4];
 	enum num_status st;
 
@@ -275,18 +278,21 @@ static int parse_stack_line(struct gparser *g, const struct line *l,
 		if (st != NUM_OK) {
 			if (cut && cursor_at_end(&c))
 				break; /* cut in the middle of this word */
-			free(gl.frames);
 			return gerr(g, l->no, "%s frame address '%s'",
 				    st == NUM_RANGE ? "out-of-range"
 						    : "invalid",
 				    quote_for_msg(w, wl, &g->q));
 		}
-		if (gl.depth == UINT32_MAX) {
-			free(gl.frames);
+		if (gl.depth == UINT32_MAX)
 			return gerr(g, l->no, "stack too deep");
-		}
-		GROW(gl.frames, gl.depth + 1, alloc);
-		gl.frames[gl.depth++] = addr;
+		GROW(g->scratch, gl.depth + 1, g->scratch_alloc);
+		g->scratch[gl.depth++] = addr;
+	}
+	/* (A million lines: no allocation of their own, no slack.) */
+	if (gl.depth) {
+		gl.frames = arena_alloc(&g->frames,
+					gl.depth * sizeof(*gl.frames));
+		memcpy(gl.frames, g->scratch, gl.depth * sizeof(*gl.frames));
 	}
 	GROW(g->lines, g->n + 1, g->alloc);
 	g->lines[g->n++] = gl;
@@ -712,8 +718,8 @@ int gperf_parse(struct snapshot *snap, const struct filebuf *fb,
 	}
 	if (rc == 0)
 		say_what(&g);
-	for (size_t i = 0; i < g.n; i++)
-		free(g.lines[i].frames);
+	arena_free(&g.frames);
+	free(g.scratch);
 	free(g.lines);
 	free(g.syms);
 	sb_release(&g.q);
