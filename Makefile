@@ -42,7 +42,13 @@ ifeq ($(WERROR),1)
 WARNINGS += -Werror
 endif
 
-ifeq ($(SANITIZE),1)
+ifeq ($(SANITIZE),thread)
+# ThreadSanitizer, for the threads suite (the recorder is not built).
+O = build/tsan
+SANFLAGS = -fsanitize=thread -fno-omit-frame-pointer
+BIN = $(O)/dmprof
+RECORDER =
+else ifeq ($(SANITIZE),1)
 O = build/asan
 SANFLAGS = -fsanitize=address,undefined -fno-sanitize-recover=all \
 	   -fno-omit-frame-pointer
@@ -170,17 +176,20 @@ demo: deps
 # The whole suite, then again under the sanitizers (and the install test
 # once), then the verdict: its last line is "N passed, N failed".
 check: deps
-	@rm -f build/results build/asan/results
+	@rm -f build/results build/asan/results build/tsan/results
 	@$(MAKE) --no-print-directory test || :
 	@$(MAKE) --no-print-directory SANITIZE=1 test || :
-	@sh tests/verdict.sh build/results build/asan/results
+	@$(MAKE) --no-print-directory SANITIZE=thread test || :
+	@sh tests/verdict.sh build/results build/asan/results build/tsan/results
 
 # Every suite on this build; with SANITIZE=1, not the install test (it
 # builds and installs a tree of its own).
-SUITES = unit golden compat real recorder hostile browser \
-	 $(if $(filter 1,$(SANITIZE)),,install)
-test: $(BIN) $(RECORDER) $(O)/unit-tests
-	@sh tests/suites.sh $(if $(filter 1,$(SANITIZE)),asan,plain) $(BIN) \
+SUITES = $(if $(filter thread,$(SANITIZE)),threads,unit golden compat \
+	 real recorder hostile browser threads \
+	 $(if $(filter 1,$(SANITIZE)),,install))
+test: $(BIN) $(RECORDER) $(if $(filter thread,$(SANITIZE)),,$(O)/unit-tests)
+	@sh tests/suites.sh $(if $(filter 1,$(SANITIZE)),asan,$(if \
+		$(filter thread,$(SANITIZE)),tsan,plain)) $(BIN) \
 		$(O)/unit-tests $(SHARED) $(O)/results $(SUITES)
 
 # Speed against baselines measured in the same run (see tests/bench/).

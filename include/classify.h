@@ -44,6 +44,11 @@ struct classifier {
 		uint32_t frame, k;
 		bool done;
 	} join[2];
+	struct matcher *mt;   /* NULL: the policy's own */
+	/* Helpers that classify a snapshot's new buckets beside this
+	 * thread (see classify_snapshot): classifiers of their own. */
+	struct classifier *helpers;
+	size_t nhelpers;
 };
 
 void classifier_init(struct classifier *c, struct policy *p,
@@ -55,6 +60,16 @@ void classifier_free(struct classifier *c);
  * B may not be NULL: unknown buckets are "no-bucket" without any rule.
  */
 int classify_malloc(struct classifier *c, const struct bucket *b);
+
+/*
+ * Classify the buckets of SNAP's malloc lines that C has not seen yet,
+ * on every core: helper threads take shares of them while this one
+ * takes its own, each with its own scratch over the same (read-only)
+ * model and policy.  What a helper cannot do (a pattern's failure) is
+ * left for classify_malloc, which says why.  DMPROF_THREADS=N caps the
+ * threads (1: this one alone).
+ */
+void classify_snapshot(struct classifier *c, const struct snapshot *snap);
 /* Ask for B's memo entry early, to classify it soon. */
 static inline void classify_prefetch(const struct classifier *c,
 				     const struct bucket *b)

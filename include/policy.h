@@ -230,6 +230,26 @@ const struct acm *policy_prefilter(const struct policy *p, enum cond_field f);
 int policy_match(struct policy *p, enum rule_alloc alloc,
 		 const struct subject *subj, const char *what);
 
+/*
+ * What matching needs that changes as it runs (PCRE2's match data and
+ * JIT stack, the prefilter's bits): policy_match uses the policy's own;
+ * another thread matches the same policy with one of these.
+ */
+struct matcher {
+	pcre2_match_data *md;
+	pcre2_match_context *mctx;
+	pcre2_jit_stack *jit_stack;
+	uint64_t *found[COND_NFIELDS];
+	bool quiet;           /* a pattern's failure is not printed */
+};
+
+void matcher_init(struct matcher *mt, const struct policy *p);
+void matcher_free(struct matcher *mt);
+/* policy_match with MT's scratch (and its QUIET). */
+int policy_match_with(const struct policy *p, struct matcher *mt,
+		      enum rule_alloc alloc, const struct subject *subj,
+		      const char *what);
+
 const char *rule_alloc_name(enum rule_alloc a);
 const char *cond_field_name(enum cond_field f);
 

@@ -12,7 +12,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/dmprof-suites.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT INT TERM
 : >"$results"
 failed=0
-[ $# -gt 0 ] || set -- unit golden compat real recorder hostile browser
+[ $# -gt 0 ] || set -- unit golden compat real recorder hostile browser threads
 
 for suite in "$@"; do
 	case $suite in
@@ -23,6 +23,7 @@ for suite in "$@"; do
 	recorder) set -- sh tests/real/recorder.sh "$bin" ;;
 	hostile) set -- sh tests/hostile/run.sh "$bin" ;;
 	browser) set -- sh tests/browser/run.sh "$bin" ;;
+	threads) set -- sh tests/threads/run.sh "$bin" ;;
 	install) set -- sh tests/install/run.sh ;;
 	*) echo "suites: unknown suite '$suite'" >&2; exit 2 ;;
 	esac

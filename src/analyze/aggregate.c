@@ -302,6 +302,7 @@ int aggregate_snapshot(struct classifier *c, const struct snapshot *snap,
 
 	memset(&sums, 0, sizeof(sums));
 	memset(values, 0, p->ncols * sizeof(*values));
+	classify_snapshot(c, snap);
 	if (add_malloc(c, snap, values, &sums) < 0 ||
 	    add_regions(c, snap, group, values, &sums) < 0)
 		return -1;
@@ -406,6 +407,7 @@ int aggregate_items(struct classifier *c, const struct snapshot *snap,
 	bool per_page = by_page && snap->pageframe_length &&
 			(snap->has_pagecount || group);
 
+	classify_snapshot(c, snap);
 	for (size_t i = 0; i < snap->nlines; i++) {
 		const struct stack_line *l = &snap->lines[i];
 		struct item it;

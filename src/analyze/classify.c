@@ -6,8 +6,10 @@
 #include "classify.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "literals.h"
 #include "util.h"
@@ -23,6 +25,14 @@ void classifier_init(struct classifier *c, struct policy *p,
 
 void classifier_free(struct classifier *c)
 {
+	for (size_t i = 0; i < c->nhelpers; i++) {
+		/* (They share the memo array with C.) */
+		c->helpers[i].bucket_col = NULL;
+		matcher_free(c->helpers[i].mt);
+		free(c->helpers[i].mt);
+		classifier_free(&c->helpers[i]);
+	}
+	free(c->helpers);
 	for (int i = 0; i < 2; i++) {
 		free(c->scan[i].e);
 		free(c->scan[i].found);
@@ -224,13 +234,12 @@ static void stack_subject(struct classifier *c, const struct bucket *b,
 	subj->ctx = c;
 }
 
-int classify_malloc(struct classifier *c, const struct bucket *b)
+/* The column of bucket B, without the memo. */
+static int classify_stack(struct classifier *c, const struct bucket *b)
 {
 	struct subject subj;
 	int col;
 
-	if (b->index < c->nbucket_col && c->bucket_col[b->index])
-		return c->bucket_col[b->index] - 1;
 	memset(&subj, 0, sizeof(subj));
 	stack_subject(c, b, &subj);
 	if (c->p->uses[COND_TYPE]) {
@@ -246,24 +255,154 @@ int classify_malloc(struct classifier *c, const struct bucket *b)
 		subj.s[COND_TYPE] = t;
 		subj.len[COND_TYPE] = strlen(t);
 	}
-	col = policy_match(c->p, RULE_MALLOC, &subj, NULL);
-	if (col < 0)
-		return col == -1 ? error("%s: no rule matches bucket %" PRIu64,
-					 c->p->path, b->id) - 1
-				 : -2;
-	if (b->index >= c->nbucket_col) {
-		size_t n = c->nbucket_col ? c->nbucket_col : 1024;
+	col = c->mt ? policy_match_with(c->p, c->mt, RULE_MALLOC, &subj, NULL)
+		    : policy_match(c->p, RULE_MALLOC, &subj, NULL);
+	if (col == -1 && !(c->mt && c->mt->quiet))
+		return error("%s: no rule matches bucket %" PRIu64,
+			     c->p->path, b->id) - 1;
+	return col < 0 ? -2 : col;
+}
 
-		while (n <= b->index)
-			n = st_mult(n, 2);
-		c->bucket_col = xreallocarray(c->bucket_col, n,
-					      sizeof(*c->bucket_col));
-		memset(c->bucket_col + c->nbucket_col, 0,
-		       (n - c->nbucket_col) * sizeof(*c->bucket_col));
-		c->nbucket_col = n;
-	}
+/* Room in the memo for bucket index N - 1. */
+static void memo_room(struct classifier *c, size_t n)
+{
+	size_t want = c->nbucket_col ? c->nbucket_col : 1024;
+
+	if (n <= c->nbucket_col)
+		return;
+	while (want < n)
+		want = st_mult(want, 2);
+	c->bucket_col = xreallocarray(c->bucket_col, want,
+				      sizeof(*c->bucket_col));
+	memset(c->bucket_col + c->nbucket_col, 0,
+	       (want - c->nbucket_col) * sizeof(*c->bucket_col));
+	c->nbucket_col = want;
+}
+
+int classify_malloc(struct classifier *c, const struct bucket *b)
+{
+	int col;
+
+	if (b->index < c->nbucket_col && c->bucket_col[b->index] > 0)
+		return c->bucket_col[b->index] - 1;
+	col = classify_stack(c, b);
+	if (col < 0)
+		return col;
+	memo_room(c, (size_t)b->index + 1);
 	c->bucket_col[b->index] = col + 1;
 	return col;
+}
+
+/* ---- every core ---- */
+
+/* Buckets in shares of this many, taken in turn (their costs vary). */
+#define SHARE 512
+/* Fewer new buckets than this: not worth a thread. */
+#define FEW 8192
+
+struct share {
+	struct classifier *c;
+	const struct bucket **v;
+	size_t n, first, step;   /* shares first, first + step, ... */
+};
+
+static void classify_shares(struct share *s)
+{
+	struct classifier *c = s->c;
+	struct policy *p = c->p;
+	/* This thread's classifier matches with the policy's own scratch,
+	 * quietly too: classify_malloc says what failed, once. */
+	struct matcher own = { p->md, p->mctx, p->jit_stack, { NULL }, true };
+	struct matcher *was = c->mt;
+
+	memcpy(own.found, p->found, sizeof(own.found));
+	if (!c->mt)
+		c->mt = &own;
+	for (size_t at = s->first * SHARE; at < s->n; at += s->step * SHARE)
+		for (size_t i = at; i < at + SHARE && i < s->n; i++) {
+			int col = classify_stack(c, s->v[i]);
+
+			/* (0: not done; classify_malloc will, and say why.) */
+			c->bucket_col[s->v[i]->index] = col < 0 ? 0 : col + 1;
+		}
+	c->mt = was;
+}
+
+static void *helper_main(void *arg)
+{
+	classify_shares(arg);
+	return NULL;
+}
+
+static size_t threads_wanted(void)
+{
+	const char *env = getenv("DMPROF_THREADS");
+	long n = env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n < 1 ? 1 : n > 16 ? 16 : (size_t)n;
+}
+
+void classify_snapshot(struct classifier *c, const struct snapshot *snap)
+{
+	size_t nthreads = threads_wanted(), n = 0, alloc = 0, started = 0;
+	const struct bucket **v = NULL;
+	pthread_t tid[16];
+	struct share shares[16];
+
+	if (nthreads < 2 || snap->nlines < FEW)
+		return;
+	/* The new buckets, each once (marked -1 while pending). */
+	for (size_t i = 0; i < snap->nlines; i++) {
+		const struct bucket *b = snap->lines[i].bucket;
+
+		if (!b || b->kind == ALLOC_MMAP)
+			continue;
+		memo_room(c, (size_t)b->index + 1);
+		if (c->bucket_col[b->index])
+			continue;
+		c->bucket_col[b->index] = -1;
+		GROW(v, n + 1, alloc);
+		v[n++] = b;
+	}
+	if (n < FEW) {
+		for (size_t i = 0; i < n; i++)
+			c->bucket_col[v[i]->index] = 0;
+		free(v);
+		return;
+	}
+	if (!c->helpers) {
+		c->nhelpers = nthreads - 1;
+		c->helpers = xcalloc(c->nhelpers, sizeof(*c->helpers));
+		for (size_t i = 0; i < c->nhelpers; i++) {
+			classifier_init(&c->helpers[i], c->p, c->m);
+			c->helpers[i].mt = xmalloc(sizeof(*c->helpers[i].mt));
+			matcher_init(c->helpers[i].mt, c->p);
+			c->helpers[i].mt->quiet = true;
+		}
+	}
+	for (size_t i = 0; i <= c->nhelpers && i < nthreads; i++) {
+		struct classifier *h = i ? &c->helpers[i - 1] : c;
+
+		if (i) {
+			h->bucket_col = c->bucket_col;
+			h->nbucket_col = c->nbucket_col;
+		}
+		shares[i] = (struct share){ h, v, n, i, c->nhelpers + 1 };
+	}
+	for (size_t i = 1; i <= c->nhelpers; i++)
+		if (pthread_create(&tid[i], NULL, helper_main, &shares[i]) == 0)
+			started = i;
+		else
+			break;
+	/* This thread takes its shares, and those of helpers not started. */
+	classify_shares(&shares[0]);
+	for (size_t i = started + 1; i <= c->nhelpers; i++) {
+		shares[i].c = c;
+		classify_shares(&shares[i]);
+	}
+	for (size_t i = 1; i <= started; i++)
+		pthread_join(tid[i], NULL);
+	free(v);
 }
 
 struct region_key {

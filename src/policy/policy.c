@@ -289,12 +289,14 @@ static bool has_literal(const struct pattern *pat, const uint64_t *found)
 }
 
 /* Say that PAT failed with RC (a match limit) on a subject of LEN bytes. */
-static int match_failed(struct policy *p, const struct pattern *pat, int rc,
-			size_t len, const char *what,
-			const struct subject *subj)
+static int match_failed(const struct policy *p, const struct matcher *mt,
+			const struct pattern *pat, int rc, size_t len,
+			const char *what, const struct subject *subj)
 {
 	PCRE2_UCHAR msg[256];
 
+	if (mt->quiet)
+		return -1;
 	pcre2_get_error_message(rc, msg, sizeof(msg));
 	if (!what)
 		what = subj->describe ? subj->describe(subj->ctx) : "a subject";
@@ -305,20 +307,21 @@ static int match_failed(struct policy *p, const struct pattern *pat, int rc,
 	return -1;
 }
 
-static int run_pattern(struct policy *p, const struct pattern *pat,
-		       const char *s, size_t len, const char *what,
-		       const struct subject *subj)
+static int run_pattern(const struct policy *p, struct matcher *mt,
+		       const struct pattern *pat, const char *s, size_t len,
+		       const char *what, const struct subject *subj)
 {
 	int rc;
 
 	if (pat->match_all)
 		return 1;
-	rc = pcre2_match(pat->code, (PCRE2_SPTR)s, len, 0, 0, p->md, p->mctx);
+	rc = pcre2_match(pat->code, (PCRE2_SPTR)s, len, 0, 0, mt->md,
+			 mt->mctx);
 	if (rc >= 0)
 		return 1;
 	if (rc == PCRE2_ERROR_NOMATCH)
 		return 0;
-	return match_failed(p, pat, rc, len, what, subj);
+	return match_failed(p, mt, pat, rc, len, what, subj);
 }
 
 /*
@@ -326,8 +329,9 @@ static int run_pattern(struct policy *p, const struct pattern *pat,
  * the field's start (of X alone for "X.*"), longer until it decides; the
  * whole pattern on the whole field.
  */
-static int run_head(struct policy *p, const struct pattern *pat,
-		    struct subject *subj, int f, const char *what)
+static int run_head(const struct policy *p, struct matcher *mt,
+		    const struct pattern *pat, struct subject *subj, int f,
+		    const char *what)
 {
 	size_t min = 64;
 
@@ -341,22 +345,59 @@ static int run_head(struct policy *p, const struct pattern *pat,
 		if (whole) {
 			subj->s[f] = s;
 			subj->len[f] = len;
-			return run_pattern(p, pat, s, len, what, subj);
+			return run_pattern(p, mt, pat, s, len, what, subj);
 		}
 		rc = pcre2_match(pat->head, (PCRE2_SPTR)s, len, 0,
-				 PCRE2_PARTIAL_HARD, p->md, p->mctx);
+				 PCRE2_PARTIAL_HARD, mt->md, mt->mctx);
 		if (rc >= 0)
 			return 1;
 		if (rc == PCRE2_ERROR_NOMATCH)
 			return 0;
 		if (rc != PCRE2_ERROR_PARTIAL)
-			return match_failed(p, pat, rc, len, what, subj);
+			return match_failed(p, mt, pat, rc, len, what, subj);
 		min = len * 2;
 	}
 }
 
 int policy_match(struct policy *p, enum rule_alloc alloc,
 		 const struct subject *in, const char *what)
+{
+	struct matcher own = { p->md, p->mctx, p->jit_stack, { NULL }, false };
+
+	memcpy(own.found, p->found, sizeof(own.found));
+	return policy_match_with(p, &own, alloc, in, what);
+}
+
+void matcher_init(struct matcher *mt, const struct policy *p)
+{
+	memset(mt, 0, sizeof(*mt));
+	mt->mctx = pcre2_match_context_copy(p->mctx);
+	/* (The copy would share the policy's JIT stack: one of its own.) */
+	mt->jit_stack = pcre2_jit_stack_create(64 * 1024, 64 * 1024 * 1024,
+					       NULL);
+	pcre2_jit_stack_assign(mt->mctx, NULL, mt->jit_stack);
+	mt->md = pcre2_match_data_create(1, NULL);
+	if (!mt->mctx || !mt->md)
+		die("out of memory");
+	for (int f = 0; f < COND_NFIELDS; f++)
+		if (p->acm[f])
+			mt->found[f] = xcalloc(acm_words(p->acm[f]),
+					       sizeof(uint64_t));
+}
+
+void matcher_free(struct matcher *mt)
+{
+	for (int f = 0; f < COND_NFIELDS; f++)
+		free(mt->found[f]);
+	pcre2_match_data_free(mt->md);
+	pcre2_match_context_free(mt->mctx);
+	pcre2_jit_stack_free(mt->jit_stack);
+	memset(mt, 0, sizeof(*mt));
+}
+
+int policy_match_with(const struct policy *p, struct matcher *mt,
+		      enum rule_alloc alloc, const struct subject *in,
+		      const char *what)
 {
 	const uint64_t *found[COND_NFIELDS];
 	struct subject copy = *in, *subj = &copy;
@@ -394,7 +435,7 @@ int policy_match(struct policy *p, enum rule_alloc alloc,
 					ok = false;
 					continue;
 				}
-				m = run_head(p, pat, subj, f, what);
+				m = run_head(p, mt, pat, subj, f, what);
 				if (m < 0)
 					return -2;
 				ok = m == 1;
@@ -407,14 +448,14 @@ int policy_match(struct policy *p, enum rule_alloc alloc,
 					   &subj->len[f]);
 			if (pat->nlits) {
 				if (!found[f]) {
-					memset(p->found[f], 0,
+					memset(mt->found[f], 0,
 					       acm_words(p->acm[f]) *
 						       sizeof(uint64_t));
 					if (subj->s[f])
 						acm_scan(p->acm[f], subj->s[f],
 							 subj->len[f],
-							 p->found[f]);
-					found[f] = p->found[f];
+							 mt->found[f]);
+					found[f] = mt->found[f];
 				}
 				if (!has_literal(pat, found[f])) {
 					ok = false;
@@ -426,7 +467,7 @@ int policy_match(struct policy *p, enum rule_alloc alloc,
 			if (!subj->s[f] && subj->fill)
 				subj->fill(subj->ctx, f, &subj->s[f],
 					   &subj->len[f]);
-			m = run_pattern(p, pat, subj->s[f] ? subj->s[f] : "",
+			m = run_pattern(p, mt, pat, subj->s[f] ? subj->s[f] : "",
 					subj->s[f] ? subj->len[f] : 0, what,
 					subj);
 			if (m < 0)

@@ -1,0 +1,63 @@
+#!/bin/sh
+# Classification on every core (classify_snapshot) changes no output:
+# each command gives, byte for byte, what it gives with one thread
+# (DMPROF_THREADS=1), on inputs with enough new buckets per snapshot for
+# the helper threads to start: a gperftools profile of 30,000 stacks over
+# libc's functions (the linux policy), and a deep run of 3 snapshots over
+# 60,000 buckets (l2 and linux).  Built with SANITIZE=thread, make check
+# runs this suite for ThreadSanitizer's verdict on the same runs.
+# Usage: tests/threads/run.sh DMPROF_BINARY
+set -u
+bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+top=$(cd "$(dirname "$0")/../.." && pwd)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/dmprof-threads.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT INT TERM
+export DMPROF_POLICY_PATH="$top/policies" XDG_CACHE_HOME="$tmp/cache" LC_ALL=C
+export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$top/tests/lsan.supp:print_suppressions=0}"
+export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1}"
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+bad() { echo "FAIL $*"; fail=$((fail + 1)); }
+cd "$tmp" || exit 1
+
+libc=$(ls /usr/lib/*/libc.so.6 /lib/*/libc.so.6 2>/dev/null | head -1)
+gcc -O2 -o gen_gperf "$top/tests/bench/gen_gperf.c" &&
+	gcc -O2 -o gen_deep "$top/tests/bench/gen_deep.c" || exit 1
+sh "$top/tests/bench/gen_symbolize.sh" "$libc" 20000 lib >/dev/null || exit 1
+./gen_gperf 30000 lib/frames.txt lib/maps.txt >g.0001.heap || exit 1
+./gen_deep deep 3 30000 60000 >/dev/null || exit 1
+
+# same NAME COMMAND...: its output and status with 1 thread, then 2 and 4
+# (2 only under ThreadSanitizer, which is slow).
+case $bin in */tsan/*) counts=2 ;; *) counts="2 4" ;; esac
+same() {
+	name=$1
+	shift
+	DMPROF_THREADS=1 "$bin" "$@" >one.out 2>one.err
+	echo $? >>one.out
+	for n in $counts; do
+		DMPROF_THREADS=$n "$bin" "$@" >many.out 2>many.err
+		echo $? >>many.out
+		if cmp -s one.out many.out && cmp -s one.err many.err; then
+			ok
+		else
+			bad "$name: $n threads differ from one:"
+			diff one.out many.out | head -5
+			diff one.err many.err | head -5
+		fi
+		if grep -q 'ThreadSanitizer' many.err; then
+			bad "$name: ThreadSanitizer with $n threads:"
+			grep -A20 'WARNING: ThreadSanitizer' many.err | head -30
+		fi
+	done
+}
+
+same gperf-csv csv -b --no-symbol-cache g.0001.heap
+same gperf-top top -b -n 30 g.0001.heap
+same gperf-folded folded g.0001.heap
+same gperf-pprof pprof --proto g.0001.heap
+same deep-csv-l2 csv -b -p l2,linux deep/deep.01234.0001.heap
+same deep-diff diff -b -p l2 deep/deep.01234.0001.heap
+same deep-expand expand deep/deep.01234.0003.heap l2 tc-webkit-catch-all 2
+echo "threads: $pass passed, $fail failed"
+[ $fail = 0 ]
