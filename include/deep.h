@@ -19,7 +19,7 @@ bool deep_claims(const char *line, size_t len);
  * files first).  Errors name FILE:LINE and return -1; recoverable oddities
  * are warnings.
  */
-int deep_parse(struct snapshot *snap, const struct filebuf *fb,
+int deep_parse(struct snapshot *snap, struct filebuf *fb,
 	       struct model *m);
 
 /* Decode a pageframe token ("<ASNF#B>"); false if malformed. */

@@ -14,7 +14,7 @@ bool dhat_claims(const struct filebuf *fb);
  * Parse FB into SNAP: SNAP->part 1 is the run at its global peak (t-gmax),
  * 2 at its end (t-end).  Returns 0 or -1.
  */
-int dhat_parse(struct snapshot *snap, const struct filebuf *fb,
+int dhat_parse(struct snapshot *snap, struct filebuf *fb,
 	       struct model *m);
 
 #endif

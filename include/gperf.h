@@ -12,7 +12,7 @@
 bool gperf_is_header(const char *p, size_t len);
 
 /* Parse FB, a gperftools profile, into SNAP.  Returns 0 or -1. */
-int gperf_parse(struct snapshot *snap, const struct filebuf *fb,
+int gperf_parse(struct snapshot *snap, struct filebuf *fb,
 		struct model *m);
 
 /*

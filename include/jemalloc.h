@@ -12,7 +12,7 @@
 bool jemalloc_claims(const char *p, size_t len);
 
 /* Parse FB, a jemalloc dump, into SNAP.  Returns 0 or -1. */
-int jemalloc_parse(struct snapshot *snap, const struct filebuf *fb,
+int jemalloc_parse(struct snapshot *snap, struct filebuf *fb,
 		   struct model *m);
 
 #endif

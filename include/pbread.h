@@ -17,7 +17,7 @@
 bool pb_claims(const struct filebuf *fb);
 
 /* Parse FB, a pprof protobuf profile, into SNAP.  Returns 0 or -1. */
-int pb_parse(struct snapshot *snap, const struct filebuf *fb,
+int pb_parse(struct snapshot *snap, struct filebuf *fb,
 	     struct model *m);
 
 /*

@@ -28,6 +28,12 @@ int file_load(struct filebuf *fb, const char *path);
 int file_load_msg(struct filebuf *fb, const char *path, struct strbuf *err);
 /* Only its first MAX bytes (or fewer), to tell what the file is. */
 int file_load_head(struct filebuf *fb, const char *path, size_t max);
+/*
+ * Free FB's text now, not kept for the next file as file_release keeps
+ * it: for a reader done with a big file before it builds the rest (its
+ * path stays; file_release still ends FB).
+ */
+void file_drop(struct filebuf *fb);
 void file_release(struct filebuf *fb);
 /* Is PATH a regular file of 0 bytes (a producer killed before writing)? */
 bool file_empty(const char *path);

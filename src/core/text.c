@@ -161,6 +161,13 @@ bool file_empty(const char *path)
 	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0;
 }
 
+void file_drop(struct filebuf *fb)
+{
+	free(fb->data);
+	fb->data = NULL;
+	fb->size = fb->cap = 0;
+}
+
 void file_release(struct filebuf *fb)
 {
 	char *old = fb->data;

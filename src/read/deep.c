@@ -963,7 +963,7 @@ static int parse_lines(struct parser *p, const struct filebuf *fb)
 	return 0;
 }
 
-int deep_parse(struct snapshot *snap, const struct filebuf *fb,
+int deep_parse(struct snapshot *snap, struct filebuf *fb,
 	       struct model *m)
 {
 	struct parser p;

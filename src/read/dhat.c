@@ -489,7 +489,7 @@ static int parse(struct dparser *d, struct snapshot *snap)
 	return build(d, snap);
 }
 
-int dhat_parse(struct snapshot *snap, const struct filebuf *fb,
+int dhat_parse(struct snapshot *snap, struct filebuf *fb,
 	       struct model *m)
 {
 	struct dparser d;

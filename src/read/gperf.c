@@ -63,6 +63,9 @@ enum htype {
 };
 
 /* One "#" comment line of Go's: a frame of the stack line above it. */
+/* A file this big is freed before the buckets are built. */
+#define BIG_FILE (64u << 20)
+
 struct gsym {
 	uint64_t pc;
 	struct frame_name name;
@@ -609,7 +612,7 @@ static void say_what(struct gparser *g)
 	}
 }
 
-int gperf_parse(struct snapshot *snap, const struct filebuf *fb,
+int gperf_parse(struct snapshot *snap, struct filebuf *fb,
 		struct model *m)
 {
 	struct gparser g;
@@ -714,6 +717,13 @@ int gperf_parse(struct snapshot *snap, const struct filebuf *fb,
 	if (rc == 0) {
 		m->profile_kind = (int)g.type + 1;
 		snap->page_size = 4096;
+		/*
+		 * Done with a big file's text (its frames are copied, its maps
+		 * interned; Go's comments name frames from it, so not then):
+		 * its memory goes before the buckets', not after.
+		 */
+		if (!g.nsyms && fb->size >= BIG_FILE)
+			file_drop(fb);
 		rc = build(&g);
 	}
 	if (rc == 0)

@@ -253,7 +253,7 @@ static int build(struct jparser *j, struct snapshot *snap, struct model *m)
 	return 0;
 }
 
-int jemalloc_parse(struct snapshot *snap, const struct filebuf *fb,
+int jemalloc_parse(struct snapshot *snap, struct filebuf *fb,
 		   struct model *m)
 {
 	struct jparser j;

@@ -756,7 +756,7 @@ static void pparser_free(struct pparser *p)
 	free(p->maps);
 }
 
-int pb_parse(struct snapshot *snap, const struct filebuf *fb,
+int pb_parse(struct snapshot *snap, struct filebuf *fb,
 	     struct model *m)
 {
 	const unsigned char *data = (const unsigned char *)fb->data;

@@ -20,7 +20,8 @@ static const struct reader {
 	const char *what;   /* for "dmprof reads ..." */
 	bool (*claims)(const char *line, size_t len);
 	bool (*claims_file)(const struct filebuf *fb); /* binary formats */
-	int (*parse)(struct snapshot *snap, const struct filebuf *fb,
+	/* (It may file_drop() FB once done with its text.) */
+	int (*parse)(struct snapshot *snap, struct filebuf *fb,
 		     struct model *m);
 } readers[] = {
 	{ FORMAT_DEEP, "deep heap dumps (DUMP_DEEP_5, DUMP_DEEP_6)",
