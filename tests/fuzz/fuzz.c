@@ -18,7 +18,9 @@
  *   symmap    a symbol map's nm, readelf or decoded-line file (the first
  *             byte picks), then addresses looked up in it
  *   policy    a policy (text, or JSON when it starts with '{'), then
- *             matched against a few subjects
+ *             matched against a few subjects, each stack whole and again
+ *             handed out frame by frame (classify.c's partial matching):
+ *             the answers must agree
  *   json      any JSON
  *
  * Parsers that read files get the input through a file in /dev/shm (or
@@ -288,6 +290,36 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 #endif
 
 #ifdef FUZZ_POLICY
+/* The stack handed out a frame at a time, as classify.c builds it. */
+struct pieces {
+	const char *text;
+	size_t len, given;
+};
+
+static void give_start(void *ctx, int field, size_t min, const char **s,
+		       size_t *len, bool *whole)
+{
+	struct pieces *pc = ctx;
+
+	(void)field;
+	while (pc->given < pc->len && pc->given < min) {
+		const char *sp = memchr(pc->text + pc->given + 1, ' ',
+					pc->len - pc->given - 1);
+
+		pc->given = sp ? (size_t)(sp - pc->text) : pc->len;
+	}
+	*s = pc->text;
+	*len = pc->given;
+	*whole = pc->given == pc->len;
+}
+
+static void give_all(void *ctx, int field, const char **s, size_t *len)
+{
+	bool whole;
+
+	give_start(ctx, field, SIZE_MAX, s, len, &whole);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct policy *p = policy_parse((const char *)data, size, "fuzz.policy",
@@ -300,9 +332,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		static const char *const stacks[] = {
 			"malloc WebCore::Node::create v8::internal::Heap main",
 			"", "operator new std::vector::push_back",
+			"a b c d e f g h i j k l m n o p q r s t u v w x y z "
+			"calloc _dl_map_object Py_Initialize main",
 		};
 
-		for (size_t i = 0; i < 3; i++) {
+		for (size_t i = 0; i < ARRAY_SIZE(stacks); i++) {
 			struct subject s;
 
 			memset(&s, 0, sizeof(s));
@@ -314,8 +348,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			s.len[COND_PERM] = 4;
 			s.s[COND_TYPE] = "no typeinfo";
 			s.len[COND_TYPE] = 11;
-			for (int a = 0; a < RULE_NALLOC; a++)
-				policy_match(p, (enum rule_alloc)a, &s, "fuzz");
+			for (int a = 0; a < RULE_NALLOC; a++) {
+				int whole = policy_match(p, (enum rule_alloc)a,
+							 &s, "fuzz");
+				struct pieces pc = { stacks[i],
+						     strlen(stacks[i]), 0 };
+				struct subject t = s;
+
+				/* Matching the stack's start as it grows must
+				 * say what matching all of it says. */
+				t.s[COND_STACK] = NULL;
+				t.len[COND_STACK] = 0;
+				t.fill = give_all;
+				t.fill_start = give_start;
+				t.ctx = &pc;
+				if (whole >= -1 &&
+				    policy_match(p, (enum rule_alloc)a, &t,
+						 "fuzz") != whole)
+					abort();
+			}
 		}
 	}
 	policy_write(p, &out, NULL);
