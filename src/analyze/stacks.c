@@ -116,34 +116,44 @@ void stack_text(struct strbuf *sb, const struct model *m,
 /*
  * pprof's RemoveUninterestingFrames for heap profiles, and glibc's entry
  * points, Rust's allocator and the recorder's markers, which pprof never
- * met.
+ * met; with their lengths, as this is asked of every frame of every stack.
  */
-static const char *const allocators[] = {
-	"calloc", "cfree", "malloc", "free", "memalign", "posix_memalign",
-	"pvalloc", "valloc", "realloc", "tc_calloc", "tc_cfree", "tc_malloc",
-	"tc_free", "tc_memalign", "tc_posix_memalign", "tc_pvalloc",
-	"tc_valloc", "tc_realloc", "tc_new", "tc_delete", "tc_newarray",
-	"tc_deletearray", "tc_new_nothrow", "tc_newarray_nothrow", "do_malloc",
-	"::do_malloc", "::do_malloc_or_cpp_alloc", "DoSampledAllocation",
-	"simple_alloc::allocate", "__malloc_alloc_template::allocate",
-	"__builtin_delete", "__builtin_new", "__builtin_vec_delete",
-	"__builtin_vec_new", "operator new", "operator new[]",
-	"__start_google_malloc", "__stop_google_malloc",
-	"__start_malloc_hook", "__stop_malloc_hook",
+#define N(s) { s, sizeof(s) - 1 }
+static const struct {
+	const char *name;
+	size_t len;
+} allocators[] = {
+	N("calloc"), N("cfree"), N("malloc"), N("free"), N("memalign"),
+	N("posix_memalign"), N("pvalloc"), N("valloc"), N("realloc"),
+	N("tc_calloc"), N("tc_cfree"), N("tc_malloc"), N("tc_free"),
+	N("tc_memalign"), N("tc_posix_memalign"), N("tc_pvalloc"),
+	N("tc_valloc"), N("tc_realloc"), N("tc_new"), N("tc_delete"),
+	N("tc_newarray"), N("tc_deletearray"), N("tc_new_nothrow"),
+	N("tc_newarray_nothrow"), N("do_malloc"), N("::do_malloc"),
+	N("::do_malloc_or_cpp_alloc"), N("DoSampledAllocation"),
+	N("simple_alloc::allocate"), N("__malloc_alloc_template::allocate"),
+	N("__builtin_delete"), N("__builtin_new"), N("__builtin_vec_delete"),
+	N("__builtin_vec_new"), N("operator new"), N("operator new[]"),
+	N("__start_google_malloc"), N("__stop_google_malloc"),
+	N("__start_malloc_hook"), N("__stop_malloc_hook"),
 	/* glibc */
-	"__libc_malloc", "__libc_calloc", "__libc_realloc",
-	"__libc_memalign", "__libc_valloc", "__libc_pvalloc",
-	"__posix_memalign", "aligned_alloc", "reallocarray",
+	N("__libc_malloc"), N("__libc_calloc"), N("__libc_realloc"),
+	N("__libc_memalign"), N("__libc_valloc"), N("__libc_pvalloc"),
+	N("__posix_memalign"), N("aligned_alloc"), N("reallocarray"),
 	/* Rust's global allocator (dhat-rs profiles, Rust programs) */
-	"__rust_alloc", "__rust_alloc_zeroed", "__rust_realloc",
-	"__rdl_alloc", "__rdl_alloc_zeroed", "__rdl_realloc", "__rg_alloc",
-	"__rg_alloc_zeroed", "__rg_realloc", "alloc::alloc::alloc",
-	"alloc::alloc::alloc_zeroed", "alloc::alloc::realloc",
-	"alloc::alloc::exchange_malloc",
+	N("__rust_alloc"), N("__rust_alloc_zeroed"), N("__rust_realloc"),
+	N("__rdl_alloc"), N("__rdl_alloc_zeroed"), N("__rdl_realloc"),
+	N("__rg_alloc"), N("__rg_alloc_zeroed"), N("__rg_realloc"),
+	N("alloc::alloc::alloc"), N("alloc::alloc::alloc_zeroed"),
+	N("alloc::alloc::realloc"), N("alloc::alloc::exchange_malloc"),
 	/* jemalloc's API beyond malloc's (pprof's list has them) */
-	"mallocx", "rallocx", "xallocx", "dallocx", "sdallocx",
-	"sdallocx_noflags",
+	N("mallocx"), N("rallocx"), N("xallocx"), N("dallocx"), N("sdallocx"),
+	N("sdallocx_noflags"),
 };
+#undef N
+/* The longest of them ("__malloc_alloc_template::allocate"; a unit test
+ * checks it). */
+#define LONGEST 33
 
 bool frame_is_allocator(const char *func, size_t len)
 {
@@ -152,9 +162,9 @@ bool frame_is_allocator(const char *func, size_t len)
 	/* "operator new(unsigned long)" with --full-names is operator new. */
 	if (paren && paren > func)
 		len = (size_t)(paren - func);
-	for (size_t i = 0; i < ARRAY_SIZE(allocators); i++)
-		if (strlen(allocators[i]) == len &&
-		    !memcmp(allocators[i], func, len))
+	for (size_t i = 0; len <= LONGEST && i < ARRAY_SIZE(allocators); i++)
+		if (allocators[i].len == len &&
+		    !memcmp(allocators[i].name, func, len))
 			return true;
 	/*
 	 * pprof's "TCMalloc|^tcmalloc::", jemalloc's internals (all named
@@ -175,7 +185,7 @@ void allocator_pattern(struct strbuf *sb)
 	for (size_t i = 0; i < ARRAY_SIZE(allocators); i++) {
 		if (i)
 			sb_addch(sb, '|');
-		for (const char *c = allocators[i]; *c; c++) {
+		for (const char *c = allocators[i].name; *c; c++) {
 			if (strchr("[]().*+?|{}^$\\", *c))
 				sb_addch(sb, '\\');
 			sb_addch(sb, *c);
@@ -191,8 +201,11 @@ void allocator_pattern(struct strbuf *sb)
 static bool is_allocator(const struct lframe *l)
 {
 	const char *func = frame_func(l->f, l->k);
+	uint32_t len = l->k < l->f->ninline ? l->f->inl[l->k].func_len
+					    : l->f->func_len;
 
-	return func && frame_is_allocator(func, strlen(func));
+	/* (0: not known, as for names set by hand.) */
+	return func && frame_is_allocator(func, len ? len : strlen(func));
 }
 
 /*

@@ -79,7 +79,8 @@ Test(stacks, allocator_frames_are_pprofs)
 		"tc_malloc", "tcmalloc::PageHeap::New", "TCMalloc_SystemAlloc",
 		"__libc_malloc", "dmprof_recorder_self", "je_prof_backtrace",
 		"_rjem_je_malloc_default", "mallocx", "__rust_alloc",
-		"alloc::alloc::alloc",
+		"alloc::alloc::alloc", "__malloc_alloc_template::allocate",
+		"::do_malloc_or_cpp_alloc", "alloc::alloc::exchange_malloc",
 	};
 	static const char *const no[] = {
 		"malloc_stats", "mymalloc", "operator delete", "main",
