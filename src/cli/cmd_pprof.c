@@ -186,7 +186,8 @@ static void print_text(struct export *x, const struct setup *o,
 /* ---- profile.proto (google/pprof's proto/profile.proto) ---- */
 
 enum {
-	PROFILE_SAMPLE_TYPE = 1, PROFILE_SAMPLE, PROFILE_LOCATION = 4,
+	PROFILE_SAMPLE_TYPE = 1, PROFILE_SAMPLE, PROFILE_MAPPING,
+	PROFILE_LOCATION,
 	PROFILE_FUNCTION, PROFILE_STRING_TABLE, PROFILE_DROP_FRAMES,
 	PROFILE_TIME_NANOS = 9,
 	PROFILE_PERIOD_TYPE = 11, PROFILE_PERIOD, PROFILE_COMMENT,
@@ -194,13 +195,20 @@ enum {
 	VALUE_TYPE_TYPE = 1, VALUE_TYPE_UNIT,
 	SAMPLE_LOCATION_ID = 1, SAMPLE_VALUE, SAMPLE_LABEL,
 	LABEL_KEY = 1, LABEL_STR,
-	LOCATION_ID = 1, LOCATION_ADDRESS = 3, LOCATION_LINE,
+	LOCATION_ID = 1, LOCATION_MAPPING_ID, LOCATION_ADDRESS, LOCATION_LINE,
+	MAPPING_ID = 1, MAPPING_MEMORY_START, MAPPING_MEMORY_LIMIT,
+	MAPPING_FILE_OFFSET, MAPPING_FILENAME, MAPPING_HAS_FUNCTIONS = 7,
+	MAPPING_HAS_FILENAMES, MAPPING_HAS_LINE_NUMBERS,
+	MAPPING_HAS_INLINE_FRAMES,
 	LINE_FUNCTION_ID = 1, LINE_LINE,
 	FUNCTION_ID = 1, FUNCTION_NAME, FUNCTION_FILENAME = 4,
 };
 
 struct proto {
 	struct strbuf out, msg, sub;
+	const struct maps *maps; /* where the frames are, or NULL */
+	uint64_t *map_id;        /* by vma index; 0: not written yet */
+	uint64_t nmaps;
 	struct tally strings;  /* ref: the index */
 	struct tally funcs;    /* "name\0file": ref, the id */
 	struct tally named;    /* names of entries without stacks: ref,
@@ -266,6 +274,36 @@ static void add_line(struct proto *pr, struct strbuf *loc, const char *func,
 }
 
 /*
+ * The mapping of the file that holds ADDR, written once; 0 if none (an
+ * anonymous mapping, or a name the profile gave).  Symbolized already:
+ * pprof must not look the addresses up again.
+ */
+static uint64_t mapping_id(struct proto *pr, uint64_t addr)
+{
+	const struct vma *v = pr->maps ? maps_find(pr->maps, addr) : NULL;
+	size_t i;
+
+	if (!v || !*v->name || *v->name == '[')
+		return 0;
+	i = (size_t)(v - pr->maps->v);
+	if (pr->map_id[i])
+		return pr->map_id[i];
+	pr->map_id[i] = ++pr->nmaps;
+	sb_reset(&pr->msg);
+	pbw_uint(&pr->msg, MAPPING_ID, pr->map_id[i]);
+	pbw_uint(&pr->msg, MAPPING_MEMORY_START, v->start);
+	pbw_uint(&pr->msg, MAPPING_MEMORY_LIMIT, v->end);
+	pbw_uint(&pr->msg, MAPPING_FILE_OFFSET, v->offset);
+	pbw_uint(&pr->msg, MAPPING_FILENAME, str_index_z(pr, v->name));
+	pbw_uint(&pr->msg, MAPPING_HAS_FUNCTIONS, 1);
+	pbw_uint(&pr->msg, MAPPING_HAS_FILENAMES, 1);
+	pbw_uint(&pr->msg, MAPPING_HAS_LINE_NUMBERS, 1);
+	pbw_uint(&pr->msg, MAPPING_HAS_INLINE_FRAMES, 1);
+	pbw_bytes(&pr->out, PROFILE_MAPPING, pr->msg.buf, pr->msg.len);
+	return pr->map_id[i];
+}
+
+/*
  * The location of frame F: its address, and its functions (inlined ones
  * first, as pprof has them), or its address as the name of one, as
  * dmprof's reports print an unknown function.
@@ -273,12 +311,15 @@ static void add_line(struct proto *pr, struct strbuf *loc, const char *func,
 static uint64_t frame_location(struct proto *pr, const struct frame *f)
 {
 	struct strbuf loc = STRBUF_INIT;
-	uint64_t id = pr->loc_of_frame[f->id];
+	uint64_t id = pr->loc_of_frame[f->id], map;
 
 	if (id)
 		return id;
 	id = pr->loc_of_frame[f->id] = ++pr->nloc;
+	map = mapping_id(pr, f->addr);
 	pbw_uint(&loc, LOCATION_ID, id);
+	if (map)
+		pbw_uint(&loc, LOCATION_MAPPING_ID, map);
 	pbw_uint(&loc, LOCATION_ADDRESS, f->addr);
 	for (uint32_t k = 0; f->func && k < f->ninline; k++)
 		add_line(pr, &loc, f->inl[k].func, f->inl[k].func_len,
@@ -356,7 +397,8 @@ static void add_value_type(struct proto *pr, uint32_t field, const char *type,
 	pbw_bytes(&pr->out, field, pr->sub.buf, pr->sub.len);
 }
 
-static int write_proto(struct export *x, const struct snapshot *snap)
+static int write_proto(struct export *x, const struct snapshot *snap,
+		       const struct maps *maps)
 {
 	struct proto pr;
 	struct strbuf gz = STRBUF_INIT, comment = STRBUF_INIT;
@@ -368,7 +410,16 @@ static int write_proto(struct export *x, const struct snapshot *snap)
 	tally_init(&pr.funcs);
 	tally_init(&pr.named);
 	pr.loc_of_frame = xcalloc(x->m->frames.n + 1, sizeof(*pr.loc_of_frame));
+	pr.maps = maps;
+	pr.map_id = xcalloc(maps ? maps->n + 1 : 1, sizeof(*pr.map_id));
 	str_index_z(&pr, ""); /* index 0 is "" */
+	/* pprof takes the first mapping for the program's own file: the
+	 * maps list it first. */
+	for (size_t i = 0; maps && i < maps->n; i++)
+		if (maps->v[i].name[0] == '/' && vma_executable(&maps->v[i])) {
+			mapping_id(&pr, maps->v[i].start);
+			break;
+		}
 	add_value_type(&pr, PROFILE_SAMPLE_TYPE, "inuse_objects", "count");
 	add_value_type(&pr, PROFILE_SAMPLE_TYPE, "inuse_space", "bytes");
 	add_value_type(&pr, PROFILE_PERIOD_TYPE, "space", "bytes");
@@ -413,6 +464,7 @@ static int write_proto(struct export *x, const struct snapshot *snap)
 	tally_free(&pr.funcs);
 	tally_free(&pr.named);
 	free(pr.loc_of_frame);
+	free(pr.map_id);
 	free(pr.ids);
 	return status;
 }
@@ -514,7 +566,10 @@ static int run(struct cmd_args *a)
 		goto out;
 	}
 	if (proto)
-		status = write_proto(&x, &snap);
+		status = write_proto(&x, &snap,
+				     snap.has_own_maps ? &snap.own_maps
+				     : o.run.has_maps  ? &o.run.maps
+							: NULL);
 	else
 		print_text(&x, &o, &snap, objs, bytes);
 out:

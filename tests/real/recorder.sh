@@ -177,7 +177,8 @@ fi
 # (allocator-arena, outside the markers) hold the malloc'd blocks, so the
 # export's total is total-exclude-profiler, not that plus the arenas; with
 # -c, the component's csv value.  go tool pprof reads the protobuf export
-# to the same totals and sees the component labels.
+# to the same totals, sees the component labels, and names the program's
+# file from the export's mappings.
 if [ -n "$sig" ]; then
 	"$bin" csv --bytes "$sig" 2>/dev/null >cx.csv
 	col() { awk -F, -v k="$1" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == k) c = i; next }
@@ -201,6 +202,9 @@ if [ -n "$sig" ]; then
 		got=$(pp_total cx.pb.gz)
 		[ "$got" = "$texp" ] && ok ||
 			bad "c++: go tool pprof -top on pprof --proto: total '$got', total-exclude-profiler '$texp'"
+		# (Its mappings: the program's own file first, symbolized.)
+		go tool pprof -top cx.pb.gz 2>/dev/null | grep -q '^File: cxx$' &&
+			ok || bad "c++: go tool pprof does not name the program's file"
 		go tool pprof -tags cx.pb.gz 2>/dev/null | grep -q '^ *[0-9.]*[kMG]*B .*: malloc-cxx-string$' &&
 			ok || bad "c++: go tool pprof -tags shows no component label malloc-cxx-string"
 		"$bin" pprof --proto -c malloc-cxx-string "$sig" linux >cs.pb.gz 2>/dev/null
