@@ -244,6 +244,8 @@ struct matcher {
 };
 
 void matcher_init(struct matcher *mt, const struct policy *p);
+/* MT as a view of P's own scratch (nothing to free); QUIET as asked. */
+void matcher_of_policy(struct matcher *mt, struct policy *p, bool quiet);
 void matcher_free(struct matcher *mt);
 /* policy_match with MT's scratch (and its QUIET). */
 int policy_match_with(const struct policy *p, struct matcher *mt,

@@ -309,13 +309,11 @@ struct share {
 static void classify_shares(struct share *s)
 {
 	struct classifier *c = s->c;
-	struct policy *p = c->p;
+	struct matcher own, *was = c->mt;
+
 	/* This thread's classifier matches with the policy's own scratch,
 	 * quietly too: classify_malloc says what failed, once. */
-	struct matcher own = { p->md, p->mctx, p->jit_stack, { NULL }, true };
-	struct matcher *was = c->mt;
-
-	memcpy(own.found, p->found, sizeof(own.found));
+	matcher_of_policy(&own, c->p, true);
 	if (!c->mt)
 		c->mt = &own;
 	for (size_t at = s->first * SHARE; at < s->n; at += s->step * SHARE)

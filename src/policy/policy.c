@@ -362,10 +362,16 @@ static int run_head(const struct policy *p, struct matcher *mt,
 int policy_match(struct policy *p, enum rule_alloc alloc,
 		 const struct subject *in, const char *what)
 {
-	struct matcher own = { p->md, p->mctx, p->jit_stack, { NULL }, false };
+	struct matcher own;
 
-	memcpy(own.found, p->found, sizeof(own.found));
+	matcher_of_policy(&own, p, false);
 	return policy_match_with(p, &own, alloc, in, what);
+}
+
+void matcher_of_policy(struct matcher *mt, struct policy *p, bool quiet)
+{
+	*mt = (struct matcher){ p->md, p->mctx, p->jit_stack, { NULL }, quiet };
+	memcpy(mt->found, p->found, sizeof(mt->found));
 }
 
 void matcher_init(struct matcher *mt, const struct policy *p)
@@ -467,7 +473,8 @@ int policy_match_with(const struct policy *p, struct matcher *mt,
 			if (!subj->s[f] && subj->fill)
 				subj->fill(subj->ctx, f, &subj->s[f],
 					   &subj->len[f]);
-			m = run_pattern(p, mt, pat, subj->s[f] ? subj->s[f] : "",
+			m = run_pattern(p, mt, pat,
+					subj->s[f] ? subj->s[f] : "",
 					subj->s[f] ? subj->len[f] : 0, what,
 					subj);
 			if (m < 0)

@@ -76,18 +76,6 @@ struct dparser {
 	struct frame_name *names;
 };
 
-static int derr(struct dparser *d, unsigned long line, const char *fmt, ...)
-	PRINTF(3, 4);
-static int derr(struct dparser *d, unsigned long line, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	verror_at(d->path, line, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 /* The next value as a whole number >= 0, or the error KEY's. */
 static bool count(struct dparser *d, const char *key, int64_t *out)
 {
@@ -208,10 +196,11 @@ static int check_mode(struct dparser *d, unsigned long line)
 
 	if (!strcmp(mode, "heap") || !strcmp(mode, "rust-heap"))
 		return 0;
-	return derr(d, line, "a DHAT profile in %s mode counts %s, not heap "
-			     "blocks; dmprof reads heap mode",
-		    *mode ? mode : "no",
-		    !strcmp(mode, "copy") ? "copies" : "events");
+	return error_at(d->path, line,
+			"a DHAT profile in %s mode counts %s, not heap "
+			"blocks; dmprof reads heap mode",
+			*mode ? mode : "no",
+			!strcmp(mode, "copy") ? "copies" : "events");
 }
 
 /* The top-level object, member by member. */
@@ -223,8 +212,8 @@ static int read_file(struct dparser *d)
 
 	if (json_peek(&d->j) != '{') {
 		sb_release(&key);
-		return derr(d, d->j.line, "not a DHAT profile (not a JSON "
-					  "object)");
+		return error_at(d->path, d->j.line,
+				"not a DHAT profile (not a JSON object)");
 	}
 	json_expect(&d->j, '{', "'{'");
 	while (json_next(&d->j, '}', &first)) {
@@ -243,8 +232,8 @@ static int read_file(struct dparser *d)
 					     ? (int64_t)x : -1;
 			d->version_line = line;
 			if (d->has_version && d->version != 2) {
-				derr(d, line, "DHAT file version %g; dmprof "
-					      "reads version 2", x);
+				error_at(d->path, line, "DHAT file version %g; "
+					 "dmprof reads version 2", x);
 				d->j.failed = true;
 			}
 		} else if (!strcmp(k, "te") || !strcmp(k, "tg")) {
@@ -351,7 +340,8 @@ static int stack_of(struct dparser *d, const struct point *pp,
 
 	*depth = 0;
 	if (!pp->fs_line)
-		return derr(d, pp->line, "a program point without \"fs\"");
+		return error_at(d->path, pp->line,
+				"a program point without \"fs\"");
 	GROW(*frames, pp->fs_n + 1, *cap);
 	for (size_t i = 0; i <= pp->fs_n; i++) {
 		uint64_t addr = 0;
@@ -362,7 +352,7 @@ static int stack_of(struct dparser *d, const struct point *pp,
 			uint32_t k = d->fs[pp->fs_at + i];
 
 			if (k < 1 || k >= d->nftbl)
-				return derr(d, pp->fs_line,
+				return error_at(d->path, pp->fs_line,
 					    "frame index out of range (ftbl "
 					    "has %zu entries)",
 					    d->nftbl);
@@ -415,7 +405,7 @@ static int build(struct dparser *d, struct snapshot *snap)
 		for (size_t k = 0; k < ARRAY_SIZE(need); k++) {
 			if (!(pp->has & 1u << need[k])) {
 				free(frames);
-				return derr(d, pp->line, "no \"%s\"",
+				return error_at(d->path, pp->line, "no \"%s\"",
 					    point_keys[need[k]]);
 			}
 		}
@@ -458,18 +448,19 @@ static int parse(struct dparser *d, struct snapshot *snap)
 	if (read_file(d) < 0)
 		return -1;
 	if (!d->has_version)
-		return derr(d, 1, "no \"dhatFileVersion\"");
+		return error_at(d->path, 1, "no \"dhatFileVersion\"");
 	if (!d->mode_line)
-		return derr(d, 1, "no \"mode\"");
+		return error_at(d->path, 1, "no \"mode\"");
 	if (!d->bklt)
-		return derr(d, 1, "a DHAT heap profile without block "
+		return error_at(d->path, 1, "a DHAT heap profile without block "
 				  "lifetimes (\"bklt\": true)");
 	if (!d->has_pps)
-		return derr(d, 1, "no \"pps\" array");
+		return error_at(d->path, 1, "no \"pps\" array");
 	if (!d->has_ftbl)
-		return derr(d, 1, "no \"ftbl\" array");
+		return error_at(d->path, 1, "no \"ftbl\" array");
 	if (!(snap->part == 1 ? d->has_tg : d->has_te))
-		return derr(d, 1, "no \"%s\"", snap->part == 1 ? "tg" : "te");
+		return error_at(d->path, 1, "no \"%s\"",
+				snap->part == 1 ? "tg" : "te");
 	/* Time: microseconds (dhat-rs), or instructions (Valgrind), which
 	 * stand for seconds as they are, said once. */
 	tu = d->tu.buf ? d->tu.buf : "";
