@@ -44,6 +44,15 @@ struct classifier {
 		uint32_t frame, k;
 		bool done;
 	} join[2];
+	/*
+	 * Patterns matched frame by frame (their seq), by id: per frame
+	 * id, the state after that frame from state j at [frame * k + j],
+	 * SEQ_UNKNOWN until asked.
+	 */
+	struct seq_memo {
+		uint8_t *st;
+		size_t nframes;
+	} *seq;
 	struct matcher *mt;   /* NULL: the policy's own */
 	/* Helpers that classify a snapshot's new buckets beside this
 	 * thread (see classify_snapshot): classifiers of their own. */

@@ -39,6 +39,17 @@ enum {
 	SHARE_OTHERS = 4,
 };
 
+/*
+ * A pattern ".*P1.*P2 ... .*Pk.*" none of whose pieces can match a space,
+ * the separator of a joined stack (see policy_seq.c): each piece's match
+ * lies in one frame, so it holds iff the frames, in order, hold P1 to Pk.
+ */
+struct seq {
+	uint32_t k;           /* pieces, at least 1 */
+	uint32_t id;          /* 0 .. the policy's nseq - 1 */
+	pcre2_code **run;     /* "Pj+1.*...Pm" at [j * k + m - 1], j < m */
+};
+
 struct pattern {
 	char *text;
 	size_t len;           /* text may hold NULs (from JSON) */
@@ -51,6 +62,7 @@ struct pattern {
 	 * X matches its start.  NULL for patterns that begin with ".*".
 	 */
 	pcre2_code *head;
+	struct seq *seq;      /* or NULL: matched on the joined field */
 	bool match_all;       /* ".*" and friends: no need to run it */
 	uint32_t *lits;       /* ids in the field's automaton: a match holds, */
 	uint8_t *lit_group;   /* for each group of them, one */
@@ -140,6 +152,7 @@ struct policy {
 	/* The prefilter: per field, the literals its patterns require. */
 	struct acm *acm[COND_NFIELDS];
 	uint64_t *found[COND_NFIELDS];
+	uint32_t nseq;        /* patterns with a seq */
 };
 
 /* Builtin semantics of a column name (B_NONE if it is an ordinary one). */
@@ -198,6 +211,8 @@ void policy_write_rule(struct strbuf *out, const struct rule *r);
  * them in FOUND and leave the string NULL: FILL then builds it only if a
  * pattern needs the text itself.
  */
+struct matcher;
+
 struct subject {
 	const char *s[COND_NFIELDS];
 	size_t len[COND_NFIELDS];
@@ -212,6 +227,14 @@ struct subject {
 	void (*fill_start)(void *ctx, int field, size_t min, const char **s,
 			   size_t *len, bool *whole);
 	const uint64_t *(*scan)(void *ctx, int field);
+	/*
+	 * Optional: does the field hold PAT's pieces (PAT->seq), frame by
+	 * frame, each frame's state from pattern_seq_step?  1 or 0, or -1
+	 * after pattern_seq_step failed.
+	 */
+	int (*seq)(void *ctx, int field, const struct pattern *pat,
+		   struct matcher *mt, const char *what,
+		   const struct subject *subj);
 	/* What the subject is, for an error message (when WHAT is NULL). */
 	const char *(*describe)(void *ctx);
 	void *ctx;
@@ -251,6 +274,18 @@ void matcher_free(struct matcher *mt);
 int policy_match_with(const struct policy *p, struct matcher *mt,
 		      enum rule_alloc alloc, const struct subject *subj,
 		      const char *what);
+
+/*
+ * How many of PAT's pieces (PAT->seq) a field holds after a frame whose
+ * text is S[0..LEN), if it held J before them: J to PAT->seq->k.  -1
+ * after an error (a match limit), printed unless MT is quiet, with WHAT
+ * (or SUBJ's describe) saying what the subject is.  A field without
+ * frames is one empty frame.
+ */
+int pattern_seq_step(const struct policy *p, struct matcher *mt,
+		     const struct pattern *pat, uint32_t j, const char *s,
+		     size_t len, const char *what,
+		     const struct subject *subj);
 
 const char *rule_alloc_name(enum rule_alloc a);
 const char *cond_field_name(enum cond_field f);

@@ -37,6 +37,9 @@ void classifier_free(struct classifier *c)
 		free(c->scan[i].e);
 		free(c->scan[i].found);
 	}
+	for (size_t i = 0; c->seq && i < c->p->nseq; i++)
+		free(c->seq[i].st);
+	free(c->seq);
 	free(c->bucket_col);
 	hashmap_free(&c->regions);
 	arena_free(&c->arena);
@@ -209,6 +212,66 @@ static const uint64_t *scan_field(void *ctx, int field)
 	return scan_stack(c, field, c->cur->stack);
 }
 
+#define SEQ_UNKNOWN 0xff
+
+/*
+ * Does the current bucket's FIELD hold PAT's pieces?  Frame by frame,
+ * each frame's answer remembered: a million stacks over a few hundred
+ * thousand frames ask PCRE2 once per frame, and are never joined.
+ */
+static int seq_field(void *ctx, int field, const struct pattern *pat,
+		     struct matcher *mt, const char *what,
+		     const struct subject *subj)
+{
+	struct classifier *c = ctx;
+	const struct stack *st = c->cur->stack;
+	uint32_t k = pat->seq->k, j = 0;
+	struct seq_memo *sm;
+
+	if (!c->seq)
+		c->seq = xcalloc(c->p->nseq, sizeof(*c->seq));
+	sm = &c->seq[pat->seq->id];
+	if (sm->nframes < c->m->frames.n) {
+		size_t n = c->m->frames.n;
+
+		sm->st = xreallocarray(sm->st, st_mult(n, k), 1);
+		memset(sm->st + sm->nframes * k, SEQ_UNKNOWN,
+		       (n - sm->nframes) * k);
+		sm->nframes = n;
+	}
+	if (!st->depth) {
+		int r = pattern_seq_step(c->p, mt, pat, 0, "", 0, what, subj);
+
+		return r < 0 ? -1 : (uint32_t)r == k;
+	}
+	for (uint32_t i = 0; i < st->depth && j < k; i++) {
+		uint8_t *e = &sm->st[(size_t)st->frames[i] * k + j];
+
+		if (*e == SEQ_UNKNOWN) {
+			const struct frame *f =
+				frame_get(&c->m->frames, st->frames[i]);
+			int r;
+
+			sb_reset(&c->what);
+			for (uint32_t l = 0; l < frame_nlogical(f); l++) {
+				if (l)
+					sb_addch(&c->what, ' ');
+				if (field == COND_STACK)
+					frame_add_func(&c->what, f, l);
+				else
+					frame_add_file(&c->what, f, l);
+			}
+			r = pattern_seq_step(c->p, mt, pat, j, c->what.buf,
+					     c->what.len, what, subj);
+			if (r < 0)
+				return -1;
+			*e = (uint8_t)r;
+		}
+		j = *e;
+	}
+	return j == k;
+}
+
 static const char *describe_bucket(void *ctx)
 {
 	struct classifier *c = ctx;
@@ -230,6 +293,7 @@ static void stack_subject(struct classifier *c, const struct bucket *b,
 	subj->fill = fill_subject;
 	subj->fill_start = fill_start;
 	subj->scan = scan_field;
+	subj->seq = seq_field;
 	subj->describe = describe_bucket;
 	subj->ctx = c;
 }

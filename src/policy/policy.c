@@ -189,6 +189,7 @@ void pattern_free(struct pattern *pat)
 	free(pat->text);
 	pcre2_code_free(pat->code);
 	pcre2_code_free(pat->head);
+	pattern_seq_free(pat);
 	free(pat->lits);
 	free(pat->lit_group);
 	free(pat);
@@ -288,8 +289,7 @@ static bool has_literal(const struct pattern *pat, const uint64_t *found)
 	return groups == want;
 }
 
-/* Say that PAT failed with RC (a match limit) on a subject of LEN bytes. */
-static int match_failed(const struct policy *p, const struct matcher *mt,
+int pattern_failed(const struct policy *p, const struct matcher *mt,
 			const struct pattern *pat, int rc, size_t len,
 			const char *what, const struct subject *subj)
 {
@@ -321,7 +321,7 @@ static int run_pattern(const struct policy *p, struct matcher *mt,
 		return 1;
 	if (rc == PCRE2_ERROR_NOMATCH)
 		return 0;
-	return match_failed(p, mt, pat, rc, len, what, subj);
+	return pattern_failed(p, mt, pat, rc, len, what, subj);
 }
 
 /*
@@ -354,7 +354,7 @@ static int run_head(const struct policy *p, struct matcher *mt,
 		if (rc == PCRE2_ERROR_NOMATCH)
 			return 0;
 		if (rc != PCRE2_ERROR_PARTIAL)
-			return match_failed(p, mt, pat, rc, len, what, subj);
+			return pattern_failed(p, mt, pat, rc, len, what, subj);
 		min = len * 2;
 	}
 }
@@ -435,6 +435,19 @@ int policy_match_with(const struct policy *p, struct matcher *mt,
 			 * literals (the prefilter is used if it was scanned
 			 * anyway).
 			 */
+			/* Others that hold within frames, frame by frame. */
+			if (pat->seq && !subj->s[f] && subj->seq) {
+				if (found[f] && pat->nlits &&
+				    !has_literal(pat, found[f])) {
+					ok = false;
+					continue;
+				}
+				m = subj->seq(subj->ctx, f, pat, mt, what, subj);
+				if (m < 0)
+					return -2;
+				ok = m == 1;
+				continue;
+			}
 			if (pat->head && !subj->s[f] && subj->fill_start) {
 				if (found[f] && pat->nlits &&
 				    !has_literal(pat, found[f])) {

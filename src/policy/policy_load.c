@@ -297,6 +297,7 @@ static void ready(struct policy *p)
 		pcre2_jit_stack_assign(p->mctx, NULL, p->jit_stack);
 	p->md = pcre2_match_data_create(1, NULL);
 	policy_build_prefilter(p);
+	policy_build_seqs(p);
 }
 
 static struct policy *policy_new(const char *path, const char *label)

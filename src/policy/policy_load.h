@@ -63,5 +63,15 @@ void policy_check(struct loader *ld);
 
 /* The literal prefilter of P's patterns (see literals.h). */
 void policy_build_prefilter(struct policy *p);
+/* The frame-by-frame form of P's patterns that have one (policy_seq.c),
+ * after the prefilter: where it decides, no need. */
+void policy_build_seqs(struct policy *p);
+void pattern_seq_free(struct pattern *pat);
+
+/* Say that PAT failed with RC (a match limit) on a subject of LEN bytes,
+ * unless MT is quiet; -1. */
+int pattern_failed(const struct policy *p, const struct matcher *mt,
+		   const struct pattern *pat, int rc, size_t len,
+		   const char *what, const struct subject *subj);
 
 #endif

@@ -320,6 +320,29 @@ static void give_all(void *ctx, int field, const char **s, size_t *len)
 	give_start(ctx, field, SIZE_MAX, s, len, &whole);
 }
 
+/* The stack as its frames (split at spaces), as classify.c walks it. */
+static int walk_frames(void *ctx, int field, const struct pattern *pat,
+		       struct matcher *mt, const char *what,
+		       const struct subject *subj)
+{
+	struct pieces *pc = ctx;
+	const char *at = pc->text, *end = pc->text + pc->len;
+	uint32_t j = 0;
+
+	(void)field;
+	do {
+		const char *sp = memchr(at, ' ', (size_t)(end - at));
+		size_t n = sp ? (size_t)(sp - at) : (size_t)(end - at);
+		int r = pattern_seq_step(NULL, mt, pat, j, at, n, what, subj);
+
+		if (r < 0)
+			return -1;
+		j = (uint32_t)r;
+		at = sp ? sp + 1 : end;
+	} while (at < end && j < pat->seq->k);
+	return j == pat->seq->k;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct policy *p = policy_parse((const char *)data, size, "fuzz.policy",
@@ -362,6 +385,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				t.fill = give_all;
 				t.fill_start = give_start;
 				t.ctx = &pc;
+				if (whole >= -1 &&
+				    policy_match(p, (enum rule_alloc)a, &t,
+						 "fuzz") != whole)
+					abort();
+				/* And so must matching frame by frame. */
+				pc.given = 0;
+				t.fill_start = NULL;
+				t.seq = walk_frames;
 				if (whole >= -1 &&
 				    policy_match(p, (enum rule_alloc)a, &t,
 						 "fuzz") != whole)

@@ -484,3 +484,131 @@ Test(policy, matching_the_start_agrees_with_the_whole)
 		policy_free(p);
 	}
 }
+
+/* A stack as its frames (a frame's text may hold spaces). */
+struct frames {
+	const char *const *f;
+	size_t n;
+	size_t asked;         /* frames given to pattern_seq_step */
+};
+
+static int walk_frames(void *ctx, int field, const struct pattern *pat,
+		       struct matcher *mt, const char *what,
+		       const struct subject *subj)
+{
+	struct frames *fr = ctx;
+	uint32_t j = 0;
+	int r;
+
+	(void)field;
+	if (!fr->n) {
+		r = pattern_seq_step(NULL, mt, pat, 0, "", 0, what, subj);
+		return r < 0 ? -1 : (uint32_t)r == pat->seq->k;
+	}
+	for (size_t i = 0; i < fr->n && j < pat->seq->k; i++) {
+		r = pattern_seq_step(NULL, mt, pat, j, fr->f[i],
+				     strlen(fr->f[i]), what, subj);
+		fr->asked++;
+		if (r < 0)
+			return -1;
+		j = (uint32_t)r;
+	}
+	return j == pat->seq->k;
+}
+
+/*
+ * A pattern ".*P1.*...Pk.*" whose pieces cannot match a space is matched
+ * frame by frame, never joined; it agrees with matching the joined
+ * stack.  A pattern that could match across frames, or look beyond its
+ * match, is not split.
+ */
+Test(policy, matching_frame_by_frame_agrees_with_the_whole)
+{
+	static const struct {
+		const char *re;
+		bool split;
+	} patterns[] = {
+		{ ".*(WTF::|WebCore::).*v8::.*", true },
+		{ ".*a[0-9]+b.*", true },
+		{ ".*(x|y)z.*(x|y)z.*", true },
+		{ ".*[^ ]x.*", true },
+		{ ".*\\w+::\\d.*?b.*", true },
+		{ ".*(?:ab|b)*c.*a.*", true },
+		{ ".*a?.*", true },
+		{ ".*a b.*", false },          /* spans frames */
+		{ ".*a.b.*", false },
+		{ ".*a\\sb.*", false },
+		{ ".*[^x]b.*", false },
+		{ ".*[ -~]b.*", false },
+		{ ".*[!-~]b.*", true },
+		{ ".*\\bab.*", false },        /* looks around */
+		{ ".*(?=a)ab.*", false },
+		{ ".*a.*b", false },           /* not ".*" at the end */
+		{ ".*ab\\.*", false },
+		{ ".*a|b.*", false },
+		{ ".*a++b.*", false },
+		{ ".*(?i)ab.*", false },
+		{ ".*\\x20a.*", false },
+		{ ".*[[:alpha:]]b.*", false },
+	};
+	static const char *const f1[] = { "WTF::x", "f", "v8::y" };
+	static const char *const f2[] = { "v8::y", "WebCore::a" };
+	static const char *const f3[] = { "WebCore::a v8::b" };
+	static const char *const f4[] = { "a1", "2b", "a12b" };
+	static const char *const f5[] = { "xz yz" };
+	static const char *const f6[] = { "xzyz", "q" };
+	static const char *const f7[] = { "Foo::9", "b", "a" };
+	static const char *const f8[] = { "bc", "ab" };
+	static const char *const f9[] = { "x", "a", "b", "operator new(a b)" };
+	static const char *const f10[] = { "" };
+	static const struct {
+		const char *const *f;
+		size_t n;
+	} stacks[] = {
+		{ f1, 3 }, { f2, 2 }, { f3, 1 }, { f4, 3 }, { f5, 1 },
+		{ f6, 2 }, { f7, 3 }, { f8, 2 }, { f9, 4 }, { f10, 1 },
+		{ NULL, 0 },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(patterns); i++) {
+		char text[256];
+		struct policy *p;
+		const struct pattern *pat;
+
+		snprintf(text, sizeof(text),
+			 HEAD "columns a b m u\nrule a malloc stack='%s'\n"
+			      "rule b malloc\n" CATCH,
+			 patterns[i].re);
+		p = parse(text);
+		cr_assert_not_null(p, "%s", patterns[i].re);
+		pat = p->rules[0].cond[COND_STACK];
+		cr_assert_eq(pat->seq != NULL, patterns[i].split,
+			     "'%s' is %ssplit", patterns[i].re,
+			     pat->seq ? "" : "not ");
+		for (size_t k = 0; pat->seq && k < ARRAY_SIZE(stacks); k++) {
+			struct strbuf joined = STRBUF_INIT;
+			struct frames fr = { stacks[k].f, stacks[k].n, 0 };
+			struct subject s;
+			int whole, by_frame;
+
+			for (size_t n = 0; n < stacks[k].n; n++) {
+				if (n)
+					sb_addch(&joined, ' ');
+				sb_addstr(&joined, stacks[k].f[n]);
+			}
+			whole = match(p, RULE_MALLOC, sb_str(&joined), NULL,
+				      NULL, NULL, 0);
+			memset(&s, 0, sizeof(s));
+			s.seq = walk_frames;
+			s.ctx = &fr;
+			by_frame = policy_match(p, RULE_MALLOC, &s, "test");
+			cr_assert_eq(by_frame, whole,
+				     "'%s' on '%s': %d, whole %d",
+				     patterns[i].re, sb_str(&joined), by_frame,
+				     whole);
+			cr_assert(fr.asked || !stacks[k].n);
+			sb_release(&joined);
+		}
+		policy_free(p);
+	}
+}
