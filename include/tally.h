@@ -33,6 +33,11 @@ struct tally {
 	struct arena arena;
 	bool overflow;          /* a sum saturated (see add64) */
 	uint64_t stamp;         /* the user's pass counter (see entries') */
+	/* The user's: entries by the id of a frame of BY_ID_OF's (a model),
+	 * so that a name met before is not hashed again. */
+	struct tally_entry **by_id;
+	size_t nby_id;
+	const void *by_id_of;
 };
 
 void tally_init(struct tally *t);

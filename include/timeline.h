@@ -27,6 +27,9 @@ struct timeline {
 	size_t n;
 	int64_t **rows;              /* [policy][snapshot * ncols + column] */
 	struct agg_builtins **builtins; /* [policy][snapshot] */
+	/* [policy]: each bucket's column, kept for a later pass over the
+	 * snapshots (the html page's) so that it classifies none again. */
+	struct classifier *cls;
 	bool skipped_errors;         /* a later dump could not be read */
 };
 

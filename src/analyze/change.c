@@ -31,9 +31,12 @@ struct counts {
  * stacks a snapshot has are visited.
  */
 struct sums {
-	int64_t *bytes;
-	uint32_t *stamp;
-	int *col;                 /* of its last item with bytes, or first */
+	/* (Together: an item costs one cache miss, not three.) */
+	struct sum {
+		int64_t bytes;
+		uint32_t stamp;
+		int col;          /* of its last item with bytes, or first */
+	} *v;
 	uint32_t *touched;        /* the ids this pass wrote */
 	size_t ntouched, touched_alloc;
 };
@@ -58,9 +61,7 @@ static void *grow_zero(void *v, size_t old, size_t n, size_t size)
 
 static void sums_fit(struct sums *s, size_t old, size_t n)
 {
-	s->bytes = grow_zero(s->bytes, old, n, sizeof(*s->bytes));
-	s->stamp = grow_zero(s->stamp, old, n, sizeof(*s->stamp));
-	s->col = grow_zero(s->col, old, n, sizeof(*s->col));
+	s->v = grow_zero(s->v, old, n, sizeof(*s->v));
 }
 
 static void counts_fit(struct counts *c, size_t old, size_t n)
@@ -94,9 +95,7 @@ static void counts_free(struct counts *c)
 
 static void sums_free(struct sums *s)
 {
-	free(s->bytes);
-	free(s->stamp);
-	free(s->col);
+	free(s->v);
 	free(s->touched);
 }
 
@@ -112,7 +111,7 @@ static void pass_free(struct pass *s)
 /* Bytes of stack ID in S, at pass K. */
 static int64_t at(const struct sums *s, uint32_t id, uint32_t k)
 {
-	return s->stamp[id] == k ? s->bytes[id] : 0;
+	return s->v[id].stamp == k ? s->v[id].bytes : 0;
 }
 
 static int add_item(void *ctx, const struct item *it)
@@ -127,16 +126,16 @@ static int add_item(void *ctx, const struct item *it)
 	if (!policy_in_partition(s->p, it->col))
 		return 0;
 	id = it->bucket->stack->id;
-	if (c->stamp[id] != s->k) {
-		c->stamp[id] = s->k;
-		c->bytes[id] = 0;
-		c->col[id] = it->col;
+	if (c->v[id].stamp != s->k) {
+		c->v[id].stamp = s->k;
+		c->v[id].bytes = 0;
+		c->v[id].col = it->col;
 		GROW(c->touched, c->ntouched + 1, c->touched_alloc);
 		c->touched[c->ntouched++] = id;
 	}
-	c->bytes[id] = add64(c->bytes[id], it->bytes, &s->overflow);
+	c->v[id].bytes = add64(c->v[id].bytes, it->bytes, &s->overflow);
 	if (it->bytes)
-		c->col[id] = it->col;
+		c->v[id].col = it->col;
 	if (s->counting && it->line) {
 		struct counts *n = s->counting;
 
@@ -235,7 +234,7 @@ static void collect(struct changes *c, const struct pass *s,
 		ch = add_change(c);
 		ch->m = m;
 		ch->st = m->stacks.v[id];
-		ch->col = s->cur.stamp[id] == s->k ? s->cur.col[id]
+		ch->col = s->cur.v[id].stamp == s->k ? s->cur.v[id].col
 						     : a_col[id] - 1;
 		ch->a = a;
 		ch->b = b;
@@ -302,11 +301,11 @@ int changes_in_run(struct changes *c, struct run *r, struct classifier *cls,
 		n = s.n;
 		for (size_t t = 0; t < s.cur.ntouched; t++) {
 			uint32_t id = s.cur.touched[t];
-			int64_t now = s.cur.bytes[id];
+			int64_t now = s.cur.v[id].bytes;
 
 			if (k == 0) {
 				a_bytes[id] = now;
-				a_col[id] = s.cur.col[id] + 1; /* (0: none) */
+				a_col[id] = s.cur.v[id].col + 1; /* (0: none) */
 			} else if (now > at(&s.prev, id, s.k - 1)) {
 				grown[id]++;
 			}
@@ -315,7 +314,7 @@ int changes_in_run(struct changes *c, struct run *r, struct classifier *cls,
 		for (size_t t = 0; k && t < s.prev.ntouched; t++) {
 			uint32_t id = s.prev.touched[t];
 
-			if (at(&s.cur, id, s.k) < s.prev.bytes[id])
+			if (at(&s.cur, id, s.k) < s.prev.v[id].bytes)
 				grown[id] |= SHRANK;
 		}
 	}
@@ -358,7 +357,7 @@ static int side(struct changes *c, struct tally *texts, struct run *r,
 		struct tally_entry *e;
 		struct change *ch;
 
-		if (!s.cur.bytes[id])
+		if (!s.cur.v[id].bytes)
 			continue;
 		sb_reset(&key);
 		stack_match_text(&key, &r->model, st,
@@ -379,11 +378,11 @@ static int side(struct changes *c, struct tally *texts, struct run *r,
 			c->shared++;
 		ch->m = &r->model;
 		ch->st = st;
-		ch->col = s.cur.col[id];
+		ch->col = s.cur.v[id].col;
 		if (is_b)
-			ch->b = add64(ch->b, s.cur.bytes[id], &s.overflow);
+			ch->b = add64(ch->b, s.cur.v[id].bytes, &s.overflow);
 		else
-			ch->a = add64(ch->a, s.cur.bytes[id], &s.overflow);
+			ch->a = add64(ch->a, s.cur.v[id].bytes, &s.overflow);
 	}
 	if (!rc && s.overflow)
 		rc = -sizes_overflow(&snap);

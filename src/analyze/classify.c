@@ -413,9 +413,14 @@ void classify_snapshot(struct classifier *c, const struct snapshot *snap)
 
 	if (nthreads < 2 || snap->nlines < FEW)
 		return;
-	/* The new buckets, each once (marked -1 while pending). */
+	/* The new buckets, each once (marked -1 while pending).  Buckets
+	 * come in no order: the ones a few lines ahead are fetched
+	 * meanwhile. */
 	for (size_t i = 0; i < snap->nlines; i++) {
 		const struct bucket *b = snap->lines[i].bucket;
+
+		if (i + 16 < snap->nlines && snap->lines[i + 16].bucket)
+			prefetch(snap->lines[i + 16].bucket);
 
 		if (!b || b->kind == ALLOC_MMAP)
 			continue;

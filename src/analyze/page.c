@@ -175,12 +175,11 @@ static void merge(struct page *pg, struct cells *cs)
 static int read_cells(struct page *pg)
 {
 	struct timeline *tl = pg->tl;
-	struct classifier *cls = xcalloc(tl->set.n, sizeof(*cls));
+	/* (The timeline's: its buckets are classified already.) */
+	struct classifier *cls = tl->cls;
 	int rc = 0;
 
 	pg->cells = xcalloc(tl->set.n * pg->nat, sizeof(*pg->cells));
-	for (size_t p = 0; p < tl->set.n; p++)
-		classifier_init(&cls[p], tl->set.v[p], &tl->run.model);
 	for (size_t j = 0; j < pg->nat && !rc; j++) {
 		unsigned long counter = tl->snaps[pg->at[j]].counter;
 		struct snapshot snap;
@@ -206,9 +205,6 @@ static int read_cells(struct page *pg)
 			rc = -sizes_overflow(&snap);
 		snapshot_release(&snap);
 	}
-	for (size_t p = 0; p < tl->set.n; p++)
-		classifier_free(&cls[p]);
-	free(cls);
 	return rc;
 }
 

@@ -228,6 +228,42 @@ static void place(struct tally_entry *e, const struct lframe *l,
 		e->flags |= PLACE_FLAT;
 }
 
+/*
+ * The entry of LF's function in FUNCS: by frame id when the frame is
+ * one function and of the model FUNCS caches (a million stacks over a
+ * few hundred thousand frames), else by its name.
+ */
+static struct tally_entry *function_entry(struct tally *funcs,
+					  const struct model *m,
+					  const struct lframe *lf,
+					  struct strbuf *name)
+{
+	struct tally_entry *e;
+	bool cached = frame_nlogical(lf->f) == 1 &&
+		      (!funcs->by_id_of || funcs->by_id_of == m);
+
+	if (cached) {
+		if (funcs->nby_id < m->frames.n) {
+			size_t n = m->frames.n;
+
+			funcs->by_id = xreallocarray(funcs->by_id, n,
+						     sizeof(*funcs->by_id));
+			memset(funcs->by_id + funcs->nby_id, 0,
+			       (n - funcs->nby_id) * sizeof(*funcs->by_id));
+			funcs->nby_id = n;
+		}
+		funcs->by_id_of = m;
+		if (funcs->by_id[lf->f->id])
+			return funcs->by_id[lf->f->id];
+	}
+	sb_reset(name);
+	frame_name(name, lf->f, lf->k);
+	e = tally_get(funcs, name->buf, name->len);
+	if (cached)
+		funcs->by_id[lf->f->id] = e;
+	return e;
+}
+
 struct tally_entry *tally_functions(struct tally *funcs, const struct model *m,
 				    const struct stack *st, const int64_t *add,
 				    size_t n)
@@ -264,9 +300,7 @@ struct tally_entry *tally_functions(struct tally *funcs, const struct model *m,
 
 		if (i > owner && is_allocator(&v[i]))
 			continue; /* pprof removes them anywhere */
-		sb_reset(&name);
-		frame_name(&name, v[i].f, v[i].k);
-		e = tally_get(funcs, name.buf, name.len);
+		e = function_entry(funcs, m, &v[i], &name);
 		if (i == owner)
 			own = e;
 		if (e->stamp == stamp)

@@ -15,7 +15,7 @@
 
 int timeline_build(struct timeline *tl, const struct timeline_options *opt)
 {
-	struct classifier *cls = NULL;
+	struct classifier *cls;
 	struct agg_stats *stats = NULL;
 	struct pfn_table group = { NULL, 0 };
 	size_t np, nd;
@@ -37,7 +37,7 @@ int timeline_build(struct timeline *tl, const struct timeline_options *opt)
 	tl->snaps = xcalloc(nd, sizeof(*tl->snaps));
 	tl->rows = xcalloc(np, sizeof(*tl->rows));
 	tl->builtins = xcalloc(np, sizeof(*tl->builtins));
-	cls = xcalloc(np, sizeof(*cls));
+	cls = tl->cls = xcalloc(np, sizeof(*cls));
 	stats = xcalloc(np, sizeof(*stats));
 	for (size_t p = 0; p < np; p++) {
 		tl->rows[p] = xcalloc(st_mult(nd, tl->set.v[p]->ncols),
@@ -120,9 +120,6 @@ int timeline_build(struct timeline *tl, const struct timeline_options *opt)
 out:
 	if (opt->progress)
 		opt->progress(nd, nd, "");
-	for (size_t p = 0; cls && p < np; p++)
-		classifier_free(&cls[p]);
-	free(cls);
 	free(stats);
 	pfn_table_free(&group);
 	return rc;
@@ -130,6 +127,9 @@ out:
 
 void timeline_free(struct timeline *tl)
 {
+	for (size_t p = 0; tl->cls && p < tl->set.n; p++)
+		classifier_free(&tl->cls[p]);
+	free(tl->cls);
 	for (size_t i = 0; i < tl->n; i++)
 		free(tl->snaps[i].path);
 	free(tl->snaps);
