@@ -35,7 +35,10 @@ void classifier_free(struct classifier *c)
 	free(c->helpers);
 	for (int i = 0; i < 2; i++) {
 		free(c->scan[i].e);
+		free(c->scan[i].sets);
+		hashmap_free(&c->scan[i].set_ids);
 		free(c->scan[i].found);
+		free(c->scan[i].tmp);
 	}
 	for (size_t i = 0; c->seq && i < c->p->nseq; i++)
 		free(c->seq[i].st);
@@ -85,7 +88,68 @@ static void frame_text(struct strbuf *sb, const struct frame *f, uint32_t k,
 		frame_add_file(sb, f, k);
 }
 
-#define NO_STATE UINT32_MAX
+/* (A state this big is not remembered: slower, as right.) */
+#define NO_MEMO UINT16_MAX
+
+struct set_key {
+	const struct frame_scan *fs;
+	const uint64_t *w;
+};
+
+static bool set_eq(const void *item, const void *k)
+{
+	const struct set_key *key = k;
+	size_t i = (size_t)(uintptr_t)item - 1;
+
+	return !memcmp(key->fs->sets + i * key->fs->words, key->w,
+		       key->fs->words * sizeof(*key->w));
+}
+
+/* The index of found set W in FS's table, added if new. */
+static uint32_t set_of(struct frame_scan *fs, const uint64_t *w)
+{
+	struct set_key key = { fs, w };
+	uint64_t h;
+	void *item;
+	size_t w_bytes = fs->words * sizeof(*w);
+	bool any = false;
+
+	for (size_t i = 0; i < fs->words && !any; i++)
+		any = w[i] != 0;
+	if (!any)
+		return 0;
+	h = hash_bytes(w, w_bytes);
+	item = hashmap_get(&fs->set_ids, h, set_eq, &key);
+	if (item)
+		return (uint32_t)((uintptr_t)item - 1);
+	GROW(fs->sets, st_mult(fs->nsets + 1, fs->words), fs->sets_alloc);
+	memcpy(fs->sets + fs->nsets * fs->words, w, w_bytes);
+	hashmap_put(&fs->set_ids, h, (void *)(uintptr_t)(fs->nsets + 1));
+	return (uint32_t)fs->nsets++;
+}
+
+static void or_set(const struct frame_scan *fs, uint32_t set)
+{
+	const uint64_t *w = fs->sets + (size_t)set * fs->words;
+
+	if (set)
+		for (size_t i = 0; i < fs->words; i++)
+			fs->found[i] |= w[i];
+}
+
+static void scan_init(struct frame_scan *fs, const struct acm *a)
+{
+	fs->a = a;
+	fs->words = acm_words(a);
+	fs->found = xcalloc(fs->words, sizeof(*fs->found));
+	fs->tmp = xcalloc(fs->words, sizeof(*fs->tmp));
+	/* Set 0: nothing found. */
+	fs->sets = xcalloc(fs->words, sizeof(*fs->sets));
+	fs->sets_alloc = fs->words;
+	fs->nsets = 1;
+	hashmap_init(&fs->set_ids, 64);
+	fs->sep_from = UINT32_MAX;
+}
 
 /* Which prefilter literals the joined FIELD of stack S holds. */
 static const uint64_t *scan_stack(struct classifier *c, int field,
@@ -94,33 +158,39 @@ static const uint64_t *scan_stack(struct classifier *c, int field,
 	struct frame_scan *fs = &c->scan[field == COND_STACK ? 0 : 1];
 	uint32_t st = 0;
 
-	if (!fs->a) {
-		fs->a = policy_prefilter(c->p, field);
-		fs->words = acm_words(fs->a);
-		fs->stride = 1 + fs->words;
-		fs->found = xcalloc(fs->words, sizeof(*fs->found));
-	}
+	if (!fs->a)
+		scan_init(fs, policy_prefilter(c->p, field));
 	if (fs->nframes < c->m->frames.n) {
 		size_t n = c->m->frames.n;
 
-		fs->e = xreallocarray(fs->e, st_mult(n, fs->stride),
-				      sizeof(*fs->e));
+		fs->e = xreallocarray(fs->e, n, sizeof(*fs->e));
 		for (size_t i = fs->nframes; i < n; i++)
-			fs->e[i * fs->stride] = NO_STATE;
+			fs->e[i].from = NO_MEMO;
 		fs->nframes = n;
 	}
 	memset(fs->found, 0, fs->words * sizeof(*fs->found));
 	for (uint32_t i = 0; i < s->depth; i++) {
-		uint64_t *e = &fs->e[(size_t)s->frames[i] * fs->stride];
+		struct scan_memo *e = &fs->e[s->frames[i]];
 		const struct frame *f;
 
-		if (i)
-			st = acm_feed(fs->a, st, " ", 1, fs->found);
-		if ((uint32_t)e[0] == st) {
+		if (i + 4 < s->depth)
+			prefetch(&fs->e[s->frames[i + 4]]);
+		if (i) {
+			/* The separator: the same few states, mostly. */
+			if (st != fs->sep_from) {
+				memset(fs->tmp, 0, fs->words * sizeof(*fs->tmp));
+				fs->sep_from = st;
+				fs->sep_to = acm_feed(fs->a, st, " ", 1,
+						      fs->tmp);
+				fs->sep_set = set_of(fs, fs->tmp);
+			}
+			st = fs->sep_to;
+			or_set(fs, fs->sep_set);
+		}
+		if (e->from == st) {
 			/* Seen from this state (only plain frames are kept). */
-			st = (uint32_t)(e[0] >> 32);
-			for (size_t w = 0; w < fs->words; w++)
-				fs->found[w] |= e[1 + w];
+			st = e->to;
+			or_set(fs, e->set);
 			continue;
 		}
 		f = frame_get(&c->m->frames, s->frames[i]);
@@ -128,12 +198,16 @@ static const uint64_t *scan_stack(struct classifier *c, int field,
 			uint32_t from = st;
 
 			frame_text(&c->what, f, 0, field);
-			memset(e + 1, 0, fs->words * sizeof(*e));
+			memset(fs->tmp, 0, fs->words * sizeof(*fs->tmp));
 			st = acm_feed(fs->a, st, c->what.buf, c->what.len,
-				      e + 1);
-			e[0] = from | (uint64_t)st << 32;
+				      fs->tmp);
 			for (size_t w = 0; w < fs->words; w++)
-				fs->found[w] |= e[1 + w];
+				fs->found[w] |= fs->tmp[w];
+			if (from < NO_MEMO && st < NO_MEMO) {
+				e->from = (uint16_t)from;
+				e->to = (uint16_t)st;
+				e->set = set_of(fs, fs->tmp);
+			}
 			continue;
 		}
 		/* Inlined frames: through each, as joined. */
