@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 struct filebuf {
@@ -77,6 +78,54 @@ static inline bool is_space(int c)
 static inline bool is_digit(int c)
 {
 	return c >= '0' && c <= '9';
+}
+
+/*
+ * Eight bytes at a time, for the hot loops of big files (the bytes are
+ * loaded little-endian: the first one is the lowest).
+ */
+static inline uint64_t load8(const char *p)
+{
+	uint64_t w;
+
+	memcpy(&w, p, 8);
+	return w;
+}
+
+/* P past the blanks (' ') at P, before END. */
+static inline const char *skip_blanks(const char *p, const char *end)
+{
+	while (end - p >= 8) {
+		uint64_t w = load8(p) ^ 0x2020202020202020ULL;
+
+		if (w)
+			return p + (__builtin_ctzll(w) >> 3);
+		p += 8;
+	}
+	while (p < end && *p == ' ')
+		p++;
+	return p;
+}
+
+/* How many of W's bytes, from the first, are decimal digits (0 to 8). */
+static inline unsigned digits8(uint64_t w)
+{
+	/* A digit's high nibble is 3, and its low one + 6 stays a nibble. */
+	uint64_t bad = ((w & 0xF0F0F0F0F0F0F0F0ULL) ^ 0x3030303030303030ULL) |
+		       (((w & 0x0F0F0F0F0F0F0F0FULL) + 0x0606060606060606ULL) &
+			0xF0F0F0F0F0F0F0F0ULL);
+
+	return bad ? (unsigned)__builtin_ctzll(bad) >> 3 : 8;
+}
+
+/* The number W's first N (1 to 8) bytes spell, all digits. */
+static inline uint64_t digits8_value(uint64_t w, unsigned n)
+{
+	/* Shifted up: the bytes below are zeros, leading ones. */
+	w = (w & 0x0F0F0F0F0F0F0F0FULL) << (8 * (8 - n));
+	w = (w * 10 + (w >> 8)) & 0x00FF00FF00FF00FFULL;
+	w = (w * 100 + (w >> 16)) & 0x0000FFFF0000FFFFULL;
+	return (w * 10000 + (w >> 32)) & 0xFFFFFFFFULL;
 }
 
 extern const signed char hex_digit_value[256];

@@ -773,17 +773,25 @@ static bool fast_stack_line(const struct line *l, struct stack_line *sl)
 		int64_t x = 0;
 		int n = 0;
 
-		while (p < end && *p == ' ')
-			p++;
+		p = skip_blanks(p, end);
 		if (i == 4) {
 			if (p + 1 >= end || p[0] != '@' || p[1] != ' ')
 				return false;
-			p += 2;
-			while (p < end && *p == ' ')
-				p++;
+			p = skip_blanks(p + 2, end);
 		} else if (p < end && *p == '-' && i < 4) {
 			neg = true;
 			p++;
+		}
+		/* Up to 7 digits at once; longer numbers a digit at a time. */
+		if (end - p >= 8) {
+			uint64_t w = load8(p);
+			unsigned k = digits8(w);
+
+			if (k && k < 8) {
+				x = (int64_t)digits8_value(w, k);
+				n = (int)k;
+				p += k;
+			}
 		}
 		for (; p < end && is_digit(*p) && n < 18; p++, n++)
 			x = x * 10 + (*p - '0');

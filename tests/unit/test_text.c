@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "text.h"
+#include "util.h"
 
 static enum num_status u64(const char *s, uint64_t *v)
 {
@@ -88,4 +89,52 @@ Test(text, words)
 	cr_assert(cursor_word(&c, &w, &n));
 	cr_assert(!memcmp(w, "three", 5));
 	cr_assert_not(cursor_word(&c, &w, &n));
+}
+
+/* Eight bytes at a time says what a byte at a time says. */
+Test(text, eight_bytes_at_a_time)
+{
+	static const char *const cases[] = {
+		"0 ", "7@", "12345678", "1234567 ", "99999999", "00000010",
+		"/0:9", "9:", "42\n", "1234-", "x1", "", "        ", "     7  ",
+		"\xb0\xb9\x39", "3\x80",
+	};
+	uint64_t seed = 88172645463325252ULL;
+
+	for (size_t i = 0; i < ARRAY_SIZE(cases) + 20000; i++) {
+		char buf[9] = { 0 };
+		unsigned n = 0;
+		uint64_t v = 0;
+
+		if (i < ARRAY_SIZE(cases)) {
+			strncpy(buf, cases[i], 8);
+		} else {
+			/* Digits, blanks and their neighbours in ASCII. */
+			static const char pool[] = "0123456789 /:@-\t";
+
+			for (int k = 0; k < 8; k++) {
+				seed ^= seed << 13;
+				seed ^= seed >> 7;
+				seed ^= seed << 17;
+				buf[k] = pool[seed % (sizeof(pool) - 1)];
+			}
+		}
+		while (n < 8 && buf[n] >= '0' && buf[n] <= '9')
+			v = v * 10 + (uint64_t)(buf[n++] - '0');
+		cr_assert_eq(digits8(load8(buf)), n, "'%s'", buf);
+		if (n)
+			cr_assert_eq(digits8_value(load8(buf), n), v, "'%s'",
+				     buf);
+		n = 0;
+		while (n < 8 && buf[n] == ' ')
+			n++;
+		cr_assert_eq(skip_blanks(buf, buf + 8), buf + n, "'%s'", buf);
+	}
+	{
+		static const char spaced[] = "                 x";
+
+		cr_assert_eq(skip_blanks(spaced, spaced + sizeof(spaced) - 1),
+			     spaced + 17);
+		cr_assert_eq(skip_blanks(spaced, spaced + 5), spaced + 5);
+	}
 }
