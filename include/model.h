@@ -13,6 +13,7 @@
 
 struct model {
 	struct arena arena;
+	struct arena string_arena; /* the strings' own (see strtab_share) */
 	struct strtab strings;
 	struct frame_table frames;
 	struct stack_table stacks;

@@ -25,5 +25,11 @@ int profile_load(struct snapshot *snap, const char *path, struct model *m);
 /* The same for snapshot PART of a file that holds several (DHAT's). */
 int profile_load_part(struct snapshot *snap, const char *path, int part,
 		      struct model *m);
+/*
+ * The same if the file is in format ONLY; else -2, with nothing read
+ * or said.
+ */
+int profile_load_part_as(struct snapshot *snap, const char *path, int part,
+			 struct model *m, enum dump_format only);
 
 #endif

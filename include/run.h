@@ -6,6 +6,7 @@
 #ifndef DMPROF_RUN_H
 #define DMPROF_RUN_H
 
+#include <pthread.h>
 #include <stdbool.h>
 
 #include "profile.h"
@@ -52,6 +53,33 @@ void run_symbolize(struct run *r);
 void run_symbolize_snapshot(struct run *r, const struct snapshot *snap);
 /* Read dump I of the series (0 = the one the user named). */
 int run_load_dump(struct run *r, size_t i, struct snapshot *snap);
+
+/*
+ * A run's dumps read in order, each next one read ahead on another core
+ * while the caller works on the one it has.  Only deep dumps are: their
+ * reader leaves the model alone but for interned strings (which lock
+ * meanwhile) and the bucket table it looks up.  What reading a dump
+ * says is said when the caller takes it, as if it were read then.
+ */
+struct run_reader {
+	struct run *r;
+	pthread_t tid;
+	bool busy;            /* a dump is being read ahead */
+	size_t ahead;         /* which */
+	struct snapshot snap; /* its snapshot, */
+	int rc;               /* its run_load_dump result, */
+	struct strbuf said;   /* and what reading it said */
+};
+
+void run_reader_init(struct run_reader *rr, struct run *r);
+/*
+ * run_load_dump(R, I, SNAP); then dump NEXT (SIZE_MAX: none) is read
+ * ahead, for the next call.  The caller must not change the model but
+ * for interning strings until that call or run_reader_end.
+ */
+int run_reader_load(struct run_reader *rr, size_t i, size_t next,
+		    struct snapshot *snap);
+void run_reader_end(struct run_reader *rr);
 void run_close(struct run *r);
 
 #endif

@@ -108,6 +108,7 @@ enum dump_format {
 	FORMAT_JEMALLOC,   /* jemalloc >= 4 "heap_v2/RATE" with t*: lines */
 	FORMAT_PROTO,      /* pprof profile.proto, gzipped or not */
 	FORMAT_DHAT,       /* Valgrind DHAT's JSON (heap mode) */
+	FORMAT_ANY = -1,   /* (to profile_load_part_as: whatever it is) */
 };
 
 struct snapshot {

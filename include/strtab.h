@@ -5,6 +5,8 @@
 #ifndef DMPROF_STRTAB_H
 #define DMPROF_STRTAB_H
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "arena.h"
@@ -12,10 +14,17 @@
 
 struct strtab {
 	struct hashmap map;
-	struct arena *arena; /* not owned */
+	struct arena *arena; /* not owned: the table's alone while shared */
+	/* Interning takes LOCK while the table is shared with a thread
+	 * (see strtab_share); reading an interned string never does. */
+	bool shared;
+	pthread_mutex_t lock;
 };
 
 void strtab_init(struct strtab *t, struct arena *arena);
+/* Say, before another thread starts interning in T and after it has
+ * been joined, whether interning must lock. */
+void strtab_share(struct strtab *t, bool shared);
 void strtab_free(struct strtab *t);
 /* The interned copy of S[0..LEN); lives as long as the arena. */
 const char *strtab_intern(struct strtab *t, const char *s, size_t len);

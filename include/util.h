@@ -42,6 +42,18 @@ int error_errno(const char *fmt, ...) PRINTF(1, 2);
  */
 typedef void (*report_fn)(const char *prefix, const char *msg);
 void set_report_routine(report_fn fn);
+struct strbuf;
+/*
+ * Keep what this thread reports in SB instead (NULL: stop), for
+ * report_replay to say later, in order with the rest: a thread that
+ * reads ahead says its part when its work is taken.  die() still says
+ * at once.
+ */
+void report_capture(struct strbuf *sb);
+void report_replay(const struct strbuf *sb);
+
+/* Threads worth running: online cores, or DMPROF_THREADS (1 to 16). */
+size_t threads_wanted(void);
 
 /*
  * Ask for the cache line at P, to read it soon.  (GCC 12 silently drops

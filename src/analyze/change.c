@@ -260,12 +260,16 @@ int changes_in_run(struct changes *c, struct run *r, struct classifier *cls,
 	int *a_col = NULL;
 	uint32_t *grown = NULL; /* steps at which a stack grew; SHRANK */
 	struct pass s;
+	struct run_reader rr;
 	int rc = 0;
 
 	memset(c, 0, sizeof(*c));
 	memset(&s, 0, sizeof(s));
+	run_reader_init(&rr, r);
 	for (size_t k = 0; k <= steps && !rc; k++) {
 		size_t i = ia <= ib ? ia + k : ia - k;
+		/* (Read while this one is summed.) */
+		size_t next = k == steps ? SIZE_MAX : ia <= ib ? i + 1 : i - 1;
 		const char *path = r->series.dumps[i].path;
 		struct snapshot snap;
 
@@ -274,7 +278,7 @@ int changes_in_run(struct changes *c, struct run *r, struct classifier *cls,
 			warning("%s: empty dump; skipped", path);
 			continue;
 		}
-		if (run_load_dump(r, i, &snap) < 0) {
+		if (run_reader_load(&rr, i, next, &snap) < 0) {
 			rc = -1;
 			break;
 		}
@@ -318,6 +322,7 @@ int changes_in_run(struct changes *c, struct run *r, struct classifier *cls,
 				grown[id] |= SHRANK;
 		}
 	}
+	run_reader_end(&rr);
 	if (!rc) {
 		/* (Passes: the dumps read, empty ones left out.) */
 		c->snapshots = s.k;

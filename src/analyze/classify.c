@@ -470,14 +470,6 @@ static void *helper_main(void *arg)
 	return NULL;
 }
 
-static size_t threads_wanted(void)
-{
-	const char *env = getenv("DMPROF_THREADS");
-	long n = env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
-
-	return n < 1 ? 1 : n > 16 ? 16 : (size_t)n;
-}
-
 void classify_snapshot(struct classifier *c, const struct snapshot *snap)
 {
 	size_t nthreads = threads_wanted(), n = 0, alloc = 0, started = 0;

@@ -171,25 +171,38 @@ static void merge(struct page *pg, struct cells *cs)
 	cs->n = k;
 }
 
+/* The index in TL's run of kept snapshot J of PG (ndumps: none). */
+static size_t kept_dump(const struct page *pg, size_t j)
+{
+	const struct series *s = &pg->tl->run.series;
+	size_t d = 0;
+
+	if (j >= pg->nat)
+		return SIZE_MAX;
+	while (d < s->ndumps &&
+	       s->dumps[d].counter != pg->tl->snaps[pg->at[j]].counter)
+		d++;
+	return d;
+}
+
 /* Read the kept snapshots and fill the cells of every policy. */
 static int read_cells(struct page *pg)
 {
 	struct timeline *tl = pg->tl;
 	/* (The timeline's: its buckets are classified already.) */
 	struct classifier *cls = tl->cls;
+	struct run_reader rr;
 	int rc = 0;
 
 	pg->cells = xcalloc(tl->set.n * pg->nat, sizeof(*pg->cells));
+	run_reader_init(&rr, &tl->run);
 	for (size_t j = 0; j < pg->nat && !rc; j++) {
-		unsigned long counter = tl->snaps[pg->at[j]].counter;
 		struct snapshot snap;
-		size_t d = 0;
+		size_t d = kept_dump(pg, j);
 
-		while (d < tl->run.series.ndumps &&
-		       tl->run.series.dumps[d].counter != counter)
-			d++;
-		if (d == tl->run.series.ndumps || run_load_dump(&tl->run, d,
-								&snap) < 0) {
+		/* (The next kept one is read while this one is summed.) */
+		if (d == tl->run.series.ndumps ||
+		    run_reader_load(&rr, d, kept_dump(pg, j + 1), &snap) < 0) {
 			rc = -1;
 			break;
 		}
@@ -205,6 +218,7 @@ static int read_cells(struct page *pg)
 			rc = -sizes_overflow(&snap);
 		snapshot_release(&snap);
 	}
+	run_reader_end(&rr);
 	return rc;
 }
 

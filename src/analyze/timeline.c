@@ -18,6 +18,7 @@ int timeline_build(struct timeline *tl, const struct timeline_options *opt)
 	struct classifier *cls;
 	struct agg_stats *stats = NULL;
 	struct pfn_table group = { NULL, 0 };
+	struct run_reader rr;
 	size_t np, nd;
 	int rc = -1;
 
@@ -45,6 +46,8 @@ int timeline_build(struct timeline *tl, const struct timeline_options *opt)
 		tl->builtins[p] = xcalloc(nd, sizeof(**tl->builtins));
 		classifier_init(&cls[p], tl->set.v[p], &tl->run.model);
 	}
+	/* (The next dump is read while this one is classified.) */
+	run_reader_init(&rr, &tl->run);
 	for (size_t i = 0; i < nd; i++) {
 		const char *path = tl->run.series.dumps[i].path;
 		struct snapshot snap;
@@ -56,7 +59,7 @@ int timeline_build(struct timeline *tl, const struct timeline_options *opt)
 			warning("%s: empty dump; skipped", path);
 			continue;
 		}
-		if (run_load_dump(&tl->run, i, &snap) < 0) {
+		if (run_reader_load(&rr, i, i + 1, &snap) < 0) {
 			if (i == 0)
 				goto out;
 			warning("%s: skipped; the other snapshots are shown",
@@ -118,6 +121,7 @@ int timeline_build(struct timeline *tl, const struct timeline_options *opt)
 	}
 	rc = 0;
 out:
+	run_reader_end(&rr);
 	if (opt->progress)
 		opt->progress(nd, nd, "");
 	free(stats);

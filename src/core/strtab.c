@@ -30,14 +30,22 @@ void strtab_init(struct strtab *t, struct arena *arena)
 {
 	hashmap_init(&t->map, 1024);
 	t->arena = arena;
+	t->shared = false;
+	pthread_mutex_init(&t->lock, NULL);
 }
 
 void strtab_free(struct strtab *t)
 {
 	hashmap_free(&t->map);
+	pthread_mutex_destroy(&t->lock);
 }
 
-const char *strtab_intern(struct strtab *t, const char *s, size_t len)
+void strtab_share(struct strtab *t, bool shared)
+{
+	t->shared = shared;
+}
+
+static const char *intern(struct strtab *t, const char *s, size_t len)
 {
 	struct key key = { s, len };
 	uint64_t h = hash_bytes(s, len);
@@ -51,6 +59,18 @@ const char *strtab_intern(struct strtab *t, const char *s, size_t len)
 	i->s[len] = '\0';
 	hashmap_put(&t->map, h, i);
 	return i->s;
+}
+
+const char *strtab_intern(struct strtab *t, const char *s, size_t len)
+{
+	const char *r;
+
+	if (!t->shared)
+		return intern(t, s, len);
+	pthread_mutex_lock(&t->lock);
+	r = intern(t, s, len);
+	pthread_mutex_unlock(&t->lock);
+	return r;
 }
 
 const char *strtab_intern_str(struct strtab *t, const char *s)

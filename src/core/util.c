@@ -9,12 +9,50 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 static report_fn report_routine;
+static __thread struct strbuf *captured;
 
 void set_report_routine(report_fn fn)
 {
 	report_routine = fn;
+}
+
+void report_capture(struct strbuf *sb)
+{
+	captured = sb;
+}
+
+/* A finished message, where messages go. */
+static void say(const char *prefix, const char *msg)
+{
+	if (report_routine) {
+		report_routine(prefix, msg);
+		return;
+	}
+	fflush(stdout);
+	fprintf(stderr, "dmprof: %s%s\n", prefix, msg);
+}
+
+void report_replay(const struct strbuf *sb)
+{
+	/* Records of PREFIX NUL MSG NUL. */
+	for (size_t at = 0; at < sb->len;) {
+		const char *prefix = sb->buf + at;
+		const char *msg = prefix + strlen(prefix) + 1;
+
+		say(prefix, msg);
+		at = (size_t)(msg - sb->buf) + strlen(msg) + 1;
+	}
+}
+
+size_t threads_wanted(void)
+{
+	const char *env = getenv("DMPROF_THREADS");
+	long n = env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n < 1 ? 1 : n > 16 ? 16 : (size_t)n;
 }
 
 static void vreport(const char *prefix, const char *fmt, va_list ap,
@@ -22,6 +60,17 @@ static void vreport(const char *prefix, const char *fmt, va_list ap,
 {
 	struct strbuf sb = STRBUF_INIT;
 
+	if (captured) {
+		sb_addstr(captured, prefix);
+		sb_addch(captured, '\0');
+		sb_vaddf(captured, fmt, ap);
+		if (suffix) {
+			sb_addstr(captured, ": ");
+			sb_addstr(captured, suffix);
+		}
+		sb_addch(captured, '\0');
+		return;
+	}
 	if (!report_routine) {
 		/* (No allocation here: die() reports running out of memory.)
 		 * Flush stdout first so the two streams interleave sensibly. */
@@ -41,7 +90,7 @@ static void vreport(const char *prefix, const char *fmt, va_list ap,
 		sb_addstr(&sb, ": ");
 		sb_addstr(&sb, suffix);
 	}
-	report_routine(prefix, sb.buf);
+	say(prefix, sb.buf);
 	sb_release(&sb);
 }
 
@@ -49,6 +98,7 @@ void die(const char *fmt, ...)
 {
 	va_list ap;
 
+	captured = NULL;
 	va_start(ap, fmt);
 	vreport("", fmt, ap, NULL);
 	va_end(ap);
@@ -60,6 +110,7 @@ void die_errno(const char *fmt, ...)
 	const char *err = strerror(errno);
 	va_list ap;
 
+	captured = NULL;
 	va_start(ap, fmt);
 	vreport("", fmt, ap, err);
 	va_end(ap);

@@ -18,7 +18,7 @@
 void model_init(struct model *m)
 {
 	memset(m, 0, sizeof(*m));
-	strtab_init(&m->strings, &m->arena);
+	strtab_init(&m->strings, &m->string_arena);
 	frames_init(&m->frames, &m->arena);
 	stacks_init(&m->stacks, &m->arena);
 	bucket_set_init(&m->buckets);
@@ -35,6 +35,7 @@ void model_free(struct model *m)
 	stacks_free(&m->stacks);
 	frames_free(&m->frames);
 	strtab_free(&m->strings);
+	arena_free(&m->string_arena);
 	arena_free(&m->arena);
 }
 

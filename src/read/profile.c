@@ -151,6 +151,12 @@ int profile_load(struct snapshot *snap, const char *path, struct model *m)
 int profile_load_part(struct snapshot *snap, const char *path, int part,
 		      struct model *m)
 {
+	return profile_load_part_as(snap, path, part, m, FORMAT_ANY);
+}
+
+int profile_load_part_as(struct snapshot *snap, const char *path, int part,
+			 struct model *m, enum dump_format only)
+{
 	const struct reader *rd;
 	struct filebuf fb;
 	int rc = -1;
@@ -163,6 +169,11 @@ int profile_load_part(struct snapshot *snap, const char *path, int part,
 	}
 	snap->time = (double)fb.mtime.tv_sec + fb.mtime.tv_nsec / 1e9;
 	rd = sniff(&fb);
+	if (only != FORMAT_ANY && (!rd || rd->format != only)) {
+		file_release(&fb);
+		snapshot_release(snap);
+		return -2;
+	}
 	if (rd) {
 		snap->format = rd->format;
 		rc = rd->parse(snap, &fb, m);

@@ -183,6 +183,81 @@ int run_load_dump(struct run *r, size_t i, struct snapshot *snap)
 	return 0;
 }
 
+/* ---- reading ahead ---- */
+
+void run_reader_init(struct run_reader *rr, struct run *r)
+{
+	memset(rr, 0, sizeof(*rr));
+	rr->r = r;
+}
+
+static void *read_ahead(void *arg)
+{
+	struct run_reader *rr = arg;
+	const struct series_file *d = &rr->r->series.dumps[rr->ahead];
+
+	report_capture(&rr->said);
+	rr->rc = profile_load_part_as(&rr->snap, d->path, d->part,
+				      &rr->r->model, FORMAT_DEEP);
+	if (rr->rc == 0)
+		rr->snap.counter = d->counter;
+	report_capture(NULL);
+	return NULL;
+}
+
+/* Wait for the dump read ahead; true if it is I, then in SNAP. */
+static bool take(struct run_reader *rr, size_t i, struct snapshot *snap,
+		 int *rc)
+{
+	if (!rr->busy)
+		return false;
+	pthread_join(rr->tid, NULL);
+	rr->busy = false;
+	strtab_share(&rr->r->model.strings, false);
+	/* (-2: not a deep dump after all; read as any other.) */
+	if (rr->ahead == i && rr->rc != -2) {
+		report_replay(&rr->said);
+		sb_reset(&rr->said);
+		*snap = rr->snap;
+		*rc = rr->rc;
+		return true;
+	}
+	/* Not asked for: as if never read. */
+	if (rr->rc == 0)
+		snapshot_release(&rr->snap);
+	sb_reset(&rr->said);
+	return false;
+}
+
+int run_reader_load(struct run_reader *rr, size_t i, size_t next,
+		    struct snapshot *snap)
+{
+	struct run *r = rr->r;
+	int rc;
+
+	if (!take(rr, i, snap, &rc))
+		rc = run_load_dump(r, i, snap);
+	if (next < r->series.ndumps && r->format == FORMAT_DEEP &&
+	    threads_wanted() > 1 && !file_empty(r->series.dumps[next].path)) {
+		rr->ahead = next;
+		strtab_share(&r->model.strings, true);
+		if (pthread_create(&rr->tid, NULL, read_ahead, rr) == 0)
+			rr->busy = true;
+		else
+			strtab_share(&r->model.strings, false);
+	}
+	return rc;
+}
+
+void run_reader_end(struct run_reader *rr)
+{
+	struct snapshot unused;
+	int rc;
+
+	take(rr, SIZE_MAX, &unused, &rc);
+	sb_release(&rr->said);
+}
+
 void run_close(struct run *r)
 {
 	symbolizer_destroy(r->sym);

@@ -1,5 +1,7 @@
 #!/bin/sh
-# Classification on every core (classify_snapshot) changes no output:
+# Classification on every core (classify_snapshot), and reading the next
+# deep dump while this one is classified (run_reader_load), change no
+# output:
 # each command gives, byte for byte, what it gives with one thread
 # (DMPROF_THREADS=1), on inputs with enough new buckets per snapshot for
 # the helper threads to start: a gperftools profile of 30,000 stacks over
@@ -26,6 +28,14 @@ gcc -O2 -o gen_gperf "$top/tests/bench/gen_gperf.c" &&
 sh "$top/tests/bench/gen_symbolize.sh" "$libc" 20000 lib >/dev/null || exit 1
 ./gen_gperf 30000 lib/frames.txt lib/maps.txt >g.0001.heap || exit 1
 ./gen_deep deep 3 30000 60000 >/dev/null || exit 1
+# A deep run whose later dumps warn and fail: what reading a dump ahead
+# (run_reader_load) says must come where reading it then would say it.
+./gen_deep warn 4 3000 6000 >/dev/null || exit 1
+sed -i '/^ *nonprofiled-stack /d' warn/deep.01234.0002.heap
+echo "       100        100      1      0 @ 99999999" >>warn/deep.01234.0003.heap
+printf '       100        100      1' >>warn/deep.01234.0003.heap
+cp -r warn broken
+sed -i 's/^STACKTRACES:/STACKTRACES:\ngarbage here/' broken/deep.01234.0002.heap
 
 # same NAME COMMAND...: its output and status with 1 thread, then 2 and 4
 # (2 only under ThreadSanitizer, which is slow).
@@ -59,5 +69,8 @@ same gperf-pprof pprof --proto g.0001.heap
 same deep-csv-l2 csv -b -p l2,linux deep/deep.01234.0001.heap
 same deep-diff diff -b -p l2 deep/deep.01234.0001.heap
 same deep-expand expand deep/deep.01234.0003.heap l2 tc-webkit-catch-all 2
+same deep-warnings csv -b -p l2 warn/deep.01234.0001.heap
+same deep-broken csv -b -p l2 broken/deep.01234.0001.heap
+same deep-broken-diff diff -b -p l2 broken/deep.01234.0001.heap
 echo "threads: $pass passed, $fail failed"
 [ $fail = 0 ]

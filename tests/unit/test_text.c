@@ -4,6 +4,7 @@
 
 #include "text.h"
 #include "util.h"
+#include "helpers.h"
 
 static enum num_status u64(const char *s, uint64_t *v)
 {
@@ -137,4 +138,25 @@ Test(text, eight_bytes_at_a_time)
 			     spaced + 17);
 		cr_assert_eq(skip_blanks(spaced, spaced + 5), spaced + 5);
 	}
+}
+
+/* What a thread keeps (report_capture) is said later, the same, in order. */
+Test(text, reports_kept_then_said)
+{
+	struct strbuf kept = STRBUF_INIT;
+
+	capture_stderr();
+	warning("first");
+	report_capture(&kept);
+	error("%s:%d: kept", "f", 3);
+	warning("kept too");
+	report_capture(NULL);
+	warning("after");
+	cr_assert_str_eq(stderr_text(),
+			 "dmprof: warning: first\ndmprof: warning: after\n");
+	report_replay(&kept);
+	cr_assert_str_eq(stderr_text(),
+			 "dmprof: warning: first\ndmprof: warning: after\n"
+			 "dmprof: f:3: kept\ndmprof: warning: kept too\n");
+	sb_release(&kept);
 }
