@@ -19,17 +19,18 @@ enum alloc_kind {
 
 const char *alloc_kind_name(enum alloc_kind k);
 
+/* (64 bytes: a million of them is common.) */
 struct bucket {
 	uint64_t id;               /* the producer's id */
-	uint32_t index;            /* dense 0..n-1, for per-bucket caches */
-	enum alloc_kind kind;
-	bool has_typeinfo;         /* a t... word was present */
 	uint64_t typeinfo;         /* address of the std::type_info; 0 = none */
 	const char *type_name;     /* the n... word, interned; "" if absent */
 	const char *typeinfo_sym;  /* symbolized type, set by symbolization */
 	const struct stack *stack;
 	const char *source;        /* file that defined it (interned) */
 	unsigned long source_line;
+	uint32_t index;            /* dense 0..n-1, for per-bucket caches */
+	uint8_t kind;              /* enum alloc_kind */
+	bool has_typeinfo;         /* a t... word was present */
 };
 
 struct bucket_set {

@@ -18,8 +18,10 @@ struct model {
 	struct frame_table frames;
 	struct stack_table stacks;
 	struct bucket_set buckets;
-	/* (stack, kind) -> bucket, for formats without bucket ids. */
-	struct hashmap anon_buckets;
+	/* (stack, kind) -> bucket, for formats without bucket ids: by
+	 * stack id, the malloc bucket then the mmap one. */
+	struct bucket **anon;
+	size_t nanon;
 	unsigned warned; /* MODEL_WARNED_* bits: said once per run */
 	/* What a run of heap profiles counts, as its first says (a reader's
 	 * own code; 0 before the first). */

@@ -128,6 +128,72 @@ static inline uint64_t digits8_value(uint64_t w, unsigned n)
 	return (w * 10000 + (w >> 32)) & 0xFFFFFFFFULL;
 }
 
+/* Per byte of X (below 128): its high bit set iff M < byte < N. */
+#define BYTES_BETWEEN(x, m, n)                                              \
+	(((0x0101010101010101ULL * (127 + (n)) -                            \
+	   ((x) & 0x7F7F7F7F7F7F7F7FULL)) &                                 \
+	  ~(x) &                                                            \
+	  (((x) & 0x7F7F7F7F7F7F7F7FULL) +                                  \
+	   0x0101010101010101ULL * (127 - (m)))) &                          \
+	 0x8080808080808080ULL)
+
+/* How many of W's bytes, from the first, are hex digits (0 to 8). */
+static inline unsigned xdigits8(uint64_t w)
+{
+	uint64_t ok = BYTES_BETWEEN(w, '0' - 1, '9' + 1) |
+		      BYTES_BETWEEN(w | 0x2020202020202020ULL, 'a' - 1,
+				    'f' + 1);
+	uint64_t bad = ~ok & 0x8080808080808080ULL;
+
+	return bad ? (unsigned)__builtin_ctzll(bad) >> 3 : 8;
+}
+
+/* The number W's first N (1 to 8) bytes spell, all hex digits. */
+static inline uint64_t xdigits8_value(uint64_t w, unsigned n)
+{
+	/* A letter's bit 6 is set: its low nibble + 9. */
+	w = (w & 0x0F0F0F0F0F0F0F0FULL) +
+	    ((w >> 6) & 0x0101010101010101ULL) * 9;
+	w <<= 8 * (8 - n);
+	w = (w * 16 + (w >> 8)) & 0x00FF00FF00FF00FFULL;
+	w = (w * 256 + (w >> 16)) & 0x0000FFFF0000FFFFULL;
+	return (w * 65536 + (w >> 32)) & 0xFFFFFFFFULL;
+}
+
+/*
+ * "0x" and 1 to 16 hex digits at P, then END or a blank: the word's
+ * length, its value in *V.  0 if P holds no such word (let the general
+ * parser say why).  Reads up to 18 bytes from P, which LIMIT (the end of
+ * the buffer, past END) must allow.
+ */
+static inline size_t hex_word(const char *p, const char *end,
+			      const char *limit, uint64_t *v)
+{
+	const char *q = p + 2;
+	uint64_t w;
+	unsigned n, k;
+
+	if (end - p < 3 || limit - q < 16 || p[0] != '0' || p[1] != 'x')
+		return 0;
+	w = load8(q);
+	n = xdigits8(w);
+	if (!n)
+		return 0;
+	*v = xdigits8_value(w, n);
+	if (n == 8) {
+		w = load8(q + 8);
+		k = xdigits8(w);
+		if (k) {
+			*v = *v << (4 * k) | xdigits8_value(w, k);
+			n += k;
+		}
+	}
+	/* (More than 16 digits: no blank after the 16th.) */
+	if (q + n > end || (q + n < end && q[n] != ' '))
+		return 0;
+	return 2 + n;
+}
+
 extern const signed char hex_digit_value[256];
 
 /* Value of hex digit C, or -1. */

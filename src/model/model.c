@@ -22,7 +22,6 @@ void model_init(struct model *m)
 	frames_init(&m->frames, &m->arena);
 	stacks_init(&m->stacks, &m->arena);
 	bucket_set_init(&m->buckets);
-	hashmap_init(&m->anon_buckets, 1024);
 	hashmap_init(&m->named, 64);
 	m->next_synthetic = SYNTHETIC_BASE;
 }
@@ -30,7 +29,7 @@ void model_init(struct model *m)
 void model_free(struct model *m)
 {
 	bucket_set_free(&m->buckets);
-	hashmap_free(&m->anon_buckets);
+	free(m->anon);
 	hashmap_free(&m->named);
 	stacks_free(&m->stacks);
 	frames_free(&m->frames);
@@ -53,10 +52,17 @@ static const struct stack *model_intern_stack(struct model *m,
 
 	if (depth > ARRAY_SIZE(stackbuf))
 		ids = xcalloc(depth, sizeof(*ids));
-	for (i = 0; i < depth; i++)
+	/* The table's slots are far apart: ask for them all, then wait
+	 * once instead of once a frame. */
+	for (i = 0; i < depth && i < 16; i++)
+		frames_prefetch(&m->frames, frames[i]);
+	for (i = 0; i < depth; i++) {
+		if (i + 16 < depth)
+			frames_prefetch(&m->frames, frames[i + 16]);
 		if ((ids[i] = frames_intern(&m->frames, frames[i])) ==
 		    FRAME_NONE)
 			break;
+	}
 	if (i < depth)
 		error("more than %" PRIu32 " distinct frames", UINT32_MAX - 1);
 	else if (!(stack = stacks_intern(&m->stacks, depth ? ids : NULL,
@@ -126,43 +132,35 @@ struct bucket *model_define_stack_bucket(struct model *m, uint64_t id,
 	return b;
 }
 
-struct anon_key {
-	const struct stack *stack;
-	enum alloc_kind kind;
-};
-
-static bool anon_eq(const void *item, const void *key)
-{
-	const struct bucket *b = item;
-	const struct anon_key *k = key;
-
-	return b->stack == k->stack && b->kind == k->kind;
-}
-
 struct bucket *model_intern_bucket(struct model *m, enum alloc_kind kind,
 				   const uint64_t *frames, uint32_t depth,
 				   const char *source, unsigned long line)
 {
-	struct anon_key key;
-	struct bucket *b;
-	uint64_t h;
+	const struct stack *stack = model_intern_stack(m, frames, depth);
+	struct bucket **slot;
 
-	key.stack = model_intern_stack(m, frames, depth);
-	key.kind = kind;
-	if (!key.stack)
+	if (!stack)
 		return NULL;
-	h = hash_u64((uint64_t)key.stack->id << 1 | (kind == ALLOC_MMAP));
-	b = hashmap_get(&m->anon_buckets, h, anon_eq, &key);
-	if (b)
-		return b;
-	b = model_define_stack_bucket(
+	/* (By stack id: a new stack's is the next, not a cache miss.) */
+	if (stack->id >= m->nanon) {
+		size_t n = m->nanon ? m->nanon : 1024;
+
+		while (n <= stack->id)
+			n = st_mult(n, 2);
+		m->anon = xreallocarray(m->anon, st_mult(n, 2),
+					sizeof(*m->anon));
+		memset(m->anon + 2 * m->nanon, 0,
+		       2 * (n - m->nanon) * sizeof(*m->anon));
+		m->nanon = n;
+	}
+	slot = &m->anon[2 * (size_t)stack->id + (kind == ALLOC_MMAP)];
+	if (*slot)
+		return *slot;
+	*slot = model_define_stack_bucket(
 		m, m->buckets.n + 1, kind, false, 0,
-		strtab_intern_str(&m->strings, ""), key.stack,
+		strtab_intern_str(&m->strings, ""), stack,
 		strtab_intern_str(&m->strings, source), line);
-	if (!b)
-		return NULL;
-	hashmap_put(&m->anon_buckets, h, b);
-	return b;
+	return *slot;
 }
 
 /* A named frame: its address as the profile gave it, and the frame. */

@@ -84,6 +84,7 @@ struct gparser {
 	struct snapshot *snap;
 	struct model *m;
 	const char *path;
+	const char *text_end; /* of the file's text (a NUL follows) */
 	struct strbuf q;
 	enum htype type;
 	uint64_t rate;      /* the sampling rate; <= 1: every allocation */
@@ -270,9 +271,19 @@ static int parse_stack_line(struct gparser *g, const struct line *l,
 	gl.alloc_objs = v[2];
 	gl.alloc_bytes = v[3];
 	gl.cut = cut != NOT_CUT;
-	while (cursor_word(&c, &w, &wl)) {
+	for (;;) {
 		uint64_t addr;
+		size_t n;
 
+		/* The common word first, 8 bytes at a time. */
+		c.p = skip_blanks(c.p, c.end);
+		if (cut != CUT_AT_EOF &&
+		    (n = hex_word(c.p, c.end, g->text_end + 1, &addr))) {
+			c.p += n;
+			goto add;
+		}
+		if (!cursor_word(&c, &w, &wl))
+			break;
 		if (cut == CUT_AT_EOF && cursor_at_end(&c))
 			break; /* perhaps part of a word */
 		if (wl == 5 && !memcmp(w, "(nil)", 5))
@@ -286,6 +297,7 @@ static int parse_stack_line(struct gparser *g, const struct line *l,
 						    : "invalid",
 				    quote_for_msg(w, wl, &g->q));
 		}
+add:
 		if (gl.depth == UINT32_MAX)
 			return gerr(g, l->no, "stack too deep");
 		GROW(g->scratch, gl.depth + 1, g->scratch_alloc);
@@ -548,13 +560,13 @@ static int maps_header(const struct line *l)
 	static const char *const heads[] = { "MAPPED_LIBRARIES:",
 					     "--- Memory map: ---" };
 
-	for (size_t i = 0; i < ARRAY_SIZE(heads); i++) {
-		size_t n = strlen(heads[i]);
-
-		for (size_t k = 0; k + n <= l->len; k++)
-			if (!memcmp(l->p + k, heads[i], n))
-				return (int)i + 1;
-	}
+	/* (Anywhere in the line: a line cut at the cap runs into it.  Both
+	 * have an 'M', which no stack line has.) */
+	if (!memchr(l->p, 'M', l->len))
+		return 0;
+	for (size_t i = 0; i < ARRAY_SIZE(heads); i++)
+		if (memmem(l->p, l->len, heads[i], strlen(heads[i])))
+			return (int)i + 1;
 	return 0;
 }
 
@@ -625,6 +637,7 @@ int gperf_parse(struct snapshot *snap, struct filebuf *fb,
 	g.snap = snap;
 	g.m = m;
 	g.path = fb->path;
+	g.text_end = fb->data + fb->size;
 	lines_init(&r, fb->data, fb->size);
 	/*
 	 * A stack line is parsed when the next line shows whether it was

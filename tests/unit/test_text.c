@@ -160,3 +160,62 @@ Test(text, reports_kept_then_said)
 			 "dmprof: f:3: kept\ndmprof: warning: kept too\n");
 	sb_release(&kept);
 }
+
+/* Hex words 8 bytes at a time: what word_hex says, or "not mine". */
+Test(text, hex_words_eight_bytes_at_a_time)
+{
+	static const char pool[] = "0123456789abcdefABCDEFxX gG/:@`\t";
+	uint64_t seed = 2463534242ULL;
+	char buf[64];
+
+	for (int i = 0; i < 50000; i++) {
+		size_t len, n;
+		uint64_t v = 0, want;
+		const char *sp;
+
+		/* "0x", then 0 to 20 random bytes from the pool, then a
+		 * tail of blanks or not, in a buffer with room to read. */
+		memset(buf, 0, sizeof(buf));
+		memcpy(buf, "0x", 2);
+		seed ^= seed << 13;
+		seed ^= seed >> 7;
+		seed ^= seed << 17;
+		len = 2 + seed % 21;
+		for (size_t k = 2; k < len; k++) {
+			seed ^= seed << 13;
+			seed ^= seed >> 7;
+			seed ^= seed << 17;
+			/* Mostly hex digits. */
+			buf[k] = pool[seed % (seed & 0x100 ? 22 : sizeof(pool) -
+								       1)];
+		}
+		n = hex_word(buf, buf + len, buf + sizeof(buf), &v);
+		/* What a word-at-a-time parse says: the word up to a blank
+		 * or the end, if it is 0x and 1 to 16 hex digits. */
+		sp = memchr(buf, ' ', len);
+		{
+			size_t wl = sp ? (size_t)(sp - buf) : len, k;
+			bool ok = wl >= 3 && wl <= 18;
+
+			want = 0;
+			for (k = 2; ok && k < wl; k++) {
+				int d = hex_value(buf[k]);
+
+				if (d < 0)
+					ok = false;
+				else
+					want = want << 4 | (uint64_t)d;
+			}
+			if (ok && buf[2] != ' ') {
+				cr_assert_eq(n, wl, "'%s'", buf);
+				cr_assert_eq(v, want, "'%s'", buf);
+			} else {
+				cr_assert_eq(n, 0, "'%s': %zu", buf, n);
+			}
+		}
+	}
+	/* Too little room to read: not mine. */
+	cr_assert_eq(hex_word("0x12", (const char *)"0x12" + 4,
+			      (const char *)"0x12" + 5, &(uint64_t){ 0 }),
+		     0);
+}
