@@ -39,7 +39,8 @@ enum {
 
 /* A row of any of the three tables. */
 struct row {
-	const char *name;
+	const char *name;       /* a stack's: NULL until asked (row_name) */
+	char *own_name;
 	const char *file;
 	uint32_t line;
 	int64_t a, b;
@@ -58,9 +59,34 @@ static int group_of(const struct row *r)
 	return r->change > 0 ? 0 : r->change < 0 ? 1 : 2;
 }
 
+/* What a stack's row is called: every frame, callers first. */
+static void stack_row_text(struct strbuf *sb, const struct change *ch)
+{
+	stack_text(sb, ch->m, ch->st, UINT64_MAX, STACK_CALLERS);
+	if (!ch->st->depth)
+		sb_addstr(sb, "<no stack>");
+}
+
+/*
+ * A row's name.  The text tables show a stack's first frames, so its
+ * whole text is built only where a sort must tell two rows apart by it:
+ * a million stacks need few.
+ */
+static const char *row_name(struct row *r)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	if (!r->name) {
+		stack_row_text(&sb, r->ch);
+		r->name = r->own_name = sb_detach(&sb);
+	}
+	return r->name;
+}
+
 static int cmp_rows(const void *x, const void *y)
 {
-	const struct row *a = x, *b = y;
+	/* (The rows are the table's, not const: names may be built.) */
+	struct row *a = (struct row *)x, *b = (struct row *)y;
 	int ga = group_of(a), gb = group_of(b);
 	int64_t ca = a->change, cb = b->change;
 
@@ -72,7 +98,7 @@ static int cmp_rows(const void *x, const void *y)
 		return a->allocs > b->allocs ? -1 : 1;
 	if (ca != cb)
 		return (ga == 0 ? ca > cb : ca < cb) ? -1 : 1;
-	return strcmp(a->name, b->name);
+	return strcmp(row_name(a), row_name(b));
 }
 
 struct table {
@@ -176,13 +202,14 @@ static void build_stacks_and_functions(struct diff *d)
 						  &d->overflow);
 		}
 		r = add_row(&d->stacks);
-		d->text_at[d->stacks.n - 1] = d->texts.len;
-		sb_reset(&text);
-		stack_text(&text, ch->m, ch->st, UINT64_MAX, STACK_CALLERS);
-		if (!ch->st->depth)
-			sb_addstr(&text, "<no stack>");
-		sb_add(&d->texts, text.buf, text.len);
-		sb_addch(&d->texts, '\0');
+		if (d->json) {
+			/* (Every row's name is printed.) */
+			d->text_at[d->stacks.n - 1] = d->texts.len;
+			sb_reset(&text);
+			stack_row_text(&text, ch);
+			sb_add(&d->texts, text.buf, text.len);
+			sb_addch(&d->texts, '\0');
+		}
 		r->a = ch->a;
 		r->b = ch->b;
 		r->allocs = ch->allocs;
@@ -193,7 +220,7 @@ static void build_stacks_and_functions(struct diff *d)
 		r->ch = ch;
 	}
 	/* The texts are complete: point the rows at them. */
-	for (size_t i = 0; i < d->stacks.n; i++)
+	for (size_t i = 0; d->json && i < d->stacks.n; i++)
 		d->stacks.v[i].name = d->texts.buf + d->text_at[i];
 	for (size_t i = 0; i < d->ftally.n; i++) {
 		const struct tally_entry *e = d->ftally.v[i];
@@ -603,6 +630,8 @@ static int run(struct cmd_args *a)
 	changes_free(&d.c);
 	free(d.comps.v);
 	free(d.funcs.v);
+	for (size_t i = 0; i < d.stacks.n; i++)
+		free(d.stacks.v[i].own_name);
 	free(d.stacks.v);
 	free(d.text_at);
 	sb_release(&d.texts);
