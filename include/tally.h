@@ -36,6 +36,7 @@ struct tally {
 	/* The user's: entries by the id of a frame of BY_ID_OF's (a model),
 	 * so that a name met before is not hashed again. */
 	struct tally_entry **by_id;
+	uint8_t *flag_by_id;    /* and a flag of the frame's, + 1 (0: not yet) */
 	size_t nby_id;
 	const void *by_id_of;
 };

@@ -233,29 +233,53 @@ static void place(struct tally_entry *e, const struct lframe *l,
  * one function and of the model FUNCS caches (a million stacks over a
  * few hundred thousand frames), else by its name.
  */
+/* Can FUNCS cache what it knows of LF by frame id?  Then with room. */
+static bool by_id(struct tally *funcs, const struct model *m,
+		  const struct lframe *lf)
+{
+	size_t n = m->frames.n;
+
+	if (frame_nlogical(lf->f) != 1 ||
+	    (funcs->by_id_of && funcs->by_id_of != m))
+		return false;
+	if (funcs->nby_id < n) {
+		funcs->by_id = xreallocarray(funcs->by_id, n,
+					     sizeof(*funcs->by_id));
+		funcs->flag_by_id = xrealloc(funcs->flag_by_id, n);
+		memset(funcs->by_id + funcs->nby_id, 0,
+		       (n - funcs->nby_id) * sizeof(*funcs->by_id));
+		memset(funcs->flag_by_id + funcs->nby_id, 0,
+		       n - funcs->nby_id);
+		funcs->nby_id = n;
+	}
+	funcs->by_id_of = m;
+	return true;
+}
+
+/* is_allocator(LF), remembered by frame id where FUNCS can. */
+static bool allocator_frame(struct tally *funcs, const struct model *m,
+			    const struct lframe *lf)
+{
+	uint8_t *flag;
+
+	if (!by_id(funcs, m, lf))
+		return is_allocator(lf);
+	flag = &funcs->flag_by_id[lf->f->id];
+	if (!*flag)
+		*flag = is_allocator(lf) ? 2 : 1;
+	return *flag == 2;
+}
+
 static struct tally_entry *function_entry(struct tally *funcs,
 					  const struct model *m,
 					  const struct lframe *lf,
 					  struct strbuf *name)
 {
 	struct tally_entry *e;
-	bool cached = frame_nlogical(lf->f) == 1 &&
-		      (!funcs->by_id_of || funcs->by_id_of == m);
+	bool cached = by_id(funcs, m, lf);
 
-	if (cached) {
-		if (funcs->nby_id < m->frames.n) {
-			size_t n = m->frames.n;
-
-			funcs->by_id = xreallocarray(funcs->by_id, n,
-						     sizeof(*funcs->by_id));
-			memset(funcs->by_id + funcs->nby_id, 0,
-			       (n - funcs->nby_id) * sizeof(*funcs->by_id));
-			funcs->nby_id = n;
-		}
-		funcs->by_id_of = m;
-		if (funcs->by_id[lf->f->id])
-			return funcs->by_id[lf->f->id];
-	}
+	if (cached && funcs->by_id[lf->f->id])
+		return funcs->by_id[lf->f->id];
 	sb_reset(name);
 	frame_name(name, lf->f, lf->k);
 	e = tally_get(funcs, name->buf, name->len);
@@ -286,19 +310,19 @@ struct tally_entry *tally_functions(struct tally *funcs, const struct model *m,
 	 * allocator's insides, named or not) owns nothing.
 	 */
 	for (size_t i = nf, user = 0; i-- > 0;) {
-		if (!is_allocator(&v[i])) {
+		if (!allocator_frame(funcs, m, &v[i])) {
 			user = 1;
 		} else if (user) {
 			owner = i + 1;
 			break;
 		}
 	}
-	while (owner + 1 < nf && is_allocator(&v[owner]))
+	while (owner + 1 < nf && allocator_frame(funcs, m, &v[owner]))
 		owner++;
 	for (size_t i = owner; i < nf; i++) {
 		struct tally_entry *e;
 
-		if (i > owner && is_allocator(&v[i]))
+		if (i > owner && allocator_frame(funcs, m, &v[i]))
 			continue; /* pprof removes them anywhere */
 		e = function_entry(funcs, m, &v[i], &name);
 		if (i == owner)

@@ -30,6 +30,7 @@ void tally_free(struct tally *t)
 	hashmap_free(&t->map);
 	free(t->v);
 	free(t->by_id);
+	free(t->flag_by_id);
 	arena_free(&t->arena);
 	memset(t, 0, sizeof(*t));
 }
