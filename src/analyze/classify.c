@@ -76,16 +76,23 @@ void stack_functions(struct strbuf *sb, const struct model *m,
 	stack_join(sb, m, s, frame_add_func);
 }
 
-/* One logical frame's string for FIELD (as stack_functions and
+/* Add logical frame K's string for FIELD (as stack_functions and
  * stack_sources write it). */
-static void frame_text(struct strbuf *sb, const struct frame *f, uint32_t k,
-		       int field)
+static void frame_add(struct strbuf *sb, const struct frame *f, uint32_t k,
+		      int field)
 {
-	sb_reset(sb);
 	if (field == COND_STACK)
 		frame_add_func(sb, f, k);
 	else
 		frame_add_file(sb, f, k);
+}
+
+/* The same, alone in SB. */
+static void frame_text(struct strbuf *sb, const struct frame *f, uint32_t k,
+		       int field)
+{
+	sb_reset(sb);
+	frame_add(sb, f, k, field);
 }
 
 /* (A state this big is not remembered: slower, as right.) */
@@ -252,10 +259,7 @@ static void fill_start(void *ctx, int field, size_t min, const char **s,
 		f = frame_get(&c->m->frames, st->frames[j->frame]);
 		if (sb->len)
 			sb_addch(sb, ' ');
-		if (stack)
-			frame_add_func(sb, f, j->k);
-		else
-			frame_add_file(sb, f, j->k);
+		frame_add(sb, f, j->k, field);
 		if (++j->k == frame_nlogical(f)) {
 			j->k = 0;
 			j->frame++;
@@ -326,14 +330,12 @@ static int seq_field(void *ctx, int field, const struct pattern *pat,
 				frame_get(&c->m->frames, st->frames[i]);
 			int r;
 
+			/* (Its logical frames joined, as in the field.) */
 			sb_reset(&c->what);
 			for (uint32_t l = 0; l < frame_nlogical(f); l++) {
 				if (l)
 					sb_addch(&c->what, ' ');
-				if (field == COND_STACK)
-					frame_add_func(&c->what, f, l);
-				else
-					frame_add_file(&c->what, f, l);
+				frame_add(&c->what, f, l, field);
 			}
 			r = pattern_seq_step(c->p, mt, pat, j, c->what.buf,
 					     c->what.len, what, subj);

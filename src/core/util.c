@@ -60,18 +60,7 @@ static void vreport(const char *prefix, const char *fmt, va_list ap,
 {
 	struct strbuf sb = STRBUF_INIT;
 
-	if (captured) {
-		sb_addstr(captured, prefix);
-		sb_addch(captured, '\0');
-		sb_vaddf(captured, fmt, ap);
-		if (suffix) {
-			sb_addstr(captured, ": ");
-			sb_addstr(captured, suffix);
-		}
-		sb_addch(captured, '\0');
-		return;
-	}
-	if (!report_routine) {
+	if (!report_routine && !captured) {
 		/* (No allocation here: die() reports running out of memory.)
 		 * Flush stdout first so the two streams interleave sensibly. */
 		fflush(stdout);
@@ -90,7 +79,15 @@ static void vreport(const char *prefix, const char *fmt, va_list ap,
 		sb_addstr(&sb, ": ");
 		sb_addstr(&sb, suffix);
 	}
-	say(prefix, sb.buf);
+	if (captured) {
+		/* A record for report_replay: PREFIX NUL MSG NUL. */
+		sb_addstr(captured, prefix);
+		sb_addch(captured, '\0');
+		sb_add(captured, sb.buf, sb.len);
+		sb_addch(captured, '\0');
+	} else {
+		say(prefix, sb.buf);
+	}
 	sb_release(&sb);
 }
 

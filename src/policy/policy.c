@@ -430,31 +430,24 @@ int policy_match_with(const struct policy *p, struct matcher *mt,
 			if (!pat)
 				continue;
 			/*
-			 * Most patterns decide on the field's first frames:
-			 * no need to build it all, nor to scan it for
-			 * literals (the prefilter is used if it was scanned
-			 * anyway).
+			 * Most patterns decide on the field's first frames
+			 * (HEAD), others frame by frame (SEQ; a pattern has
+			 * one or neither): no need to build the field, nor to
+			 * scan it for literals (the prefilter is used if it
+			 * was scanned anyway).
 			 */
-			/* Others that hold within frames, frame by frame. */
-			if (pat->seq && !subj->s[f] && subj->seq) {
+			if (!subj->s[f] && ((pat->seq && subj->seq) ||
+					    (pat->head && subj->fill_start))) {
 				if (found[f] && pat->nlits &&
 				    !has_literal(pat, found[f])) {
 					ok = false;
 					continue;
 				}
-				m = subj->seq(subj->ctx, f, pat, mt, what, subj);
-				if (m < 0)
-					return -2;
-				ok = m == 1;
-				continue;
-			}
-			if (pat->head && !subj->s[f] && subj->fill_start) {
-				if (found[f] && pat->nlits &&
-				    !has_literal(pat, found[f])) {
-					ok = false;
-					continue;
-				}
-				m = run_head(p, mt, pat, subj, f, what);
+				m = pat->seq && subj->seq
+					    ? subj->seq(subj->ctx, f, pat, mt,
+							what, subj)
+					    : run_head(p, mt, pat, subj, f,
+						       what);
 				if (m < 0)
 					return -2;
 				ok = m == 1;
