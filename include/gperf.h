@@ -11,8 +11,11 @@
 /* True if the line is a text heap profile's header ("heap profile: N: ..."). */
 bool gperf_is_header(const char *p, size_t len);
 
-/* Parse FB, a gperftools profile, into SNAP.  Returns 0 or -1. */
-int gperf_parse(struct snapshot *snap, struct filebuf *fb,
+/*
+ * Read a text heap profile from S into SNAP, a line at a time (its stacks
+ * are interned as they come).  Returns 0, or -1 with the model as it was.
+ */
+int gperf_parse(struct snapshot *snap, struct line_stream *s,
 		struct model *m);
 
 /*

@@ -65,6 +65,13 @@ struct bucket *model_define_stack_bucket(struct model *m, uint64_t id,
 					 const char *source, unsigned long line);
 
 /*
+ * The stack of FRAMES (addresses, innermost first), interned; NULL after
+ * an error (more than 2^32 distinct frames or stacks).
+ */
+const struct stack *model_intern_stack(struct model *m,
+				       const uint64_t *frames, uint32_t depth);
+
+/*
  * The bucket of an allocation site in formats without bucket ids
  * (gperftools profiles): one per distinct (stack, kind), ids given in
  * order of first appearance from 1.  NULL after an error.
@@ -72,6 +79,24 @@ struct bucket *model_define_stack_bucket(struct model *m, uint64_t id,
 struct bucket *model_intern_bucket(struct model *m, enum alloc_kind kind,
 				   const uint64_t *frames, uint32_t depth,
 				   const char *source, unsigned long line);
+
+/* The same for a stack interned already. */
+struct bucket *model_stack_bucket(struct model *m, enum alloc_kind kind,
+				  const struct stack *stack,
+				  const char *source, unsigned long line);
+
+/*
+ * Where the model stands, to go back to if a reader that interns as it
+ * reads fails half-way: the frames and stacks of the failed file go (so
+ * that nothing symbolizes or counts them), as do the frames it named.
+ * Only before the reader makes buckets of its stacks.
+ */
+struct model_mark {
+	size_t frames, stacks;
+	uint64_t next_synthetic;
+};
+void model_mark(const struct model *m, struct model_mark *mark);
+void model_rollback(struct model *m, const struct model_mark *mark);
 
 /*
  * A logical frame that a profile names itself (pprof protobuf, DHAT, the

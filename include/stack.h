@@ -86,6 +86,8 @@ static inline void frames_prefetch(const struct frame_table *t, uint64_t addr)
 {
 	prefetch(&t->slots[(size_t)hash_u64(addr) & t->mask]);
 }
+/* Forget the frames from id N on (a reader's failed file). */
+void frames_truncate(struct frame_table *t, size_t n);
 static inline struct frame *frame_get(const struct frame_table *t, uint32_t id)
 {
 	return t->v[id];
@@ -102,6 +104,9 @@ void stacks_prefetch(const struct stack_table *t, uint64_t hash);
 const struct stack *stacks_intern_hashed(struct stack_table *t,
 					 const uint32_t *frames,
 					 uint32_t depth, uint64_t hash);
+
+/* Forget the stacks from id N on. */
+void stacks_truncate(struct stack_table *t, size_t n);
 
 /*
  * Append logical frame K of F: its function name ("0x%016x" of the address

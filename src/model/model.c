@@ -38,13 +38,8 @@ void model_free(struct model *m)
 	arena_free(&m->arena);
 }
 
-/*
- * The stack of FRAMES (addresses, innermost first), interned; NULL after
- * an error (more than 2^32 distinct frames or stacks).
- */
-static const struct stack *model_intern_stack(struct model *m,
-					      const uint64_t *frames,
-					      uint32_t depth)
+const struct stack *model_intern_stack(struct model *m,
+				       const uint64_t *frames, uint32_t depth)
 {
 	uint32_t stackbuf[64], *ids = stackbuf;
 	const struct stack *stack = NULL;
@@ -137,10 +132,16 @@ struct bucket *model_intern_bucket(struct model *m, enum alloc_kind kind,
 				   const char *source, unsigned long line)
 {
 	const struct stack *stack = model_intern_stack(m, frames, depth);
+
+	return stack ? model_stack_bucket(m, kind, stack, source, line) : NULL;
+}
+
+struct bucket *model_stack_bucket(struct model *m, enum alloc_kind kind,
+				  const struct stack *stack,
+				  const char *source, unsigned long line)
+{
 	struct bucket **slot;
 
-	if (!stack)
-		return NULL;
 	/* (By stack id: a new stack's is the next, not a cache miss.) */
 	if (stack->id >= m->nanon) {
 		size_t n = m->nanon ? m->nanon : 1024;
@@ -161,6 +162,13 @@ struct bucket *model_intern_bucket(struct model *m, enum alloc_kind kind,
 		strtab_intern_str(&m->strings, ""), stack,
 		strtab_intern_str(&m->strings, source), line);
 	return *slot;
+}
+
+void model_mark(const struct model *m, struct model_mark *mark)
+{
+	mark->frames = m->frames.n;
+	mark->stacks = m->stacks.n;
+	mark->next_synthetic = m->next_synthetic;
 }
 
 /* A named frame: its address as the profile gave it, and the frame. */
@@ -287,4 +295,24 @@ uint64_t model_named_frame(struct model *m, uint64_t addr,
 	name_frame(e->f, &want);
 	hashmap_put(&m->named, h, e);
 	return e->f->addr;
+}
+
+void model_rollback(struct model *m, const struct model_mark *mark)
+{
+	struct hashmap kept;
+	struct named_entry *e;
+
+	if (m->frames.n == mark->frames && m->stacks.n == mark->stacks)
+		return;
+	/* The anonymous buckets' slots of the stacks to go are empty:
+	 * buckets are made once a reader has all its stacks. */
+	stacks_truncate(&m->stacks, mark->stacks);
+	frames_truncate(&m->frames, mark->frames);
+	m->next_synthetic = mark->next_synthetic;
+	hashmap_init(&kept, m->named.count);
+	for (size_t i = 0; hashmap_next(&m->named, &i, (void **)&e);)
+		if (e->f->id < mark->frames)
+			hashmap_put(&kept, names_hash(e->given, e->f), e);
+	hashmap_free(&m->named);
+	m->named = kept;
 }

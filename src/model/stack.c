@@ -69,6 +69,27 @@ uint32_t frames_intern(struct frame_table *t, uint64_t addr)
 	return f->id;
 }
 
+/* Put frame F's address in the (large enough) table. */
+static void frames_place(struct frame_table *t, const struct frame *f)
+{
+	size_t k = (size_t)hash_u64(f->addr) & t->mask;
+
+	while (t->slots[k].id)
+		k = (k + 1) & t->mask;
+	t->slots[k].addr = f->addr;
+	t->slots[k].id = f->id + 1;
+}
+
+void frames_truncate(struct frame_table *t, size_t n)
+{
+	if (n >= t->n)
+		return;
+	t->n = n;
+	memset(t->slots, 0, (t->mask + 1) * sizeof(*t->slots));
+	for (size_t i = 0; i < n; i++)
+		frames_place(t, t->v[i]);
+}
+
 void stacks_init(struct stack_table *t, struct arena *arena)
 {
 	memset(t, 0, sizeof(*t));
@@ -137,6 +158,18 @@ const struct stack *stacks_intern_hashed(struct stack_table *t,
 	t->v[t->n++] = s;
 	hashmap_put(&t->map, h, s);
 	return s;
+}
+
+void stacks_truncate(struct stack_table *t, size_t n)
+{
+	if (n >= t->n)
+		return;
+	t->n = n;
+	hashmap_free(&t->map);
+	hashmap_init(&t->map, n);
+	for (size_t i = 0; i < n; i++)
+		hashmap_put(&t->map, stacks_hash(t->v[i]->frames,
+						 t->v[i]->depth), t->v[i]);
 }
 
 void frame_add_func(struct strbuf *sb, const struct frame *f, uint32_t k)

@@ -62,42 +62,61 @@ enum htype {
 	H_FRAG,     /* fragmentation, fragmentationz */
 };
 
-/* One "#" comment line of Go's: a frame of the stack line above it. */
-/* A file this big is freed before the buckets are built. */
-#define BIG_FILE (64u << 20)
-
+/* One "#" comment line of Go's: a frame of the stack line above it (its
+ * names are offsets into gparser.symtext until the line is interned). */
 struct gsym {
 	uint64_t pc;
-	struct frame_name name;
+	size_t func, func_len; /* offsets into gparser.symtext */
+	size_t file, file_len; /* file_len 0: no file */
+	uint32_t line;
 };
 
+/* A stack line read and not yet interned: its Go comments may follow. */
 struct gline {
 	int64_t objs, bytes, alloc_objs, alloc_bytes;
-	uint64_t *frames;
-	uint32_t depth;
+	uint32_t depth;     /* its frames are gparser.frames */
 	unsigned long no;
 	bool cut;           /* gperftools may have stopped writing it short */
-	size_t sym_first, nsym; /* its Go comment lines, in gparser.syms */
 };
 
+/*
+ * The file is read a line at a time and each stack line interned as soon
+ * as its comments are in: a profile of a million stacks is never held as
+ * text, nor as addresses.  What needs the whole file (the maps at its
+ * end decide which lines are mmap's) is decided on the interned stacks.
+ */
 struct gparser {
 	struct snapshot *snap;
 	struct model *m;
+	struct line_stream *s;
 	const char *path;
-	const char *text_end; /* of the file's text (a NUL follows) */
 	struct strbuf q;
 	enum htype type;
 	uint64_t rate;      /* the sampling rate; <= 1: every allocation */
 	bool has_alloc;     /* the lines' [N: B] count allocations */
 	int64_t header_objs, header_bytes;
-	struct gline *lines;
-	size_t n, alloc;
-	struct gsym *syms;
+	struct gline held;  /* the last stack line, until interned */
+	bool holding;
+	uint64_t *frames;   /* its frames */
+	size_t frames_alloc;
+	struct gsym *syms;  /* its Go comment lines */
 	size_t nsyms, syms_alloc;
+	struct strbuf symtext;
+	/* A stack line that did not parse whole: an error, unless the
+	 * maps follow at once (gperftools' buffer ran out inside it). */
+	struct strbuf broken;
+	unsigned long broken_no;
+	bool has_broken;
 	bool cut;           /* the last stack line may be incomplete */
-	uint64_t *scratch;  /* a line's frames as they are read */
-	size_t scratch_alloc;
-	struct arena frames; /* then each line's, at their size */
+	size_t cut_line;    /* which (an index into snap->lines) */
+	bool quiet;         /* errors are not said (a first try) */
+	/* Lines whose first frame Go's comments renamed: the address the
+	 * maps must judge (see line_kind). */
+	struct renamed {
+		size_t line;
+		uint64_t addr;
+	} *renamed;
+	size_t nrenamed, renamed_alloc;
 };
 
 static int gerr(struct gparser *g, unsigned long line, const char *fmt, ...)
@@ -106,6 +125,8 @@ static int gerr(struct gparser *g, unsigned long line, const char *fmt, ...)
 {
 	va_list ap;
 
+	if (g->quiet)
+		return -1;
 	va_start(ap, fmt);
 	verror_at(g->path, line, fmt, ap);
 	va_end(ap);
@@ -237,13 +258,14 @@ enum cut {
 };
 
 /*
- * One stack line.  CUT says whether gperftools may have stopped writing
- * it short: then a broken last frame is dropped instead of being an
- * error, and at the end of the file the last word goes even when it
- * reads as hex (it may be the start of a longer address).
+ * One stack line into gparser.held and its frames.  CUT says whether
+ * gperftools may have stopped writing it short: then a broken last frame
+ * is dropped instead of being an error, and at the end of the file the
+ * last word goes even when it reads as hex (it may be the start of a
+ * longer address).  LIMIT: how far past the line its memory may be read.
  */
 static int parse_stack_line(struct gparser *g, const struct line *l,
-			    enum cut cut)
+			    enum cut cut, const char *limit)
 {
 	struct cursor c = cursor_of(l);
 	struct gline gl;
@@ -277,8 +299,7 @@ static int parse_stack_line(struct gparser *g, const struct line *l,
 
 		/* The common word first, 8 bytes at a time. */
 		c.p = skip_blanks(c.p, c.end);
-		if (cut != CUT_AT_EOF &&
-		    (n = hex_word(c.p, c.end, g->text_end + 1, &addr))) {
+		if (cut != CUT_AT_EOF && (n = hex_word(c.p, c.end, limit, &addr))) {
 			c.p += n;
 			goto add;
 		}
@@ -300,28 +321,55 @@ static int parse_stack_line(struct gparser *g, const struct line *l,
 add:
 		if (gl.depth == UINT32_MAX)
 			return gerr(g, l->no, "stack too deep");
-		GROW(g->scratch, gl.depth + 1, g->scratch_alloc);
-		g->scratch[gl.depth++] = addr;
+		GROW(g->frames, gl.depth + 1, g->frames_alloc);
+		g->frames[gl.depth++] = addr;
 	}
-	/* (A million lines: no allocation of their own, no slack.) */
-	if (gl.depth) {
-		gl.frames = arena_alloc(&g->frames,
-					gl.depth * sizeof(*gl.frames));
-		memcpy(gl.frames, g->scratch, gl.depth * sizeof(*gl.frames));
-	}
-	GROW(g->lines, g->n + 1, g->alloc);
-	g->lines[g->n++] = gl;
+	g->held = gl;
+	g->holding = true;
 	return 0;
 }
 
-/* SYM belongs to the last stack line. */
+/*
+ * A stack line as the stream gives it: tried quietly, and if it does not
+ * parse, kept until the next line says whether gperftools cut it short
+ * (the maps follow at once) or it is an error.
+ */
+static void take_stack_line(struct gparser *g, const struct line *l)
+{
+	g->quiet = true;
+	if (parse_stack_line(g, l, NOT_CUT, stream_limit(g->s)) < 0) {
+		sb_reset(&g->broken);
+		sb_add(&g->broken, l->p, l->len);
+		g->broken_no = l->no;
+		g->has_broken = true;
+	}
+	g->quiet = false;
+}
+
+/* The line that did not parse, parsed again (CUT) and said if wrong. */
+static int parse_broken(struct gparser *g, enum cut cut)
+{
+	struct line l = { g->broken.buf, g->broken.len, g->broken_no, true };
+
+	g->has_broken = false;
+	/* (No reading past it: the general parser takes every word.) */
+	return parse_stack_line(g, &l, cut, l.p + l.len);
+}
+
+/* SYM belongs to the stack line held. */
 static void add_sym(struct gparser *g, const struct gsym *sym)
 {
-	if (!g->lines[g->n - 1].nsym)
-		g->lines[g->n - 1].sym_first = g->nsyms;
-	g->lines[g->n - 1].nsym++;
 	GROW(g->syms, g->nsyms + 1, g->syms_alloc);
 	g->syms[g->nsyms++] = *sym;
+}
+
+/* Keep LEN bytes at P with the comments' names: their offset. */
+static size_t keep_text(struct gparser *g, const char *p, size_t len)
+{
+	size_t at = g->symtext.len;
+
+	sb_add(&g->symtext, p, len);
+	return at;
 }
 
 /*
@@ -337,7 +385,7 @@ static void parse_comment(struct gparser *g, const struct line *l)
 
 	cursor_skip_space(&c);
 	cursor_eat(&c, "#");
-	if (!g->n || !is_space(c.p < c.end ? *c.p : 0))
+	if (!g->holding || !is_space(c.p < c.end ? *c.p : 0))
 		return;
 	cursor_skip_space(&c);
 	memset(&sym, 0, sizeof(sym));
@@ -352,8 +400,8 @@ static void parse_comment(struct gparser *g, const struct line *l)
 	plus = w + wl;
 	while (plus > w && plus[-1] != '+')
 		plus--;
-	sym.name.func = w;
-	sym.name.func_len = plus > w + 1 ? (size_t)(plus - 1 - w) : wl;
+	sym.func_len = plus > w + 1 ? (size_t)(plus - 1 - w) : wl;
+	sym.func = keep_text(g, w, sym.func_len);
 	cursor_skip_space(&c);
 	w = c.p;
 	wl = (size_t)(c.end - c.p);
@@ -367,31 +415,44 @@ static void parse_comment(struct gparser *g, const struct line *l)
 
 		if (word_u64(colon, (size_t)(w + wl - colon), &line) == NUM_OK &&
 		    line <= UINT32_MAX) {
-			sym.name.line = (uint32_t)line;
+			sym.line = (uint32_t)line;
 			wl = (size_t)(colon - 1 - w);
 		}
 	}
-	sym.name.file = wl ? w : NULL;
-	sym.name.file_len = wl;
+	sym.file_len = wl;
+	sym.file = keep_text(g, w, wl);
 	add_sym(g, &sym);
 }
 
+static struct frame_name sym_name(const struct gparser *g,
+				  const struct gsym *sym)
+{
+	struct frame_name n = {
+		g->symtext.buf + sym->func, sym->func_len,
+		sym->file_len ? g->symtext.buf + sym->file : NULL,
+		sym->file_len, sym->line,
+	};
+
+	return n;
+}
+
 /*
- * Name the frames of GL from its Go comments.  Go prints, for each return
- * address of the stack, the functions at the call before it (PC - 1),
- * inlined ones first, but leaves out the runtime's frames at the top
- * (the allocator: pprof drops them too) and runtime.goexit.  So the
- * stack starts at the first frame with a comment, and a frame without
+ * Name the held line's frames from its Go comments.  Go prints, for each
+ * return address of the stack, the functions at the call before it
+ * (PC - 1), inlined ones first, but leaves out the runtime's frames at
+ * the top (the allocator: pprof drops them too) and runtime.goexit.  So
+ * the stack starts at the first frame with a comment, and a frame without
  * one stays for the symbolizer.
  */
-static void name_frames(struct gparser *g, struct gline *gl)
+static void name_frames(struct gparser *g)
 {
+	struct gline *gl = &g->held;
 	struct frame_name names[64];
-	size_t k = gl->sym_first, end = gl->sym_first + gl->nsym;
+	size_t k = 0, end = g->nsyms;
 	uint32_t first = UINT32_MAX;
 
 	for (uint32_t i = 0; i < gl->depth && k < end; i++) {
-		uint64_t a = gl->frames[i];
+		uint64_t a = g->frames[i];
 		uint32_t n = 0;
 		size_t j = k;
 
@@ -403,14 +464,14 @@ static void name_frames(struct gparser *g, struct gline *gl)
 		if (first == UINT32_MAX)
 			first = i;
 		for (k = j; k < end && g->syms[k].pc == g->syms[j].pc; k++)
-			if (g->syms[k].name.func_len && n < ARRAY_SIZE(names))
-				names[n++] = g->syms[k].name;
+			if (g->syms[k].func_len && n < ARRAY_SIZE(names))
+				names[n++] = sym_name(g, &g->syms[k]);
 		if (n)
-			gl->frames[i] = model_named_frame(g->m, a, names, n);
+			g->frames[i] = model_named_frame(g->m, a, names, n);
 	}
 	if (first != UINT32_MAX && first) {
-		memmove(gl->frames, gl->frames + first,
-			(gl->depth - first) * sizeof(*gl->frames));
+		memmove(g->frames, g->frames + first,
+			(gl->depth - first) * sizeof(*g->frames));
 		gl->depth -= first;
 	}
 }
@@ -441,13 +502,66 @@ static void unsample(double rate, int64_t *objs, int64_t *bytes,
 }
 
 /*
+ * Intern the held stack line, now that its comments are in, as the
+ * snapshot's next line.  Its bucket waits for the maps (see build): the
+ * line keeps its stack's id meanwhile.
+ */
+static int intern_held(struct gparser *g)
+{
+	struct gline *gl = &g->held;
+	struct snapshot *snap = g->snap;
+	const struct stack *stack;
+	struct stack_line *sl;
+	uint64_t first;
+
+	if (!g->holding)
+		return 0;
+	g->holding = false;
+	first = gl->depth ? g->frames[0] : 0;
+	if (g->nsyms) {
+		name_frames(g);
+		if (g->type == H_GPERF && gl->depth && g->frames[0] != first) {
+			GROW(g->renamed, g->nrenamed + 1, g->renamed_alloc);
+			g->renamed[g->nrenamed].line = snap->nlines;
+			g->renamed[g->nrenamed++].addr = first;
+		}
+		g->nsyms = 0;
+		sb_reset(&g->symtext);
+	}
+	if (sampled(g)) {
+		unsample((double)g->rate, &gl->objs, &gl->bytes,
+			 &snap->overflow);
+		unsample((double)g->rate, &gl->alloc_objs, &gl->alloc_bytes,
+			 &snap->overflow);
+	}
+	if (!(stack = model_intern_stack(g->m, g->frames, gl->depth)))
+		return -1;
+	if (gl->cut)
+		g->cut_line = snap->nlines;
+	GROW(snap->lines, snap->nlines + 1, snap->lines_alloc);
+	sl = &snap->lines[snap->nlines++];
+	memset(sl, 0, sizeof(*sl));
+	sl->bucket_id = stack->id;
+	sl->virt = sl->committed = gl->bytes;
+	sl->line = gl->no;
+	if (g->has_alloc) {
+		sl->alloc = gl->alloc_objs;
+		sl->alloc_bytes = gl->alloc_bytes;
+		sl->free = sub64(gl->alloc_objs, gl->objs, &snap->overflow);
+	} else {
+		sl->alloc = gl->objs; /* (counts_unknown: blocks in use) */
+	}
+	return 0;
+}
+
+/*
  * gperftools' mmap lines (HEAP_PROFILE_MMAP=1) keep the profiler's hook
  * frames, which live in libtcmalloc, at the top; malloc lines have them
  * stripped.  Zero-frame lines are mmap regions recorded before unwinding
  * worked.  Other producers record allocations only.
  */
-static enum alloc_kind line_kind(const struct gparser *g,
-				 const struct gline *gl)
+static enum alloc_kind line_kind(const struct gparser *g, size_t i,
+				 const struct stack *stack, uint64_t first)
 {
 	const struct snapshot *snap = g->snap;
 	const struct vma *v;
@@ -458,64 +572,52 @@ static enum alloc_kind line_kind(const struct gparser *g,
 	 * gperftools 2.10 writes the mmap lines first, so a line it cut
 	 * before its first frame is a malloc one.
 	 */
-	if (!gl->depth)
-		return gl->cut ? ALLOC_MALLOC : ALLOC_MMAP;
-	v = snap->has_own_maps ? maps_find(&snap->own_maps, gl->frames[0])
-			       : NULL;
+	if (!stack->depth)
+		return i == g->cut_line ? ALLOC_MALLOC : ALLOC_MMAP;
+	v = snap->has_own_maps ? maps_find(&snap->own_maps, first) : NULL;
 	if (v && strstr(v->name, "libtcmalloc"))
 		return ALLOC_MMAP;
 	return ALLOC_MALLOC;
 }
 
-/* The stack line as the snapshot holds it. */
-static void fill_line(const struct gparser *g, const struct gline *gl,
-		      struct stack_line *sl)
-{
-	sl->bucket_id = sl->bucket->id;
-	sl->virt = sl->committed = gl->bytes;
-	sl->line = gl->no;
-	if (g->has_alloc) {
-		sl->alloc = gl->alloc_objs;
-		sl->alloc_bytes = gl->alloc_bytes;
-		sl->free = sub64(gl->alloc_objs, gl->objs,
-				 &g->snap->overflow);
-	} else {
-		sl->alloc = gl->objs; /* (counts_unknown: blocks in use) */
-	}
-}
-
-/* The snapshot from the parsed lines; 0, or -1 after an error. */
+/* Each line's bucket, now that the maps are read; 0, or -1 after an
+ * error. */
 static int build(struct gparser *g)
 {
 	struct snapshot *snap = g->snap;
+	struct model *m = g->m;
 	int64_t malloc_bytes = 0, mmap_bytes = 0;
+	size_t r = 0; /* the next renamed line */
 
-	snap->lines = xcalloc(g->n ? g->n : 1, sizeof(*snap->lines));
-	for (size_t i = 0; i < g->n; i++) {
-		struct gline *gl = &g->lines[i];
-		struct stack_line *sl = &snap->lines[snap->nlines++];
-		enum alloc_kind kind = line_kind(g, gl);
+	for (size_t i = 0; i < snap->nlines; i++) {
+		struct stack_line *sl = &snap->lines[i];
+		const struct stack *stack = m->stacks.v[sl->bucket_id];
+		uint64_t first = 0;
+		enum alloc_kind kind;
 
-		if (sampled(g)) {
-			unsample((double)g->rate, &gl->objs, &gl->bytes,
-				 &snap->overflow);
-			unsample((double)g->rate, &gl->alloc_objs,
-				 &gl->alloc_bytes, &snap->overflow);
-		}
-		if (gl->nsym)
-			name_frames(g, gl);
-		sl->bucket = model_intern_bucket(g->m, kind, gl->frames,
-						 gl->depth, g->path, gl->no);
+		/* (The first frame's address in the file.) */
+		if (r < g->nrenamed && g->renamed[r].line == i)
+			first = g->renamed[r++].addr;
+		else if (stack->depth)
+			first = frame_get(&m->frames, stack->frames[0])->addr;
+		kind = line_kind(g, i, stack, first);
+
+		sl->bucket = model_stack_bucket(m, kind, stack, g->path,
+						sl->line);
 		if (!sl->bucket)
 			return -1;
-		fill_line(g, gl, sl);
+		sl->bucket_id = sl->bucket->id;
 		if (kind == ALLOC_MMAP)
-			mmap_bytes = add64(mmap_bytes, gl->bytes, &snap->overflow);
+			mmap_bytes = add64(mmap_bytes, sl->committed,
+					   &snap->overflow);
 		else
-			malloc_bytes = add64(malloc_bytes, gl->bytes,
+			malloc_bytes = add64(malloc_bytes, sl->committed,
 					     &snap->overflow);
 	}
-	snap->lines_alloc = g->n ? g->n : 1;
+	if (!snap->lines) {
+		snap->lines = xcalloc(1, sizeof(*snap->lines));
+		snap->lines_alloc = 1;
+	}
 	snap->has_alloc_bytes = g->has_alloc;
 	snap->counts_unknown = !g->has_alloc;
 	/*
@@ -624,94 +726,141 @@ static void say_what(struct gparser *g)
 	}
 }
 
-int gperf_parse(struct snapshot *snap, struct filebuf *fb,
+/*
+ * The maps section opens at line NO (WHICH as maps_header says), right
+ * after a stack line if AFTER_STACK: then gperftools' buffer may have run
+ * out inside that line.  The maps are the rest of the file.
+ */
+static int read_maps(struct gparser *g, int which, unsigned long no,
+		     bool after_stack)
+{
+	struct snapshot *snap = g->snap;
+	const char *rest;
+	size_t len;
+	int rc = 0;
+
+	if (after_stack) {
+		/* Only gperftools' own trailer cuts lines. */
+		bool cap = which == 1 && g->type == H_GPERF;
+
+		g->cut = cap;
+		if (g->has_broken)
+			rc = parse_broken(g, cap ? CUT_AT_CAP : NOT_CUT);
+		else
+			g->held.cut = cap;
+	}
+	if (rc == 0)
+		rc = intern_held(g);
+	if (rc == 0)
+		rc = stream_rest(g->s, &rest, &len);
+	if (rc == 0 && len && which == 1)
+		rc = maps_parse(&snap->own_maps, rest, len, g->path, no + 1,
+				&g->m->strings, true);
+	else if (rc == 0 && len)
+		rc = maps_parse_pprof(&snap->own_maps, rest, len, g->path,
+				      &g->m->strings);
+	snap->has_own_maps = rc == 0;
+	return rc;
+}
+
+/* The header line: the profile's type, which all of a run share. */
+static int header(struct gparser *g, const struct line *l)
+{
+	struct model *m = g->m;
+
+	if (parse_header(g, l) < 0)
+		return -1;
+	if (m->profile_kind && m->profile_kind != (int)g->type + 1)
+		return gerr(g, 1, "a %s profile among %s profiles: not one run",
+			    type_names[g->type],
+			    type_names[m->profile_kind - 1]);
+	return 0;
+}
+
+/* The lines after the header: 0, or -1 after an error. */
+static int parse_lines(struct gparser *g, bool *in_maps)
+{
+	struct line l;
+	bool after_stack = false;
+	int got, which;
+
+	while ((got = stream_line(g->s, &l)) > 0) {
+		if (memchr(l.p, '\0', l.len))
+			return gerr(g, l.no, "NUL byte in line");
+		if ((which = maps_header(&l))) {
+			*in_maps = true;
+			return read_maps(g, which, l.no, after_stack);
+		}
+		/* A stack line that did not parse, and was not cut. */
+		if (g->has_broken)
+			return parse_broken(g, NOT_CUT);
+		after_stack = false;
+		if (line_is_blank(&l))
+			continue;
+		if (comment(&l)) {
+			parse_comment(g, &l);
+			continue;
+		}
+		if (intern_held(g) < 0)
+			return -1;
+		if (!l.newline && g->type == H_GPERF) {
+			/* The file ends inside a stack line. */
+			g->cut = true;
+			if (parse_stack_line(g, &l, CUT_AT_EOF,
+					     stream_limit(g->s)) < 0)
+				return -1;
+			break;
+		}
+		take_stack_line(g, &l);
+		after_stack = true;
+	}
+	if (got < 0)
+		return -1;
+	if (g->has_broken)
+		return parse_broken(g, NOT_CUT);
+	return intern_held(g);
+}
+
+int gperf_parse(struct snapshot *snap, struct line_stream *s,
 		struct model *m)
 {
 	struct gparser g;
-	struct line_reader r;
-	struct line l, pending;
-	bool header = false, in_maps = false, have_pending = false;
-	int rc = 0, which;
+	struct model_mark mark;
+	struct line l;
+	bool header_seen = false, in_maps = false;
+	int rc = 0, got;
 
 	memset(&g, 0, sizeof(g));
 	g.snap = snap;
 	g.m = m;
-	g.path = fb->path;
-	g.text_end = fb->data + fb->size;
-	lines_init(&r, fb->data, fb->size);
-	/*
-	 * A stack line is parsed when the next line shows whether it was
-	 * the last before the maps with no blank line between: then
-	 * gperftools' buffer ran out inside it.
-	 */
-	while (lines_next(&r, &l) && rc == 0) {
+	g.s = s;
+	g.path = s->path;
+	g.cut_line = SIZE_MAX;
+	model_mark(m, &mark);
+	while (!header_seen && (got = stream_line(s, &l)) > 0) {
 		if (memchr(l.p, '\0', l.len)) {
 			rc = gerr(&g, l.no, "NUL byte in line");
 			break;
 		}
-		if (!header) {
-			if (line_is_blank(&l) || comment(&l))
-				continue;
-			if (l.len && l.p[0] == '%') {
-				/* pprof's commands; %warn is for the user. */
-				if (l.len > 6 && !memcmp(l.p, "%warn ", 6))
-					warning("%s:%lu: the profile warns: "
-						"%.*s", g.path, l.no,
-						(int)(l.len - 6), l.p + 6);
-				continue;
-			}
-			rc = parse_header(&g, &l);
-			header = true;
+		if (line_is_blank(&l) || comment(&l))
+			continue;
+		if (l.len && l.p[0] == '%') {
+			/* pprof's commands; %warn is for the user. */
+			if (l.len > 6 && !memcmp(l.p, "%warn ", 6))
+				warning("%s:%lu: the profile warns: %.*s",
+					g.path, l.no, (int)(l.len - 6),
+					l.p + 6);
 			continue;
 		}
-		if ((which = maps_header(&l))) {
-			if (have_pending) {
-				/* Only gperftools' own trailer cuts lines. */
-				bool cap = which == 1 && g.type == H_GPERF;
-
-				g.cut = cap;
-				rc = parse_stack_line(&g, &pending,
-						      cap ? CUT_AT_CAP
-							  : NOT_CUT);
-				have_pending = false;
-			}
-			if (rc == 0 && r.p < r.end && which == 1)
-				rc = maps_parse(&snap->own_maps, r.p,
-						(size_t)(r.end - r.p), g.path,
-						l.no + 1, &m->strings, true);
-			else if (rc == 0 && r.p < r.end)
-				rc = maps_parse_pprof(&snap->own_maps, r.p,
-						      (size_t)(r.end - r.p),
-						      g.path, &m->strings);
-			snap->has_own_maps = rc == 0;
-			in_maps = true;
-			break;
-		}
-		if (have_pending) {
-			rc = parse_stack_line(&g, &pending, NOT_CUT);
-			have_pending = false;
-			if (rc)
-				break;
-		}
-		if (line_is_blank(&l))
-			continue;
-		if (comment(&l)) {
-			parse_comment(&g, &l);
-			continue;
-		}
-		if (!l.newline && g.type == H_GPERF) {
-			/* The file ends inside a stack line. */
-			g.cut = true;
-			rc = parse_stack_line(&g, &l, CUT_AT_EOF);
-			break;
-		}
-		pending = l;
-		have_pending = true;
+		rc = header(&g, &l);
+		header_seen = true;
 	}
-	if (rc == 0 && have_pending)
-		rc = parse_stack_line(&g, &pending, NOT_CUT);
-	if (rc == 0 && !header)
-		rc = gerr(&g, 1, "empty profile (no 'heap profile:' line)");
+	if (rc == 0 && !header_seen)
+		rc = got < 0 ? -1
+			     : gerr(&g, 1, "empty profile (no 'heap profile:' "
+					   "line)");
+	if (rc == 0)
+		rc = parse_lines(&g, &in_maps);
 	/* (Go's profiles have no maps: their comments name the frames.) */
 	if (rc == 0 && !in_maps && g.type == H_GPERF)
 		warning("%s: no MAPPED_LIBRARIES: section (file cut short?); "
@@ -723,28 +872,21 @@ int gperf_parse(struct snapshot *snap, struct filebuf *fb,
 		warning("%s:%lu: the last stack line is cut short (gperftools "
 			"2.10-2.15 cut profiles at 1 MiB); its stack may be "
 			"incomplete", g.path,
-			g.n ? g.lines[g.n - 1].no : 1UL);
-	if (rc == 0 && m->profile_kind && m->profile_kind != (int)g.type + 1)
-		rc = gerr(&g, 1, "a %s profile among %s profiles: not one run",
-			  type_names[g.type], type_names[m->profile_kind - 1]);
+			snap->nlines ? snap->lines[snap->nlines - 1].line : 1UL);
 	if (rc == 0) {
 		m->profile_kind = (int)g.type + 1;
 		snap->page_size = 4096;
-		/*
-		 * Done with a big file's text (its frames are copied, its maps
-		 * interned; Go's comments name frames from it, so not then):
-		 * its memory goes before the buckets', not after.
-		 */
-		if (!g.nsyms && fb->size >= BIG_FILE)
-			file_drop(fb);
 		rc = build(&g);
+	} else {
+		model_rollback(m, &mark);
 	}
 	if (rc == 0)
 		say_what(&g);
-	arena_free(&g.frames);
-	free(g.scratch);
-	free(g.lines);
+	free(g.frames);
 	free(g.syms);
+	free(g.renamed);
+	sb_release(&g.symtext);
+	sb_release(&g.broken);
 	sb_release(&g.q);
 	return rc;
 }

@@ -20,21 +20,24 @@ static const struct reader {
 	const char *what;   /* for "dmprof reads ..." */
 	bool (*claims)(const char *line, size_t len);
 	bool (*claims_file)(const struct filebuf *fb); /* binary formats */
-	/* (It may file_drop() FB once done with its text.) */
+	/* The whole file in memory, or (a reader of big files) a line at
+	 * a time: one of the two. */
 	int (*parse)(struct snapshot *snap, struct filebuf *fb,
 		     struct model *m);
+	int (*parse_stream)(struct snapshot *snap, struct line_stream *s,
+			    struct model *m);
 } readers[] = {
 	{ FORMAT_DEEP, "deep heap dumps (DUMP_DEEP_5, DUMP_DEEP_6)",
-	  deep_claims, NULL, deep_parse },
+	  deep_claims, NULL, deep_parse, NULL },
 	{ FORMAT_GPERFTOOLS,
 	  "text heap profiles (gperftools, tcmalloc, Go debug=1, pprof)",
-	  gperf_is_header, NULL, gperf_parse },
+	  gperf_is_header, NULL, NULL, gperf_parse },
 	{ FORMAT_JEMALLOC, "jemalloc heap profiles (heap_v2/RATE)",
-	  jemalloc_claims, NULL, jemalloc_parse },
+	  jemalloc_claims, NULL, jemalloc_parse, NULL },
 	{ FORMAT_PROTO, "pprof protobuf profiles (profile.proto, gzipped)",
-	  NULL, pb_claims, pb_parse },
+	  NULL, pb_claims, pb_parse, NULL },
 	{ FORMAT_DHAT, "Valgrind DHAT profiles (dhat.out.PID)", NULL,
-	  dhat_claims, dhat_parse },
+	  dhat_claims, dhat_parse, NULL },
 };
 
 static bool has_prefix(const struct filebuf *fb, size_t at, const char *lit)
@@ -133,7 +136,7 @@ int profile_probe(const char *path, enum dump_format *format)
 	 * line that decides, unless blank lines and comments fill a MiB, and
 	 * then it is no profile anyway.
 	 */
-	if (file_load_head(&fb, path, 1u << 20) < 0)
+	if (file_load_head(&fb, path, STREAM_BLOCK) < 0)
 		return -1;
 	rd = sniff(&fb);
 	file_release(&fb);
@@ -158,27 +161,37 @@ int profile_load_part_as(struct snapshot *snap, const char *path, int part,
 			 struct model *m, enum dump_format only)
 {
 	const struct reader *rd;
-	struct filebuf fb;
+	struct line_stream s;
+	struct filebuf head, fb;
 	int rc = -1;
 
 	snapshot_init(snap, path);
 	snap->part = part;
-	if (file_load(&fb, path) < 0) {
+	if (stream_open(&s, path) < 0) {
 		snapshot_release(snap);
 		return -1;
 	}
-	snap->time = (double)fb.mtime.tv_sec + fb.mtime.tv_nsec / 1e9;
-	rd = sniff(&fb);
+	snap->time = (double)s.mtime.tv_sec + s.mtime.tv_nsec / 1e9;
+	/* (The first block decides, as in profile_probe.) */
+	stream_head(&s, &head);
+	rd = sniff(&head);
 	if (only != FORMAT_ANY && (!rd || rd->format != only)) {
-		file_release(&fb);
+		stream_close(&s);
 		snapshot_release(snap);
 		return -2;
 	}
-	if (rd) {
+	if (rd && rd->parse_stream) {
 		snap->format = rd->format;
-		rc = rd->parse(snap, &fb, m);
+		rc = rd->parse_stream(snap, &s, m);
+		stream_close(&s);
+	} else if (rd) {
+		snap->format = rd->format;
+		if (stream_to_file(&s, &fb) == 0)
+			rc = rd->parse(snap, &fb, m);
+		file_release(&fb);
+	} else {
+		stream_close(&s);
 	}
-	file_release(&fb);
 	if (rc < 0)
 		snapshot_release(snap);
 	return rc;

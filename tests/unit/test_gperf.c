@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "profile.h"
+#include "text.h"
 #include "helpers.h"
 #include "util.h"
 
@@ -809,4 +810,87 @@ Test(gperf, empty_and_blank_files_are_not_gperftools)
 	/* Only '%' commands: no profile at all. */
 	load_fails("%warn only\n\n", "g.0001.heap:2: empty dump");
 	load_fails("", "g.0001.heap:1: empty dump");
+}
+
+/* A file that fails half-way leaves the model as it was: its stacks and
+ * frames are neither symbolized nor counted. */
+Test(gperf, failed_file_leaves_the_model_as_it_was)
+{
+	size_t frames, stacks;
+
+	cr_assert_eq(load(HDR("heapprofile") LINES MAPS), 0);
+	snapshot_release(&snap);
+	frames = m.frames.n;
+	stacks = m.stacks.n;
+	capture_stderr();
+	cr_assert_eq(load(HDR("heapprofile")
+			  "     1:     1024 [     1:     1024] @ 0x00401999 "
+			  "0x00401998\n"
+			  "     1:     1024 [     1:     1024] @ 0x00401997\n"
+			  "     1:     1024 [     1:     1024] @ 0xzz\n" MAPS),
+		     -1);
+	cr_assert(strstr(stderr_text(), "g.0001.heap:4: invalid frame "
+					"address '0xzz'"),
+		  "%s", stderr_text());
+	cr_assert_eq(m.frames.n, frames);
+	cr_assert_eq(m.stacks.n, stacks);
+	/* The tables still find what was there, and take what is new. */
+	cr_assert_eq(load(HDR("heapprofile") LINES
+			  "     1:     1024 [     1:     1024] @ 0x00401999\n"
+			  MAPS), 0);
+	cr_assert_eq(m.stacks.n, stacks + 1);
+	cr_assert_eq(m.frames.n, frames + 1);
+	cr_assert_eq(snap.lines[0].bucket->index, 0);
+}
+
+/*
+ * Comments that drop the first frames (as Go's leave out the runtime's)
+ * do not change the line's kind: that is judged by the first address in
+ * the file.
+ */
+Test(gperf, renamed_first_frame_keeps_its_kind)
+{
+	cr_assert_eq(load(HDR("heapprofile")
+			  "    26:  3407872 [    26:  3407872] @ "
+			  "0x7f00000014d5 0x00401136\n"
+			  "#\t0x00401135\tmap_it+0x4\t\t/src/t.cc:9\n"
+			  "     1:     2048 [     1:     2048] @ 0x00401136\n"
+			  MAPS), 0);
+	cr_assert_eq(snap.lines[0].bucket->kind, ALLOC_MMAP);
+	cr_assert_eq(snap.lines[0].bucket->stack->depth, 1);
+	cr_assert_str_eq(frame_get(&m.frames,
+				   snap.lines[0].bucket->stack->frames[0])
+				 ->func,
+			 "map_it");
+	cr_assert_eq(snap.lines[1].bucket->kind, ALLOC_MALLOC);
+}
+
+/* Many blocks' worth of lines, each cut at a different place by the
+ * blocks, read as one file read whole would be. */
+Test(gperf, profile_of_many_blocks)
+{
+	struct strbuf sb = STRBUF_INIT;
+	int64_t sum = 0;
+	size_t n = 60000;
+
+	sb_addf(&sb, "heap profile: %zu: %zu [%zu: %zu] @ heapprofile\n", n,
+		n * 3 * (n + 1) / 2, n, n * 3 * (n + 1) / 2);
+	for (size_t i = 1; i <= n; i++) {
+		sb_addf(&sb, "1: %zu [1: %zu] @", i * 3, i * 3);
+		for (size_t k = 0; k < 1 + i % 7; k++)
+			sb_addf(&sb, " 0x%zx", 0x401000 + (i * 7 + k) % 4096);
+		sb_addch(&sb, '\n');
+	}
+	sb_addstr(&sb, MAPS);
+	cr_assert_gt(sb.len, 2 * STREAM_BLOCK);
+	cr_assert_eq(load(sb.buf), 0);
+	cr_assert_eq(snap.nlines, n);
+	for (size_t i = 0; i < n; i++) {
+		cr_assert_eq(snap.lines[i].bucket->stack->depth,
+			     1 + (i + 1) % 7);
+		cr_assert_eq(snap.lines[i].line, i + 2);
+		sum += snap.lines[i].committed;
+	}
+	cr_assert_eq(sum, (int64_t)(n * 3 * (n + 1) / 2));
+	sb_release(&sb);
 }

@@ -1,6 +1,9 @@
 /* Lines, words and numbers. */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "text.h"
 #include "util.h"
@@ -218,4 +221,117 @@ Test(text, hex_words_eight_bytes_at_a_time)
 	cr_assert_eq(hex_word("0x12", (const char *)"0x12" + 4,
 			      (const char *)"0x12" + 5, &(uint64_t){ 0 }),
 		     0);
+}
+
+/* Every line as lines_next() gives it from the whole text. */
+static void stream_matches(const char *path, const char *text, size_t len)
+{
+	struct line_stream s;
+	struct line_reader r;
+	struct line a, b;
+
+	cr_assert_eq(stream_open(&s, path), 0);
+	lines_init(&r, text, len);
+	while (lines_next(&r, &a)) {
+		cr_assert_eq(stream_line(&s, &b), 1, "line %lu", a.no);
+		cr_assert_eq(a.no, b.no);
+		cr_assert_eq(a.len, b.len, "line %lu: %zu, %zu", a.no, a.len,
+			     b.len);
+		cr_assert_eq(a.newline, b.newline);
+		cr_assert(!memcmp(a.p, b.p, a.len), "line %lu", a.no);
+		/* (Zeros past the data, for reading ahead.) */
+		cr_assert_geq(stream_limit(&s), b.p + b.len + STREAM_PAD);
+	}
+	cr_assert_eq(stream_line(&s, &b), 0);
+	cr_assert_eq(stream_line(&s, &b), 0);
+	stream_close(&s);
+}
+
+Test(text, stream_lines_across_blocks)
+{
+	size_t len = 3 * STREAM_BLOCK + 12345;
+	char *text = xmalloc(len);
+	uint64_t x = 88172645463325252ULL;
+
+	/* Lines of 0 to 600 bytes, CRLF now and then, no last newline. */
+	for (size_t i = 0, k = 0; i < len; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		if (k++ > x % 600 || i + 1 == len - 40) {
+			text[i] = '\n';
+			k = 0;
+		} else {
+			text[i] = x % 17 == 0 ? '\r' : (char)('a' + x % 26);
+		}
+	}
+	text[len - 1] = 'z';
+	stream_matches(write_file("s", text, (long)len), text, len);
+	/* One line longer than a block, then a short one. */
+	memset(text, 'x', 2 * STREAM_BLOCK + 7);
+	memcpy(text + 2 * STREAM_BLOCK + 7, "\r\nend\n", 6);
+	len = 2 * STREAM_BLOCK + 13;
+	stream_matches(write_file("s", text, (long)len), text, len);
+	stream_matches(write_file("s", "", 0), "", 0);
+	stream_matches(write_file("s", "\n\n", 2), "\n\n", 2);
+	free(text);
+}
+
+Test(text, stream_rest_and_whole_file)
+{
+	static const char text[] = "one\ntwo\r\nthree\nfour";
+	const char *path = write_file("s", text, -1), *rest;
+	struct line_stream s;
+	struct filebuf fb, head;
+	struct line l;
+	size_t len;
+
+	cr_assert_eq(stream_open(&s, path), 0);
+	stream_head(&s, &head);
+	cr_assert_eq(head.size, strlen(text));
+	cr_assert_eq(stream_line(&s, &l), 1);
+	cr_assert_eq(stream_line(&s, &l), 1);
+	cr_assert_eq(l.len, 3);
+	cr_assert_eq(stream_rest(&s, &rest, &len), 0);
+	cr_assert_eq(len, strlen("three\nfour"));
+	cr_assert(!memcmp(rest, "three\nfour", len));
+	stream_close(&s);
+
+	cr_assert_eq(stream_open(&s, path), 0);
+	cr_assert_eq(stream_to_file(&s, &fb), 0);
+	cr_assert_eq(fb.size, strlen(text));
+	cr_assert_str_eq(fb.data, text);
+	file_release(&fb);
+
+	capture_stderr();
+	cr_assert_eq(stream_open(&s, "/nonexistent/x"), -1);
+	cr_assert(strstr(stderr_text(), "/nonexistent/x: No such file"));
+	cr_assert_eq(stream_open(&s, tmpdir()), -1);
+	cr_assert(strstr(stderr_text(), "is a directory"));
+}
+
+/* A pipe: read as it comes, short reads and all. */
+Test(text, stream_from_a_pipe)
+{
+	size_t len = STREAM_BLOCK + 300000;
+	char *text = xmalloc(len);
+	char path[64];
+	int fd[2];
+
+	for (size_t i = 0; i < len; i++)
+		text[i] = i % 77 == 76 ? '\n' : (char)('0' + i % 10);
+	cr_assert_eq(pipe(fd), 0);
+	if (fork() == 0) {
+		close(fd[0]);
+		for (size_t off = 0; off < len; off += 4000)
+			if (write(fd[1], text + off,
+				  len - off < 4000 ? len - off : 4000) < 0)
+				_exit(1);
+		_exit(0);
+	}
+	close(fd[1]);
+	snprintf(path, sizeof(path), "/dev/fd/%d", fd[0]);
+	stream_matches(path, text, len);
+	close(fd[0]);
+	free(text);
 }
