@@ -62,6 +62,22 @@ struct classifier {
 		uint8_t *st;
 		size_t nframes;
 	} *seq;
+	/*
+	 * Columns decided on a stack's first frames, remembered by those
+	 * frames: a trie, (node << 32 | frame id, or PREFIX_END for the
+	 * stack's end) -> child node, or the column (PREFIX_COL set).
+	 * Rules anchored at the allocation site decide on a frame or
+	 * two, so a million stacks over a hundred thousand allocation
+	 * sites are matched a hundred thousand times.  Off where a rule
+	 * looks at the type, which the frames do not tell.
+	 */
+	struct hashmap prefix;
+	uint32_t prefix_nodes;
+	bool prefix_off;
+	/* What the current bucket's matching looked at: its first USED
+	 * frames, and the stack's end too if USED_END. */
+	uint32_t used;
+	bool used_end;
 	struct matcher *mt;   /* NULL: the policy's own */
 	/* Helpers that classify a snapshot's new buckets beside this
 	 * thread (see classify_snapshot): classifiers of their own. */

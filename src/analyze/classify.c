@@ -21,6 +21,8 @@ void classifier_init(struct classifier *c, struct policy *p,
 	c->p = p;
 	c->m = m;
 	hashmap_init(&c->regions, 256);
+	hashmap_init(&c->prefix, 1024);
+	c->prefix_off = p->uses[COND_TYPE];
 }
 
 void classifier_free(struct classifier *c)
@@ -45,6 +47,7 @@ void classifier_free(struct classifier *c)
 	free(c->seq);
 	free(c->bucket_col);
 	hashmap_free(&c->regions);
+	hashmap_free(&c->prefix);
 	arena_free(&c->arena);
 	sb_release(&c->stack);
 	sb_release(&c->source);
@@ -229,6 +232,15 @@ static const uint64_t *scan_stack(struct classifier *c, int field,
 	return fs->found;
 }
 
+/* The current bucket's matching looked at its first N frames, and at
+ * its end too if END. */
+static void used(struct classifier *c, uint32_t n, bool end)
+{
+	if (n > c->used)
+		c->used = n;
+	c->used_end |= end;
+}
+
 /*
  * The joined field of the current bucket, built as far as asked: at
  * least MIN bytes of it, or all of it (*WHOLE).  Each call goes on from
@@ -267,6 +279,7 @@ static void fill_start(void *ctx, int field, size_t min, const char **s,
 	}
 	if (j->frame == st->depth)
 		j->done = true;
+	used(c, j->frame + (j->k > 0), j->done);
 	*s = sb_str(sb);
 	*len = sb->len;
 	*whole = j->done;
@@ -287,6 +300,7 @@ static const uint64_t *scan_field(void *ctx, int field)
 
 	if (field != COND_STACK && field != COND_SOURCE)
 		return NULL;
+	used(c, c->cur->stack->depth, true);
 	return scan_stack(c, field, c->cur->stack);
 }
 
@@ -320,9 +334,12 @@ static int seq_field(void *ctx, int field, const struct pattern *pat,
 	if (!st->depth) {
 		int r = pattern_seq_step(c->p, mt, pat, 0, "", 0, what, subj);
 
+		used(c, 0, true);
 		return r < 0 ? -1 : (uint32_t)r == k;
 	}
 	for (uint32_t i = 0; i < st->depth && j < k; i++) {
+		/* (All pieces found, or the end: what it looked at.) */
+		used(c, i + 1, i + 1 == st->depth);
 		uint8_t *e = &sm->st[(size_t)st->frames[i] * k + j];
 
 		if (*e == SEQ_UNKNOWN) {
@@ -362,6 +379,8 @@ static void stack_subject(struct classifier *c, const struct bucket *b,
 			  struct subject *subj)
 {
 	c->cur = b;
+	c->used = 0;
+	c->used_end = false;
 	for (int i = 0; i < 2; i++) {
 		c->join[i] = (struct join_state){ 0, 0, false };
 		sb_reset(i ? &c->source : &c->stack);
@@ -372,6 +391,78 @@ static void stack_subject(struct classifier *c, const struct bucket *b,
 	subj->seq = seq_field;
 	subj->describe = describe_bucket;
 	subj->ctx = c;
+}
+
+#define PREFIX_END UINT32_MAX
+#define PREFIX_COL 0x80000000u
+/* Starts longer than this are not remembered. */
+#define PREFIX_MAX 4
+
+/* The entry of (NODE, FRAME) in C's trie: 0 if none. */
+static uint32_t prefix_get(const struct classifier *c, uint32_t node,
+			   uint32_t frame)
+{
+	void *v = hashmap_get(&c->prefix,
+			      hash_u64((uint64_t)node << 32 | frame), NULL,
+			      NULL);
+
+	return (uint32_t)(uintptr_t)v;
+}
+
+static void prefix_put(struct classifier *c, uint32_t node, uint32_t frame,
+		       uint32_t v)
+{
+	hashmap_put(&c->prefix, hash_u64((uint64_t)node << 32 | frame),
+		    (void *)(uintptr_t)v);
+}
+
+/* The column the first frames of S decided before, or -1. */
+static int prefix_find(const struct classifier *c, const struct stack *s)
+{
+	uint32_t node = 0;
+
+	for (uint32_t i = 0; i <= s->depth; i++) {
+		uint32_t v = prefix_get(c, node,
+					i < s->depth ? s->frames[i] : PREFIX_END);
+
+		if (!v)
+			return -1;
+		if (v & PREFIX_COL)
+			return (int)(v & ~PREFIX_COL);
+		node = v;
+	}
+	return -1;
+}
+
+/*
+ * The current bucket's stack decided COL on what it looked at.  Only a
+ * short start is worth remembering: what looked at the whole stack (a
+ * pattern that begins with ".*") is a stack's own.
+ */
+static void prefix_add(struct classifier *c, const struct stack *s, int col)
+{
+	uint32_t node = 0, n = c->used + c->used_end;
+
+	if (n == 0 || n > PREFIX_MAX || c->prefix_nodes >= PREFIX_COL - 1)
+		return;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t frame = i < s->depth ? s->frames[i] : PREFIX_END;
+		uint32_t v = prefix_get(c, node, frame);
+
+		if (i + 1 == n) {
+			if (!v)
+				prefix_put(c, node, frame,
+					   PREFIX_COL | (uint32_t)col);
+			return;
+		}
+		if (v & PREFIX_COL)
+			return; /* (decided on less: cannot be) */
+		if (!v) {
+			v = ++c->prefix_nodes;
+			prefix_put(c, node, frame, v);
+		}
+		node = v;
+	}
 }
 
 /* The column of bucket B, without the memo. */
@@ -387,20 +478,26 @@ static int classify_stack(struct classifier *c, const struct bucket *b)
 		 * An unresolved type (its address) is matched by the mangled
 		 * name the producer recorded, as the original did.
 		 */
-		const char *t = b->typeinfo_sym ? b->typeinfo_sym
-						: "no typeinfo";
+		const char *t = bucket_type_sym(b) ? bucket_type_sym(b)
+						   : "no typeinfo";
 
 		if (starts_with(t, "0x"))
-			t = b->type_name;
+			t = bucket_type_name(b);
 		subj.s[COND_TYPE] = t;
 		subj.len[COND_TYPE] = strlen(t);
 	}
+	if (!c->prefix_off && (col = prefix_find(c, b->stack)) >= 0)
+		return col;
 	col = c->mt ? policy_match_with(c->p, c->mt, RULE_MALLOC, &subj, NULL)
 		    : policy_match(c->p, RULE_MALLOC, &subj, NULL);
 	if (col == -1 && !(c->mt && c->mt->quiet))
 		return error("%s: no rule matches bucket %" PRIu64,
 			     c->p->path, b->id) - 1;
-	return col < 0 ? -2 : col;
+	if (col < 0)
+		return -2;
+	if (!c->prefix_off)
+		prefix_add(c, b->stack, col);
+	return col;
 }
 
 /* Room in the memo for bucket index N - 1. */

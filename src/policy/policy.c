@@ -326,14 +326,15 @@ static int run_pattern(const struct policy *p, struct matcher *mt,
 
 /*
  * A pattern on a field built as it is asked for: partial matching on
- * the field's start (of X alone for "X.*"), longer until it decides; the
+ * the field's start (of X alone for "X.*"), a frame longer until it
+ * decides (a classifier remembers what its first frames decided); the
  * whole pattern on the whole field.
  */
 static int run_head(const struct policy *p, struct matcher *mt,
 		    const struct pattern *pat, struct subject *subj, int f,
 		    const char *what)
 {
-	size_t min = 64;
+	size_t min = 1;
 
 	for (;;) {
 		const char *s;
@@ -355,7 +356,7 @@ static int run_head(const struct policy *p, struct matcher *mt,
 			return 0;
 		if (rc != PCRE2_ERROR_PARTIAL)
 			return pattern_failed(p, mt, pat, rc, len, what, subj);
-		min = len * 2;
+		min = len + 1;
 	}
 }
 

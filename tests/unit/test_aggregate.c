@@ -300,3 +300,114 @@ Test(aggregate, column_counts_the_items_its_sum_takes)
 	cr_assert_not(column_sums_items(p, policy_column(p, "rss")));
 	policy_free(p);
 }
+
+/*
+ * What a stack's first frames decided, remembered by those frames, is
+ * what matching the whole stack decides: every shipped policy, on stacks
+ * of names its rules look for, with and without the memo.
+ */
+Test(aggregate, first_frames_memo_decides_as_matching_does)
+{
+	static const char *const names[] = {
+		"malloc", "calloc", "realloc", "operator new",
+		"operator new[]", "__libc_malloc",
+		"std::__cxx11::basic_string::_M_create",
+		"std::vector<int>::_M_realloc_insert", "std::_Rb_tree::_M_insert",
+		"std::allocator_traits::allocate", "_PyObject_Malloc",
+		"PyList_New", "Perl_newSV", "rb_ary_new", "luaM_realloc_",
+		"v8::internal::Heap::Allocate", "_IO_file_doallocate",
+		"_dl_map_object", "WTF::fastMalloc", "WebCore::Node::create",
+		"WebKit::WebView::load", "v8::internal::Factory::New",
+		"tc_malloc", "main", "foo", "bar::baz", "?? after foo+0x10",
+		"__strdup", "fopen", "skia::Canvas",
+	};
+	static const char *const files[] = {
+		"third_party/WebKit/Source/core/dom/Node.cpp", "v8/src/heap.cc",
+		"base/memory.cc", "?", "skia/ext/canvas.cc",
+		"/usr/include/c++/12/bits/basic_string.tcc",
+	};
+	/* Each way of matching first (as later rules would hide what it
+	 * looked at): frame by frame, by the prefilter's scan, by source. */
+#define TAIL "rule head malloc stack='(?:malloc |operator new )*[fb]\\w+.*'\n" \
+	     "rule any malloc\nrule m mmap\nrule u unhooked\n"
+	static const char *const mine[] = {
+		"dmprof-policy 1\ncolumns seq head any m u\n"
+		"rule seq malloc stack='.*WebCore::.*v8::.*'\n" TAIL,
+		"dmprof-policy 1\ncolumns scan head any m u\n"
+		"rule scan malloc stack='.*Canvas\\b.*'\n" TAIL,
+		"dmprof-policy 1\ncolumns src head any m u\n"
+		"rule src malloc source='(?:\\S+ ){2}v8/.*'\n" TAIL,
+	};
+#undef TAIL
+	static const char *const pols[] = { "linux", "l0", "l1", "l2", "t0",
+					    "sourcefile", "0", "1", "2" };
+	static struct inline_frame inl[ARRAY_SIZE(names)];
+	uint64_t x = 0x9e3779b97f4a7c15ULL, frames[8];
+
+	for (size_t i = 0; i < ARRAY_SIZE(names) * 2; i++)
+		frames_intern(&m.frames, 0x1000 + i);
+	for (size_t i = 0; i < m.frames.n; i++) {
+		struct frame *f = m.frames.v[i];
+
+		f->func = names[i % ARRAY_SIZE(names)];
+		f->func_len = (uint32_t)strlen(f->func);
+		f->file = files[i % ARRAY_SIZE(files)];
+		f->symbolized = true;
+		/* Some with a function inlined at the call. */
+		if (i % 3 == 1) {
+			struct inline_frame *in = &inl[i % ARRAY_SIZE(inl)];
+
+			in->func = names[(i + 7) % ARRAY_SIZE(names)];
+			in->func_len = (uint32_t)strlen(in->func);
+			in->file = files[(i + 1) % ARRAY_SIZE(files)];
+			f->ninline = 1;
+			f->inl = in;
+		}
+	}
+	for (size_t n = 0; n < 4000; n++) {
+		uint32_t depth;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		depth = (uint32_t)(x % 9);
+		for (uint32_t k = 0; k < depth; k++)
+			frames[k] = 0x1000 + (x >> (8 + 5 * k)) %
+						      (2 * ARRAY_SIZE(names));
+		cr_assert_not_null(model_intern_bucket(&m, ALLOC_MALLOC, frames,
+						       depth, "x", n + 1));
+	}
+	for (size_t k = 0; k < ARRAY_SIZE(pols); k++) {
+		char path[128];
+		struct classifier with, without;
+		size_t remembered;
+
+		snprintf(path, sizeof(path), "policies/%s.policy", pols[k]);
+		pol = k < 6 ? policy_load(path, pols[k])
+			    : policy_parse(mine[k - 6], strlen(mine[k - 6]),
+					   pols[k], NULL);
+		cr_assert_not_null(pol, "%s", path);
+		classifier_init(&with, pol, &m);
+		classifier_init(&without, pol, &m);
+		without.prefix_off = true;
+		/* Twice: the second time from what the first remembered. */
+		for (int pass = 0; pass < 2; pass++)
+			for (size_t i = 0; i < m.buckets.n; i++) {
+				const struct bucket *b = m.buckets.v[i];
+
+				if (pass)
+					with.bucket_col[b->index] = 0;
+				cr_assert_eq(classify_malloc(&with, b),
+					     classify_malloc(&without, b),
+					     "%s: bucket %zu", pols[k], i);
+			}
+		remembered = with.prefix.count;
+		/* (Policies with anchored rules remember starts.) */
+		if (!strcmp(pols[k], "linux") || k >= 6)
+			cr_assert_gt(remembered, 0, "%s", pols[k]);
+		classifier_free(&with);
+		classifier_free(&without);
+		policy_free(pol);
+		pol = NULL;
+	}
+}
