@@ -17,7 +17,8 @@ struct arena {
 };
 #define ARENA_INIT { NULL, NULL, NULL, 0 }
 
-/* SIZE bytes aligned to 16; never fails (dies on out-of-memory). */
+/* SIZE bytes aligned to 8 (nothing kept in an arena needs more); never
+ * fails (dies on out-of-memory). */
 void *arena_alloc(struct arena *a, size_t size);
 /* Copy N bytes into the arena and NUL-terminate them. */
 char *arena_strndup(struct arena *a, const char *s, size_t n);

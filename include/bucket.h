@@ -19,23 +19,48 @@ enum alloc_kind {
 
 const char *alloc_kind_name(enum alloc_kind k);
 
-/* (64 bytes: a million of them is common.) */
+/* What a producer recorded of a bucket's type (deep dumps). */
+struct bucket_type {
+	uint64_t typeinfo;         /* address of the std::type_info; 0 = none */
+	const char *name;          /* the n... word, interned; "" if absent */
+	const char *sym;           /* symbolized type, set by symbolization */
+	bool has_typeinfo;         /* a t... word was present */
+};
+
+/* (48 bytes: a million of them is common.) */
 struct bucket {
 	uint64_t id;               /* the producer's id */
-	uint64_t typeinfo;         /* address of the std::type_info; 0 = none */
-	const char *type_name;     /* the n... word, interned; "" if absent */
-	const char *typeinfo_sym;  /* symbolized type, set by symbolization */
 	const struct stack *stack;
+	struct bucket_type *type;  /* NULL: none recorded */
 	const char *source;        /* file that defined it (interned) */
 	unsigned long source_line;
 	uint32_t index;            /* dense 0..n-1, for per-bucket caches */
 	uint8_t kind;              /* enum alloc_kind */
-	bool has_typeinfo;         /* a t... word was present */
 };
 
+static inline uint64_t bucket_typeinfo(const struct bucket *b)
+{
+	return b->type ? b->type->typeinfo : 0;
+}
+
+static inline const char *bucket_type_name(const struct bucket *b)
+{
+	return b->type ? b->type->name : "";
+}
+
+/* The symbolized type, "no typeinfo" for none (NULL before
+ * symbolization). */
+static inline const char *bucket_type_sym(const struct bucket *b)
+{
+	return b->type ? b->type->sym : NULL;
+}
+
 struct bucket_set {
-	/* id -> bucket: small ids (producers count from 0) in an array,
-	 * others in a map (hash_u64 identity). */
+	/* Every bucket's id is its index + 1 (as readers that number them
+	 * give them): found by index, in no table. */
+	bool by_index;
+	/* Else id -> bucket: small ids (producers count from 0) in an
+	 * array, others in a map (hash_u64 identity). */
 	struct bucket **dense;
 	size_t ndense;
 	struct hashmap by_id;
@@ -53,7 +78,8 @@ static inline void bucket_set_prefetch(const struct bucket_set *s, uint64_t id)
 		prefetch(&s->dense[id]);
 }
 struct bucket *bucket_set_find(const struct bucket_set *s, uint64_t id);
-/* Add B by its id (no bucket of that id may be there yet). */
+/* Add B, the last of V, by its id (no bucket of that id may be there
+ * yet). */
 void bucket_set_add(struct bucket_set *s, struct bucket *b);
 /* Buckets sorted by id (a new array the caller frees). */
 struct bucket **bucket_set_sorted(const struct bucket_set *s);

@@ -18,9 +18,9 @@ struct model {
 	struct frame_table frames;
 	struct stack_table stacks;
 	struct bucket_set buckets;
-	/* (stack, kind) -> bucket, for formats without bucket ids: by
-	 * stack id, the malloc bucket then the mmap one. */
-	struct bucket **anon;
+	/* (stack, kind) -> bucket index + 1, for formats without bucket
+	 * ids: by stack id, the malloc bucket then the mmap one. */
+	uint32_t *anon;
 	size_t nanon;
 	unsigned warned; /* MODEL_WARNED_* bits: said once per run */
 	/* What a run of heap profiles counts, as its first says (a reader's

@@ -69,8 +69,15 @@ struct stack {
 	uint32_t frames[]; /* frame ids, innermost (allocation site) first */
 };
 
+struct stack_slot {
+	uint32_t tag;       /* the hash's high half */
+	uint32_t id;        /* + 1; 0: an empty slot */
+};
+
 struct stack_table {
-	struct hashmap map;
+	/* frames -> id (see stack.c) */
+	struct stack_slot *slots;
+	size_t mask;
 	struct stack **v;
 	size_t n, alloc;
 	struct arena *arena;

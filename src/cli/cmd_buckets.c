@@ -24,13 +24,14 @@ static const struct vma unmapped = { 0, 0, 0, 0, 0, 0, "----", "" };
 static void describe(struct strbuf *sb, const struct model *m,
 		     const struct bucket *b)
 {
-	const char *type = b->typeinfo_sym ? b->typeinfo_sym : "no typeinfo";
+	const char *type = bucket_type_sym(b) ? bucket_type_sym(b)
+					      : "no typeinfo";
 
 	sb_addstr(sb, alloc_kind_name(b->kind));
 	sb_addstr(sb, " t");
 	sb_addstr(sb, strcmp(type, "no typeinfo") ? type : "no_typeinfo");
 	sb_addstr(sb, " n");
-	sb_addstr(sb, b->type_name);
+	sb_addstr(sb, bucket_type_name(b));
 	for (uint32_t i = 0; i < b->stack->depth; i++) {
 		const struct frame *f = frame_get(&m->frames,
 						  b->stack->frames[i]);

@@ -61,10 +61,10 @@ static void original_key(struct expand *x, const struct item *it)
 		break;
 	case ITEM_MALLOC:
 		counts_text(x, it);
-		if (it->bucket->typeinfo)
+		if (bucket_typeinfo(it->bucket))
 			sb_addf(key, "(type=%s) (type.name=%s) ",
-				it->bucket->typeinfo_sym,
-				it->bucket->type_name);
+				bucket_type_sym(it->bucket),
+				bucket_type_name(it->bucket));
 		stack_text(key, m, it->bucket->stack, x->depth,
 			   x->lines ? STACK_ORIGINAL_LINES : STACK_ORIGINAL);
 		break;

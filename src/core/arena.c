@@ -10,7 +10,7 @@
 #include "util.h"
 
 #define ARENA_BLOCK (1u << 20)
-#define ARENA_ALIGN 16
+#define ARENA_ALIGN 8
 
 struct arena_block {
 	struct arena_block *next;

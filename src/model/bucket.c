@@ -18,6 +18,7 @@ void bucket_set_init(struct bucket_set *s)
 {
 	memset(s, 0, sizeof(*s));
 	hashmap_init(&s->by_id, 1024);
+	s->by_index = true;
 }
 
 void bucket_set_free(struct bucket_set *s)
@@ -38,6 +39,8 @@ void bucket_set_free(struct bucket_set *s)
 
 struct bucket *bucket_set_find(const struct bucket_set *s, uint64_t id)
 {
+	if (s->by_index)
+		return id && id <= s->n ? s->v[id - 1] : NULL;
 	if (id < s->ndense && s->dense[id])
 		return s->dense[id];
 	if (!s->nsparse)
@@ -45,7 +48,27 @@ struct bucket *bucket_set_find(const struct bucket_set *s, uint64_t id)
 	return hashmap_get(&s->by_id, hash_u64(id), NULL, NULL);
 }
 
+static void add_by_id(struct bucket_set *s, struct bucket *b);
+
 void bucket_set_add(struct bucket_set *s, struct bucket *b)
+{
+	/*
+	 * Readers that number buckets themselves number them 1, 2, ... in
+	 * the order they are made: no table for those.  The first bucket
+	 * that is not so puts every bucket in the tables.
+	 */
+	if (s->by_index && b->id == (uint64_t)b->index + 1)
+		return;
+	if (s->by_index) {
+		s->by_index = false;
+		for (size_t i = 0; i < s->n; i++)
+			if (s->v[i] != b)
+				add_by_id(s, s->v[i]);
+	}
+	add_by_id(s, b);
+}
+
+static void add_by_id(struct bucket_set *s, struct bucket *b)
 {
 	size_t room = s->n < (SIZE_MAX - DENSE_FREE) / DENSE_SLACK
 			      ? s->n * DENSE_SLACK + DENSE_FREE

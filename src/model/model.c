@@ -118,9 +118,20 @@ struct bucket *model_define_stack_bucket(struct model *m, uint64_t id,
 			source, line, id, b->source, b->source_line);
 	}
 	b->kind = kind;
-	b->has_typeinfo = has_typeinfo;
-	b->typeinfo = typeinfo;
-	b->type_name = type_name;
+	if (!b->type && (has_typeinfo || typeinfo || *type_name)) {
+		b->type = arena_alloc(&m->arena, sizeof(*b->type));
+		memset(b->type, 0, sizeof(*b->type));
+		/* (Symbolized already, as a bucket without one.) */
+		if (b->index < m->buckets_done)
+			b->type->sym = strtab_intern_str(&m->strings,
+							 "no typeinfo");
+	}
+	if (b->type) {
+		/* (A redefinition keeps the type symbolized before.) */
+		b->type->has_typeinfo = has_typeinfo;
+		b->type->typeinfo = typeinfo;
+		b->type->name = type_name;
+	}
 	b->stack = stack;
 	b->source = source;
 	b->source_line = line;
@@ -140,7 +151,8 @@ struct bucket *model_stack_bucket(struct model *m, enum alloc_kind kind,
 				  const struct stack *stack,
 				  const char *source, unsigned long line)
 {
-	struct bucket **slot;
+	struct bucket *b;
+	uint32_t *slot;
 
 	/* (By stack id: a new stack's is the next, not a cache miss.) */
 	if (stack->id >= m->nanon) {
@@ -156,12 +168,15 @@ struct bucket *model_stack_bucket(struct model *m, enum alloc_kind kind,
 	}
 	slot = &m->anon[2 * (size_t)stack->id + (kind == ALLOC_MMAP)];
 	if (*slot)
-		return *slot;
-	*slot = model_define_stack_bucket(
-		m, m->buckets.n + 1, kind, false, 0,
-		strtab_intern_str(&m->strings, ""), stack,
-		strtab_intern_str(&m->strings, source), line);
-	return *slot;
+		return m->buckets.v[*slot - 1];
+	b = model_define_stack_bucket(m, m->buckets.n + 1, kind, false, 0,
+				      strtab_intern_str(&m->strings, ""),
+				      stack,
+				      strtab_intern_str(&m->strings, source),
+				      line);
+	if (b)
+		*slot = b->index + 1;
+	return b;
 }
 
 void model_mark(const struct model *m, struct model_mark *mark)

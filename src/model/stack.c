@@ -90,34 +90,32 @@ void frames_truncate(struct frame_table *t, size_t n)
 		frames_place(t, t->v[i]);
 }
 
+/*
+ * The stack table is open addressing over (tag, id) slots of 8 bytes: a
+ * million stacks are common, and the generic table's 16-byte slots would
+ * be 32 MB of them.  The tag is the hash's high half; the low half picks
+ * the slot, and is computed again from the stack when the table grows.
+ */
+#define STACK_SLOTS0 4096
+
+static void stacks_alloc(struct stack_table *t, size_t nslots)
+{
+	t->slots = xcalloc_table(nslots, sizeof(*t->slots));
+	t->mask = nslots - 1;
+}
+
 void stacks_init(struct stack_table *t, struct arena *arena)
 {
 	memset(t, 0, sizeof(*t));
-	hashmap_init(&t->map, 4096);
+	stacks_alloc(t, STACK_SLOTS0);
 	t->arena = arena;
 }
 
 void stacks_free(struct stack_table *t)
 {
-	hashmap_free(&t->map);
+	free(t->slots);
 	free(t->v);
 	memset(t, 0, sizeof(*t));
-}
-
-struct stack_key {
-	const uint32_t *frames;
-	uint32_t depth;
-};
-
-static bool stack_eq(const void *item, const void *k)
-{
-	const struct stack *s = item;
-	const struct stack_key *key = k;
-
-	/* (An empty stack may have no frames array at all.) */
-	return s->depth == key->depth &&
-	       (!key->depth || memcmp(s->frames, key->frames,
-				      key->depth * sizeof(*key->frames)) == 0);
 }
 
 uint64_t stacks_hash(const uint32_t *frames, uint32_t depth)
@@ -127,7 +125,55 @@ uint64_t stacks_hash(const uint32_t *frames, uint32_t depth)
 
 void stacks_prefetch(const struct stack_table *t, uint64_t hash)
 {
-	hashmap_prefetch(&t->map, hash);
+	prefetch(&t->slots[(size_t)hash & t->mask]);
+}
+
+/* The slot of the stack FRAMES (hash H), or of the empty one it would
+ * take. */
+static struct stack_slot *stacks_slot(const struct stack_table *t,
+				      const uint32_t *frames, uint32_t depth,
+				      uint64_t h)
+{
+	size_t k = (size_t)h & t->mask;
+	uint32_t tag = (uint32_t)(h >> 32);
+
+	for (;; k = (k + 1) & t->mask) {
+		struct stack_slot *slot = &t->slots[k];
+		const struct stack *s;
+
+		if (!slot->id)
+			return slot;
+		if (slot->tag != tag)
+			continue;
+		s = t->v[slot->id - 1];
+		/* (An empty stack may have no frames array at all.) */
+		if (s->depth == depth &&
+		    (!depth || !memcmp(s->frames, frames,
+				       depth * sizeof(*frames))))
+			return slot;
+	}
+}
+
+/* Put stack S, of hash H, in its empty slot. */
+static void stacks_place(struct stack_table *t, const struct stack *s,
+			 uint64_t h)
+{
+	size_t k = (size_t)h & t->mask;
+
+	while (t->slots[k].id)
+		k = (k + 1) & t->mask;
+	t->slots[k].tag = (uint32_t)(h >> 32);
+	t->slots[k].id = s->id + 1;
+}
+
+/* Every stack again, in a table of NSLOTS. */
+static void stacks_rehash(struct stack_table *t, size_t nslots)
+{
+	free(t->slots);
+	stacks_alloc(t, nslots);
+	for (size_t i = 0; i < t->n; i++)
+		stacks_place(t, t->v[i],
+			     stacks_hash(t->v[i]->frames, t->v[i]->depth));
 }
 
 const struct stack *stacks_intern(struct stack_table *t,
@@ -141,12 +187,12 @@ const struct stack *stacks_intern_hashed(struct stack_table *t,
 					 const uint32_t *frames,
 					 uint32_t depth, uint64_t h)
 {
-	struct stack_key key = { frames, depth };
-	struct stack *s = hashmap_get(&t->map, h, stack_eq, &key);
+	struct stack_slot *slot = stacks_slot(t, frames, depth, h);
+	struct stack *s;
 
-	if (s)
-		return s;
-	if (t->n >= UINT32_MAX)
+	if (slot->id)
+		return t->v[slot->id - 1];
+	if (t->n >= UINT32_MAX - 1)
 		return NULL;
 	s = arena_alloc(t->arena,
 			st_add(sizeof(*s), st_mult(depth, sizeof(*frames))));
@@ -156,7 +202,11 @@ const struct stack *stacks_intern_hashed(struct stack_table *t,
 		memcpy(s->frames, frames, depth * sizeof(*frames));
 	GROW(t->v, t->n + 1, t->alloc);
 	t->v[t->n++] = s;
-	hashmap_put(&t->map, h, s);
+	slot->tag = (uint32_t)(h >> 32);
+	slot->id = s->id + 1;
+	/* (At most three quarters full: probes stay short.) */
+	if (t->n * 4 > (t->mask + 1) * 3)
+		stacks_rehash(t, st_mult(t->mask + 1, 2));
 	return s;
 }
 
@@ -165,11 +215,7 @@ void stacks_truncate(struct stack_table *t, size_t n)
 	if (n >= t->n)
 		return;
 	t->n = n;
-	hashmap_free(&t->map);
-	hashmap_init(&t->map, n);
-	for (size_t i = 0; i < n; i++)
-		hashmap_put(&t->map, stacks_hash(t->v[i]->frames,
-						 t->v[i]->depth), t->v[i]);
+	stacks_rehash(t, t->mask + 1);
 }
 
 void frame_add_func(struct strbuf *sb, const struct frame *f, uint32_t k)

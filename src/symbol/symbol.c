@@ -159,13 +159,14 @@ void symbolize_model(struct model *m, struct symbolizer *s,
 	for (size_t i = m->buckets_done; i < m->buckets.n; i++) {
 		struct bucket *b = m->buckets.v[i];
 
-		if (b->typeinfo_sym)
-			continue; /* done in an earlier pass */
-		if (!b->has_typeinfo || !b->typeinfo)
-			b->typeinfo_sym = no_type;
+		/* (None recorded, or done in an earlier pass.) */
+		if (!b->type || b->type->sym)
+			continue;
+		if (!b->type->has_typeinfo || !b->type->typeinfo)
+			b->type->sym = no_type;
 		else
-			b->typeinfo_sym = type_symbol(m, s, maps, b->typeinfo,
-						      &types);
+			b->type->sym = type_symbol(m, s, maps,
+						   b->type->typeinfo, &types);
 	}
 	m->buckets_done = m->buckets.n;
 	hashmap_free(&types);

@@ -35,18 +35,18 @@ Test(buckets, all_forms)
 	cr_assert_eq(m.buckets.n, 4);
 	b = bucket_set_find(&m.buckets, 4);
 	cr_assert_eq(b->kind, ALLOC_MMAP);
-	cr_assert(b->has_typeinfo);
-	cr_assert_eq(b->typeinfo, 0);
-	cr_assert_str_eq(b->type_name, "no_typeinfo");
+	cr_assert(b->type && b->type->has_typeinfo);
+	cr_assert_eq(bucket_typeinfo(b), 0);
+	cr_assert_str_eq(bucket_type_name(b), "no_typeinfo");
 	cr_assert_eq(b->stack->depth, 2);
 	cr_assert_eq(frame_get(&m.frames, b->stack->frames[1])->addr,
 		     0x7f630c5d52daULL);
 	b = bucket_set_find(&m.buckets, 2);
-	cr_assert_eq(b->typeinfo, 0x7f630ff7e718ULL);
-	cr_assert_str_eq(b->type_name, "N7WebCore8RuleDataE");
+	cr_assert_eq(bucket_typeinfo(b), 0x7f630ff7e718ULL);
+	cr_assert_str_eq(bucket_type_name(b), "N7WebCore8RuleDataE");
 	b = bucket_set_find(&m.buckets, 9);
-	cr_assert_not(b->has_typeinfo);
-	cr_assert_str_eq(b->type_name, "");
+	cr_assert_null(b->type);
+	cr_assert_str_eq(bucket_type_name(b), "");
 	/* Frames and stacks are interned: 0x10 twice is one frame. */
 	cr_assert_eq(b->stack->frames[0], b->stack->frames[2]);
 	cr_assert_eq(bucket_set_find(&m.buckets, 10)->stack->depth, 0);
@@ -206,4 +206,33 @@ Test(buckets, load_many_messages_in_order)
 	cr_assert(w && e && w < e, "stderr: %s", t);
 	cr_assert_null(strstr(t, "o3.buckets"));
 	cr_assert_null(bucket_set_find(&m.buckets, 4));
+}
+
+/*
+ * Buckets numbered 1, 2, ... in order are found without a table; the
+ * first one numbered otherwise puts them all in the tables.
+ */
+Test(buckets, numbered_in_order_then_not)
+{
+	uint64_t frame = 0x10;
+
+	for (uint64_t id = 1; id <= 3; id++)
+		cr_assert_not_null(model_define_bucket(&m, id, ALLOC_MALLOC,
+						       false, 0, "", &frame, 1,
+						       "x", id));
+	cr_assert(m.buckets.by_index);
+	cr_assert_eq(bucket_set_find(&m.buckets, 2)->index, 1);
+	cr_assert_null(bucket_set_find(&m.buckets, 0));
+	cr_assert_null(bucket_set_find(&m.buckets, 4));
+	cr_assert_not_null(model_define_bucket(&m, 1ULL << 40, ALLOC_MMAP, false,
+					       0, "", &frame, 1, "x", 4));
+	cr_assert_not_null(model_define_bucket(&m, 7, ALLOC_MALLOC, false, 0,
+					       "", &frame, 1, "x", 5));
+	cr_assert_not(m.buckets.by_index);
+	for (uint64_t id = 1; id <= 3; id++)
+		cr_assert_eq(bucket_set_find(&m.buckets, id)->index, id - 1);
+	cr_assert_eq(bucket_set_find(&m.buckets, 1ULL << 40)->index, 3);
+	cr_assert_eq(bucket_set_find(&m.buckets, 7)->index, 4);
+	cr_assert_null(bucket_set_find(&m.buckets, 4));
+	cr_assert_null(bucket_set_find(&m.buckets, 5));
 }

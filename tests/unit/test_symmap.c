@@ -283,10 +283,10 @@ Test(symmap, directory_and_symbolize_model)
 	cr_assert_null(m.frames.v[2]->func);          /* binary without symbols */
 	cr_assert_null(m.frames.v[3]->func);          /* not executable */
 	cr_assert_null(m.frames.v[4]->func);          /* not mapped */
-	cr_assert_str_eq(bucket_set_find(&m.buckets, 1)->typeinfo_sym, "Foo");
-	cr_assert_str_eq(bucket_set_find(&m.buckets, 2)->typeinfo_sym,
+	cr_assert_str_eq(bucket_type_sym(bucket_set_find(&m.buckets, 1)), "Foo");
+	cr_assert_str_eq(bucket_type_sym(bucket_set_find(&m.buckets, 2)),
 			 "0x0000000000651d50");
-	cr_assert_str_eq(bucket_set_find(&m.buckets, 3)->typeinfo_sym,
+	cr_assert_str_eq(bucket_type_sym(bucket_set_find(&m.buckets, 3)),
 			 "no typeinfo");
 	symbolizer_destroy(s);
 	model_free(&m);
