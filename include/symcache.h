@@ -35,6 +35,10 @@ struct symcache;
  * Strings are interned in STRINGS.
  */
 struct symcache *symcache_open(const char *identity, struct strtab *strings);
+/*
+ * What ADDR symbolized to, or NULL.  The entry (and its inlined frames)
+ * is valid until the next symcache_get or symcache_put: copy it.
+ */
 const struct symcache_entry *symcache_get(struct symcache *c, uint64_t addr);
 void symcache_put(struct symcache *c, const struct symcache_entry *e);
 /* Its file, and how many addresses it holds (for -v). */

@@ -1,41 +1,94 @@
 /*
- * The symbol cache is a text file per binary identity:
+ * The symbol cache is a binary file per binary identity, mapped read-only
+ * and searched in place: a warm run reads only the pages of the addresses
+ * it asks for, and builds nothing per entry (a text cache of libc's 82,000
+ * addresses took longer to load into a hash table than to symbolize from
+ * DWARF at libbfd's pace).
  *
- *   dmprof-symbol-cache 2
- *   identity IDENTITY
- *   s<TAB>TEXT                                  string number 0, 1, ...
- *   a<TAB>ADDR<TAB>FLAGS<TAB>FUNC<TAB>FILE<TAB>LINE[<TAB>FUNC<TAB>FILE<TAB>LINE...]
+ *   header      magic, byte order, the counts below
+ *   identity    the binary's identity, NUL-padded to 8 bytes
+ *   entries     {addr, func, file, line, first inline, ninline, flags},
+ *               32 bytes each, sorted by address, addresses unique
+ *   inlines     {func, file, line}, 12 bytes each: an entry's inlined
+ *               functions, innermost first, from its first inline on
+ *   offsets     where string number 1, 2, ... starts in the blob, 8
+ *               bytes each
+ *   blob        the strings, NUL-terminated, each once
  *
- * one "a" line per address, with string numbers (empty: none), inlined
- * functions after the function itself.  Each string is written once: a
- * C++ name is long, and a function has many addresses.  A file whose
- * identity line differs (a hash collision, a different binary) is
- * ignored; a broken one is cut where it breaks and rewritten.  Files are
+ * String fields hold a string's number, 0 for none.  A file whose
+ * identity differs (a hash collision, a different binary) is not used; a
+ * damaged one is used up to its first bad entry and rewritten.  Files are
  * replaced atomically, so a concurrent reader never sees half of one.
+ * Format 2 was text, in HASH.txt: it is not read, and goes when the new
+ * file is written.
  */
 #include "symcache.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "text.h"
+#include "search.h"
 #include "util.h"
 
-#define MAGIC "dmprof-symbol-cache 2"
+#define MAGIC "dmprof-symbol-cache 3\n"
+#define BYTE_ORDER_MARK 0x01020304u
+
+struct disk_header {
+	char magic[24];
+	uint32_t byte_order;
+	uint32_t identity_len;
+	uint64_t nentries;
+	uint64_t ninlines;
+	uint64_t nstrings;
+	uint64_t blob_size;
+};
+
+struct disk_entry {
+	uint64_t addr;
+	uint32_t func, file;
+	uint32_t line;
+	uint32_t inl;      /* first of its inlines */
+	uint16_t ninline;
+	uint16_t flags;
+	uint32_t pad;
+};
+
+struct disk_inline {
+	uint32_t func, file, line;
+};
 
 struct symcache {
 	char *path;
 	char *identity;
 	struct strtab *strings;
 	struct arena arena;
-	struct hashmap map;   /* addr -> entry */
+	/* The file as it was when opened, its usable entries (a prefix). */
+	void *map;
+	size_t map_size;
+	const struct disk_entry *ents;
+	size_t nents;
+	const struct disk_inline *inls;
+	size_t ninls;
+	const uint64_t *offs;
+	size_t nstrs;
+	const char *blob;
+	size_t blob_size;
+	const char **interned; /* string number - 1 -> interned copy */
+	/* What this run added: addr -> entry. */
+	struct hashmap added;
 	struct symcache_entry **v;
 	size_t n, alloc;
+	/* The answer of the last symcache_get from the file. */
+	struct symcache_entry scratch;
+	struct inline_frame *scratch_inl;
+	size_t scratch_alloc;
 	bool dirty;
 };
 
@@ -75,134 +128,104 @@ static int make_dirs(const char *path)
 	return rc;
 }
 
-/* Split LINE at tabs into at most MAX fields. */
-static int fields(const struct line *l, const char **f, size_t *len, int max)
+static size_t pad8(size_t n)
 {
-	const char *p = l->p, *end = l->p + l->len;
-	int n = 0;
-
-	while (n < max) {
-		const char *tab = memchr(p, '\t', (size_t)(end - p));
-
-		f[n] = p;
-		len[n] = (size_t)((tab ? tab : end) - p);
-		n++;
-		if (!tab)
-			break;
-		p = tab + 1;
-	}
-	return n;
+	return (n + 7) & ~(size_t)7;
 }
 
-static void add(struct symcache *c, struct symcache_entry *e)
+/* A string field that names a string of the file (or none). */
+static bool string_ok(const struct symcache *c, uint32_t id)
 {
-	GROW(c->v, c->n + 1, c->alloc);
-	c->v[c->n++] = e;
-	hashmap_replace(&c->map, hash_u64(e->addr), NULL, NULL, e);
+	return !id || (id <= c->nstrs && c->offs[id - 1] < c->blob_size);
 }
 
-/* An empty field (no string) or a number below N. */
-static bool string_id(const char *f, size_t len, const char **strs, size_t n)
+static bool entry_ok(const struct symcache *c, const struct disk_entry *e)
 {
-	uint64_t id;
+	if (!string_ok(c, e->func) || !string_ok(c, e->file) ||
+	    e->inl > c->ninls || e->ninline > c->ninls - e->inl)
+		return false;
+	for (size_t k = 0; k < e->ninline; k++) {
+		const struct disk_inline *in = &c->inls[e->inl + k];
 
-	(void)strs;
-	return !len || (word_u64(f, len, &id) == NUM_OK && id < n);
-}
-
-static const char *lookup_id(const char *f, size_t len, const char **strs)
-{
-	uint64_t id;
-
-	if (!len || word_u64(f, len, &id) != NUM_OK)
-		return NULL;
-	return strs[id];
-}
-
-/* The inlined frames of an "a" line (fields 6 on) are sound. */
-static bool inline_ok(const char **f, const size_t *len, int n,
-		      const char **strs, size_t nstrs)
-{
-	for (int k = 6; k + 2 < n; k += 3) {
-		uint64_t il;
-
-		if (!string_id(f[k], len[k], strs, nstrs) ||
-		    !string_id(f[k + 1], len[k + 1], strs, nstrs) ||
-		    word_u64(f[k + 2], len[k + 2], &il) != NUM_OK ||
-		    il > UINT32_MAX)
+		if (!string_ok(c, in->func) || !string_ok(c, in->file))
 			return false;
 	}
 	return true;
 }
 
+/*
+ * Map the file and find its parts.  Every count is checked against the
+ * file's size before it is used, every entry before it is trusted: a bad
+ * entry (or one out of order) ends what is used, and the file is
+ * rewritten at the end of the run.
+ */
 static void load(struct symcache *c)
 {
-	struct filebuf fb;
-	struct line_reader r;
-	struct line l;
-	const char **strs = NULL;
-	size_t nstrs = 0, strs_alloc = 0;
-	bool ok = false;
+	const struct disk_header *h;
+	size_t idlen = strlen(c->identity), off, need;
+	struct stat st;
+	int fd;
 
-	if (access(c->path, F_OK) < 0)
+	fd = open(c->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
 		return;
-	if (file_load(&fb, c->path) < 0)
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (uint64_t)st.st_size < sizeof(*h)) {
+		close(fd);
+		c->dirty = true;
 		return;
-	lines_init(&r, fb.data, fb.size);
-	if (lines_next(&r, &l) && l.len == strlen(MAGIC) &&
-	    !memcmp(l.p, MAGIC, l.len) &&
-	    lines_next(&r, &l) && l.len == 9 + strlen(c->identity) &&
-	    !memcmp(l.p, "identity ", 9) &&
-	    !memcmp(l.p + 9, c->identity, l.len - 9))
-		ok = true;
-	while (ok && lines_next(&r, &l)) {
-		const char *f[4 + 3 * 64];
-		size_t len[4 + 3 * 64];
-		struct symcache_entry *e;
-		uint64_t addr, flags, line;
-		int n;
-
-		if (!l.newline)
-			break; /* the rest is damaged: drop it */
-		if (l.len >= 2 && l.p[0] == 's' && l.p[1] == '\t') {
-			GROW(strs, nstrs + 1, strs_alloc);
-			strs[nstrs++] = strtab_intern(c->strings, l.p + 2,
-						      l.len - 2);
-			continue;
-		}
-		n = fields(&l, f, len, (int)ARRAY_SIZE(f));
-		if (n < 6 || (n - 6) % 3 || len[0] != 1 || f[0][0] != 'a' ||
-		    word_hex(f[1], len[1], &addr, false) != NUM_OK ||
-		    word_u64(f[2], len[2], &flags) != NUM_OK ||
-		    !string_id(f[3], len[3], strs, nstrs) ||
-		    !string_id(f[4], len[4], strs, nstrs) ||
-		    word_u64(f[5], len[5], &line) != NUM_OK ||
-		    line > UINT32_MAX || !inline_ok(f, len, n, strs, nstrs))
-			break;
-		e = arena_alloc(&c->arena, sizeof(*e));
-		e->addr = addr;
-		e->flags = (unsigned)flags;
-		e->func = lookup_id(f[3], len[3], strs);
-		e->file = lookup_id(f[4], len[4], strs);
-		e->line = (uint32_t)line;
-		e->ninline = (uint16_t)((n - 6) / 3);
-		e->inl = e->ninline ? arena_alloc(&c->arena, e->ninline *
-							      sizeof(*e->inl))
-				    : NULL;
-		for (int k = 0; k < e->ninline; k++) {
-			const char **g = f + 6 + 3 * k;
-			size_t *gl = len + 6 + 3 * k;
-			uint64_t il = 0;
-
-			word_u64(g[2], gl[2], &il);
-			e->inl[k].func = lookup_id(g[0], gl[0], strs);
-			e->inl[k].file = lookup_id(g[1], gl[1], strs);
-			e->inl[k].line = (uint32_t)il;
-		}
-		add(c, e);
 	}
-	free(strs);
-	file_release(&fb);
+	c->map_size = (size_t)st.st_size;
+	c->map = mmap(NULL, c->map_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (c->map == MAP_FAILED) {
+		c->map = NULL;
+		return;
+	}
+	h = c->map;
+	/* Another binary's (a hash collision): left alone unless we add. */
+	if (!memcmp(h->magic, MAGIC, sizeof(MAGIC)) &&
+	    h->byte_order == BYTE_ORDER_MARK &&
+	    (h->identity_len != idlen || idlen > c->map_size - sizeof(*h) ||
+	     memcmp((const char *)h + sizeof(*h), c->identity, idlen)))
+		return;
+	c->dirty = true; /* until the file proves sound */
+	if (memcmp(h->magic, MAGIC, sizeof(MAGIC)) ||
+	    h->byte_order != BYTE_ORDER_MARK)
+		return;
+	/* Each part's size, overflow-checked, and all of them in the file. */
+	off = sizeof(*h) + pad8(idlen);
+	if (h->nentries > SIZE_MAX / sizeof(struct disk_entry) ||
+	    h->ninlines > SIZE_MAX / sizeof(struct disk_inline) ||
+	    h->nstrings > SIZE_MAX / sizeof(uint64_t) ||
+	    h->blob_size > SIZE_MAX)
+		return;
+	need = off;
+	need = st_add(need, h->nentries * sizeof(struct disk_entry));
+	need = st_add(need, pad8(h->ninlines * sizeof(struct disk_inline)));
+	need = st_add(need, h->nstrings * sizeof(uint64_t));
+	need = st_add(need, h->blob_size);
+	if (need != c->map_size ||
+	    (h->blob_size && ((const char *)c->map)[need - 1] != '\0'))
+		return;
+	c->ents = (const void *)((const char *)c->map + off);
+	off += h->nentries * sizeof(struct disk_entry);
+	c->inls = (const void *)((const char *)c->map + off);
+	c->ninls = h->ninlines;
+	off += pad8(h->ninlines * sizeof(struct disk_inline));
+	c->offs = (const void *)((const char *)c->map + off);
+	c->nstrs = h->nstrings;
+	off += h->nstrings * sizeof(uint64_t);
+	c->blob = (const char *)c->map + off;
+	c->blob_size = h->blob_size;
+	for (c->nents = 0; c->nents < h->nentries; c->nents++) {
+		const struct disk_entry *e = &c->ents[c->nents];
+
+		if ((c->nents && e->addr <= e[-1].addr) || !entry_ok(c, e))
+			break;
+	}
+	c->dirty = c->nents < h->nentries;
+	c->interned = xcalloc(c->nstrs ? c->nstrs : 1, sizeof(*c->interned));
 }
 
 /* File names must not depend on the per-process hash seed: FNV-1a. */
@@ -222,7 +245,18 @@ const char *symcache_path(const struct symcache *c)
 
 size_t symcache_count(const struct symcache *c)
 {
-	return c->n;
+	size_t n = c->nents;
+
+	/* What this run added, less what replaced an entry of the file. */
+	for (size_t i = 0; i < c->n; i++) {
+		uint64_t a = c->v[i]->addr;
+		size_t k = PARTITION_POINT(c->nents, j, c->ents[j].addr < a);
+
+		if (hashmap_get(&c->added, hash_u64(a), NULL, NULL) == c->v[i] &&
+		    (k == c->nents || c->ents[k].addr != a))
+			n++;
+	}
+	return n;
 }
 
 struct symcache *symcache_open(const char *identity, struct strtab *strings)
@@ -234,18 +268,72 @@ struct symcache *symcache_open(const char *identity, struct strtab *strings)
 	if (!(d = symcache_dir()))
 		return NULL;
 	c = xcalloc(1, sizeof(*c));
-	sb_addf(&sb, "%s/%016" PRIx64 ".txt", d, stable_hash(identity));
+	sb_addf(&sb, "%s/%016" PRIx64 ".bin", d, stable_hash(identity));
 	c->path = sb_detach(&sb);
 	c->identity = xstrdup(identity);
 	c->strings = strings;
-	hashmap_init(&c->map, 1024);
+	hashmap_init(&c->added, 64);
 	load(c);
 	return c;
 }
 
+static const char *intern_id(struct symcache *c, uint32_t id)
+{
+	const char *s;
+
+	if (!id)
+		return NULL;
+	if (!c->interned[id - 1]) {
+		s = c->blob + c->offs[id - 1];
+		c->interned[id - 1] = strtab_intern(c->strings, s, strlen(s));
+	}
+	return c->interned[id - 1];
+}
+
+/* Entry I of the file, its strings interned, in C's scratch space. */
+static const struct symcache_entry *from_file(struct symcache *c, size_t i)
+{
+	const struct disk_entry *d = &c->ents[i];
+	struct symcache_entry *e = &c->scratch;
+
+	e->addr = d->addr;
+	e->flags = d->flags;
+	e->func = intern_id(c, d->func);
+	e->file = intern_id(c, d->file);
+	e->line = d->line;
+	e->ninline = d->ninline;
+	if (d->ninline > c->scratch_alloc) {
+		free(c->scratch_inl);
+		c->scratch_alloc = d->ninline;
+		c->scratch_inl = xcalloc(c->scratch_alloc,
+					 sizeof(*c->scratch_inl));
+	}
+	e->inl = d->ninline ? c->scratch_inl : NULL;
+	for (size_t k = 0; k < d->ninline; k++) {
+		const struct disk_inline *in = &c->inls[d->inl + k];
+
+		e->inl[k].func = intern_id(c, in->func);
+		e->inl[k].file = intern_id(c, in->file);
+		e->inl[k].line = in->line;
+		e->inl[k].func_len = 0;
+	}
+	return e;
+}
+
 const struct symcache_entry *symcache_get(struct symcache *c, uint64_t addr)
 {
-	return c ? hashmap_get(&c->map, hash_u64(addr), NULL, NULL) : NULL;
+	const struct symcache_entry *e;
+	size_t i;
+
+	if (!c)
+		return NULL;
+	if (c->added.count &&
+	    (e = hashmap_get(&c->added, hash_u64(addr), NULL, NULL)))
+		return e;
+	i = PARTITION_POINT(c->nents, k, c->ents[k].addr < addr);
+	if (i == c->nents || c->ents[i].addr != addr)
+		return NULL;
+	return from_file(c, i);
 }
 
 void symcache_put(struct symcache *c, const struct symcache_entry *e)
@@ -261,47 +349,137 @@ void symcache_put(struct symcache *c, const struct symcache_entry *e)
 					e->ninline * sizeof(*copy->inl));
 		memcpy(copy->inl, e->inl, e->ninline * sizeof(*copy->inl));
 	}
-	add(c, copy);
+	GROW(c->v, c->n + 1, c->alloc);
+	c->v[c->n++] = copy;
+	hashmap_replace(&c->added, hash_u64(e->addr), NULL, NULL, copy);
 	c->dirty = true;
 }
 
-/* Text fields must not hold the separators. */
-static void put_field(FILE *f, const char *s)
-{
-	for (; s && *s; s++)
-		fputc(*s == '\t' || *s == '\n' || *s == '\r' ? ' ' : *s, f);
-}
-
-struct string_ids {
-	struct hashmap map; /* interned string -> id + 1 */
-	size_t n;
+/* The file being written: its strings, numbered as they first come. */
+struct writer {
+	struct hashmap ids; /* interned string -> number */
+	const char **strs;
+	size_t nstrs, alloc;
+	struct disk_inline *inls;
+	size_t ninls, inls_alloc;
+	struct disk_entry *ents;
+	size_t nents, ents_alloc;
 };
 
-/* Write S's "s" line the first time it comes, and return its field. */
-static void put_string(FILE *f, struct string_ids *ids, const char *s,
-		       struct strbuf *field)
+static uint32_t string_number(struct writer *w, const char *s)
 {
 	uint64_t h = hash_u64((uintptr_t)s);
 	void *id;
 
-	sb_reset(field);
 	if (!s)
-		return;
-	id = hashmap_get(&ids->map, h, NULL, NULL);
-	if (!id) {
-		fputs("s\t", f);
-		put_field(f, s);
-		fputc('\n', f);
-		id = (void *)(uintptr_t)++ids->n;
-		hashmap_put(&ids->map, h, id);
+		return 0;
+	if ((id = hashmap_get(&w->ids, h, NULL, NULL)))
+		return (uint32_t)(uintptr_t)id;
+	GROW(w->strs, w->nstrs + 1, w->alloc);
+	w->strs[w->nstrs++] = s;
+	hashmap_put(&w->ids, h, (void *)(uintptr_t)w->nstrs);
+	return (uint32_t)w->nstrs;
+}
+
+static void add_entry(struct writer *w, const struct symcache_entry *e)
+{
+	struct disk_entry *d;
+
+	GROW(w->ents, w->nents + 1, w->ents_alloc);
+	d = &w->ents[w->nents++];
+	memset(d, 0, sizeof(*d));
+	d->addr = e->addr;
+	d->func = string_number(w, e->func);
+	d->file = string_number(w, e->file);
+	d->line = e->line;
+	d->flags = (uint16_t)e->flags;
+	d->inl = (uint32_t)w->ninls;
+	d->ninline = e->ninline;
+	for (size_t k = 0; k < e->ninline; k++) {
+		GROW(w->inls, w->ninls + 1, w->inls_alloc);
+		w->inls[w->ninls++] = (struct disk_inline){
+			string_number(w, e->inl[k].func),
+			string_number(w, e->inl[k].file), e->inl[k].line
+		};
 	}
-	sb_addf(field, "%zu", (size_t)(uintptr_t)id - 1);
+}
+
+static int cmp_added(const void *a, const void *b)
+{
+	const struct symcache_entry *x = *(const void *const *)a;
+	const struct symcache_entry *y = *(const void *const *)b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* The file's entries and this run's, by address; this run's win. */
+static void collect(struct symcache *c, struct writer *w)
+{
+	struct symcache_entry **add = xcalloc(c->n ? c->n : 1, sizeof(*add));
+	size_t nadd = 0, i = 0, j = 0;
+
+	/* Replaced entries stay in v; the live one only. */
+	for (size_t k = 0; k < c->n; k++)
+		if (hashmap_get(&c->added, hash_u64(c->v[k]->addr), NULL,
+				NULL) == c->v[k])
+			add[nadd++] = c->v[k];
+	qsort(add, nadd, sizeof(*add), cmp_added);
+	while (i < c->nents || j < nadd) {
+		if (j == nadd || (i < c->nents && c->ents[i].addr <
+							  add[j]->addr)) {
+			add_entry(w, from_file(c, i++));
+		} else {
+			if (i < c->nents && c->ents[i].addr == add[j]->addr)
+				i++;
+			add_entry(w, add[j++]);
+		}
+	}
+	free(add);
+}
+
+static bool write_all(FILE *f, const void *p, size_t n)
+{
+	return !n || fwrite(p, 1, n, f) == n;
+}
+
+static bool write_file(FILE *f, const struct symcache *c,
+		       const struct writer *w)
+{
+	static const char zeros[8];
+	struct disk_header h;
+	size_t idlen = strlen(c->identity), at = 0;
+	uint64_t *offs = xcalloc(w->nstrs ? w->nstrs : 1, sizeof(*offs));
+	bool ok;
+
+	for (size_t i = 0; i < w->nstrs; i++) {
+		offs[i] = at;
+		at += strlen(w->strs[i]) + 1;
+	}
+	memset(&h, 0, sizeof(h));
+	memcpy(h.magic, MAGIC, sizeof(MAGIC));
+	h.byte_order = BYTE_ORDER_MARK;
+	h.identity_len = (uint32_t)idlen;
+	h.nentries = w->nents;
+	h.ninlines = w->ninls;
+	h.nstrings = w->nstrs;
+	h.blob_size = at;
+	ok = write_all(f, &h, sizeof(h)) && write_all(f, c->identity, idlen) &&
+	     write_all(f, zeros, pad8(idlen) - idlen) &&
+	     write_all(f, w->ents, w->nents * sizeof(*w->ents)) &&
+	     write_all(f, w->inls, w->ninls * sizeof(*w->inls)) &&
+	     write_all(f, zeros, pad8(w->ninls * sizeof(*w->inls)) -
+					 w->ninls * sizeof(*w->inls)) &&
+	     write_all(f, offs, w->nstrs * sizeof(*offs));
+	for (size_t i = 0; ok && i < w->nstrs; i++)
+		ok = write_all(f, w->strs[i], strlen(w->strs[i]) + 1);
+	free(offs);
+	return ok;
 }
 
 static void save(struct symcache *c)
 {
-	struct strbuf tmp = STRBUF_INIT, fn = STRBUF_INIT, fl = STRBUF_INIT;
-	struct string_ids ids;
+	struct strbuf tmp = STRBUF_INIT;
+	struct writer w;
 	FILE *f;
 	bool ok;
 
@@ -313,44 +491,26 @@ static void save(struct symcache *c)
 		sb_release(&tmp);
 		return;
 	}
-	hashmap_init(&ids.map, 1024);
-	ids.n = 0;
-	fprintf(f, "%s\nidentity %s\n", MAGIC, c->identity);
-	for (size_t i = 0; i < c->n; i++) {
-		const struct symcache_entry *e = c->v[i];
-
-		/* Replaced entries stay in v; write the live one only. */
-		if (hashmap_get(&c->map, hash_u64(e->addr), NULL, NULL) != e)
-			continue;
-		/* Strings first: an "a" line refers only to earlier ones. */
-		put_string(f, &ids, e->func, &fn);
-		put_string(f, &ids, e->file, &fl);
-		for (int k = 0; k < e->ninline; k++) {
-			struct strbuf a = STRBUF_INIT;
-
-			put_string(f, &ids, e->inl[k].func, &a);
-			put_string(f, &ids, e->inl[k].file, &a);
-			sb_release(&a);
-		}
-		fprintf(f, "a\t%" PRIx64 "\t%u\t%s\t%s\t%" PRIu32, e->addr,
-			e->flags, sb_str(&fn), sb_str(&fl), e->line);
-		for (int k = 0; k < e->ninline; k++) {
-			put_string(f, &ids, e->inl[k].func, &fn);
-			put_string(f, &ids, e->inl[k].file, &fl);
-			fprintf(f, "\t%s\t%s\t%" PRIu32, sb_str(&fn),
-				sb_str(&fl), e->inl[k].line);
-		}
-		fputc('\n', f);
-	}
-	hashmap_free(&ids.map);
-	ok = !ferror(f);
+	memset(&w, 0, sizeof(w));
+	hashmap_init(&w.ids, 1024);
+	collect(c, &w);
+	ok = write_file(f, c, &w);
 	if (fclose(f) != 0)
 		ok = false;
-	if (!ok || rename(tmp.buf, c->path) < 0)
+	if (!ok || rename(tmp.buf, c->path) < 0) {
 		unlink(tmp.buf);
+	} else {
+		/* Format 2's text file of the same identity is stale now. */
+		sb_reset(&tmp);
+		sb_add(&tmp, c->path, strlen(c->path) - 4);
+		sb_addstr(&tmp, ".txt");
+		unlink(tmp.buf);
+	}
+	hashmap_free(&w.ids);
+	free(w.strs);
+	free(w.inls);
+	free(w.ents);
 	sb_release(&tmp);
-	sb_release(&fn);
-	sb_release(&fl);
 }
 
 void symcache_close(struct symcache *c)
@@ -359,8 +519,12 @@ void symcache_close(struct symcache *c)
 		return;
 	if (c->dirty)
 		save(c);
-	hashmap_free(&c->map);
+	if (c->map)
+		munmap(c->map, c->map_size);
+	hashmap_free(&c->added);
 	arena_free(&c->arena);
+	free(c->interned);
+	free(c->scratch_inl);
 	free(c->v);
 	free(c->path);
 	free(c->identity);

@@ -120,7 +120,7 @@ mv libplug.so.orig libplug.so
 
 # A rebuilt binary is another identity: its cached names are not reused.
 "$bin" stacktrace "$last_pie" 2>/dev/null | grep -q ' alloc_in_exe_widgets ' || bad "cache: first run"
-ls "$XDG_CACHE_HOME"/dmprof/symbols/*.txt >/dev/null 2>&1 && ok || bad "cache: nothing written"
+ls "$XDG_CACHE_HOME"/dmprof/symbols/*.bin >/dev/null 2>&1 && ok || bad "cache: nothing written"
 sed 's/alloc_in_exe_widgets/alloc_in_exe_gadgets/' "$src/app.cc" >app2.cc
 g++ -g -O1 -fPIE -pie app2.cc -o app -ldl || exit 1
 "$bin" stacktrace "$last_pie" 2>/dev/null >st2.out
