@@ -26,7 +26,7 @@ O ?= build
 
 # Debian packages: to build, and to run the tests.
 BUILD_DEPS = libpcre2-dev binutils-dev libcsv-dev libcriterion-dev \
-	     libdebuginfod-dev zlib1g-dev pkg-config
+	     libdebuginfod-dev libdeflate-dev zlib1g-dev pkg-config
 TEST_DEPS = gcc g++ diffutils libgoogle-perftools4 google-perftools \
 	    python3 sqlite3 chromium zstd ruby nodejs debuginfod \
 	    golang-go valgrind libjemalloc2 libjemalloc-dev
@@ -67,7 +67,7 @@ ALL_CPPFLAGS = -Iinclude -D_GNU_SOURCE $(CPPFLAGS)
 ALL_CFLAGS = -std=gnu11 $(WARNINGS) $(SANFLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(SANFLAGS) $(LDFLAGS)
 LIBS = $(shell pkg-config --libs libpcre2-8 2>/dev/null || echo -lpcre2-8) \
-       -lbfd -lcsv -ldebuginfod -lz -lm
+       -lbfd -lcsv -ldebuginfod -ldeflate -lz -lm
 
 # src/ by pipeline stage: core helpers, the model, readers, symbolization,
 # policies, classification and aggregation, the command line; the recorder

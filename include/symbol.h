@@ -38,6 +38,13 @@ struct symbolizer_ops {
 	 */
 	const char *(*data)(struct symbolizer *s, const struct maps *maps,
 			    uint64_t addr);
+	/*
+	 * Optional: code() is about to be called for the N addresses of
+	 * ADDRS, in this order, with MAPS (both stay valid until then): a
+	 * backend may look them up in batches.
+	 */
+	void (*prepare)(struct symbolizer *s, const struct maps *maps,
+			const uint64_t *addrs, size_t n);
 	void (*destroy)(struct symbolizer *s);
 };
 

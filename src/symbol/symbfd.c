@@ -28,6 +28,7 @@
 
 #include "elfimage.h"
 #include "symcache.h"
+#include "symdwarf.h"
 #include "util.h"
 
 /* libiberty's demangle.h, which Debian does not install. */
@@ -43,6 +44,16 @@ struct binary {
 	struct elf_image dbg; /* separate debug file, if any */
 	bool has_dbg;
 	const char *dwarf;  /* the file with DWARF: img's or dbg's path */
+	/*
+	 * dmprof's own reader of that DWARF, while it follows it: the
+	 * answers for the addresses of the current batch, in the order
+	 * they will be asked for.  Once it declines, libbfd answers.
+	 */
+	struct dwarf *dw;
+	bool dw_tried, dw_off;
+	struct dwarf_answer *answers;
+	size_t nanswers, next_answer;
+	unsigned long batch;    /* the batch the answers are for */
 	bfd *abfd;
 	asymbol **bfd_syms;
 	bool bfd_tried;
@@ -74,6 +85,11 @@ struct bfdsym {
 	struct hashmap demangled; /* symbol name pointer -> full name */
 	struct hashmap shortened; /* interned full name -> shown name */
 	unsigned long unresolved; /* -vv: frames outside any binary */
+	/* The addresses code() is about to be asked for (see prepare). */
+	const uint64_t *batch;
+	size_t nbatch, next;
+	const struct maps *batch_maps;
+	unsigned long batch_id;
 	debuginfod_client *debuginfod; /* once DEBUGINFOD_URLS is used */
 	char *debuginfod_how;          /* "from debuginfod (URL)" */
 };
@@ -475,19 +491,17 @@ static bool open_dwarf(struct binary *b)
 	return true;
 }
 
-/* DWARF's view of ELF address A: file, line and the inline chain. */
-static void dwarf_lookup(struct bfdsym *bs, struct binary *b, uint64_t a,
-			 struct symcache_entry *e)
+/* libbfd's answer for ELF address A, one frame after another. */
+static int bfd_answer(struct binary *b, uint64_t a, struct dwarf_frame *chain,
+		      int max)
 {
-	struct inline_frame chain[64];
 	const char *file = NULL, *func = NULL;
 	unsigned int line = 0;
 	asection *sec;
 	int n = 0;
 
-	e->flags |= SC_DWARF;
 	if (!open_dwarf(b))
-		return;
+		return 0;
 	for (sec = b->abfd->sections; sec; sec = sec->next)
 		if ((sec->flags & SEC_ALLOC) && a >= sec->vma &&
 		    a - sec->vma < sec->size)
@@ -495,29 +509,182 @@ static void dwarf_lookup(struct bfdsym *bs, struct binary *b, uint64_t a,
 	if (!sec || !bfd_find_nearest_line(b->abfd, sec, b->bfd_syms,
 					   a - sec->vma, &file, &func, &line) ||
 	    !file || !line)
-		return; /* no line information there */
+		return 0; /* no line information there */
 	do {
-		chain[n].func = func && *func ? demangled(bs, func) : NULL;
-		chain[n].file = file && *file
-					? strtab_intern_str(bs->base.strings,
-							    file)
-					: NULL;
-		chain[n].line = line;
-		n++;
-	} while (n < (int)ARRAY_SIZE(chain) &&
+		chain[n++] = (struct dwarf_frame){ func, file, line };
+	} while (n < max &&
 		 bfd_find_inliner_info(b->abfd, &file, &func, &line));
+	return n;
+}
+
+/*
+ * The addresses of B that code() will look up in DWARF from the batch's
+ * current position on, as code() will come to them: a cache hit, or an
+ * address past its symbol, is not looked up.
+ */
+static size_t batch_queries(struct bfdsym *bs, struct binary *b,
+			    uint64_t **out)
+{
+	const struct sym_options *o = bs->base.opts;
+	bool need_dwarf = o->want_source || !o->no_inline, past;
+	struct hashmap seen = HASHMAP_INIT;
+	size_t n = 0;
+
+	/* (bfd_code has counted the address being looked up.) */
+	*out = xcalloc(bs->nbatch - bs->next + 2, sizeof(**out));
+	hashmap_init(&seen, 64);
+	for (size_t i = bs->next - 1; i < bs->nbatch; i++) {
+		const struct symcache_entry *hit;
+		const struct elf_sym *sym;
+		const struct vma *v = maps_find(bs->batch_maps, bs->batch[i]);
+		uint64_t elf;
+
+		if (!v || !vma_executable(v) || v->name != b->name ||
+		    !elf_address(bs->batch[i], v, b->img.loads, b->img.nloads,
+				 &elf))
+			continue;
+		hit = symcache_get(b->cache, elf);
+		if (hit && (!need_dwarf || (hit->flags & SC_DWARF)))
+			continue;
+		/* Looked up once, then a cache hit when there is a cache. */
+		if (b->cache && hashmap_get(&seen, hash_u64(elf), NULL, NULL))
+			continue;
+		if (b->cache)
+			hashmap_put(&seen, hash_u64(elf), (void *)1);
+		sym = elf_find(b->img.code, b->img.ncode, elf - 1, &past);
+		if (need_dwarf && (!sym || !past))
+			(*out)[n++] = elf - 1;
+	}
+	hashmap_free(&seen);
+	return n;
+}
+
+/*
+ * Make B's answers for the batch ready (looked up when B's first address
+ * in it comes), or return -1 when libbfd must answer.
+ */
+static int own_answers(struct bfdsym *bs, struct binary *b)
+{
+	const char *why = NULL;
+	uint64_t *q = NULL;
+	size_t n;
+
+	if (b->dw_off)
+		return -1;
+	if (!b->dw_tried) {
+		b->dw_tried = true;
+		/* For comparing the two readers (tests/real/dwarf.sh). */
+		if (getenv("DMPROF_DWARF") && !strcmp(getenv("DMPROF_DWARF"),
+						      "libbfd")) {
+			b->dw_off = true;
+			return -1;
+		}
+		b->dw = dwarf_open(b->has_dbg && b->dbg.has_debug_info
+					   ? &b->dbg
+					   : &b->img,
+				   &why);
+		if (!b->dw) {
+			b->dw_off = true;
+			if (bs->base.opts->verbose > 1)
+				note("%s: its DWARF is read by libbfd (%s)",
+				     b->dwarf, why ? why : "?");
+			return -1;
+		}
+	}
+	if (b->batch != bs->batch_id || b->next_answer == b->nanswers) {
+		/* A new batch, or code() called outside one: from here on. */
+		if (bs->batch && bs->next) {
+			n = batch_queries(bs, b, &q);
+		} else {
+			/* (Outside a batch: libbfd's pace, one at a time.) */
+			return -1;
+		}
+		free(b->answers);
+		b->answers = NULL;
+		b->nanswers = b->next_answer = 0;
+		b->batch = bs->batch_id;
+		if (n) {
+			b->answers = xcalloc(n, sizeof(*b->answers));
+			if (dwarf_lookup(b->dw, q, n, b->answers, &why) < 0) {
+				free(q);
+				goto off;
+			}
+			b->nanswers = n;
+		}
+		free(q);
+	}
+	return 0;
+off:
+	b->dw_off = true;
+	if (bs->base.opts->verbose > 1)
+		note("%s: its DWARF is read by libbfd (%s)", b->dwarf, why);
+	return -1;
+}
+
+/* DWARF's view of ELF address A: file, line and the inline chain. */
+static void dwarf_lookup_at(struct bfdsym *bs, struct binary *b, uint64_t a,
+			    struct symcache_entry *e)
+{
+	struct dwarf_frame bfdchain[64];
+	const struct dwarf_frame *chain = bfdchain;
+	struct inline_frame inl[64];
+	int n = 0;
+
+	e->flags |= SC_DWARF;
+	if (own_answers(bs, b) == 0 && b->next_answer < b->nanswers &&
+	    b->answers[b->next_answer].addr == a) {
+		const struct dwarf_answer *ans = &b->answers[b->next_answer++];
+
+		chain = ans->frames;
+		n = (int)ans->nframes;
+	} else {
+		if (b->dw && !b->dw_off) {
+			/* Out of step with the batch: libbfd from now on. */
+			b->dw_off = true;
+			if (bs->base.opts->verbose > 1)
+				note("%s: its DWARF is read by libbfd (the "
+				     "batch was out of step)", b->dwarf);
+		}
+		n = bfd_answer(b, a, bfdchain, (int)ARRAY_SIZE(bfdchain));
+	}
+	if (!n)
+		return;
+	for (int k = 0; k < n; k++) {
+		inl[k].func = chain[k].func && *chain[k].func
+				      ? demangled(bs, chain[k].func)
+				      : NULL;
+		inl[k].file = chain[k].file && *chain[k].file
+				      ? strtab_intern_str(bs->base.strings,
+							  chain[k].file)
+				      : NULL;
+		inl[k].line = chain[k].line;
+		inl[k].func_len = 0;
+	}
 	/* The last is the function itself; the others were inlined into it. */
-	e->file = chain[n - 1].file;
-	e->line = chain[n - 1].line;
-	if (!e->func && chain[n - 1].func)
-		e->func = chain[n - 1].func;
+	e->file = inl[n - 1].file;
+	e->line = inl[n - 1].line;
+	if (!e->func && inl[n - 1].func)
+		e->func = inl[n - 1].func;
 	if (n > 1) {
 		/* In the run's arena: they live as long as the frames. */
 		e->ninline = (uint16_t)(n - 1);
 		e->inl = arena_alloc(bs->base.strings->arena,
-				     (size_t)(n - 1) * sizeof(*chain));
-		memcpy(e->inl, chain, (size_t)(n - 1) * sizeof(*chain));
+				     (size_t)(n - 1) * sizeof(*inl));
+		memcpy(e->inl, inl, (size_t)(n - 1) * sizeof(*inl));
 	}
+}
+
+/* The batch of addresses code() is about to be asked for. */
+static void bfd_prepare(struct symbolizer *s, const struct maps *maps,
+			const uint64_t *addrs, size_t n)
+{
+	struct bfdsym *bs = (struct bfdsym *)s;
+
+	bs->batch = addrs;
+	bs->nbatch = n;
+	bs->next = 0;
+	bs->batch_maps = maps;
+	bs->batch_id++;
 }
 
 static void bfd_code(struct symbolizer *s, const struct maps *maps,
@@ -533,6 +700,14 @@ static void bfd_code(struct symbolizer *s, const struct maps *maps,
 	bool past, need_dwarf = o->want_source || !o->no_inline;
 	uint64_t elf;
 
+	/* Where the batch is: the next address after this one. */
+	if (bs->batch) {
+		if (bs->next < bs->nbatch && bs->batch[bs->next] == addr &&
+		    maps == bs->batch_maps)
+			bs->next++;
+		else
+			bs->batch = NULL; /* out of step: no more batching */
+	}
 	if (!maps || !(v = maps_find(maps, addr))) {
 		say_why(bs, NULL, addr, "%s", maps ? "in no mapping of the maps"
 						   : "no maps to place it");
@@ -576,7 +751,7 @@ static void bfd_code(struct symbolizer *s, const struct maps *maps,
 					       bs->sb.len);
 		}
 		if (need_dwarf && (!sym || !past))
-			dwarf_lookup(bs, b, elf - 1, &e);
+			dwarf_lookup_at(bs, b, elf - 1, &e);
 		symcache_put(b->cache, &e);
 	}
 	if (!e.func || starts_with(e.func, "?? after "))
@@ -643,6 +818,8 @@ static void bfd_destroy(struct symbolizer *s)
 			note("%s: %lu more frames stay unresolved", b->name,
 			     b->unresolved - MAX_WHY);
 		symcache_close(b->cache);
+		dwarf_close(b->dw);
+		free(b->answers);
 		if (b->abfd)
 			bfd_close(b->abfd);
 		free(b->bfd_syms);
@@ -669,6 +846,7 @@ static const struct symbolizer_ops bfd_ops = {
 	.name = "bfd",
 	.code = bfd_code,
 	.data = bfd_data,
+	.prepare = bfd_prepare,
 	.destroy = bfd_destroy,
 };
 

@@ -121,6 +121,18 @@ void symbolize_model(struct model *m, struct symbolizer *s,
 	const char *no_type = strtab_intern_str(&m->strings, "no typeinfo");
 	const char *question = strtab_intern_str(&m->strings, "?");
 
+	uint64_t *addrs = NULL;
+	size_t naddrs = 0;
+
+	/* The backend may batch: it is told what is coming, in order. */
+	if (s && s->ops->prepare) {
+		addrs = xcalloc(m->frames.n - m->frames_done + 1,
+				sizeof(*addrs));
+		for (size_t i = m->frames_done; i < m->frames.n; i++)
+			if (!m->frames.v[i]->symbolized)
+				addrs[naddrs++] = m->frames.v[i]->addr;
+		s->ops->prepare(s, maps, addrs, naddrs);
+	}
 	/* (Frames and buckets are only ever added: start where we were.) */
 	for (size_t i = m->frames_done; i < m->frames.n; i++) {
 		struct frame *f = m->frames.v[i];
@@ -155,6 +167,9 @@ void symbolize_model(struct model *m, struct symbolizer *s,
 		f->symbolized = true;
 	}
 	m->frames_done = m->frames.n;
+	if (s && s->ops->prepare)
+		s->ops->prepare(s, maps, NULL, 0);
+	free(addrs);
 	hashmap_init(&types, 64);
 	for (size_t i = m->buckets_done; i < m->buckets.n; i++) {
 		struct bucket *b = m->buckets.v[i];

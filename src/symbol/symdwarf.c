@@ -1,0 +1,2107 @@
+/*
+ * DWARF read directly: libbfd's answers for a batch of addresses, each
+ * compilation unit decoded once.
+ *
+ * libbfd (binutils 2.40, bfd/dwarf2.c) answers an address from the one
+ * unit whose ranges hold it: the line of its line table's row, the
+ * function of its function table with the smallest range holding the
+ * address, and that function's callers through the DIE tree when it is
+ * an inlined one.  It has quirks that show in dmprof's output, and this
+ * reader keeps them: a function name that is not a "linkage" name (C++
+ * without DW_AT_linkage_name) is replaced by the ELF symbol's, found by
+ * libbfd's own rule and through its one-entry cache, and the function is
+ * renamed for later questions when that symbol starts where the function
+ * does; rows of a line sequence at one address keep the last; sequences
+ * are trimmed where they overlap; file names join DW_AT_comp_dir, the
+ * directory and the name as libbfd does.  Everything this reader does
+ * not follow (forms for split DWARF or dwz, units that overlap, rows out
+ * of order, opcodes it does not know) makes it decline the file, and
+ * libbfd answers instead.
+ *
+ * Every read is bounded by its section: a hostile file makes it decline,
+ * never read astray.  Compressed sections (SHF_COMPRESSED, zlib) are
+ * inflated whole with libdeflate, .debug_info on a second thread while
+ * the others are inflated here.
+ */
+#include "symdwarf.h"
+
+#include <elf.h>
+#include <libdeflate.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arena.h"
+#include "hashmap.h"
+#include "search.h"
+#include "util.h"
+
+/* The DWARF constants used here (dwarf.h is not installed). */
+enum {
+	TAG_entry_point = 0x03,
+	TAG_compile_unit = 0x11,
+	TAG_subprogram = 0x2e,
+	TAG_inlined_subroutine = 0x1d,
+	AT_name = 0x03,
+	AT_stmt_list = 0x10,
+	AT_low_pc = 0x11,
+	AT_high_pc = 0x12,
+	AT_language = 0x13,
+	AT_comp_dir = 0x1b,
+	AT_abstract_origin = 0x31,
+	AT_specification = 0x47,
+	AT_ranges = 0x55,
+	AT_call_file = 0x58,
+	AT_call_line = 0x59,
+	AT_linkage_name = 0x6e,
+	AT_str_offsets_base = 0x72,
+	AT_addr_base = 0x73,
+	AT_MIPS_linkage_name = 0x2007,
+	FORM_addr = 0x01,
+	FORM_block2 = 0x03,
+	FORM_block4 = 0x04,
+	FORM_data2 = 0x05,
+	FORM_data4 = 0x06,
+	FORM_data8 = 0x07,
+	FORM_string = 0x08,
+	FORM_block = 0x09,
+	FORM_block1 = 0x0a,
+	FORM_data1 = 0x0b,
+	FORM_flag = 0x0c,
+	FORM_sdata = 0x0d,
+	FORM_strp = 0x0e,
+	FORM_udata = 0x0f,
+	FORM_ref_addr = 0x10,
+	FORM_ref1 = 0x11,
+	FORM_ref2 = 0x12,
+	FORM_ref4 = 0x13,
+	FORM_ref8 = 0x14,
+	FORM_ref_udata = 0x15,
+	FORM_indirect = 0x16,
+	FORM_sec_offset = 0x17,
+	FORM_exprloc = 0x18,
+	FORM_flag_present = 0x19,
+	FORM_line_strp = 0x1f,
+	FORM_ref_sig8 = 0x20,
+	FORM_implicit_const = 0x21,
+	FORM_loclistx = 0x22,
+	FORM_data16 = 0x1e,
+	LNS_copy = 1,
+	LNS_advance_pc,
+	LNS_advance_line,
+	LNS_set_file,
+	LNS_set_column,
+	LNS_negate_stmt,
+	LNS_set_basic_block,
+	LNS_const_add_pc,
+	LNS_fixed_advance_pc,
+	LNE_end_sequence = 1,
+	LNE_set_address = 2,
+	LNE_set_discriminator = 4,
+	LNCT_path = 1,
+	LNCT_directory_index,
+	LNCT_timestamp,
+	LNCT_size,
+	LNCT_MD5,
+	RLE_end_of_list = 0,
+	RLE_base_address = 5,
+	RLE_offset_pair = 4,
+	RLE_start_end = 6,
+	RLE_start_length = 7,
+};
+
+struct section {
+	const uint8_t *p;
+	size_t size;
+	void *owned;     /* inflated copy */
+	bool present;
+	/* Where it lies in the file, for inflating. */
+	const uint8_t *raw;
+	size_t raw_size;
+	bool compressed;
+};
+
+enum { S_INFO, S_ABBREV, S_LINE, S_STR, S_LINE_STR, S_RANGES, S_RNGLISTS,
+       NSECT };
+static const char *const section_names[NSECT] = {
+	".debug_info",	   ".debug_abbrev", ".debug_line",	   ".debug_str",
+	".debug_line_str", ".debug_ranges", ".debug_rnglists",
+};
+
+/* A bounded reader: running past the end sets BAD and reads zeros. */
+struct cur {
+	const uint8_t *p, *end;
+	bool bad;
+};
+
+struct abbrev_attr {
+	uint32_t name, form;
+	int64_t implicit;
+};
+
+struct abbrev {
+	uint32_t code, tag;
+	bool children;
+	uint32_t nattr;
+	struct abbrev_attr *attr;
+	int32_t fixed; /* the attributes' size when it is fixed, else -1 */
+	bool interesting; /* a function, or a compile unit */
+};
+
+struct abbrevs {
+	struct abbrev *v;
+	size_t n;
+	struct abbrev **by_code; /* codes 1..ncodes when dense */
+	size_t ncodes;
+};
+
+/* libbfd's struct arange: a first range, more after it. */
+struct arange {
+	uint64_t low, high;
+	uint32_t next; /* index + 1 in the reader's pool, 0: none */
+};
+
+struct func {
+	struct arange ar;
+	uint64_t die;     /* offset in .debug_info */
+	uint32_t caller;  /* index + 1 in the unit's functions, 0: none */
+	uint16_t tag;
+	bool is_linkage;
+	const char *name;
+	const char *caller_file;
+	uint32_t caller_line;
+};
+
+struct lookup {
+	uint64_t low, high;
+	uint32_t idx;
+};
+
+struct line_row {
+	uint64_t addr;
+	const char *file;
+	uint32_t line;
+	bool end;
+};
+
+struct sequence {
+	uint64_t low;
+	uint32_t first, n; /* rows in the unit's row array */
+	uint32_t index;    /* to keep the sort stable, as libbfd does */
+};
+
+struct unit {
+	size_t off, end;  /* in .debug_info: the header, one past the end */
+	size_t die;       /* the unit DIE */
+	uint8_t version, addr_size, offset_size;
+	uint64_t abbrev_off;
+	struct abbrevs *abbrevs;
+	int lang;
+	bool stmtlist;
+	uint64_t line_off;
+	const char *comp_dir;
+	uint64_t base;
+	struct arange ar;
+	bool ok;          /* parse_comp_unit succeeded */
+	/* Decoded on first need, as libbfd's comp_unit_maybe_decode_line_info. */
+	bool decoded, failed;
+	const char **files;  /* file number -> its name as concat_filename */
+	uint32_t nfiles;
+	const char **dirs;
+	uint32_t ndirs;
+	bool dir_file_0;
+	struct line_row *rows;
+	size_t nrows;
+	struct sequence *seqs;
+	size_t nseqs;
+	struct func *funcs;
+	size_t nfuncs;
+	struct lookup *lookup;
+};
+
+/* A symbol as libbfd's _bfd_elf_find_function sees it. */
+struct bsym {
+	uint64_t value;  /* st_value: absolute */
+	uint64_t size;   /* maybe_function_sym's: never 0 */
+	uint32_t order;  /* in the table */
+	uint16_t shndx;
+	const char *name;
+};
+
+struct dwarf {
+	const struct elf_image *img;
+	struct section s[NSECT];
+	struct arena arena;
+	struct unit *units;
+	size_t nunits;
+	/* Units with ranges, sorted by start: one range each. */
+	struct urange {
+		uint64_t low, high;
+		uint32_t unit;
+	} *uranges, *ext;
+	size_t nuranges, next, aext;
+	struct hashmap abbrev_tabs; /* offset -> struct abbrevs */
+	struct arange *pool;        /* ranges after a function's first */
+	size_t npool, apool;
+	/* ELF sections (SHF_ALLOC) in header order, and the symbols. */
+	struct esec {
+		uint64_t addr, size;
+		uint16_t index;
+	} *secs;
+	size_t nsecs;
+	struct bsym *syms; /* by (shndx, value), then libbfd's preference */
+	size_t nsyms;
+	bool have_syms;
+	/* _bfd_elf_find_function's cache. */
+	int cache_sec;
+	const struct bsym *cache_sym;
+	struct strbuf sb;
+	struct dwarf_frame *frames;
+	size_t nframes, aframes;
+	bool declined;
+	const char *why;
+};
+
+/* ---- reading ---- */
+
+static uint64_t rd(struct cur *c, size_t n)
+{
+	uint64_t v = 0;
+
+	if ((size_t)(c->end - c->p) < n) {
+		c->bad = true;
+		c->p = c->end;
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++)
+		v |= (uint64_t)c->p[i] << (8 * i);
+	c->p += n;
+	return v;
+}
+
+static uint64_t uleb(struct cur *c)
+{
+	uint64_t v = 0;
+	unsigned shift = 0;
+
+	while (c->p < c->end) {
+		uint8_t b = *c->p++;
+
+		if (shift < 64)
+			v |= (uint64_t)(b & 0x7f) << shift;
+		shift += 7;
+		if (!(b & 0x80))
+			return v;
+	}
+	c->bad = true;
+	return v;
+}
+
+static int64_t sleb(struct cur *c)
+{
+	uint64_t v = 0;
+	unsigned shift = 0;
+	uint8_t b = 0;
+
+	while (c->p < c->end) {
+		b = *c->p++;
+		if (shift < 64)
+			v |= (uint64_t)(b & 0x7f) << shift;
+		shift += 7;
+		if (!(b & 0x80)) {
+			if (shift < 64 && (b & 0x40))
+				v |= ~(uint64_t)0 << shift;
+			return (int64_t)v;
+		}
+	}
+	c->bad = true;
+	return (int64_t)v;
+}
+
+static void skip(struct cur *c, uint64_t n)
+{
+	if ((uint64_t)(c->end - c->p) < n) {
+		c->bad = true;
+		c->p = c->end;
+	} else {
+		c->p += n;
+	}
+}
+
+/* A NUL-terminated string at C, or NULL (empty, as libbfd: none). */
+static const char *cstr(struct cur *c)
+{
+	const uint8_t *z = memchr(c->p, 0, (size_t)(c->end - c->p));
+	const char *s = (const char *)c->p;
+
+	if (!z) {
+		c->bad = true;
+		c->p = c->end;
+		return NULL;
+	}
+	c->p = z + 1;
+	return *s ? s : NULL;
+}
+
+/* The string at OFF of section S, NULL if empty; BAD when outside. */
+static const char *sec_str(const struct dwarf *d, int s, uint64_t off,
+			   bool *bad)
+{
+	const struct section *x = &d->s[s];
+
+	if (!x->present || off >= x->size ||
+	    !memchr(x->p + off, 0, x->size - off)) {
+		*bad = true;
+		return NULL;
+	}
+	return x->p[off] ? (const char *)x->p + off : NULL;
+}
+
+static int decline(struct dwarf *d, const char *why)
+{
+	if (!d->declined) {
+		d->declined = true;
+		d->why = why;
+	}
+	return -1;
+}
+
+/* ---- the ELF side: sections, symbols, compressed sections ---- */
+
+static const void *at(const struct elf_image *img, uint64_t off, uint64_t len)
+{
+	if (off > img->size || len > img->size - off)
+		return NULL;
+	return (const char *)img->map + off;
+}
+
+static int cmp_bsym(const void *a, const void *b)
+{
+	const struct bsym *x = a, *y = b;
+
+	if (x->shndx != y->shndx)
+		return x->shndx < y->shndx ? -1 : 1;
+	if (x->value != y->value)
+		return x->value < y->value ? -1 : 1;
+	/* At one address libbfd keeps the biggest, then the first. */
+	if (x->size != y->size)
+		return x->size > y->size ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/*
+ * The symbols _bfd_elf_maybe_function_sym takes: not sections, files,
+ * objects or TLS; not the hidden local untyped zero-sized ones annobin
+ * makes; sizes of 0 count as 1.
+ */
+static void read_symbols(struct dwarf *d, const Elf64_Shdr *sh, size_t shnum,
+			 const Elf64_Shdr *symtab)
+{
+	const Elf64_Shdr *strs;
+	const char *str;
+	const Elf64_Sym *v;
+	size_t n, alloc = 0;
+
+	if (symtab->sh_link >= shnum)
+		return;
+	strs = &sh[symtab->sh_link];
+	str = at(d->img, strs->sh_offset, strs->sh_size);
+	v = at(d->img, symtab->sh_offset, symtab->sh_size);
+	if (!str || !v || !strs->sh_size || str[strs->sh_size - 1] ||
+	    symtab->sh_entsize != sizeof(*v))
+		return;
+	d->have_syms = true;
+	n = symtab->sh_size / sizeof(*v);
+	for (size_t i = 1; i < n; i++) {
+		Elf64_Sym e;
+		int type, bind;
+
+		memcpy(&e, &v[i], sizeof(e));
+		type = ELF64_ST_TYPE(e.st_info);
+		bind = ELF64_ST_BIND(e.st_info);
+		if (type == STT_SECTION || type == STT_FILE ||
+		    type == STT_OBJECT || type == STT_COMMON ||
+		    type == STT_TLS || e.st_shndx == SHN_UNDEF ||
+		    e.st_shndx >= SHN_LORESERVE || e.st_name >= strs->sh_size)
+			continue;
+		if (!e.st_size && bind == STB_LOCAL && type == STT_NOTYPE &&
+		    ELF64_ST_VISIBILITY(e.st_other) == STV_HIDDEN)
+			continue;
+		GROW(d->syms, d->nsyms + 1, alloc);
+		d->syms[d->nsyms++] = (struct bsym){
+			e.st_value, e.st_size ? e.st_size : 1, (uint32_t)i,
+			e.st_shndx, str + e.st_name
+		};
+	}
+	qsort(d->syms, d->nsyms, sizeof(*d->syms), cmp_bsym);
+}
+
+static int read_elf(struct dwarf *d)
+{
+	const struct elf_image *img = d->img;
+	const Elf64_Ehdr *eh = img->map;
+	const Elf64_Shdr *sh, *names;
+	const char *shstr;
+	size_t alloc = 0;
+
+	if (!img->is64 || img->size < sizeof(*eh))
+		return decline(d, "not a 64-bit ELF file");
+	sh = at(img, eh->e_shoff, (uint64_t)eh->e_shnum * sizeof(*sh));
+	if (!sh || eh->e_shentsize != sizeof(*sh) ||
+	    eh->e_shstrndx >= eh->e_shnum)
+		return decline(d, "no section headers");
+	names = &sh[eh->e_shstrndx];
+	shstr = at(img, names->sh_offset, names->sh_size);
+	if (!shstr || !names->sh_size || shstr[names->sh_size - 1])
+		return decline(d, "no section names");
+	for (size_t i = 1; i < eh->e_shnum; i++) {
+		const char *name = sh[i].sh_name < names->sh_size
+					   ? shstr + sh[i].sh_name
+					   : "";
+
+		if (sh[i].sh_flags & SHF_ALLOC) {
+			GROW(d->secs, d->nsecs + 1, alloc);
+			d->secs[d->nsecs++] = (struct esec){
+				sh[i].sh_addr, sh[i].sh_size, (uint16_t)i
+			};
+		}
+		if (sh[i].sh_type == SHT_SYMTAB && !d->have_syms)
+			read_symbols(d, sh, eh->e_shnum, &sh[i]);
+		if (!strcmp(name, ".gnu_debugaltlink") ||
+		    !strcmp(name, ".debug_types") || !strncmp(name, ".zdebug", 7))
+			return decline(d, "dwz, type units or .zdebug sections");
+		for (int k = 0; k < NSECT; k++) {
+			struct section *x = &d->s[k];
+
+			if (strcmp(name, section_names[k]) || x->present)
+				continue;
+			if (sh[i].sh_type == SHT_NOBITS)
+				break;
+			x->raw = at(img, sh[i].sh_offset, sh[i].sh_size);
+			if (!x->raw)
+				return decline(d, "a DWARF section past the "
+						  "end of the file");
+			x->raw_size = sh[i].sh_size;
+			x->compressed = sh[i].sh_flags & SHF_COMPRESSED;
+			x->present = true;
+		}
+	}
+	if (!d->s[S_INFO].present || !d->s[S_ABBREV].present)
+		return decline(d, "no .debug_info");
+	return 0;
+}
+
+/* Inflate a SHF_COMPRESSED section (zlib; zstd is left to libbfd). */
+static bool inflate(struct section *x)
+{
+	struct libdeflate_decompressor *z;
+	Elf64_Chdr ch;
+	size_t got;
+	bool ok;
+
+	if (!x->present || !x->compressed) {
+		x->p = x->raw;
+		x->size = x->raw_size;
+		return true;
+	}
+	if (x->raw_size < sizeof(ch))
+		return false;
+	memcpy(&ch, x->raw, sizeof(ch));
+	/* (A section bigger than 4 GiB inflated is not a debug file.) */
+	if (ch.ch_type != ELFCOMPRESS_ZLIB || ch.ch_size > (1ULL << 32))
+		return false;
+	if (!(z = libdeflate_alloc_decompressor()))
+		return false;
+	x->owned = xmalloc(ch.ch_size ? ch.ch_size : 1);
+	ok = libdeflate_zlib_decompress(z, x->raw + sizeof(ch),
+					x->raw_size - sizeof(ch), x->owned,
+					ch.ch_size, &got) == LIBDEFLATE_SUCCESS &&
+	     got == ch.ch_size;
+	libdeflate_free_decompressor(z);
+	x->p = x->owned;
+	x->size = ch.ch_size;
+	return ok;
+}
+
+static void *inflate_thread(void *arg)
+{
+	return inflate(arg) ? arg : NULL;
+}
+
+static int inflate_all(struct dwarf *d)
+{
+	pthread_t tid;
+	bool threaded, ok = true;
+	void *r = NULL;
+
+	/* .debug_info is most of the work: on another core. */
+	threaded = d->s[S_INFO].compressed && threads_wanted() > 1 &&
+		   pthread_create(&tid, NULL, inflate_thread,
+				  &d->s[S_INFO]) == 0;
+	if (!threaded)
+		ok = inflate(&d->s[S_INFO]);
+	for (int k = 1; k < NSECT; k++)
+		ok &= inflate(&d->s[k]);
+	if (threaded) {
+		pthread_join(tid, &r);
+		ok &= r != NULL;
+	}
+	return ok ? 0 : decline(d, "a compressed DWARF section that does not "
+				   "inflate (or is not zlib)");
+}
+
+/* ---- abbreviations ---- */
+
+/* The size of a form whose size is fixed, else -1 (0: no bytes). */
+static int form_size(uint32_t form, const struct unit *u)
+{
+	switch (form) {
+	case FORM_flag_present:
+	case FORM_implicit_const:
+		return 0;
+	case FORM_data1:
+	case FORM_ref1:
+	case FORM_flag:
+		return 1;
+	case FORM_data2:
+	case FORM_ref2:
+		return 2;
+	case FORM_data4:
+	case FORM_ref4:
+		return 4;
+	case FORM_data8:
+	case FORM_ref8:
+	case FORM_ref_sig8:
+		return 8;
+	case FORM_data16:
+		return 16;
+	case FORM_addr:
+		return u->addr_size;
+	case FORM_strp:
+	case FORM_line_strp:
+	case FORM_sec_offset:
+		return u->offset_size;
+	case FORM_ref_addr:
+		return u->version >= 3 ? u->offset_size : u->addr_size;
+	default:
+		return -1;
+	}
+}
+
+static bool form_known(uint32_t form)
+{
+	switch (form) {
+	case FORM_addr: case FORM_block2: case FORM_block4: case FORM_data2:
+	case FORM_data4: case FORM_data8: case FORM_string: case FORM_block:
+	case FORM_block1: case FORM_data1: case FORM_flag: case FORM_sdata:
+	case FORM_strp: case FORM_udata: case FORM_ref_addr: case FORM_ref1:
+	case FORM_ref2: case FORM_ref4: case FORM_ref8: case FORM_ref_udata:
+	case FORM_sec_offset: case FORM_exprloc: case FORM_flag_present:
+	case FORM_line_strp: case FORM_ref_sig8: case FORM_implicit_const:
+	case FORM_data16: case FORM_loclistx:
+		return true;
+	default:
+		/* strx, addrx, rnglistx, indirect, GNU alt: not followed. */
+		return false;
+	}
+}
+
+static bool is_func_tag(uint32_t tag)
+{
+	return tag == TAG_subprogram || tag == TAG_inlined_subroutine ||
+	       tag == TAG_entry_point;
+}
+
+/*
+ * The table at OFF, read as libbfd's read_abbrevs does: up to a code of
+ * 0, the end of the section, or a code seen already.  Sizes depend on
+ * the unit's address and offset sizes, so a table is kept per (offset,
+ * sizes).
+ */
+static struct abbrevs *abbrevs_of(struct dwarf *d, const struct unit *u)
+{
+	uint64_t key = u->abbrev_off * 64 + u->addr_size * 8 + u->offset_size;
+	uint64_t h = hash_u64(key);
+	struct abbrevs *t;
+	struct cur c;
+	size_t alloc = 0;
+	uint32_t maxcode = 0;
+
+	struct akey {
+		uint64_t key;
+		struct abbrevs t;
+	} *k;
+
+	k = hashmap_get(&d->abbrev_tabs, h, NULL, NULL);
+	if (k)
+		return &k->t;
+	if (u->abbrev_off >= d->s[S_ABBREV].size)
+		return NULL;
+	k = arena_alloc(&d->arena, sizeof(*k));
+	memset(k, 0, sizeof(*k));
+	k->key = key;
+	t = &k->t;
+	c = (struct cur){ d->s[S_ABBREV].p + u->abbrev_off,
+			  d->s[S_ABBREV].p + d->s[S_ABBREV].size, false };
+	for (uint64_t code = uleb(&c); code && !c.bad;) {
+		struct abbrev *a;
+		size_t aattr = 0;
+
+		if (code > UINT32_MAX)
+			return NULL;
+		GROW(t->v, t->n + 1, alloc);
+		a = &t->v[t->n++];
+		memset(a, 0, sizeof(*a));
+		a->code = (uint32_t)code;
+		a->tag = (uint32_t)uleb(&c);
+		a->children = rd(&c, 1) != 0;
+		a->fixed = 0;
+		for (;;) {
+			uint64_t name = uleb(&c), form = uleb(&c);
+			int64_t imp = 0;
+			int sz;
+
+			if (form == FORM_implicit_const)
+				imp = sleb(&c);
+			if (!name || c.bad)
+				break;
+			if (!form_known((uint32_t)form) || name > UINT32_MAX) {
+				a->fixed = -2; /* declines if ever read */
+				form = 0;
+			}
+			GROW(a->attr, a->nattr + 1, aattr);
+			a->attr[a->nattr++] = (struct abbrev_attr){
+				(uint32_t)name, (uint32_t)form, imp
+			};
+			sz = form ? form_size((uint32_t)form, u) : -1;
+			if (a->fixed >= 0)
+				a->fixed = sz < 0 ? -1 : a->fixed + sz;
+		}
+		a->interesting = is_func_tag(a->tag);
+		if (a->code > maxcode)
+			maxcode = a->code;
+		if (c.p >= c.end)
+			break;
+		code = uleb(&c);
+		/* A code seen already starts the next table. */
+		for (size_t i = 0; i < t->n; i++)
+			if (t->v[i].code == code)
+				code = 0;
+	}
+	if (c.bad)
+		return NULL;
+	if (maxcode <= 4 * t->n + 64) {
+		t->ncodes = maxcode;
+		t->by_code = xcalloc(maxcode + 1, sizeof(*t->by_code));
+		for (size_t i = 0; i < t->n; i++)
+			t->by_code[t->v[i].code] = &t->v[i];
+	}
+	hashmap_put(&d->abbrev_tabs, h, k);
+	return t;
+}
+
+static const struct abbrev *abbrev_find(const struct abbrevs *t,
+					uint64_t code)
+{
+	if (t->by_code)
+		return code <= t->ncodes ? t->by_code[code] : NULL;
+	for (size_t i = 0; i < t->n; i++)
+		if (t->v[i].code == code)
+			return &t->v[i];
+	return NULL;
+}
+
+/* ---- attribute values ---- */
+
+struct attr {
+	uint32_t form;
+	uint64_t val;
+	const char *str;
+	bool is_str, is_int;
+};
+
+/* Read one attribute value as libbfd's read_attribute_value would. */
+static bool read_value(struct dwarf *d, const struct unit *u, struct cur *c,
+		       const struct abbrev_attr *aa, struct attr *v)
+{
+	bool bad = false;
+
+	v->form = aa->form;
+	v->str = NULL;
+	v->val = 0;
+	v->is_str = v->is_int = false;
+	if (c->p >= c->end && aa->form != FORM_flag_present)
+		return false;
+	switch (aa->form) {
+	case FORM_flag_present:
+		v->val = 1;
+		v->is_int = true;
+		break;
+	case FORM_implicit_const:
+		v->val = (uint64_t)aa->implicit;
+		v->is_int = true;
+		break;
+	case FORM_ref_addr:
+		v->val = rd(c, u->version >= 3 ? u->offset_size : u->addr_size);
+		v->is_int = true;
+		break;
+	case FORM_addr:
+		v->val = rd(c, u->addr_size);
+		v->is_int = true;
+		break;
+	case FORM_sec_offset:
+		v->val = rd(c, u->offset_size);
+		v->is_int = true;
+		break;
+	case FORM_data1: case FORM_ref1: case FORM_flag:
+		v->val = rd(c, 1);
+		v->is_int = true;
+		break;
+	case FORM_data2: case FORM_ref2:
+		v->val = rd(c, 2);
+		v->is_int = true;
+		break;
+	case FORM_data4: case FORM_ref4:
+		v->val = rd(c, 4);
+		v->is_int = true;
+		break;
+	case FORM_data8: case FORM_ref8: case FORM_ref_sig8:
+		v->val = rd(c, 8);
+		v->is_int = true;
+		break;
+	case FORM_data16:
+		skip(c, 16);
+		break;
+	case FORM_string:
+		v->str = cstr(c);
+		v->is_str = true;
+		break;
+	case FORM_strp:
+	case FORM_line_strp:
+		v->val = rd(c, u->offset_size);
+		if (c->bad)
+			return false;
+		v->str = sec_str(d, aa->form == FORM_strp ? S_STR : S_LINE_STR,
+				 v->val, &bad);
+		v->is_str = true;
+		if (bad)
+			return false;
+		break;
+	case FORM_sdata:
+		v->val = (uint64_t)sleb(c);
+		v->is_int = true;
+		break;
+	case FORM_udata: case FORM_ref_udata:
+		v->val = uleb(c);
+		v->is_int = true;
+		break;
+	case FORM_loclistx:
+		v->val = uleb(c);
+		break;
+	case FORM_block: case FORM_exprloc:
+		skip(c, uleb(c));
+		break;
+	case FORM_block1:
+		skip(c, rd(c, 1));
+		break;
+	case FORM_block2:
+		skip(c, rd(c, 2));
+		break;
+	case FORM_block4:
+		skip(c, rd(c, 4));
+		break;
+	default:
+		return false;
+	}
+	return !c->bad;
+}
+
+/* Skip a DIE's attributes; false when they do not fit. */
+static bool skip_attrs(struct dwarf *d, const struct unit *u, struct cur *c,
+		       const struct abbrev *a)
+{
+	struct attr v;
+
+	if (a->fixed >= 0) {
+		/* (libbfd fails reading a form at the unit's end, too.) */
+		if (a->nattr && c->p >= c->end)
+			return false;
+		skip(c, (uint64_t)a->fixed);
+		return !c->bad;
+	}
+	for (uint32_t i = 0; i < a->nattr; i++)
+		if (!a->attr[i].form || !read_value(d, u, c, &a->attr[i], &v))
+			return false;
+	return true;
+}
+
+/* ---- ranges, as libbfd's arange_add ---- */
+
+static void arange_add(struct dwarf *d, struct arange *first, uint64_t low,
+		       uint64_t high)
+{
+	struct arange *r;
+	uint32_t i;
+
+	if (low == high)
+		return;
+	if (!first->high) {
+		first->low = low;
+		first->high = high;
+		return;
+	}
+	for (r = first;; r = &d->pool[i - 1]) {
+		if (low == r->high) {
+			r->high = high;
+			return;
+		}
+		if (high == r->low) {
+			r->low = low;
+			return;
+		}
+		if (!(i = r->next))
+			break;
+	}
+	GROW(d->pool, d->npool + 1, d->apool);
+	d->pool[d->npool] = (struct arange){ low, high, first->next };
+	first->next = (uint32_t)++d->npool;
+}
+
+static bool read_rangelist(struct dwarf *d, const struct unit *u,
+			   struct arange *ar, uint64_t off)
+{
+	uint64_t base = u->base;
+	struct cur c;
+
+	if (u->version <= 4) {
+		const struct section *x = &d->s[S_RANGES];
+
+		if (!x->present || off > x->size)
+			return false;
+		c = (struct cur){ x->p + off, x->p + x->size, false };
+		for (;;) {
+			uint64_t lo, hi;
+
+			if ((size_t)(c.end - c.p) < 2u * u->addr_size)
+				return false;
+			lo = rd(&c, u->addr_size);
+			hi = rd(&c, u->addr_size);
+			if (!lo && !hi)
+				return true;
+			if (lo == (u->addr_size == 8 ? ~0ULL : 0xffffffffULL) &&
+			    hi != lo)
+				base = hi;
+			else
+				arange_add(d, ar, base + lo, base + hi);
+		}
+	}
+	{
+		const struct section *x = &d->s[S_RNGLISTS];
+
+		if (!x->present || off > x->size)
+			return false;
+		c = (struct cur){ x->p + off, x->p + x->size, false };
+	}
+	for (;;) {
+		uint64_t lo, hi;
+
+		if (c.p >= c.end)
+			return false;
+		switch (rd(&c, 1)) {
+		case RLE_end_of_list:
+			return true;
+		case RLE_base_address:
+			base = rd(&c, u->addr_size);
+			if (c.bad)
+				return false;
+			continue;
+		case RLE_start_length:
+			lo = rd(&c, u->addr_size);
+			hi = lo + uleb(&c);
+			break;
+		case RLE_offset_pair:
+			lo = base + uleb(&c);
+			hi = base + uleb(&c);
+			break;
+		case RLE_start_end:
+			lo = rd(&c, u->addr_size);
+			hi = rd(&c, u->addr_size);
+			break;
+		default:
+			return false;
+		}
+		if (c.bad)
+			return false;
+		arange_add(d, ar, lo, hi);
+	}
+}
+
+/* ---- units ---- */
+
+/* libbfd's mangle_style(lang) == 0: a DW_AT_name is a linkage name. */
+static bool plain_names(int lang)
+{
+	switch (lang) {
+	case 0x01: /* C89 */
+	case 0x02: /* C */
+	case 0x05: /* Cobol74 */
+	case 0x06: /* Cobol85 */
+	case 0x07: /* Fortran77 */
+	case 0x0a: /* Pascal83 */
+	case 0x0f: /* PLI */
+	case 0x0c: /* C99 */
+	case 0x12: /* UPC */
+	case 0x1d: /* C11 */
+	case 0x8001: /* Mips_Assembler */
+	case 0x8765: /* Upc */
+	case 0x8101: /* HP_Basic91 */
+	case 0x8109: /* HP_IMacro */
+	case 0x8107: /* HP_Assembler */
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* The unit header and its DIE, as libbfd's parse_comp_unit. */
+static int read_unit(struct dwarf *d, struct unit *u)
+{
+	const struct section *x = &d->s[S_INFO];
+	struct cur c = { x->p + u->off, x->p + u->end, false };
+	uint64_t low = 0, high = 0, len;
+	bool high_rel = false;
+	const struct abbrev *a;
+	struct attr v;
+	int unit_type = 1;
+
+	len = rd(&c, 4);
+	if (len == 0xffffffff) {
+		rd(&c, 8);
+		u->offset_size = 8;
+	} else {
+		u->offset_size = 4;
+	}
+	(void)len;
+	u->version = (uint8_t)rd(&c, 2);
+	if (u->version < 2 || u->version > 5)
+		return u->version ? decline(d, "a DWARF version other than "
+					       "2 to 5")
+				  : 0;
+	if (u->version >= 5) {
+		unit_type = (int)rd(&c, 1);
+		u->addr_size = (uint8_t)rd(&c, 1);
+	}
+	u->abbrev_off = rd(&c, u->offset_size);
+	if (u->version < 5)
+		u->addr_size = (uint8_t)rd(&c, 1);
+	if (c.bad || unit_type != 1 || u->addr_size != 8)
+		return decline(d, "a unit that is not a compile unit, or "
+				  "addresses that are not 8 bytes");
+	u->abbrevs = abbrevs_of(d, u);
+	if (!u->abbrevs)
+		return decline(d, "a bad abbreviation table");
+	u->die = (size_t)(c.p - x->p);
+	a = abbrev_find(u->abbrevs, uleb(&c));
+	if (c.bad || !a)
+		return decline(d, "a unit without a DIE");
+	for (uint32_t i = 0; i < a->nattr; i++) {
+		const struct abbrev_attr *aa = &a->attr[i];
+
+		if (!aa->form || !read_value(d, u, &c, aa, &v))
+			return decline(d, "a unit DIE this reader does not "
+					  "follow");
+		switch (aa->name) {
+		case AT_stmt_list:
+			if (v.is_int) {
+				u->stmtlist = true;
+				u->line_off = v.val;
+			}
+			break;
+		case AT_low_pc:
+			if (v.is_int) {
+				low = v.val;
+				if (a->tag == TAG_compile_unit)
+					u->base = low;
+			}
+			break;
+		case AT_high_pc:
+			if (v.is_int) {
+				high = v.val;
+				high_rel = aa->form != FORM_addr;
+			}
+			break;
+		case AT_ranges:
+			if (v.is_int && !read_rangelist(d, u, &u->ar, v.val))
+				return decline(d, "a unit's bad range list");
+			break;
+		case AT_comp_dir:
+			u->comp_dir = v.is_str ? v.str : NULL;
+			if (u->comp_dir) {
+				const char *cp = strchr(u->comp_dir, ':');
+
+				if (cp && cp != u->comp_dir && cp[-1] == '.' &&
+				    cp[1] == '/')
+					u->comp_dir = cp + 1;
+			}
+			break;
+		case AT_language:
+			if (v.is_int)
+				u->lang = (int)v.val;
+			break;
+		case AT_addr_base:
+		case AT_str_offsets_base:
+			return decline(d, "string or address indexes");
+		default:
+			break;
+		}
+	}
+	if (high_rel)
+		high += low;
+	if (high)
+		arange_add(d, &u->ar, low, high);
+	u->ok = true;
+	return 0;
+}
+
+static int cmp_urange(const void *a, const void *b)
+{
+	const struct urange *x = a, *y = b;
+
+	return x->low < y->low ? -1 : x->low > y->low;
+}
+
+/*
+ * Units with no ranges of their own are tried for every address by
+ * libbfd (their line sequences become their ranges): this reader
+ * follows only those that cannot answer, with no rows and no function
+ * with a range.
+ */
+static bool prepare_unit(struct dwarf *d, struct unit *u);
+
+static int check_rangeless(struct dwarf *d, struct unit *u)
+{
+	if (!u->stmtlist)
+		return 0; /* (libbfd cannot decode it: never answers) */
+	if (!prepare_unit(d, u))
+		return -1;
+	if (u->nrows)
+		return decline(d, "a unit without ranges but with lines");
+	for (size_t i = 0; i < u->nfuncs; i++)
+		if (u->funcs[i].ar.high)
+			return decline(d, "a unit without ranges but with "
+					  "functions");
+	return 0;
+}
+
+/*
+ * Every unit's header and ranges.  The ranges are merged per unit into
+ * disjoint intervals; ranges of two units must not meet.
+ */
+static int read_units(struct dwarf *d)
+{
+	const struct section *x = &d->s[S_INFO];
+	size_t off = 0, alloc = 0, ralloc = 0, n = 0;
+
+	while (off < x->size) {
+		struct cur c = { x->p + off, x->p + x->size, false };
+		uint64_t len = rd(&c, 4);
+		struct unit *u;
+
+		if (len == 0xffffffff)
+			len = rd(&c, 8);
+		if (c.bad || len > (uint64_t)(c.end - c.p))
+			return decline(d, "a unit past the end of .debug_info");
+		if (!len)
+			return decline(d, "an empty unit (padding?)");
+		GROW(d->units, d->nunits + 1, alloc);
+		u = &d->units[d->nunits++];
+		memset(u, 0, sizeof(*u));
+		u->off = off;
+		u->end = (size_t)(c.p - x->p) + (size_t)len;
+		off = u->end;
+		if (read_unit(d, u) < 0)
+			return -1;
+	}
+	for (size_t i = 0; i < d->nunits; i++) {
+		struct unit *u = &d->units[i];
+		const struct arange *r;
+
+		if (!u->ok || !u->ar.high)
+			continue;
+		for (r = &u->ar; r; r = r->next ? &d->pool[r->next - 1] : NULL) {
+			if (r->low > r->high)
+				return decline(d, "a unit range that ends "
+						  "before it starts");
+			if (r->low == r->high)
+				continue;
+			GROW(d->uranges, d->nuranges + 1, ralloc);
+			d->uranges[d->nuranges++] = (struct urange){
+				r->low, r->high, (uint32_t)i
+			};
+		}
+	}
+	qsort(d->uranges, d->nuranges, sizeof(*d->uranges), cmp_urange);
+	for (size_t i = 0; i < d->nuranges; i++) {
+		struct urange *m = n ? &d->uranges[n - 1] : NULL;
+		const struct urange *r = &d->uranges[i];
+
+		if (m && r->low <= m->high && r->unit == m->unit) {
+			if (r->high > m->high)
+				m->high = r->high;
+		} else if (m && r->low < m->high) {
+			return decline(d, "units whose ranges overlap");
+		} else {
+			d->uranges[n++] = *r;
+		}
+	}
+	d->nuranges = n;
+	for (size_t i = 0; i < d->nunits; i++)
+		if (d->units[i].ok && !d->units[i].ar.high &&
+		    check_rangeless(d, &d->units[i]) < 0)
+			return -1;
+	return 0;
+}
+
+/* The interval holding ADDR, or NULL. */
+static const struct urange *interval_at(const struct dwarf *d, uint64_t addr)
+{
+	size_t i = PARTITION_POINT(d->nuranges, k, d->uranges[k].low <= addr);
+
+	return i && addr < d->uranges[i - 1].high ? &d->uranges[i - 1] : NULL;
+}
+
+static struct unit *unit_at(struct dwarf *d, uint64_t addr)
+{
+	const struct urange *r = interval_at(d, addr);
+
+	return r ? &d->units[r->unit] : NULL;
+}
+
+/* Is [LOW, HIGH) within U's own ranges? */
+static bool inside_own(const struct dwarf *d, const struct unit *u,
+		       uint64_t low, uint64_t high)
+{
+	const struct urange *r = interval_at(d, low);
+
+	return r && &d->units[r->unit] == u && high <= r->high;
+}
+
+/*
+ * U's line sequences and function ranges join its ranges in libbfd once
+ * it is decoded (GCC's sequences span the padding between functions).
+ * Kept aside: an address there is U's only after U was decoded, as in
+ * libbfd.  Over another unit's ranges, libbfd's order of trying units
+ * would decide: not followed.
+ */
+static void extend(struct dwarf *d, struct unit *u, uint64_t low,
+		   uint64_t high)
+{
+	size_t i;
+
+	if (inside_own(d, u, low, high))
+		return;
+	i = PARTITION_POINT(d->nuranges, k, d->uranges[k].high <= low);
+	for (; i < d->nuranges && d->uranges[i].low < high; i++)
+		if (&d->units[d->uranges[i].unit] != u) {
+			decline(d, "line sequences or functions over another "
+				   "unit's ranges");
+			return;
+		}
+	GROW(d->ext, d->next + 1, d->aext);
+	d->ext[d->next++] = (struct urange){ low, high,
+					     (uint32_t)(u - d->units) };
+}
+
+/* The unit of ADDR: its ranges, else a decoded unit's extension. */
+static struct unit *unit_of(struct dwarf *d, uint64_t addr)
+{
+	struct unit *u = unit_at(d, addr), *found = NULL;
+
+	if (u)
+		return u;
+	for (size_t i = 0; i < d->next; i++) {
+		if (addr < d->ext[i].low || addr >= d->ext[i].high)
+			continue;
+		u = &d->units[d->ext[i].unit];
+		if (found && found != u) {
+			decline(d, "an address in two units' line sequences");
+			return NULL;
+		}
+		found = u;
+	}
+	return found;
+}
+
+/* ---- line tables ---- */
+
+/* libbfd's concat_filename. */
+static const char *file_name(struct dwarf *d, const struct unit *u,
+			     uint64_t file)
+{
+	const char *name, *dir_name = NULL, *subdir = NULL;
+	uint64_t dir;
+
+	if (!u->dir_file_0) {
+		if (file == 0)
+			return "<unknown>";
+		file--;
+	}
+	if (file >= u->nfiles)
+		return "<unknown>";
+	name = u->files[file * 2];
+	if (!name)
+		return "<unknown>";
+	if (name[0] == '/')
+		return name;
+	dir = (uint64_t)(uintptr_t)u->files[file * 2 + 1];
+	if (!u->dir_file_0)
+		dir--;
+	if (dir < u->ndirs)
+		subdir = u->dirs[dir];
+	if (!subdir || subdir[0] != '/')
+		dir_name = u->comp_dir;
+	if (!dir_name) {
+		dir_name = subdir;
+		subdir = NULL;
+	}
+	if (!dir_name)
+		return name;
+	sb_reset(&d->sb);
+	if (subdir)
+		sb_addf(&d->sb, "%s/%s/%s", dir_name, subdir, name);
+	else
+		sb_addf(&d->sb, "%s/%s", dir_name, name);
+	return arena_strndup(&d->arena, d->sb.buf, d->sb.len);
+}
+
+/* DWARF 5's directory or file table; NAMES gets (name, dir) pairs or
+ * names alone. */
+static bool read_entries(struct dwarf *d, const struct unit *u, struct cur *c,
+			 const char ***names, uint32_t *n, bool files)
+{
+	uint8_t nformat = (uint8_t)rd(c, 1);
+	struct cur fmt = *c;
+	uint64_t count;
+	size_t alloc = 0;
+
+	for (int i = 0; i < nformat; i++) {
+		uleb(c);
+		uleb(c);
+	}
+	count = uleb(c);
+	if (c->bad || (!nformat && count) || count > (uint64_t)(c->end - c->p))
+		return false;
+	for (uint64_t k = 0; k < count; k++) {
+		const char *name = NULL;
+		uint64_t dir = 0;
+		struct cur f = fmt;
+
+		for (int i = 0; i < nformat; i++) {
+			uint64_t type = uleb(&f), form = uleb(&f);
+			struct abbrev_attr aa = { 0, (uint32_t)form, 0 };
+			struct attr v;
+
+			if (type < LNCT_path || type > LNCT_MD5 ||
+			    form == FORM_implicit_const || !form_known((uint32_t)form) ||
+			    !read_value(d, u, c, &aa, &v))
+				return false;
+			/* (libbfd takes a path in these forms only.) */
+			if (type == LNCT_path &&
+			    (form == FORM_string || form == FORM_line_strp))
+				name = v.str;
+			else if (type == LNCT_directory_index &&
+				 (form == FORM_data1 || form == FORM_data2 ||
+				  form == FORM_data4 || form == FORM_data8 ||
+				  form == FORM_udata))
+				dir = v.val;
+		}
+		GROW(*names, (*n + 1) * 2, alloc);
+		(*names)[*n * (files ? 2 : 1)] = name;
+		if (files)
+			(*names)[*n * 2 + 1] = (const char *)(uintptr_t)(uint32_t)dir;
+		(*n)++;
+	}
+	return true;
+}
+
+static int cmp_seq(const void *a, const void *b, void *arg)
+{
+	const struct sequence *x = a, *y = b;
+	const struct line_row *rows = arg;
+	uint64_t xh = rows[x->first + x->n - 1].addr,
+		 yh = rows[y->first + y->n - 1].addr;
+
+	if (x->low != y->low)
+		return x->low < y->low ? -1 : 1;
+	if (xh != yh)
+		return xh < yh ? 1 : -1;
+	return x->index < y->index ? -1 : x->index > y->index;
+}
+
+static void add_row(struct dwarf *d, struct unit *u, size_t *alloc,
+		    size_t *salloc, uint64_t addr, const char *file,
+		    uint32_t line, bool end)
+{
+	struct sequence *s = u->nseqs ? &u->seqs[u->nseqs - 1] : NULL;
+	struct line_row *last = u->nrows ? &u->rows[u->nrows - 1] : NULL;
+
+	(void)d;
+	if (s && last->addr == addr && last->end == end) {
+		/* libbfd keeps the last row of an address. */
+		*last = (struct line_row){ addr, file, line, end };
+		return;
+	}
+	if (!s || last->end) {
+		GROW(u->seqs, u->nseqs + 1, *salloc);
+		s = &u->seqs[u->nseqs++];
+		s->low = addr;
+		s->first = (uint32_t)u->nrows;
+		s->n = 0;
+	} else if (addr < last->addr) {
+		/* Rows out of order: libbfd sorts them its own way. */
+		decline(d, "line rows out of order");
+	}
+	GROW(u->rows, u->nrows + 1, *alloc);
+	u->rows[u->nrows++] = (struct line_row){ addr, file, line, end };
+	s->n++;
+}
+
+/* libbfd's decode_line_info, for U's line program. */
+static bool decode_lines(struct dwarf *d, struct unit *u)
+{
+	const struct section *x = &d->s[S_LINE];
+	struct cur c;
+	uint64_t len, hdr;
+	uint8_t min_insn, max_ops, def_stmt, range, opbase;
+	int8_t line_base;
+	const uint8_t *lengths;
+	size_t alloc = 0, salloc = 0, nlive;
+	int version, offset_size = 4;
+
+	if (!x->present || x->size < 16 || u->line_off >= x->size)
+		return false;
+	c = (struct cur){ x->p + u->line_off, x->p + x->size, false };
+	len = rd(&c, 4);
+	if (len == 0xffffffff) {
+		len = rd(&c, 8);
+		offset_size = 8;
+	} else if (len == 0) {
+		return false; /* (libbfd's "64-bit DWARF 2": not followed) */
+	}
+	if (len > (uint64_t)(c.end - c.p))
+		return false;
+	c.end = c.p + len;
+	version = (int)rd(&c, 2);
+	if (version < 2 || version > 5)
+		return false;
+	if (c.p + offset_size + (version >= 5 ? 8 : version >= 4 ? 6 : 5) >=
+	    c.end)
+		return false;
+	if (version >= 5) {
+		rd(&c, 1);
+		if (rd(&c, 1))
+			return false;
+	}
+	hdr = rd(&c, (size_t)offset_size);
+	(void)hdr;
+	min_insn = (uint8_t)rd(&c, 1);
+	max_ops = version >= 4 ? (uint8_t)rd(&c, 1) : 1;
+	def_stmt = (uint8_t)rd(&c, 1);
+	(void)def_stmt;
+	line_base = (int8_t)rd(&c, 1);
+	range = (uint8_t)rd(&c, 1);
+	opbase = (uint8_t)rd(&c, 1);
+	if (max_ops != 1 || !range || !opbase)
+		return decline(d, "VLIW line programs"), false;
+	if (c.p + (opbase - 1) >= c.end)
+		return false;
+	lengths = c.p - 1; /* lengths[op] for 1 <= op < opbase */
+	c.p += opbase - 1;
+	if (version >= 5) {
+		if (!read_entries(d, u, &c, &u->dirs, &u->ndirs, false) ||
+		    !read_entries(d, u, &c, &u->files, &u->nfiles, true))
+			return false;
+		u->dir_file_0 = true;
+	} else {
+		const char *s;
+		size_t a = 0, fa = 0;
+
+		while ((s = cstr(&c)) != NULL) {
+			GROW(u->dirs, u->ndirs + 1, a);
+			u->dirs[u->ndirs++] = s;
+		}
+		while (!c.bad && (s = cstr(&c)) != NULL) {
+			uint64_t dir = uleb(&c);
+
+			uleb(&c);
+			uleb(&c);
+			GROW(u->files, (u->nfiles + 1) * 2, fa);
+			u->files[u->nfiles * 2] = s;
+			u->files[u->nfiles * 2 + 1] =
+				(const char *)(uintptr_t)(uint32_t)dir;
+			u->nfiles++;
+		}
+		if (c.bad)
+			return false;
+	}
+	while (c.p < c.end) {
+		uint64_t addr = 0, low = ~0ULL, high = 0;
+		uint32_t line = 1;
+		const char *file = NULL;
+		bool end = false;
+
+		if (u->nfiles)
+			file = file_name(d, u, u->dir_file_0 ? 0 : 1);
+		while (!end && c.p < c.end) {
+			uint8_t op = (uint8_t)rd(&c, 1);
+
+			if (op >= opbase) {
+				uint8_t adj = op - opbase;
+
+				addr += (uint64_t)(adj / range) * min_insn;
+				line += (uint32_t)(line_base + adj % range);
+				add_row(d, u, &alloc, &salloc, addr,
+					file && *file ? file : NULL, line, false);
+				low = addr < low ? addr : low;
+				high = addr > high ? addr : high;
+				continue;
+			}
+			switch (op) {
+			case 0: {
+				uint64_t n = uleb(&c);
+
+				(void)n;
+				switch (rd(&c, 1)) {
+				case LNE_end_sequence:
+					end = true;
+					add_row(d, u, &alloc, &salloc, addr,
+						file && *file ? file : NULL,
+						line, true);
+					low = addr < low ? addr : low;
+					high = addr > high ? addr : high;
+					/* libbfd's unit grows by its
+					 * sequences: they must be in it. */
+					if (low < high)
+						extend(d, u, low, high);
+					break;
+				case LNE_set_address:
+					addr = rd(&c, u->addr_size);
+					break;
+				case LNE_set_discriminator:
+					uleb(&c);
+					break;
+				default:
+					/* define_file, HP's, unknown ones. */
+					return decline(d, "an extended line "
+							  "opcode not followed"),
+					       false;
+				}
+				break;
+			}
+			case LNS_copy:
+				add_row(d, u, &alloc, &salloc, addr,
+					file && *file ? file : NULL, line, false);
+				low = addr < low ? addr : low;
+				high = addr > high ? addr : high;
+				break;
+			case LNS_advance_pc:
+				addr += min_insn * uleb(&c);
+				break;
+			case LNS_advance_line:
+				line += (uint32_t)sleb(&c);
+				break;
+			case LNS_set_file:
+				file = file_name(d, u, uleb(&c));
+				break;
+			case LNS_set_column:
+				uleb(&c);
+				break;
+			case LNS_negate_stmt:
+			case LNS_set_basic_block:
+				break;
+			case LNS_const_add_pc:
+				addr += (uint64_t)min_insn *
+					((255 - opbase) / range);
+				break;
+			case LNS_fixed_advance_pc:
+				addr += rd(&c, 2);
+				break;
+			default:
+				for (int i = 0; i < lengths[op]; i++)
+					uleb(&c);
+				break;
+			}
+		}
+		if (c.bad)
+			return false;
+	}
+	if (d->declined)
+		return false;
+	/* libbfd's sort_line_sequences: by start, the longest first, the
+	 * last read first; nested ones go, overlapping ones are cut. */
+	for (size_t i = 0; i < u->nseqs; i++)
+		u->seqs[i].index = (uint32_t)(u->nseqs - 1 - i);
+	qsort_r(u->seqs, u->nseqs, sizeof(*u->seqs), cmp_seq, u->rows);
+	nlive = u->nseqs ? 1 : 0;
+	for (size_t i = 1; i < u->nseqs; i++) {
+		uint64_t last_high =
+			u->rows[u->seqs[nlive - 1].first + u->seqs[nlive - 1].n - 1]
+				.addr;
+		struct sequence s = u->seqs[i];
+		uint64_t high = u->rows[s.first + s.n - 1].addr;
+
+		if (s.low < last_high) {
+			if (high <= last_high)
+				continue;
+			s.low = last_high;
+		}
+		u->seqs[nlive++] = s;
+	}
+	u->nseqs = nlive;
+	return true;
+}
+
+/* libbfd's lookup_address_in_line_info_table. */
+static const struct line_row *line_at(const struct unit *u, uint64_t addr)
+{
+	const struct sequence *s = NULL;
+	size_t lo = 0, hi = u->nseqs, i;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		s = &u->seqs[mid];
+		if (addr < s->low)
+			hi = mid;
+		else if (addr >= u->rows[s->first + s->n - 1].addr)
+			lo = mid + 1;
+		else
+			break;
+	}
+	if (!s || addr < s->low || addr >= u->rows[s->first + s->n - 1].addr)
+		return NULL;
+	i = PARTITION_POINT(s->n, k, u->rows[s->first + k].addr <= addr);
+	if (!i || i == s->n || u->rows[s->first + i - 1].end)
+		return NULL;
+	return &u->rows[s->first + i - 1];
+}
+
+/* ---- functions ---- */
+
+static struct unit *unit_of_offset(struct dwarf *d, uint64_t off)
+{
+	size_t i = PARTITION_POINT(d->nunits, k, d->units[k].off <= off);
+
+	return i && off < d->units[i - 1].end ? &d->units[i - 1] : NULL;
+}
+
+/*
+ * libbfd's find_abstract_instance: the name (and whether it is a
+ * linkage name) of the DIE that ATTR refers to, following
+ * DW_AT_specification.
+ */
+static bool abstract_name(struct dwarf *d, struct unit *u,
+			  const struct attr *ref, unsigned depth,
+			  const char **name, bool *linkage)
+{
+	const struct section *x = &d->s[S_INFO];
+	uint64_t off;
+	const struct abbrev *a;
+	struct cur c;
+	struct attr v;
+
+	if (depth == 100)
+		return false;
+	if (ref->form == FORM_ref_addr) {
+		if (!ref->val)
+			return true;
+		off = ref->val;
+		if (off >= x->size)
+			return false;
+		if (off < u->off || off >= u->end) {
+			u = unit_of_offset(d, off);
+			if (!u || !u->ok)
+				return false;
+		}
+	} else if (ref->form == FORM_ref1 || ref->form == FORM_ref2 ||
+		   ref->form == FORM_ref4 || ref->form == FORM_ref8 ||
+		   ref->form == FORM_ref_udata) {
+		if (!ref->val || ref->val >= u->end - u->off)
+			return false;
+		off = u->off + ref->val;
+	} else {
+		/* Other integer forms: libbfd reads them as unit offsets. */
+		if (!ref->val || ref->val >= u->end - u->off)
+			return false;
+		off = u->off + ref->val;
+	}
+	c = (struct cur){ x->p + off, x->p + u->end, false };
+	{
+		uint64_t code = uleb(&c);
+
+		if (c.bad)
+			return false;
+		if (!code)
+			return true;
+		a = abbrev_find(u->abbrevs, code);
+	}
+	if (!a)
+		return false;
+	for (uint32_t i = 0; i < a->nattr; i++) {
+		const struct abbrev_attr *aa = &a->attr[i];
+
+		if (!aa->form)
+			return false;
+		if (!read_value(d, u, &c, aa, &v))
+			return true; /* libbfd stops reading, without failing */
+		switch (aa->name) {
+		case AT_name:
+			if (!*name && v.is_str) {
+				*name = v.str;
+				if (plain_names(u->lang))
+					*linkage = true;
+			}
+			break;
+		case AT_specification:
+			if (v.is_int &&
+			    !abstract_name(d, u, &v, depth + 1, name, linkage))
+				return false;
+			break;
+		case AT_linkage_name:
+		case AT_MIPS_linkage_name:
+			if (v.is_str) {
+				*name = v.str;
+				*linkage = true;
+			}
+			break;
+		case 0x3a: /* DW_AT_decl_file: libbfd decodes the unit's lines */
+			if (!prepare_unit(d, u))
+				return false;
+			break;
+		default:
+			break;
+		}
+	}
+	return true;
+}
+
+static int cmp_lookup(const void *a, const void *b)
+{
+	const struct lookup *x = a, *y = b;
+
+	if (x->low != y->low)
+		return x->low < y->low ? -1 : 1;
+	if (x->high != y->high)
+		return x->high < y->high ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/*
+ * libbfd's scan_unit_for_symbols, for the functions only: each
+ * subprogram, inlined subroutine and entry point, its caller (the
+ * nearest function around it, for inlined ones), name, call site and
+ * ranges.
+ */
+static bool scan_functions(struct dwarf *d, struct unit *u)
+{
+	const struct section *x = &d->s[S_INFO];
+	struct cur c = { x->p + u->die, x->p + u->end, false };
+	uint32_t *nest = NULL;
+	size_t anest = 0, alloc = 0;
+	int level = 0;
+	const struct abbrev *a;
+	bool ok = false;
+
+	/* The unit DIE: skipped (its children are what is scanned). */
+	a = abbrev_find(u->abbrevs, uleb(&c));
+	if (!a || !skip_attrs(d, u, &c, a))
+		return false;
+	if (c.p >= c.end)
+		return true; /* (no children: nothing to scan) */
+	GROW(nest, 1, anest);
+	nest[0] = 0;
+	while (level >= 0) {
+		uint64_t code, off;
+		struct func *f = NULL;
+
+		if (c.p >= c.end)
+			goto out;
+		off = (uint64_t)(c.p - x->p);
+		code = uleb(&c);
+		if (!code) {
+			level--;
+			continue;
+		}
+		a = abbrev_find(u->abbrevs, code);
+		if (!a)
+			goto out;
+		if (a->interesting) {
+			GROW(u->funcs, u->nfuncs + 1, alloc);
+			f = &u->funcs[u->nfuncs++];
+			memset(f, 0, sizeof(*f));
+			f->tag = (uint16_t)a->tag;
+			f->die = off;
+			if (a->tag == TAG_inlined_subroutine)
+				for (int i = level; i-- > 0;)
+					if (nest[i]) {
+						f->caller = nest[i];
+						break;
+					}
+			nest[level] = (uint32_t)u->nfuncs;
+		} else {
+			nest[level] = 0;
+		}
+		if (f) {
+			uint64_t low = 0, high = 0;
+			bool high_rel = false;
+			struct attr v;
+
+			for (uint32_t i = 0; i < a->nattr; i++) {
+				const struct abbrev_attr *aa = &a->attr[i];
+
+				if (!aa->form || !read_value(d, u, &c, aa, &v))
+					goto out;
+				switch (aa->name) {
+				case AT_call_file:
+					if (v.is_int)
+						f->caller_file =
+							file_name(d, u, v.val);
+					break;
+				case AT_call_line:
+					if (v.is_int)
+						f->caller_line = (uint32_t)v.val;
+					break;
+				case AT_abstract_origin:
+				case AT_specification:
+					if (v.is_int &&
+					    !abstract_name(d, u, &v, 0, &f->name,
+							   &f->is_linkage))
+						goto out;
+					break;
+				case AT_name:
+					if (!f->name && v.is_str) {
+						f->name = v.str;
+						if (plain_names(u->lang))
+							f->is_linkage = true;
+					}
+					break;
+				case AT_linkage_name:
+				case AT_MIPS_linkage_name:
+					if (v.is_str) {
+						f->name = v.str;
+						f->is_linkage = true;
+					}
+					break;
+				case AT_low_pc:
+					if (v.is_int)
+						low = v.val;
+					break;
+				case AT_high_pc:
+					if (v.is_int) {
+						high = v.val;
+						high_rel = aa->form != FORM_addr;
+					}
+					break;
+				case AT_ranges:
+					if (aa->form == FORM_loclistx)
+						goto out; /* rnglistx: not followed */
+					if (v.is_int &&
+					    !read_rangelist(d, u, &f->ar, v.val))
+						goto out;
+					break;
+				default:
+					break;
+				}
+			}
+			if (high_rel)
+				high += low;
+			if (high)
+				arange_add(d, &f->ar, low, high);
+		} else if (!skip_attrs(d, u, &c, a)) {
+			goto out;
+		}
+		if (a->children) {
+			level++;
+			GROW(nest, (size_t)level + 1, anest);
+			nest[level] = 0;
+		}
+	}
+	ok = true;
+out:
+	free(nest);
+	return ok;
+}
+
+/* The function table of U, sorted for lookups (build_lookup_funcinfo_table). */
+static void build_lookup(struct dwarf *d, struct unit *u)
+{
+	uint64_t high;
+
+	if (!u->nfuncs)
+		return;
+	u->lookup = xcalloc(u->nfuncs, sizeof(*u->lookup));
+	for (size_t i = 0; i < u->nfuncs; i++) {
+		const struct arange *r = &u->funcs[i].ar;
+		struct lookup *l = &u->lookup[i];
+
+		l->low = r->low;
+		l->high = r->high;
+		l->idx = (uint32_t)i;
+		for (uint32_t k = r->next; k; k = d->pool[k - 1].next) {
+			if (d->pool[k - 1].low < l->low)
+				l->low = d->pool[k - 1].low;
+			if (d->pool[k - 1].high > l->high)
+				l->high = d->pool[k - 1].high;
+		}
+		/* Ranges of functions outside the unit's: libbfd would find
+		 * the unit for them too.  Not followed. */
+		for (const struct arange *q = r; q && q->high;
+		     q = q->next ? &d->pool[q->next - 1] : NULL)
+			if (q->low > q->high)
+				decline(d, "a function range that ends "
+					   "before it starts");
+			else if (q->low < q->high)
+				extend(d, u, q->low, q->high);
+	}
+	qsort(u->lookup, u->nfuncs, sizeof(*u->lookup), cmp_lookup);
+	high = u->lookup[0].high;
+	for (size_t i = 1; i < u->nfuncs; i++) {
+		if (u->lookup[i].high > high)
+			high = u->lookup[i].high;
+		else
+			u->lookup[i].high = high;
+	}
+}
+
+/* libbfd's comp_unit_maybe_decode_line_info: the lines, then functions. */
+static bool prepare_unit(struct dwarf *d, struct unit *u)
+{
+	if (u->failed || !u->ok)
+		return false;
+	if (u->decoded)
+		return true;
+	if (!u->stmtlist) {
+		u->failed = true; /* libbfd's unit error: it never answers */
+		return false;
+	}
+	/* Anything else amiss: libbfd's way with it is not followed. */
+	if (!decode_lines(d, u))
+		return decline(d, "a line program not followed"), false;
+	u->decoded = true;
+	if (!scan_functions(d, u))
+		return decline(d, "a DIE tree not followed"), false;
+	build_lookup(d, u);
+	return !d->declined;
+}
+
+/* libbfd's lookup_address_in_function_table: the smallest range. */
+static struct func *func_at(struct dwarf *d, struct unit *u, uint64_t addr)
+{
+	size_t n = u->nfuncs, lo = 0, hi = n, first = n;
+	struct func *best = NULL;
+	uint64_t best_len = ~0ULL;
+
+	if (!n || u->lookup[n - 1].high < addr)
+		return NULL;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (addr < u->lookup[mid].low)
+			hi = mid;
+		else if (addr >= u->lookup[mid].high)
+			lo = mid + 1;
+		else
+			hi = first = mid;
+	}
+	for (; first < n && addr >= u->lookup[first].low; first++) {
+		struct func *f = &u->funcs[u->lookup[first].idx];
+
+		for (const struct arange *r = &f->ar; r;
+		     r = r->next ? &d->pool[r->next - 1] : NULL) {
+			if (addr < r->low || addr >= r->high)
+				continue;
+			/* Equal lengths: the later function (libbfd compares
+			 * the pointers of functions allocated in order). */
+			if (r->high - r->low < best_len ||
+			    (r->high - r->low == best_len && f > best)) {
+				best = f;
+				best_len = r->high - r->low;
+			}
+		}
+	}
+	return best;
+}
+
+/* ---- names: libbfd's _bfd_elf_find_function and its cache ---- */
+
+static const struct bsym *find_function(struct dwarf *d, int sec,
+					uint64_t addr)
+{
+	const struct esec *s = &d->secs[sec];
+	const struct bsym *c = d->cache_sym;
+	size_t lo, i;
+
+	if (!d->have_syms)
+		return NULL;
+	if (d->cache_sec == sec && c && addr >= c->value &&
+	    addr - c->value < c->size)
+		return c;
+	d->cache_sec = sec;
+	/* The highest start at or below ADDR in the section; there, the
+	 * biggest, then the first (the sort's order). */
+	lo = PARTITION_POINT(d->nsyms, k, d->syms[k].shndx < s->index);
+	i = lo + PARTITION_POINT(d->nsyms - lo, k,
+				 d->syms[lo + k].shndx == s->index &&
+					 d->syms[lo + k].value <= addr);
+	if (i == lo) {
+		d->cache_sym = NULL;
+		return NULL;
+	}
+	c = &d->syms[i - 1];
+	while (c > d->syms + lo && c[-1].value == c->value)
+		c--;
+	d->cache_sym = c;
+	return c;
+}
+
+static void push_frame(struct dwarf *d, const char *func, const char *file,
+		       uint32_t line)
+{
+	GROW(d->frames, d->nframes + 1, d->aframes);
+	d->frames[d->nframes++] = (struct dwarf_frame){ func, file, line };
+}
+
+/* One question, as _bfd_dwarf2_find_nearest_line and the inliner calls. */
+static void answer(struct dwarf *d, uint64_t addr, struct dwarf_answer *out)
+{
+	struct unit *u = NULL;
+	struct func *fn = NULL;
+	const struct line_row *row = NULL;
+	const char *name = NULL;
+	int sec = -1;
+
+	out->addr = addr;
+	out->nframes = 0;
+	/* symbfd.c's section lookup, before it asks libbfd. */
+	for (size_t i = 0; i < d->nsecs; i++)
+		if (addr >= d->secs[i].addr &&
+		    addr - d->secs[i].addr < d->secs[i].size) {
+			sec = (int)i;
+			break;
+		}
+	if (sec < 0)
+		return;
+	u = unit_of(d, addr);
+	if (d->declined)
+		return;
+	if (u && prepare_unit(d, u)) {
+		fn = func_at(d, u, addr);
+		row = line_at(u, addr);
+		if (!fn && !row)
+			u = NULL;
+	}
+	if (fn && fn->is_linkage) {
+		name = fn->name;
+	} else {
+		const struct bsym *sym = find_function(d, sec, addr);
+
+		name = sym ? sym->name : NULL;
+		if (fn) {
+			if (!sym)
+				name = fn->name;
+			else if (sym->value == fn->ar.low)
+				fn->name = name;
+			fn->is_linkage = true;
+		}
+	}
+	if (!row || !row->file || !row->line)
+		return;
+	out->nframes = 1;
+	push_frame(d, name, row->file, row->line);
+	for (struct func *f = fn;
+	     f && f->tag == TAG_inlined_subroutine && f->caller;) {
+		struct func *caller = &u->funcs[f->caller - 1];
+
+		push_frame(d, caller->name, f->caller_file, f->caller_line);
+		out->nframes++;
+		f = caller;
+		if (out->nframes >= 64)
+			break;
+	}
+}
+
+int dwarf_lookup(struct dwarf *d, const uint64_t *addrs, size_t n,
+		 struct dwarf_answer *out, const char **why)
+{
+	size_t first = d->nframes;
+
+	if (d->declined)
+		goto no;
+	for (size_t i = 0; i < n; i++) {
+		answer(d, addrs[i], &out[i]);
+		if (d->declined)
+			goto no;
+	}
+	/* Frames moved as the array grew: point at them now. */
+	for (size_t i = 0, k = first; i < n; k += out[i++].nframes)
+		out[i].frames = d->frames + k;
+	return 0;
+no:
+	*why = d->why ? d->why : "something this reader does not follow";
+	return -1;
+}
+
+struct dwarf *dwarf_open(const struct elf_image *img, const char **why)
+{
+	struct dwarf *d = xcalloc(1, sizeof(*d));
+
+	d->img = img;
+	d->cache_sec = -1;
+	hashmap_init(&d->abbrev_tabs, 64);
+	if (read_elf(d) < 0 || inflate_all(d) < 0 || read_units(d) < 0) {
+		*why = d->why;
+		dwarf_close(d);
+		return NULL;
+	}
+	return d;
+}
+
+void dwarf_close(struct dwarf *d)
+{
+	struct {
+		uint64_t key;
+		struct abbrevs t;
+	} *k;
+
+	if (!d)
+		return;
+	for (size_t pos = 0; hashmap_next(&d->abbrev_tabs, &pos, (void **)&k);) {
+		for (size_t i = 0; i < k->t.n; i++)
+			free(k->t.v[i].attr);
+		free(k->t.v);
+		free(k->t.by_code);
+	}
+	hashmap_free(&d->abbrev_tabs);
+	for (size_t i = 0; i < d->nunits; i++) {
+		struct unit *u = &d->units[i];
+
+		free(u->files);
+		free(u->dirs);
+		free(u->rows);
+		free(u->seqs);
+		free(u->funcs);
+		free(u->lookup);
+	}
+	for (int i = 0; i < NSECT; i++)
+		free(d->s[i].owned);
+	free(d->units);
+	free(d->uranges);
+	free(d->ext);
+	free(d->pool);
+	free(d->secs);
+	free(d->syms);
+	free(d->frames);
+	sb_release(&d->sb);
+	arena_free(&d->arena);
+	free(d);
+}
