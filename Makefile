@@ -27,7 +27,7 @@ O ?= build
 # Debian packages: to build, and to run the tests.
 BUILD_DEPS = libpcre2-dev binutils-dev libcsv-dev libcriterion-dev \
 	     libdebuginfod-dev libdeflate-dev zlib1g-dev pkg-config
-TEST_DEPS = gcc g++ diffutils libgoogle-perftools4 google-perftools \
+TEST_DEPS = gcc g++ diffutils libgoogle-perftools4 google-perftools libc6-dbg \
 	    python3 sqlite3 chromium zstd ruby nodejs debuginfod \
 	    golang-go valgrind libjemalloc2 libjemalloc-dev
 BENCH_DEPS = libllvm14 llvm libc6-dbg binutils time bc heaptrack g++ \

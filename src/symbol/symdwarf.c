@@ -238,8 +238,8 @@ struct dwarf {
 	struct urange {
 		uint64_t low, high;
 		uint32_t unit;
-	} *uranges, *ext;
-	size_t nuranges, next, aext;
+	} *uranges, *ext, *amb;
+	size_t nuranges, next, aext, namb, aamb;
 	struct hashmap abbrev_tabs; /* offset -> struct abbrevs */
 	struct arange *pool;        /* ranges after a function's first */
 	size_t npool, apool;
@@ -1063,6 +1063,20 @@ static int read_unit(struct dwarf *d, struct unit *u)
 	return 0;
 }
 
+static void ambiguous(struct dwarf *d, uint64_t low, uint64_t high)
+{
+	GROW(d->amb, d->namb + 1, d->aamb);
+	d->amb[d->namb++] = (struct urange){ low, high, 0 };
+}
+
+static bool is_ambiguous(const struct dwarf *d, uint64_t addr)
+{
+	for (size_t i = 0; i < d->namb; i++)
+		if (addr >= d->amb[i].low && addr < d->amb[i].high)
+			return true;
+	return false;
+}
+
 static int cmp_urange(const void *a, const void *b)
 {
 	const struct urange *x = a, *y = b;
@@ -1149,7 +1163,18 @@ static int read_units(struct dwarf *d)
 			if (r->high > m->high)
 				m->high = r->high;
 		} else if (m && r->low < m->high) {
-			return decline(d, "units whose ranges overlap");
+			/* Two units claim it (functions the linker dropped
+			 * lie at 0 in several): libbfd's order of trying
+			 * them would decide, so an address there is not
+			 * answered here.  The rest of the range stays. */
+			struct urange rest = *r;
+
+			ambiguous(d, r->low, r->high < m->high ? r->high
+							      : m->high);
+			if (r->high > m->high) {
+				rest.low = m->high;
+				d->uranges[n++] = rest;
+			}
 		} else {
 			d->uranges[n++] = *r;
 		}
@@ -1203,8 +1228,8 @@ static void extend(struct dwarf *d, struct unit *u, uint64_t low,
 	i = PARTITION_POINT(d->nuranges, k, d->uranges[k].high <= low);
 	for (; i < d->nuranges && d->uranges[i].low < high; i++)
 		if (&d->units[d->uranges[i].unit] != u) {
-			decline(d, "line sequences or functions over another "
-				   "unit's ranges");
+			/* (Dropped functions at 0 again, mostly.) */
+			ambiguous(d, low, high);
 			return;
 		}
 	GROW(d->ext, d->next + 1, d->aext);
@@ -1991,6 +2016,10 @@ static void answer(struct dwarf *d, uint64_t addr, struct dwarf_answer *out)
 		}
 	if (sec < 0)
 		return;
+	if (is_ambiguous(d, addr)) {
+		decline(d, "an address two units claim");
+		return;
+	}
 	u = unit_of(d, addr);
 	if (d->declined)
 		return;
@@ -2097,6 +2126,7 @@ void dwarf_close(struct dwarf *d)
 	free(d->units);
 	free(d->uranges);
 	free(d->ext);
+	free(d->amb);
 	free(d->pool);
 	free(d->secs);
 	free(d->syms);

@@ -30,6 +30,7 @@ int main(int argc, char **argv)
 	o.want_source = true;
 	o.no_cache = true;
 	o.full_names = true;
+	o.verbose = getenv("DWARFCMP_VERBOSE") ? 2 : 0;
 	strtab_init(&strings, &arena);
 	maps_init(&maps);
 	if (maps_load(&maps, argv[1], &strings) < 0)

@@ -11,7 +11,9 @@
 #   - expand's top functions agree with google-pprof --text;
 #   - top, diff, expand and folded on a leaking program (leak.sh);
 #   - a stripped binary's symbols from a debuginfod server
-#     (debuginfod.sh).
+#     (debuginfod.sh);
+#   - dmprof's DWARF reader gives libbfd's answers, address by address
+#     (dwarf.sh).
 # Usage: tests/real/run.sh DMPROF_BINARY
 set -u
 bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -192,6 +194,7 @@ fi
 . "$top/tests/real/pprof.sh"
 . "$top/tests/real/dhat.sh"
 . "$top/tests/real/jemalloc.sh"
+. "$top/tests/real/dwarf.sh"
 
 echo "real: $pass passed, $fail failed"
 [ $fail = 0 ]
