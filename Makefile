@@ -199,7 +199,8 @@ bench: bench-deps
 
 # Fuzzing: clang's libFuzzer with ASan+UBSan, one binary per parser.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS = dump gperf jemalloc proto dhat buckets maps symmap policy json
+FUZZ_TARGETS = dump gperf jemalloc proto dhat buckets maps symmap policy json \
+	symcache dwarf
 FUZZ_O = build/fuzz
 FUZZ_CC = clang
 FUZZ_FLAGS = -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all

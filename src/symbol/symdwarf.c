@@ -433,7 +433,8 @@ static void read_symbols(struct dwarf *d, const Elf64_Shdr *sh, size_t shnum,
 			e.st_shndx, str + e.st_name
 		};
 	}
-	qsort(d->syms, d->nsyms, sizeof(*d->syms), cmp_bsym);
+	if (d->nsyms)
+		qsort(d->syms, d->nsyms, sizeof(*d->syms), cmp_bsym);
 }
 
 static int read_elf(struct dwarf *d)
@@ -1154,7 +1155,9 @@ static int read_units(struct dwarf *d)
 			};
 		}
 	}
-	qsort(d->uranges, d->nuranges, sizeof(*d->uranges), cmp_urange);
+	if (d->nuranges)
+		qsort(d->uranges, d->nuranges, sizeof(*d->uranges),
+		      cmp_urange);
 	for (size_t i = 0; i < d->nuranges; i++) {
 		struct urange *m = n ? &d->uranges[n - 1] : NULL;
 		const struct urange *r = &d->uranges[i];
@@ -1566,7 +1569,8 @@ static bool decode_lines(struct dwarf *d, struct unit *u)
 	 * last read first; nested ones go, overlapping ones are cut. */
 	for (size_t i = 0; i < u->nseqs; i++)
 		u->seqs[i].index = (uint32_t)(u->nseqs - 1 - i);
-	qsort_r(u->seqs, u->nseqs, sizeof(*u->seqs), cmp_seq, u->rows);
+	if (u->nseqs)
+		qsort_r(u->seqs, u->nseqs, sizeof(*u->seqs), cmp_seq, u->rows);
 	nlive = u->nseqs ? 1 : 0;
 	for (size_t i = 1; i < u->nseqs; i++) {
 		uint64_t last_high =

@@ -22,6 +22,10 @@
  *             handed out frame by frame (classify.c's partial matching):
  *             the answers must agree
  *   json      any JSON
+ *   symcache  a symbol cache file: every entry looked up, one added, the
+ *             file written back (merged) and read again
+ *   dwarf     an ELF file's DWARF (symdwarf.c): read, then the starts and
+ *             middles of its functions looked up
  *
  * Parsers that read files get the input through a file in /dev/shm (or
  * $TMPDIR), so the real path (file_load included) is what runs.
@@ -45,6 +49,8 @@
 #include "model.h"
 #include "pbwrite.h"
 #include "policy.h"
+#include "symcache.h"
+#include "symdwarf.h"
 #include "symmap.h"
 #include "text.h"
 #include "util.h"
@@ -413,6 +419,76 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct json_value *v = json_parse((const char *)data, size, "fuzz");
 
 	json_free(v);
+	return 0;
+}
+#endif
+
+#ifdef FUZZ_SYMCACHE
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static const char *id = "build-id:00112233 debug=none";
+	struct arena arena;
+	struct strtab strings;
+	struct symcache *c;
+	struct symcache_entry e;
+	struct strbuf sb = STRBUF_INIT;
+	FILE *f;
+
+	sb_addf(&sb, "%s/cache", dir);
+	setenv("XDG_CACHE_HOME", sb.buf, 1);
+	sb_reset(&sb);
+	sb_addf(&sb, "mkdir -p %s/cache/dmprof/symbols", dir);
+	if (system(sb.buf) != 0)
+		abort();
+	memset(&arena, 0, sizeof(arena));
+	strtab_init(&strings, &arena);
+	c = symcache_open(id, &strings);
+	if (!c || !(f = fopen(symcache_path(c), "wb")))
+		abort();
+	if (size && fwrite(data, 1, size, f) != size)
+		abort();
+	fclose(f);
+	symcache_close(c); /* (nothing added, nothing read: not written) */
+	for (int round = 0; round < 2; round++) {
+		c = symcache_open(id, &strings);
+		for (uint64_t a = 0; a < 0x400; a += 0x10)
+			symcache_get(c, a);
+		memset(&e, 0, sizeof(e));
+		e.addr = 0x123;
+		e.func = strtab_intern_str(&strings, "added()");
+		symcache_put(c, &e);
+		symcache_close(c);
+	}
+	strtab_free(&strings);
+	arena_free(&arena);
+	sb_release(&sb);
+	return 0;
+}
+#endif
+
+#ifdef FUZZ_DWARF
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct strbuf why = STRBUF_INIT;
+	struct elf_image img;
+	struct dwarf_answer out[64];
+	uint64_t addrs[64];
+	struct dwarf *d;
+	const char *w;
+	size_t n = 0;
+
+	if (elf_open(&img, as_file("f.elf", data, size), &why) == 0 &&
+	    (d = dwarf_open(&img, &w))) {
+		for (size_t i = 0; i < img.ncode && n + 2 <= 64; i++) {
+			addrs[n++] = img.code[i].addr;
+			addrs[n++] = img.code[i].addr + img.code[i].size / 2;
+		}
+		addrs[n++] = 0;
+		dwarf_lookup(d, addrs, n, out, &w);
+		dwarf_close(d);
+	}
+	elf_close(&img);
+	sb_release(&why);
 	return 0;
 }
 #endif

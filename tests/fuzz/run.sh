@@ -82,6 +82,26 @@ seed() {
 	policy)
 		cp policies/*.policy "$d"/
 		[ -n "$shared" ] && cp "$shared"/compat/chromium/policy.*.json "$d"/ 2>/dev/null ;;
+	symcache)
+		# dmprof's own cache of a small program's symbols.
+		if [ -x ./dmprof ] && command -v gcc >/dev/null; then
+			XDG_CACHE_HOME=$d/tmp sh tests/bench/gen_symbolize.sh \
+				/bin/true 50 "$d/tmp" >/dev/null 2>&1 &&
+			XDG_CACHE_HOME=$d/tmp ./dmprof stacktrace "$d/tmp/sym.0001.heap" \
+				>/dev/null 2>&1
+			for f in "$d"/tmp/dmprof/symbols/*.bin; do
+				[ -f "$f" ] && cp "$f" "$d"/
+			done
+			rm -rf "$d/tmp"
+		fi ;;
+	dwarf)
+		# Small programs with DWARF 5 and 4, compressed or not.
+		n=0
+		for opts in "-g" "-gdwarf-4" "-g -O2 -gz" "-g -O2 -gdwarf-4 -gz"; do
+			# shellcheck disable=SC2086
+			gcc $opts -o "$d/seed$n" tests/real/src/capp.c -ldl 2>/dev/null
+			n=$((n + 1))
+		done ;;
 	json)
 		find samples tests/golden -name '*.json' -size -200k -exec cp {} "$d"/ \; 2>/dev/null
 		[ -n "$shared" ] && cp "$shared"/compat/chromium/policy.*.json "$d"/ 2>/dev/null
