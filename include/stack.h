@@ -70,7 +70,7 @@ struct stack {
 };
 
 struct stack_slot {
-	uint32_t tag;       /* the hash's high half */
+	uint32_t tag;       /* the hash's high half (see stack.c) */
 	uint32_t id;        /* + 1; 0: an empty slot */
 };
 

@@ -93,10 +93,16 @@ void frames_truncate(struct frame_table *t, size_t n)
 /*
  * The stack table is open addressing over (tag, id) slots of 8 bytes: a
  * million stacks are common, and the generic table's 16-byte slots would
- * be 32 MB of them.  The tag is the hash's high half; the low half picks
- * the slot, and is computed again from the stack when the table grows.
+ * be 32 MB of them.  The tag is the hash's high half, and its low bits
+ * pick the slot, so that the table grows without hashing a stack again
+ * (the tag tells a stack from those of its slot by the bits above).
  */
 #define STACK_SLOTS0 4096
+
+static inline uint32_t stack_tag(uint64_t h)
+{
+	return (uint32_t)(h >> 32);
+}
 
 static void stacks_alloc(struct stack_table *t, size_t nslots)
 {
@@ -125,7 +131,7 @@ uint64_t stacks_hash(const uint32_t *frames, uint32_t depth)
 
 void stacks_prefetch(const struct stack_table *t, uint64_t hash)
 {
-	prefetch(&t->slots[(size_t)hash & t->mask]);
+	prefetch(&t->slots[stack_tag(hash) & t->mask]);
 }
 
 /* The slot of the stack FRAMES (hash H), or of the empty one it would
@@ -134,8 +140,8 @@ static struct stack_slot *stacks_slot(const struct stack_table *t,
 				      const uint32_t *frames, uint32_t depth,
 				      uint64_t h)
 {
-	size_t k = (size_t)h & t->mask;
-	uint32_t tag = (uint32_t)(h >> 32);
+	uint32_t tag = stack_tag(h);
+	size_t k = tag & t->mask;
 
 	for (;; k = (k + 1) & t->mask) {
 		struct stack_slot *slot = &t->slots[k];
@@ -154,26 +160,22 @@ static struct stack_slot *stacks_slot(const struct stack_table *t,
 	}
 }
 
-/* Put stack S, of hash H, in its empty slot. */
-static void stacks_place(struct stack_table *t, const struct stack *s,
-			 uint64_t h)
+/* The slots of OLD (NOLD of them) whose stacks are below N, in a table
+ * of NSLOTS. */
+static void stacks_rehash(struct stack_table *t, struct stack_slot *old,
+			  size_t nold, size_t n, size_t nslots)
 {
-	size_t k = (size_t)h & t->mask;
-
-	while (t->slots[k].id)
-		k = (k + 1) & t->mask;
-	t->slots[k].tag = (uint32_t)(h >> 32);
-	t->slots[k].id = s->id + 1;
-}
-
-/* Every stack again, in a table of NSLOTS. */
-static void stacks_rehash(struct stack_table *t, size_t nslots)
-{
-	free(t->slots);
 	stacks_alloc(t, nslots);
-	for (size_t i = 0; i < t->n; i++)
-		stacks_place(t, t->v[i],
-			     stacks_hash(t->v[i]->frames, t->v[i]->depth));
+	for (size_t i = 0; i < nold; i++) {
+		size_t k = old[i].tag & t->mask;
+
+		if (!old[i].id || old[i].id > n)
+			continue;
+		while (t->slots[k].id)
+			k = (k + 1) & t->mask;
+		t->slots[k] = old[i];
+	}
+	free(old);
 }
 
 const struct stack *stacks_intern(struct stack_table *t,
@@ -202,11 +204,12 @@ const struct stack *stacks_intern_hashed(struct stack_table *t,
 		memcpy(s->frames, frames, depth * sizeof(*frames));
 	GROW(t->v, t->n + 1, t->alloc);
 	t->v[t->n++] = s;
-	slot->tag = (uint32_t)(h >> 32);
+	slot->tag = stack_tag(h);
 	slot->id = s->id + 1;
 	/* (At most three quarters full: probes stay short.) */
 	if (t->n * 4 > (t->mask + 1) * 3)
-		stacks_rehash(t, st_mult(t->mask + 1, 2));
+		stacks_rehash(t, t->slots, t->mask + 1, t->n,
+			      st_mult(t->mask + 1, 2));
 	return s;
 }
 
@@ -215,7 +218,7 @@ void stacks_truncate(struct stack_table *t, size_t n)
 	if (n >= t->n)
 		return;
 	t->n = n;
-	stacks_rehash(t, t->mask + 1);
+	stacks_rehash(t, t->slots, t->mask + 1, n, t->mask + 1);
 }
 
 void frame_add_func(struct strbuf *sb, const struct frame *f, uint32_t k)

@@ -106,10 +106,10 @@ static const struct tally_entry *fn(const char *key)
 Test(stacks, flat_goes_past_the_allocator_cum_counts_once)
 {
 	load();
-	tally_functions(&t, &m, stack_of(1), (int64_t[]){ 100 }, 1);
-	tally_functions(&t, &m, stack_of(2), (int64_t[]){ 50 }, 1);
-	tally_functions(&t, &m, stack_of(3), (int64_t[]){ 7 }, 1);
-	tally_functions(&t, &m, stack_of(4), (int64_t[]){ 1 }, 1);
+	tally_functions(&t, &m, stack_of(1), (int64_t[]){ 100 }, 1, true);
+	tally_functions(&t, &m, stack_of(2), (int64_t[]){ 50 }, 1, true);
+	tally_functions(&t, &m, stack_of(3), (int64_t[]){ 7 }, 1, true);
+	tally_functions(&t, &m, stack_of(4), (int64_t[]){ 1 }, 1, true);
 	cr_assert_eq(fn("cache_put")->v[0], 150);
 	cr_assert_eq(fn("cache_put")->v[1], 150);
 	cr_assert_eq(fn("main")->v[0], 0);
@@ -217,9 +217,64 @@ Test(stacks, flat_goes_past_the_last_allocator_frame)
 	name(2, "malloc", NULL, 0);
 	name(3, "grow", "grow.c", 5);
 	name(4, "main", "main.c", 3);
-	tally_functions(&t, &m, stack_of(1), (int64_t[]){ 64 }, 1);
+	tally_functions(&t, &m, stack_of(1), (int64_t[]){ 64 }, 1, true);
 	cr_assert_eq(fn("grow")->v[0], 64);
 	cr_assert_eq(fn("main")->v[1], 64);
 	cr_assert_null(tally_find(&t, "prof_backtrace_impl", 19));
 	cr_assert_null(tally_find(&t, "malloc", 6));
+}
+
+/*
+ * The stack table: a stack is found as it was interned through the
+ * table's growth, and what goes past a truncation is gone.
+ */
+Test(stacks, table_grows_and_truncates)
+{
+	enum { N = 100000 };
+	static const struct stack *got[N];
+	uint32_t frames[6];
+	uint64_t x = 0x2545f4914f6cdd1dULL;
+
+	for (int pass = 0; pass < 2; pass++) {
+		x = 0x2545f4914f6cdd1dULL;
+		for (uint32_t i = 0; i < N; i++) {
+			const struct stack *s;
+			uint32_t depth = i % 7;
+
+			for (uint32_t k = 0; k < depth; k++) {
+				x ^= x << 13;
+				x ^= x >> 7;
+				x ^= x << 17;
+				frames[k] = (uint32_t)(x % 5000);
+			}
+			s = stacks_intern(&m.stacks, frames, depth);
+			cr_assert_not_null(s);
+			if (!pass)
+				got[i] = s;
+			else
+				cr_assert_eq(s, got[i], "stack %u", i);
+		}
+	}
+	/* (Random stacks this short meet now and then.) */
+	cr_assert_leq(m.stacks.n, N);
+	cr_assert_gt(m.stacks.n, N / 2);
+	stacks_truncate(&m.stacks, 1000);
+	cr_assert_eq(m.stacks.n, 1000);
+	for (uint32_t i = 0; i < N; i++) {
+		const struct stack *s;
+
+		if (got[i]->id >= 1000)
+			continue;
+		s = stacks_intern(&m.stacks, got[i]->frames, got[i]->depth);
+		cr_assert_eq(s, got[i]);
+	}
+	cr_assert_eq(m.stacks.n, 1000);
+	for (uint32_t i = 0; i < N; i++)
+		if (got[i]->id >= 1000) {
+			const struct stack *s = stacks_intern(
+				&m.stacks, got[i]->frames, got[i]->depth);
+
+			cr_assert_eq(s->id, 1000);
+			break;
+		}
 }
