@@ -65,16 +65,18 @@ void allocator_pattern(struct strbuf *sb);
 /*
  * Add stack ST's sums ADD[0..N) to FUNCS, keyed by function name: ADD[0]
  * (its bytes) to v[0] (flat) of the first frame that is not the
- * allocator's (the last frame when all are), its owner, and once to v[1]
- * (cum) of each function of the stack; ADD[k] for k >= 1 to the owner's
- * v[k + 1].  An entry's file/line is the place of its largest flat stack,
- * or, if it has none, of its largest call (by |ADD[0]|); bit 0 of the
- * entries' flags is this function's, the others the caller's.  Returns
- * the owner.
+ * allocator's (the last frame when all are), its owner, and, if CUM,
+ * once to v[1] (cum) of each function of the stack; ADD[k] for k >= 1 to
+ * the owner's v[k + 1].  An entry's file/line is the place of its largest
+ * flat stack, or, if it has none, of its largest call (by |ADD[0]|: only
+ * with CUM, which visits the calls); bit 0 of the entries' flags is this
+ * function's, the others the caller's.  Returns the owner.
  */
 struct tally_entry *tally_functions(struct tally *funcs, const struct model *m,
 				    const struct stack *st, const int64_t *add,
-				    size_t n);
+				    size_t n, bool cum);
+/* Has E the place of a flat stack of its (else of a call, or none)? */
+bool tally_placed_flat(const struct tally_entry *e);
 
 /*
  * Call FN with the text of each logical frame of ST, innermost first, as

@@ -12,6 +12,8 @@
 #include "arena.h"
 #include "hashmap.h"
 
+struct lframe;
+
 struct tally_entry {
 	const char *key;      /* NUL-terminated, in the tally's arena */
 	size_t len;
@@ -39,6 +41,9 @@ struct tally {
 	uint8_t *flag_by_id;    /* and a flag of the frame's, + 1 (0: not yet) */
 	size_t nby_id;
 	const void *by_id_of;
+	/* tally_functions' scratch: a stack's logical frames. */
+	struct lframe *lframes;
+	size_t lframes_alloc;
 };
 
 void tally_init(struct tally *t);

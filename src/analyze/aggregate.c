@@ -412,6 +412,14 @@ int aggregate_items(struct classifier *c, const struct snapshot *snap,
 		const struct stack_line *l = &snap->lines[i];
 		struct item it;
 
+		/* As add_malloc: the buckets ahead, then their memo entries
+		 * and stacks (whose ids item sinks index by). */
+		if (i + 16 < snap->nlines && snap->lines[i + 16].bucket)
+			prefetch(snap->lines[i + 16].bucket);
+		if (i + 8 < snap->nlines && snap->lines[i + 8].bucket) {
+			classify_prefetch(c, snap->lines[i + 8].bucket);
+			prefetch(snap->lines[i + 8].bucket->stack);
+		}
 		memset(&it, 0, sizeof(it));
 		it.line = l;
 		it.bucket = l->bucket;

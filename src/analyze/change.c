@@ -49,6 +49,7 @@ struct pass {
 	struct counts *counting;  /* at an end, else NULL */
 	size_t ncounts;           /* what ends' counts cover */
 	struct counts ends[2];
+	const struct stack_line *lines_end; /* of the snapshot summed */
 	bool overflow;
 };
 
@@ -125,6 +126,9 @@ static int add_item(void *ctx, const struct item *it)
 	/* The components' stacks only, as top counts them. */
 	if (!policy_in_partition(s->p, it->col))
 		return 0;
+	/* (The sums of a line's stack a few lines on: fetched now.) */
+	if (it->line && it->line + 4 < s->lines_end && it->line[4].bucket)
+		prefetch(&c->v[it->line[4].bucket->stack->id]);
 	id = it->bucket->stack->id;
 	if (c->v[id].stamp != s->k) {
 		c->v[id].stamp = s->k;
@@ -181,6 +185,7 @@ static int pass_run(struct pass *s, struct classifier *cls,
 		s->ncounts = s->n;
 	}
 	s->p = cls->p;
+	s->lines_end = snap->lines + snap->nlines;
 	snapshot_warn_unknown_buckets(snap, "counted as no-bucket");
 	if (aggregate_items(cls, snap, NULL, true, add_item, s) < 0)
 		return -1;
@@ -307,6 +312,15 @@ int changes_in_run(struct changes *c, struct run *r, struct classifier *cls,
 			uint32_t id = s.cur.touched[t];
 			int64_t now = s.cur.v[id].bytes;
 
+			/* (Stacks come in no order: those ahead are
+			 * fetched meanwhile.) */
+			if (t + 8 < s.cur.ntouched) {
+				uint32_t ahead = s.cur.touched[t + 8];
+
+				prefetch(&s.prev.v[ahead]);
+				prefetch(&grown[ahead]);
+			}
+
 			if (k == 0) {
 				a_bytes[id] = now;
 				a_col[id] = s.cur.v[id].col + 1; /* (0: none) */
@@ -317,6 +331,11 @@ int changes_in_run(struct changes *c, struct run *r, struct classifier *cls,
 		/* What shrank: to less, or to nothing (not in this pass). */
 		for (size_t t = 0; k && t < s.prev.ntouched; t++) {
 			uint32_t id = s.prev.touched[t];
+
+			if (t + 8 < s.prev.ntouched) {
+				prefetch(&s.cur.v[s.prev.touched[t + 8]]);
+				prefetch(&grown[s.prev.touched[t + 8]]);
+			}
 
 			if (at(&s.cur, id, s.k) < s.prev.v[id].bytes)
 				grown[id] |= SHRANK;

@@ -288,18 +288,24 @@ static struct tally_entry *function_entry(struct tally *funcs,
 	return e;
 }
 
+bool tally_placed_flat(const struct tally_entry *e)
+{
+	return e->flags & PLACE_FLAT;
+}
+
 struct tally_entry *tally_functions(struct tally *funcs, const struct model *m,
 				    const struct stack *st, const int64_t *add,
-				    size_t n)
+				    size_t n, bool cum)
 {
-	struct lframe *v = NULL;
-	size_t alloc = 0, nf = logical_frames(m, st, &v, &alloc), owner = 0;
+	struct lframe *v = funcs->lframes;
+	size_t nf = logical_frames(m, st, &v, &funcs->lframes_alloc), owner = 0;
 	struct strbuf name = STRBUF_INIT;
 	struct tally_entry *own = NULL;
 	int64_t size = add[0] < 0 ? -add[0] : add[0];
 	/* A function met twice in this stack (recursion) counts once. */
 	uint64_t stamp = ++funcs->stamp;
 
+	funcs->lframes = v;
 	if (!nf) {
 		own = tally_get(funcs, "<no stack>", 10);
 		own->v[1] = add64(own->v[1], add[0], &funcs->overflow);
@@ -319,7 +325,7 @@ struct tally_entry *tally_functions(struct tally *funcs, const struct model *m,
 	}
 	while (owner + 1 < nf && allocator_frame(funcs, m, &v[owner]))
 		owner++;
-	for (size_t i = owner; i < nf; i++) {
+	for (size_t i = owner; i < (cum ? nf : owner + (owner < nf)); i++) {
 		struct tally_entry *e;
 
 		if (i > owner && allocator_frame(funcs, m, &v[i]))
@@ -336,7 +342,6 @@ struct tally_entry *tally_functions(struct tally *funcs, const struct model *m,
 	own->v[0] = add64(own->v[0], add[0], &funcs->overflow);
 	for (size_t k = 1; k < n && k + 1 < ARRAY_SIZE(own->v); k++)
 		own->v[k + 1] = add64(own->v[k + 1], add[k], &funcs->overflow);
-	free(v);
 	sb_release(&name);
 	return own;
 }

@@ -31,6 +31,7 @@ void tally_free(struct tally *t)
 	free(t->v);
 	free(t->by_id);
 	free(t->flag_by_id);
+	free(t->lframes);
 	arena_free(&t->arena);
 	memset(t, 0, sizeof(*t));
 }

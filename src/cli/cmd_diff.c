@@ -111,27 +111,76 @@ struct table {
 	int64_t rest[3];
 };
 
-/* Each row's change and what it freed; then the rows in order, in
- * groups, with what each group's <other> row (past ROWS) sums. */
-static void finish(struct table *t, size_t rows, bool *overflow)
+/*
+ * Move the best K rows of V[0, N) to its front, in order (the others
+ * follow in no order): a table of a million stacks prints ten of each
+ * group, and a sort of them all would cost more than the rest of diff.
+ */
+static void best_first(struct row *v, size_t n, size_t k)
 {
+	struct row tmp;
+
+	if (k >= n) {
+		if (n > 1)
+			qsort(v, n, sizeof(*v), cmp_rows);
+		return;
+	}
+	if (!k)
+		return;
+	qsort(v, k, sizeof(*v), cmp_rows);
+	for (size_t i = k; i < n; i++) {
+		size_t j = k - 1;
+
+		if (cmp_rows(&v[i], &v[j]) >= 0)
+			continue;
+		/* (In at the end of the K, then up to its place.) */
+		tmp = v[j];
+		v[j] = v[i];
+		v[i] = tmp;
+		for (; j > 0 && cmp_rows(&v[j], &v[j - 1]) < 0; j--) {
+			tmp = v[j];
+			v[j] = v[j - 1];
+			v[j - 1] = tmp;
+		}
+	}
+}
+
+/*
+ * Each row's change and what it freed; then the rows in groups, each
+ * group's first ROWS in order (or, for ALL, every row in order), with
+ * what each group's <other> row (past ROWS) sums.
+ */
+static void finish(struct table *t, size_t rows, bool all, bool *overflow)
+{
+	size_t n[3] = { 0, 0, 0 }, at[3];
+	struct row *by_group;
+
 	for (size_t i = 0; i < t->n; i++) {
 		struct row *r = &t->v[i];
 
 		r->change = sub64(r->b, r->a, overflow);
 		r->freed = sub64(r->allocated, r->change, overflow);
+		n[group_of(r)]++;
 	}
-	if (t->n) /* (qsort wants an array, even of none) */
-		qsort(t->v, t->n, sizeof(*t->v), cmp_rows);
-	for (size_t g = 0, i = 0, k = 0; g < 3; g++) {
+	/* The groups in turn, each in the order the rows came. */
+	by_group = xcalloc(t->n ? t->n : 1, sizeof(*by_group));
+	at[0] = 0;
+	at[1] = n[0];
+	at[2] = n[0] + n[1];
+	for (size_t i = 0; i < t->n; i++)
+		by_group[at[group_of(&t->v[i])]++] = t->v[i];
+	free(t->v);
+	t->v = by_group;
+	t->alloc = t->n ? t->n : 1;
+	for (size_t g = 0, start = 0; g < 3; start += n[g++]) {
+		t->end[g] = start + n[g];
 		t->rest[g] = 0;
-		for (k = 0; i < t->n && group_of(&t->v[i]) == (int)g; i++, k++)
-			if (k >= rows)
-				t->rest[g] = add64(t->rest[g],
-						   g == 2 ? t->v[i].allocated
-							  : t->v[i].change,
-						   overflow);
-		t->end[g] = i;
+		best_first(t->v + start, n[g], all ? n[g] : rows);
+		for (size_t i = start + rows; i < t->end[g]; i++)
+			t->rest[g] = add64(t->rest[g],
+					   g == 2 ? t->v[i].allocated
+						  : t->v[i].change,
+					   overflow);
 	}
 }
 
@@ -160,6 +209,34 @@ static struct row *add_row(struct table *t)
 
 /* ---- building the tables ---- */
 
+/* The sums a stack's change adds to the functions' tally. */
+static void change_sums(struct diff *d, const struct change *ch,
+			int64_t add[6])
+{
+	/* flat change (and cum), a, b, allocated, allocs, frees */
+	add[0] = sub64(ch->b, ch->a, &d->overflow);
+	add[1] = ch->a;
+	add[2] = ch->b;
+	add[3] = ch->allocated;
+	add[4] = ch->allocs;
+	add[5] = ch->frees;
+}
+
+/* Does any frame of M know its source file? */
+static bool any_source(const struct model *m)
+{
+	for (size_t i = 0; i < m->frames.n; i++) {
+		const struct frame *f = m->frames.v[i];
+
+		if (f->file)
+			return true;
+		for (uint16_t k = 0; k < f->ninline; k++)
+			if (f->inl[k].file)
+				return true;
+	}
+	return false;
+}
+
 static void build_components(struct diff *d)
 {
 	for (size_t c = 0; c < d->p->ncols; c++) {
@@ -186,13 +263,13 @@ static void build_stacks_and_functions(struct diff *d)
 	d->text_at = xcalloc(d->c.n + 1, sizeof(*d->text_at));
 	for (size_t i = 0; i < d->c.n; i++) {
 		const struct change *ch = &d->c.v[i];
-		/* flat change (and cum), a, b, allocated, allocs, frees */
-		int64_t add[6] = { sub64(ch->b, ch->a, &d->overflow), ch->a,
-				   ch->b, ch->allocated, ch->allocs, ch->frees };
+		int64_t add[6];
 		struct tally_entry *f;
 		struct row *r;
 
-		f = tally_functions(&d->ftally, ch->m, ch->st, add, 6);
+		change_sums(d, ch, add);
+		/* (Flat only: diff shows no cum; see place_calls.) */
+		f = tally_functions(&d->ftally, ch->m, ch->st, add, 6, false);
 		if (!add[0] && !ch->allocated && !ch->allocs && !ch->frees)
 			continue; /* unchanged */
 		if (ch->suspect) {
@@ -240,6 +317,66 @@ static void build_stacks_and_functions(struct diff *d)
 		r->suspect = e->flags & SUSPECT;
 	}
 	sb_release(&text);
+}
+
+/* Is row I of table T printed (the first rows of its group, or all for
+ * JSON)? */
+static bool printed(const struct diff *d, const struct table *t, size_t i)
+{
+	size_t start = 0, g = 0;
+
+	while (g < 2 && i >= t->end[g])
+		start = t->end[g++];
+	return d->json || i - start < d->rows;
+}
+
+/*
+ * The functions' places came from their flat stacks alone, the calls not
+ * visited.  A printed function without one shows the place of its
+ * largest call, as top has it: found, where some frame knows its source,
+ * in a pass over every call.
+ */
+static void place_calls(struct diff *d)
+{
+	struct tally all;
+	const struct model *seen[2] = { NULL, NULL };
+	bool want = false, source = false;
+
+	for (size_t i = 0; i < d->funcs.n && !want; i++)
+		want = printed(d, &d->funcs, i) &&
+		       !tally_placed_flat(tally_find(
+			       &d->ftally, d->funcs.v[i].name,
+			       strlen(d->funcs.v[i].name)));
+	for (size_t i = 0; want && i < d->c.n && !source; i++) {
+		const struct model *m = d->c.v[i].m;
+
+		if (m == seen[0] || m == seen[1])
+			continue;
+		seen[seen[0] ? 1 : 0] = m;
+		source = any_source(m);
+	}
+	if (!want || !source)
+		return;
+	tally_init(&all);
+	for (size_t i = 0; i < d->c.n; i++) {
+		int64_t add[6];
+
+		change_sums(d, &d->c.v[i], add);
+		tally_functions(&all, d->c.v[i].m, d->c.v[i].st, add, 6, true);
+	}
+	for (size_t i = 0; i < d->funcs.n; i++) {
+		struct row *r = &d->funcs.v[i];
+		const struct tally_entry *e;
+
+		if (!printed(d, &d->funcs, i) ||
+		    tally_placed_flat(tally_find(&d->ftally, r->name,
+						 strlen(r->name))))
+			continue;
+		e = tally_find(&all, r->name, strlen(r->name));
+		r->file = e->file;
+		r->line = e->line;
+	}
+	tally_free(&all);
 }
 
 /* ---- printing ---- */
@@ -613,9 +750,11 @@ static int run(struct cmd_args *a)
 	if (!rc) {
 		build_components(&d);
 		build_stacks_and_functions(&d);
-		finish(&d.comps, d.rows, &d.overflow);
-		finish(&d.funcs, d.rows, &d.overflow);
-		finish(&d.stacks, d.rows, &d.overflow);
+		/* (JSON prints every row, in order.) */
+		finish(&d.comps, d.rows, d.json, &d.overflow);
+		finish(&d.funcs, d.rows, d.json, &d.overflow);
+		finish(&d.stacks, d.rows, d.json, &d.overflow);
+		place_calls(&d);
 		d.total_change = sub64(d.total_b, d.total_a, &d.overflow);
 	}
 	if (!rc && (d.overflow || d.ftally.overflow))
