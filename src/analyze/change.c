@@ -19,6 +19,19 @@
 /* (In a stack's count of the steps it grew at: it shrank at one.) */
 #define SHRANK 0x80000000u
 
+/*
+ * A stack through the passes of a run: its bytes at the last pass that
+ * had it, which pass that was, and at how many steps it grew (SHRANK: it
+ * shrank at one).  One entry, so that a pass visits each of its stacks
+ * once, and the stacks it lacks are not visited at all: that one of them
+ * dropped to nothing is seen when it comes back, or at the end.
+ */
+struct step {
+	int64_t last;
+	uint32_t pass;  /* 0: none yet */
+	uint32_t grown;
+};
+
 /* Block counts by stack id, at one end. */
 struct counts {
 	int64_t *allocs, *frees, *alloc_bytes;
@@ -45,7 +58,7 @@ struct pass {
 	const struct policy *p;
 	size_t n;                 /* stacks covered */
 	uint32_t k;               /* this pass's stamp: 1, 2, ... */
-	struct sums cur, prev;
+	struct sums cur;
 	struct counts *counting;  /* at an end, else NULL */
 	size_t ncounts;           /* what ends' counts cover */
 	struct counts ends[2];
@@ -82,7 +95,6 @@ static void pass_fit(struct pass *s, const struct model *m)
 	if (n <= s->n)
 		return;
 	sums_fit(&s->cur, s->n, n);
-	sums_fit(&s->prev, s->n, n);
 	s->n = n;
 }
 
@@ -103,7 +115,6 @@ static void sums_free(struct sums *s)
 static void pass_free(struct pass *s)
 {
 	sums_free(&s->cur);
-	sums_free(&s->prev);
 	counts_free(&s->ends[0]);
 	counts_free(&s->ends[1]);
 	memset(s, 0, sizeof(*s));
@@ -172,10 +183,6 @@ static int end_of(struct change_end *e, struct classifier *cls,
 static int pass_run(struct pass *s, struct classifier *cls,
 		    const struct model *m, const struct snapshot *snap)
 {
-	struct sums t = s->prev;
-
-	s->prev = s->cur;
-	s->cur = t;
 	s->cur.ntouched = 0;
 	s->k++;
 	pass_fit(s, m);
@@ -208,7 +215,7 @@ static struct change *add_change(struct changes *c)
 /* The changes of a run, from what the passes kept. */
 static void collect(struct changes *c, const struct pass *s,
 		    const struct model *m, const int64_t *a_bytes,
-		    const int *a_col, const uint32_t *grown, size_t steps)
+		    const int *a_col, const struct step *step, size_t steps)
 {
 	const struct counts *ca = &s->ends[0], *cb = &s->ends[1];
 
@@ -248,8 +255,8 @@ static void collect(struct changes *c, const struct pass *s,
 		ch->allocated = bytes;
 		/* Never shrank, and grew at more than half the steps. */
 		ch->suspect = (c->has & CHANGES_SERIES) &&
-			      !(grown[id] & SHRANK) &&
-			      2 * (size_t)grown[id] > steps;
+			      !(step[id].grown & SHRANK) &&
+			      2 * (size_t)step[id].grown > steps;
 	}
 }
 
@@ -263,7 +270,7 @@ int changes_in_run(struct changes *c, struct run *r, struct classifier *cls,
 	bool forward = ia < ib, count = forward, alloc_bytes = true;
 	int64_t *a_bytes = NULL;
 	int *a_col = NULL;
-	uint32_t *grown = NULL; /* steps at which a stack grew; SHRANK */
+	struct step *step = NULL;
 	struct pass s;
 	struct run_reader rr;
 	int rc = 0;
@@ -306,41 +313,39 @@ int changes_in_run(struct changes *c, struct run *r, struct classifier *cls,
 			break;
 		a_bytes = grow_zero(a_bytes, n, s.n, sizeof(*a_bytes));
 		a_col = grow_zero(a_col, n, s.n, sizeof(*a_col));
-		grown = grow_zero(grown, n, s.n, sizeof(*grown));
+		step = grow_zero(step, n, s.n, sizeof(*step));
 		n = s.n;
 		for (size_t t = 0; t < s.cur.ntouched; t++) {
 			uint32_t id = s.cur.touched[t];
 			int64_t now = s.cur.v[id].bytes;
+			struct step *e = &step[id];
+			/* (What it had at the pass before: nothing if it
+			 * was not in it.) */
+			int64_t before = e->pass + 1 == s.k ? e->last : 0;
 
 			/* (Stacks come in no order: those ahead are
 			 * fetched meanwhile.) */
-			if (t + 8 < s.cur.ntouched) {
-				uint32_t ahead = s.cur.touched[t + 8];
-
-				prefetch(&s.prev.v[ahead]);
-				prefetch(&grown[ahead]);
-			}
-
+			if (t + 8 < s.cur.ntouched)
+				prefetch(&step[s.cur.touched[t + 8]]);
 			if (k == 0) {
 				a_bytes[id] = now;
 				a_col[id] = s.cur.v[id].col + 1; /* (0: none) */
-			} else if (now > at(&s.prev, id, s.k - 1)) {
-				grown[id]++;
+			} else if (now > before) {
+				e->grown++;
 			}
-		}
-		/* What shrank: to less, or to nothing (not in this pass). */
-		for (size_t t = 0; k && t < s.prev.ntouched; t++) {
-			uint32_t id = s.prev.touched[t];
-
-			if (t + 8 < s.prev.ntouched) {
-				prefetch(&s.cur.v[s.prev.touched[t + 8]]);
-				prefetch(&grown[s.prev.touched[t + 8]]);
-			}
-
-			if (at(&s.cur, id, s.k) < s.prev.v[id].bytes)
-				grown[id] |= SHRANK;
+			/* Less than before; or it went, after it had
+			 * bytes, and has come back. */
+			if (k && (now < before || (e->pass && e->pass + 1 < s.k &&
+						   e->last > 0)))
+				e->grown |= SHRANK;
+			e->last = now;
+			e->pass = s.k;
 		}
 	}
+	/* What went after it had bytes, and did not come back. */
+	for (size_t id = 0; !rc && id < n; id++)
+		if (step[id].pass && step[id].pass < s.k && step[id].last > 0)
+			step[id].grown |= SHRANK;
 	run_reader_end(&rr);
 	if (!rc) {
 		/* (Passes: the dumps read, empty ones left out.) */
@@ -348,14 +353,14 @@ int changes_in_run(struct changes *c, struct run *r, struct classifier *cls,
 		c->has = CHANGES_RUN | (count ? CHANGES_COUNTS : 0) |
 			 (count && alloc_bytes ? CHANGES_ALLOC_BYTES : 0) |
 			 (forward && s.k >= 3 ? CHANGES_SERIES : 0);
-		collect(c, &s, m, a_bytes, a_col, grown, s.k - 1);
+		collect(c, &s, m, a_bytes, a_col, step, s.k - 1);
 	} else {
 		changes_free(c);
 	}
 	pass_free(&s);
 	free(a_bytes);
 	free(a_col);
-	free(grown);
+	free(step);
 	return rc ? -1 : 0;
 }
 

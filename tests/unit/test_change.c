@@ -164,3 +164,49 @@ Test(change, across_runs_by_names)
 	close_run(&b);
 	close_run(&a);
 }
+
+/*
+ * What a stack that leaves a snapshot did: it shrank (to nothing), when
+ * it comes back as when it never does; a stack that comes late did not.
+ */
+Test(change, stacks_that_go_shrank)
+{
+	/* Bytes of 0x50 .. 0x90 in five dumps; -1: not in the dump. */
+	static const int bytes[5][5] = {
+		{ 100, -1, 300, 400, 500 },  /* 0x50: went, came back */
+		{ 100, 200, 300, 400, -1 },  /* 0x60: went at the end */
+		{ 100, 200, 300, 400, 500 }, /* 0x70: a leak */
+		{ 100, 0, 100, 200, 300 },   /* 0x80: down to 0, in it */
+		{ -1, -1, 100, 200, 300 },   /* 0x90: came late */
+	};
+	struct open_run o;
+	struct changes c;
+	char first[4096], name[64];
+
+	for (int d = 0; d < 5; d++) {
+		struct strbuf sb = STRBUF_INIT;
+
+		sb_addstr(&sb, "heap profile: 1: 1 [ 1: 1] @ heapprofile\n");
+		for (int s = 0; s < 5; s++)
+			if (bytes[s][d] >= 0)
+				sb_addf(&sb, "1: %d [ 1: %d] @ 0x%x 0x99\n",
+					bytes[s][d], bytes[s][d], 0x50 + 16 * s);
+		snprintf(name, sizeof(name), "q.%04d.heap", d + 1);
+		write_file(name, sb.buf, -1);
+		sb_release(&sb);
+	}
+	snprintf(first, sizeof(first), "%s/q.0001.heap", tmpdir());
+	capture_stderr();
+	open_run(&o, first, RUN_ALL_DUMPS);
+	cr_assert_eq(changes_in_run(&c, &o.r, &o.cls, 0, 4), 0);
+	cr_assert(c.has & CHANGES_SERIES);
+	cr_assert_not(of(&c, 0x50)->suspect);
+	cr_assert_not(of(&c, 0x60)->suspect);
+	cr_assert_eq(of(&c, 0x60)->b, 0);
+	cr_assert(of(&c, 0x70)->suspect);
+	cr_assert_not(of(&c, 0x80)->suspect);
+	cr_assert(of(&c, 0x90)->suspect);
+	cr_assert_eq(of(&c, 0x90)->a, 0);
+	changes_free(&c);
+	close_run(&o);
+}
