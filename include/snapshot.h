@@ -90,15 +90,21 @@ struct region {
 	unsigned long line;
 };
 
+/* (48 bytes: a profile of a million stacks has a million of them.) */
 struct stack_line {
 	int64_t virt;
 	int64_t committed;
 	int64_t alloc;        /* blocks allocated so far (cumulative) */
 	int64_t free;         /* blocks freed so far */
 	int64_t alloc_bytes;  /* bytes allocated so far, where has_alloc_bytes */
-	uint64_t bucket_id;
-	struct bucket *bucket; /* NULL: unknown bucket ("no-bucket") */
-	unsigned long line;
+	struct bucket *bucket; /* NULL: unknown bucket ("no-bucket"; see
+				  snapshot.unknown) */
+};
+
+/* A stack line naming a bucket no .buckets file defines. */
+struct unknown_line {
+	size_t index;         /* in snapshot.lines */
+	uint64_t id;          /* the bucket it names */
 };
 
 enum dump_format {
@@ -154,9 +160,10 @@ struct snapshot {
 	 * is its blocks in use and free 0, and nobody prints them as
 	 * counts. */
 	bool counts_unknown;
-	size_t unknown_bucket_lines;
+	/* The lines of unknown buckets, in order. */
+	struct unknown_line *unknown;
+	size_t nunknown, unknown_alloc;
 	unsigned long first_unknown_line; /* where the first one is */
-	uint64_t first_unknown_id;
 	int64_t unknown_bucket_bytes;     /* committed bytes of those lines */
 	/* Some sum of its sizes did not fit in 64 bits (a corrupt dump?):
 	 * the sums are saturated, and whoever prints them says so. */
@@ -177,6 +184,13 @@ void snapshot_release(struct snapshot *snap);
  */
 void snapshot_warn_unknown_buckets(const struct snapshot *snap,
 				   const char *consequence);
+
+/*
+ * The bucket id that line I names, when its bucket is unknown; *AT is a
+ * cursor into the unknown lines, 0 at first, for lines asked in order.
+ */
+uint64_t snapshot_unknown_id(const struct snapshot *snap, size_t i,
+			     size_t *at);
 
 /* The value of a META key dmprof does not interpret, or NULL. */
 const char *snapshot_meta(const struct snapshot *snap, const char *key);

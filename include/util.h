@@ -33,6 +33,10 @@ void warning(const char *fmt, ...) PRINTF(1, 2);
 /* What -v asked to hear: "dmprof: MSG", not a warning. */
 void note(const char *fmt, ...) PRINTF(1, 2);
 void die_errno(const char *fmt, ...) PRINTF(1, 2) NORETURN;
+/* What cannot happen did (git's BUG()): says where, and aborts. */
+#define BUG(...) bug_at(__FILE__, __LINE__, __VA_ARGS__)
+void bug_at(const char *file, int line, const char *fmt, ...) PRINTF(3, 4)
+	NORETURN;
 int error_errno(const char *fmt, ...) PRINTF(1, 2);
 /*
  * Where diagnostics go: standard error, unless the process routes them

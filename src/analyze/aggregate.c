@@ -407,6 +407,8 @@ int aggregate_items(struct classifier *c, const struct snapshot *snap,
 	bool per_page = by_page && snap->pageframe_length &&
 			(snap->has_pagecount || group);
 
+	size_t unknown = 0; /* (a cursor in snap->unknown) */
+
 	classify_snapshot(c, snap);
 	for (size_t i = 0; i < snap->nlines; i++) {
 		const struct stack_line *l = &snap->lines[i];
@@ -423,11 +425,11 @@ int aggregate_items(struct classifier *c, const struct snapshot *snap,
 		memset(&it, 0, sizeof(it));
 		it.line = l;
 		it.bucket = l->bucket;
-		it.bucket_id = l->bucket_id;
 		it.bytes = l->committed;
 		it.col = -1;
 		if (!l->bucket) {
 			it.kind = ITEM_LINE_NO_BUCKET;
+			it.bucket_id = snapshot_unknown_id(snap, i, &unknown);
 		} else if (l->bucket->kind == ALLOC_MMAP) {
 			/* Deep dumps account mmap through MMAP_LIST. */
 			if (snap->format == FORMAT_DEEP)

@@ -102,6 +102,19 @@ void die(const char *fmt, ...)
 	exit(1);
 }
 
+void bug_at(const char *file, int line, const char *fmt, ...)
+{
+	struct strbuf sb = STRBUF_INIT;
+	va_list ap;
+
+	captured = NULL;
+	va_start(ap, fmt);
+	sb_vaddf(&sb, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "dmprof: BUG: %s:%d: %s\n", file, line, sb.buf);
+	abort();
+}
+
 void die_errno(const char *fmt, ...)
 {
 	const char *err = strerror(errno);

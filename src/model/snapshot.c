@@ -58,6 +58,7 @@ void snapshot_release(struct snapshot *snap)
 	free(snap->pfs);
 	free(snap->gs.extra);
 	free(snap->lines);
+	free(snap->unknown);
 	maps_free(&snap->own_maps);
 	memset(snap, 0, sizeof(*snap));
 }
@@ -65,14 +66,23 @@ void snapshot_release(struct snapshot *snap)
 void snapshot_warn_unknown_buckets(const struct snapshot *snap,
 				   const char *consequence)
 {
-	if (!snap->unknown_bucket_lines)
+	if (!snap->nunknown)
 		return;
 	warning("%s:%lu: bucket %" PRIu64 " is not defined in any .buckets "
 		"file (%zu such line%s, %" PRId64 " committed bytes: %s)",
-		snap->path, snap->first_unknown_line, snap->first_unknown_id,
-		snap->unknown_bucket_lines,
-		snap->unknown_bucket_lines > 1 ? "s" : "",
+		snap->path, snap->first_unknown_line, snap->unknown[0].id,
+		snap->nunknown, snap->nunknown > 1 ? "s" : "",
 		snap->unknown_bucket_bytes, consequence);
+}
+
+uint64_t snapshot_unknown_id(const struct snapshot *snap, size_t i,
+			     size_t *at)
+{
+	while (*at < snap->nunknown && snap->unknown[*at].index < i)
+		(*at)++;
+	if (*at < snap->nunknown && snap->unknown[*at].index == i)
+		return snap->unknown[*at].id;
+	BUG("line %zu of %s has a bucket", i, snap->path);
 }
 
 const char *snapshot_meta(const struct snapshot *snap, const char *key)

@@ -39,6 +39,11 @@ struct parser {
 	uint32_t pending_pf;    /* first PF of the pending list */
 	uint64_t dup_regions;
 	unsigned long legacy_region_line;
+	/* Each stack line's bucket id and line number, until its bucket
+	 * is found (see find_buckets). */
+	uint64_t *ids;
+	unsigned long *nos;
+	size_t ids_alloc, nos_alloc;
 };
 
 static int perr(struct parser *p, const char *fmt, ...) PRINTF(2, 3);
@@ -734,24 +739,25 @@ static void check_global_stats(struct parser *p, unsigned long line)
  * big, so each lookup would wait for memory: the ones a few lines ahead
  * are fetched meanwhile.
  */
-static void find_buckets(struct snapshot *snap, const struct model *m)
+static void find_buckets(struct parser *p)
 {
 	enum { AHEAD = 16 };
+	struct snapshot *snap = p->snap;
+	const struct model *m = p->m;
 
 	for (size_t i = 0; i < snap->nlines; i++) {
 		struct stack_line *sl = &snap->lines[i];
 
 		if (i + AHEAD < snap->nlines)
-			bucket_set_prefetch(&m->buckets,
-					    snap->lines[i + AHEAD].bucket_id);
-		sl->bucket = bucket_set_find(&m->buckets, sl->bucket_id);
+			bucket_set_prefetch(&m->buckets, p->ids[i + AHEAD]);
+		sl->bucket = bucket_set_find(&m->buckets, p->ids[i]);
 		if (sl->bucket)
 			continue;
-		if (!snap->unknown_bucket_lines) {
-			snap->first_unknown_line = sl->line;
-			snap->first_unknown_id = sl->bucket_id;
-		}
-		snap->unknown_bucket_lines++;
+		if (!snap->nunknown)
+			snap->first_unknown_line = p->nos[i];
+		GROW(snap->unknown, snap->nunknown + 1, snap->unknown_alloc);
+		snap->unknown[snap->nunknown].index = i;
+		snap->unknown[snap->nunknown++].id = p->ids[i];
 		snap->unknown_bucket_bytes =
 			add64(snap->unknown_bucket_bytes, sl->committed,
 			      &snap->overflow);
@@ -763,7 +769,8 @@ static void find_buckets(struct snapshot *snap, const struct model *m)
  * filled when the line is just that (numbers of up to 18 digits);
  * anything else is left to the general parser and its messages.
  */
-static bool fast_stack_line(const struct line *l, struct stack_line *sl)
+static bool fast_stack_line(const struct line *l, struct stack_line *sl,
+			    uint64_t *id)
 {
 	const char *p = l->p, *end = l->p + l->len;
 	int64_t v[5];
@@ -806,7 +813,7 @@ static bool fast_stack_line(const struct line *l, struct stack_line *sl)
 	sl->committed = v[1];
 	sl->alloc = v[2];
 	sl->free = v[3];
-	sl->bucket_id = (uint64_t)v[4];
+	*id = (uint64_t)v[4];
 	return true;
 }
 
@@ -815,12 +822,13 @@ static int parse_stack_line(struct parser *p)
 	struct snapshot *snap = p->snap;
 	struct cursor c = cursor_of(p->l);
 	struct stack_line sl;
+	uint64_t id;
 	const char *w[7];
 	size_t wl[7];
 	int nw = 0;
 	enum num_status st;
 
-	if (fast_stack_line(p->l, &sl))
+	if (fast_stack_line(p->l, &sl, &id))
 		goto add;
 
 	while (nw < 7 && cursor_word(&c, &w[nw], &wl[nw]))
@@ -840,13 +848,16 @@ static int parse_stack_line(struct parser *p)
 	    (st = word_i64(w[1], wl[1], &sl.committed)) ||
 	    (st = word_i64(w[2], wl[2], &sl.alloc)) ||
 	    (st = word_i64(w[3], wl[3], &sl.free)) ||
-	    (st = word_u64(w[5], wl[5], &sl.bucket_id)))
+	    (st = word_u64(w[5], wl[5], &id)))
 		return perr(p, "%s number in stack line '%s'",
 			    st == NUM_RANGE ? "out-of-range" : "invalid",
 			    quoted(p, p->l->p, p->l->len));
 add:
-	sl.line = p->l->no;
 	/* (sl.bucket: found once the section is read, see find_buckets.) */
+	GROW(p->ids, snap->nlines + 1, p->ids_alloc);
+	GROW(p->nos, snap->nlines + 1, p->nos_alloc);
+	p->ids[snap->nlines] = id;
+	p->nos[snap->nlines] = p->l->no;
 	GROW(snap->lines, snap->nlines + 1, snap->lines_alloc);
 	snap->lines[snap->nlines++] = sl;
 	return 0;
@@ -986,7 +997,7 @@ int deep_parse(struct snapshot *snap, struct filebuf *fb,
 	if (rc == 0)
 		rc = finish_regions(&p);
 	if (rc == 0) {
-		find_buckets(snap, m);
+		find_buckets(&p);
 		for (size_t i = 0; i < snap->nregions; i++) {
 			struct region *r = &snap->regions[i];
 
@@ -999,6 +1010,8 @@ int deep_parse(struct snapshot *snap, struct filebuf *fb,
 				"committed/reserved sizes; missing sizes read "
 				"as 0", p.path, p.legacy_region_line);
 	}
+	free(p.ids);
+	free(p.nos);
 	sb_release(&p.q);
 	return rc;
 }

@@ -420,8 +420,6 @@ static int build(struct dparser *d, struct snapshot *snap)
 			free(frames);
 			return -1;
 		}
-		sl->bucket_id = sl->bucket->id;
-		sl->line = pp->line;
 		sl->virt = sl->committed = pp->v[bytes_key];
 		sl->alloc = pp->v[PP_TBK];
 		sl->alloc_bytes = pp->v[PP_TB];

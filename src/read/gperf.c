@@ -110,6 +110,11 @@ struct gparser {
 	bool cut;           /* the last stack line may be incomplete */
 	size_t cut_line;    /* which (an index into snap->lines) */
 	bool quiet;         /* errors are not said (a first try) */
+	/* Each line's stack id and line number, until its bucket is made
+	 * (see build). */
+	uint32_t *stack_ids;
+	unsigned long *nos;
+	size_t ids_alloc, nos_alloc;
 	/* Lines whose first frame Go's comments renamed: the address the
 	 * maps must judge (see line_kind). */
 	struct renamed {
@@ -503,8 +508,7 @@ static void unsample(double rate, int64_t *objs, int64_t *bytes,
 
 /*
  * Intern the held stack line, now that its comments are in, as the
- * snapshot's next line.  Its bucket waits for the maps (see build): the
- * line keeps its stack's id meanwhile.
+ * snapshot's next line.  Its bucket waits for the maps (see build).
  */
 static int intern_held(struct gparser *g)
 {
@@ -538,12 +542,14 @@ static int intern_held(struct gparser *g)
 		return -1;
 	if (gl->cut)
 		g->cut_line = snap->nlines;
+	GROW(g->stack_ids, snap->nlines + 1, g->ids_alloc);
+	GROW(g->nos, snap->nlines + 1, g->nos_alloc);
+	g->stack_ids[snap->nlines] = stack->id;
+	g->nos[snap->nlines] = gl->no;
 	GROW(snap->lines, snap->nlines + 1, snap->lines_alloc);
 	sl = &snap->lines[snap->nlines++];
 	memset(sl, 0, sizeof(*sl));
-	sl->bucket_id = stack->id;
 	sl->virt = sl->committed = gl->bytes;
-	sl->line = gl->no;
 	if (g->has_alloc) {
 		sl->alloc = gl->alloc_objs;
 		sl->alloc_bytes = gl->alloc_bytes;
@@ -591,7 +597,7 @@ static int build(struct gparser *g)
 
 	for (size_t i = 0; i < snap->nlines; i++) {
 		struct stack_line *sl = &snap->lines[i];
-		const struct stack *stack = m->stacks.v[sl->bucket_id];
+		const struct stack *stack = m->stacks.v[g->stack_ids[i]];
 		uint64_t first = 0;
 		enum alloc_kind kind;
 
@@ -603,10 +609,9 @@ static int build(struct gparser *g)
 		kind = line_kind(g, i, stack, first);
 
 		sl->bucket = model_stack_bucket(m, kind, stack, g->path,
-						sl->line);
+						g->nos[i]);
 		if (!sl->bucket)
 			return -1;
-		sl->bucket_id = sl->bucket->id;
 		if (kind == ALLOC_MMAP)
 			mmap_bytes = add64(mmap_bytes, sl->committed,
 					   &snap->overflow);
@@ -872,7 +877,7 @@ int gperf_parse(struct snapshot *snap, struct line_stream *s,
 		warning("%s:%lu: the last stack line is cut short (gperftools "
 			"2.10-2.15 cut profiles at 1 MiB); its stack may be "
 			"incomplete", g.path,
-			snap->nlines ? snap->lines[snap->nlines - 1].line : 1UL);
+			snap->nlines ? g.nos[snap->nlines - 1] : 1UL);
 	if (rc == 0) {
 		m->profile_kind = (int)g.type + 1;
 		snap->page_size = 4096;
@@ -883,6 +888,8 @@ int gperf_parse(struct snapshot *snap, struct line_stream *s,
 	if (rc == 0)
 		say_what(&g);
 	free(g.frames);
+	free(g.stack_ids);
+	free(g.nos);
 	free(g.syms);
 	free(g.renamed);
 	sb_release(&g.symtext);

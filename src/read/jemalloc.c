@@ -235,9 +235,7 @@ static int build(struct jparser *j, struct snapshot *snap, struct model *m)
 						 s->depth, j->path, s->no);
 		if (!sl->bucket)
 			return -1;
-		sl->bucket_id = sl->bucket->id;
 		sl->virt = sl->committed = now[1];
-		sl->line = s->no;
 		if (j->accum) {
 			sl->alloc = now[2];
 			sl->alloc_bytes = now[3];

@@ -694,8 +694,6 @@ static int build(struct pparser *p)
 			rc = -1;
 			break;
 		}
-		sl->bucket_id = sl->bucket->id;
-		sl->line = i + 1;
 		sl->virt = sl->committed = v[ib];
 		sl->alloc = io != SIZE_MAX ? v[io] : 0;
 		if (iao != SIZE_MAX && io != SIZE_MAX && iao != io) {

@@ -122,7 +122,7 @@ Test(dump, deep6_full)
 	cr_assert_eq(snap.nlines, 2);
 	cr_assert_eq(snap.lines[1].alloc, 109);
 	cr_assert_eq(snap.lines[1].bucket, bucket_set_find(&m.buckets, 1));
-	cr_assert_eq(snap.unknown_bucket_lines, 0);
+	cr_assert_eq(snap.nunknown, 0);
 }
 
 Test(dump, deep5_no_meta_tolerant_gstats)
@@ -253,7 +253,7 @@ Test(dump, unknown_bucket_warns_and_keeps_line)
 			  "        20         20      1      0 @ 78\n"), 0);
 	cr_assert_eq(snap.nlines, 2);
 	cr_assert_null(snap.lines[0].bucket);
-	cr_assert_eq(snap.unknown_bucket_lines, 2);
+	cr_assert_eq(snap.nunknown, 2);
 	cr_assert_eq(snap.unknown_bucket_bytes, 30);
 	cr_assert_eq(snap.first_unknown_line, 22);
 	snapshot_warn_unknown_buckets(&snap, "left out");
