@@ -72,6 +72,8 @@ struct classifier {
 	 * looks at the type, which the frames do not tell.
 	 */
 	struct hashmap prefix;
+	uint32_t *prefix_root; /* (the root's entries, by frame id) */
+	size_t nprefix_root;
 	uint32_t prefix_nodes;
 	bool prefix_off;
 	/* What the current bucket's matching looked at: its first USED

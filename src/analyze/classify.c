@@ -48,6 +48,7 @@ void classifier_free(struct classifier *c)
 	free(c->bucket_col);
 	hashmap_free(&c->regions);
 	hashmap_free(&c->prefix);
+	free(c->prefix_root);
 	arena_free(&c->arena);
 	sb_release(&c->stack);
 	sb_release(&c->source);
@@ -398,20 +399,43 @@ static void stack_subject(struct classifier *c, const struct bucket *b,
 /* Starts longer than this are not remembered. */
 #define PREFIX_MAX 4
 
-/* The entry of (NODE, FRAME) in C's trie: 0 if none. */
+/*
+ * The entry of (NODE, FRAME) in C's trie: 0 if none.  The root's are in
+ * an array by frame id (most stacks are decided on their first frame:
+ * a hundred thousand of them), the rest in the map.
+ */
 static uint32_t prefix_get(const struct classifier *c, uint32_t node,
 			   uint32_t frame)
 {
-	void *v = hashmap_get(&c->prefix,
-			      hash_u64((uint64_t)node << 32 | frame), NULL,
-			      NULL);
+	void *v;
 
+	if (!node && frame < c->nprefix_root)
+		return c->prefix_root[frame];
+	if (!node && frame != PREFIX_END)
+		return 0;
+	v = hashmap_get(&c->prefix, hash_u64((uint64_t)node << 32 | frame),
+			NULL, NULL);
 	return (uint32_t)(uintptr_t)v;
 }
 
 static void prefix_put(struct classifier *c, uint32_t node, uint32_t frame,
 		       uint32_t v)
 {
+	if (!node && frame != PREFIX_END) {
+		if (frame >= c->nprefix_root) {
+			size_t n = c->m->frames.n > frame ? c->m->frames.n
+							  : (size_t)frame + 1;
+
+			c->prefix_root = xreallocarray(c->prefix_root, n,
+						       sizeof(*c->prefix_root));
+			memset(c->prefix_root + c->nprefix_root, 0,
+			       (n - c->nprefix_root) *
+				       sizeof(*c->prefix_root));
+			c->nprefix_root = n;
+		}
+		c->prefix_root[frame] = v;
+		return;
+	}
 	hashmap_put(&c->prefix, hash_u64((uint64_t)node << 32 | frame),
 		    (void *)(uintptr_t)v);
 }
@@ -539,7 +563,7 @@ int classify_malloc(struct classifier *c, const struct bucket *b)
 
 struct share {
 	struct classifier *c;
-	const struct bucket **v;
+	const uint32_t *v;       /* bucket indexes */
 	size_t n, first, step;   /* shares first, first + step, ... */
 };
 
@@ -555,10 +579,10 @@ static void classify_shares(struct share *s)
 		c->mt = &own;
 	for (size_t at = s->first * SHARE; at < s->n; at += s->step * SHARE)
 		for (size_t i = at; i < at + SHARE && i < s->n; i++) {
-			int col = classify_stack(c, s->v[i]);
+			int col = classify_stack(c, c->m->buckets.v[s->v[i]]);
 
 			/* (0: not done; classify_malloc will, and say why.) */
-			c->bucket_col[s->v[i]->index] = col < 0 ? 0 : col + 1;
+			c->bucket_col[s->v[i]] = col < 0 ? 0 : col + 1;
 		}
 	c->mt = was;
 }
@@ -572,7 +596,7 @@ static void *helper_main(void *arg)
 void classify_snapshot(struct classifier *c, const struct snapshot *snap)
 {
 	size_t nthreads = threads_wanted(), n = 0, alloc = 0, started = 0;
-	const struct bucket **v = NULL;
+	uint32_t *v = NULL;
 	pthread_t tid[16];
 	struct share shares[16];
 
@@ -594,11 +618,11 @@ void classify_snapshot(struct classifier *c, const struct snapshot *snap)
 			continue;
 		c->bucket_col[b->index] = -1;
 		GROW(v, n + 1, alloc);
-		v[n++] = b;
+		v[n++] = b->index;
 	}
 	if (n < FEW) {
 		for (size_t i = 0; i < n; i++)
-			c->bucket_col[v[i]->index] = 0;
+			c->bucket_col[v[i]] = 0;
 		free(v);
 		return;
 	}
