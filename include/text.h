@@ -176,6 +176,35 @@ static inline uint64_t digits8_value(uint64_t w, unsigned n)
 	return (w * 10000 + (w >> 32)) & 0xFFFFFFFFULL;
 }
 
+/*
+ * Up to 18 decimal digits at P, before END: the end of them, their value
+ * in *V; NULL if P holds none.  (A longer number stops at 18: the caller
+ * sees a digit where it wants something else, and asks the general
+ * parser.)
+ */
+static inline const char *digits_at(const char *p, const char *end,
+				    int64_t *v)
+{
+	int64_t x = 0;
+	int n = 0;
+
+	/* Up to 7 digits at once; longer numbers a digit at a time. */
+	if (end - p >= 8) {
+		uint64_t w = load8(p);
+		unsigned k = digits8(w);
+
+		if (k && k < 8) {
+			x = (int64_t)digits8_value(w, k);
+			n = (int)k;
+			p += k;
+		}
+	}
+	for (; p < end && is_digit(*p) && n < 18; p++, n++)
+		x = x * 10 + (*p - '0');
+	*v = x;
+	return n ? p : NULL;
+}
+
 /* Per byte of X (below 128): its high bit set iff M < byte < N. */
 #define BYTES_BETWEEN(x, m, n)                                              \
 	(((0x0101010101010101ULL * (127 + (n)) -                            \

@@ -777,8 +777,7 @@ static bool fast_stack_line(const struct line *l, struct stack_line *sl,
 
 	for (int i = 0; i < 5; i++) {
 		bool neg = false;
-		int64_t x = 0;
-		int n = 0;
+		int64_t x;
 
 		p = skip_blanks(p, end);
 		if (i == 4) {
@@ -789,20 +788,7 @@ static bool fast_stack_line(const struct line *l, struct stack_line *sl,
 			neg = true;
 			p++;
 		}
-		/* Up to 7 digits at once; longer numbers a digit at a time. */
-		if (end - p >= 8) {
-			uint64_t w = load8(p);
-			unsigned k = digits8(w);
-
-			if (k && k < 8) {
-				x = (int64_t)digits8_value(w, k);
-				n = (int)k;
-				p += k;
-			}
-		}
-		for (; p < end && is_digit(*p) && n < 18; p++, n++)
-			x = x * 10 + (*p - '0');
-		if (!n || (p < end && *p != ' '))
+		if (!(p = digits_at(p, end, &x)) || (p < end && *p != ' '))
 			return false;
 		v[i] = neg ? -x : x;
 	}

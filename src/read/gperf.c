@@ -97,8 +97,11 @@ struct gparser {
 	int64_t header_objs, header_bytes;
 	struct gline held;  /* the last stack line, until interned */
 	bool holding;
-	uint64_t *frames;   /* its frames */
-	size_t frames_alloc;
+	/* Its frames are frames[cur]; the next line is read into the
+	 * other, so that it is interned only once the next one parses. */
+	uint64_t *frames[2];
+	size_t frames_alloc[2];
+	int cur;
 	struct gsym *syms;  /* its Go comment lines */
 	size_t nsyms, syms_alloc;
 	struct strbuf symtext;
@@ -110,18 +113,13 @@ struct gparser {
 	bool cut;           /* the last stack line may be incomplete */
 	size_t cut_line;    /* which (an index into snap->lines) */
 	bool quiet;         /* errors are not said (a first try) */
-	/* Each line's stack id and line number, until its bucket is made
-	 * (see build). */
+	/* Each line's stack id, line number and first address in the file
+	 * (which the maps judge, see line_kind; Go's comments may rename or
+	 * drop the frame), until its bucket is made (see build). */
 	uint32_t *stack_ids;
 	unsigned long *nos;
-	size_t ids_alloc, nos_alloc;
-	/* Lines whose first frame Go's comments renamed: the address the
-	 * maps must judge (see line_kind). */
-	struct renamed {
-		size_t line;
-		uint64_t addr;
-	} *renamed;
-	size_t nrenamed, renamed_alloc;
+	uint64_t *firsts;
+	size_t ids_alloc, nos_alloc, firsts_alloc;
 };
 
 static int gerr(struct gparser *g, unsigned long line, const char *fmt, ...)
@@ -153,6 +151,26 @@ static enum num_status counts(struct cursor *c, int64_t v[4])
 			return NUM_NONE;
 	}
 	return NUM_OK;
+}
+
+/*
+ * The same, for the common line ("  N:  B [  N:  B]", blanks and
+ * digits only): where it ends, or NULL for the general parser.
+ */
+static const char *fast_counts(const char *p, const char *end, int64_t v[4])
+{
+	static const char after[4] = { ':', '[', ':', ']' };
+
+	for (int i = 0; i < 4; i++) {
+		p = skip_blanks(p, end);
+		if (!(p = digits_at(p, end, &v[i])))
+			return NULL;
+		p = skip_blanks(p, end);
+		if (p >= end || *p != after[i])
+			return NULL;
+		p++;
+	}
+	return p;
 }
 
 /*
@@ -262,17 +280,27 @@ enum cut {
 	CUT_AT_EOF, /* the file ends inside it */
 };
 
+/* The held line's frames. */
+static uint64_t *held_frames(const struct gparser *g)
+{
+	return g->frames[g->cur];
+}
+
 /*
- * One stack line into gparser.held and its frames.  CUT says whether
- * gperftools may have stopped writing it short: then a broken last frame
- * is dropped instead of being an error, and at the end of the file the
- * last word goes even when it reads as hex (it may be the start of a
- * longer address).  LIMIT: how far past the line its memory may be read.
+ * One stack line into *OUT, its frames into the spare frames (see hold).
+ * CUT says whether gperftools may have stopped writing it short: then a
+ * broken last frame is dropped instead of being an error, and at the end
+ * of the file the last word goes even when it reads as hex (it may be
+ * the start of a longer address).  LIMIT: how far past the line its
+ * memory may be read.
  */
 static int parse_stack_line(struct gparser *g, const struct line *l,
-			    enum cut cut, const char *limit)
+			    enum cut cut, const char *limit,
+			    struct gline *out)
 {
 	struct cursor c = cursor_of(l);
+	uint64_t **frames = &g->frames[1 - g->cur];
+	size_t *alloc = &g->frames_alloc[1 - g->cur];
 	struct gline gl;
 	const char *w;
 	size_t wl;
@@ -281,7 +309,13 @@ static int parse_stack_line(struct gparser *g, const struct line *l,
 
 	memset(&gl, 0, sizeof(gl));
 	gl.no = l->no;
-	st = counts(&c, v);
+	c.p = fast_counts(l->p, c.end, v);
+	if (c.p) {
+		st = NUM_OK;
+	} else {
+		c.p = l->p;
+		st = counts(&c, v);
+	}
 	cursor_skip_space(&c);
 	if (st != NUM_OK || !cursor_eat(&c, "@"))
 		return gerr(g, l->no, "%s stack line '%s'",
@@ -326,12 +360,19 @@ static int parse_stack_line(struct gparser *g, const struct line *l,
 add:
 		if (gl.depth == UINT32_MAX)
 			return gerr(g, l->no, "stack too deep");
-		GROW(g->frames, gl.depth + 1, g->frames_alloc);
-		g->frames[gl.depth++] = addr;
+		GROW(*frames, gl.depth + 1, *alloc);
+		(*frames)[gl.depth++] = addr;
 	}
-	g->held = gl;
-	g->holding = true;
+	*out = gl;
 	return 0;
+}
+
+/* GL, just parsed, becomes the held line (the one before is interned). */
+static void hold(struct gparser *g, const struct gline *gl)
+{
+	g->cur = 1 - g->cur;
+	g->held = *gl;
+	g->holding = true;
 }
 
 /*
@@ -341,8 +382,12 @@ add:
  */
 static void take_stack_line(struct gparser *g, const struct line *l)
 {
+	struct gline gl;
+
 	g->quiet = true;
-	if (parse_stack_line(g, l, NOT_CUT, stream_limit(g->s)) < 0) {
+	if (parse_stack_line(g, l, NOT_CUT, stream_limit(g->s), &gl) == 0) {
+		hold(g, &gl);
+	} else {
 		sb_reset(&g->broken);
 		sb_add(&g->broken, l->p, l->len);
 		g->broken_no = l->no;
@@ -355,10 +400,14 @@ static void take_stack_line(struct gparser *g, const struct line *l)
 static int parse_broken(struct gparser *g, enum cut cut)
 {
 	struct line l = { g->broken.buf, g->broken.len, g->broken_no, true };
+	struct gline gl;
 
 	g->has_broken = false;
 	/* (No reading past it: the general parser takes every word.) */
-	return parse_stack_line(g, &l, cut, l.p + l.len);
+	if (parse_stack_line(g, &l, cut, l.p + l.len, &gl) < 0)
+		return -1;
+	hold(g, &gl);
+	return 0;
 }
 
 /* SYM belongs to the stack line held. */
@@ -456,8 +505,10 @@ static void name_frames(struct gparser *g)
 	size_t k = 0, end = g->nsyms;
 	uint32_t first = UINT32_MAX;
 
+	uint64_t *frames = held_frames(g);
+
 	for (uint32_t i = 0; i < gl->depth && k < end; i++) {
-		uint64_t a = g->frames[i];
+		uint64_t a = frames[i];
 		uint32_t n = 0;
 		size_t j = k;
 
@@ -472,11 +523,11 @@ static void name_frames(struct gparser *g)
 			if (g->syms[k].func_len && n < ARRAY_SIZE(names))
 				names[n++] = sym_name(g, &g->syms[k]);
 		if (n)
-			g->frames[i] = model_named_frame(g->m, a, names, n);
+			frames[i] = model_named_frame(g->m, a, names, n);
 	}
 	if (first != UINT32_MAX && first) {
-		memmove(g->frames, g->frames + first,
-			(gl->depth - first) * sizeof(*g->frames));
+		memmove(frames, frames + first,
+			(gl->depth - first) * sizeof(*frames));
 		gl->depth -= first;
 	}
 }
@@ -521,14 +572,9 @@ static int intern_held(struct gparser *g)
 	if (!g->holding)
 		return 0;
 	g->holding = false;
-	first = gl->depth ? g->frames[0] : 0;
+	first = gl->depth ? held_frames(g)[0] : 0;
 	if (g->nsyms) {
 		name_frames(g);
-		if (g->type == H_GPERF && gl->depth && g->frames[0] != first) {
-			GROW(g->renamed, g->nrenamed + 1, g->renamed_alloc);
-			g->renamed[g->nrenamed].line = snap->nlines;
-			g->renamed[g->nrenamed++].addr = first;
-		}
 		g->nsyms = 0;
 		sb_reset(&g->symtext);
 	}
@@ -538,14 +584,16 @@ static int intern_held(struct gparser *g)
 		unsample((double)g->rate, &gl->alloc_objs, &gl->alloc_bytes,
 			 &snap->overflow);
 	}
-	if (!(stack = model_intern_stack(g->m, g->frames, gl->depth)))
+	if (!(stack = model_intern_stack(g->m, held_frames(g), gl->depth)))
 		return -1;
 	if (gl->cut)
 		g->cut_line = snap->nlines;
 	GROW(g->stack_ids, snap->nlines + 1, g->ids_alloc);
 	GROW(g->nos, snap->nlines + 1, g->nos_alloc);
+	GROW(g->firsts, snap->nlines + 1, g->firsts_alloc);
 	g->stack_ids[snap->nlines] = stack->id;
 	g->nos[snap->nlines] = gl->no;
+	g->firsts[snap->nlines] = first;
 	GROW(snap->lines, snap->nlines + 1, snap->lines_alloc);
 	sl = &snap->lines[snap->nlines++];
 	memset(sl, 0, sizeof(*sl));
@@ -593,20 +641,11 @@ static int build(struct gparser *g)
 	struct snapshot *snap = g->snap;
 	struct model *m = g->m;
 	int64_t malloc_bytes = 0, mmap_bytes = 0;
-	size_t r = 0; /* the next renamed line */
 
 	for (size_t i = 0; i < snap->nlines; i++) {
 		struct stack_line *sl = &snap->lines[i];
 		const struct stack *stack = m->stacks.v[g->stack_ids[i]];
-		uint64_t first = 0;
-		enum alloc_kind kind;
-
-		/* (The first frame's address in the file.) */
-		if (r < g->nrenamed && g->renamed[r].line == i)
-			first = g->renamed[r++].addr;
-		else if (stack->depth)
-			first = frame_get(&m->frames, stack->frames[0])->addr;
-		kind = line_kind(g, i, stack, first);
+		enum alloc_kind kind = line_kind(g, i, stack, g->firsts[i]);
 
 		sl->bucket = model_stack_bucket(m, kind, stack, g->path,
 						g->nos[i]);
@@ -782,6 +821,14 @@ static int header(struct gparser *g, const struct line *l)
 	return 0;
 }
 
+/* Does L begin as a stack line does ("  N: ...")? */
+static bool stack_start(const struct line *l)
+{
+	const char *p = skip_blanks(l->p, l->p + l->len);
+
+	return p < l->p + l->len && (is_digit(*p) || *p == '-');
+}
+
 /* The lines after the header: 0, or -1 after an error. */
 static int parse_lines(struct gparser *g, bool *in_maps)
 {
@@ -790,6 +837,26 @@ static int parse_lines(struct gparser *g, bool *in_maps)
 	int got, which;
 
 	while ((got = stream_line(g->s, &l)) > 0) {
+		struct gline gl;
+
+		/*
+		 * The common line first: a stack line that parses whole, so
+		 * holds no NUL, nor the maps' header.  The line before is
+		 * interned once this one shows it was not cut short.
+		 */
+		if (!g->has_broken && l.newline && stack_start(&l)) {
+			g->quiet = true;
+			if (parse_stack_line(g, &l, NOT_CUT,
+					     stream_limit(g->s), &gl) == 0) {
+				g->quiet = false;
+				if (intern_held(g) < 0)
+					return -1;
+				hold(g, &gl);
+				after_stack = true;
+				continue;
+			}
+			g->quiet = false;
+		}
 		if (memchr(l.p, '\0', l.len))
 			return gerr(g, l.no, "NUL byte in line");
 		if ((which = maps_header(&l))) {
@@ -812,8 +879,9 @@ static int parse_lines(struct gparser *g, bool *in_maps)
 			/* The file ends inside a stack line. */
 			g->cut = true;
 			if (parse_stack_line(g, &l, CUT_AT_EOF,
-					     stream_limit(g->s)) < 0)
+					     stream_limit(g->s), &gl) < 0)
 				return -1;
+			hold(g, &gl);
 			break;
 		}
 		take_stack_line(g, &l);
@@ -887,11 +955,12 @@ int gperf_parse(struct snapshot *snap, struct line_stream *s,
 	}
 	if (rc == 0)
 		say_what(&g);
-	free(g.frames);
+	free(g.frames[0]);
+	free(g.frames[1]);
 	free(g.stack_ids);
 	free(g.nos);
 	free(g.syms);
-	free(g.renamed);
+	free(g.firsts);
 	sb_release(&g.symtext);
 	sb_release(&g.broken);
 	sb_release(&g.q);

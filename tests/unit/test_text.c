@@ -335,3 +335,33 @@ Test(text, stream_from_a_pipe)
 	close(fd[0]);
 	free(text);
 }
+
+/* digits_at() against a digit at a time, on runs of 0 to 24 digits. */
+Test(text, digits_at_as_a_digit_at_a_time)
+{
+	uint64_t seed = 0x9e3779b97f4a7c15ULL;
+
+	for (int i = 0; i < 50000; i++) {
+		char buf[40];
+		size_t len, n = 0;
+		int64_t want = 0, got = -1;
+		const char *end;
+
+		seed ^= seed << 13;
+		seed ^= seed >> 7;
+		seed ^= seed << 17;
+		len = seed % 30;
+		for (size_t k = 0; k < len; k++)
+			buf[k] = k < (seed >> 8) % 25 ? (char)('0' + (seed >> k) % 10)
+						      : ":  @x"[(seed >> k) % 5];
+		while (n < len && n < 18 && buf[n] >= '0' && buf[n] <= '9')
+			want = want * 10 + (buf[n++] - '0');
+		end = digits_at(buf, buf + len, &got);
+		if (!n) {
+			cr_assert_null(end);
+			continue;
+		}
+		cr_assert_eq(end, buf + n, "'%.*s'", (int)len, buf);
+		cr_assert_eq(got, want, "'%.*s'", (int)len, buf);
+	}
+}
