@@ -30,7 +30,7 @@ BUILD_DEPS = libpcre2-dev binutils-dev libcsv-dev libcriterion-dev \
 TEST_DEPS = gcc g++ diffutils libgoogle-perftools4 google-perftools libc6-dbg \
 	    python3 sqlite3 chromium zstd ruby nodejs debuginfod \
 	    golang-go valgrind libjemalloc2 libjemalloc-dev
-BENCH_DEPS = libllvm14 llvm libc6-dbg binutils time bc heaptrack g++ \
+BENCH_DEPS = libllvm14 llvm binutils time bc heaptrack g++ \
 	     libgoogle-perftools4
 FUZZ_DEPS = clang libclang-rt-14-dev
 DEPS = $(BUILD_DEPS) $(TEST_DEPS)
