@@ -504,7 +504,6 @@ static void name_frames(struct gparser *g)
 	struct frame_name names[64];
 	size_t k = 0, end = g->nsyms;
 	uint32_t first = UINT32_MAX;
-
 	uint64_t *frames = held_frames(g);
 
 	for (uint32_t i = 0; i < gl->depth && k < end; i++) {
