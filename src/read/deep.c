@@ -803,6 +803,21 @@ static bool fast_stack_line(const struct line *l, struct stack_line *sl,
 	return true;
 }
 
+/* SL, of bucket ID, as the snapshot's next stack line. */
+static void add_stack_line(struct parser *p, const struct stack_line *sl,
+			   uint64_t id)
+{
+	struct snapshot *snap = p->snap;
+
+	/* (sl->bucket: found once the section is read, see find_buckets.) */
+	GROW(p->ids, snap->nlines + 1, p->ids_alloc);
+	GROW(p->nos, snap->nlines + 1, p->nos_alloc);
+	p->ids[snap->nlines] = id;
+	p->nos[snap->nlines] = p->l->no;
+	GROW(snap->lines, snap->nlines + 1, snap->lines_alloc);
+	snap->lines[snap->nlines++] = *sl;
+}
+
 static int parse_stack_line(struct parser *p)
 {
 	struct snapshot *snap = p->snap;
@@ -839,13 +854,7 @@ static int parse_stack_line(struct parser *p)
 			    st == NUM_RANGE ? "out-of-range" : "invalid",
 			    quoted(p, p->l->p, p->l->len));
 add:
-	/* (sl.bucket: found once the section is read, see find_buckets.) */
-	GROW(p->ids, snap->nlines + 1, p->ids_alloc);
-	GROW(p->nos, snap->nlines + 1, p->nos_alloc);
-	p->ids[snap->nlines] = id;
-	p->nos[snap->nlines] = p->l->no;
-	GROW(snap->lines, snap->nlines + 1, snap->lines_alloc);
-	snap->lines[snap->nlines++] = sl;
+	add_stack_line(p, &sl, id);
 	return 0;
 }
 
@@ -893,6 +902,16 @@ static int parse_lines(struct parser *p, const struct filebuf *fb)
 	lines_init(&r, fb->data, fb->size);
 	p->l = &l;
 	while (lines_next(&r, &l)) {
+		struct stack_line sl;
+		uint64_t id;
+
+		/* The common line first: a stack line the producer wrote,
+		 * which holds no NUL and opens no section. */
+		if (p->sec == SEC_STACKTRACES && l.newline &&
+		    fast_stack_line(&l, &sl, &id)) {
+			add_stack_line(p, &sl, id);
+			continue;
+		}
 		if (memchr(l.p, '\0', l.len))
 			return perr(p, "NUL byte in line (not a text dump?)");
 		if (l.len && l.p[0] == '#')
