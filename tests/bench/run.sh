@@ -18,16 +18,18 @@ export LC_ALL=C DMPROF_POLICY_PATH="$top/policies" XDG_CACHE_HOME="$work/cache"
 cases=${*:-gperf-1m deep parse gperf-series symbolize-dynsym symbolize-dwarf recorder}
 
 # measure NAME COMMAND...: run it, set $secs (wall, to the millisecond:
-# time(1) says only hundredths) and $rss_kb (peak).
+# time(1) says only hundredths), $rss_kb (peak) and $cpu (percent of one
+# core).
 measure() {
 	name=$1
 	shift
 	t0=$(date +%s%N)
-	/usr/bin/time -f '%e %M' -o "$work/time.$name" "$@" \
+	/usr/bin/time -f '%e %M %P' -o "$work/time.$name" "$@" \
 		>"$work/out.$name" 2>"$work/err.$name"
 	rc=$?
 	t1=$(date +%s%N)
-	read -r secs rss_kb <"$work/time.$name"
+	read -r secs rss_kb cpu <"$work/time.$name"
+	cpu=${cpu%\%}
 	secs=$(echo "($t1 - $t0) / 1000000000" | bc -l)
 	[ $rc = 0 ] || { echo "bench: $name failed:"; tail -3 "$work/err.$name"; }
 	return $rc
@@ -40,6 +42,22 @@ row() { # CASE WHAT BASE_S BASE_KB DMPROF_S DMPROF_KB
 }
 
 printf '%-22s %-34s %22s %20s %9s\n' case measured baseline dmprof ratio
+
+# The targets issue 14 set, as the cases meet them: printed at the end.
+targets=$work/targets
+: >"$targets"
+target() { # WHAT MEASURED VERDICT
+	printf '%-52s %-24s %s\n' "$1" "$2" "$3" >>"$targets"
+}
+# "met" if A <= B (or, with ge, A >= B), else "not met".
+at_most() { [ "$(echo "$1 <= $2" | bc -l)" = 1 ] && echo met || echo "not met"; }
+at_least() { [ "$(echo "$1 >= $2" | bc -l)" = 1 ] && echo met || echo "not met"; }
+ratio_of() { printf '%.2fx' "$(echo "$1 / ($2 + 0.0005)" | bc -l)"; }
+# Within F times the time of BASE: WHAT BASE_S DMPROF_S F.
+within() {
+	r=$(echo "$3 / ($2 + 0.0005)" | bc -l)
+	target "$1" "$(printf '%.2fx its time' "$r")" "$(at_most "$r" "$4")"
+}
 
 symbolize() { # CASE BINARY [ADDR2LINE_FLAGS]
 	case=$1 target=$2 flags=${3:-}
@@ -56,6 +74,8 @@ symbolize() { # CASE BINARY [ADDR2LINE_FLAGS]
 	measure cold-$case "$bin" stacktrace --no-symbol-cache "$d/sym.0001.heap"
 	row "$case" "$n addrs, cold, vs addr2line $flags" $base_s $base_kb $secs $rss_kb
 	cold_s=$secs cold_kb=$rss_kb
+	[ -n "$flags" ] && target "DWARF cold: 5x addr2line -i" \
+		"$(ratio_of "$base_s" "$secs")" "$(at_least "$(echo "$base_s / $secs" | bc -l)" 5)"
 	# pprof's symbolizer of choice: one batch, inlined frames as dmprof.
 	if command -v llvm-symbolizer >/dev/null 2>&1; then
 		sed 's/^/0x/' "$d/addrs.txt" >"$d/addrs0x.txt"
@@ -65,6 +85,9 @@ symbolize() { # CASE BINARY [ADDR2LINE_FLAGS]
 			sh "$target" $inl "$d/addrs0x.txt" || return
 		row "$case" "$n addrs, cold, vs llvm-symbolizer" $secs $rss_kb \
 			$cold_s $cold_kb
+		[ -n "$flags" ] && target "DWARF cold: 2x llvm-symbolizer" \
+			"$(ratio_of "$secs" "$cold_s")" \
+			"$(at_least "$(echo "$secs / $cold_s" | bc -l)" 2)"
 	else
 		echo "bench: $case: llvm-symbolizer is missing (make bench installs llvm)"
 	fi
@@ -72,6 +95,8 @@ symbolize() { # CASE BINARY [ADDR2LINE_FLAGS]
 	XDG_CACHE_HOME=$d/cache "$bin" stacktrace "$d/sym.0001.heap" >/dev/null 2>&1
 	XDG_CACHE_HOME=$d/cache measure warm-$case "$bin" stacktrace "$d/sym.0001.heap"
 	row "$case" "$n addrs, cache warm" $base_s $base_kb $secs $rss_kb
+	[ -n "$flags" ] && target "DWARF warm (cache): 20x addr2line -i" \
+		"$(ratio_of "$base_s" "$secs")" "$(at_least "$(echo "$base_s / $secs" | bc -l)" 20)"
 	cmp -s "$work/out.cold-$case" "$work/out.warm-$case" ||
 		echo "bench: $case: the warm cache changed the output!"
 }
@@ -106,6 +131,12 @@ deep() {
 	measure csv-l2 "$bin" csv -p l2 "$d/deep.01234.0001.heap" || return
 	row deep "$deep_mb MB: csv -p l2, vs awk" $base_s $base_kb $secs $rss_kb
 	csv_s=$secs csv_kb=$rss_kb
+	target "deep: csv -p l2 under 2.5 s" "$(printf '%.2f s' "$secs")" \
+		"$(at_most "$secs" 2.5)"
+	target "deep: both cores busy (CPU over 150% of one)" "$cpu%" \
+		"$(at_least "$cpu" 150)"
+	target "deep: peak RSS no higher than 307 MB" "$((rss_kb / 1024)) MB" \
+		"$(at_most $((rss_kb / 1024)) 307)"
 	measure expand-l2 "$bin" expand "$d/deep.01234.0050.heap" l2 \
 		tc-webkit-catch-all 3 || return
 	row deep "one snapshot: expand -p l2 depth 3" $base_s $base_kb $secs $rss_kb
@@ -113,16 +144,20 @@ deep() {
 	# and folded read one snapshot, diff and html all of them.
 	measure top-l2 "$bin" top -p l2 "$d/deep.01234.0100.heap" || return
 	row deep "top -p l2, 1 snapshot, vs csv" $csv_s $csv_kb $secs $rss_kb
+	within "deep: top within 1.2x of csv's time" $csv_s $secs 1.2
 	measure folded-l2 "$bin" folded -p l2 "$d/deep.01234.0100.heap" || return
 	row deep "folded -p l2, 1 snapshot, vs csv" $csv_s $csv_kb $secs $rss_kb
+	within "deep: folded within 1.2x of csv's time" $csv_s $secs 1.2
 	measure diff-l2 "$bin" diff -p l2 "$d/deep.01234.0001.heap" || return
 	row deep "diff -p l2, 100 snaps, vs csv" $csv_s $csv_kb $secs $rss_kb
+	within "deep: diff within 1.2x of csv's time" $csv_s $secs 1.2
 	# (The page with two policies, beside csv asked for the same two.)
 	measure csv-l2l1 "$bin" csv -p l2,l1 "$d/deep.01234.0001.heap" || return
 	csv2_s=$secs csv2_kb=$rss_kb
 	measure html-l2 "$bin" html -p l2,l1 -o "$work/deep.html" \
 		"$d/deep.01234.0001.heap" || return
 	row deep "html -p l2,l1, vs csv -p l2,l1" $csv2_s $csv2_kb $secs $rss_kb
+	within "deep: html within 1.2x of csv's time (2 policies)" $csv2_s $secs 1.2
 	html_page "$work/deep.html"
 	# How cost grows: the same million buckets over 10 and 30
 	# snapshots instead of 100 (time should follow the input, memory
@@ -179,6 +214,9 @@ gperf_1m() {
 	measure csv-1m "$bin" csv --no-symbol-cache "$f" || return
 	row gperf-1m "$mb MB, 10^6 stacks: csv, vs awk" $base_s $base_kb $secs $rss_kb
 	csv_s=$secs csv_kb=$rss_kb
+	within "gperf-1m: csv within 1.5x of one awk pass" $base_s $secs 1.5
+	target "gperf-1m: peak RSS under 300 MB" "$((rss_kb / 1024)) MB" \
+		"$(at_most $((rss_kb / 1024)) 299)"
 	if command -v go >/dev/null 2>&1; then
 		export GOCACHE="$work/gocache"
 		measure pprof-1m go tool pprof -top "$f" || return
@@ -227,6 +265,9 @@ parse() {
 	printf '%-22s %-34s %17.0f MB/s %15.0f MB/s\n' parse "throughput" \
 		"$(echo "$deep_mb / ($base_s + 0.0005)" | bc -l)" \
 		"$(echo "$deep_mb / ($secs + 0.0005)" | bc -l)"
+	mbs=$(echo "$deep_mb / ($secs + 0.0005)" | bc -l)
+	target "parse: raw parse of the deep run at 1 GB/s" \
+		"$(printf '%.0f MB/s' "$mbs")" "$(at_least "$mbs" 1000)"
 }
 
 # A gperftools series of a real program (the recorder's workload under
@@ -292,11 +333,17 @@ recorder() {
 			$((rss_kb / 1024)) "$(echo "$secs / $plain_s" | bc -l)"
 	}
 	best plain "$d/workload" $rounds || return
-	plain_s=$secs
+	plain_s=$secs plain_kb=$rss_kb
 	line "none (the program alone)"
-	best dmprof env HEAPPROFILE="$d/out/prof" HEAP_PROFILE_MMAP=1 \
-		DEEP_HEAP_PROFILE=1 LD_PRELOAD="$rec" "$d/workload" $rounds &&
+	if best dmprof env HEAPPROFILE="$d/out/prof" HEAP_PROFILE_MMAP=1 \
+		DEEP_HEAP_PROFILE=1 LD_PRELOAD="$rec" "$d/workload" $rounds; then
 		line "dmprof record"
+		r=$(echo "$secs / $plain_s" | bc -l)
+		target "recorder: slowdown 2x or less, every stack kept" \
+			"$(printf '%.2fx' "$r")" "$(at_most "$r" 2)"
+		target "recorder: its memory, stated" \
+			"+$(((rss_kb - plain_kb) / 1024)) MB peak RSS" stated
+	fi
 	if command -v heaptrack >/dev/null 2>&1; then
 		best heaptrack heaptrack -o "$d/out/ht" "$d/workload" $rounds &&
 			line "heaptrack"
@@ -340,3 +387,8 @@ for c in $cases; do
 		echo "bench: unknown case $c" ;;
 	esac
 done
+
+if [ -s "$targets" ]; then
+	printf '\n%-52s %-24s %s\n' target measured verdict
+	cat "$targets"
+fi
