@@ -10,7 +10,8 @@
  *   entries     {addr, func, file, line, first inline, ninline, flags},
  *               32 bytes each, sorted by address, addresses unique
  *   inlines     {func, file, line}, 12 bytes each: an entry's inlined
- *               functions, innermost first, from its first inline on
+ *               functions, innermost first, from its first inline on;
+ *               each entry's follow the entry's before
  *   offsets     where string number 1, 2, ... starts in the blob, 8
  *               bytes each
  *   blob        the strings, NUL-terminated, each once
@@ -139,10 +140,17 @@ static bool string_ok(const struct symcache *c, uint32_t id)
 	return !id || (id <= c->nstrs && c->offs[id - 1] < c->blob_size);
 }
 
-static bool entry_ok(const struct symcache *c, const struct disk_entry *e)
+/*
+ * Entry E, whose inlined frames must start at FIRST: each entry's follow
+ * the one's before, as they are written, so that checking them all costs
+ * the inlines once (entries sharing 65,535 of them would cost 65,535
+ * each).
+ */
+static bool entry_ok(const struct symcache *c, const struct disk_entry *e,
+		     size_t first)
 {
 	if (!string_ok(c, e->func) || !string_ok(c, e->file) ||
-	    e->inl > c->ninls || e->ninline > c->ninls - e->inl)
+	    e->inl != first || e->ninline > c->ninls - e->inl)
 		return false;
 	for (size_t k = 0; k < e->ninline; k++) {
 		const struct disk_inline *in = &c->inls[e->inl + k];
@@ -158,11 +166,16 @@ static bool entry_ok(const struct symcache *c, const struct disk_entry *e)
  * file's size before it is used, every entry before it is trusted: a bad
  * entry (or one out of order) ends what is used, and the file is
  * rewritten at the end of the run.
+ *
+ * The mapping stays valid when the file is replaced (a rename keeps our
+ * inode), which is how dmprof writes it.  Only another program cutting
+ * the file in place under a running dmprof could take pages from under
+ * it (SIGBUS), as with git's mapped packs: that is not guarded against.
  */
 static void load(struct symcache *c)
 {
 	const struct disk_header *h;
-	size_t idlen = strlen(c->identity), off, need;
+	size_t idlen = strlen(c->identity), off, rest, inl;
 	struct stat st;
 	int fd;
 
@@ -193,20 +206,29 @@ static void load(struct symcache *c)
 	if (memcmp(h->magic, MAGIC, sizeof(MAGIC)) ||
 	    h->byte_order != BYTE_ORDER_MARK)
 		return;
-	/* Each part's size, overflow-checked, and all of them in the file. */
+	/*
+	 * Each part within what the file has left after the ones before: a
+	 * count is multiplied only once it is known to fit, so no count, of
+	 * 2^60 or any other, wraps a size around.
+	 */
 	off = sizeof(*h) + pad8(idlen);
-	if (h->nentries > SIZE_MAX / sizeof(struct disk_entry) ||
-	    h->ninlines > SIZE_MAX / sizeof(struct disk_inline) ||
-	    h->nstrings > SIZE_MAX / sizeof(uint64_t) ||
-	    h->blob_size > SIZE_MAX)
+	if (off > c->map_size)
 		return;
-	need = off;
-	need = st_add(need, h->nentries * sizeof(struct disk_entry));
-	need = st_add(need, pad8(h->ninlines * sizeof(struct disk_inline)));
-	need = st_add(need, h->nstrings * sizeof(uint64_t));
-	need = st_add(need, h->blob_size);
-	if (need != c->map_size ||
-	    (h->blob_size && ((const char *)c->map)[need - 1] != '\0'))
+	rest = c->map_size - off;
+	if (h->nentries > rest / sizeof(struct disk_entry))
+		return;
+	rest -= h->nentries * sizeof(struct disk_entry);
+	if (h->ninlines > rest / sizeof(struct disk_inline))
+		return;
+	inl = pad8(h->ninlines * sizeof(struct disk_inline));
+	if (inl > rest)
+		return;
+	rest -= inl;
+	if (h->nstrings > rest / sizeof(uint64_t))
+		return;
+	rest -= h->nstrings * sizeof(uint64_t);
+	if (h->blob_size != rest ||
+	    (rest && ((const char *)c->map)[c->map_size - 1] != '\0'))
 		return;
 	c->ents = (const void *)((const char *)c->map + off);
 	off += h->nentries * sizeof(struct disk_entry);
@@ -218,11 +240,12 @@ static void load(struct symcache *c)
 	off += h->nstrings * sizeof(uint64_t);
 	c->blob = (const char *)c->map + off;
 	c->blob_size = h->blob_size;
-	for (c->nents = 0; c->nents < h->nentries; c->nents++) {
+	for (c->nents = 0, inl = 0; c->nents < h->nentries; c->nents++) {
 		const struct disk_entry *e = &c->ents[c->nents];
 
-		if ((c->nents && e->addr <= e[-1].addr) || !entry_ok(c, e))
+		if ((c->nents && e->addr <= e[-1].addr) || !entry_ok(c, e, inl))
 			break;
+		inl += e->ninline;
 	}
 	c->dirty = c->nents < h->nentries;
 	c->interned = xcalloc(c->nstrs ? c->nstrs : 1, sizeof(*c->interned));

@@ -671,7 +671,28 @@ Test(symcache, damaged_strings)
 	free(path);
 }
 
-/* A file cut short (a writer that died, a full disk) or grown. */
+/*
+ * Counts whose sizes wrap around: 2^64 / 12 inlines take 2^64 - 4 bytes,
+ * 0 once padded to 8 (the file's size then matched, the file was used,
+ * and an entry's 65,535 inlines were read from past its end); 2^64 / 32
+ * entries, or 2^64 / 8 strings, fit a size_t alone but not with the
+ * header added (which ended the run).  The file is not used.
+ */
+static const struct {
+	size_t field, entry_inlines;
+	uint64_t v;
+} huge_counts[] = {
+	{ 32, 0, UINT64_MAX / 16 },
+	{ 40, 0, UINT64_MAX / 12 },
+	{ 40, 0xffff, UINT64_MAX / 12 },
+	{ 40, 0xffff, UINT64_MAX / 12 - 1 },
+	{ 32, 0, UINT64_MAX / 32 },
+	{ 48, 0, UINT64_MAX / 8 },
+	{ 56, 0, UINT64_MAX },
+};
+
+/* A file cut short (a writer that died, a full disk), grown, or whose
+ * counts are huge. */
 Test(symcache, wrong_size_is_not_used)
 {
 	struct symcache *c;
@@ -700,13 +721,20 @@ Test(symcache, wrong_size_is_not_used)
 	c = symcache_open(ID, &strings);
 	cr_assert_null(symcache_get(c, 0x100));
 	symcache_close(c);
-	/* Huge counts must not overflow the size check. */
-	write_bytes(path, b, size);
-	poke64(path, 32, UINT64_MAX / 16);
-	new_run();
-	c = symcache_open(ID, &strings);
-	cr_assert_null(symcache_get(c, 0x100));
-	symcache_close(c);
+	for (size_t i = 0; i < ARRAY_SIZE(huge_counts); i++) {
+		struct layout l = layout_of(b);
+
+		write_bytes(path, b, size);
+		poke64(path, huge_counts[i].field, huge_counts[i].v);
+		if (huge_counts[i].entry_inlines)
+			poke32(path, l.entries + 24,
+			       (uint32_t)huge_counts[i].entry_inlines);
+		new_run();
+		c = symcache_open(ID, &strings);
+		cr_assert_null(symcache_get(c, 0x100), "huge count %zu", i);
+		cr_assert_eq(symcache_count(c), 0);
+		symcache_close(c);
+	}
 	free(b);
 	free(path);
 }
@@ -731,29 +759,24 @@ Test(symcache, empty_and_garbage_files)
 }
 
 /*
- * A broken cache file is cut where it breaks, inlined frames included:
- * an entry with a damaged inlined frame is not used with frames missing
- * (nor marked as fully looked up), and reading stops there.
+ * Entries 0x100 (with FIRST inlined frames, "inner()"), 0x200 (with two,
+ * "inner()" and "middle()") and 0x300; their path.
  */
-Test(symcache, damaged_inline_frame_cuts_the_file)
+static char *fill_inlined(uint16_t first)
 {
-	struct symcache *c;
-	struct symcache_entry e;
 	struct inline_frame inl[2] = {
 		{ NULL, NULL, 11, 0 },
 		{ NULL, NULL, 12, 0 },
 	};
-	const struct symcache_entry *g;
-	struct layout l;
-	bool before, after;
-	int ninline;
-	char *path;
+	struct symcache *c = symcache_open(ID, &strings);
+	struct symcache_entry e;
 
-	c = symcache_open(ID, &strings);
-	e = entry(0x100, "first()", "a.c", 1);
-	symcache_put(c, &e);
 	inl[0].func = S("inner()");
 	inl[1].func = S("middle()");
+	e = entry(0x100, "first()", "a.c", 1);
+	e.ninline = first;
+	e.inl = inl;
+	symcache_put(c, &e);
 	e = entry(0x200, "second()", "b.c", 2);
 	e.ninline = 2;
 	e.inl = inl;
@@ -761,7 +784,23 @@ Test(symcache, damaged_inline_frame_cuts_the_file)
 	e = entry(0x300, "third()", "c.c", 3);
 	symcache_put(c, &e);
 	symcache_close(c);
-	path = cache_file();
+	return cache_file();
+}
+
+/*
+ * A broken cache file is cut where it breaks, inlined frames included:
+ * an entry with a damaged inlined frame is not used with frames missing
+ * (nor marked as fully looked up), and reading stops there.
+ */
+Test(symcache, damaged_inline_frame_cuts_the_file)
+{
+	struct symcache *c;
+	const struct symcache_entry *g;
+	struct layout l;
+	bool before, after;
+	int ninline;
+	char *path = fill_inlined(0);
+
 	l = file_layout(path);
 	cr_assert_eq(l.ninlines, 2);
 	/* The second inlined frame's function names no string. */
@@ -779,6 +818,30 @@ Test(symcache, damaged_inline_frame_cuts_the_file)
 			  "inlined frames",
 		       ninline);
 	cr_assert_not(after, "read on past the damage");
+}
+
+/*
+ * Entries whose inlined frames overlap (never written so: each entry's
+ * follow the one's before) are damage: a file of entries that all name
+ * the same 65,535 frames took 65,535 checks an entry to open.
+ */
+Test(symcache, shared_inline_frames_cut_the_file)
+{
+	struct symcache *c;
+	char *path = fill_inlined(1);
+	struct layout l = file_layout(path);
+
+	cr_assert_eq(l.ninlines, 3);
+	/* The second entry's frames start at the first's. */
+	poke32(path, l.entries + 32 + 20, 0);
+	new_run();
+	c = symcache_open(ID, &strings);
+	cr_assert_not_null(symcache_get(c, 0x100));
+	cr_assert_eq(symcache_get(c, 0x100)->ninline, 1);
+	cr_assert_null(symcache_get(c, 0x200));
+	cr_assert_null(symcache_get(c, 0x300));
+	symcache_close(c);
+	free(path);
 }
 
 Test(symcache, where_it_lives)
