@@ -153,6 +153,7 @@ struct abbrevs {
 	size_t n;
 	struct abbrev **by_code; /* codes 1..ncodes when dense */
 	size_t ncodes;
+	struct hashmap codes;    /* else code -> index + 1 */
 };
 
 /* libbfd's struct arange: a first range, more after it. */
@@ -260,6 +261,7 @@ struct dwarf {
 	size_t nframes, aframes;
 	bool declined;
 	const char *why;
+	unsigned nesting; /* prepare_unit's, through other units' DIEs */
 };
 
 /* ---- reading ---- */
@@ -447,9 +449,10 @@ static int read_elf(struct dwarf *d)
 
 	if (!img->is64 || img->size < sizeof(*eh))
 		return decline(d, "not a 64-bit ELF file");
+	/* (Read in place: they must be aligned, as every linker puts them.) */
 	sh = at(img, eh->e_shoff, (uint64_t)eh->e_shnum * sizeof(*sh));
-	if (!sh || eh->e_shentsize != sizeof(*sh) ||
-	    eh->e_shstrndx >= eh->e_shnum)
+	if (!sh || eh->e_shoff % _Alignof(Elf64_Shdr) ||
+	    eh->e_shentsize != sizeof(*sh) || eh->e_shstrndx >= eh->e_shnum)
 		return decline(d, "no section headers");
 	names = &sh[eh->e_shstrndx];
 	shstr = at(img, names->sh_offset, names->sh_size);
@@ -508,8 +511,14 @@ static bool inflate(struct section *x)
 	if (x->raw_size < sizeof(ch))
 		return false;
 	memcpy(&ch, x->raw, sizeof(ch));
-	/* (A section bigger than 4 GiB inflated is not a debug file.) */
-	if (ch.ch_type != ELFCOMPRESS_ZLIB || ch.ch_size > (1ULL << 32))
+	/*
+	 * (A section bigger than 4 GiB inflated is not a debug file.)  The
+	 * size is allocated before a byte is inflated: deflate makes at most
+	 * 258 bytes of 2 bits, so more than 1032 bytes a byte is a lie, and
+	 * a few bytes must not cost gigabytes.
+	 */
+	if (ch.ch_type != ELFCOMPRESS_ZLIB || ch.ch_size > (1ULL << 32) ||
+	    ch.ch_size / 1032 > x->raw_size - sizeof(ch))
 		return false;
 	if (!(z = libdeflate_alloc_decompressor()))
 		return false;
@@ -613,15 +622,34 @@ static bool is_func_tag(uint32_t tag)
 	       tag == TAG_entry_point;
 }
 
+static void abbrevs_free(struct abbrevs *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		free(t->v[i].attr);
+	free(t->v);
+	free(t->by_code);
+	hashmap_free(&t->codes);
+}
+
+/* The index + 1 of CODE in T, 0 if it has none. */
+static size_t abbrev_index(const struct abbrevs *t, uint64_t code)
+{
+	return (size_t)(uintptr_t)hashmap_get(&t->codes, hash_u64(code), NULL,
+					      NULL);
+}
+
 /*
  * The table at OFF, read as libbfd's read_abbrevs does: up to a code of
  * 0, the end of the section, or a code seen already.  Sizes depend on
- * the unit's address and offset sizes, so a table is kept per (offset,
- * sizes).
+ * the unit's offset size (addresses are 8 bytes here) and, for
+ * DW_FORM_ref_addr, on whether its version is 2, so a table is kept per
+ * (offset, sizes).  Codes are found in a table, not by a search of those
+ * read so far: a section of 10^5 abbreviations must not cost 10^10 steps.
  */
 static struct abbrevs *abbrevs_of(struct dwarf *d, const struct unit *u)
 {
-	uint64_t key = u->abbrev_off * 64 + u->addr_size * 8 + u->offset_size;
+	uint64_t key = u->abbrev_off * 4 + (u->offset_size == 8) * 2 +
+		       (u->version < 3);
 	uint64_t h = hash_u64(key);
 	struct abbrevs *t;
 	struct cur c;
@@ -649,7 +677,7 @@ static struct abbrevs *abbrevs_of(struct dwarf *d, const struct unit *u)
 		size_t aattr = 0;
 
 		if (code > UINT32_MAX)
-			return NULL;
+			goto bad;
 		GROW(t->v, t->n + 1, alloc);
 		a = &t->v[t->n++];
 		memset(a, 0, sizeof(*a));
@@ -675,41 +703,50 @@ static struct abbrevs *abbrevs_of(struct dwarf *d, const struct unit *u)
 				(uint32_t)name, (uint32_t)form, imp
 			};
 			sz = form ? form_size((uint32_t)form, u) : -1;
+			/* (Past 2^30 bytes, read attribute by attribute:
+			 * the sum must not overflow.) */
 			if (a->fixed >= 0)
-				a->fixed = sz < 0 ? -1 : a->fixed + sz;
+				a->fixed = sz < 0 || a->fixed > (1 << 30)
+						   ? -1
+						   : a->fixed + sz;
 		}
 		a->interesting = is_func_tag(a->tag);
 		if (a->code > maxcode)
 			maxcode = a->code;
+		hashmap_put(&t->codes, hash_u64(a->code),
+			    (void *)(uintptr_t)t->n);
 		if (c.p >= c.end)
 			break;
 		code = uleb(&c);
 		/* A code seen already starts the next table. */
-		for (size_t i = 0; i < t->n; i++)
-			if (t->v[i].code == code)
-				code = 0;
+		if (abbrev_index(t, code))
+			code = 0;
 	}
 	if (c.bad)
-		return NULL;
+		goto bad;
 	if (maxcode <= 4 * t->n + 64) {
 		t->ncodes = maxcode;
 		t->by_code = xcalloc(maxcode + 1, sizeof(*t->by_code));
 		for (size_t i = 0; i < t->n; i++)
 			t->by_code[t->v[i].code] = &t->v[i];
+		hashmap_free(&t->codes);
 	}
 	hashmap_put(&d->abbrev_tabs, h, k);
 	return t;
+bad:
+	/* (K stays in the arena, unused.) */
+	abbrevs_free(t);
+	return NULL;
 }
 
 static const struct abbrev *abbrev_find(const struct abbrevs *t,
 					uint64_t code)
 {
+	size_t i;
+
 	if (t->by_code)
 		return code <= t->ncodes ? t->by_code[code] : NULL;
-	for (size_t i = 0; i < t->n; i++)
-		if (t->v[i].code == code)
-			return &t->v[i];
-	return NULL;
+	return (i = abbrev_index(t, code)) ? &t->v[i - 1] : NULL;
 }
 
 /* ---- attribute values ---- */
@@ -1627,10 +1664,13 @@ static struct unit *unit_of_offset(struct dwarf *d, uint64_t off)
 /*
  * libbfd's find_abstract_instance: the name (and whether it is a
  * linkage name) of the DIE that ATTR refers to, following
- * DW_AT_specification.
+ * DW_AT_specification.  *CALLS counts the DIEs read for one question:
+ * libbfd gives up 100 deep, this reader after 100 DIEs in all, or a DIE
+ * naming its specification twice, in a chain of 100, would be read 2^100
+ * times.  (Giving up declines the file: libbfd answers it.)
  */
 static bool abstract_name(struct dwarf *d, struct unit *u,
-			  const struct attr *ref, unsigned depth,
+			  const struct attr *ref, unsigned *calls,
 			  const char **name, bool *linkage)
 {
 	const struct section *x = &d->s[S_INFO];
@@ -1639,7 +1679,7 @@ static bool abstract_name(struct dwarf *d, struct unit *u,
 	struct cur c;
 	struct attr v;
 
-	if (depth == 100)
+	if (++*calls > 100)
 		return false;
 	if (ref->form == FORM_ref_addr) {
 		if (!ref->val)
@@ -1693,7 +1733,7 @@ static bool abstract_name(struct dwarf *d, struct unit *u,
 			break;
 		case AT_specification:
 			if (v.is_int &&
-			    !abstract_name(d, u, &v, depth + 1, name, linkage))
+			    !abstract_name(d, u, &v, calls, name, linkage))
 				return false;
 			break;
 		case AT_linkage_name:
@@ -1801,12 +1841,16 @@ static bool scan_functions(struct dwarf *d, struct unit *u)
 						f->caller_line = (uint32_t)v.val;
 					break;
 				case AT_abstract_origin:
-				case AT_specification:
+				case AT_specification: {
+					unsigned calls = 0;
+
 					if (v.is_int &&
-					    !abstract_name(d, u, &v, 0, &f->name,
+					    !abstract_name(d, u, &v, &calls,
+							   &f->name,
 							   &f->is_linkage))
 						goto out;
 					break;
+				}
 				case AT_name:
 					if (!f->name && v.is_str) {
 						f->name = v.str;
@@ -1902,9 +1946,17 @@ static void build_lookup(struct dwarf *d, struct unit *u)
 	}
 }
 
-/* libbfd's comp_unit_maybe_decode_line_info: the lines, then functions. */
+/*
+ * libbfd's comp_unit_maybe_decode_line_info: the lines, then functions.
+ * A function may name a DIE of another unit with a DW_AT_decl_file, which
+ * decodes that unit here, whose functions may name a third...: a chain
+ * of units deeper than any compiler makes is declined, before the stack
+ * runs out.
+ */
 static bool prepare_unit(struct dwarf *d, struct unit *u)
 {
+	bool ok;
+
 	if (u->failed || !u->ok)
 		return false;
 	if (u->decoded)
@@ -1913,11 +1965,17 @@ static bool prepare_unit(struct dwarf *d, struct unit *u)
 		u->failed = true; /* libbfd's unit error: it never answers */
 		return false;
 	}
+	if (d->nesting == 32)
+		return decline(d, "units naming each other's DIEs 32 deep"),
+		       false;
 	/* Anything else amiss: libbfd's way with it is not followed. */
 	if (!decode_lines(d, u))
 		return decline(d, "a line program not followed"), false;
 	u->decoded = true;
-	if (!scan_functions(d, u))
+	d->nesting++;
+	ok = scan_functions(d, u);
+	d->nesting--;
+	if (!ok)
 		return decline(d, "a DIE tree not followed"), false;
 	build_lookup(d, u);
 	return !d->declined;
@@ -2075,9 +2133,10 @@ int dwarf_lookup(struct dwarf *d, const uint64_t *addrs, size_t n,
 		if (d->declined)
 			goto no;
 	}
-	/* Frames moved as the array grew: point at them now. */
+	/* Frames moved as the array grew: point at them now (a batch of
+	 * answers without frames may have no array at all). */
 	for (size_t i = 0, k = first; i < n; k += out[i++].nframes)
-		out[i].frames = d->frames + k;
+		out[i].frames = out[i].nframes ? d->frames + k : NULL;
 	return 0;
 no:
 	*why = d->why ? d->why : "something this reader does not follow";
@@ -2108,12 +2167,8 @@ void dwarf_close(struct dwarf *d)
 
 	if (!d)
 		return;
-	for (size_t pos = 0; hashmap_next(&d->abbrev_tabs, &pos, (void **)&k);) {
-		for (size_t i = 0; i < k->t.n; i++)
-			free(k->t.v[i].attr);
-		free(k->t.v);
-		free(k->t.by_code);
-	}
+	for (size_t pos = 0; hashmap_next(&d->abbrev_tabs, &pos, (void **)&k);)
+		abbrevs_free(&k->t);
 	hashmap_free(&d->abbrev_tabs);
 	for (size_t i = 0; i < d->nunits; i++) {
 		struct unit *u = &d->units[i];
