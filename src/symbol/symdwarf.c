@@ -113,6 +113,7 @@ enum {
 struct section {
 	const uint8_t *p;
 	size_t size;
+	size_t strings;  /* one past its last NUL: strings start before */
 	void *owned;     /* inflated copy */
 	bool present;
 	/* Where it lies in the file, for inflating. */
@@ -162,6 +163,14 @@ struct arange {
 	uint32_t next; /* index + 1 in the reader's pool, 0: none */
 };
 
+/*
+ * File numbers of line rows and call sites are kept as numbers, and
+ * their names joined only for the answers: a name per row or DIE, each
+ * DW_AT_comp_dir long, would let a small file ask for terabytes.  (32
+ * bits of them, as libbfd's concat_filename takes them.)
+ */
+#define NO_FILE UINT64_MAX
+
 struct func {
 	struct arange ar;
 	uint64_t die;     /* offset in .debug_info */
@@ -169,7 +178,7 @@ struct func {
 	uint16_t tag;
 	bool is_linkage;
 	const char *name;
-	const char *caller_file;
+	uint64_t caller_file; /* or NO_FILE */
 	uint32_t caller_line;
 };
 
@@ -180,7 +189,7 @@ struct lookup {
 
 struct line_row {
 	uint64_t addr;
-	const char *file;
+	uint64_t file; /* or NO_FILE */
 	uint32_t line;
 	bool end;
 };
@@ -208,6 +217,7 @@ struct unit {
 	bool decoded, failed;
 	const char **files;  /* file number -> its name as concat_filename */
 	uint32_t nfiles;
+	const char **names;  /* file number -> joined name, when asked for */
 	const char **dirs;
 	uint32_t ndirs;
 	bool dir_file_0;
@@ -345,14 +355,18 @@ static const char *cstr(struct cur *c)
 	return *s ? s : NULL;
 }
 
-/* The string at OFF of section S, NULL if empty; BAD when outside. */
+/*
+ * The string at OFF of section S, NULL if empty; BAD when outside.  (Its
+ * NUL is not looked for up to the end of the section for each string:
+ * 10^5 of them in a section of megabytes without one would take 10^11
+ * steps.)
+ */
 static const char *sec_str(const struct dwarf *d, int s, uint64_t off,
 			   bool *bad)
 {
 	const struct section *x = &d->s[s];
 
-	if (!x->present || off >= x->size ||
-	    !memchr(x->p + off, 0, x->size - off)) {
+	if (!x->present || off >= x->strings) {
 		*bad = true;
 		return NULL;
 	}
@@ -556,8 +570,16 @@ static int inflate_all(struct dwarf *d)
 		pthread_join(tid, &r);
 		ok &= r != NULL;
 	}
-	return ok ? 0 : decline(d, "a compressed DWARF section that does not "
-				   "inflate (or is not zlib)");
+	if (!ok)
+		return decline(d, "a compressed DWARF section that does not "
+				  "inflate (or is not zlib)");
+	for (int k = 0; k < NSECT; k++) {
+		struct section *x = &d->s[k];
+		const uint8_t *z = x->size ? memrchr(x->p, 0, x->size) : NULL;
+
+		x->strings = z ? (size_t)(z - x->p) + 1 : 0;
+	}
+	return 0;
 }
 
 /* ---- abbreviations ---- */
@@ -1339,6 +1361,21 @@ static const char *file_name(struct dwarf *d, const struct unit *u,
 	return arena_strndup(&d->arena, d->sb.buf, d->sb.len);
 }
 
+/* The name of file FILE (a row's or a call site's), joined once. */
+static const char *file_of(struct dwarf *d, struct unit *u, uint64_t file)
+{
+	if (file == NO_FILE)
+		return NULL;
+	/* (Past the table, both numberings are unknown.) */
+	if (file > u->nfiles)
+		return "<unknown>";
+	if (!u->names)
+		u->names = xcalloc((size_t)u->nfiles + 1, sizeof(*u->names));
+	if (!u->names[file])
+		u->names[file] = file_name(d, u, file);
+	return u->names[file];
+}
+
 /* DWARF 5's directory or file table; NAMES gets (name, dir) pairs or
  * names alone. */
 static bool read_entries(struct dwarf *d, const struct unit *u, struct cur *c,
@@ -1404,7 +1441,7 @@ static int cmp_seq(const void *a, const void *b, void *arg)
 }
 
 static void add_row(struct dwarf *d, struct unit *u, size_t *alloc,
-		    size_t *salloc, uint64_t addr, const char *file,
+		    size_t *salloc, uint64_t addr, uint64_t file,
 		    uint32_t line, bool end)
 {
 	struct sequence *s = u->nseqs ? &u->seqs[u->nseqs - 1] : NULL;
@@ -1512,11 +1549,11 @@ static bool decode_lines(struct dwarf *d, struct unit *u)
 	while (c.p < c.end) {
 		uint64_t addr = 0, low = ~0ULL, high = 0;
 		uint32_t line = 1;
-		const char *file = NULL;
+		uint64_t file = NO_FILE;
 		bool end = false;
 
 		if (u->nfiles)
-			file = file_name(d, u, u->dir_file_0 ? 0 : 1);
+			file = u->dir_file_0 ? 0 : 1;
 		while (!end && c.p < c.end) {
 			uint8_t op = (uint8_t)rd(&c, 1);
 
@@ -1525,8 +1562,8 @@ static bool decode_lines(struct dwarf *d, struct unit *u)
 
 				addr += (uint64_t)(adj / range) * min_insn;
 				line += (uint32_t)(line_base + adj % range);
-				add_row(d, u, &alloc, &salloc, addr,
-					file && *file ? file : NULL, line, false);
+				add_row(d, u, &alloc, &salloc, addr, file,
+					line, false);
 				low = addr < low ? addr : low;
 				high = addr > high ? addr : high;
 				continue;
@@ -1540,8 +1577,7 @@ static bool decode_lines(struct dwarf *d, struct unit *u)
 				case LNE_end_sequence:
 					end = true;
 					add_row(d, u, &alloc, &salloc, addr,
-						file && *file ? file : NULL,
-						line, true);
+						file, line, true);
 					low = addr < low ? addr : low;
 					high = addr > high ? addr : high;
 					/* libbfd's unit grows by its
@@ -1564,8 +1600,8 @@ static bool decode_lines(struct dwarf *d, struct unit *u)
 				break;
 			}
 			case LNS_copy:
-				add_row(d, u, &alloc, &salloc, addr,
-					file && *file ? file : NULL, line, false);
+				add_row(d, u, &alloc, &salloc, addr, file,
+					line, false);
 				low = addr < low ? addr : low;
 				high = addr > high ? addr : high;
 				break;
@@ -1576,7 +1612,7 @@ static bool decode_lines(struct dwarf *d, struct unit *u)
 				line += (uint32_t)sleb(&c);
 				break;
 			case LNS_set_file:
-				file = file_name(d, u, uleb(&c));
+				file = (uint32_t)uleb(&c);
 				break;
 			case LNS_set_column:
 				uleb(&c);
@@ -1808,6 +1844,7 @@ static bool scan_functions(struct dwarf *d, struct unit *u)
 			GROW(u->funcs, u->nfuncs + 1, alloc);
 			f = &u->funcs[u->nfuncs++];
 			memset(f, 0, sizeof(*f));
+			f->caller_file = NO_FILE;
 			f->tag = (uint16_t)a->tag;
 			f->die = off;
 			if (a->tag == TAG_inlined_subroutine)
@@ -1833,8 +1870,7 @@ static bool scan_functions(struct dwarf *d, struct unit *u)
 				switch (aa->name) {
 				case AT_call_file:
 					if (v.is_int)
-						f->caller_file =
-							file_name(d, u, v.val);
+						f->caller_file = (uint32_t)v.val;
 					break;
 				case AT_call_line:
 					if (v.is_int)
@@ -2105,15 +2141,16 @@ static void answer(struct dwarf *d, uint64_t addr, struct dwarf_answer *out)
 			fn->is_linkage = true;
 		}
 	}
-	if (!row || !row->file || !row->line)
+	if (!row || row->file == NO_FILE || !row->line)
 		return;
 	out->nframes = 1;
-	push_frame(d, name, row->file, row->line);
+	push_frame(d, name, file_of(d, u, row->file), row->line);
 	for (struct func *f = fn;
 	     f && f->tag == TAG_inlined_subroutine && f->caller;) {
 		struct func *caller = &u->funcs[f->caller - 1];
 
-		push_frame(d, caller->name, f->caller_file, f->caller_line);
+		push_frame(d, caller->name, file_of(d, u, f->caller_file),
+			   f->caller_line);
 		out->nframes++;
 		f = caller;
 		if (out->nframes >= 64)
@@ -2174,6 +2211,7 @@ void dwarf_close(struct dwarf *d)
 		struct unit *u = &d->units[i];
 
 		free(u->files);
+		free(u->names);
 		free(u->dirs);
 		free(u->rows);
 		free(u->seqs);

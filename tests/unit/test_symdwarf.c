@@ -28,6 +28,7 @@ enum {
 	AT_stmt_list = 0x10,
 	AT_low_pc = 0x11,
 	AT_high_pc = 0x12,
+	AT_comp_dir = 0x1b,
 	AT_abstract_origin = 0x31,
 	AT_decl_file = 0x3a,
 	AT_specification = 0x47,
@@ -37,6 +38,7 @@ enum {
 	FORM_data8 = 0x07,
 	FORM_string = 0x08,
 	FORM_data1 = 0x0b,
+	FORM_strp = 0x0e,
 	FORM_ref_addr = 0x10,
 	FORM_ref4 = 0x13,
 };
@@ -112,10 +114,12 @@ static void unit_end(struct strbuf *b, size_t start)
 
 /*
  * A version 4 line program: "a.c", line 1 at ADDR, line 2 at ADDR + 16,
- * to ADDR + 32.  Always LINE_PROGRAM_SIZE bytes.
+ * to ADDR + 32, after SET_FILES times DW_LNS_set_file 1.  Without those,
+ * LINE_PROGRAM_SIZE bytes.
  */
 #define LINE_PROGRAM_SIZE 59
-static void line_program(struct strbuf *l, uint64_t addr)
+static void line_program_files(struct strbuf *l, uint64_t addr,
+			       int set_files)
 {
 	static const char lengths[12] = { 0, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 1 };
 	size_t start = l->len, hdr;
@@ -142,6 +146,10 @@ static void line_program(struct strbuf *l, uint64_t addr)
 	uleb(l, 9);
 	put(l, 2, 1);
 	put(l, addr, 8);
+	for (int i = 0; i < set_files; i++) {
+		put(l, 4, 1); /* DW_LNS_set_file */
+		uleb(l, 1);
+	}
 	put(l, 1, 1); /* DW_LNS_copy */
 	put(l, 2, 1); /* DW_LNS_advance_pc */
 	uleb(l, 16);
@@ -154,7 +162,12 @@ static void line_program(struct strbuf *l, uint64_t addr)
 	uleb(l, 1);
 	put(l, 1, 1);
 	patch32(l, start, l->len - start - 4);
-	cr_assert_eq(l->len - start, LINE_PROGRAM_SIZE);
+	cr_assert_eq(l->len - start, LINE_PROGRAM_SIZE + 2 * (size_t)set_files);
+}
+
+static void line_program(struct strbuf *l, uint64_t addr)
+{
+	line_program_files(l, addr, 0);
 }
 
 /* ---- ELF files ---- */
@@ -613,6 +626,86 @@ Test(symdwarf, many_abbreviations, .timeout = 20)
 	line_program(w.li, 0x1000);
 	open_elf(&e, "abbrevs", 0x100);
 	answers(0x1008, "f", 1);
+}
+
+/*
+ * 100,000 functions named by DW_FORM_strp at the start of a string of
+ * 8 MB: each name's NUL was looked for anew (8 * 10^11 bytes).
+ */
+Test(symdwarf, long_strings_named_often, .timeout = 20)
+{
+	enum { N = 100000, LEN = 8 << 20 };
+	struct elf e = { .n = 0 };
+	struct dw w = dwarf_sections(&e);
+	struct strbuf *st = add_section(&e, ".debug_str", 0);
+	struct dwarf_answer a;
+	char *name;
+	size_t u;
+
+	abbrev(w.ab, 1, TAG_compile_unit, true, UNIT_ATTRS, 0);
+	abbrev(w.ab, 2, TAG_subprogram, false, AT_name, FORM_strp, 0);
+	abbrev(w.ab, 3, TAG_subprogram, false, AT_name, FORM_strp, AT_low_pc,
+	       FORM_addr, AT_high_pc, FORM_data8, 0);
+	uleb(w.ab, 0);
+	name = xmalloc(LEN);
+	memset(name, 'f', LEN - 1);
+	name[LEN - 1] = '\0';
+	sb_add(st, name, LEN);
+	u = unit_begin(w.in, 4, 0);
+	unit_die(w.in, 1, 0, 0x1000);
+	for (int k = 0; k < N; k++) {
+		uleb(w.in, 2);
+		put(w.in, (uint64_t)k % 64, 4);
+	}
+	uleb(w.in, 3);
+	put(w.in, 0, 4);
+	put(w.in, 0x1000, 8);
+	put(w.in, 0x20, 8);
+	uleb(w.in, 0);
+	unit_end(w.in, u);
+	line_program(w.li, 0x1000);
+	open_elf(&e, "strp", 0x100);
+	cr_assert_eq(ask(0x1008, &a), 0);
+	cr_assert_eq(a.nframes, 1);
+	cr_assert_str_eq(a.frames[0].func, name);
+	free(name);
+}
+
+/*
+ * A line program that names its file 100,000 times, in a unit whose
+ * DW_AT_comp_dir is a megabyte long: the file's name is made for the
+ * answer, not a megabyte for each DW_LNS_set_file.
+ */
+Test(symdwarf, file_named_often)
+{
+	enum { N = 100000, LEN = 1 << 20 };
+	struct elf e = { .n = 0 };
+	struct dw w = dwarf_sections(&e);
+	struct dwarf_answer a;
+	char *dir;
+	size_t u;
+
+	limit_memory();
+	abbrev(w.ab, 1, TAG_compile_unit, true, UNIT_ATTRS, AT_comp_dir,
+	       FORM_string, 0);
+	uleb(w.ab, 0);
+	dir = xmalloc(LEN + 1);
+	memset(dir, 'd', LEN);
+	dir[0] = '/';
+	dir[LEN] = '\0';
+	u = unit_begin(w.in, 4, 0);
+	unit_die(w.in, 1, 0, 0x1000);
+	str(w.in, dir);
+	uleb(w.in, 0);
+	unit_end(w.in, u);
+	line_program_files(w.li, 0x1000, N);
+	open_elf(&e, "files", 0x100);
+	cr_assert_eq(ask(0x1008, &a), 0);
+	cr_assert_eq(a.nframes, 1);
+	cr_assert_eq(strlen(a.frames[0].file), LEN + 4);
+	cr_assert_str_eq(a.frames[0].file + LEN, "/a.c");
+	cr_assert_eq(a.frames[0].line, 1);
+	free(dir);
 }
 
 /* A table that goes bad after some abbreviations: declined, and (under
