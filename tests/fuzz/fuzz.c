@@ -22,8 +22,9 @@
  *             handed out frame by frame (classify.c's partial matching):
  *             the answers must agree
  *   json      any JSON
- *   symcache  a symbol cache file: every entry looked up, one added, the
- *             file written back (merged) and read again
+ *   symcache  a symbol cache file (of the identity it names): its first
+ *             entries looked up, one added, the file written back
+ *             (merged) and read again
  *   dwarf     an ELF file's DWARF (symdwarf.c): read, then the starts and
  *             middles of its functions looked up
  *
@@ -32,6 +33,7 @@
  * Diagnostics go to /dev/null; sanitizer reports still reach the
  * terminal.
  */
+#include <ftw.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,6 +86,23 @@ static void drop(const char *prefix, const char *msg)
 	(void)msg;
 }
 
+static int remove_one(const char *path, const struct stat *st, int type,
+		      struct FTW *ftw)
+{
+	(void)st;
+	(void)type;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+/* The scratch directory goes with its process, and only it: other
+ * targets may be running (run.sh removed every one it found). */
+static void remove_dir(void)
+{
+	nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	const char *tmp = access("/dev/shm", W_OK) == 0 ? "/dev/shm"
@@ -95,6 +114,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	snprintf(dir, sizeof(dir), "%s/dmprof-fuzz.%d", tmp, (int)getpid());
 	if (mkdir(dir, 0700) && access(dir, W_OK))
 		abort();
+	atexit(remove_dir);
 	/* Our diagnostics nowhere (libFuzzer keeps its own stream). */
 	set_report_routine(drop);
 	return 0;
@@ -424,22 +444,51 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 #endif
 
 #ifdef FUZZ_SYMCACHE
+/*
+ * The identity the input's header names, so that dmprof's own caches
+ * (each of another binary) are seeds that get used; else a made-up one.
+ */
+static const char *input_identity(const uint8_t *data, size_t size,
+				  char *buf, size_t bufsize)
+{
+	uint32_t n;
+
+	if (size < 64)
+		return "build-id:00112233 debug=none";
+	memcpy(&n, data + 28, sizeof(n));
+	if (!n || n >= bufsize || n > size - 64 || memchr(data + 64, 0, n))
+		return "build-id:00112233 debug=none";
+	memcpy(buf, data + 64, n);
+	buf[n] = '\0';
+	return buf;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const char *id = "build-id:00112233 debug=none";
+	char idbuf[256];
+	const char *id = input_identity(data, size, idbuf, sizeof(idbuf));
 	struct arena arena;
 	struct strtab strings;
 	struct symcache *c;
 	struct symcache_entry e;
 	struct strbuf sb = STRBUF_INIT;
+	uint64_t addrs[64];
+	size_t naddrs = 0, off;
 	FILE *f;
 
+	/* (mkdir, not "mkdir -p" through system(): no process an input.) */
 	sb_addf(&sb, "%s/cache", dir);
 	setenv("XDG_CACHE_HOME", sb.buf, 1);
-	sb_reset(&sb);
-	sb_addf(&sb, "mkdir -p %s/cache/dmprof/symbols", dir);
-	if (system(sb.buf) != 0)
+	mkdir(sb.buf, 0700);
+	sb_addstr(&sb, "/dmprof");
+	mkdir(sb.buf, 0700);
+	sb_addstr(&sb, "/symbols");
+	if (mkdir(sb.buf, 0700) && access(sb.buf, W_OK))
 		abort();
+	/* The addresses of the first entries, where they would be. */
+	off = 64 + ((strlen(id) + 7) & ~(size_t)7);
+	for (; naddrs < 64 && off <= size && size - off >= 8; off += 32)
+		memcpy(&addrs[naddrs++], data + off, 8);
 	memset(&arena, 0, sizeof(arena));
 	strtab_init(&strings, &arena);
 	c = symcache_open(id, &strings);
@@ -453,6 +502,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		c = symcache_open(id, &strings);
 		for (uint64_t a = 0; a < 0x400; a += 0x10)
 			symcache_get(c, a);
+		for (size_t i = 0; i < naddrs; i++)
+			symcache_get(c, addrs[i]);
+		symcache_count(c);
 		memset(&e, 0, sizeof(e));
 		e.addr = 0x123;
 		e.func = strtab_intern_str(&strings, "added()");

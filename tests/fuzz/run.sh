@@ -83,24 +83,54 @@ seed() {
 		cp policies/*.policy "$d"/
 		[ -n "$shared" ] && cp "$shared"/compat/chromium/policy.*.json "$d"/ 2>/dev/null ;;
 	symcache)
-		# dmprof's own cache of a small program's symbols.
-		if [ -x ./dmprof ] && command -v gcc >/dev/null; then
+		# dmprof's own caches: of its own symbols, and of libc's
+		# with its debug file (inlined frames, file names).  (Not of
+		# /bin/true: gen_symbolize.sh finds no function in it, and
+		# loops.)
+		libc=$(ls /usr/lib/*/libc.so.6 /lib/*/libc.so.6 2>/dev/null | head -1)
+		for bin in "$top/dmprof" $libc; do
+			[ -x ./dmprof ] || break
 			XDG_CACHE_HOME=$d/tmp sh tests/bench/gen_symbolize.sh \
-				/bin/true 50 "$d/tmp" >/dev/null 2>&1 &&
+				"$bin" 300 "$d/tmp" >/dev/null 2>&1 &&
 			XDG_CACHE_HOME=$d/tmp ./dmprof stacktrace "$d/tmp/sym.0001.heap" \
 				>/dev/null 2>&1
 			for f in "$d"/tmp/dmprof/symbols/*.bin; do
 				[ -f "$f" ] && cp "$f" "$d"/
 			done
 			rm -rf "$d/tmp"
-		fi ;;
+		done ;;
 	dwarf)
-		# Small programs with DWARF 5 and 4, compressed or not.
+		# Small programs with DWARF 2 to 5, compressed or not, from gcc
+		# and clang (whose DWARF 5 the reader declines), split DWARF
+		# (skeleton units, and the .dwo files themselves), C++ with
+		# chains of inlined functions and cold parts (range lists),
+		# and libc6-dbg's debug files (compressed) of up to 300 KB.
 		n=0
-		for opts in "-g" "-gdwarf-4" "-g -O2 -gz" "-g -O2 -gdwarf-4 -gz"; do
-			# shellcheck disable=SC2086
-			gcc $opts -o "$d/seed$n" tests/real/src/capp.c -ldl 2>/dev/null
-			n=$((n + 1))
+		for cc in gcc clang; do
+			command -v $cc >/dev/null || continue
+			for opts in "-g" "-gdwarf-4" "-gdwarf-3" "-gdwarf-2" \
+				"-g -O2 -gz" "-g -O2 -gdwarf-4 -gz" \
+				"-g -O2 -gsplit-dwarf" "-g -O2 -ffunction-sections"; do
+				# shellcheck disable=SC2086
+				(cd "$d" && $cc $opts -o "seed$n" \
+					"$top/tests/real/src/capp.c" -ldl) 2>/dev/null
+				n=$((n + 1))
+			done
+			cxx=$(echo $cc | sed 's/gcc/g++/; s/clang$/clang++/')
+			for opts in "-g -O2" "-g -O2 -gdwarf-4 -gz" "-g -O1 -gdwarf-4"; do
+				# shellcheck disable=SC2086
+				$cxx $opts -o "$d/seed$n" tests/real/src/inl.cc 2>/dev/null
+				n=$((n + 1))
+			done
+		done
+		for f in "$d"/*.dwo; do
+			[ -f "$f" ] && mv "$f" "$d/seed$n.dwo" && n=$((n + 1))
+		done
+		# (Every 13th by size under 300 KB: small to middling.)
+		find /usr/lib/debug/.build-id -name '*.debug' -size -300k \
+			-printf '%s %p\n' 2>/dev/null | sort -n |
+			awk 'NR % 13 == 0 { print $2 }' | while read -r f; do
+			cp "$f" "$d/"
 		done ;;
 	json)
 		find samples tests/golden -name '*.json' -size -200k -exec cp {} "$d"/ \; 2>/dev/null
@@ -134,5 +164,4 @@ for t in "$@"; do
 	printf '%-8s %10s %8s %8s %8s  %s\n' "$t" "${eps:-?}" "${cov:-?}" \
 		"${ft:-?}" "$units" "$result"
 done
-rm -rf /dev/shm/dmprof-fuzz.* 2>/dev/null
 exit $status
