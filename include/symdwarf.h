@@ -48,7 +48,9 @@ struct dwarf *dwarf_open(const struct elf_image *img, const char **why);
  * the return addresses), in this order: libbfd's answers depend on the
  * questions asked before.  Returns 0, or -1 (with WHY set) when the file
  * holds something this reader does not follow: from then on it answers
- * nothing, and the caller asks libbfd about this file instead.
+ * nothing, and the caller asks libbfd about this file instead; or -2
+ * when the file is built to make a reader work without bound (libbfd
+ * would crash or hang on it): its DWARF is not to be read at all.
  */
 int dwarf_lookup(struct dwarf *d, const uint64_t *addrs, size_t n,
 		 struct dwarf_answer *out, const char **why);

@@ -51,6 +51,7 @@ struct binary {
 	 */
 	struct dwarf *dw;
 	bool dw_tried, dw_off;
+	bool dw_refused;        /* nor does libbfd: no DWARF at all */
 	struct dwarf_answer *answers;
 	size_t nanswers, next_answer;
 	unsigned long batch;    /* the batch the answers are for */
@@ -500,7 +501,7 @@ static int bfd_answer(struct binary *b, uint64_t a, struct dwarf_frame *chain,
 	asection *sec;
 	int n = 0;
 
-	if (!open_dwarf(b))
+	if (b->dw_refused || !open_dwarf(b))
 		return 0;
 	for (sec = b->abfd->sections; sec; sec = sec->next)
 		if ((sec->flags & SEC_ALLOC) && a >= sec->vma &&
@@ -604,8 +605,15 @@ static int own_answers(struct bfdsym *bs, struct binary *b)
 		b->nanswers = b->next_answer = 0;
 		b->batch = bs->batch_id;
 		if (n) {
+			int rc;
+
 			b->answers = xcalloc(n, sizeof(*b->answers));
-			if (dwarf_lookup(b->dw, q, n, b->answers, &why) < 0) {
+			rc = dwarf_lookup(b->dw, q, n, b->answers, &why);
+			if (rc == -2) {
+				free(q);
+				goto refused;
+			}
+			if (rc < 0) {
 				free(q);
 				goto off;
 			}
@@ -618,6 +626,12 @@ off:
 	b->dw_off = true;
 	if (bs->base.opts->verbose > 1)
 		note("%s: its DWARF is read by libbfd (%s)", b->dwarf, why);
+	return -1;
+refused:
+	b->dw_off = b->dw_refused = true;
+	warning("%s: its DWARF is not read (%s: built to make a reader work "
+		"without end); its frames have no source lines nor inlined "
+		"functions", b->dwarf, why);
 	return -1;
 }
 

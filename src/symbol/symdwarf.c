@@ -270,6 +270,7 @@ struct dwarf {
 	struct dwarf_frame *frames;
 	size_t nframes, aframes;
 	bool declined;
+	bool refused;           /* and libbfd must not read it either */
 	const char *why;
 	unsigned nesting; /* prepare_unit's, through other units' DIEs */
 };
@@ -380,6 +381,19 @@ static int decline(struct dwarf *d, const char *why)
 		d->why = why;
 	}
 	return -1;
+}
+
+/*
+ * Decline the file, and tell the caller not to give it to libbfd either:
+ * it is built to make a reader work without bound (libbfd 2.40 runs out
+ * of stack on a chain of 30,000 units naming each other's DIEs, and reads
+ * a tree of specifications 2^N times).
+ */
+static int refuse(struct dwarf *d, const char *why)
+{
+	if (!d->declined)
+		d->refused = true;
+	return decline(d, why);
 }
 
 /* ---- the ELF side: sections, symbols, compressed sections ---- */
@@ -1716,7 +1730,7 @@ static bool abstract_name(struct dwarf *d, struct unit *u,
 	struct attr v;
 
 	if (++*calls > 100)
-		return false;
+		return refuse(d, "a DIE naming more than 100 others"), false;
 	if (ref->form == FORM_ref_addr) {
 		if (!ref->val)
 			return true;
@@ -2002,7 +2016,7 @@ static bool prepare_unit(struct dwarf *d, struct unit *u)
 		return false;
 	}
 	if (d->nesting == 32)
-		return decline(d, "units naming each other's DIEs 32 deep"),
+		return refuse(d, "units naming each other's DIEs 32 deep"),
 		       false;
 	/* Anything else amiss: libbfd's way with it is not followed. */
 	if (!decode_lines(d, u))
@@ -2177,7 +2191,7 @@ int dwarf_lookup(struct dwarf *d, const uint64_t *addrs, size_t n,
 	return 0;
 no:
 	*why = d->why ? d->why : "something this reader does not follow";
-	return -1;
+	return d->refused ? -2 : -1;
 }
 
 struct dwarf *dwarf_open(const struct elf_image *img, const char **why)
