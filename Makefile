@@ -66,8 +66,9 @@ endif
 ALL_CPPFLAGS = -Iinclude -D_GNU_SOURCE $(CPPFLAGS)
 ALL_CFLAGS = -std=gnu11 $(WARNINGS) $(SANFLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(SANFLAGS) $(LDFLAGS)
+# (libdebuginfod is loaded when DEBUGINFOD_URLS asks for it: see symbfd.c.)
 LIBS = $(shell pkg-config --libs libpcre2-8 2>/dev/null || echo -lpcre2-8) \
-       -lbfd -lcsv -ldebuginfod -ldeflate -lz -lm
+       -lbfd -lcsv -ldeflate -lz -lm
 
 # src/ by pipeline stage: core helpers, the model, readers, symbolization,
 # policies, classification and aggregation, the command line; the recorder

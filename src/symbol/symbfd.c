@@ -17,6 +17,7 @@
 #include "symbfd.h"
 
 #include <bfd.h>
+#include <dlfcn.h>
 #include <elfutils/debuginfod.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -91,9 +92,61 @@ struct bfdsym {
 	size_t nbatch, next;
 	const struct maps *batch_maps;
 	unsigned long batch_id;
-	debuginfod_client *debuginfod; /* once DEBUGINFOD_URLS is used */
+	struct debuginfod_lib *dbgi;   /* once DEBUGINFOD_URLS is used */
+	debuginfod_client *debuginfod;
 	char *debuginfod_how;          /* "from debuginfod (URL)" */
 };
+
+/*
+ * libdebuginfod, loaded when DEBUGINFOD_URLS first asks for it: linked
+ * in, it and the 36 libraries it needs (curl, gnutls, Kerberos...) cost
+ * every run of dmprof 3.5 ms of dynamic linking, most runs for nothing.
+ */
+struct debuginfod_lib {
+	void *handle;
+	__typeof__(debuginfod_begin) *begin;
+	__typeof__(debuginfod_find_debuginfo) *find_debuginfo;
+	__typeof__(debuginfod_get_url) *get_url;
+	__typeof__(debuginfod_end) *end;
+};
+
+#define DEBUGINFOD_SONAME "libdebuginfod.so.1"
+
+/* The library, or NULL after saying (once) why not. */
+static struct debuginfod_lib *load_debuginfod(struct bfdsym *bs)
+{
+	static const char *const names[] = {
+		"debuginfod_begin", "debuginfod_find_debuginfo",
+		"debuginfod_get_url", "debuginfod_end",
+	};
+	struct debuginfod_lib *l;
+	void *fn[ARRAY_SIZE(names)];
+
+	if (bs->dbgi)
+		return bs->dbgi->handle ? bs->dbgi : NULL;
+	l = bs->dbgi = xcalloc(1, sizeof(*l));
+	if (!(l->handle = dlopen(DEBUGINFOD_SONAME, RTLD_NOW | RTLD_LOCAL))) {
+		warning("DEBUGINFOD_URLS is set, but %s cannot be loaded (%s): "
+			"no debug file is fetched", DEBUGINFOD_SONAME,
+			dlerror());
+		return NULL;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+		if (!(fn[i] = dlsym(l->handle, names[i]))) {
+			warning("DEBUGINFOD_URLS is set, but %s has no %s: no "
+				"debug file is fetched", DEBUGINFOD_SONAME,
+				names[i]);
+			dlclose(l->handle);
+			l->handle = NULL;
+			return NULL;
+		}
+	/* (POSIX lets a data pointer become a function's.) */
+	memcpy(&l->begin, &fn[0], sizeof(fn[0]));
+	memcpy(&l->find_debuginfo, &fn[1], sizeof(fn[1]));
+	memcpy(&l->get_url, &fn[2], sizeof(fn[2]));
+	memcpy(&l->end, &fn[3], sizeof(fn[3]));
+	return l;
+}
 
 /* -vv says why this many frames of a binary stayed unresolved, no more. */
 #define MAX_WHY 20
@@ -206,16 +259,18 @@ out:
 static bool find_by_debuginfod(struct bfdsym *bs, struct binary *b)
 {
 	const char *urls = getenv("DEBUGINFOD_URLS"), *url;
+	struct debuginfod_lib *l;
 	char *path = NULL;
 	int fd;
 	bool ok;
 
-	if (!urls || !*urls || !b->img.build_id_len)
+	if (!urls || !*urls || !b->img.build_id_len ||
+	    !(l = load_debuginfod(bs)))
 		return false;
-	if (!bs->debuginfod && !(bs->debuginfod = debuginfod_begin()))
+	if (!bs->debuginfod && !(bs->debuginfod = l->begin()))
 		return false;
-	fd = debuginfod_find_debuginfo(bs->debuginfod, b->img.build_id,
-				       (int)b->img.build_id_len, &path);
+	fd = l->find_debuginfo(bs->debuginfod, b->img.build_id,
+			       (int)b->img.build_id_len, &path);
 	if (fd < 0)
 		return false;
 	close(fd);
@@ -227,7 +282,7 @@ static bool find_by_debuginfod(struct bfdsym *bs, struct binary *b)
 		ok = false;
 	}
 	if (ok) {
-		url = debuginfod_get_url(bs->debuginfod);
+		url = l->get_url(bs->debuginfod);
 		free(bs->debuginfod_how);
 		bs->debuginfod_how = xstrdup(url ? url : urls);
 		b->dbg_how = "from debuginfod";
@@ -846,7 +901,10 @@ static void bfd_destroy(struct symbolizer *s)
 		note("%lu more frames outside any binary stay unresolved",
 		     bs->unresolved - MAX_WHY);
 	if (bs->debuginfod)
-		debuginfod_end(bs->debuginfod);
+		bs->dbgi->end(bs->debuginfod);
+	if (bs->dbgi && bs->dbgi->handle)
+		dlclose(bs->dbgi->handle);
+	free(bs->dbgi);
 	free(bs->debuginfod_how);
 	free(bs->v);
 	hashmap_free(&bs->bins);

@@ -71,3 +71,16 @@ else
 fi
 kill $server 2>/dev/null
 wait $server 2>/dev/null
+# libdebuginfod is loaded only when DEBUGINFOD_URLS asks for it: dmprof
+# is not linked with it, and a library of that name that lacks its
+# functions is said to, once, and the frame stays unnamed.
+! ldd "$bin" | grep -q libdebuginfod && ok ||
+	bad "debuginfod: dmprof is linked with libdebuginfod"
+mkdir -p dbgd/fake
+echo 'int not_debuginfod;' >dbgd/fake.c
+gcc -shared -fPIC -o dbgd/fake/libdebuginfod.so.1 dbgd/fake.c
+env LD_LIBRARY_PATH="$tmp/dbgd/fake" DEBUGINFOD_URLS="$url" \
+	"$bin" stacktrace --no-symbol-cache dbgd/prof.0001.heap >dbgd/fake.out 2>&1
+[ "$(grep -c 'DEBUGINFOD_URLS is set, but libdebuginfod.so.1 has no debuginfod_begin: no debug file is fetched' dbgd/fake.out)" = 1 ] &&
+	! grep -q ' debuginfod_named_site ' dbgd/fake.out && ok ||
+	bad "debuginfod: a libdebuginfod without its functions: $(head -3 dbgd/fake.out)"

@@ -15,7 +15,7 @@ case $lib in */asan/*) san="-fsanitize=address,undefined" ;; esac
 # shellcheck disable=SC2086
 if ! gcc -O1 $san -I"$top/include" -D_GNU_SOURCE -o dwarfcmp \
 	"$top/tests/real/dwarfcmp.c" "$lib" -lpcre2-8 -lbfd -lcsv \
-	-ldebuginfod -ldeflate -lz -lm -lpthread; then
+	-ldeflate -lz -lm -lpthread; then
 	bad "dwarf: dwarfcmp does not build"
 	return 0 2>/dev/null || exit 0
 fi
