@@ -21,6 +21,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -280,6 +281,11 @@ enum cut {
 	CUT_AT_EOF, /* the file ends inside it */
 };
 
+static int parse_stack_line_into(struct gparser *g, const struct line *l,
+				 enum cut cut, const char *limit,
+				 struct gline *out, uint64_t **frames,
+				 size_t *alloc);
+
 /* The held line's frames. */
 static uint64_t *held_frames(const struct gparser *g)
 {
@@ -298,9 +304,17 @@ static int parse_stack_line(struct gparser *g, const struct line *l,
 			    enum cut cut, const char *limit,
 			    struct gline *out)
 {
+	return parse_stack_line_into(g, l, cut, limit, out,
+				     &g->frames[1 - g->cur],
+				     &g->frames_alloc[1 - g->cur]);
+}
+
+static int parse_stack_line_into(struct gparser *g, const struct line *l,
+				 enum cut cut, const char *limit,
+				 struct gline *out, uint64_t **frames,
+				 size_t *alloc)
+{
 	struct cursor c = cursor_of(l);
-	uint64_t **frames = &g->frames[1 - g->cur];
-	size_t *alloc = &g->frames_alloc[1 - g->cur];
 	struct gline gl;
 	const char *w;
 	size_t wl;
@@ -373,27 +387,6 @@ static void hold(struct gparser *g, const struct gline *gl)
 	g->cur = 1 - g->cur;
 	g->held = *gl;
 	g->holding = true;
-}
-
-/*
- * A stack line as the stream gives it: tried quietly, and if it does not
- * parse, kept until the next line says whether gperftools cut it short
- * (the maps follow at once) or it is an error.
- */
-static void take_stack_line(struct gparser *g, const struct line *l)
-{
-	struct gline gl;
-
-	g->quiet = true;
-	if (parse_stack_line(g, l, NOT_CUT, stream_limit(g->s), &gl) == 0) {
-		hold(g, &gl);
-	} else {
-		sb_reset(&g->broken);
-		sb_add(&g->broken, l->p, l->len);
-		g->broken_no = l->no;
-		g->has_broken = true;
-	}
-	g->quiet = false;
 }
 
 /* The line that did not parse, parsed again (CUT) and said if wrong. */
@@ -828,12 +821,91 @@ static bool stack_start(const struct line *l)
 	return p < l->p + l->len && (is_digit(*p) || *p == '-');
 }
 
-/* The lines after the header: 0, or -1 after an error. */
+/*
+ * Line L as it comes (not one the fast way took): 0 to go on, -1 after
+ * an error, 1 when it was the last (the file ends inside it), or 2 with
+ * *WHICH when the maps open there.  AFTER_STACK: the line before was a
+ * stack line.  LIMIT: how far past the line its memory may be read.
+ */
+static int slow_line(struct gparser *g, const struct line *l,
+		     bool *after_stack, const char *limit, int *which)
+{
+	struct gline gl;
+
+	if (memchr(l->p, '\0', l->len))
+		return gerr(g, l->no, "NUL byte in line");
+	if ((*which = maps_header(l)))
+		return 2;
+	/* A stack line that did not parse, and was not cut. */
+	if (g->has_broken)
+		return parse_broken(g, NOT_CUT);
+	*after_stack = false;
+	if (line_is_blank(l))
+		return 0;
+	if (comment(l)) {
+		parse_comment(g, l);
+		return 0;
+	}
+	if (intern_held(g) < 0)
+		return -1;
+	if (!l->newline && g->type == H_GPERF) {
+		/* The file ends inside a stack line. */
+		g->cut = true;
+		if (parse_stack_line(g, l, CUT_AT_EOF, limit, &gl) < 0)
+			return -1;
+		hold(g, &gl);
+		return 1;
+	}
+	g->quiet = true;
+	if (parse_stack_line(g, l, NOT_CUT, limit, &gl) == 0) {
+		hold(g, &gl);
+	} else {
+		/* Kept until the next line says whether gperftools cut it
+		 * short (the maps follow at once) or it is an error. */
+		sb_reset(&g->broken);
+		sb_add(&g->broken, l->p, l->len);
+		g->broken_no = l->no;
+		g->has_broken = true;
+	}
+	g->quiet = false;
+	*after_stack = true;
+	return 0;
+}
+
+/* The stack line GL, of frames FRAMES, parsed the fast way: held. */
+static int fast_line(struct gparser *g, const struct gline *gl,
+		     const uint64_t *frames, bool *after_stack)
+{
+	/* A stack line that did not parse, and was not cut. */
+	if (g->has_broken)
+		return parse_broken(g, NOT_CUT);
+	if (intern_held(g) < 0)
+		return -1;
+	if (frames && gl->depth) {
+		int spare = 1 - g->cur;
+
+		GROW(g->frames[spare], gl->depth, g->frames_alloc[spare]);
+		memcpy(g->frames[spare], frames, gl->depth * sizeof(*frames));
+	}
+	hold(g, gl);
+	*after_stack = true;
+	return 0;
+}
+
+/* The end of the lines: the one held, and one that did not parse. */
+static int end_of_lines(struct gparser *g)
+{
+	if (g->has_broken)
+		return parse_broken(g, NOT_CUT);
+	return intern_held(g);
+}
+
+/* The lines after the header, on this thread: 0, or -1 after an error. */
 static int parse_lines(struct gparser *g, bool *in_maps)
 {
 	struct line l;
 	bool after_stack = false;
-	int got, which;
+	int got, which, rc;
 
 	while ((got = stream_line(g->s, &l)) > 0) {
 		struct gline gl;
@@ -845,52 +917,298 @@ static int parse_lines(struct gparser *g, bool *in_maps)
 		 */
 		if (!g->has_broken && l.newline && stack_start(&l)) {
 			g->quiet = true;
-			if (parse_stack_line(g, &l, NOT_CUT,
-					     stream_limit(g->s), &gl) == 0) {
-				g->quiet = false;
-				if (intern_held(g) < 0)
+			rc = parse_stack_line(g, &l, NOT_CUT,
+					      stream_limit(g->s), &gl);
+			g->quiet = false;
+			if (rc == 0) {
+				if (fast_line(g, &gl, NULL, &after_stack) < 0)
 					return -1;
-				hold(g, &gl);
-				after_stack = true;
 				continue;
 			}
-			g->quiet = false;
 		}
-		if (memchr(l.p, '\0', l.len))
-			return gerr(g, l.no, "NUL byte in line");
-		if ((which = maps_header(&l))) {
+		rc = slow_line(g, &l, &after_stack, stream_limit(g->s), &which);
+		if (rc < 0)
+			return -1;
+		if (rc == 2) {
 			*in_maps = true;
 			return read_maps(g, which, l.no, after_stack);
 		}
-		/* A stack line that did not parse, and was not cut. */
-		if (g->has_broken)
-			return parse_broken(g, NOT_CUT);
-		after_stack = false;
-		if (line_is_blank(&l))
-			continue;
-		if (comment(&l)) {
-			parse_comment(g, &l);
-			continue;
-		}
-		if (intern_held(g) < 0)
-			return -1;
-		if (!l.newline && g->type == H_GPERF) {
-			/* The file ends inside a stack line. */
-			g->cut = true;
-			if (parse_stack_line(g, &l, CUT_AT_EOF,
-					     stream_limit(g->s), &gl) < 0)
-				return -1;
-			hold(g, &gl);
+		if (rc == 1)
 			break;
-		}
-		take_stack_line(g, &l);
-		after_stack = true;
 	}
 	if (got < 0)
 		return -1;
-	if (g->has_broken)
-		return parse_broken(g, NOT_CUT);
-	return intern_held(g);
+	return end_of_lines(g);
+}
+
+/* ---- on two cores ---- */
+
+/*
+ * A profile is read on two cores where there are two: a thread takes its
+ * lines and parses the stack lines the fast way takes (most), into
+ * blocks of records, while this one interns them and takes any other
+ * line as parse_lines would.  A line the fast way does not take goes as
+ * text; the thread stops at the maps' header (this one reads the rest of
+ * the file) or the end.  So the order of things, and what is said, are
+ * the same as on one core.
+ */
+enum rec_kind {
+	REC_STACK,  /* a stack line, parsed: its frames follow */
+	REC_TEXT,   /* any other line: its text follows */
+	REC_MAPS,   /* the maps' header; the thread has stopped */
+	REC_END,    /* the end of the file */
+	REC_ERROR,  /* a read error (said when it is taken) */
+};
+
+struct rec {
+	uint32_t kind;
+	int which;             /* REC_MAPS: maps_header()'s */
+	struct gline gl;       /* REC_STACK; gl.no is any record's line */
+	size_t len;            /* REC_TEXT: its bytes */
+	bool newline;          /* REC_TEXT */
+};
+
+#define PIPE_BLOCK (1u << 20)
+#define PIPE_BLOCKS 4
+
+struct pipe {
+	struct gparser *g;      /* (the thread reads only its header) */
+	pthread_t tid;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct pipe_block {
+		char *buf;
+		size_t cap, len;
+	} b[PIPE_BLOCKS];
+	size_t head, tail;      /* blocks full: tail to head */
+	bool quit;              /* this thread has had enough */
+	struct strbuf said;     /* what the thread would have said */
+	/* the thread's */
+	struct pipe_block *cur;
+	uint64_t *frames;
+	size_t frames_alloc;
+};
+
+/* Room for N more bytes of records in the thread's block, which goes to
+ * this thread when full: false when told to quit. */
+static bool pipe_room(struct pipe *pp, size_t n)
+{
+	struct pipe_block *b = pp->cur;
+
+	if (b && b->len + n <= b->cap)
+		return true;
+	pthread_mutex_lock(&pp->lock);
+	if (b) {
+		pp->head++;
+		pthread_cond_broadcast(&pp->cond);
+	}
+	while (pp->head - pp->tail == PIPE_BLOCKS && !pp->quit)
+		pthread_cond_wait(&pp->cond, &pp->lock);
+	b = pp->quit ? NULL : &pp->b[pp->head % PIPE_BLOCKS];
+	pthread_mutex_unlock(&pp->lock);
+	if (!(pp->cur = b))
+		return false;
+	b->len = 0;
+	if (b->cap < n) {
+		/* (A line longer than a block: a block of its size.) */
+		b->cap = n > PIPE_BLOCK ? n : PIPE_BLOCK;
+		free(b->buf);
+		b->buf = xmalloc(b->cap);
+	}
+	return true;
+}
+
+/* Add record R and N bytes at P after it (8-aligned): false on quit. */
+static bool pipe_put(struct pipe *pp, const struct rec *r, const void *p,
+		     size_t n)
+{
+	size_t size = sizeof(*r) + ((n + 7) & ~(size_t)7);
+
+	if (!pipe_room(pp, size))
+		return false;
+	memcpy(pp->cur->buf + pp->cur->len, r, sizeof(*r));
+	if (n)
+		memcpy(pp->cur->buf + pp->cur->len + sizeof(*r), p, n);
+	pp->cur->len += size;
+	return true;
+}
+
+static void *pipe_main(void *arg)
+{
+	struct pipe *pp = arg;
+	const struct gparser *g = pp->g;
+	struct gparser pg;
+	struct line l;
+	struct rec r;
+	int got;
+
+	/* (The header's figures, for the fast parse; nothing is said.) */
+	memset(&pg, 0, sizeof(pg));
+	pg.path = g->path;
+	pg.type = g->type;
+	pg.rate = g->rate;
+	pg.has_alloc = g->has_alloc;
+	pg.quiet = true;
+	report_capture(&pp->said);
+	while ((got = stream_line(g->s, &l)) > 0) {
+		memset(&r, 0, sizeof(r));
+		if (l.newline && stack_start(&l) &&
+		    parse_stack_line_into(&pg, &l, NOT_CUT,
+					  stream_limit(g->s), &r.gl,
+					  &pp->frames, &pp->frames_alloc) == 0) {
+			r.kind = REC_STACK;
+			if (!pipe_put(pp, &r, pp->frames,
+				      r.gl.depth * sizeof(*pp->frames)))
+				goto out;
+			continue;
+		}
+		r.gl.no = l.no;
+		/* (A line with a NUL is said wrong before it is looked at.) */
+		if (!memchr(l.p, '\0', l.len) && (r.which = maps_header(&l))) {
+			r.kind = REC_MAPS;
+			pipe_put(pp, &r, NULL, 0);
+			goto out;
+		}
+		r.kind = REC_TEXT;
+		r.len = l.len;
+		r.newline = l.newline;
+		if (!pipe_put(pp, &r, l.p, l.len))
+			goto out;
+	}
+	memset(&r, 0, sizeof(r));
+	r.kind = got < 0 ? REC_ERROR : REC_END;
+	pipe_put(pp, &r, NULL, 0);
+out:
+	report_capture(NULL);
+	pthread_mutex_lock(&pp->lock);
+	if (pp->cur && !pp->quit)
+		pp->head++; /* (the last block) */
+	pthread_cond_broadcast(&pp->cond);
+	pthread_mutex_unlock(&pp->lock);
+	sb_release(&pg.q);
+	return NULL;
+}
+
+/* The next full block, or NULL if the thread ended without one. */
+static struct pipe_block *pipe_take(struct pipe *pp)
+{
+	struct pipe_block *b;
+
+	pthread_mutex_lock(&pp->lock);
+	while (pp->head == pp->tail)
+		pthread_cond_wait(&pp->cond, &pp->lock);
+	b = &pp->b[pp->tail % PIPE_BLOCKS];
+	pthread_mutex_unlock(&pp->lock);
+	return b;
+}
+
+static void pipe_done_with(struct pipe *pp)
+{
+	pthread_mutex_lock(&pp->lock);
+	pp->tail++;
+	pthread_cond_broadcast(&pp->cond);
+	pthread_mutex_unlock(&pp->lock);
+}
+
+/* Stop the thread (where it is) and wait for it. */
+static void pipe_end(struct pipe *pp)
+{
+	pthread_mutex_lock(&pp->lock);
+	pp->quit = true;
+	pthread_cond_broadcast(&pp->cond);
+	pthread_mutex_unlock(&pp->lock);
+	pthread_join(pp->tid, NULL);
+	for (size_t i = 0; i < PIPE_BLOCKS; i++)
+		free(pp->b[i].buf);
+	free(pp->frames);
+	sb_release(&pp->said);
+	pthread_mutex_destroy(&pp->lock);
+	pthread_cond_destroy(&pp->cond);
+}
+
+/* The records of block B: 0 to go on, 1 when done (RC set). */
+static int take_block(struct gparser *g, struct pipe *pp,
+		      const struct pipe_block *b, bool *after_stack,
+		      bool *in_maps, int *rc)
+{
+	for (size_t at = 0; at < b->len;) {
+		struct rec r;
+		const char *p = b->buf + at + sizeof(r);
+		struct line l;
+		int which;
+
+		memcpy(&r, b->buf + at, sizeof(r));
+		at += sizeof(r);
+		switch (r.kind) {
+		case REC_STACK:
+			at += ((r.gl.depth * sizeof(uint64_t)) + 7) & ~(size_t)7;
+			if ((*rc = fast_line(g, &r.gl, (const uint64_t *)p,
+					     after_stack)) < 0)
+				return 1;
+			break;
+		case REC_TEXT:
+			at += (r.len + 7) & ~(size_t)7;
+			l = (struct line){ p, r.len, r.gl.no, r.newline };
+			/* (No reading past it: the general parser takes
+			 * every word.) */
+			*rc = slow_line(g, &l, after_stack, l.p + l.len,
+					&which);
+			if (*rc < 0)
+				return 1;
+			if (*rc == 2)
+				BUG("%s:%lu: the maps' header went as text",
+				    g->path, l.no);
+			if (*rc == 1) {
+				/* The last line: the end follows. */
+				*rc = end_of_lines(g);
+				return 1;
+			}
+			break;
+		case REC_MAPS:
+			/* (The thread stopped after the header: the rest of
+			 * the stream is the maps.) */
+			*in_maps = true;
+			pipe_end(pp);
+			*rc = read_maps(g, r.which, r.gl.no, *after_stack);
+			return 1;
+		case REC_END:
+			*rc = end_of_lines(g);
+			return 1;
+		default: /* REC_ERROR */
+			report_replay(&pp->said);
+			*rc = -1;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* The lines after the header, on two threads (see struct pipe). */
+static int parse_lines_on_two(struct gparser *g, bool *in_maps)
+{
+	struct pipe pp;
+	bool after_stack = false, done = false;
+	int rc = 0;
+
+	memset(&pp, 0, sizeof(pp));
+	pp.g = g;
+	pthread_mutex_init(&pp.lock, NULL);
+	pthread_cond_init(&pp.cond, NULL);
+	if (pthread_create(&pp.tid, NULL, pipe_main, &pp) != 0) {
+		pthread_mutex_destroy(&pp.lock);
+		pthread_cond_destroy(&pp.cond);
+		return parse_lines(g, in_maps);
+	}
+	while (!done) {
+		const struct pipe_block *b = pipe_take(&pp);
+
+		done = take_block(g, &pp, b, &after_stack, in_maps, &rc);
+		if (!*in_maps)
+			pipe_done_with(&pp);
+	}
+	if (!*in_maps)
+		pipe_end(&pp);
+	return rc < 0 ? -1 : 0;
 }
 
 int gperf_parse(struct snapshot *snap, struct line_stream *s,
@@ -932,7 +1250,8 @@ int gperf_parse(struct snapshot *snap, struct line_stream *s,
 			     : gerr(&g, 1, "empty profile (no 'heap profile:' "
 					   "line)");
 	if (rc == 0)
-		rc = parse_lines(&g, &in_maps);
+		rc = threads_wanted() > 1 ? parse_lines_on_two(&g, &in_maps)
+					  : parse_lines(&g, &in_maps);
 	/* (Go's profiles have no maps: their comments name the frames.) */
 	if (rc == 0 && !in_maps && g.type == H_GPERF)
 		warning("%s: no MAPPED_LIBRARIES: section (file cut short?); "

@@ -895,3 +895,124 @@ Test(gperf, profile_of_many_blocks)
 	cr_assert_eq(sum, (int64_t)(n * 3 * (n + 1) / 2));
 	sb_release(&sb);
 }
+
+/* What loading TEXT gives with DMPROF_THREADS=THREADS: a digest of the
+ * snapshot and the model, and what was said, in OUT. */
+static void digest(const char *text, long len, const char *threads,
+		   struct strbuf *out)
+{
+	struct model mm;
+	struct snapshot ss;
+	int rc;
+
+	setenv("DMPROF_THREADS", threads, 1);
+	model_init(&mm);
+	capture_stderr();
+	rc = profile_load(&ss, write_file("d.0001.heap", text, len), &mm);
+	sb_addf(out, "rc %d\n%s\n", rc, stderr_text());
+	for (size_t i = 0; rc == 0 && i < ss.nlines; i++) {
+		const struct bucket *b = ss.lines[i].bucket;
+
+		sb_addf(out, "%zu %lld %lld %lld %lld %s %u %lu:", i,
+			(long long)ss.lines[i].virt,
+			(long long)ss.lines[i].alloc,
+			(long long)ss.lines[i].free,
+			(long long)ss.lines[i].alloc_bytes,
+			alloc_kind_name((enum alloc_kind)b->kind),
+			b->stack->depth, b->source_line);
+		for (uint32_t k = 0; k < b->stack->depth; k++) {
+			const struct frame *f =
+				frame_get(&mm.frames, b->stack->frames[k]);
+
+			sb_addf(out, " %llx/%s", (unsigned long long)f->addr,
+				f->func ? f->func : "-");
+		}
+		sb_addch(out, '\n');
+	}
+	sb_addf(out, "maps %zu frames %zu stacks %zu\n",
+		rc == 0 ? ss.own_maps.n : 0, mm.frames.n, mm.stacks.n);
+	if (rc == 0)
+		snapshot_release(&ss);
+	model_free(&mm);
+}
+
+/*
+ * On two cores a profile is read by a thread and interned by another:
+ * the snapshot, the model and what is said are those of one core, for
+ * the lines the fast way takes and those it does not, wherever the
+ * thread's blocks end.
+ */
+Test(gperf, two_cores_read_as_one)
+{
+	static const char *const texts[] = {
+		HDR("heapprofile") LINES MAPS,
+		/* cut at the cap, a broken word, then the maps at once */
+		HDR("heapprofile") LINES
+		"     1:     2048 [     2:     4096] @ 0x00401150 0x7f10zz"
+		"MAPPED_LIBRARIES:\n"
+		"00401000-00402000 r-xp 00001000 00:00 1 /opt/app\n",
+		/* a broken line before another: an error */
+		HDR("heapprofile") "1: 2 [3: 4] @ 0x10 0xzz\n" LINES MAPS,
+		/* a NUL, and blank lines and comments between stack lines */
+		HDR("heapprofile") LINES "\n# c\n 1: 2 [3: 4] @ 0x1\0x2\n",
+		/* the end inside a stack line */
+		HDR("heapprofile") LINES "     1:     2048 [     2:     4096] @ "
+		"0x00401150 0x7f10",
+		/* Go's comments, a frame renamed, one dropped */
+		"heap profile: 1: 4096 [2: 8192] @ heap/2\n"
+		"1: 4096 [2: 8192] @ 0x4b3c31 0x4b3ecd 0x461121\n"
+		"#\t0x4b3c30\tmain.grow+0x50\t\t/src/g.go:19\n"
+		"#\t0x4b3ecc\tmain.main+0x8c\t\t/src/g.go:44\n"
+		"\n1: 4096 [2: 8192] @ 0x4b3ecd 0x461121\n"
+		"#\t0x4b3ecc\tmain.main+0x8c\t\t/src/g.go:44\n",
+		/* pprof's map, and a sampled profile */
+		"heap profile: 2: 4096 [3: 8192] @ heap_v2/524288\n"
+		" 2: 4096 [ 3: 8192] @ 0x401136 0x401200\n"
+		"\n--- Memory map: ---\n"
+		"00400000-00402000 r-xp 00000000 00:00 1 /opt/app\n",
+	};
+	struct strbuf one = STRBUF_INIT, two = STRBUF_INIT, big = STRBUF_INIT;
+
+	for (size_t i = 0; i < ARRAY_SIZE(texts); i++) {
+		/* (The NUL case is counted with its length.) */
+		long len = i == 3 ? (long)sizeof(HDR("heapprofile") LINES
+						  "\n# c\n 1: 2 [3: 4] @ 0x1\0x2\n") - 1
+				  : -1;
+
+		sb_reset(&one);
+		sb_reset(&two);
+		digest(texts[i], len, "1", &one);
+		digest(texts[i], len, "2", &two);
+		cr_assert_str_eq(one.buf, two.buf, "profile %zu", i);
+	}
+	/* Many blocks, a comment now and then, a line longer than a block,
+	 * a broken line last before the maps. */
+	sb_addstr(&big, HDR("heapprofile"));
+	for (size_t i = 0; i < 40000; i++) {
+		sb_addf(&big, "%zu: %zu [%zu: %zu] @", i % 3, i, i % 5, i * 2);
+		for (size_t k = 0; k < 2 + i % 9; k++)
+			sb_addf(&big, " 0x%zx", 0x401000 + (i * 13 + k) % 8192);
+		sb_addstr(&big, i % 997 ? "\n" : "\n# a comment\n");
+		if (i == 20000) {
+			sb_addstr(&big, "1: 1 [1: 1] @");
+			for (size_t k = 0; k < 200000; k++)
+				sb_addstr(&big, " 0x401001");
+			sb_addch(&big, '\n');
+		}
+	}
+	sb_addstr(&big, "1: 1 [1: 1] @ 0x401000 0x40zz" MAPS);
+	sb_reset(&one);
+	sb_reset(&two);
+	digest(big.buf, -1, "1", &one);
+	digest(big.buf, -1, "2", &two);
+	cr_assert(!strncmp(one.buf, "rc 0", 4), "%.300s", one.buf);
+	/* (Megabytes of digest: where they part, not all of them.) */
+	for (size_t k = 0; k < one.len || k < two.len; k++)
+		if (k >= one.len || k >= two.len || one.buf[k] != two.buf[k])
+			cr_assert_fail("one core and two part at byte %zu: "
+				       "'%.80s' / '%.80s'", k, one.buf + k,
+				       two.buf + k);
+	sb_release(&one);
+	sb_release(&two);
+	sb_release(&big);
+}
