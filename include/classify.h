@@ -80,6 +80,8 @@ struct classifier {
 	 * frames, and the stack's end too if USED_END. */
 	uint32_t used;
 	bool used_end;
+	/* Buckets below this index were all handed to classify_buckets. */
+	size_t all_upto;
 	struct matcher *mt;   /* NULL: the policy's own */
 	/* Helpers that classify a snapshot's new buckets beside this
 	 * thread (see classify_snapshot): classifiers of their own. */
@@ -106,6 +108,13 @@ int classify_malloc(struct classifier *c, const struct bucket *b);
  * threads (1: this one alone).
  */
 void classify_snapshot(struct classifier *c, const struct snapshot *snap);
+/*
+ * The same for every malloc bucket of the model: for a command that will
+ * read every snapshot of a run whose buckets are known before its dumps
+ * (deep dumps: the .buckets files), so that each snapshot need not be
+ * searched for new ones.
+ */
+void classify_buckets(struct classifier *c);
 /* Ask for B's memo entry early, to classify it soon. */
 static inline void classify_prefetch(const struct classifier *c,
 				     const struct bucket *b)

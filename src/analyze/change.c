@@ -277,6 +277,9 @@ int changes_in_run(struct changes *c, struct run *r, struct classifier *cls,
 
 	memset(c, 0, sizeof(*c));
 	memset(&s, 0, sizeof(s));
+	/* (Every dump is read: a deep run's buckets at once.) */
+	if (steps + 1 == r->series.ndumps)
+		classify_buckets(cls);
 	run_reader_init(&rr, r);
 	for (size_t k = 0; k <= steps && !rc; k++) {
 		size_t i = ia <= ib ? ia + k : ia - k;

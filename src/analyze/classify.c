@@ -593,39 +593,15 @@ static void *helper_main(void *arg)
 	return NULL;
 }
 
-void classify_snapshot(struct classifier *c, const struct snapshot *snap)
+/* Classify the N buckets of V (indexes, marked -1) with one thread per
+ * core, NTHREADS of them; V is freed. */
+static void classify_marked(struct classifier *c, uint32_t *v, size_t n,
+			    size_t nthreads)
 {
-	size_t nthreads = threads_wanted(), n = 0, alloc = 0, started = 0;
-	uint32_t *v = NULL;
 	pthread_t tid[16];
 	struct share shares[16];
+	size_t started = 0;
 
-	if (nthreads < 2 || snap->nlines < FEW)
-		return;
-	/* The new buckets, each once (marked -1 while pending).  Buckets
-	 * come in no order: the ones a few lines ahead are fetched
-	 * meanwhile. */
-	for (size_t i = 0; i < snap->nlines; i++) {
-		const struct bucket *b = snap->lines[i].bucket;
-
-		if (i + 16 < snap->nlines && snap->lines[i + 16].bucket)
-			prefetch(snap->lines[i + 16].bucket);
-
-		if (!b || b->kind == ALLOC_MMAP)
-			continue;
-		memo_room(c, (size_t)b->index + 1);
-		if (c->bucket_col[b->index])
-			continue;
-		c->bucket_col[b->index] = -1;
-		GROW(v, n + 1, alloc);
-		v[n++] = b->index;
-	}
-	if (n < FEW) {
-		for (size_t i = 0; i < n; i++)
-			c->bucket_col[v[i]] = 0;
-		free(v);
-		return;
-	}
 	if (!c->helpers) {
 		c->nhelpers = nthreads - 1;
 		c->helpers = xcalloc(c->nhelpers, sizeof(*c->helpers));
@@ -659,6 +635,63 @@ void classify_snapshot(struct classifier *c, const struct snapshot *snap)
 	for (size_t i = 1; i <= started; i++)
 		pthread_join(tid[i], NULL);
 	free(v);
+}
+
+void classify_snapshot(struct classifier *c, const struct snapshot *snap)
+{
+	size_t nthreads = threads_wanted(), n = 0, alloc = 0;
+	uint32_t *v = NULL;
+
+	/* (Every bucket of the model done already: see
+	 * classify_buckets.) */
+	if (nthreads < 2 || snap->nlines < FEW ||
+	    c->all_upto == c->m->buckets.n)
+		return;
+	/* The new buckets, each once (marked -1 while pending).  Buckets
+	 * come in no order: the ones a few lines ahead are fetched
+	 * meanwhile. */
+	for (size_t i = 0; i < snap->nlines; i++) {
+		const struct bucket *b = snap->lines[i].bucket;
+
+		if (i + 16 < snap->nlines && snap->lines[i + 16].bucket)
+			prefetch(snap->lines[i + 16].bucket);
+
+		if (!b || b->kind == ALLOC_MMAP)
+			continue;
+		memo_room(c, (size_t)b->index + 1);
+		if (c->bucket_col[b->index])
+			continue;
+		c->bucket_col[b->index] = -1;
+		GROW(v, n + 1, alloc);
+		v[n++] = b->index;
+	}
+	if (n < FEW) {
+		for (size_t i = 0; i < n; i++)
+			c->bucket_col[v[i]] = 0;
+		free(v);
+		return;
+	}
+	classify_marked(c, v, n, nthreads);
+}
+
+void classify_buckets(struct classifier *c)
+{
+	const struct model *m = c->m;
+	size_t nthreads = threads_wanted(), n = 0;
+	uint32_t *v;
+
+	if (nthreads < 2 || m->buckets.n - c->all_upto < FEW)
+		return;
+	memo_room(c, m->buckets.n);
+	v = xreallocarray(NULL, m->buckets.n - c->all_upto, sizeof(*v));
+	for (size_t i = c->all_upto; i < m->buckets.n; i++) {
+		if (m->buckets.v[i]->kind == ALLOC_MMAP || c->bucket_col[i])
+			continue;
+		c->bucket_col[i] = -1;
+		v[n++] = (uint32_t)i;
+	}
+	classify_marked(c, v, n, nthreads);
+	c->all_upto = m->buckets.n;
 }
 
 struct region_key {

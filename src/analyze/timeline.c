@@ -45,6 +45,8 @@ int timeline_build(struct timeline *tl, const struct timeline_options *opt)
 				      sizeof(**tl->rows));
 		tl->builtins[p] = xcalloc(nd, sizeof(**tl->builtins));
 		classifier_init(&cls[p], tl->set.v[p], &tl->run.model);
+		/* (Every dump is read: a deep run's buckets at once.) */
+		classify_buckets(&cls[p]);
 	}
 	/* (The next dump is read while this one is classified.) */
 	run_reader_init(&rr, &tl->run);
