@@ -25,11 +25,18 @@ struct elf_image {
 	bool is64, is_dyn;
 	struct elf_span *loads;  /* PT_LOAD: file offset -> address */
 	size_t nloads;
+	/* Read by elf_load_symbols (elf_open reads them at once). */
 	struct elf_sym *code;    /* functions, sorted by address */
 	size_t ncode;
 	struct elf_sym *data;    /* objects (type_info and friends), sorted */
 	size_t ndata;
+	bool syms_loaded;
+	/* Known before: whether code will have a function (ncode > 0). */
+	bool has_code;
 	bool has_symtab;         /* .symtab, not only .dynsym */
+	uint64_t shoff;          /* where the tables are */
+	uint16_t shentsize;
+	size_t symtab_index, dynsym_index; /* 0: none */
 	bool has_debug_info;     /* a .debug_info section */
 	uint8_t build_id[64];
 	size_t build_id_len;
@@ -42,11 +49,19 @@ struct elf_image {
  * whether that is worth a warning).
  */
 int elf_open(struct elf_image *img, const char *path, struct strbuf *why);
+/*
+ * The same without reading the symbol tables: has_code and has_symtab
+ * say what they hold, elf_load_symbols reads them when they are needed.
+ */
+int elf_open_headers(struct elf_image *img, const char *path,
+		     struct strbuf *why);
+void elf_load_symbols(struct elf_image *img);
 void elf_close(struct elf_image *img);
 
 /*
  * Load symbols from DEBUG (a separate debug file of IMG) into IMG: the
- * debug file's tables replace IMG's when they are richer.
+ * debug file's tables replace IMG's when they are richer.  (Both have
+ * their symbols loaded.)
  */
 void elf_take_symbols(struct elf_image *img, struct elf_image *debug);
 

@@ -8,6 +8,7 @@
 #define DMPROF_SYMCACHE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "stack.h"
@@ -40,6 +41,16 @@ struct symcache *symcache_open(const char *identity, struct strtab *strings);
  * is valid until the next symcache_get or symcache_put: copy it.
  */
 const struct symcache_entry *symcache_get(struct symcache *c, uint64_t addr);
+/*
+ * For a batch: where each of the N addresses ADDRS lies in the file, as
+ * symcache_get_at wants it (WHERE[i]).  The batch is sorted and the file
+ * walked once beside it, instead of searched once per address.
+ */
+void symcache_find_many(struct symcache *c, const uint64_t *addrs, size_t n,
+			uint32_t *where);
+/* symcache_get, the file's part found by symcache_find_many already. */
+const struct symcache_entry *symcache_get_at(struct symcache *c,
+					     uint64_t addr, uint32_t where);
 void symcache_put(struct symcache *c, const struct symcache_entry *e);
 /* Its file, and how many addresses it holds (for -v). */
 const char *symcache_path(const struct symcache *c);

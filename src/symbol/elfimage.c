@@ -108,18 +108,33 @@ static void finish_syms(struct elf_sym *v, size_t *n)
 	*n = out;
 }
 
-/* Read one symbol table section into code/data arrays. */
-static void read_symtab(struct elf_image *img, const struct shdr *sym,
+/*
+ * Whether symbol table SYM, named in STR, is one read_symtab reads: its
+ * string table is whole.
+ */
+static bool symtab_usable(const struct elf_image *img, const struct shdr *sym,
+			  const struct shdr *str, const char **strtab,
+			  const char **tab)
+{
+	*strtab = at(img, str->offset, str->size);
+	*tab = at(img, sym->offset, sym->size);
+	return *strtab && *tab && str->size && (*strtab)[str->size - 1] == '\0';
+}
+
+/*
+ * Read one symbol table section into code/data arrays; or, when CODE is
+ * NULL, only say whether it has a function read_symtab would take.
+ */
+static bool read_symtab(const struct elf_image *img, const struct shdr *sym,
 			const struct shdr *str, struct elf_sym **code,
 			size_t *ncode, size_t *acode, struct elf_sym **data,
 			size_t *ndata, size_t *adata)
 {
 	size_t esz = img->is64 ? sizeof(Elf64_Sym) : sizeof(Elf32_Sym);
-	const char *strtab = at(img, str->offset, str->size);
-	const char *tab = at(img, sym->offset, sym->size);
+	const char *strtab, *tab;
 
-	if (!strtab || !tab || !str->size || strtab[str->size - 1] != '\0')
-		return;
+	if (!symtab_usable(img, sym, str, &strtab, &tab))
+		return false;
 	for (uint64_t off = esz; off + esz <= sym->size; off += esz) {
 		uint64_t value, size;
 		uint32_t name;
@@ -151,13 +166,16 @@ static void read_symtab(struct elf_image *img, const struct shdr *sym,
 		s.size = size;
 		s.name = strtab + name;
 		if (type == STT_FUNC || type == STT_GNU_IFUNC) {
+			if (!code)
+				return true;
 			GROW(*code, *ncode + 1, *acode);
 			(*code)[(*ncode)++] = s;
-		} else if (type == STT_OBJECT) {
+		} else if (type == STT_OBJECT && code) {
 			GROW(*data, *ndata + 1, *adata);
 			(*data)[(*ndata)++] = s;
 		}
 	}
+	return false;
 }
 
 /*
@@ -185,14 +203,15 @@ static bool tables_fit(const struct elf_image *img, uint64_t phoff,
 	return true;
 }
 
+static bool table_has_code(const struct elf_image *img, size_t index);
+
 static void read_sections(struct elf_image *img, uint64_t shoff,
 			  uint16_t shentsize, uint16_t shnum, uint16_t shstrndx)
 {
-	struct shdr names, s, link;
+	struct shdr names, s;
 	const char *shstr;
-	struct shdr symtab = { 0 }, dynsym = { 0 };
+	size_t symtab_index = 0, dynsym_index = 0;
 	bool have_symtab = false, have_dynsym = false;
-	size_t acode = 0, adata = 0;
 
 	if (!shnum || shstrndx >= shnum ||
 	    !get_shdr(img, shoff, shentsize, shstrndx, &names) ||
@@ -209,10 +228,10 @@ static void read_sections(struct elf_image *img, uint64_t shoff,
 			       ? shstr + s.name
 			       : "";
 		if (s.type == SHT_SYMTAB) {
-			symtab = s;
+			symtab_index = i;
 			have_symtab = true;
 		} else if (s.type == SHT_DYNSYM) {
-			dynsym = s;
+			dynsym_index = i;
 			have_dynsym = true;
 		} else if (!strcmp(name, ".debug_info") && s.size) {
 			img->has_debug_info = true;
@@ -253,15 +272,50 @@ static void read_sections(struct elf_image *img, uint64_t shoff,
 			}
 		}
 	}
+	/* The tables are read when asked for (elf_load_symbols): a warm
+	 * run answers from the symbol cache without them. */
+	img->shoff = shoff;
+	img->shentsize = shentsize;
+	img->symtab_index = have_symtab ? symtab_index : 0;
+	img->dynsym_index = have_dynsym ? dynsym_index : 0;
+	img->has_code = table_has_code(img, img->symtab_index) ||
+			table_has_code(img, img->dynsym_index);
+	img->has_symtab = have_symtab && img->has_code;
+}
+
+/* Whether section INDEX (0: none) is a symbol table with a function. */
+static bool table_has_code(const struct elf_image *img, size_t index)
+{
+	struct shdr sym, link;
+
+	return index &&
+	       get_shdr(img, img->shoff, img->shentsize, index, &sym) &&
+	       get_shdr(img, img->shoff, img->shentsize, sym.link, &link) &&
+	       read_symtab(img, &sym, &link, NULL, NULL,
+			   NULL, NULL, NULL, NULL);
+}
+
+void elf_load_symbols(struct elf_image *img)
+{
+	struct shdr sym, link;
+	size_t acode = 0, adata = 0;
+
+	if (img->syms_loaded || !img->map)
+		return;
+	img->syms_loaded = true;
 	/* The full table when there is one; the dynamic one otherwise. */
-	if (have_symtab && get_shdr(img, shoff, shentsize, symtab.link, &link))
-		read_symtab(img, &symtab, &link, &img->code, &img->ncode,
-			    &acode, &img->data, &img->ndata, &adata);
-	if (!img->ncode && have_dynsym &&
-	    get_shdr(img, shoff, shentsize, dynsym.link, &link))
-		read_symtab(img, &dynsym, &link, &img->code, &img->ncode,
-			    &acode, &img->data, &img->ndata, &adata);
-	img->has_symtab = have_symtab && img->ncode;
+	if (img->symtab_index &&
+	    get_shdr(img, img->shoff, img->shentsize, img->symtab_index,
+		     &sym) &&
+	    get_shdr(img, img->shoff, img->shentsize, sym.link, &link))
+		read_symtab(img, &sym, &link, &img->code, &img->ncode, &acode,
+			    &img->data, &img->ndata, &adata);
+	if (!img->ncode && img->dynsym_index &&
+	    get_shdr(img, img->shoff, img->shentsize, img->dynsym_index,
+		     &sym) &&
+	    get_shdr(img, img->shoff, img->shentsize, sym.link, &link))
+		read_symtab(img, &sym, &link, &img->code, &img->ncode, &acode,
+			    &img->data, &img->ndata, &adata);
 	finish_syms(img->code, &img->ncode);
 	finish_syms(img->data, &img->ndata);
 }
@@ -303,6 +357,15 @@ static void read_segments(struct elf_image *img, uint64_t phoff,
 }
 
 int elf_open(struct elf_image *img, const char *path, struct strbuf *why)
+{
+	if (elf_open_headers(img, path, why) < 0)
+		return -1;
+	elf_load_symbols(img);
+	return 0;
+}
+
+int elf_open_headers(struct elf_image *img, const char *path,
+		     struct strbuf *why)
 {
 	const unsigned char *id;
 	Elf64_Ehdr e;

@@ -56,9 +56,11 @@ struct binary {
 	struct dwarf_answer *answers;
 	size_t nanswers, next_answer;
 	unsigned long batch;    /* the batch the answers are for */
+	unsigned long slots_batch; /* the batch its slots were found for */
 	bfd *abfd;
 	asymbol **bfd_syms;
 	bool bfd_tried;
+	bool syms_done;         /* elf_load_symbols'd, debug file's taken */
 	struct symcache *cache;
 	/* For -v: where the debug file came from, whether its symbol tables
 	 * replaced the binary's, and the frames left unresolved. */
@@ -66,6 +68,21 @@ struct binary {
 	bool syms_from_dbg;
 	unsigned long unresolved;
 	unsigned long cached, looked_up; /* addresses, by where from */
+};
+
+/*
+ * What code() needs of one address of the batch: its mapping (found in
+ * prepare), then, once its binary first comes up, the binary's address,
+ * where the symbol cache has it, and its ELF symbol (found once, for the
+ * DWARF questions and the answer).
+ */
+struct slot {
+	const struct vma *v;
+	uint64_t elf;
+	uint32_t where;      /* symcache_find_many's */
+	uint32_t sym;        /* index + 1 in its binary's code, 0: none */
+	bool placed;         /* elf is set (a binary of V's name is open) */
+	bool sym_found, past;
 };
 
 /* A memo: one interned string to another (mangled -> demangled, ...). */
@@ -86,12 +103,17 @@ struct bfdsym {
 	 */
 	struct hashmap demangled; /* symbol name pointer -> full name */
 	struct hashmap shortened; /* interned full name -> shown name */
+	/* The DWARF reader's file names, which it keeps: pointer -> interned
+	 * (a name per frame hashed in full was a twentieth of a cold run). */
+	struct hashmap files;
+	struct binary *last;      /* the binary of the last address */
 	unsigned long unresolved; /* -vv: frames outside any binary */
 	/* The addresses code() is about to be asked for (see prepare). */
 	const uint64_t *batch;
 	size_t nbatch, next;
 	const struct maps *batch_maps;
 	unsigned long batch_id;
+	struct slot *slots;
 	struct debuginfod_lib *dbgi;   /* once DEBUGINFOD_URLS is used */
 	debuginfod_client *debuginfod;
 	char *debuginfod_how;          /* "from debuginfod (URL)" */
@@ -183,7 +205,7 @@ static bool open_debug(struct binary *b, const char *path)
 
 	if (!file_ok(path))
 		return false;
-	ok = elf_open(&b->dbg, path, &why) == 0;
+	ok = elf_open_headers(&b->dbg, path, &why) == 0;
 	if (!ok)
 		elf_close(&b->dbg);
 	sb_release(&why);
@@ -384,6 +406,29 @@ static void PRINTF(4, 5) say_why(struct bfdsym *bs, struct binary *b,
 	sb_release(&sb);
 }
 
+/*
+ * B's symbol tables, read now: the debug file's replace the binary's when
+ * they are richer.
+ */
+static void binary_symbols(struct binary *b)
+{
+	size_t before;
+
+	if (b->syms_done)
+		return;
+	b->syms_done = true;
+	elf_load_symbols(&b->img);
+	if (!b->has_dbg)
+		return;
+	elf_load_symbols(&b->dbg);
+	before = b->dbg.ncode;
+	elf_take_symbols(&b->img, &b->dbg);
+	b->syms_from_dbg = before && !b->dbg.ncode;
+	if ((b->img.ncode > 0) != b->ok)
+		BUG("%s: symbols counted %s, read %zu", b->name,
+		    b->ok ? "some" : "none", b->img.ncode);
+}
+
 static void open_binary(struct bfdsym *bs, struct binary *b)
 {
 	struct strbuf why = STRBUF_INIT;
@@ -391,7 +436,7 @@ static void open_binary(struct bfdsym *bs, struct binary *b)
 	char *id;
 
 	b->opened = true;
-	if (elf_open(&b->img, host, &why) < 0) {
+	if (elf_open_headers(&b->img, host, &why) < 0) {
 		warning("cannot read '%s'%s%s: %s; its frames stay "
 			"unsymbolized",
 			host, strcmp(host, b->name) ? " for " : "",
@@ -409,13 +454,9 @@ static void open_binary(struct bfdsym *bs, struct binary *b)
 			find_by_debuginfod(bs, b);
 		b->has_dbg = b->dbg_how != NULL;
 	}
-	if (b->has_dbg) {
-		size_t before = b->dbg.ncode;
-
-		elf_take_symbols(&b->img, &b->dbg);
-		b->syms_from_dbg = before && !b->dbg.ncode;
-	}
-	if (!b->img.ncode)
+	/* (Its symbols are read when needed: a warm run may never.) */
+	b->ok = b->img.has_code || (b->has_dbg && b->dbg.has_code);
+	if (!b->ok)
 		warning("'%s' has no symbols (stripped, and no debug file "
 			"found%s); its frames stay unsymbolized", host,
 			getenv("DEBUGINFOD_URLS") && *getenv("DEBUGINFOD_URLS")
@@ -424,7 +465,6 @@ static void open_binary(struct bfdsym *bs, struct binary *b)
 	b->dwarf = b->has_dbg && b->dbg.has_debug_info ? b->dbg.path
 		   : b->img.has_debug_info		? b->img.path
 							: NULL;
-	b->ok = b->img.ncode > 0;
 	id = identity(&b->img);
 	if (id && !bs->base.opts->no_cache) {
 		struct strbuf full = STRBUF_INIT;
@@ -437,8 +477,10 @@ static void open_binary(struct bfdsym *bs, struct binary *b)
 		free(dbg);
 	}
 	free(id);
-	if (bs->base.opts->verbose)
+	if (bs->base.opts->verbose) {
+		binary_symbols(b);
 		say_sources(bs, b, host);
+	}
 out:
 	free(host);
 	sb_release(&why);
@@ -446,9 +488,14 @@ out:
 
 static struct binary *binary_for(struct bfdsym *bs, const char *name)
 {
-	uint64_t h = hash_u64((uintptr_t)name);
-	struct binary *b = hashmap_get(&bs->bins, h, NULL, NULL);
+	uint64_t h;
+	struct binary *b;
 
+	/* (Names are interned: one binary's frames come in runs.) */
+	if (bs->last && bs->last->name == name && bs->last->opened)
+		return bs->last;
+	h = hash_u64((uintptr_t)name);
+	b = hashmap_get(&bs->bins, h, NULL, NULL);
 	if (!b) {
 		b = xcalloc(1, sizeof(*b));
 		b->name = name;
@@ -458,6 +505,7 @@ static struct binary *binary_for(struct bfdsym *bs, const char *name)
 	}
 	if (!b->opened)
 		open_binary(bs, b);
+	bs->last = b;
 	return b;
 }
 
@@ -465,11 +513,12 @@ static struct binary *binary_for(struct bfdsym *bs, const char *name)
 static const char *demangled(struct bfdsym *bs, const char *sym)
 {
 	const char *s = memo_get(&bs->demangled, sym);
-	const char *at = strchr(sym, '@');
+	const char *at;
 	char *plain = NULL, *d;
 
 	if (s)
 		return s;
+	at = strchr(sym, '@');
 	/* "dlopen@@GLIBC_2.34": the version is not part of the name. */
 	if (at && at != sym)
 		plain = xstrndup(sym, (size_t)(at - sym));
@@ -574,6 +623,52 @@ static int bfd_answer(struct binary *b, uint64_t a, struct dwarf_frame *chain,
 }
 
 /*
+ * Where each of B's addresses in the batch, from position FROM on, lies
+ * in B and in its symbol cache: the cache is walked once beside them.
+ */
+static void find_slots(struct bfdsym *bs, struct binary *b, size_t from)
+{
+	uint64_t *elf = xcalloc(bs->nbatch - from + 1, sizeof(*elf));
+	uint32_t *where = xcalloc(bs->nbatch - from + 1, sizeof(*where));
+	uint32_t *pos = xcalloc(bs->nbatch - from + 1, sizeof(*pos));
+	size_t n = 0;
+
+	b->slots_batch = bs->batch_id;
+	for (size_t i = from; i < bs->nbatch; i++) {
+		struct slot *sl = &bs->slots[i];
+
+		if (!sl->v || !vma_executable(sl->v) || sl->v->name != b->name ||
+		    !elf_address(bs->batch[i], sl->v, b->img.loads,
+				 b->img.nloads, &sl->elf))
+			continue;
+		sl->placed = true;
+		elf[n] = sl->elf;
+		pos[n++] = (uint32_t)(i - from);
+	}
+	symcache_find_many(b->cache, elf, n, where);
+	for (size_t k = 0; k < n; k++)
+		bs->slots[from + pos[k]].where = where[k];
+	free(elf);
+	free(where);
+	free(pos);
+}
+
+/* The ELF symbol of the call before return address SL->elf. */
+static const struct elf_sym *slot_symbol(struct binary *b, struct slot *sl)
+{
+	const struct elf_sym *sym;
+
+	if (!sl->sym_found) {
+		binary_symbols(b);
+		sym = elf_find(b->img.code, b->img.ncode, sl->elf - 1,
+			       &sl->past);
+		sl->sym = sym ? (uint32_t)(sym - b->img.code) + 1 : 0;
+		sl->sym_found = true;
+	}
+	return sl->sym ? &b->img.code[sl->sym - 1] : NULL;
+}
+
+/*
  * The addresses of B that code() will look up in DWARF from the batch's
  * current position on, as code() will come to them: a cache hit, or an
  * address past its symbol, is not looked up.
@@ -582,7 +677,7 @@ static size_t batch_queries(struct bfdsym *bs, struct binary *b,
 			    uint64_t **out)
 {
 	const struct sym_options *o = bs->base.opts;
-	bool need_dwarf = o->want_source || !o->no_inline, past;
+	bool need_dwarf = o->want_source || !o->no_inline;
 	struct hashmap seen = HASHMAP_INIT;
 	size_t n = 0;
 
@@ -592,14 +687,12 @@ static size_t batch_queries(struct bfdsym *bs, struct binary *b,
 	for (size_t i = bs->next - 1; i < bs->nbatch; i++) {
 		const struct symcache_entry *hit;
 		const struct elf_sym *sym;
-		const struct vma *v = maps_find(bs->batch_maps, bs->batch[i]);
-		uint64_t elf;
+		struct slot *sl = &bs->slots[i];
+		uint64_t elf = sl->elf;
 
-		if (!v || !vma_executable(v) || v->name != b->name ||
-		    !elf_address(bs->batch[i], v, b->img.loads, b->img.nloads,
-				 &elf))
+		if (!sl->placed || sl->v->name != b->name)
 			continue;
-		hit = symcache_get(b->cache, elf);
+		hit = symcache_get_at(b->cache, elf, sl->where);
 		if (hit && (!need_dwarf || (hit->flags & SC_DWARF)))
 			continue;
 		/* Looked up once, then a cache hit when there is a cache. */
@@ -607,8 +700,8 @@ static size_t batch_queries(struct bfdsym *bs, struct binary *b,
 			continue;
 		if (b->cache)
 			hashmap_put(&seen, hash_u64(elf), (void *)1);
-		sym = elf_find(b->img.code, b->img.ncode, elf - 1, &past);
-		if (need_dwarf && (!sym || !past))
+		sym = slot_symbol(b, sl);
+		if (need_dwarf && (!sym || !sl->past))
 			(*out)[n++] = elf - 1;
 	}
 	hashmap_free(&seen);
@@ -690,6 +783,15 @@ refused:
 	return -1;
 }
 
+/* A file name of dmprof's DWARF reader (which keeps it), interned. */
+static const char *dwarf_file(struct bfdsym *bs, const char *file)
+{
+	const char *s = memo_get(&bs->files, file);
+
+	return s ? s : memo_put(bs, &bs->files, file,
+				strtab_intern_str(bs->base.strings, file));
+}
+
 /* DWARF's view of ELF address A: file, line and the inline chain. */
 static void dwarf_lookup_at(struct bfdsym *bs, struct binary *b, uint64_t a,
 			    struct symcache_entry *e)
@@ -697,6 +799,7 @@ static void dwarf_lookup_at(struct bfdsym *bs, struct binary *b, uint64_t a,
 	struct dwarf_frame bfdchain[64];
 	const struct dwarf_frame *chain = bfdchain;
 	struct inline_frame inl[64];
+	bool own = false;
 	int n = 0;
 
 	e->flags |= SC_DWARF;
@@ -706,6 +809,7 @@ static void dwarf_lookup_at(struct bfdsym *bs, struct binary *b, uint64_t a,
 
 		chain = ans->frames;
 		n = (int)ans->nframes;
+		own = true;
 	} else {
 		if (b->dw && !b->dw_off) {
 			/* Out of step with the batch: libbfd from now on. */
@@ -722,10 +826,10 @@ static void dwarf_lookup_at(struct bfdsym *bs, struct binary *b, uint64_t a,
 		inl[k].func = chain[k].func && *chain[k].func
 				      ? demangled(bs, chain[k].func)
 				      : NULL;
-		inl[k].file = chain[k].file && *chain[k].file
-				      ? strtab_intern_str(bs->base.strings,
-							  chain[k].file)
-				      : NULL;
+		inl[k].file = !chain[k].file || !*chain[k].file ? NULL
+			      : own ? dwarf_file(bs, chain[k].file)
+				    : strtab_intern_str(bs->base.strings,
+							chain[k].file);
 		inl[k].line = chain[k].line;
 		inl[k].func_len = 0;
 	}
@@ -754,6 +858,10 @@ static void bfd_prepare(struct symbolizer *s, const struct maps *maps,
 	bs->next = 0;
 	bs->batch_maps = maps;
 	bs->batch_id++;
+	free(bs->slots);
+	bs->slots = n ? xcalloc(n, sizeof(*bs->slots)) : NULL;
+	for (size_t i = 0; i < n; i++)
+		bs->slots[i].v = maps ? maps_find(maps, addrs[i]) : NULL;
 }
 
 static void bfd_code(struct symbolizer *s, const struct maps *maps,
@@ -765,6 +873,7 @@ static void bfd_code(struct symbolizer *s, const struct maps *maps,
 	const struct elf_sym *sym;
 	const struct vma *v;
 	struct binary *b;
+	struct slot *sl = NULL;
 	const struct sym_options *o = s->opts;
 	bool past, need_dwarf = o->want_source || !o->no_inline;
 	uint64_t elf;
@@ -773,11 +882,12 @@ static void bfd_code(struct symbolizer *s, const struct maps *maps,
 	if (bs->batch) {
 		if (bs->next < bs->nbatch && bs->batch[bs->next] == addr &&
 		    maps == bs->batch_maps)
-			bs->next++;
+			sl = &bs->slots[bs->next++];
 		else
 			bs->batch = NULL; /* out of step: no more batching */
 	}
-	if (!maps || !(v = maps_find(maps, addr))) {
+	v = sl ? sl->v : maps ? maps_find(maps, addr) : NULL;
+	if (!v) {
 		say_why(bs, NULL, addr, "%s", maps ? "in no mapping of the maps"
 						   : "no maps to place it");
 		return;
@@ -794,13 +904,19 @@ static void bfd_code(struct symbolizer *s, const struct maps *maps,
 			b->img.map ? "has no symbols" : "could not be read");
 		return;
 	}
-	if (!elf_address(addr, v, b->img.loads, b->img.nloads, &elf)) {
+	if (sl && b->slots_batch != bs->batch_id)
+		find_slots(bs, b, (size_t)(sl - bs->slots));
+	if (sl ? !sl->placed
+	       : !elf_address(addr, v, b->img.loads, b->img.nloads, &elf)) {
 		say_why(bs, b, addr, "outside the loaded segments of %s (the "
 				     "file is not the one the process mapped?)",
 			v->name);
 		return;
 	}
-	hit = symcache_get(b->cache, elf);
+	if (sl)
+		elf = sl->elf;
+	hit = sl ? symcache_get_at(b->cache, elf, sl->where)
+		 : symcache_get(b->cache, elf);
 	if (hit && (!need_dwarf || (hit->flags & SC_DWARF))) {
 		e = *hit;
 		b->cached++;
@@ -809,7 +925,14 @@ static void bfd_code(struct symbolizer *s, const struct maps *maps,
 		memset(&e, 0, sizeof(e));
 		e.addr = elf;
 		/* A return address: the call is the instruction before. */
-		sym = elf_find(b->img.code, b->img.ncode, elf - 1, &past);
+		if (sl) {
+			sym = slot_symbol(b, sl);
+			past = sl->past;
+		} else {
+			binary_symbols(b);
+			sym = elf_find(b->img.code, b->img.ncode, elf - 1,
+				       &past);
+		}
 		if (sym && !past) {
 			e.func = demangled(bs, sym->name);
 		} else if (sym) {
@@ -823,15 +946,19 @@ static void bfd_code(struct symbolizer *s, const struct maps *maps,
 			dwarf_lookup_at(bs, b, elf - 1, &e);
 		symcache_put(b->cache, &e);
 	}
-	if (!e.func || starts_with(e.func, "?? after "))
-		say_why(bs, b, addr, "%s %s%s", e.func ? "past the end of the "
-							 "nearest symbol of"
-						       : "below every symbol of",
-			v->name, b->img.has_symtab
-					 ? ""
-					 : " (stripped: only exported "
-					   "functions have symbols; a debug "
-					   "file would have the others)");
+	if (o->verbose > 1 && (!e.func || starts_with(e.func, "?? after "))) {
+		/* (Whether it has a .symtab is known once its symbols are
+		 * read, which a warm run may not have needed.) */
+		binary_symbols(b);
+		say_why(bs, b, addr, "%s %s%s",
+			e.func ? "past the end of the nearest symbol of"
+			       : "below every symbol of",
+			v->name,
+			b->img.has_symtab ? ""
+					  : " (stripped: only exported "
+					    "functions have symbols; a debug "
+					    "file would have the others)");
+	}
 	out->func = shown(bs, e.func);
 	out->file = e.file;
 	out->line = e.line;
@@ -865,6 +992,7 @@ static const char *bfd_data(struct symbolizer *s, const struct maps *maps,
 	if (!b->img.map ||
 	    !elf_address(addr, v, b->img.loads, b->img.nloads, &elf))
 		return NULL;
+	binary_symbols(b);
 	/* A type object is named by the symbol that starts exactly there. */
 	sym = elf_find(b->img.data, b->img.ndata, elf, &past);
 	if (!sym || sym->addr != elf)
@@ -910,6 +1038,8 @@ static void bfd_destroy(struct symbolizer *s)
 	hashmap_free(&bs->bins);
 	hashmap_free(&bs->demangled);
 	hashmap_free(&bs->shortened);
+	hashmap_free(&bs->files);
+	free(bs->slots);
 	sb_release(&bs->sb);
 	free(bs);
 }
@@ -938,5 +1068,6 @@ struct symbolizer *symbfd_open(struct strtab *strings,
 	hashmap_init(&bs->bins, 64);
 	hashmap_init(&bs->demangled, 4096);
 	hashmap_init(&bs->shortened, 4096);
+	hashmap_init(&bs->files, 1024);
 	return &bs->base;
 }

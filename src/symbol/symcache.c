@@ -359,6 +359,119 @@ const struct symcache_entry *symcache_get(struct symcache *c, uint64_t addr)
 	return from_file(c, i);
 }
 
+/*
+ * LSD radix sort of V by its bits from FROM up, 11 bits a pass, as far as
+ * the largest has bits (TMP as large): the addresses of one binary span a
+ * few megabytes, two passes.  Returns V or TMP, whichever holds the
+ * result.
+ */
+static uint64_t *radix_sort(uint64_t *v, uint64_t *tmp, size_t n,
+			    unsigned from)
+{
+	uint64_t max = 0;
+
+	for (size_t i = 0; i < n; i++)
+		max = v[i] > max ? v[i] : max;
+	for (unsigned shift = from; shift < 64 && max >> shift; shift += 11) {
+		size_t count[2048] = { 0 }, sum = 0;
+		uint64_t *t;
+
+		for (size_t i = 0; i < n; i++)
+			count[(v[i] >> shift) & 2047]++;
+		for (size_t d = 0; d < 2048; d++) {
+			size_t c = count[d];
+
+			count[d] = sum;
+			sum += c;
+		}
+		for (size_t i = 0; i < n; i++)
+			tmp[count[(v[i] >> shift) & 2047]++] = v[i];
+		t = v;
+		v = tmp;
+		tmp = t;
+	}
+	return v;
+}
+
+/* The first entry at or after I whose address is not below Q. */
+static size_t gallop(const struct symcache *c, size_t i, uint64_t q)
+{
+	size_t step = 1, hi;
+
+	if (i >= c->nents || c->ents[i].addr >= q)
+		return i;
+	/* Strides that double while they stay below Q: a batch of a few
+	 * addresses in a big file still costs a search each. */
+	while (i + step < c->nents && c->ents[i + step].addr < q) {
+		i += step;
+		step *= 2;
+	}
+	hi = i + step < c->nents ? i + step : c->nents;
+	return i + 1 + PARTITION_POINT(hi - i - 1, m, c->ents[i + 1 + m].addr < q);
+}
+
+void symcache_find_many(struct symcache *c, const uint64_t *addrs, size_t n,
+			uint32_t *where)
+{
+	uint64_t *v, *tmp, *sorted, min = UINT64_MAX, max = 0;
+	size_t j = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		min = addrs[i] < min ? addrs[i] : min;
+		max = addrs[i] > max ? addrs[i] : max;
+	}
+	if (!c || c->nents >= UINT32_MAX || n < 64 || n > UINT32_MAX ||
+	    max - min > UINT32_MAX) {
+		/* (A few, or spread over more than 4 GB: one by one.) */
+		for (size_t i = 0; i < n; i++) {
+			size_t k = c && c->nents < UINT32_MAX
+					   ? gallop(c, 0, addrs[i])
+					   : SIZE_MAX;
+
+			where[i] = c && k < c->nents &&
+						   c->ents[k].addr == addrs[i]
+					   ? (uint32_t)k + 1
+					   : 0;
+		}
+		return;
+	}
+	/* Each address as its offset from the lowest, above its place in
+	 * the batch: 8 bytes to sort, not 16. */
+	v = xcalloc(n, sizeof(*v));
+	tmp = xcalloc(n, sizeof(*tmp));
+	for (size_t i = 0; i < n; i++)
+		v[i] = (addrs[i] - min) << 32 | i;
+	sorted = radix_sort(v, tmp, n, 32);
+	/* The file walked once beside the sorted batch. */
+	for (size_t i = 0; i < n; i++) {
+		uint64_t q = (sorted[i] >> 32) + min;
+
+		j = gallop(c, j, q);
+		where[(uint32_t)sorted[i]] =
+			j < c->nents && c->ents[j].addr == q ? (uint32_t)j + 1
+							     : 0;
+	}
+	free(v);
+	free(tmp);
+}
+
+const struct symcache_entry *symcache_get_at(struct symcache *c,
+					     uint64_t addr, uint32_t where)
+{
+	const struct symcache_entry *e;
+
+	if (!c)
+		return NULL;
+	if (c->added.count &&
+	    (e = hashmap_get(&c->added, hash_u64(addr), NULL, NULL)))
+		return e;
+	if (!where)
+		return NULL;
+	if (where > c->nents || c->ents[where - 1].addr != addr)
+		BUG("symcache_get_at: entry %u is not 0x%" PRIx64, where, addr);
+	return from_file(c, where - 1);
+}
+
 void symcache_put(struct symcache *c, const struct symcache_entry *e)
 {
 	struct symcache_entry *copy;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "elfimage.h"
 #include "helpers.h"
@@ -778,4 +779,60 @@ Test(elf, truncated_binary_is_an_error)
 	cr_assert_eq(rc, -1, "section headers past the end of the file: "
 			     "opened with %zu functions and no reason",
 		     img.ncode);
+}
+
+/* PATH opened with its symbols read later: the tables elf_open reads,
+ * and has_code saying beforehand whether there are functions. */
+static void lazy_matches_eager(const char *path)
+{
+	struct elf_image lazy;
+	struct strbuf why2 = STRBUF_INIT;
+
+	open_ok(path);
+	cr_assert_eq(elf_open_headers(&lazy, path, &why2), 0, "%s: %s", path,
+		     sb_str(&why2));
+	cr_assert_eq(lazy.ncode, 0);
+	cr_assert_eq(lazy.ndata, 0);
+	cr_assert_eq(lazy.has_code, img.ncode > 0, "%s", path);
+	cr_assert_eq(lazy.has_symtab, img.has_symtab, "%s", path);
+	elf_load_symbols(&lazy);
+	elf_load_symbols(&lazy); /* (twice: once) */
+	cr_assert_eq(lazy.has_symtab, img.has_symtab, "%s", path);
+	cr_assert_eq(lazy.ncode, img.ncode, "%s", path);
+	cr_assert_eq(lazy.ndata, img.ndata, "%s", path);
+	for (size_t i = 0; i < img.ncode; i++) {
+		cr_assert_eq(lazy.code[i].addr, img.code[i].addr);
+		cr_assert_eq(lazy.code[i].size, img.code[i].size);
+		cr_assert_str_eq(lazy.code[i].name, img.code[i].name);
+	}
+	for (size_t i = 0; i < img.ndata; i++)
+		cr_assert_str_eq(lazy.data[i].name, img.data[i].name);
+	elf_close(&lazy);
+	elf_close(&img);
+	sb_release(&why2);
+}
+
+Test(elf, symbols_read_when_asked_for)
+{
+	const char *p = must_compile("lazy", exe_src, CFLAGS "-fPIE -pie");
+	const char *l = must_compile("liblazy.so", lib_src,
+				     CFLAGS "-shared -fPIC");
+
+	cr_assert_eq(sh("cd '%s' && objcopy --only-keep-debug lazy lazy.debug "
+			"&& objcopy --strip-all lazy lazy-stripped && "
+			"strip --strip-all -o liblazy-stripped.so liblazy.so && "
+			"objcopy --remove-section=.dynsym --remove-section=.symtab "
+			"lazy lazy-nosyms 2>/dev/null; "
+			"objcopy --strip-all --keep-symbol=known_object lazy "
+			"lazy-objects",
+			tmpdir()),
+		     0);
+	lazy_matches_eager(p);
+	lazy_matches_eager(l);
+	lazy_matches_eager(scratch("lazy.debug"));
+	lazy_matches_eager(scratch("lazy-stripped"));
+	lazy_matches_eager(scratch("liblazy-stripped.so"));
+	lazy_matches_eager(scratch("lazy-objects"));
+	if (access(scratch("lazy-nosyms"), R_OK) == 0)
+		lazy_matches_eager(scratch("lazy-nosyms"));
 }

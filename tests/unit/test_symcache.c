@@ -1044,3 +1044,97 @@ Test(hostpath, target_root_keeps_the_separator)
 	cr_assert_eq(sym_options_alternative_dirs(&o, "/@/mnt/root/"), 0);
 	host_is("/usr/lib/x.so", "/mnt/root/usr/lib/x.so");
 }
+
+/*
+ * A batch's places in the file, found by sorting it and walking the file:
+ * the same answers as symcache_get, in any order, with repeats, misses
+ * between entries and past both ends, and with entries of this run,
+ * which win.
+ */
+static void find_many_agrees(struct symcache *c, const uint64_t *q, size_t n)
+{
+	uint32_t *where = xcalloc(n + 1, sizeof(*where));
+
+	symcache_find_many(c, q, n, where);
+	for (size_t i = 0; i < n; i++) {
+		const struct symcache_entry *a, *b;
+		struct symcache_entry copy;
+
+		a = symcache_get(c, q[i]);
+		if (a)
+			copy = *a;
+		b = symcache_get_at(c, q[i], where[i]);
+		cr_assert_eq(!a, !b, "0x%llx", (unsigned long long)q[i]);
+		if (!a)
+			continue;
+		cr_assert_eq(b->addr, copy.addr);
+		cr_assert_eq(b->func, copy.func);
+		cr_assert_eq(b->line, copy.line);
+	}
+	free(where);
+}
+
+Test(symcache, batch_lookups_match_single_ones)
+{
+	struct symcache *c = symcache_open(ID, &strings);
+	struct symcache_entry e;
+	uint64_t *q = xcalloc(5000, sizeof(*q));
+	size_t n = 0;
+	char name[32];
+
+	/* Every third address of 0x10000..0x10000 + 3 * 1000. */
+	for (uint64_t a = 0; a < 1000; a++) {
+		snprintf(name, sizeof(name), "f%llu", (unsigned long long)a);
+		e = entry(0x10000 + 3 * a, name, "x.c", (uint32_t)a + 1);
+		symcache_put(c, &e);
+	}
+	symcache_close(c);
+
+	new_run();
+	c = symcache_open(ID, &strings);
+	cr_assert_eq(symcache_count(c), 1000);
+	/* Hits, misses beside them, both ends, in a scrambled order. */
+	for (uint64_t k = 0; k < 3200; k++)
+		q[n++] = 0x10000 - 64 + (k * 7919) % 3200;
+	q[n++] = 0;
+	q[n++] = UINT64_MAX - 5;
+	q[n++] = 0x10000;
+	q[n++] = 0x10000;
+	find_many_agrees(c, q, n);
+	/* A few (searched one by one), none, and spread over more than
+	 * 4 GB (one by one too). */
+	find_many_agrees(c, q, 10);
+	find_many_agrees(c, q, 0);
+	q[0] = 0x10000 + 3 * 5 + (1ULL << 40);
+	find_many_agrees(c, q, n);
+	/* A sparse batch in the big file: strides, not a walk. */
+	for (size_t i = 0; i < 100; i++)
+		q[i] = 0x10000 + 3 * 10 * i;
+	find_many_agrees(c, q, 100);
+	/* Entries put in this run win over the file's. */
+	e = entry(0x10000 + 3 * 7, "replaced", "y.c", 99);
+	symcache_put(c, &e);
+	for (size_t i = 0; i < 100; i++)
+		q[i] = 0x10000 + i;
+	find_many_agrees(c, q, 100);
+	{
+		uint32_t where[100];
+		const struct symcache_entry *g;
+
+		symcache_find_many(c, q, 100, where);
+		g = symcache_get_at(c, 0x10000 + 21, where[21]);
+		eq_str(g->func, "replaced");
+	}
+	symcache_close(c);
+	/* No cache: nothing, anywhere. */
+	{
+		uint32_t where[100];
+
+		symcache_find_many(NULL, q, 100, where);
+		for (size_t i = 0; i < 100; i++) {
+			cr_assert_eq(where[i], 0);
+			cr_assert_null(symcache_get_at(NULL, q[i], where[i]));
+		}
+	}
+	free(q);
+}
