@@ -91,6 +91,20 @@ struct memo {
 	const char *value;
 };
 
+/*
+ * Memos by key pointer, the last found of each slot of a small table in
+ * front of the hash table: five are asked per address (a name per frame,
+ * its file, the names shown), and the hash table's random accesses were
+ * a twentieth of a cold run.
+ */
+#define MEMO_FRONT_BITS 12
+#define MEMO_FRONT (1 << MEMO_FRONT_BITS)
+
+struct memo_map {
+	struct hashmap map;
+	struct memo front[MEMO_FRONT];
+};
+
 struct bfdsym {
 	struct symbolizer base;
 	struct hashmap bins; /* interned name -> binary */
@@ -101,11 +115,11 @@ struct bfdsym {
 	 * A function has many frame addresses: demangle and shorten its
 	 * name once.
 	 */
-	struct hashmap demangled; /* symbol name pointer -> full name */
-	struct hashmap shortened; /* interned full name -> shown name */
+	struct memo_map demangled; /* symbol name pointer -> full name */
+	struct memo_map shortened; /* interned full name -> shown name */
 	/* The DWARF reader's file names, which it keeps: pointer -> interned
 	 * (a name per frame hashed in full was a twentieth of a cold run). */
-	struct hashmap files;
+	struct memo_map files;
 	struct binary *last;      /* the binary of the last address */
 	unsigned long unresolved; /* -vv: frames outside any binary */
 	/* The addresses code() is about to be asked for (see prepare). */
@@ -173,21 +187,34 @@ static struct debuginfod_lib *load_debuginfod(struct bfdsym *bs)
 /* -vv says why this many frames of a binary stayed unresolved, no more. */
 #define MAX_WHY 20
 
-static const char *memo_get(struct hashmap *m, const void *key)
+static struct memo *memo_front(struct memo_map *m, const void *key)
 {
-	struct memo *e = hashmap_get(m, hash_u64((uintptr_t)key), NULL, NULL);
-
-	return e ? e->value : NULL;
+	return &m->front[((uintptr_t)key * 0x9e3779b97f4a7c15ULL) >>
+			 (64 - MEMO_FRONT_BITS)];
 }
 
-static const char *memo_put(struct bfdsym *bs, struct hashmap *m,
+static const char *memo_get(struct memo_map *m, const void *key)
+{
+	struct memo *f = memo_front(m, key), *e;
+
+	if (f->key == key)
+		return f->value;
+	e = hashmap_get(&m->map, hash_u64((uintptr_t)key), NULL, NULL);
+	if (!e)
+		return NULL;
+	*f = *e;
+	return e->value;
+}
+
+static const char *memo_put(struct bfdsym *bs, struct memo_map *m,
 			    const void *key, const char *value)
 {
 	struct memo *e = arena_alloc(bs->base.strings->arena, sizeof(*e));
 
 	e->key = key;
 	e->value = value;
-	hashmap_put(m, hash_u64((uintptr_t)key), e);
+	hashmap_put(&m->map, hash_u64((uintptr_t)key), e);
+	*memo_front(m, key) = *e;
 	return value;
 }
 
@@ -1036,9 +1063,9 @@ static void bfd_destroy(struct symbolizer *s)
 	free(bs->debuginfod_how);
 	free(bs->v);
 	hashmap_free(&bs->bins);
-	hashmap_free(&bs->demangled);
-	hashmap_free(&bs->shortened);
-	hashmap_free(&bs->files);
+	hashmap_free(&bs->demangled.map);
+	hashmap_free(&bs->shortened.map);
+	hashmap_free(&bs->files.map);
 	free(bs->slots);
 	sb_release(&bs->sb);
 	free(bs);
@@ -1066,8 +1093,8 @@ struct symbolizer *symbfd_open(struct strtab *strings,
 	bs->base.strings = strings;
 	bs->base.opts = opts;
 	hashmap_init(&bs->bins, 64);
-	hashmap_init(&bs->demangled, 4096);
-	hashmap_init(&bs->shortened, 4096);
-	hashmap_init(&bs->files, 1024);
+	hashmap_init(&bs->demangled.map, 4096);
+	hashmap_init(&bs->shortened.map, 4096);
+	hashmap_init(&bs->files.map, 1024);
 	return &bs->base;
 }
