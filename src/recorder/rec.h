@@ -179,12 +179,40 @@ extern __thread int rec_busy;
 
 /* ---- rec_unwind.c ---- */
 
+/* A frame to unwind from: a return address into it, its stack pointer
+ * (the CFA of the function it called) and its RBP. */
+struct rec_frame {
+	uintptr_t pc, sp, bp;
+};
+
+/*
+ * The frame of the caller of the function this is used in, as stepping
+ * out of that function would find it.  __builtin_frame_address gives the
+ * function a frame pointer (push %rbp; mov %rsp, %rbp): the caller's RBP
+ * is saved there, the return address above it, and above that is where
+ * the caller's stack pointer was before the call.
+ */
+#if defined(__x86_64__)
+#define REC_CALLER()                                                         \
+	((struct rec_frame){                                                 \
+		(uintptr_t)__builtin_return_address(0),                      \
+		(uintptr_t)__builtin_frame_address(0) + 16,                  \
+		*(const uintptr_t *)__builtin_frame_address(0) })
+#else
+#define REC_CALLER() ((struct rec_frame){ 0, 0, 0 })
+#endif
+
 void rec_unwind_init(void);
 /* Up to MAX return addresses of the caller's stack, innermost first,
  * without those in [SKIP_LO, SKIP_HI) (the recorder's own frames: its
  * hooks, its thread trampoline). */
 unsigned rec_unwind(uintptr_t *frames, unsigned max, uintptr_t skip_lo,
 		    uintptr_t skip_hi);
+/* The same from FROM, a frame of the caller's stack (REC_CALLER() of a
+ * hook): the frames in between are not stepped through again.  FROM's
+ * return address is the first frame. */
+unsigned rec_unwind_from(const struct rec_frame *from, uintptr_t *frames,
+			 unsigned max, uintptr_t skip_lo, uintptr_t skip_hi);
 /* Code was unloaded: forget what is known of it. */
 void rec_unwind_forget(void);
 /* Captures that needed glibc's backtrace() (signal frames and such). */

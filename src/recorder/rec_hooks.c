@@ -91,11 +91,18 @@ static unsigned log2_of(size_t a)
 
 /* ---- stacks ---- */
 
-static struct rec_bucket *bucket_here(enum rec_kind kind)
+/*
+ * The stack of the call a hook is serving: AT is its caller's frame, as
+ * the hook found it (REC_CALLER()), so the recorder's own frames are not
+ * stepped through.  (A hook that another hook called starts inside the
+ * recorder: those frames are skipped.)
+ */
+static struct rec_bucket *bucket_at(enum rec_kind kind,
+				    const struct rec_frame *at)
 {
 	uintptr_t frames[REC_MAX_DEPTH];
-	/* The stack starts at the caller, past the recorder's frames. */
-	unsigned n = rec_unwind(frames, rec_cfg.depth, text_lo, text_hi);
+	unsigned n = rec_unwind_from(at, frames, rec_cfg.depth, text_lo,
+				     text_hi);
 
 	return rec_bucket_get(kind, frames, n);
 }
@@ -112,8 +119,10 @@ static bool tracking(void)
 static void init(void);
 static void poll_dumper(void);
 
-/* The raw block RAW holds SIZE bytes for the user at RAW + OFF. */
-static void *finish(void *raw, size_t size, size_t off)
+/* The raw block RAW holds SIZE bytes for the user at RAW + OFF; AT is
+ * where the hook was called. */
+static void *finish(void *raw, size_t size, size_t off,
+		    const struct rec_frame *at)
 {
 	struct hdr *h;
 	struct rec_bucket *b = NULL;
@@ -128,7 +137,7 @@ static void *finish(void *raw, size_t size, size_t off)
 	poll_dumper();
 	if (tracking()) {
 		rec_busy++;
-		b = bucket_here(REC_MALLOC);
+		b = bucket_at(REC_MALLOC, at);
 		rec_busy--;
 	}
 	h->size = size;
@@ -209,19 +218,21 @@ static inline void wait_dump(void)
 /* ---- the malloc family ---- */
 
 /* A block from glibc, bookkept, with errno as the caller left it. */
-static void *done(void *raw, size_t size, size_t off, int saved_errno)
+static void *done(void *raw, size_t size, size_t off, int saved_errno,
+		  const struct rec_frame *at)
 {
 	void *p;
 
 	if (!raw)
 		return NULL; /* (glibc set errno) */
-	p = finish(raw, size, off);
+	p = finish(raw, size, off, at);
 	errno = saved_errno;
 	return p;
 }
 
 EXPORT void *malloc(size_t n)
 {
+	struct rec_frame at = REC_CALLER();
 	int e = errno;
 
 	wait_dump();
@@ -229,7 +240,7 @@ EXPORT void *malloc(size_t n)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return done(__libc_malloc(n + 16), n, 16, e);
+	return done(__libc_malloc(n + 16), n, 16, e, &at);
 }
 
 EXPORT void free(void *p)
@@ -247,6 +258,7 @@ EXPORT void free(void *p)
 
 EXPORT void *calloc(size_t n, size_t m)
 {
+	struct rec_frame at = REC_CALLER();
 	size_t total;
 	int e = errno;
 
@@ -255,10 +267,10 @@ EXPORT void *calloc(size_t n, size_t m)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return done(__libc_calloc(1, total + 16), total, 16, e);
+	return done(__libc_calloc(1, total + 16), total, 16, e, &at);
 }
 
-static void *aligned(size_t align, size_t n)
+static void *aligned(size_t align, size_t n, const struct rec_frame *at)
 {
 	int e = errno;
 
@@ -272,7 +284,7 @@ static void *aligned(size_t align, size_t n)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return done(__libc_memalign(align, n + align), n, align, e);
+	return done(__libc_memalign(align, n + align), n, align, e, at);
 }
 
 /*
@@ -301,6 +313,7 @@ static size_t usable(void *p, const struct hdr *h)
 
 EXPORT void *realloc(void *p, size_t n)
 {
+	struct rec_frame at = REC_CALLER();
 	struct hdr *h, saved;
 	void *q, *raw;
 	bool mapped;
@@ -336,7 +349,7 @@ EXPORT void *realloc(void *p, size_t n)
 	if (!q)
 		return NULL; /* the old block as it was; glibc set errno */
 	forget(p, &saved, mapped);
-	return done(q, n, 16, e);
+	return done(q, n, 16, e, &at);
 }
 
 EXPORT void *reallocarray(void *p, size_t n, size_t m)
@@ -352,21 +365,26 @@ EXPORT void *reallocarray(void *p, size_t n, size_t m)
 
 EXPORT void *memalign(size_t align, size_t n)
 {
-	return aligned(align, n);
+	struct rec_frame at = REC_CALLER();
+
+	return aligned(align, n, &at);
 }
 
 EXPORT void *aligned_alloc(size_t align, size_t n)
 {
-	return aligned(align, n);
+	struct rec_frame at = REC_CALLER();
+
+	return aligned(align, n, &at);
 }
 
 EXPORT int posix_memalign(void **out, size_t align, size_t n)
 {
+	struct rec_frame at = REC_CALLER();
 	void *p;
 
 	if (!align || (align & (align - 1)) || align % sizeof(void *))
 		return EINVAL;
-	p = aligned(align, n);
+	p = aligned(align, n, &at);
 	if (!p)
 		return ENOMEM;
 	*out = p;
@@ -375,18 +393,21 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
 
 EXPORT void *valloc(size_t n)
 {
-	return aligned((size_t)sysconf(_SC_PAGESIZE), n);
+	struct rec_frame at = REC_CALLER();
+
+	return aligned((size_t)sysconf(_SC_PAGESIZE), n, &at);
 }
 
 EXPORT void *pvalloc(size_t n)
 {
+	struct rec_frame at = REC_CALLER();
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 
 	if (n > SIZE_MAX - page) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	return aligned(page, (n + page - 1) & ~(page - 1));
+	return aligned(page, (n + page - 1) & ~(page - 1), &at);
 }
 
 EXPORT size_t malloc_usable_size(void *p)
@@ -407,14 +428,14 @@ static uintptr_t page_up(uintptr_t a)
 	return (a + page_size - 1) & ~(uintptr_t)(page_size - 1);
 }
 
-static void note_map(void *r, size_t len)
+static void note_map(void *r, size_t len, const struct rec_frame *at)
 {
 	struct rec_bucket *b;
 
 	if (r == MAP_FAILED || !rec_cfg.mmap || !tracking())
 		return;
 	rec_busy++;
-	b = bucket_here(REC_MMAP);
+	b = bucket_at(REC_MMAP, at);
 	if (b) {
 		rec_count_alloc(b->id, 0, 0);
 		rec_map_add((uintptr_t)r, page_up((uintptr_t)r + len), b->id);
@@ -425,6 +446,7 @@ static void note_map(void *r, size_t len)
 EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd,
 		  off_t off)
 {
+	struct rec_frame at = REC_CALLER();
 	void *r;
 	int e = errno;
 
@@ -435,7 +457,7 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd,
 	if (atomic_load(&state) == ST_NEW)
 		init();
 	poll_dumper();
-	note_map(r, len);
+	note_map(r, len, &at);
 	errno = e;
 	return r;
 }

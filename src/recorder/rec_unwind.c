@@ -29,9 +29,10 @@
 #include <unistd.h>
 
 /*
- * glibc's backtrace(), from RET (rec_unwind's return address: what comes
- * before it is this call, and whatever wraps backtrace()), without the
- * frames in [SKIP_LO, SKIP_HI).
+ * glibc's backtrace(), from the frame RET (rec_unwind's return address,
+ * or the frame rec_unwind_from was given: what comes before it is this
+ * call, and whatever wraps backtrace()), without the frames in [SKIP_LO,
+ * SKIP_HI).
  */
 static unsigned from_backtrace(uintptr_t *frames, unsigned max,
 			       uintptr_t skip_lo, uintptr_t skip_hi,
@@ -589,22 +590,19 @@ static uintptr_t find_stack_top(void)
 	return (uintptr_t)pthread_self();
 }
 
-__attribute__((noinline)) unsigned rec_unwind(uintptr_t *frames, unsigned max,
-					      uintptr_t skip_lo,
-					      uintptr_t skip_hi)
+/*
+ * Step from the frame at PC (a return address into it, or with FIRST its
+ * exact address), SP and BP to the stack's root, keeping up to MAX frames
+ * after the N in FRAMES already.  RET for the fallback: the first frame.
+ */
+static unsigned walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, bool first,
+		     uintptr_t *frames, unsigned n, unsigned max,
+		     uintptr_t skip_lo, uintptr_t skip_hi, uintptr_t ret)
 {
-	uintptr_t pc, sp, bp;
-	unsigned n = 0;
-	bool first = true;
-
 	if (!cache)
 		goto slow;
 	if (!stack_top)
 		stack_top = find_stack_top();
-	__asm__ volatile("lea 0(%%rip), %0\n\t"
-			 "mov %%rsp, %1\n\t"
-			 "mov %%rbp, %2"
-			 : "=r"(pc), "=r"(sp), "=r"(bp));
 	while (n < max) {
 		struct rule r;
 		uintptr_t cfa, ra;
@@ -640,8 +638,35 @@ __attribute__((noinline)) unsigned rec_unwind(uintptr_t *frames, unsigned max,
 slow:
 	atomic_fetch_add_explicit(&rec_unwind_fallbacks, 1,
 				  memory_order_relaxed);
-	return from_backtrace(frames, max, skip_lo, skip_hi,
-			      (uintptr_t)__builtin_return_address(0));
+	return from_backtrace(frames, max, skip_lo, skip_hi, ret);
+}
+
+__attribute__((noinline)) unsigned rec_unwind(uintptr_t *frames, unsigned max,
+					      uintptr_t skip_lo,
+					      uintptr_t skip_hi)
+{
+	uintptr_t pc, sp, bp;
+
+	__asm__ volatile("lea 0(%%rip), %0\n\t"
+			 "mov %%rsp, %1\n\t"
+			 "mov %%rbp, %2"
+			 : "=r"(pc), "=r"(sp), "=r"(bp));
+	return walk(pc, sp, bp, true, frames, 0, max, skip_lo, skip_hi,
+		    (uintptr_t)__builtin_return_address(0));
+}
+
+__attribute__((noinline)) unsigned
+rec_unwind_from(const struct rec_frame *from, uintptr_t *frames, unsigned max,
+		uintptr_t skip_lo, uintptr_t skip_hi)
+{
+	unsigned n = 0;
+
+	if (!max || !from->pc)
+		return 0;
+	if (from->pc < skip_lo || from->pc >= skip_hi)
+		frames[n++] = from->pc;
+	return walk(from->pc, from->sp, from->bp, false, frames, n, max,
+		    skip_lo, skip_hi, from->pc);
 }
 
 #else /* not x86-64 with _dl_find_object: glibc's unwinder */
@@ -662,6 +687,15 @@ __attribute__((noinline)) unsigned rec_unwind(uintptr_t *frames,
 {
 	return from_backtrace(frames, max, skip_lo, skip_hi,
 			      (uintptr_t)__builtin_return_address(0));
+}
+
+__attribute__((noinline)) unsigned
+rec_unwind_from(const struct rec_frame *from, uintptr_t *frames, unsigned max,
+		uintptr_t skip_lo, uintptr_t skip_hi)
+{
+	return from_backtrace(frames, max, skip_lo, skip_hi,
+			      from->pc ? from->pc
+				       : (uintptr_t)__builtin_return_address(0));
 }
 
 #endif

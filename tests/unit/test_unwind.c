@@ -1,7 +1,9 @@
 /*
  * The recorder's unwinder gives the same stacks as glibc's backtrace():
  * through recursion, libc (qsort's comparator), another thread, a signal
- * handler (its fallback), and a function that realigns its stack.
+ * handler (its fallback), and a function that realigns its stack; from
+ * its own frame, and from a caller's frame as a hook gives it
+ * (REC_CALLER()).
  */
 #include <criterion/criterion.h>
 #include <execinfo.h>
@@ -20,11 +22,23 @@ struct both {
 	int n_theirs;
 };
 
+/* Unwind from the caller's frame, as the hooks do. */
+static bool from_caller;
+
 /* Both stacks from one function; their first frames are two different
  * call sites in it, the rest must agree. */
 static __attribute__((noinline)) void take(struct both *b)
 {
-	b->n_mine = rec_unwind(b->mine, REC_MAX_DEPTH, 0, 0);
+	struct rec_frame at = REC_CALLER();
+
+	if (from_caller) {
+		/* (Frame 0 is this function's, which a hook's caller skips.) */
+		b->mine[0] = 0;
+		b->n_mine = 1 + rec_unwind_from(&at, b->mine + 1,
+						REC_MAX_DEPTH - 1, 0, 0);
+	} else {
+		b->n_mine = rec_unwind(b->mine, REC_MAX_DEPTH, 0, 0);
+	}
 	b->n_theirs = backtrace(b->theirs, REC_MAX_DEPTH);
 	__asm__ volatile("" ::: "memory");
 }
@@ -75,6 +89,7 @@ static __attribute__((noinline)) int recurse(int depth, struct both *b)
 static void init(void)
 {
 	rec_unwind_init();
+	from_caller = false;
 }
 
 TestSuite(unwind, .init = init);
@@ -166,4 +181,33 @@ Test(unwind, realigned_stack)
 
 	realigned(&b);
 	same(&b, 6);
+}
+
+/* The same stacks again, each from the frame of take()'s caller. */
+Test(unwind, from_caller)
+{
+	static struct both b;
+	pthread_t t;
+	int v[64];
+
+	from_caller = true;
+	recurse(0, &b);
+	same(&b, 3);
+	recurse(40, &b);
+	same(&b, 43);
+	realigned(&b);
+	same(&b, 6);
+	cr_assert_eq(pthread_create(&t, NULL, thread_main, &b), 0);
+	pthread_join(t, NULL);
+	same(&b, 7);
+	taken = 0;
+	for (int i = 0; i < 64; i++)
+		v[i] = (i * 37) % 64;
+	qsort(v, 64, sizeof(v[0]), cmp);
+	same(&in_qsort, 4);
+	cr_assert_eq(rec_unwind_fallbacks, 0, "plain frames fell back");
+	signal(SIGUSR1, handler);
+	raise(SIGUSR1);
+	same(&in_handler, 4);
+	cr_assert_eq(rec_unwind_fallbacks, 1, "a signal frame, yet no fallback");
 }
