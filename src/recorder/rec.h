@@ -94,6 +94,32 @@ bool rec_table_locks_free(void);
 bool rec_count_locks_free(void);
 bool rec_hooks_locks_free(void);
 
+/*
+ * Per-thread state, pooled: items of one size that a thread takes when it
+ * first needs one and gives back when it ends (from a thread-specific
+ * key's destructor), for the next new thread, so that their number
+ * follows the most threads alive at once, not how many ever were.  Every
+ * item stays on the list ALL, which only grows at its head (a dump may
+ * walk it without the lock, from the head it read).  An item's struct
+ * starts with a struct rec_pooled.
+ */
+struct rec_pooled {
+	struct rec_pooled *next; /* all of them */
+	struct rec_pooled *next_free;
+};
+struct rec_pool {
+	rec_lock lock;
+	struct rec_pooled *all, *free;
+};
+/* A free item, as its last thread left it, else a new one of SIZE bytes,
+ * zeroed; NULL without memory. */
+void *rec_pool_get(struct rec_pool *p, size_t size);
+void rec_pool_put(struct rec_pool *p, void *item);
+/* Around fork(): take (or give back) the pool's lock; in the child, where
+ * only this thread lives on, every item but KEEP is free after it. */
+void rec_pool_lock(struct rec_pool *p, bool take);
+void rec_pool_after_fork(struct rec_pool *p, const void *keep);
+
 /* ---- rec_table.c: buckets, large blocks, mappings ---- */
 
 /* False if there is no memory for them. */
@@ -208,15 +234,30 @@ void rec_unwind_init(void);
  * hooks, its thread trampoline). */
 unsigned rec_unwind(uintptr_t *frames, unsigned max, uintptr_t skip_lo,
 		    uintptr_t skip_hi);
-/* The same from FROM, a frame of the caller's stack (REC_CALLER() of a
+/*
+ * The same from FROM, a frame of the caller's stack (REC_CALLER() of a
  * hook): the frames in between are not stepped through again.  FROM's
- * return address is the first frame. */
+ * return address is the first frame.  With NOTE, *NOTE is the place of a
+ * note the caller may keep with the stack it gets (NULL where none can
+ * be kept): a later walk of the thread from the same frame that finds
+ * the same stack gives the place back with the note in it, and then
+ * leaves FRAMES unwritten.
+ */
 unsigned rec_unwind_from(const struct rec_frame *from, uintptr_t *frames,
-			 unsigned max, uintptr_t skip_lo, uintptr_t skip_hi);
+			 unsigned max, uintptr_t skip_lo, uintptr_t skip_hi,
+			 void ***note);
 /* Code was unloaded: forget what is known of it. */
 void rec_unwind_forget(void);
+/* Around fork(): the unwinder's lock; in the child, after it. */
+void rec_unwind_locks(bool take);
+void rec_unwind_after_fork(void);
 /* Captures that needed glibc's backtrace() (signal frames and such). */
 extern atomic_ulong rec_unwind_fallbacks;
+/* This thread's walks that ended in the memo of its last walks, and
+ * those that found the same stack as the last time (for the tests, which
+ * can turn the memo off, to compare). */
+extern __thread unsigned long rec_unwind_replays, rec_unwind_same;
+extern bool rec_unwind_no_memo;
 
 /* ---- rec_stop.c ---- */
 

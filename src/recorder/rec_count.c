@@ -33,19 +33,17 @@ struct pages {
 };
 
 struct counters {
+	struct rec_pooled pooled; /* (first) */
 	_Atomic(struct pages *) pages;
 	int64_t headers;          /* header bytes live (a thread's part) */
 	int64_t alloc_pending;    /* not yet in rec_allocated */
 	int64_t inuse_pending;    /* not yet in rec_inuse */
-	struct counters *next;    /* all of them */
-	struct counters *next_free;
 };
 
 atomic_uint_fast64_t rec_allocated;
 atomic_int_fast64_t rec_inuse;
 
-static struct counters *all, *pool;
-static rec_lock lock = ATOMIC_FLAG_INIT;
+static struct rec_pool pool = { ATOMIC_FLAG_INIT, NULL, NULL };
 static pthread_key_t key;
 static bool have_key;
 static __thread struct counters *mine;
@@ -72,10 +70,7 @@ static void retire(void *arg)
 	flush(c);
 	if (mine == c)
 		mine = NULL;
-	rec_lock_take(&lock);
-	c->next_free = pool;
-	pool = c;
-	rec_lock_give(&lock);
+	rec_pool_put(&pool, c);
 }
 
 void rec_count_init(void)
@@ -89,18 +84,7 @@ static struct counters *get(void)
 
 	if (__builtin_expect(c != NULL, 1))
 		return c;
-	rec_lock_take(&lock);
-	c = pool;
-	if (c) {
-		pool = c->next_free;
-	} else {
-		c = rec_alloc(sizeof(*c));
-		if (c) {
-			c->next = all;
-			all = c;
-		}
-	}
-	rec_lock_give(&lock);
+	c = rec_pool_get(&pool, sizeof(*c));
 	if (!c)
 		return NULL;
 	mine = c;
@@ -189,11 +173,11 @@ int64_t rec_count_sum(uint32_t nb, struct rec_totals *out)
 	struct counters *c;
 
 	memset(out, 0, (size_t)nb * sizeof(*out));
-	rec_lock_take(&lock);
-	c = all;
-	rec_lock_give(&lock);
+	rec_lock_take(&pool.lock);
+	c = (struct counters *)pool.all;
+	rec_lock_give(&pool.lock);
 	/* (The list only grows at its head: what is behind C stays.) */
-	for (; c; c = c->next) {
+	for (; c; c = (struct counters *)c->pooled.next) {
 		struct pages *a = atomic_load_explicit(&c->pages,
 						       memory_order_acquire);
 
@@ -217,28 +201,20 @@ int64_t rec_count_sum(uint32_t nb, struct rec_totals *out)
 
 void rec_count_locks(bool take)
 {
-	if (take)
-		rec_lock_take(&lock);
-	else
-		rec_lock_give(&lock);
+	rec_pool_lock(&pool, take);
 }
 
 void rec_count_after_fork(void)
 {
-	/* Only this thread lives on: the others' counters are pooled. */
-	struct counters *c;
-
-	pool = NULL;
-	for (c = all; c; c = c->next) {
-		if (c == mine)
-			continue;
-		flush(c);
-		c->next_free = pool;
-		pool = c;
-	}
+	/* Only this thread lives on: the others' counters are pooled, with
+	 * what they had not yet told. */
+	for (struct rec_pooled *it = pool.all; it; it = it->next)
+		if (it != &mine->pooled)
+			flush((struct counters *)it);
+	rec_pool_after_fork(&pool, mine);
 }
 
 bool rec_count_locks_free(void)
 {
-	return rec_lock_free(&lock);
+	return rec_lock_free(&pool.lock);
 }

@@ -101,10 +101,25 @@ static struct rec_bucket *bucket_at(enum rec_kind kind,
 				    const struct rec_frame *at)
 {
 	uintptr_t frames[REC_MAX_DEPTH];
+	void **note;
 	unsigned n = rec_unwind_from(at, frames, rec_cfg.depth, text_lo,
-				     text_hi);
+				     text_hi, &note);
+	struct rec_bucket *b;
 
-	return rec_bucket_get(kind, frames, n);
+	/* The stack of the last call from here: its bucket is noted. */
+	if (note && *note) {
+		b = *note;
+		if (b->kind == kind)
+			return b;
+		/* (The same call site, another hook: a function pointer.) */
+		n = rec_unwind_from(at, frames, rec_cfg.depth, text_lo,
+				    text_hi, NULL);
+		return rec_bucket_get(kind, frames, n);
+	}
+	b = rec_bucket_get(kind, frames, n);
+	if (note)
+		*note = b;
+	return b;
 }
 
 /* ---- bookkeeping ---- */
@@ -841,11 +856,13 @@ static void locks(bool take)
 	if (take) {
 		rec_dump_lock();
 		rec_count_locks(true);
+		rec_unwind_locks(true);
 		rec_table_locks(true);
 		rec_mem_locks(true);
 	} else {
 		rec_mem_locks(false);
 		rec_table_locks(false);
+		rec_unwind_locks(false);
 		rec_count_locks(false);
 		rec_dump_unlock();
 	}
@@ -873,6 +890,7 @@ static void become_child(void)
 {
 	atomic_store(&rec_forked, true);
 	rec_count_after_fork();
+	rec_unwind_after_fork();
 	locks(false);
 	atomic_store(&rec_dumping, false);
 	have_dumper = false;

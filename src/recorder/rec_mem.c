@@ -175,6 +175,56 @@ void *rec_alloc(size_t size)
 	return p; /* fresh anonymous memory is zero */
 }
 
+/* ---- pools of per-thread state ---- */
+
+void *rec_pool_get(struct rec_pool *p, size_t size)
+{
+	struct rec_pooled *it;
+
+	rec_lock_take(&p->lock);
+	it = p->free;
+	if (it) {
+		p->free = it->next_free;
+	} else {
+		it = rec_alloc(size);
+		if (it) {
+			it->next = p->all;
+			p->all = it;
+		}
+	}
+	rec_lock_give(&p->lock);
+	return it;
+}
+
+void rec_pool_put(struct rec_pool *p, void *item)
+{
+	struct rec_pooled *it = item;
+
+	rec_lock_take(&p->lock);
+	it->next_free = p->free;
+	p->free = it;
+	rec_lock_give(&p->lock);
+}
+
+void rec_pool_lock(struct rec_pool *p, bool take)
+{
+	if (take)
+		rec_lock_take(&p->lock);
+	else
+		rec_lock_give(&p->lock);
+}
+
+void rec_pool_after_fork(struct rec_pool *p, const void *keep)
+{
+	p->free = NULL;
+	for (struct rec_pooled *it = p->all; it; it = it->next) {
+		if (it == keep)
+			continue;
+		it->next_free = p->free;
+		p->free = it;
+	}
+}
+
 /* ---- growable buffers ---- */
 
 static void buf_grow(struct rec_buf *b, size_t need)

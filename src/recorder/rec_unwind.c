@@ -559,13 +559,6 @@ void rec_unwind_forget(void)
 	}
 }
 
-void rec_unwind_init(void)
-{
-	cache = rec_alloc(CACHE_SIZE * sizeof(*cache));
-	if (cache)
-		memset(cache, 0, CACHE_SIZE * sizeof(*cache)); /* touched */
-}
-
 /* Stacks grow down; a step that goes the wrong way is a broken stack. */
 #define MAX_FRAME (64u << 20)
 
@@ -590,39 +583,319 @@ static uintptr_t find_stack_top(void)
 	return (uintptr_t)pthread_self();
 }
 
+/* ---- the memo: each thread's last walks ---- */
+
+/*
+ * Most allocations come from where an earlier one of the thread came
+ * from, or from near it: a loop calls the same functions again, and the
+ * frames towards the stack's root are those of the last time.  So each
+ * thread keeps its last walks, step by step, and a walk that comes to a
+ * frame one of them stepped from (the same code address, stack pointer
+ * and RBP) need not step further: from there, each step reads one or two
+ * words of the stack (the return address, and the saved RBP) at places
+ * that follow from the frame, so if those words still hold what they
+ * held, every step goes as it went, to the same frames.  Checking a word
+ * is a load and a compare, where a step is a rule lookup and a dozen
+ * checks.  The rules themselves must not have changed: the walks are kept
+ * for one generation of the rule cache.
+ *
+ * RBP is the frame pointer only where a rule says so (CFA = RBP + n);
+ * elsewhere it holds whatever the code keeps in it, a loop's counter
+ * maybe, which differs from one call to the next.  So a frame's RBP, and
+ * the saved RBP a step reads, count only where a step further up takes
+ * its CFA from RBP before another step restores it.
+ *
+ * A thread keeps a few walks, one per slot, so that code alternating
+ * between allocations (a node, then its string) finds each one's walk.
+ * A walk that starts where a slot's last one started and finds every
+ * word as it was has found the same stack: the caller may keep a note
+ * with the slot (the bucket of the stack) and have it back without the
+ * frames.  A walk that finds none replaces the slot used longest ago,
+ * and steps only until it meets that slot's steps.
+ */
+struct step {
+	const uintptr_t *ra_at, *bp_at; /* the stack words the step read */
+	uintptr_t ra, bpv;              /* and what they held */
+	uintptr_t at, sp, bp;           /* the frame stepped from */
+	uint32_t keep;                  /* 1: RA is a frame of the stack */
+	uint32_t flags;                 /* STEP_* */
+};
+
+#define STEP_RBP 1u   /* its CFA is RBP + n */
+#define STEP_SAVED 2u /* it restores RBP (BP_AT) */
+#define STEP_NEED 4u  /* BP counts: a step takes its CFA from it */
+
+/* Compare two RBPs where the step says they count. */
+static bool same_bp(const struct step *s, uintptr_t bp)
+{
+	return !((s->bp ^ bp) & -(uintptr_t)((s->flags & STEP_NEED) != 0));
+}
+
+/* Steps a slot holds; a walk that takes more is not kept. */
+#define MEMO_STEPS (REC_MAX_DEPTH + 16)
+#define MEMO_SLOTS 4
+
+struct slot {
+	struct step *start;         /* where the last walk started (or NULL) */
+	unsigned n;                 /* steps, the outermost first */
+	unsigned used;              /* the last walk's, from step N - 1 down */
+	unsigned max, kept;         /* its MAX, and the frames it found */
+	bool whole;                 /* the steps go to the stack's root */
+	uint64_t last;              /* when it was last used */
+	void *note;                 /* the caller's, of the last walk */
+};
+
+struct memo {
+	struct rec_pooled pooled;   /* (first) */
+	atomic_bool busy;           /* a walk is using it */
+	uint64_t gen;               /* of the rules the steps used */
+	uintptr_t skip_lo, skip_hi; /* (which made KEEP) */
+	uint64_t walks;
+	struct slot slot[MEMO_SLOTS];
+	struct step fresh[MEMO_STEPS]; /* a walk's own steps */
+	/* Step I of slot K is s[I][K]: the slots' outer steps, those that
+	 * every walk checks, share their pages. */
+	struct step s[MEMO_STEPS][MEMO_SLOTS];
+};
+
+bool rec_unwind_no_memo;
+__thread unsigned long rec_unwind_replays, rec_unwind_same;
+
+static __thread struct memo *memo;
+static __thread bool memo_making;
+static struct rec_pool memos = { ATOMIC_FLAG_INIT, NULL, NULL };
+static pthread_key_t memo_key;
+static bool have_memo_key;
+
+/* A thread ends: its memo goes to the next new thread. */
+static void memo_retire(void *arg)
+{
+	struct memo *m = arg;
+
+	if (memo == m)
+		memo = NULL;
+	rec_pool_put(&memos, m);
+}
+
+/*
+ * A signal handler may walk in the middle of a walk of the code it
+ * interrupted (a hook called from a handler does, in a thread that is
+ * not in the hooks): it finds the memo busy and does without.  (The
+ * fences keep the compiler from moving the flag past the walk's own
+ * reads and writes of the memo.)
+ */
+static void memo_hold(struct memo *m)
+{
+	atomic_store_explicit(&m->busy, true, memory_order_relaxed);
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+static void memo_release(struct memo *m)
+{
+	atomic_signal_fence(memory_order_seq_cst);
+	atomic_store_explicit(&m->busy, false, memory_order_relaxed);
+}
+
+static void memo_clear(struct memo *m)
+{
+	memset(m->slot, 0, sizeof(m->slot));
+}
+
+static void slot_drop(struct slot *sl)
+{
+	sl->n = 0;
+	sl->start = NULL;
+}
+
+void rec_unwind_locks(bool take)
+{
+	rec_pool_lock(&memos, take);
+}
+
+void rec_unwind_after_fork(void)
+{
+	/* Only this thread lives on: the others' memos are free. */
+	rec_pool_after_fork(&memos, memo);
+}
+
+/* This thread's memo, not in use; NULL if there is none to have. */
+static struct memo *memo_get(void)
+{
+	struct memo *m = memo;
+
+	if (__builtin_expect(m != NULL, 1))
+		/* (Busy: this is a signal handler's walk.) */
+		return atomic_load_explicit(&m->busy, memory_order_relaxed) ||
+				       rec_unwind_no_memo
+			       ? NULL
+			       : m;
+	/* (Not in a signal handler that came while this thread made one.) */
+	if (!have_memo_key || memo_making)
+		return NULL;
+	memo_making = true;
+	atomic_signal_fence(memory_order_seq_cst);
+	m = rec_pool_get(&memos, sizeof(*m));
+	if (m) {
+		/* (Another thread's stacks: maybe one that fork() left in
+		 * the middle of a walk.) */
+		memo_clear(m);
+		atomic_store_explicit(&m->busy, false, memory_order_relaxed);
+		/* (It may allocate: the hooks are off in a walk of theirs.) */
+		pthread_setspecific(memo_key, m);
+		atomic_signal_fence(memory_order_seq_cst);
+		memo = m;
+	}
+	atomic_signal_fence(memory_order_seq_cst);
+	memo_making = false;
+	return m;
+}
+
+/* Do the words of steps R down to R + 1 - N of slot K hold what they
+ * held? */
+static bool unchanged(const struct memo *m, unsigned k, int r, unsigned n)
+{
+	uintptr_t diff = 0;
+
+	for (int i = r; i > r - (int)n; i--) {
+		const struct step *s = &m->s[i][k];
+
+		diff |= (*s->ra_at ^ s->ra) | (*s->bp_at ^ s->bpv);
+	}
+	return !diff;
+}
+
+/*
+ * Replay slot K from its step R (which starts where the walk is), after
+ * the walk's *N frames, up to MAX: the frames, *N, and *STEPS the steps
+ * it took; false if the stack is no longer what the slot says.
+ */
+static bool replay(const struct memo *m, unsigned k, int r,
+		   uintptr_t *frames, unsigned *n, unsigned max,
+		   unsigned *steps)
+{
+	unsigned got = *n;
+	int i;
+
+	for (i = r; i >= 0 && got < max; i--) {
+		const struct step *s = &m->s[i][k];
+
+		if (*s->ra_at != s->ra || *s->bp_at != s->bpv)
+			return false;
+		frames[got] = s->ra;
+		got += (unsigned)s->keep;
+	}
+	/* (Steps of a walk that stopped at its MAX frames may end short.) */
+	if (i < 0 && got < max && !m->slot[k].whole)
+		return false;
+	*n = got;
+	*steps = (unsigned)(r - i);
+	return true;
+}
+
 /*
  * Step from the frame at PC (a return address into it, or with FIRST its
  * exact address), SP and BP to the stack's root, keeping up to MAX frames
  * after the N in FRAMES already.  RET for the fallback: the first frame.
+ * NOTE: as rec_unwind_from's.
  */
-static unsigned walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, bool first,
-		     uintptr_t *frames, unsigned n, unsigned max,
-		     uintptr_t skip_lo, uintptr_t skip_hi, uintptr_t ret)
+static inline unsigned walk(uintptr_t pc, uintptr_t sp, uintptr_t bp,
+			    bool first, uintptr_t *frames, unsigned n,
+			    unsigned max, uintptr_t skip_lo, uintptr_t skip_hi,
+			    uintptr_t ret, void ***note)
 {
+	struct memo *m = NULL;
+	struct slot *sl = NULL;
+	unsigned k = 0, nf = 0, used = 0;
+	int r = -1;
+
 	if (!cache)
 		goto slow;
 	if (!stack_top)
 		stack_top = find_stack_top();
-	while (n < max) {
-		struct rule r;
-		uintptr_t cfa, ra;
+	m = memo_get();
+	if (m) {
+		uintptr_t at = first ? pc : pc - 1;
+		uint64_t gen = atomic_load_explicit(&generation,
+						    memory_order_acquire);
 
-		unpack(rule_for(first ? pc : pc - 1), &r);
-		if (r.flags & RULE_END)
+		memo_hold(m);
+		if (m->gen != gen || m->skip_lo != skip_lo ||
+		    m->skip_hi != skip_hi) {
+			memo_clear(m);
+			m->gen = gen;
+			m->skip_lo = skip_lo;
+			m->skip_hi = skip_hi;
+		}
+		m->walks++;
+		/* The same stack as the last time from here? */
+		for (k = 0; note && k < MEMO_SLOTS; k++) {
+			sl = &m->slot[k];
+			if (sl->start && sl->start->sp == sp &&
+			    sl->start->at == at && same_bp(sl->start, bp) &&
+			    sl->note && sl->max == max &&
+			    unchanged(m, k, (int)sl->n - 1, sl->used)) {
+				rec_unwind_same++;
+				sl->last = m->walks;
+				*note = &sl->note;
+				memo_release(m);
+				return sl->kept;
+			}
+		}
+		/* No: this walk is to be the slot used longest ago. */
+		k = 0;
+		for (unsigned i = 1; i < MEMO_SLOTS; i++)
+			if (m->slot[i].last < m->slot[k].last)
+				k = i;
+		sl = &m->slot[k];
+		sl->note = NULL;
+		r = (int)sl->n - 1;
+	}
+	while (n < max) {
+		struct rule rl;
+		uintptr_t at = first ? pc : pc - 1, cfa;
+		const uintptr_t *ra_at, *bp_at;
+
+		/* The slot's step from here, if its walk came this way. */
+		while (r >= 0 && m->s[r][k].sp < sp)
+			r--;
+		if (r >= 0 && m->s[r][k].sp == sp && m->s[r][k].at == at &&
+		    same_bp(&m->s[r][k], bp)) {
+			unsigned steps;
+
+			if (replay(m, k, r, frames, &n, max, &steps)) {
+				rec_unwind_replays++;
+				used = nf + steps;
+				goto replayed;
+			}
+			r = -1; /* (the stack has changed further up) */
+		}
+
+		unpack(rule_for(at), &rl);
+		if (rl.flags & RULE_END)
 			break;
-		if (r.flags & RULE_SLOW)
+		if (rl.flags & RULE_SLOW)
 			goto slow;
-		cfa = (r.flags & RULE_CFA_RBP ? bp : sp) + (uintptr_t)r.cfa_off;
+		cfa = (rl.flags & RULE_CFA_RBP ? bp : sp) + (uintptr_t)rl.cfa_off;
 		if (cfa <= sp || cfa - sp > MAX_FRAME ||
-		    cfa + r.ra_off + 8 > stack_top ||
-		    ((r.flags & RULE_BP_SAVED) && cfa + r.bp_off + 8 > stack_top))
+		    cfa + rl.ra_off + 8 > stack_top ||
+		    ((rl.flags & RULE_BP_SAVED) && cfa + rl.bp_off + 8 > stack_top))
 			goto slow;
-		ra = *(const uintptr_t *)(cfa + r.ra_off);
-		if (r.flags & RULE_BP_SAVED)
-			bp = *(const uintptr_t *)(cfa + r.bp_off);
+		ra_at = (const uintptr_t *)(cfa + rl.ra_off);
+		bp_at = rl.flags & RULE_BP_SAVED
+				? (const uintptr_t *)(cfa + rl.bp_off)
+				: ra_at;
+		if (m && nf < MEMO_STEPS)
+			m->fresh[nf] = (struct step){
+				ra_at, bp_at, *ra_at, *bp_at, at, sp, bp, 0,
+				(rl.flags & RULE_CFA_RBP ? STEP_RBP : 0) |
+					(rl.flags & RULE_BP_SAVED ? STEP_SAVED
+								  : 0) };
+		pc = *ra_at;
+		if (rl.flags & RULE_BP_SAVED)
+			bp = *bp_at;
 		sp = cfa;
-		pc = ra;
 		first = false;
+		nf++;
 		if (!pc)
 			break;
 		/*
@@ -632,13 +905,69 @@ static unsigned walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, bool first,
 		 */
 		if (pc >= skip_lo && pc < skip_hi)
 			continue;
+		if (m && nf <= MEMO_STEPS)
+			m->fresh[nf - 1].keep = 1;
 		frames[n++] = pc;
 	}
+	if (!m)
+		return n;
+	/* The walk stepped to its end: its steps are all the slot has. */
+	r = -1;
+	sl->whole = n < max;
+	used = nf;
+replayed:
+	/*
+	 * Its own steps, under the slot's from step R on (if it got there),
+	 * the outermost first: whether a step's RBP counts depends on the
+	 * steps above it.  Where a saved RBP does not count, the step
+	 * checks its return address twice instead.
+	 */
+	if ((unsigned)(r + 1) + nf <= MEMO_STEPS) {
+		bool need = r >= 0 && (m->s[r][k].flags & STEP_NEED);
+
+		for (unsigned j = nf; j-- > 0;) {
+			struct step *s = &m->s[r + (int)nf - (int)j][k];
+			bool saved;
+
+			*s = m->fresh[j];
+			saved = s->flags & STEP_SAVED;
+			if (!saved || !need) {
+				s->bp_at = s->ra_at;
+				s->bpv = s->ra;
+			}
+			need = (s->flags & STEP_RBP) || (!saved && need);
+			if (need)
+				s->flags |= STEP_NEED;
+		}
+		sl->n = (unsigned)(r + 1) + nf;
+		sl->start = sl->n ? &m->s[sl->n - 1][k] : NULL;
+	} else {
+		slot_drop(sl);
+	}
+	sl->used = used;
+	sl->max = max;
+	sl->kept = n;
+	sl->last = m->walks;
+	memo_release(m);
+	if (note && sl->n)
+		*note = &sl->note;
 	return n;
 slow:
+	if (m) {
+		slot_drop(sl);
+		memo_release(m);
+	}
 	atomic_fetch_add_explicit(&rec_unwind_fallbacks, 1,
 				  memory_order_relaxed);
 	return from_backtrace(frames, max, skip_lo, skip_hi, ret);
+}
+
+void rec_unwind_init(void)
+{
+	cache = rec_alloc(CACHE_SIZE * sizeof(*cache));
+	if (cache)
+		memset(cache, 0, CACHE_SIZE * sizeof(*cache)); /* touched */
+	have_memo_key = pthread_key_create(&memo_key, memo_retire) == 0;
 }
 
 __attribute__((noinline)) unsigned rec_unwind(uintptr_t *frames, unsigned max,
@@ -652,21 +981,23 @@ __attribute__((noinline)) unsigned rec_unwind(uintptr_t *frames, unsigned max,
 			 "mov %%rbp, %2"
 			 : "=r"(pc), "=r"(sp), "=r"(bp));
 	return walk(pc, sp, bp, true, frames, 0, max, skip_lo, skip_hi,
-		    (uintptr_t)__builtin_return_address(0));
+		    (uintptr_t)__builtin_return_address(0), NULL);
 }
 
 __attribute__((noinline)) unsigned
 rec_unwind_from(const struct rec_frame *from, uintptr_t *frames, unsigned max,
-		uintptr_t skip_lo, uintptr_t skip_hi)
+		uintptr_t skip_lo, uintptr_t skip_hi, void ***note)
 {
 	unsigned n = 0;
 
+	if (note)
+		*note = NULL;
 	if (!max || !from->pc)
 		return 0;
 	if (from->pc < skip_lo || from->pc >= skip_hi)
 		frames[n++] = from->pc;
 	return walk(from->pc, from->sp, from->bp, false, frames, n, max,
-		    skip_lo, skip_hi, from->pc);
+		    skip_lo, skip_hi, from->pc, note);
 }
 
 #else /* not x86-64 with _dl_find_object: glibc's unwinder */
@@ -681,6 +1012,15 @@ void rec_unwind_forget(void)
 {
 }
 
+void rec_unwind_locks(bool take)
+{
+	(void)take;
+}
+
+void rec_unwind_after_fork(void)
+{
+}
+
 __attribute__((noinline)) unsigned rec_unwind(uintptr_t *frames,
 					      unsigned max, uintptr_t skip_lo,
 					      uintptr_t skip_hi)
@@ -691,8 +1031,10 @@ __attribute__((noinline)) unsigned rec_unwind(uintptr_t *frames,
 
 __attribute__((noinline)) unsigned
 rec_unwind_from(const struct rec_frame *from, uintptr_t *frames, unsigned max,
-		uintptr_t skip_lo, uintptr_t skip_hi)
+		uintptr_t skip_lo, uintptr_t skip_hi, void ***note)
 {
+	if (note)
+		*note = NULL;
 	return from_backtrace(frames, max, skip_lo, skip_hi,
 			      from->pc ? from->pc
 				       : (uintptr_t)__builtin_return_address(0));

@@ -16,7 +16,9 @@
 # With the stop turned off (DMPROF_NO_STOP=1), the writers' dumps must
 # miss: the test can fail.
 # The stress test (8 threads, 10 million malloc/free pairs, fork,
-# dlopen/dlclose) must finish, right, without deadlock.
+# dlopen/dlclose) must finish, right, without deadlock.  Allocations from
+# known call paths, mixed to trouble the unwinder's memo of each thread's
+# last walks, are each counted on their own stack.
 # Usage: tests/real/recorder.sh DMPROF_BINARY
 set -u
 bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -45,6 +47,7 @@ gcc -g -O1 -pthread "$src/rec_stress.c" -o stress -ldl || exit 1
 gcc -g -O1 "$src/rec_semantics.c" -o semantics || exit 1
 gcc -g -O1 -pthread "$src/rec_threads.c" -o threads || exit 1
 gcc -g -O1 -pthread "$src/rec_writers.c" -o writers || exit 1
+gcc -g -O1 -pthread "$src/rec_paths.c" -o paths || exit 1
 
 # Can this machine stop a process with ptrace?  (Containers may not.)
 limit=0.005
@@ -377,6 +380,52 @@ for f in st/prof.*.0001.heap; do
 	"$bin" list "$f" >/dev/null 2>st.list || bad "stress: list $f: $(head -2 st.list)"
 done
 ok
+
+# 4a. Known paths: each path's allocations, as the program counted them,
+#     under that path's stack and no other (deep ones cut at 32 frames
+#     count together).
+"$bin" record -o "$tmp/pa/prof" -- ./paths >pa.out 2>pa.err
+"$bin" stacktrace "$(ls pa/prof.*.heap | tail -1)" >pa.st 2>/dev/null
+awk 'FNR == NR {
+	if ($1 == "deep") want["deep " $2] = $3; else want[$1] = $2
+	next
+}
+$5 == "on_tick" { got["ticks"] += $3; next }
+$5 != "alloc_here" { next }
+$6 == "path_left" && $7 == "run" { got["left"] += $3; next }
+$6 == "path_right" && $7 == "run" { got["right"] += $3; next }
+$6 == "fp_inner" && $7 == "path_fp" && $8 == "run" { got["fp"] += $3; next }
+$6 == "path_deep" {
+	for (k = 0; $(6 + k) == "path_deep"; k++)
+		;
+	if ($(6 + k) == "run")
+		got["deep " k - 1] += $3
+	else
+		cut += $3
+	next
+}
+{ printf "a stack of no path: %s\n", $0; bad++ }
+END {
+	for (d = 0; ("deep " d) in want; d++) {
+		w = want["deep " d]; g = got["deep " d] + 0
+		if (g > w || (d <= 25 && g != w)) {
+			printf "depth %d: %d allocations, the program made %d\n", d, g, w
+			bad++
+		}
+		cut -= w - g
+	}
+	if (d != 48 || cut != 0) {
+		printf "%d depths, %d allocations cut short too many\n", d, cut
+		bad++
+	}
+	split("left right fp ticks", key, " ")
+	for (i = 1; i <= 4; i++)
+		if (got[key[i]] + 0 != want[key[i]]) {
+			printf "%s: %d allocations, the program made %d\n", key[i], got[key[i]], want[key[i]]
+			bad++
+		}
+	exit bad ? 1 : 0
+}' pa.out pa.st >pa.bad && ok || bad "paths: $(head -3 pa.bad)"
 
 # 5. The environment alone, as the original producer was run.
 mkdir env

@@ -3,7 +3,10 @@
  * through recursion, libc (qsort's comparator), another thread, a signal
  * handler (its fallback), and a function that realigns its stack; from
  * its own frame, and from a caller's frame as a hook gives it
- * (REC_CALLER()).
+ * (REC_CALLER()).  Its memo of each thread's last walks gives the stacks
+ * a walk without it gives, word for word: when the stack above changes
+ * under the same frame, with frame pointers, cut short at a depth, in a
+ * signal handler that interrupts it, and after the rules are forgotten.
  */
 #include <criterion/criterion.h>
 #include <execinfo.h>
@@ -12,6 +15,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 
 #include "../../src/recorder/rec.h"
 
@@ -22,8 +26,65 @@ struct both {
 	int n_theirs;
 };
 
-/* Unwind from the caller's frame, as the hooks do. */
-static bool from_caller;
+/* Unwind from the caller's frame, as the hooks do; with notes, as they
+ * do too, up to MAX_FROM frames. */
+static bool from_caller, noted;
+static unsigned max_from = REC_MAX_DEPTH - 1;
+
+/* What a noted walk keeps: its frames, once for each stack (as a hook
+ * keeps their bucket). */
+struct note {
+	uintptr_t frames[REC_MAX_DEPTH];
+	unsigned n;
+};
+static struct note notes[256];
+static unsigned nnotes;
+
+static struct note *note_of(const uintptr_t *frames, unsigned n)
+{
+	unsigned k;
+
+	for (k = 0; k < nnotes; k++)
+		if (notes[k].n == n &&
+		    !memcmp(notes[k].frames, frames, n * sizeof(frames[0])))
+			return &notes[k];
+	cr_assert_lt(k, 256, "out of notes");
+	memcpy(notes[k].frames, frames, n * sizeof(frames[0]));
+	notes[k].n = n;
+	nnotes++;
+	return &notes[k];
+}
+
+/*
+ * A walk from AT as the hooks make it, with a note; the frames from the
+ * note when it has them.  It must give what a walk without the memo
+ * gives, every frame.
+ */
+static unsigned noted_walk(const struct rec_frame *at, uintptr_t *frames)
+{
+	uintptr_t plain[REC_MAX_DEPTH];
+	void **place;
+	unsigned n = rec_unwind_from(at, frames, max_from, 0, 0, &place), k;
+	bool was = rec_unwind_no_memo;
+
+	if (place && *place) {
+		struct note *nt = *place;
+
+		memcpy(frames, nt->frames, nt->n * sizeof(frames[0]));
+		n = nt->n;
+	} else if (place) {
+		*place = note_of(frames, n);
+	}
+	rec_unwind_no_memo = true;
+	k = rec_unwind_from(at, plain, max_from, 0, 0, NULL);
+	rec_unwind_no_memo = was;
+	cr_assert_eq(n, k, "%u frames, without the memo %u", n, k);
+	for (unsigned i = 0; i < n; i++)
+		cr_assert_eq(frames[i], plain[i],
+			     "frame %u: %#lx, without the memo %#lx", i,
+			     (unsigned long)frames[i], (unsigned long)plain[i]);
+	return n;
+}
 
 /* Both stacks from one function; their first frames are two different
  * call sites in it, the rest must agree. */
@@ -31,17 +92,23 @@ static __attribute__((noinline)) void take(struct both *b)
 {
 	struct rec_frame at = REC_CALLER();
 
-	if (from_caller) {
+	if (noted) {
+		b->mine[0] = 0;
+		b->n_mine = 1 + noted_walk(&at, b->mine + 1);
+	} else if (from_caller) {
 		/* (Frame 0 is this function's, which a hook's caller skips.) */
 		b->mine[0] = 0;
-		b->n_mine = 1 + rec_unwind_from(&at, b->mine + 1,
-						REC_MAX_DEPTH - 1, 0, 0);
+		b->n_mine = 1 + rec_unwind_from(&at, b->mine + 1, max_from,
+						0, 0, NULL);
 	} else {
 		b->n_mine = rec_unwind(b->mine, REC_MAX_DEPTH, 0, 0);
 	}
 	b->n_theirs = backtrace(b->theirs, REC_MAX_DEPTH);
 	__asm__ volatile("" ::: "memory");
 }
+
+/* Stacks cut short at MAX_FROM frames: no count to compare. */
+static bool cut;
 
 static void same(const struct both *b, unsigned want_at_least)
 {
@@ -64,9 +131,9 @@ static void same(const struct both *b, unsigned want_at_least)
 	if (n > b->n_mine)
 		n = b->n_mine;
 	cr_assert_geq(n, want_at_least, "only %u frames", n);
-	cr_assert_leq((unsigned)b->n_theirs - (j - 1) - b->n_mine + 1, 2,
-		      "%u frames against backtrace's %d", b->n_mine,
-		      b->n_theirs - (int)(j - 1));
+	cr_assert(cut || (unsigned)b->n_theirs - (j - 1) - b->n_mine + 1 <= 2,
+		  "%u frames against backtrace's %d", b->n_mine,
+		  b->n_theirs - (int)(j - 1));
 	for (unsigned i = 1; i < n; i++)
 		cr_assert_eq(b->mine[i], (uintptr_t)b->theirs[i + j - 1],
 			     "frame %u: %#lx, backtrace says %p", i,
@@ -89,7 +156,8 @@ static __attribute__((noinline)) int recurse(int depth, struct both *b)
 static void init(void)
 {
 	rec_unwind_init();
-	from_caller = false;
+	from_caller = noted = cut = false;
+	max_from = REC_MAX_DEPTH - 1;
 }
 
 TestSuite(unwind, .init = init);
@@ -210,4 +278,226 @@ Test(unwind, from_caller)
 	raise(SIGUSR1);
 	same(&in_handler, 4);
 	cr_assert_eq(rec_unwind_fallbacks, 1, "a signal frame, yet no fallback");
+}
+
+/* ---- the memo ---- */
+
+/* The same stack again and again: found in the memo, the same frames. */
+Test(unwind, memo_same_stack)
+{
+	static struct both b;
+
+	noted = true;
+	for (int i = 0; i < 10; i++) {
+		recurse(7, &b);
+		same(&b, 10);
+	}
+	cr_assert_geq(rec_unwind_same, 9, "%lu walks found the same stack",
+		      rec_unwind_same);
+	cr_assert_eq(rec_unwind_fallbacks, 0, "plain frames fell back");
+}
+
+/*
+ * LEAF, called from LEFT or from RIGHT (alike, so at the same depth):
+ * the walk from LEAF's frame starts where the last one started, and the
+ * stack above it is another.
+ */
+static __attribute__((noinline)) void leaf(struct both *b)
+{
+	take(b);
+	__asm__ volatile("" ::: "memory");
+}
+
+static __attribute__((noinline)) void left(struct both *b)
+{
+	leaf(b);
+	__asm__ volatile("" ::: "memory");
+}
+
+static __attribute__((noinline)) void right(struct both *b)
+{
+	leaf(b);
+	__asm__ volatile("" ::: "memory");
+}
+
+Test(unwind, memo_other_caller)
+{
+	static struct both b;
+	void (*volatile side[2])(struct both *) = { left, right };
+	uintptr_t seen[2] = { 0, 0 };
+
+	noted = true;
+	for (int i = 0; i < 12; i++) {
+		side[i % 3 == 0](&b);
+		same(&b, 4);
+		/* (Frame 2: the return address in LEFT or RIGHT.) */
+		if (i < 2)
+			seen[i % 3 == 0] = b.mine[2];
+		cr_assert_eq(b.mine[2], seen[i % 3 == 0], "walk %d: wrong side",
+			     i);
+	}
+	cr_assert_neq(seen[0], seen[1]);
+}
+
+/* Frame pointers: every CFA is RBP + 16, so RBP counts everywhere. */
+static __attribute__((noinline, optimize("no-omit-frame-pointer"))) int
+recurse_fp(int depth, struct both *b)
+{
+	int r;
+
+	if (!depth) {
+		take(b);
+		return 0;
+	}
+	r = recurse_fp(depth - 1, b);
+	__asm__ volatile("" ::: "memory");
+	return r + 1;
+}
+
+Test(unwind, memo_frame_pointers)
+{
+	static struct both b;
+
+	noted = true;
+	for (int i = 0; i < 8; i++) {
+		recurse_fp(i % 2 ? 3 : 9, &b);
+		same(&b, i % 2 ? 6 : 12);
+	}
+	cr_assert_geq(rec_unwind_same, 6, "%lu walks found the same stack",
+		      rec_unwind_same);
+}
+
+/*
+ * Frame pointers and alloca: FPA's frames have room made on the stack
+ * below them, as much less as they are deeper, so the walk from the last
+ * one starts at the same stack pointer for every depth, under a frame
+ * pointer that is not the same: the words it reads must be read where
+ * RBP says, not where they were the last time (where old ones remain).
+ */
+static uintptr_t fpa_frame;
+
+static __attribute__((noinline, optimize("no-omit-frame-pointer"))) int
+fpa(int depth, size_t pad, struct both *b)
+{
+	int r;
+
+	if (!depth) {
+		volatile char *room = __builtin_alloca(pad);
+
+		room[0] = 0;
+		fpa_frame = (uintptr_t)__builtin_frame_address(0);
+		if (b)
+			take(b);
+		__asm__ volatile("" : : "r"(room) : "memory");
+		return 0;
+	}
+	r = fpa(depth - 1, pad, b);
+	__asm__ volatile("" ::: "memory");
+	return r + 1;
+}
+
+Test(unwind, memo_frame_pointers_moved)
+{
+	static struct both b;
+	uintptr_t f0, f1, size;
+
+	fpa(0, 16, NULL);
+	f0 = fpa_frame;
+	fpa(1, 16, NULL);
+	f1 = fpa_frame;
+	size = f0 - f1; /* one frame of FPA */
+	cr_assert(size > 0 && size % 16 == 0, "a frame of %lu bytes",
+		  (unsigned long)size);
+	noted = true;
+	for (int i = 0; i < 12; i++) {
+		int depth = (i * 5) % 4;
+
+		fpa(depth, 16 + (4 - depth) * size, &b);
+		same(&b, (unsigned)depth + 3);
+	}
+}
+
+/* Walks cut short at their MAX frames, from depths around it. */
+Test(unwind, memo_cut_short)
+{
+	static struct both b;
+	int depths[] = { 20, 20, 3, 20, 25, 14, 6, 25, 40, 12, 12 };
+
+	noted = cut = true;
+	max_from = 16;
+	for (size_t i = 0; i < sizeof(depths) / sizeof(depths[0]); i++) {
+		recurse(depths[i], &b);
+		cr_assert_leq(b.n_mine, 17);
+		same(&b, b.n_mine);
+	}
+}
+
+/* The rules forgotten (a library unloaded): no walk of before is kept. */
+static void nothing(void)
+{
+}
+
+Test(unwind, memo_forgotten)
+{
+	static struct both b;
+	/* (One call site for every walk: the same stack each time.) */
+	void (*volatile before[4])(void) = { nothing, nothing,
+					     rec_unwind_forget, nothing };
+	unsigned long was[4];
+
+	noted = true;
+	for (int i = 0; i < 4; i++) {
+		before[i]();
+		was[i] = rec_unwind_same;
+		recurse(5, &b);
+		same(&b, 8);
+	}
+	cr_assert_eq(was[2] - was[1], 1, "the same stack not found");
+	cr_assert_eq(was[3], was[2], "a walk of before the rules were "
+				     "forgotten was kept");
+	cr_assert_eq(rec_unwind_same, was[3] + 1);
+}
+
+/*
+ * A signal handler that walks (as a hook called from a handler does),
+ * now and then in the middle of a walk of the code it interrupts: both
+ * get their stacks right.
+ */
+static struct both in_timer;
+static volatile sig_atomic_t ticks;
+
+static void on_timer(int sig)
+{
+	(void)sig;
+	take(&in_timer);
+	ticks++;
+}
+
+Test(unwind, memo_interrupted)
+{
+	static struct both b;
+	struct sigaction sa;
+	struct itimerval it = { { 0, 200 }, { 0, 200 } };
+	int seen = 0;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_timer;
+	sigaction(SIGALRM, &sa, NULL);
+	noted = true;
+	/* (A handler cannot make the memo, nor load libgcc for backtrace()
+	 * while the code it interrupts does: a hook's thread has both.) */
+	recurse(0, &b);
+	setitimer(ITIMER_REAL, &it, NULL);
+	for (int i = 0; i < 20000 && seen < 20; i++) {
+		recurse(i % 7, &b);
+		same(&b, (unsigned)(i % 7) + 3);
+		if (ticks) {
+			same(&in_timer, 3);
+			ticks = 0;
+			seen++;
+		}
+	}
+	memset(&it, 0, sizeof(it));
+	setitimer(ITIMER_REAL, &it, NULL);
+	cr_assert_gt(seen, 0, "no signal came");
 }
