@@ -154,8 +154,13 @@ size_t rec_map_snapshot(struct rec_map **out);
 /* The bucket of the mapping at ADDR, if there is one. */
 bool rec_map_bucket_at(uintptr_t addr, uint32_t *bucket);
 
-/* Heaps of glibc's non-main arenas, found from the blocks they hand out. */
-void rec_arena_note(uintptr_t block);
+/*
+ * Heaps of glibc's non-main arenas, found from the blocks they hand out:
+ * they are aligned to HEAP_MAX_SIZE (64 MiB on 64-bit), so a block's heap
+ * starts at the block's address rounded down to it.
+ */
+#define REC_HEAP_MAX ((uintptr_t)64 << 20)
+void rec_arena_note(uintptr_t heap);
 size_t rec_arena_snapshot(uintptr_t **out);
 
 /* Stacks of the recorder's synthetic buckets (marker functions). */

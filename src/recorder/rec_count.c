@@ -96,18 +96,14 @@ static struct counters *get(void)
 	return c;
 }
 
-/* The cell of bucket ID in this thread's counters, making its page. */
-static struct cell *cell(struct counters *c, uint32_t id)
+/* The cell of bucket ID in C, its page made now. */
+static __attribute__((noinline)) struct cell *new_cell(struct counters *c,
+							uint32_t id)
 {
 	struct pages *a = atomic_load_explicit(&c->pages, memory_order_relaxed);
 	uint32_t pi = id / PAGE_CELLS;
 	struct page *pg;
 
-	if (__builtin_expect(a && pi < a->n, 1)) {
-		pg = atomic_load_explicit(&a->p[pi], memory_order_relaxed);
-		if (__builtin_expect(pg != NULL, 1))
-			return &pg->v[id % PAGE_CELLS];
-	}
 	if (!a || pi >= a->n) {
 		/* A longer table of pages; the old one stays (a dump may be
 		 * reading it), and it is small. */
@@ -126,11 +122,39 @@ static struct cell *cell(struct counters *c, uint32_t id)
 		atomic_store_explicit(&c->pages, b, memory_order_release);
 		a = b;
 	}
-	pg = rec_alloc(sizeof(*pg));
-	if (!pg)
-		return NULL;
-	atomic_store_explicit(&a->p[pi], pg, memory_order_release);
+	pg = atomic_load_explicit(&a->p[pi], memory_order_relaxed);
+	if (!pg) {
+		pg = rec_alloc(sizeof(*pg));
+		if (!pg)
+			return NULL;
+		atomic_store_explicit(&a->p[pi], pg, memory_order_release);
+	}
 	return &pg->v[id % PAGE_CELLS];
+}
+
+/* The cell of bucket ID in this thread's counters (NULL: no memory).
+ * The hooks' path, inline: three loads when the page is there. */
+static inline struct cell *cell(uint32_t id)
+{
+	struct counters *c = mine;
+	struct pages *a;
+	struct page *pg;
+	uint32_t pi = id / PAGE_CELLS;
+
+	if (__builtin_expect(c != NULL, 1)) {
+		a = atomic_load_explicit(&c->pages, memory_order_relaxed);
+		if (__builtin_expect(a && pi < a->n, 1)) {
+			pg = atomic_load_explicit(&a->p[pi],
+						  memory_order_relaxed);
+			if (__builtin_expect(pg != NULL, 1))
+				return &pg->v[id % PAGE_CELLS];
+		}
+	} else {
+		c = get();
+		if (!c)
+			return NULL;
+	}
+	return new_cell(c, id);
 }
 
 /* Totals the dump thread's triggers look at, a batch at a time. */
@@ -138,8 +162,8 @@ static struct cell *cell(struct counters *c, uint32_t id)
 
 void rec_count_alloc(uint32_t id, uint64_t size, uint64_t header)
 {
-	struct counters *c = get();
-	struct cell *k = c ? cell(c, id) : NULL;
+	struct cell *k = cell(id);
+	struct counters *c = mine;
 
 	if (!k)
 		return;
@@ -154,8 +178,8 @@ void rec_count_alloc(uint32_t id, uint64_t size, uint64_t header)
 
 void rec_count_free(uint32_t id, uint64_t size, uint64_t header)
 {
-	struct counters *c = get();
-	struct cell *k = c ? cell(c, id) : NULL;
+	struct cell *k = cell(id);
+	struct counters *c = mine;
 
 	if (!k)
 		return;

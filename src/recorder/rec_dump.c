@@ -508,8 +508,6 @@ static bool vma_at(const struct vma *v, size_t n, uintptr_t start)
 	return k < n && v[k].start == start && v[k].cls == C_ANON;
 }
 
-#define HEAP_MAX ((uintptr_t)64 << 20)
-
 /*
  * The regions of this dump into OUT, sorted and disjoint: the hooked
  * mappings and the recorder's own first, then glibc's arenas where no
@@ -554,7 +552,8 @@ static size_t build_regions(const struct vma *vmas, size_t nv,
 	for (size_t i = 0; i < nbases; i++) {
 		/* A heap that is gone no longer starts a VMA. */
 		if (vma_at(vmas, nv, bases[i])) {
-			struct rec_map m = { bases[i], bases[i] + HEAP_MAX, ab };
+			struct rec_map m = { bases[i], bases[i] + REC_HEAP_MAX,
+					     ab };
 
 			rec_buf_add(tmp, &m, sizeof(m));
 		}

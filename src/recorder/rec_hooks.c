@@ -51,7 +51,6 @@ atomic_bool rec_forked;
 enum { ST_NEW, ST_INIT, ST_READY, ST_OFF };
 static atomic_int state = ST_NEW;
 static uintptr_t text_lo, text_hi; /* the recorder's own code */
-static uintptr_t brk_lo;           /* where the main arena starts */
 static size_t page_size = 4096;
 
 /* ---- block headers ---- */
@@ -134,6 +133,9 @@ static bool tracking(void)
 static void init(void);
 static void poll_dumper(void);
 
+/* The heap of the last block of another arena this thread made. */
+static __thread uintptr_t last_heap;
+
 /* The raw block RAW holds SIZE bytes for the user at RAW + OFF; AT is
  * where the hook was called. */
 static void *finish(void *raw, size_t size, size_t off,
@@ -156,7 +158,8 @@ static void *finish(void *raw, size_t size, size_t off,
 		rec_busy--;
 	}
 	h->size = size;
-	h->meta = (b ? b->id : UNTRACKED) | log2_of(off) << 22;
+	/* (OFF is a power of two.) */
+	h->meta = (b ? b->id : UNTRACKED) | (uint32_t)__builtin_ctzl(off) << 22;
 	h->check = check_of(h);
 	if (!b)
 		return p;
@@ -177,10 +180,15 @@ static void *finish(void *raw, size_t size, size_t off,
 		}
 		rec_large_add(&l);
 	}
-	if (!(((size_t *)raw)[-1] & 2) &&
-	    ((uintptr_t)raw < brk_lo || (uintptr_t)raw >= (uintptr_t)sbrk(0))) {
-		/* Not in the brk heap: in a heap of another glibc arena. */
-		rec_arena_note((uintptr_t)raw);
+	/*
+	 * A chunk of another arena than glibc's main one (its size word
+	 * says so) is in one of that arena's heaps.  (A thread's blocks
+	 * come from one arena, mostly: a heap is noted when it changes.)
+	 */
+	if ((((size_t *)raw)[-1] & 6) == 4 &&
+	    ((uintptr_t)raw & ~(REC_HEAP_MAX - 1)) != last_heap) {
+		last_heap = (uintptr_t)raw & ~(REC_HEAP_MAX - 1);
+		rec_arena_note(last_heap);
 	}
 	return p;
 }
@@ -195,7 +203,8 @@ static void forget(void *p, const struct hdr *h, bool mapped)
 	uint32_t id = h->meta & 0x3fffff;
 	size_t off = (size_t)1 << (h->meta >> 22);
 
-	if (id == UNTRACKED || !rec_bucket_by_id(id))
+	/* (An id no bucket has yet would be a header not ours.) */
+	if (id == UNTRACKED || id >= rec_bucket_count())
 		return;
 	rec_count_free(id, h->size, off);
 	/* (As finish() chose: big, or mapped by glibc on its own.) */
@@ -622,7 +631,6 @@ static void init(void)
 	page_size = (size_t)sysconf(_SC_PAGESIZE);
 	owner = getpid();
 	dl_iterate_phdr(text_range, (void *)(uintptr_t)init);
-	brk_lo = (uintptr_t)sbrk(0);
 	if (!rec_table_init()) {
 		rec_say("cannot map memory for its tables; not recording",
 			NULL);
@@ -1010,10 +1018,10 @@ __attribute__((destructor)) static void rec_stop(void)
  */
 static __thread unsigned polls;
 
-static void poll_dumper(void)
+static __attribute__((noinline)) void poll_now(void)
 {
-	if (rec_busy || !atomic_load_explicit(&started, memory_order_relaxed))
-		return;
+	const char *why;
+
 	if (atomic_load_explicit(&need_dumper, memory_order_relaxed)) {
 		rec_lock_take(&start_lock);
 		if (atomic_exchange(&need_dumper, false))
@@ -1021,15 +1029,21 @@ static void poll_dumper(void)
 		rec_lock_give(&start_lock);
 		return;
 	}
-	if (!thread_wanted && ++polls % 1024 == 0) {
-		const char *why = due();
-
-		if (why && !child_unannounced()) {
-			rec_busy++;
-			dump_now(why);
-			rec_busy--;
-		}
+	why = due();
+	if (why && !child_unannounced()) {
+		rec_busy++;
+		dump_now(why);
+		rec_busy--;
 	}
+}
+
+/* (Inline, as the hooks' path: a few loads, mostly.) */
+static inline void poll_dumper(void)
+{
+	if (!rec_busy && atomic_load_explicit(&started, memory_order_relaxed) &&
+	    (atomic_load_explicit(&need_dumper, memory_order_relaxed) ||
+	     (!thread_wanted && ++polls % 1024 == 0)))
+		poll_now();
 }
 
 /*

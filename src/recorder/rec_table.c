@@ -436,26 +436,16 @@ size_t rec_map_snapshot(struct rec_map **out)
 
 /* ---- glibc's arena heaps ---- */
 
-/*
- * glibc's non-main arenas live in heaps aligned to HEAP_MAX_SIZE (64 MiB
- * on 64-bit): a block's heap starts at the block's address rounded down.
- */
-#define HEAP_MAX ((uintptr_t)64 << 20)
 #define ARENAS_MAX 1024
 
 static uintptr_t arenas[ARENAS_MAX];
 static atomic_size_t narenas;
 static rec_lock arena_lock = ATOMIC_FLAG_INIT;
-static __thread uintptr_t last_arena;
 
-void rec_arena_note(uintptr_t block)
+void rec_arena_note(uintptr_t base)
 {
-	uintptr_t base = block & ~(HEAP_MAX - 1);
 	size_t n;
 
-	if (base == last_arena)
-		return;
-	last_arena = base;
 	n = atomic_load(&narenas);
 	for (size_t i = 0; i < n; i++)
 		if (arenas[i] == base)
