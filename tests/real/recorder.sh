@@ -1,10 +1,10 @@
 #!/bin/sh
 # Tests of the recorder (dmprof record and libdmprof-recorder.so) on real
-# programs: python3, sqlite3, a C++ program, a C program of threads,
-# threads that write while dumps are taken, /bin/true, zstd -T2, a
-# compile (gcc and its children), python3, perl, ruby and node (where
-# their blocks land under the linux policy), and a C stress test.  For every dump of
-# every process of them:
+# programs: python3, sqlite3, a C++ program, a C program of threads, a
+# terabyte reserved and barely used, threads that write while dumps are
+# taken, /bin/true, zstd -T2, a compile (gcc and its children), python3,
+# perl, ruby and node (where their blocks land under the linux policy),
+# and a C stress test.  For every dump of every process of them:
 #   - the threads were stopped for it (META Stopped: yes) and what it read
 #     held still (Stable: yes),
 #   - mustbezero is 0,
@@ -48,6 +48,7 @@ gcc -g -O1 "$src/rec_semantics.c" -o semantics || exit 1
 gcc -g -O1 -pthread "$src/rec_threads.c" -o threads || exit 1
 gcc -g -O1 -pthread "$src/rec_writers.c" -o writers || exit 1
 gcc -g -O1 -pthread "$src/rec_paths.c" -o paths || exit 1
+gcc -g -O1 "$src/rec_sparse.c" -o sparse || exit 1
 
 # Can this machine stop a process with ptrace?  (Containers may not.)
 limit=0.005
@@ -246,6 +247,22 @@ fi
 "$bin" stacktrace "$(ls th/prof.*.heap | tail -1)" 2>/dev/null >th.st
 grep -q 'start_threads' th.st && ! grep -q 'rec_hooks\.c\|thread_main' th.st &&
 	ok || bad "threads: the recorder's frames in the stacks: $(grep -m1 'rec_hooks\.c\|thread_main' th.st)"
+
+# 3c'. A terabyte reserved, a few pages used: the dumps add up, and read
+#      pagemap only where pages are (PAGEMAP_SCAN, Linux 6.7), in well
+#      under a second, where reading it entry by entry takes two.
+"$bin" record -o "$tmp/sp/prof" -- ./sparse >sp.out 2>sp.err
+[ $? = 0 ] && grep -qx 'sparse: ok' sp.out && ok || bad "sparse: $(cat sp.out sp.err | head -3)"
+pid=$(main_pid sp.err)
+[ -n "$pid" ] && check_dumps sparse "$(first sp/prof "$pid")" 2
+sig=$(grep -l '^Reason: signal' sp/prof.*.heap | head -1)
+kernel=$(uname -r | awk -F. '{ print $1 * 1000 + $2 }')
+if [ -z "$sig" ]; then
+	bad "sparse: no dump for its SIGUSR2"
+elif [ "$kernel" -ge 6007 ]; then
+	secs=$(sed -n 's/^DumpSeconds: //p' "$sig")
+	awk -v s="$secs" 'BEGIN { exit !(s < 1) }' && ok || bad "sparse: a dump took $secs s"
+fi
 
 # 3d. Threads that write while dumps are taken, 20 a second: every dump
 #     adds up (above; dumps come no faster than one per ten times a
