@@ -48,6 +48,17 @@ void *rec_raw_mmap(void *addr, size_t len, int prot, int flags, int fd,
 int rec_raw_munmap(void *addr, size_t len);
 void *rec_raw_mremap(void *old, size_t oldlen, size_t newlen, int flags,
 		     void *naddr);
+/*
+ * Raw system calls, for the tracer (rec_stop.c) and the reading it does:
+ * the program's threads stand still wherever they were, maybe inside
+ * another library that wraps these functions (a sanitizer's runtime, a
+ * tracing library) holding a lock its wrapper would wait for.
+ */
+int rec_raw_open(const char *path, int flags);
+long rec_raw_read(int fd, void *buf, size_t n);
+long rec_raw_pread(int fd, void *buf, size_t n, long off);
+int rec_raw_close(int fd);
+int rec_raw_ioctl(int fd, unsigned long request, void *arg);
 
 /* Zeroed memory that lives until exit; recorded as the recorder's own. */
 void *rec_alloc(size_t size);

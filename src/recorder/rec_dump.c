@@ -86,7 +86,7 @@ static const char *why(int err)
 /* Read all of a /proc file into B (emptied first); false on failure. */
 static bool read_all(const char *path, struct rec_buf *b)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = rec_raw_open(path, O_RDONLY | O_CLOEXEC);
 	bool ok = fd >= 0;
 
 	rec_buf_free(b);
@@ -97,7 +97,7 @@ static bool read_all(const char *path, struct rec_buf *b)
 			ok = false; /* out of memory: not all of it */
 			break;
 		}
-		n = read(fd, b->p + b->len, b->cap - b->len);
+		n = rec_raw_read(fd, b->p + b->len, b->cap - b->len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
@@ -107,7 +107,7 @@ static bool read_all(const char *path, struct rec_buf *b)
 		b->len += (size_t)n;
 	}
 	if (fd >= 0)
-		close(fd);
+		rec_raw_close(fd);
 	return ok;
 }
 
@@ -646,7 +646,7 @@ static void pf_token(struct pf_line *pf, uint64_t pfn, bool first_partial,
 	if (kpc_fd >= 0) {
 		uint64_t count = 0;
 
-		if (pread(kpc_fd, &count, 8, (off_t)(pfn * 8)) != 8)
+		if (rec_raw_pread(kpc_fd, &count, 8, (long)(pfn * 8)) != 8)
 			count = 0;
 		tok[0] = '#';
 		tok[1] = b64[count > 63 ? 63 : count];
@@ -675,7 +675,7 @@ static void learn_zero_pfn(void)
 	if ((void *)p == MAP_FAILED)
 		return;
 	(void)p[0]; /* a read fault maps the zero page */
-	if (pread(pm_fd, &e, 8, (off_t)((uintptr_t)p / page * 8)) == 8 &&
+	if (rec_raw_pread(pm_fd, &e, 8, (long)((uintptr_t)p / page * 8)) == 8 &&
 	    (e & PM_PRESENT) && (e & PM_PFN))
 		zero_pfn = e & PM_PFN;
 	rec_raw_munmap((void *)p, page);
@@ -702,10 +702,10 @@ static uint64_t read_committed(uintptr_t lo, uintptr_t hi,
 	for (uintptr_t pg = first; pg <= last;) {
 		size_t want = last - pg + 1 > PM_CHUNK ? PM_CHUNK
 						       : last - pg + 1;
-		ssize_t got = pread(pm_fd, pm_buf, want * 8,
-				    (off_t)(pg * 8));
+		long got = rec_raw_pread(pm_fd, pm_buf, want * 8,
+					 (long)(pg * 8));
 
-		if (got != (ssize_t)(want * 8))
+		if (got != (long)(want * 8))
 			return 0;
 		for (size_t k = 0; k < want; k++, pg++) {
 			uint64_t e = pm_buf[k];
@@ -777,7 +777,7 @@ static uint64_t committed(uintptr_t lo, uintptr_t hi, struct pf_line *pf)
 				     PM_SCAN_REGIONS, 0, 0, 0,
 				     PM_IS_PRESENT | PM_IS_SWAPPED,
 				     PM_IS_PRESENT | PM_IS_SWAPPED };
-		long n = ioctl(pm_fd, PM_SCAN, &a);
+		long n = rec_raw_ioctl(pm_fd, PM_SCAN, &a);
 
 		if (n < 0 || a.walk_end <= at) {
 			no_scan = n < 0 && (errno == ENOTTY || errno == EINVAL);
@@ -1092,13 +1092,13 @@ static void rollup(int64_t out[3])
 static int64_t statm_rss(void)
 {
 	char buf[256];
-	int fd = open("/proc/thread-self/statm", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	int fd = rec_raw_open("/proc/thread-self/statm", O_RDONLY | O_CLOEXEC);
+	long n = fd >= 0 ? rec_raw_read(fd, buf, sizeof(buf) - 1) : -1;
 	int64_t v = 0;
 	const char *p;
 
 	if (fd >= 0)
-		close(fd);
+		rec_raw_close(fd);
 	if (n <= 0)
 		return -1;
 	buf[n] = 0;
@@ -1205,7 +1205,8 @@ static bool pfns_visible(void)
 		return known == 1;
 	(void)probe;
 	if (pm_fd >= 0 &&
-	    pread(pm_fd, &e, 8, (off_t)((uintptr_t)&probe / page * 8)) == 8 &&
+	    rec_raw_pread(pm_fd, &e, 8, (long)((uintptr_t)&probe / page * 8)) ==
+		    8 &&
 	    (e & PM_PRESENT) && (e & PM_PFN))
 		known = 1;
 	else
@@ -1268,7 +1269,7 @@ static bool take_stock(struct dump *d)
 /* The files the walk reads: pagemap, and kpagecount for share counts. */
 static void open_page_files(void)
 {
-	pm_fd = open("/proc/thread-self/pagemap", O_RDONLY | O_CLOEXEC);
+	pm_fd = rec_raw_open("/proc/thread-self/pagemap", O_RDONLY | O_CLOEXEC);
 	if (pm_fd < 0)
 		rec_say("cannot read /proc/self/pagemap: ", why(errno),
 			"; committed bytes will be 0", NULL);
@@ -1282,7 +1283,7 @@ static void open_page_files(void)
 		rec_cfg.pageframe = 0;
 	}
 	kpc_fd = rec_cfg.pageframe == 2
-			 ? open("/proc/kpagecount", O_RDONLY | O_CLOEXEC)
+			 ? rec_raw_open("/proc/kpagecount", O_RDONLY | O_CLOEXEC)
 			 : -1;
 	have_pagecount = kpc_fd >= 0;
 }
@@ -1290,9 +1291,9 @@ static void open_page_files(void)
 static void close_page_files(void)
 {
 	if (pm_fd >= 0)
-		close(pm_fd);
+		rec_raw_close(pm_fd);
 	if (kpc_fd >= 0)
-		close(kpc_fd);
+		rec_raw_close(kpc_fd);
 	pm_fd = kpc_fd = -1;
 }
 

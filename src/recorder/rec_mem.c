@@ -6,6 +6,7 @@
  */
 #include "rec.h"
 
+#include <fcntl.h>
 #include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -31,6 +32,31 @@ void *rec_raw_mremap(void *old, size_t oldlen, size_t newlen, int flags,
 	long r = syscall(SYS_mremap, old, oldlen, newlen, flags, naddr);
 
 	return r < 0 && r > -4096 ? MAP_FAILED : (void *)r;
+}
+
+int rec_raw_open(const char *path, int flags)
+{
+	return (int)syscall(SYS_openat, AT_FDCWD, path, flags, 0);
+}
+
+long rec_raw_read(int fd, void *buf, size_t n)
+{
+	return syscall(SYS_read, fd, buf, n);
+}
+
+long rec_raw_pread(int fd, void *buf, size_t n, long off)
+{
+	return syscall(SYS_pread64, fd, buf, n, off);
+}
+
+int rec_raw_close(int fd)
+{
+	return (int)syscall(SYS_close, fd);
+}
+
+int rec_raw_ioctl(int fd, unsigned long request, void *arg)
+{
+	return (int)syscall(SYS_ioctl, fd, request, arg);
 }
 
 void rec_relax(void)

@@ -36,6 +36,14 @@
 #include <time.h>
 #include <unistd.h>
 
+/*
+ * glibc's clone, under the name a sanitizer's runtime does not intercept:
+ * ThreadSanitizer's clone() takes the child for a child of fork() (its
+ * state, in the memory both share, then says the process forked), and
+ * hands it its function on the parent's stack, which is gone by then.
+ */
+extern int __clone(int (*fn)(void *), void *stack, int flags, void *arg, ...);
+
 #define TRACER_STACK (256 * 1024)
 /* How long a thread may take to stop, and attempts while a lock is held. */
 #define STOP_DEADLINE_NS (200 * 1000 * 1000L)
@@ -80,7 +88,13 @@ static void nap_us(long us)
 {
 	struct timespec ts = { 0, us * 1000 };
 
-	nanosleep(&ts, NULL);
+	syscall(SYS_nanosleep, &ts, NULL);
+}
+
+/* (Raw, as the tracer's every call: see rec_raw_open in rec.h.) */
+static long trace(int request, pid_t tid, unsigned long data)
+{
+	return syscall(SYS_ptrace, request, tid, NULL, data);
 }
 
 static struct tracee *tracees(struct stop *s, size_t *n)
@@ -123,10 +137,10 @@ static bool read_proc(pid_t tid, const char *file, char *buf, size_t size)
 	ssize_t n;
 
 	proc_path(path, tid, file);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	n = fd >= 0 ? read(fd, buf, size - 1) : -1;
+	fd = rec_raw_open(path, O_RDONLY | O_CLOEXEC);
+	n = fd >= 0 ? rec_raw_read(fd, buf, size - 1) : -1;
 	if (fd >= 0)
-		close(fd);
+		rec_raw_close(fd);
 	if (n <= 0)
 		return false;
 	buf[n] = 0;
@@ -172,7 +186,7 @@ static int each_thread(struct stop *s, int (*fn)(struct stop *, pid_t))
 	long n;
 
 	proc_path(path, s->tgid, "/task");
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = rec_raw_open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
 		s->why = "cannot list the process's threads";
 		return -1;
@@ -193,7 +207,7 @@ static int each_thread(struct stop *s, int (*fn)(struct stop *, pid_t))
 			if (tid != s->dumper)
 				rc = fn(s, tid);
 		}
-	close(fd);
+	rec_raw_close(fd);
 	return rc;
 }
 
@@ -219,7 +233,7 @@ static int seize_one(struct stop *s, pid_t tid)
 
 	if (known(s, tid))
 		return 0;
-	if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) < 0) {
+	if (trace(PTRACE_SEIZE, tid, 0) < 0) {
 		if (errno == ESRCH || (errno == EPERM && ended(tid)))
 			return 0; /* (it ended) */
 		s->why = errno != EPERM ? "ptrace failed"
@@ -230,7 +244,7 @@ static int seize_one(struct stop *s, pid_t tid)
 	}
 	/* (The room was made before any thread stood still.) */
 	if (s->tids.cap - s->tids.len < sizeof(t)) {
-		ptrace(PTRACE_DETACH, tid, NULL, NULL);
+		trace(PTRACE_DETACH, tid, 0);
 		s->why = "threads kept starting";
 		return -1;
 	}
@@ -238,7 +252,7 @@ static int seize_one(struct stop *s, pid_t tid)
 	t.stopped = t.gone = false;
 	rec_buf_add(&s->tids, &t, sizeof(t));
 	s->added++;
-	if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) < 0 && errno != ESRCH) {
+	if (trace(PTRACE_INTERRUPT, tid, 0) < 0 && errno != ESRCH) {
 		s->why = "ptrace failed";
 		return -1;
 	}
@@ -268,7 +282,8 @@ static bool wait_stopped(struct stop *s)
 
 			if (t[i].stopped || t[i].gone)
 				continue;
-			r = waitpid(t[i].tid, &st, __WALL | WNOHANG);
+			r = (pid_t)syscall(SYS_wait4, t[i].tid, &st,
+					   __WALL | WNOHANG, NULL);
 			if (r == 0 || (r < 0 && errno == EINTR)) {
 				waiting++;
 				continue;
@@ -285,9 +300,8 @@ static bool wait_stopped(struct stop *s)
 			}
 			/* A signal on its way to it: let it go on its way,
 			 * then stop the thread again. */
-			ptrace(PTRACE_CONT, t[i].tid, NULL,
-			       (void *)(uintptr_t)WSTOPSIG(st));
-			ptrace(PTRACE_INTERRUPT, t[i].tid, NULL, NULL);
+			trace(PTRACE_CONT, t[i].tid, (unsigned long)WSTOPSIG(st));
+			trace(PTRACE_INTERRUPT, t[i].tid, 0);
 			waiting++;
 		}
 		if (!waiting)
@@ -313,7 +327,7 @@ static void release_all(struct stop *s)
 	 */
 	for (size_t i = 0; i < n; i++)
 		if (t[i].stopped && !t[i].gone)
-			ptrace(PTRACE_DETACH, t[i].tid, NULL, NULL);
+			trace(PTRACE_DETACH, t[i].tid, 0);
 	rec_buf_free(&s->tids);
 }
 
@@ -404,7 +418,7 @@ static bool attempt(struct stop *s)
 	s->busy = s->ran = false;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pid = clone(tracer, tracer_stack + TRACER_STACK, flags, s);
+	pid = __clone(tracer, tracer_stack + TRACER_STACK, flags, s);
 	if (pid < 0) {
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		s->why = "cannot start a tracer";
