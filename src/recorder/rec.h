@@ -275,6 +275,62 @@ extern atomic_ulong rec_unwind_fallbacks;
 extern __thread unsigned long rec_unwind_replays, rec_unwind_same;
 extern bool rec_unwind_no_memo;
 
+/* ---- rec_tsan.c: the test build for ThreadSanitizer ---- */
+
+#ifdef REC_TSAN
+#include <pthread.h>
+
+/*
+ * The hooks rec_tsan.c hands on as they are: their return type, name,
+ * parameters and arguments.  Each is ThreadSanitizer's, where the hooks
+ * hand blocks (__interceptor_NAME), and a hook of rec_hooks.c, under a
+ * name of its own (rec_tsan_NAME), which rec_tsan.c's entry points call
+ * in a thread the runtime runs once the recorder has started.
+ */
+#define REC_TSAN_HOOKS(X)                                                    \
+	X(void *, malloc, (size_t n), (n))                                   \
+	X(void *, calloc, (size_t n, size_t m), (n, m))                      \
+	X(void *, realloc, (void *p, size_t n), (p, n))                      \
+	X(void *, reallocarray, (void *p, size_t n, size_t m), (p, n, m))    \
+	X(void *, memalign, (size_t align, size_t n), (align, n))            \
+	X(void *, aligned_alloc, (size_t align, size_t n), (align, n))       \
+	X(int, posix_memalign, (void **out, size_t align, size_t n),         \
+	  (out, align, n))                                                   \
+	X(void *, valloc, (size_t n), (n))                                   \
+	X(void *, pvalloc, (size_t n), (n))                                  \
+	X(size_t, malloc_usable_size, (void *p), (p))                        \
+	X(void *, mmap,                                                      \
+	  (void *addr, size_t len, int prot, int flags, int fd, long off),   \
+	  (addr, len, prot, flags, fd, off))                                 \
+	X(int, munmap, (void *addr, size_t len), (addr, len))                \
+	X(int, dlclose, (void *handle), (handle))
+#define REC_TSAN_DECLARE(ret, name, params, args)                           \
+	ret __interceptor_##name params;                                     \
+	ret rec_tsan_##name params;
+REC_TSAN_HOOKS(REC_TSAN_DECLARE)
+void __interceptor_free(void *p);
+void rec_tsan_free(void *p);
+void *rec_tsan_mremap(void *old, size_t oldlen, size_t newlen, int flags,
+		      ...);
+int __interceptor_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
+				 void *(*fn)(void *), void *arg);
+int rec_tsan_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
+			    void *(*fn)(void *), void *arg);
+/* The size of the block the runtime's allocator handed out at P (0: none
+ * starts there). */
+size_t __sanitizer_get_allocated_size(const volatile void *p);
+/* What the runtime does not see of this thread, from BEGIN to END. */
+void AnnotateIgnoreSyncBegin(const char *file, int line);
+void AnnotateIgnoreSyncEnd(const char *file, int line);
+void AnnotateIgnoreReadsBegin(const char *file, int line);
+void AnnotateIgnoreReadsEnd(const char *file, int line);
+void AnnotateIgnoreWritesBegin(const char *file, int line);
+void AnnotateIgnoreWritesEnd(const char *file, int line);
+/* The recorder has started; this thread is one the runtime runs. */
+extern atomic_bool rec_tsan_ready;
+extern __thread bool rec_tsan_thread_ready;
+#endif
+
 /* ---- rec_stop.c ---- */
 
 /*

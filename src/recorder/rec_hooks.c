@@ -31,11 +31,87 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifndef REC_TSAN
 extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);
 extern void *__libc_realloc(void *, size_t);
 extern void *__libc_memalign(size_t, size_t);
 extern void __libc_free(void *);
+#define libc_malloc __libc_malloc
+#define libc_calloc __libc_calloc
+#define libc_realloc __libc_realloc
+#define libc_memalign __libc_memalign
+#define libc_free __libc_free
+
+/*
+ * The word in front of a block glibc handed out at RAW: its chunk's size,
+ * and in its low bits IS_MMAPPED (2: mapped on its own) and
+ * NON_MAIN_ARENA (4).
+ */
+static size_t chunk_word(const void *raw)
+{
+	return ((const size_t *)raw)[-1];
+}
+
+/*
+ * What glibc's malloc_usable_size says of a block it handed out at RAW:
+ * in use, a chunk's payload is its size less its own size word, and a
+ * chunk glibc mapped also gives up its prev_size word.  (Read from the
+ * chunk header: glibc's function itself may be another allocator's, in a
+ * program linked with one.)
+ */
+static size_t usable_raw(const void *raw)
+{
+	size_t word = chunk_word(raw), chunk = word & ~(size_t)7;
+	size_t hdr = word & 2 ? 16 : 8;
+
+	return chunk > hdr ? chunk - hdr : 0;
+}
+#else
+/*
+ * The test build for ThreadSanitizer (make SANITIZE=thread): its runtime
+ * in the program claims malloc too, and must see every block (its
+ * reports depend on knowing when memory is reused), so the hooks call its
+ * allocator's entry points where they would call glibc's.  Its blocks
+ * have no glibc chunk in front: none is mapped on its own or in another
+ * arena, as far as the recorder can tell (their dumps are not exact,
+ * which is not what this build is for).  The program's calls come
+ * through rec_tsan.c, which is not instrumented: the hooks here are
+ * under names of their own.
+ */
+#define malloc(...) rec_tsan_malloc(__VA_ARGS__)
+#define free(...) rec_tsan_free(__VA_ARGS__)
+#define calloc(...) rec_tsan_calloc(__VA_ARGS__)
+#define realloc(...) rec_tsan_realloc(__VA_ARGS__)
+#define reallocarray(...) rec_tsan_reallocarray(__VA_ARGS__)
+#define memalign(...) rec_tsan_memalign(__VA_ARGS__)
+#define aligned_alloc(...) rec_tsan_aligned_alloc(__VA_ARGS__)
+#define posix_memalign(...) rec_tsan_posix_memalign(__VA_ARGS__)
+#define valloc(...) rec_tsan_valloc(__VA_ARGS__)
+#define pvalloc(...) rec_tsan_pvalloc(__VA_ARGS__)
+#define malloc_usable_size(...) rec_tsan_malloc_usable_size(__VA_ARGS__)
+#define mmap(...) rec_tsan_mmap(__VA_ARGS__)
+#define munmap(...) rec_tsan_munmap(__VA_ARGS__)
+#define mremap(...) rec_tsan_mremap(__VA_ARGS__)
+#define pthread_create(...) rec_tsan_pthread_create(__VA_ARGS__)
+#define dlclose(...) rec_tsan_dlclose(__VA_ARGS__)
+#define libc_malloc __interceptor_malloc
+#define libc_calloc __interceptor_calloc
+#define libc_realloc __interceptor_realloc
+#define libc_memalign __interceptor_memalign
+#define libc_free __interceptor_free
+
+static size_t chunk_word(const void *raw)
+{
+	(void)raw;
+	return 0;
+}
+
+static size_t usable_raw(const void *raw)
+{
+	return __interceptor_malloc_usable_size((void *)(uintptr_t)raw);
+}
+#endif
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -76,6 +152,13 @@ static struct hdr *hdr_of(void *p)
 {
 	struct hdr *h = (struct hdr *)p - 1;
 
+#ifdef REC_TSAN
+	/* (A block its allocator handed out as it is may start a mapping:
+	 * nothing to read in front of it.  Ours start inside its blocks,
+	 * which have no size there.) */
+	if (__sanitizer_get_allocated_size(p))
+		return NULL;
+#endif
 	return h->check == check_of(h) ? h : NULL;
 }
 
@@ -164,10 +247,10 @@ static void *finish(void *raw, size_t size, size_t off,
 	if (!b)
 		return p;
 	rec_count_alloc(b->id, size, off);
-	if (size >= REC_LARGE || (((size_t *)raw)[-1] & 2)) {
+	if (size >= REC_LARGE || (chunk_word(raw) & 2)) {
 		struct rec_large l = { (uintptr_t)p, size, 0, 0, b->id };
 
-		if (((size_t *)raw)[-1] & 2) {
+		if (chunk_word(raw) & 2) {
 			/*
 			 * glibc mapped this one block: its chunk (16 bytes
 			 * before RAW) says how far into the mapping it starts
@@ -185,7 +268,7 @@ static void *finish(void *raw, size_t size, size_t off,
 	 * says so) is in one of that arena's heaps.  (A thread's blocks
 	 * come from one arena, mostly: a heap is noted when it changes.)
 	 */
-	if ((((size_t *)raw)[-1] & 6) == 4 &&
+	if ((chunk_word(raw) & 6) == 4 &&
 	    ((uintptr_t)raw & ~(REC_HEAP_MAX - 1)) != last_heap) {
 		last_heap = (uintptr_t)raw & ~(REC_HEAP_MAX - 1);
 		rec_arena_note(last_heap);
@@ -216,9 +299,9 @@ static void forget(void *p, const struct hdr *h, bool mapped)
 static void *release(void *p, struct hdr *h)
 {
 	size_t off = (size_t)1 << (h->meta >> 22);
-	const size_t *raw = (const size_t *)((char *)p - off);
+	const void *raw = (char *)p - off;
 
-	forget(p, h, raw[-1] & 2);
+	forget(p, h, chunk_word(raw) & 2);
 	h->check = 0; /* a second free is glibc's to catch, not ours */
 	return (char *)p - off;
 }
@@ -264,7 +347,7 @@ EXPORT void *malloc(size_t n)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return done(__libc_malloc(n + 16), n, 16, e, &at);
+	return done(libc_malloc(n + 16), n, 16, e, &at);
 }
 
 EXPORT void free(void *p)
@@ -276,7 +359,7 @@ EXPORT void free(void *p)
 		return;
 	wait_dump();
 	h = hdr_of(p);
-	__libc_free(h ? release(p, h) : p);
+	libc_free(h ? release(p, h) : p);
 	errno = e;
 }
 
@@ -291,7 +374,7 @@ EXPORT void *calloc(size_t n, size_t m)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return done(__libc_calloc(1, total + 16), total, 16, e, &at);
+	return done(libc_calloc(1, total + 16), total, 16, e, &at);
 }
 
 static void *aligned(size_t align, size_t n, const struct rec_frame *at)
@@ -308,22 +391,7 @@ static void *aligned(size_t align, size_t n, const struct rec_frame *at)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return done(__libc_memalign(align, n + align), n, align, e, at);
-}
-
-/*
- * What glibc's malloc_usable_size says of a block it handed out at RAW:
- * in use, a chunk's payload is its size less its own size word, and a
- * chunk glibc mapped also gives up its prev_size word.  (Read from the
- * chunk header: glibc's function itself may be another allocator's, in a
- * program linked with one.)
- */
-static size_t usable_raw(const void *raw)
-{
-	size_t word = ((const size_t *)raw)[-1], chunk = word & ~(size_t)7;
-	size_t hdr = word & 2 ? 16 : 8;
-
-	return chunk > hdr ? chunk - hdr : 0;
+	return done(libc_memalign(align, n + align), n, align, e, at);
 }
 
 /* The bytes of a recorder block the program may use. */
@@ -348,7 +416,7 @@ EXPORT void *realloc(void *p, size_t n)
 		return malloc(n);
 	h = hdr_of(p);
 	if (!h)
-		return __libc_realloc(p, n);
+		return libc_realloc(p, n);
 	if (!n) {
 		free(p);
 		return NULL;
@@ -368,8 +436,8 @@ EXPORT void *realloc(void *p, size_t n)
 	/* Forget the old block only once glibc has a new one. */
 	saved = *h;
 	raw = (char *)p - 16;
-	mapped = ((size_t *)raw)[-1] & 2;
-	q = __libc_realloc(raw, n + 16);
+	mapped = chunk_word(raw) & 2;
+	q = libc_realloc(raw, n + 16);
 	if (!q)
 		return NULL; /* the old block as it was; glibc set errno */
 	forget(p, &saved, mapped);
@@ -486,8 +554,10 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd,
 	return r;
 }
 
+#ifndef REC_TSAN
 EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd,
 		    off_t off) __attribute__((alias("mmap")));
+#endif
 
 EXPORT int munmap(void *addr, size_t len)
 {
@@ -834,7 +904,11 @@ static void start_dumper(void)
 {
 	pthread_attr_t attr;
 	sigset_t all, old;
+#ifndef REC_TSAN
 	size_t size = 256 * 1024;
+#else
+	size_t size = 4 << 20; /* (ThreadSanitizer's TLS is in it too) */
+#endif
 	void *stack = rec_alloc(size); /* the recorder's memory, as such */
 
 	pthread_attr_init(&attr);
@@ -953,6 +1027,11 @@ static void wait_dump_slow(void)
 
 __attribute__((constructor)) static void rec_start(void)
 {
+#ifdef REC_TSAN
+	/* (ThreadSanitizer's runtime has started: the library needs it.) */
+	rec_tsan_thread_ready = true;
+	atomic_store(&rec_tsan_ready, true);
+#endif
 	if (atomic_load(&state) == ST_NEW)
 		init();
 	if (atomic_load(&state) != ST_READY)

@@ -338,9 +338,8 @@ static bool locks_free(void)
 	       rec_count_locks_free() && rec_hooks_locks_free();
 }
 
-static int tracer(void *p)
+static void trace_all(struct stop *s)
 {
-	struct stop *s = p;
 	int rounds = 0, added;
 	double t0;
 
@@ -351,7 +350,7 @@ static int tracer(void *p)
 	 */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != s->tgid)
-		return 0;
+		return;
 	setpgid(0, 0);
 	while (!atomic_load(&s->go))
 		futex(&s->go, FUTEX_WAIT, 0, NULL);
@@ -382,6 +381,29 @@ static int tracer(void *p)
 	s->stopped_for = seconds() - t0;
 out:
 	release_all(s);
+}
+
+static int tracer(void *p)
+{
+#ifdef REC_TSAN
+	/*
+	 * In the build for ThreadSanitizer the tracer runs in the runtime's
+	 * state of D, whose thread-local storage it shares.  The runtime
+	 * takes a lock of its own for each atomic operation on a variable
+	 * (and elsewhere), which a stopped thread may hold: the tracer's
+	 * reads, writes and synchronization are not the runtime's to see
+	 * (the stop orders them, which it cannot know of).
+	 */
+	AnnotateIgnoreSyncBegin(__FILE__, __LINE__);
+	AnnotateIgnoreReadsBegin(__FILE__, __LINE__);
+	AnnotateIgnoreWritesBegin(__FILE__, __LINE__);
+#endif
+	trace_all(p);
+#ifdef REC_TSAN
+	AnnotateIgnoreWritesEnd(__FILE__, __LINE__);
+	AnnotateIgnoreReadsEnd(__FILE__, __LINE__);
+	AnnotateIgnoreSyncEnd(__FILE__, __LINE__);
+#endif
 	return 0;
 }
 

@@ -16,7 +16,12 @@
 # With the stop turned off (DMPROF_NO_STOP=1), the writers' dumps must
 # miss: the test can fail.
 # The stress test (8 threads, 10 million malloc/free pairs, fork,
-# dlopen/dlclose) must finish, right, without deadlock.  Allocations from
+# dlopen/dlclose) must finish, right, without deadlock.  Built with
+# ThreadSanitizer (make SANITIZE=thread: the recorder is its test build,
+# rec_tsan.c), only the stress test runs, built with it too, twice: with
+# the stops, and with dumps read while the threads run (the reading in
+# the dump thread, where ThreadSanitizer sees it); it must have nothing
+# to say of the recorder's hooks, tables, counters and dump thread.  Allocations from
 # known call paths, mixed to trouble the unwinder's memo of each thread's
 # last walks, are each counted on their own stack.
 # Usage: tests/real/recorder.sh DMPROF_BINARY
@@ -41,14 +46,26 @@ py=$(command -v python3)
 . "$(dirname "$0")/lib.sh"
 
 cd "$tmp" || exit 1
+case $rec in */tsan/*) tsan=yes ;; *) tsan= ;; esac
 gcc -g -O1 -shared -fPIC "$src/plug.c" -o libplug.so || exit 1
-g++ -g -O1 -pthread "$src/rec_cxx.cc" -o cxx || exit 1
-gcc -g -O1 -pthread "$src/rec_stress.c" -o stress -ldl || exit 1
-gcc -g -O1 "$src/rec_semantics.c" -o semantics || exit 1
-gcc -g -O1 -pthread "$src/rec_threads.c" -o threads || exit 1
-gcc -g -O1 -pthread "$src/rec_writers.c" -o writers || exit 1
-gcc -g -O1 -pthread "$src/rec_paths.c" -o paths || exit 1
-gcc -g -O1 "$src/rec_sparse.c" -o sparse || exit 1
+if [ -n "$tsan" ]; then
+	# The programs are built with ThreadSanitizer too: its runtime is in
+	# the process before the recorder.  (Children start a dump thread
+	# after fork() in a process of threads, which it only allows when
+	# told to.)
+	export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1}:die_after_fork=0"
+	gcc -g -O1 -fsanitize=thread -pthread "$src/rec_stress.c" -o stress -ldl &&
+		gcc -g -O1 -fsanitize=thread -pthread "$src/rec_writers.c" -o writers ||
+		exit 1
+else
+	g++ -g -O1 -pthread "$src/rec_cxx.cc" -o cxx || exit 1
+	gcc -g -O1 -pthread "$src/rec_stress.c" -o stress -ldl || exit 1
+	gcc -g -O1 "$src/rec_semantics.c" -o semantics || exit 1
+	gcc -g -O1 -pthread "$src/rec_threads.c" -o threads || exit 1
+	gcc -g -O1 -pthread "$src/rec_writers.c" -o writers || exit 1
+	gcc -g -O1 -pthread "$src/rec_paths.c" -o paths || exit 1
+	gcc -g -O1 "$src/rec_sparse.c" -o sparse || exit 1
+fi
 
 # Can this machine stop a process with ptrace?  (Containers may not.)
 limit=0.005
@@ -124,6 +141,54 @@ check_dumps() { # LABEL FIRST_DUMP MIN_DUMPS
 		exit bad ? 1 : 0
 	}' sums.csv && ok || fail=$((fail + 1))
 }
+
+# The stress test: threads, fork, dlopen/dlclose, under a time limit;
+# every dump of its processes reads.  Under ThreadSanitizer it must have
+# nothing to say, and every dump was taken with the threads stopped (the
+# tracer ran), or with NOSTOP, read while they run (the reading then in
+# the dump thread, where the runtime sees it).
+stress() { # DIR [NOSTOP]
+	d=$1
+	if [ -n "${2:-}" ]; then
+		DMPROF_NO_STOP=1 timeout 600 "$bin" record -o "$tmp/$d/prof" -i 0.5 \
+			-- ./stress ./libplug.so >"$d.out" 2>"$d.err"
+	else
+		timeout 600 "$bin" record -o "$tmp/$d/prof" -i 0.5 \
+			-- ./stress ./libplug.so >"$d.out" 2>"$d.err"
+	fi
+	rc=$?
+	[ $rc = 0 ] && grep -q '^stress: 10000000 pairs, 5 forks, 40 dlopen/dlclose$' "$d.out" &&
+		ok || bad "stress: exit $rc: $(cat "$d.out" "$d.err" | head -5)"
+	pid=$(main_pid "$d.err")
+	children=$(ls "$d"/prof.*.0001.heap 2>/dev/null | grep -vc "\.$(printf %05d "${pid:-0}")\.")
+	[ "$children" = 5 ] && ok || bad "stress: $children children wrote dumps, want 5"
+	grep -q 'libplug.so' "$d/prof.$(printf %05d "${pid:-0}").maps" &&
+		ok || bad "stress: the dlclose()d library is not in .maps"
+	for f in "$d"/prof.*.0001.heap; do
+		"$bin" list "$f" >/dev/null 2>st.list || bad "stress: list $f: $(head -2 st.list)"
+	done
+	ok
+	[ -n "$tsan" ] || return
+	if grep -q 'ThreadSanitizer' "$d.err"; then
+		bad "stress: ThreadSanitizer:"
+		grep -A24 'WARNING: ThreadSanitizer' "$d.err" | head -40
+	else
+		ok
+	fi
+	if [ "$limit" = 0.005 ] && [ -z "${2:-}" ]; then
+		n=$(grep -l '^Stopped: yes$' "$d"/prof.*.heap | wc -l)
+		all=$(ls "$d"/prof.*.heap | wc -l)
+		[ "$n" = "$all" ] && ok || bad "stress: $n of $all dumps stopped the threads"
+	fi
+}
+
+if [ -n "$tsan" ]; then
+	stress st
+	stress st-nostop nostop
+	echo "recorder: $pass passed, $fail failed"
+	[ $fail = 0 ]
+	exit
+fi
 
 # 1. python3, a dump a second, and the csv of the run (acceptance).
 "$bin" record -o "$tmp/py/prof" -i 1 -- "$py" "$src/rec_workload.py" 6 \
@@ -383,21 +448,7 @@ process.kill(process.pid, "SIGUSR2"); setTimeout(() => {}, 300);')
 fi
 
 # 4. The stress test: threads, fork, dlopen/dlclose, under a time limit.
-timeout 600 "$bin" record -o "$tmp/st/prof" -i 0.5 -- ./stress ./libplug.so \
-	>st.out 2>st.err
-rc=$?
-[ $rc = 0 ] && grep -q '^stress: 10000000 pairs, 5 forks, 40 dlopen/dlclose$' st.out &&
-	ok || bad "stress: exit $rc: $(cat st.out st.err | head -5)"
-pid=$(main_pid st.err)
-children=$(ls st/prof.*.0001.heap 2>/dev/null | grep -vc "\.$(printf %05d "${pid:-0}")\.")
-[ "$children" = 5 ] && ok || bad "stress: $children children wrote dumps, want 5"
-grep -q 'libplug.so' "st/prof.$(printf %05d "${pid:-0}").maps" &&
-	ok || bad "stress: the dlclose()d library is not in .maps"
-for f in st/prof.*.0001.heap; do
-	"$bin" list "$f" >/dev/null 2>st.list || bad "stress: list $f: $(head -2 st.list)"
-done
-ok
-
+stress st
 # 4a. Known paths: each path's allocations, as the program counted them,
 #     under that path's stack and no other (deep ones cut at 32 frames
 #     count together).
