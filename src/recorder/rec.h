@@ -62,6 +62,8 @@ int rec_raw_ioctl(int fd, unsigned long request, void *arg);
 
 /* Zeroed memory that lives until exit; recorded as the recorder's own. */
 void *rec_alloc(size_t size);
+/* The same in cache lines of its own: for what a thread writes. */
+void *rec_alloc_line(size_t size);
 /* Zeroed memory of a mapping of its own, which rec_map_free gives back. */
 void *rec_map_alloc(size_t size);
 void rec_map_free(void *p, size_t size);
@@ -123,7 +125,7 @@ struct rec_pool {
 	struct rec_pooled *all, *free;
 };
 /* A free item, as its last thread left it, else a new one of SIZE bytes,
- * zeroed; NULL without memory. */
+ * zeroed, in cache lines of its own; NULL without memory. */
 void *rec_pool_get(struct rec_pool *p, size_t size);
 void rec_pool_put(struct rec_pool *p, void *item);
 /* Around fork(): take (or give back) the pool's lock; in the child, where

@@ -124,7 +124,7 @@ static __attribute__((noinline)) struct cell *new_cell(struct counters *c,
 	}
 	pg = atomic_load_explicit(&a->p[pi], memory_order_relaxed);
 	if (!pg) {
-		pg = rec_alloc(sizeof(*pg));
+		pg = rec_alloc_line(sizeof(*pg));
 		if (!pg)
 			return NULL;
 		atomic_store_explicit(&a->p[pi], pg, memory_order_release);

@@ -182,23 +182,38 @@ void rec_map_free(void *p, size_t size)
 static char *cur, *end;
 static rec_lock alloc_lock = ATOMIC_FLAG_INIT;
 
-void *rec_alloc(size_t size)
+/* SIZE bytes at a multiple of ALIGN (a power of two, at most a page). */
+static void *bump(size_t size, size_t align)
 {
 	char *p;
 
-	size = (size + 15) & ~(size_t)15;
+	size = (size + align - 1) & ~(align - 1);
 	if (size >= CHUNK / 4)
 		return self_map((size + 4095) & ~(size_t)4095);
 	rec_lock_take(&alloc_lock);
-	if (!cur || (size_t)(end - cur) < size) {
-		cur = self_map(CHUNK);
+	p = cur ? (char *)(((uintptr_t)cur + align - 1) & ~(align - 1)) : NULL;
+	if (!p || p > end || (size_t)(end - p) < size) {
+		p = cur = self_map(CHUNK);
 		end = cur ? cur + CHUNK : NULL;
 	}
-	p = cur;
 	if (p)
-		cur += size;
+		cur = p + size;
 	rec_lock_give(&alloc_lock);
 	return p; /* fresh anonymous memory is zero */
+}
+
+void *rec_alloc(size_t size)
+{
+	return bump(size, 16);
+}
+
+/* (Two threads' writes to one cache line would take it from each other's
+ * core at every write.) */
+#define LINE 64
+
+void *rec_alloc_line(size_t size)
+{
+	return bump(size, LINE);
 }
 
 /* ---- pools of per-thread state ---- */
@@ -212,7 +227,7 @@ void *rec_pool_get(struct rec_pool *p, size_t size)
 	if (it) {
 		p->free = it->next_free;
 	} else {
-		it = rec_alloc(size);
+		it = rec_alloc_line(size);
 		if (it) {
 			it->next = p->all;
 			p->all = it;
