@@ -144,7 +144,8 @@ struct abbrev {
 	uint32_t code, tag;
 	bool children;
 	uint32_t nattr;
-	struct abbrev_attr *attr;
+	uint32_t first;           /* its attributes in the table's array */
+	struct abbrev_attr *attr; /* = that array + first */
 	int32_t fixed; /* the attributes' size when it is fixed, else -1 */
 	bool interesting; /* a function, or a compile unit */
 };
@@ -152,6 +153,7 @@ struct abbrev {
 struct abbrevs {
 	struct abbrev *v;
 	size_t n;
+	struct abbrev_attr *attrs; /* every abbreviation's, in order */
 	struct abbrev **by_code; /* codes 1..ncodes when dense */
 	size_t ncodes;
 	struct hashmap codes;    /* else code -> index + 1 */
@@ -660,18 +662,49 @@ static bool is_func_tag(uint32_t tag)
 
 static void abbrevs_free(struct abbrevs *t)
 {
-	for (size_t i = 0; i < t->n; i++)
-		free(t->v[i].attr);
+	free(t->attrs);
 	free(t->v);
 	free(t->by_code);
 	hashmap_free(&t->codes);
 }
 
-/* The index + 1 of CODE in T, 0 if it has none. */
-static size_t abbrev_index(const struct abbrevs *t, uint64_t code)
+/*
+ * Codes seen so far while a table is read: by code in an array while
+ * they stay dense (as compilers number them: 1, 2, 3...), in a hash
+ * table beyond.  (libc's debug file has 67,000 abbreviations: a hash
+ * table entry and an allocation each were a tenth of a cold run.)
+ */
+struct seen_codes {
+	uint32_t *dense; /* code -> 1 when seen, below ndense */
+	size_t ndense;
+	struct hashmap sparse;
+};
+
+static bool code_seen(const struct seen_codes *s, uint64_t code)
 {
-	return (size_t)(uintptr_t)hashmap_get(&t->codes, hash_u64(code), NULL,
-					      NULL);
+	if (code < s->ndense && s->dense[code])
+		return true;
+	return s->sparse.count &&
+	       hashmap_get(&s->sparse, hash_u64(code), NULL, NULL) != NULL;
+}
+
+/* Mark CODE, the table's Nth: the array grows only as far as 4N + 64. */
+static void code_add(struct seen_codes *s, uint64_t code, size_t n)
+{
+	if (code >= s->ndense && code <= 4 * n + 64) {
+		size_t want = s->ndense ? s->ndense : 64;
+
+		while (want <= code)
+			want *= 2;
+		s->dense = xreallocarray(s->dense, want, sizeof(*s->dense));
+		memset(s->dense + s->ndense, 0,
+		       (want - s->ndense) * sizeof(*s->dense));
+		s->ndense = want;
+	}
+	if (code < s->ndense)
+		s->dense[code] = 1;
+	else
+		hashmap_put(&s->sparse, hash_u64(code), (void *)1);
 }
 
 /*
@@ -687,9 +720,10 @@ static struct abbrevs *abbrevs_of(struct dwarf *d, const struct unit *u)
 	uint64_t key = u->abbrev_off * 4 + (u->offset_size == 8) * 2 +
 		       (u->version < 3);
 	uint64_t h = hash_u64(key);
+	struct seen_codes seen = { NULL, 0, HASHMAP_INIT };
 	struct abbrevs *t;
 	struct cur c;
-	size_t alloc = 0;
+	size_t alloc = 0, aattr = 0, nattrs = 0;
 	uint32_t maxcode = 0;
 
 	struct akey {
@@ -710,7 +744,6 @@ static struct abbrevs *abbrevs_of(struct dwarf *d, const struct unit *u)
 			  d->s[S_ABBREV].p + d->s[S_ABBREV].size, false };
 	for (uint64_t code = uleb(&c); code && !c.bad;) {
 		struct abbrev *a;
-		size_t aattr = 0;
 
 		if (code > UINT32_MAX)
 			goto bad;
@@ -721,6 +754,9 @@ static struct abbrevs *abbrevs_of(struct dwarf *d, const struct unit *u)
 		a->tag = (uint32_t)uleb(&c);
 		a->children = rd(&c, 1) != 0;
 		a->fixed = 0;
+		/* (Attributes of all the table's abbreviations in one
+		 * array: a->attr is set once it stops moving.) */
+		a->first = (uint32_t)nattrs;
 		for (;;) {
 			uint64_t name = uleb(&c), form = uleb(&c);
 			int64_t imp = 0;
@@ -734,10 +770,13 @@ static struct abbrevs *abbrevs_of(struct dwarf *d, const struct unit *u)
 				a->fixed = -2; /* declines if ever read */
 				form = 0;
 			}
-			GROW(a->attr, a->nattr + 1, aattr);
-			a->attr[a->nattr++] = (struct abbrev_attr){
+			if (nattrs == UINT32_MAX)
+				goto bad;
+			GROW(t->attrs, nattrs + 1, aattr);
+			t->attrs[nattrs++] = (struct abbrev_attr){
 				(uint32_t)name, (uint32_t)form, imp
 			};
+			a->nattr++;
 			sz = form ? form_size((uint32_t)form, u) : -1;
 			/* (Past 2^30 bytes, read attribute by attribute:
 			 * the sum must not overflow.) */
@@ -749,30 +788,48 @@ static struct abbrevs *abbrevs_of(struct dwarf *d, const struct unit *u)
 		a->interesting = is_func_tag(a->tag);
 		if (a->code > maxcode)
 			maxcode = a->code;
-		hashmap_put(&t->codes, hash_u64(a->code),
-			    (void *)(uintptr_t)t->n);
+		code_add(&seen, a->code, t->n);
 		if (c.p >= c.end)
 			break;
 		code = uleb(&c);
 		/* A code seen already starts the next table. */
-		if (abbrev_index(t, code))
+		if (code_seen(&seen, code))
 			code = 0;
 	}
 	if (c.bad)
 		goto bad;
+	/* (A table without attributes has no array: NULL + 0 is undefined,
+	 * and each a->attr stays NULL, never read.) */
+	for (size_t i = 0; t->attrs && i < t->n; i++)
+		t->v[i].attr = t->attrs + t->v[i].first;
 	if (maxcode <= 4 * t->n + 64) {
 		t->ncodes = maxcode;
 		t->by_code = xcalloc(maxcode + 1, sizeof(*t->by_code));
 		for (size_t i = 0; i < t->n; i++)
 			t->by_code[t->v[i].code] = &t->v[i];
-		hashmap_free(&t->codes);
+	} else {
+		hashmap_init(&t->codes, t->n);
+		for (size_t i = 0; i < t->n; i++)
+			hashmap_put(&t->codes, hash_u64(t->v[i].code),
+				    (void *)(uintptr_t)(i + 1));
 	}
+	free(seen.dense);
+	hashmap_free(&seen.sparse);
 	hashmap_put(&d->abbrev_tabs, h, k);
 	return t;
 bad:
 	/* (K stays in the arena, unused.) */
+	free(seen.dense);
+	hashmap_free(&seen.sparse);
 	abbrevs_free(t);
 	return NULL;
+}
+
+/* The index + 1 of CODE in T, 0 if it has none. */
+static size_t abbrev_index(const struct abbrevs *t, uint64_t code)
+{
+	return (size_t)(uintptr_t)hashmap_get(&t->codes, hash_u64(code), NULL,
+					      NULL);
 }
 
 static const struct abbrev *abbrev_find(const struct abbrevs *t,

@@ -810,6 +810,38 @@ Test(symdwarf, bad_abbreviation_table)
 	cr_assert_str_eq(why, "a bad abbreviation table");
 }
 
+/*
+ * A unit whose table has no attributes at all, next to one that answers:
+ * the table's one array of attributes is none (NULL + 0 for each
+ * abbreviation stopped UBSan: a fuzzer's find).
+ */
+Test(symdwarf, abbreviation_table_without_attributes)
+{
+	struct elf e = { .n = 0 };
+	struct dw w = dwarf_sections(&e);
+	uint32_t bare;
+	size_t u;
+
+	abbrev(w.ab, 1, TAG_compile_unit, true, UNIT_ATTRS, 0);
+	abbrev(w.ab, 2, TAG_subprogram, false, FUNC_ATTRS, 0);
+	uleb(w.ab, 0);
+	bare = (uint32_t)w.ab->len;
+	abbrev(w.ab, 1, TAG_compile_unit, false, 0);
+	abbrev(w.ab, 2, TAG_variable, false, 0);
+	uleb(w.ab, 0);
+	u = unit_begin(w.in, 4, bare);
+	uleb(w.in, 1);
+	unit_end(w.in, u);
+	u = unit_begin(w.in, 4, 0);
+	unit_die(w.in, 1, 0, 0x1000);
+	func_die(w.in, 2, "f", 0x1000);
+	uleb(w.in, 0);
+	unit_end(w.in, u);
+	line_program(w.li, 0x1000);
+	open_elf(&e, "bare", 0x100);
+	answers(0x1008, "f", 1);
+}
+
 /* Section headers that are not aligned are not read in place. */
 Test(symdwarf, misaligned_section_headers)
 {
