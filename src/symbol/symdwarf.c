@@ -21,7 +21,7 @@
  * Every read is bounded by its section: a hostile file makes it decline,
  * never read astray.  Compressed sections (SHF_COMPRESSED, zlib) are
  * inflated whole with libdeflate, .debug_info on a second thread while
- * the others are inflated here.
+ * the others are inflated, and the abbreviation tables read, here.
  */
 #include "symdwarf.h"
 
@@ -30,6 +30,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "arena.h"
 #include "hashmap.h"
@@ -115,6 +116,7 @@ struct section {
 	size_t size;
 	size_t strings;  /* one past its last NUL: strings start before */
 	void *owned;     /* inflated copy */
+	size_t mapped;   /* its size, when mapped rather than allocated */
 	bool present;
 	/* Where it lies in the file, for inflating. */
 	const uint8_t *raw;
@@ -157,6 +159,24 @@ struct abbrevs {
 	struct abbrev **by_code; /* codes 1..ncodes when dense */
 	size_t ncodes;
 	struct hashmap codes;    /* else code -> index + 1 */
+};
+
+/*
+ * Where tables are read before they are kept: grown once, for the largest
+ * table, and reused (each table's own arrays are then allocated to size:
+ * growing them by doubling cost libc's 67,000 abbreviations megabytes of
+ * page faults).  Codes seen so far are marked by code in an array while
+ * they stay dense (as compilers number them: 1, 2, 3...), in a hash table
+ * beyond.
+ */
+struct abbrev_scratch {
+	struct abbrev *v;
+	size_t av;
+	struct abbrev_attr *attrs;
+	size_t aattrs;
+	uint8_t *dense;  /* code -> 1 when seen, below ndense */
+	size_t ndense;
+	struct hashmap sparse;
 };
 
 /* libbfd's struct arange: a first range, more after it. */
@@ -254,6 +274,7 @@ struct dwarf {
 	} *uranges, *ext, *amb;
 	size_t nuranges, next, aext, namb, aamb;
 	struct hashmap abbrev_tabs; /* offset -> struct abbrevs */
+	struct abbrev_scratch scratch;
 	struct arange *pool;        /* ranges after a function's first */
 	size_t npool, apool;
 	/* ELF sections (SHF_ALLOC) in header order, and the symbols. */
@@ -525,6 +546,26 @@ static int read_elf(struct dwarf *d)
 	return 0;
 }
 
+/*
+ * Room for SIZE inflated bytes.  A large section's pages are mapped in
+ * one go (MAP_POPULATE), not faulted in one by one as the inflater
+ * writes them: libc's .debug_info is 1,400 pages.
+ */
+static void *inflated_buffer(struct section *x, size_t size)
+{
+	void *p;
+
+	if (size >= (1 << 20)) {
+		p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+		if (p != MAP_FAILED) {
+			x->mapped = size;
+			return p;
+		}
+	}
+	return xmalloc(size ? size : 1);
+}
+
 /* Inflate a SHF_COMPRESSED section (zlib; zstd is left to libbfd). */
 static bool inflate(struct section *x)
 {
@@ -552,7 +593,7 @@ static bool inflate(struct section *x)
 		return false;
 	if (!(z = libdeflate_alloc_decompressor()))
 		return false;
-	x->owned = xmalloc(ch.ch_size ? ch.ch_size : 1);
+	x->owned = inflated_buffer(x, ch.ch_size);
 	ok = libdeflate_zlib_decompress(z, x->raw + sizeof(ch),
 					x->raw_size - sizeof(ch), x->owned,
 					ch.ch_size, &got) == LIBDEFLATE_SUCCESS &&
@@ -562,6 +603,8 @@ static bool inflate(struct section *x)
 	x->size = ch.ch_size;
 	return ok;
 }
+
+static void read_all_abbrevs(struct dwarf *d);
 
 static void *inflate_thread(void *arg)
 {
@@ -580,8 +623,13 @@ static int inflate_all(struct dwarf *d)
 				  &d->s[S_INFO]) == 0;
 	if (!threaded)
 		ok = inflate(&d->s[S_INFO]);
-	for (int k = 1; k < NSECT; k++)
-		ok &= inflate(&d->s[k]);
+	/* (.debug_abbrev first: its tables are read in the meantime.) */
+	for (int k = 1; k < NSECT; k++) {
+		if (!inflate(&d->s[k]))
+			ok = false;
+		else if (k == S_ABBREV)
+			read_all_abbrevs(d);
+	}
 	if (threaded) {
 		pthread_join(tid, &r);
 		ok &= r != NULL;
@@ -668,19 +716,7 @@ static void abbrevs_free(struct abbrevs *t)
 	hashmap_free(&t->codes);
 }
 
-/*
- * Codes seen so far while a table is read: by code in an array while
- * they stay dense (as compilers number them: 1, 2, 3...), in a hash
- * table beyond.  (libc's debug file has 67,000 abbreviations: a hash
- * table entry and an allocation each were a tenth of a cold run.)
- */
-struct seen_codes {
-	uint32_t *dense; /* code -> 1 when seen, below ndense */
-	size_t ndense;
-	struct hashmap sparse;
-};
-
-static bool code_seen(const struct seen_codes *s, uint64_t code)
+static bool code_seen(const struct abbrev_scratch *s, uint64_t code)
 {
 	if (code < s->ndense && s->dense[code])
 		return true;
@@ -689,22 +725,59 @@ static bool code_seen(const struct seen_codes *s, uint64_t code)
 }
 
 /* Mark CODE, the table's Nth: the array grows only as far as 4N + 64. */
-static void code_add(struct seen_codes *s, uint64_t code, size_t n)
+static void code_add(struct abbrev_scratch *s, uint64_t code, size_t n)
 {
 	if (code >= s->ndense && code <= 4 * n + 64) {
 		size_t want = s->ndense ? s->ndense : 64;
 
 		while (want <= code)
 			want *= 2;
-		s->dense = xreallocarray(s->dense, want, sizeof(*s->dense));
-		memset(s->dense + s->ndense, 0,
-		       (want - s->ndense) * sizeof(*s->dense));
+		s->dense = xrealloc(s->dense, want);
+		memset(s->dense + s->ndense, 0, want - s->ndense);
 		s->ndense = want;
 	}
 	if (code < s->ndense)
 		s->dense[code] = 1;
 	else
 		hashmap_put(&s->sparse, hash_u64(code), (void *)1);
+}
+
+/* Forget the codes of the N abbreviations of V, for the next table. */
+static void codes_clear(struct abbrev_scratch *s, const struct abbrev *v,
+			size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i].code < s->ndense)
+			s->dense[v[i].code] = 0;
+	if (s->sparse.count) {
+		hashmap_free(&s->sparse);
+		s->sparse = (struct hashmap)HASHMAP_INIT;
+	}
+}
+
+static void scratch_free(struct abbrev_scratch *s)
+{
+	free(s->v);
+	free(s->attrs);
+	free(s->dense);
+	hashmap_free(&s->sparse);
+}
+
+struct akey {
+	uint64_t key;
+	struct abbrevs t;
+};
+
+/* The key of the table at OFF as a unit of U's sizes reads it. */
+static uint64_t abbrev_key(const struct unit *u, uint64_t off)
+{
+	return off * 4 + (u->offset_size == 8) * 2 + (u->version < 3);
+}
+
+/* N elements of SIZE bytes at P, copied to an array of their own. */
+static void *copy_array(const void *p, size_t n, size_t size)
+{
+	return n ? memcpy(xreallocarray(NULL, n, size), p, n * size) : NULL;
 }
 
 /*
@@ -714,48 +787,43 @@ static void code_add(struct seen_codes *s, uint64_t code, size_t n)
  * DW_FORM_ref_addr, on whether its version is 2, so a table is kept per
  * (offset, sizes).  Codes are found in a table, not by a search of those
  * read so far: a section of 10^5 abbreviations must not cost 10^10 steps.
+ * *NEXT is where the next table starts, when this one ended with a code
+ * of 0; else 0.
  */
-static struct abbrevs *abbrevs_of(struct dwarf *d, const struct unit *u)
+static struct abbrevs *read_abbrevs(struct dwarf *d, const struct unit *u,
+				    uint64_t off, uint64_t *next)
 {
-	uint64_t key = u->abbrev_off * 4 + (u->offset_size == 8) * 2 +
-		       (u->version < 3);
-	uint64_t h = hash_u64(key);
-	struct seen_codes seen = { NULL, 0, HASHMAP_INIT };
+	struct abbrev_scratch *s = &d->scratch;
 	struct abbrevs *t;
+	struct akey *k;
 	struct cur c;
-	size_t alloc = 0, aattr = 0, nattrs = 0;
+	size_t n = 0, nattrs = 0;
 	uint32_t maxcode = 0;
+	bool zero = false;
 
-	struct akey {
-		uint64_t key;
-		struct abbrevs t;
-	} *k;
-
-	k = hashmap_get(&d->abbrev_tabs, h, NULL, NULL);
-	if (k)
-		return &k->t;
-	if (u->abbrev_off >= d->s[S_ABBREV].size)
+	*next = 0;
+	if (off >= d->s[S_ABBREV].size)
 		return NULL;
-	k = arena_alloc(&d->arena, sizeof(*k));
-	memset(k, 0, sizeof(*k));
-	k->key = key;
-	t = &k->t;
-	c = (struct cur){ d->s[S_ABBREV].p + u->abbrev_off,
+	c = (struct cur){ d->s[S_ABBREV].p + off,
 			  d->s[S_ABBREV].p + d->s[S_ABBREV].size, false };
-	for (uint64_t code = uleb(&c); code && !c.bad;) {
+	for (uint64_t code = uleb(&c); !c.bad;) {
 		struct abbrev *a;
 
+		if (!code) {
+			zero = true;
+			break;
+		}
 		if (code > UINT32_MAX)
 			goto bad;
-		GROW(t->v, t->n + 1, alloc);
-		a = &t->v[t->n++];
+		GROW(s->v, n + 1, s->av);
+		a = &s->v[n++];
 		memset(a, 0, sizeof(*a));
 		a->code = (uint32_t)code;
 		a->tag = (uint32_t)uleb(&c);
 		a->children = rd(&c, 1) != 0;
 		a->fixed = 0;
 		/* (Attributes of all the table's abbreviations in one
-		 * array: a->attr is set once it stops moving.) */
+		 * array: a->attr is set once it is the table's own.) */
 		a->first = (uint32_t)nattrs;
 		for (;;) {
 			uint64_t name = uleb(&c), form = uleb(&c);
@@ -772,8 +840,8 @@ static struct abbrevs *abbrevs_of(struct dwarf *d, const struct unit *u)
 			}
 			if (nattrs == UINT32_MAX)
 				goto bad;
-			GROW(t->attrs, nattrs + 1, aattr);
-			t->attrs[nattrs++] = (struct abbrev_attr){
+			GROW(s->attrs, nattrs + 1, s->aattrs);
+			s->attrs[nattrs++] = (struct abbrev_attr){
 				(uint32_t)name, (uint32_t)form, imp
 			};
 			a->nattr++;
@@ -788,41 +856,79 @@ static struct abbrevs *abbrevs_of(struct dwarf *d, const struct unit *u)
 		a->interesting = is_func_tag(a->tag);
 		if (a->code > maxcode)
 			maxcode = a->code;
-		code_add(&seen, a->code, t->n);
+		code_add(s, a->code, n);
 		if (c.p >= c.end)
 			break;
 		code = uleb(&c);
 		/* A code seen already starts the next table. */
-		if (code_seen(&seen, code))
-			code = 0;
+		if (code_seen(s, code))
+			break;
 	}
 	if (c.bad)
 		goto bad;
+	codes_clear(s, s->v, n);
+	k = arena_alloc(&d->arena, sizeof(*k));
+	memset(k, 0, sizeof(*k));
+	k->key = abbrev_key(u, off);
+	t = &k->t;
+	t->n = n;
+	t->v = copy_array(s->v, n, sizeof(*t->v));
+	t->attrs = copy_array(s->attrs, nattrs, sizeof(*t->attrs));
 	/* (A table without attributes has no array: NULL + 0 is undefined,
 	 * and each a->attr stays NULL, never read.) */
-	for (size_t i = 0; t->attrs && i < t->n; i++)
+	for (size_t i = 0; t->attrs && i < n; i++)
 		t->v[i].attr = t->attrs + t->v[i].first;
-	if (maxcode <= 4 * t->n + 64) {
+	if (maxcode <= 4 * n + 64) {
 		t->ncodes = maxcode;
 		t->by_code = xcalloc(maxcode + 1, sizeof(*t->by_code));
-		for (size_t i = 0; i < t->n; i++)
+		for (size_t i = 0; i < n; i++)
 			t->by_code[t->v[i].code] = &t->v[i];
 	} else {
-		hashmap_init(&t->codes, t->n);
-		for (size_t i = 0; i < t->n; i++)
+		hashmap_init(&t->codes, n);
+		for (size_t i = 0; i < n; i++)
 			hashmap_put(&t->codes, hash_u64(t->v[i].code),
 				    (void *)(uintptr_t)(i + 1));
 	}
-	free(seen.dense);
-	hashmap_free(&seen.sparse);
-	hashmap_put(&d->abbrev_tabs, h, k);
+	hashmap_put(&d->abbrev_tabs, hash_u64(k->key), k);
+	if (zero)
+		*next = (uint64_t)(c.p - d->s[S_ABBREV].p);
 	return t;
 bad:
-	/* (K stays in the arena, unused.) */
-	free(seen.dense);
-	hashmap_free(&seen.sparse);
-	abbrevs_free(t);
+	codes_clear(s, s->v, n);
 	return NULL;
+}
+
+static struct abbrevs *abbrevs_of(struct dwarf *d, const struct unit *u)
+{
+	struct akey *k = hashmap_get(&d->abbrev_tabs,
+				     hash_u64(abbrev_key(u, u->abbrev_off)),
+				     NULL, NULL);
+	uint64_t next;
+
+	return k ? &k->t : read_abbrevs(d, u, u->abbrev_off, &next);
+}
+
+/*
+ * Every table of the section, one after another, as units of DWARF 3 to
+ * 5 with 4-byte offsets read them: done while .debug_info inflates on the
+ * other core, rather than each as its unit is read once it has (the units
+ * name these tables; a unit of other sizes, or naming a table elsewhere,
+ * reads its own then).  It stops at a table that does not end with a
+ * code of 0 (where the next one starts is then unknown) or does not read.
+ */
+static void read_all_abbrevs(struct dwarf *d)
+{
+	const struct unit dwarf5 = { .version = 5, .addr_size = 8,
+				     .offset_size = 4 };
+	uint64_t off = 0, next;
+	size_t n = 0;
+
+	/* (Offsets only grow: no table is read twice.  A file of tables of
+	 * one abbreviation each, which no unit names, gets no more memory
+	 * from this than from units naming them.) */
+	while (off < d->s[S_ABBREV].size && n++ < (1 << 17) &&
+	       read_abbrevs(d, &dwarf5, off, &next) && next > off)
+		off = next;
 }
 
 /* The index + 1 of CODE in T, 0 if it has none. */
@@ -2268,16 +2374,14 @@ struct dwarf *dwarf_open(const struct elf_image *img, const char **why)
 
 void dwarf_close(struct dwarf *d)
 {
-	struct {
-		uint64_t key;
-		struct abbrevs t;
-	} *k;
+	struct akey *k;
 
 	if (!d)
 		return;
 	for (size_t pos = 0; hashmap_next(&d->abbrev_tabs, &pos, (void **)&k);)
 		abbrevs_free(&k->t);
 	hashmap_free(&d->abbrev_tabs);
+	scratch_free(&d->scratch);
 	for (size_t i = 0; i < d->nunits; i++) {
 		struct unit *u = &d->units[i];
 
@@ -2290,7 +2394,10 @@ void dwarf_close(struct dwarf *d)
 		free(u->lookup);
 	}
 	for (int i = 0; i < NSECT; i++)
-		free(d->s[i].owned);
+		if (d->s[i].mapped)
+			munmap(d->s[i].owned, d->s[i].mapped);
+		else
+			free(d->s[i].owned);
 	free(d->units);
 	free(d->uranges);
 	free(d->ext);

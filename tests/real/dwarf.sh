@@ -8,6 +8,8 @@
 #   - the debug build of libstdc++ (libstdc++6-12-dbg), when installed;
 # and the two outputs must be the same.  For the first two, dmprof's
 # reader must also have answered (not declined in favour of libbfd).
+# dmprof's reader answers the same with DMPROF_THREADS=1 (.debug_info
+# inflated, then the abbreviation tables read, on one thread).
 lib=$(dirname "$bin")/libdmprof.a
 [ -e "$lib" ] || lib=$(dirname "$bin")/build/libdmprof.a
 san=
@@ -44,6 +46,15 @@ for a in range(s, s + z, int(sys.argv[1])): print("%x" % (0x7f0000000000 + a + 1
 	if [ "$4" = 1 ]; then
 		! grep -q "read by libbfd" "$d/own.err" && ok ||
 			bad "dwarf: $1: $(grep -o 'read by libbfd.*' "$d/own.err")"
+	fi
+	# .debug_info inflated on a second thread while the abbreviation
+	# tables are read, or before them on one: the same answers.
+	DMPROF_THREADS=1 ./dwarfcmp "$d/maps.txt" "$d/all.txt" >"$d/own1" 2>/dev/null
+	if cmp -s "$d/own" "$d/own1"; then
+		ok
+	else
+		bad "dwarf: $1: $(diff "$d/own" "$d/own1" | grep -c '^<') of $n addresses differ with one thread, e.g.:"
+		diff "$d/own" "$d/own1" | head -4
 	fi
 }
 

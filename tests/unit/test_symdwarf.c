@@ -868,3 +868,67 @@ Test(symdwarf, misaligned_section_headers)
 	cr_assert_null(open_reader(path, &why));
 	cr_assert_str_eq(why, "no section headers");
 }
+
+/*
+ * Unit K of a file of such units: VERSION, its abbreviations at
+ * ABBREV_OFF (codes UNIT_CODE, then FUNC_CODE), its line program the Kth,
+ * function NAME over its 32 bytes of code at 0x1000 + 0x20 * K.
+ */
+static void unit_k(struct dw *w, int k, int version, uint32_t abbrev_off,
+		   uint64_t unit_code, uint64_t func_code, const char *name)
+{
+	size_t u = unit_begin(w->in, version, abbrev_off);
+	uint64_t low = 0x1000 + 0x20 * (uint64_t)k;
+
+	unit_die(w->in, unit_code, (uint64_t)k * LINE_PROGRAM_SIZE, low);
+	func_die(w->in, func_code, name, low);
+	uleb(w->in, 0);
+	unit_end(w->in, u);
+	line_program(w->li, low);
+}
+
+/*
+ * The section's tables are read ahead, one after another, while
+ * .debug_info inflates: a table of no attributes, an empty table, one
+ * that ends with a code seen already (the read-ahead stops there: where
+ * the next starts is not known) and the units' own, after them, are all
+ * read as if read when named; a version 2 unit names the same table with
+ * other sizes.  Sections as they are, then compressed (.debug_info
+ * inflating on another thread meanwhile).
+ */
+Test(symdwarf, abbreviation_tables_read_ahead)
+{
+	for (int z = 0; z < 2; z++) {
+		struct elf e = { .n = 0 };
+		struct dw w = dwarf_sections(&e);
+		uint32_t own, own2;
+
+		abbrev(w.ab, 1, TAG_variable, false, 0); /* no attributes */
+		uleb(w.ab, 0);
+		uleb(w.ab, 0); /* empty */
+		own = (uint32_t)w.ab->len;
+		abbrev(w.ab, 1, TAG_compile_unit, true, UNIT_ATTRS, 0);
+		abbrev(w.ab, 2, TAG_subprogram, false, FUNC_ATTRS, 0);
+		uleb(w.ab, 0);
+		own2 = (uint32_t)w.ab->len;
+		abbrev(w.ab, 3, TAG_compile_unit, true, UNIT_ATTRS, 0);
+		abbrev(w.ab, 4, TAG_subprogram, false, FUNC_ATTRS, 0);
+		abbrev(w.ab, 3, TAG_variable, false, 0); /* ends it: seen */
+		abbrev(w.ab, 5, TAG_variable, false, 0);
+		uleb(w.ab, 0);
+		unit_k(&w, 0, 4, own, 1, 2, "f");
+		unit_k(&w, 1, 4, own2, 3, 4, "g");
+		unit_k(&w, 2, 2, own, 1, 2, "h");
+		for (int i = 0; z && i < e.n; i++) {
+			compress_section(&e.s[i].data, e.s[i].data.len);
+			e.s[i].flags |= SHF_COMPRESSED;
+		}
+		setenv("DMPROF_THREADS", "2", 1);
+		open_elf(&e, "ahead", 0x100);
+		unsetenv("DMPROF_THREADS");
+		answers(0x1008, "f", 1);
+		answers(0x1028, "g", 1);
+		answers(0x1058, "h", 2);
+		close_reader();
+	}
+}
