@@ -35,8 +35,10 @@ END {
 			print tohex(a[i] + off); k++
 		}
 }' "$out/funcs" >"$out/addrs.txt"
+# (Stack lines of 10 frames, 16 bytes each: the header counts them.)
+lines=$((($(wc -l <"$out/addrs.txt") + 9) / 10))
 {
-	echo "heap profile:  $n: $((n * 16)) [ $n: $((n * 16))] @ heapprofile"
+	echo "heap profile:  $lines: $((lines * 16)) [ $lines: $((lines * 16))] @ heapprofile"
 	awk -v base="$base" "$hex"'{ printf "%s0x%s", (NR % 10 == 1 ? "     1:       16 [     1:       16] @ " : " "), tohex(base + hex($1) + 1)
 		if (NR % 10 == 0) print "" } END { if (NR % 10) print "" }' "$out/addrs.txt"
 	echo
