@@ -23,9 +23,11 @@ int timeline_build(struct timeline *tl, const struct timeline_options *opt)
 	int rc = -1;
 
 	memset(tl, 0, sizeof(*tl));
-	if (run_open_dumps(&tl->run, opt->dumps, opt->ndumps, opt->sym) < 0)
-		return -1;
+	/* (The policies first: a misspelt one is said before a large run
+	 * is read.) */
 	if (policy_set_load(&tl->set, opt->policy) < 0)
+		return -1;
+	if (run_open_dumps(&tl->run, opt->dumps, opt->ndumps, opt->sym) < 0)
 		return -1;
 	if (sharing_load(&tl->sharing, opt->shared, opt->nshared) < 0)
 		return -1;

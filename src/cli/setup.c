@@ -14,10 +14,12 @@ int setup_open(struct setup *o, struct cmd_args *a, const char *dump,
 		 const char *policy, bool all)
 {
 	memset(o, 0, sizeof(*o));
-	if (run_open(&o->run, dump, all ? RUN_ALL_DUMPS : 0, &a->sym) < 0)
-		return -1;
+	/* (The policy first: a misspelt one is said before a large run is
+	 * read.) */
 	o->policy = policy_set_load_one(policy);
 	if (!o->policy)
+		return -1;
+	if (run_open(&o->run, dump, all ? RUN_ALL_DUMPS : 0, &a->sym) < 0)
 		return -1;
 	/* source= needs DWARF lines, which are costly: only on demand. */
 	if (o->policy->uses[COND_SOURCE])
