@@ -54,8 +54,7 @@ if [ -n "$tsan" ]; then
 	# after fork() in a process of threads, which it only allows when
 	# told to.)
 	export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1}:die_after_fork=0"
-	gcc -g -O1 -fsanitize=thread -pthread "$src/rec_stress.c" -o stress -ldl &&
-		gcc -g -O1 -fsanitize=thread -pthread "$src/rec_writers.c" -o writers ||
+	gcc -g -O1 -fsanitize=thread -pthread "$src/rec_stress.c" -o stress -ldl ||
 		exit 1
 else
 	g++ -g -O1 -pthread "$src/rec_cxx.cc" -o cxx || exit 1
