@@ -78,6 +78,9 @@ void *xmalloc(size_t size);
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t size);
 void *xreallocarray(void *p, size_t n, size_t size);
+/* P, an array of OLD elements of SIZE, grown to N (>= OLD), the new ones
+ * zeroed. */
+void *xrecallocarray(void *p, size_t old, size_t n, size_t size);
 char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 void *xmemdup(const void *p, size_t n);

@@ -66,25 +66,18 @@ struct pass {
 	bool overflow;
 };
 
-static void *grow_zero(void *v, size_t old, size_t n, size_t size)
-{
-	v = xreallocarray(v, n, size);
-	memset((char *)v + old * size, 0, (n - old) * size);
-	return v;
-}
-
 static void sums_fit(struct sums *s, size_t old, size_t n)
 {
-	s->v = grow_zero(s->v, old, n, sizeof(*s->v));
+	s->v = xrecallocarray(s->v, old, n, sizeof(*s->v));
 }
 
 static void counts_fit(struct counts *c, size_t old, size_t n)
 {
-	c->allocs = grow_zero(c->allocs, old, n, sizeof(*c->allocs));
-	c->frees = grow_zero(c->frees, old, n, sizeof(*c->frees));
-	c->alloc_bytes = grow_zero(c->alloc_bytes, old, n,
+	c->allocs = xrecallocarray(c->allocs, old, n, sizeof(*c->allocs));
+	c->frees = xrecallocarray(c->frees, old, n, sizeof(*c->frees));
+	c->alloc_bytes = xrecallocarray(c->alloc_bytes, old, n,
 				   sizeof(*c->alloc_bytes));
-	c->line = grow_zero(c->line, old, n, sizeof(*c->line));
+	c->line = xrecallocarray(c->line, old, n, sizeof(*c->line));
 }
 
 /* Make room for every stack of M. */
@@ -314,9 +307,9 @@ int changes_in_run(struct changes *c, struct run *r, struct classifier *cls,
 		snapshot_release(&snap);
 		if (rc)
 			break;
-		a_bytes = grow_zero(a_bytes, n, s.n, sizeof(*a_bytes));
-		a_col = grow_zero(a_col, n, s.n, sizeof(*a_col));
-		step = grow_zero(step, n, s.n, sizeof(*step));
+		a_bytes = xrecallocarray(a_bytes, n, s.n, sizeof(*a_bytes));
+		a_col = xrecallocarray(a_col, n, s.n, sizeof(*a_col));
+		step = xrecallocarray(step, n, s.n, sizeof(*step));
 		n = s.n;
 		for (size_t t = 0; t < s.cur.ntouched; t++) {
 			uint32_t id = s.cur.touched[t];

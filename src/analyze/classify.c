@@ -426,11 +426,9 @@ static void prefix_put(struct classifier *c, uint32_t node, uint32_t frame,
 			size_t n = c->m->frames.n > frame ? c->m->frames.n
 							  : (size_t)frame + 1;
 
-			c->prefix_root = xreallocarray(c->prefix_root, n,
-						       sizeof(*c->prefix_root));
-			memset(c->prefix_root + c->nprefix_root, 0,
-			       (n - c->nprefix_root) *
-				       sizeof(*c->prefix_root));
+			c->prefix_root = xrecallocarray(c->prefix_root,
+							c->nprefix_root, n,
+							sizeof(*c->prefix_root));
 			c->nprefix_root = n;
 		}
 		c->prefix_root[frame] = v;
@@ -533,10 +531,8 @@ static void memo_room(struct classifier *c, size_t n)
 		return;
 	while (want < n)
 		want = st_mult(want, 2);
-	c->bucket_col = xreallocarray(c->bucket_col, want,
-				      sizeof(*c->bucket_col));
-	memset(c->bucket_col + c->nbucket_col, 0,
-	       (want - c->nbucket_col) * sizeof(*c->bucket_col));
+	c->bucket_col = xrecallocarray(c->bucket_col, c->nbucket_col, want,
+				       sizeof(*c->bucket_col));
 	c->nbucket_col = want;
 }
 

@@ -416,11 +416,9 @@ static uint32_t page_stack(struct page *pg, uint32_t id)
 		if (id >= pg->npage_stack) {
 			size_t n = m->stacks.n > id ? m->stacks.n : id + 1;
 
-			pg->page_stack = xreallocarray(pg->page_stack, n,
-						       sizeof(*pg->page_stack));
-			memset(pg->page_stack + pg->npage_stack, 0,
-			       (n - pg->npage_stack) *
-				       sizeof(*pg->page_stack));
+			pg->page_stack = xrecallocarray(pg->page_stack,
+							pg->npage_stack, n,
+							sizeof(*pg->page_stack));
 			pg->npage_stack = n;
 		}
 		pg->page_stack[id] = s + 1;

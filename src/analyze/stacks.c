@@ -243,13 +243,10 @@ static bool by_id(struct tally *funcs, const struct model *m,
 	    (funcs->by_id_of && funcs->by_id_of != m))
 		return false;
 	if (funcs->nby_id < n) {
-		funcs->by_id = xreallocarray(funcs->by_id, n,
-					     sizeof(*funcs->by_id));
-		funcs->flag_by_id = xrealloc(funcs->flag_by_id, n);
-		memset(funcs->by_id + funcs->nby_id, 0,
-		       (n - funcs->nby_id) * sizeof(*funcs->by_id));
-		memset(funcs->flag_by_id + funcs->nby_id, 0,
-		       n - funcs->nby_id);
+		funcs->by_id = xrecallocarray(funcs->by_id, funcs->nby_id, n,
+					      sizeof(*funcs->by_id));
+		funcs->flag_by_id = xrecallocarray(funcs->flag_by_id,
+						   funcs->nby_id, n, 1);
 		funcs->nby_id = n;
 	}
 	funcs->by_id_of = m;

@@ -227,6 +227,13 @@ void *xreallocarray(void *p, size_t n, size_t size)
 	return xrealloc(p, st_mult(n, size));
 }
 
+void *xrecallocarray(void *p, size_t old, size_t n, size_t size)
+{
+	p = xreallocarray(p, n, size);
+	memset((char *)p + old * size, 0, (n - old) * size);
+	return p;
+}
+
 char *xstrdup(const char *s)
 {
 	return xmemdup(s, strlen(s));

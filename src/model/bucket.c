@@ -79,9 +79,8 @@ static void add_by_id(struct bucket_set *s, struct bucket *b)
 
 		while (n <= b->id)
 			n *= 2;
-		s->dense = xreallocarray(s->dense, n, sizeof(*s->dense));
-		memset(s->dense + s->ndense, 0,
-		       (n - s->ndense) * sizeof(*s->dense));
+		s->dense = xrecallocarray(s->dense, s->ndense, n,
+					  sizeof(*s->dense));
 		s->ndense = n;
 	}
 	if (b->id < s->ndense) {

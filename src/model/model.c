@@ -160,10 +160,8 @@ struct bucket *model_stack_bucket(struct model *m, enum alloc_kind kind,
 
 		while (n <= stack->id)
 			n = st_mult(n, 2);
-		m->anon = xreallocarray(m->anon, st_mult(n, 2),
-					sizeof(*m->anon));
-		memset(m->anon + 2 * m->nanon, 0,
-		       2 * (n - m->nanon) * sizeof(*m->anon));
+		m->anon = xrecallocarray(m->anon, 2 * m->nanon, st_mult(n, 2),
+					 sizeof(*m->anon));
 		m->nanon = n;
 	}
 	slot = &m->anon[2 * (size_t)stack->id + (kind == ALLOC_MMAP)];

@@ -732,8 +732,7 @@ static void code_add(struct abbrev_scratch *s, uint64_t code, size_t n)
 
 		while (want <= code)
 			want *= 2;
-		s->dense = xrealloc(s->dense, want);
-		memset(s->dense + s->ndense, 0, want - s->ndense);
+		s->dense = xrecallocarray(s->dense, s->ndense, want, 1);
 		s->ndense = want;
 	}
 	if (code < s->ndense)
