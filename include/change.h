@@ -47,6 +47,18 @@ struct change_end {
 	bool instructions;             /* time is a count of them */
 	int64_t *values;              /* by column, as csv's row */
 	struct agg_builtins builtins;
+	int64_t heap;                 /* bytes with stacks (as top's) */
+	/* Blocks allocated and freed since the process started, where
+	 * the format counts them (counted). */
+	int64_t allocs, frees;
+	bool counted;
+};
+
+/* The dump with the most bytes with stacks among those read. */
+struct change_peak {
+	char *path;
+	double time;
+	int64_t heap;
 };
 
 struct changes {
@@ -55,6 +67,7 @@ struct changes {
 	struct change_end a, b;
 	unsigned has;
 	size_t snapshots;             /* read, A and B included */
+	struct change_peak peak;      /* one run: of the dumps read */
 	size_t shared;                /* stacks with bytes at both ends */
 	size_t stacks_a, stacks_b;    /* stacks with bytes at A, at B */
 };
@@ -72,6 +85,53 @@ int changes_in_run(struct changes *c, struct run *r, struct classifier *cls,
  */
 int changes_across(struct changes *c, struct run *ra, struct classifier *ca,
 		   struct run *rb, struct classifier *cb);
+/*
+ * Dump I of run R alone, classified by CLS, as an end (E, released by
+ * change_end_free).  Returns 0, or -1 after printing why.
+ */
+int changes_end_at(struct change_end *e, struct run *r,
+		   struct classifier *cls, size_t i);
+void change_end_free(struct change_end *e);
 void changes_free(struct changes *c);
+
+/*
+ * A run's shape, as heaptrack_print's closing lines give it: its peak,
+ * what it still held before teardown and after it, the blocks it
+ * allocated and freed.  Bytes are bytes with stacks, as top counts them.
+ */
+struct run_shape {
+	size_t dumps;
+	double start;            /* the first dump's time */
+	bool instructions;       /* times count instructions (DHAT's) */
+	struct change_peak peak;
+	bool has_before;         /* the dump before teardown is known */
+	int64_t before;
+	bool has_after;          /* and one after it */
+	int64_t after;           /* (or at the last dump) */
+	bool at_exit;            /* the last dump is after teardown */
+	int64_t allocs, frees;   /* since the start, at the last dump */
+	bool counted;
+};
+
+/*
+ * The shape of run R (every dump read, classified by CLS), whose teardown
+ * is TD.  Returns 0, or -1 after printing why.
+ */
+int changes_shape(struct run_shape *sh, struct run *r,
+		  struct classifier *cls, const struct run_teardown *td);
+/*
+ * The same from the changes C of a run from its first dump to the one
+ * before teardown (TD's), and, if AFTER, its last dump after teardown.
+ */
+void changes_to_shape(struct run_shape *sh, const struct changes *c,
+		      const struct change_end *after,
+		      const struct run_teardown *td);
+/* One line, for people: "the run: ..."; EXACT: sizes in bytes. */
+void run_shape_text(struct strbuf *sb, const struct run_shape *sh,
+		    bool exact);
+/* As a JSON object: dumps, peak (dump, time, bytes), before_teardown,
+ * after_teardown (or last), allocs, frees where known. */
+void run_shape_json(struct strbuf *sb, const struct run_shape *sh);
+void run_shape_free(struct run_shape *sh);
 
 #endif

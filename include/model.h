@@ -31,6 +31,10 @@ struct model {
 	const char *sample_type;
 	/* Frames and buckets before these are symbolized. */
 	size_t frames_done, buckets_done;
+	/* The binaries frames are in (see model_binary); [0] unused. */
+	const char **bins;
+	size_t nbins, bins_alloc;
+	uint32_t main_bin;  /* the executable's, or 0 */
 	/* Frames a profile named itself (see model_named_frame). */
 	struct hashmap named;
 	uint64_t next_synthetic;
@@ -122,5 +126,11 @@ struct frame_name {
  */
 uint64_t model_named_frame(struct model *m, uint64_t addr,
 			   const struct frame_name *names, uint32_t n);
+
+/*
+ * The number of the binary at PATH (interned: compared by pointer), new
+ * if unseen, for struct frame's bin; its path is m->bins[N].
+ */
+uint32_t model_binary(struct model *m, const char *path);
 
 #endif

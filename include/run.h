@@ -51,6 +51,30 @@ void run_symbolize(struct run *r);
  * them (gperftools profiles carry their own).
  */
 void run_symbolize_snapshot(struct run *r, const struct snapshot *snap);
+/*
+ * Where a run's teardown begins: after the last dump taken when main
+ * returned or exit was called, before atexit handlers and static
+ * destructors freed what the program kept (the recorder's META says
+ * "Reason: main returned" or "exit called"), or, where the dumps say
+ * nothing, by the format's rule: gperftools' heap profiler, and the
+ * recorder without such a dump, write their last dump at exit, after
+ * teardown.
+ */
+struct run_teardown {
+	size_t last;     /* the last dump with something in it */
+	size_t before;   /* the last dump before teardown; SIZE_MAX: not
+			    known (the last may be before it or not) */
+	bool said;       /* the dumps say where (else the format's rule) */
+	bool at_exit;    /* the last dump was written at exit, after
+			    teardown (said, or by the format's rule) */
+	bool last_said;  /* that is said by the last dump itself */
+};
+/* Of the dumps of series S, in FORMAT (that of its first dump). */
+void series_teardown(const struct series *s, enum dump_format format,
+		     struct run_teardown *t);
+/* Does the dump at PATH say it was taken before teardown? */
+bool dump_before_teardown(const char *path);
+
 /* Read dump I of the series (0 = the one the user named). */
 int run_load_dump(struct run *r, size_t i, struct snapshot *snap);
 

@@ -37,6 +37,11 @@ bool series_split(const char *path, char **prefix, unsigned long *counter);
  */
 int series_discover(struct series *s, const char *first_dump, bool all);
 /*
+ * The first dump (the lowest counter) of the run DUMP is of, as a new
+ * string; NULL if DUMP is not of a series, or after an error (printed).
+ */
+char *series_first_dump(const char *dump);
+/*
  * The series of exactly DUMPS (N of them, of one run, in any order:
  * they are sorted by counter, a number given twice is warned about and
  * kept once); one dump alone is discovered as with ALL false.  Returns 0

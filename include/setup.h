@@ -7,6 +7,7 @@
 #define DMPROF_SETUP_H
 
 #include "classify.h"
+#include "owner.h"
 #include "cli.h"
 #include "policyset.h"
 #include "run.h"
@@ -74,6 +75,24 @@ int setup_rows(struct cmd_args *a, size_t dflt, size_t *rows);
 
 /* -n, --rows, with what it does in the command. */
 #define OPTION_ROWS(help) { 'n', "rows", "N", OPT_VALUE | OPT_SYNOPSIS, help }
+/*
+ * --owner RULE and --own PATTERN (OPTION_OWNERS): whose frame owns a
+ * stack's bytes.  Sets O (its patterns point into A's values; free O->own
+ * after), or returns a usage error.
+ */
+int setup_owners(struct cmd_args *a, struct owners *o);
+
+#define OPT_OWNER (OPT_LONG_ONLY + 500)
+#define OPT_OWN (OPT_LONG_ONLY + 501)
+#define OPTION_OWNERS                                                       \
+	{ OPT_OWNER, "owner", "RULE", OPT_VALUE,                            \
+	  "who owns a stack's bytes: program (its first frame of the "      \
+	  "program's own code; the default) or pprof (its first frame "     \
+	  "past the allocator, as google-pprof)" },                         \
+	{ OPT_OWN, "own", "PATTERN", OPT_VALUE,                             \
+	  "binaries or source files matching PATTERN (a glob, or a path "   \
+	  "prefix) are the program's own code too" }
+
 /* -b, --bytes: exact byte counts for human-readable sizes. */
 #define OPTION_BYTES                                                        \
 	{ 'b', "bytes", NULL, OPT_SYNOPSIS,                                 \

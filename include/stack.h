@@ -25,6 +25,9 @@ struct inline_frame {
 struct frame {
 	uint64_t addr;
 	uint32_t id;     /* dense */
+	/* The binary mapped at addr, as model_binary() names it: 0 when
+	 * not known (set by symbolization). */
+	uint32_t bin;
 	/*
 	 * Filled by symbolization.  func NULL means unresolved (printed as
 	 * 0x%016x); file NULL means no source information (printed "?").

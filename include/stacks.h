@@ -13,6 +13,7 @@
 
 #include "aggregate.h"
 #include "model.h"
+#include "owner.h"
 #include "tally.h"
 
 enum stack_form {
@@ -25,6 +26,17 @@ enum stack_form {
 
 /* With STACK_CALLERS: source files by their base name (summaries). */
 #define STACK_BASE_NAMES 0x100
+
+/*
+ * ST as the program's reader wants it (STACK_CALLERS, base names): each
+ * run of two frames or more that are not the program's own code under O
+ * (see owner.h) as one marker, "... 6 frames in libstdc++"; the first
+ * SHOWN entries (frames or markers; SIZE_MAX: all), then " <- ..." if
+ * more.  A stack without a frame of the program's own is shown whole.
+ */
+void stack_text_compact(struct strbuf *sb, const struct model *m,
+			const struct stack *st, const struct owners *o,
+			size_t shown);
 
 /*
  * The first DEPTH + 1 logical frames of ST (UINT64_MAX: all; innermost

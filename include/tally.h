@@ -13,6 +13,7 @@
 #include "hashmap.h"
 
 struct lframe;
+struct owners;
 
 struct tally_entry {
 	const char *key;      /* NUL-terminated, in the tally's arena */
@@ -38,9 +39,12 @@ struct tally {
 	/* The user's: entries by the id of a frame of BY_ID_OF's (a model),
 	 * so that a name met before is not hashed again. */
 	struct tally_entry **by_id;
-	uint8_t *flag_by_id;    /* and a flag of the frame's, + 1 (0: not yet) */
+	uint8_t *flag_by_id;    /* and what it is (FRAME_*: 0, not yet) */
 	size_t nby_id;
 	const void *by_id_of;
+	/* tally_functions': whose frame owns a stack's bytes (NULL:
+	 * pprof's rule); the user's. */
+	const struct owners *owners;
 	/* tally_functions' scratch: a stack's logical frames. */
 	struct lframe *lframes;
 	size_t lframes_alloc;

@@ -8,9 +8,11 @@
  */
 #include "change.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "format.h"
 #include "stacks.h"
 #include "tally.h"
 #include "text.h"
@@ -63,6 +65,10 @@ struct pass {
 	size_t ncounts;           /* what ends' counts cover */
 	struct counts ends[2];
 	const struct stack_line *lines_end; /* of the snapshot summed */
+	/* This pass's totals: bytes with stacks, blocks allocated and
+	 * freed (each line once). */
+	int64_t heap, allocs, frees;
+	const struct stack_line *counted_line;
 	bool overflow;
 };
 
@@ -142,6 +148,12 @@ static int add_item(void *ctx, const struct item *it)
 		c->touched[c->ntouched++] = id;
 	}
 	c->v[id].bytes = add64(c->v[id].bytes, it->bytes, &s->overflow);
+	s->heap = add64(s->heap, it->bytes, &s->overflow);
+	if (it->line && it->line != s->counted_line) {
+		s->counted_line = it->line;
+		s->allocs = add64(s->allocs, it->line->alloc, &s->overflow);
+		s->frees = add64(s->frees, it->line->free, &s->overflow);
+	}
 	if (it->bytes)
 		c->v[id].col = it->col;
 	if (s->counting && it->line) {
@@ -157,13 +169,17 @@ static int add_item(void *ctx, const struct item *it)
 	return 0;
 }
 
-/* Read one end's path, time and columns. */
+/* Read one end's path, time and columns; its totals are S's pass. */
 static int end_of(struct change_end *e, struct classifier *cls,
-		  const struct snapshot *snap)
+		  const struct snapshot *snap, const struct pass *s)
 {
 	struct agg_stats stats;
 
 	memset(&stats, 0, sizeof(stats));
+	e->heap = s->heap;
+	e->allocs = s->allocs;
+	e->frees = s->frees;
+	e->counted = !snap->counts_unknown;
 	e->path = xstrdup(snap->path);
 	e->time = snap->time;
 	e->instructions = snap->time_instructions;
@@ -177,6 +193,8 @@ static int pass_run(struct pass *s, struct classifier *cls,
 		    const struct model *m, const struct snapshot *snap)
 {
 	s->cur.ntouched = 0;
+	s->heap = s->allocs = s->frees = 0;
+	s->counted_line = NULL;
 	s->k++;
 	pass_fit(s, m);
 	if (s->counting && s->ncounts < s->n) {
@@ -301,9 +319,15 @@ int changes_in_run(struct changes *c, struct run *r, struct classifier *cls,
 					: NULL;
 		rc = pass_run(&s, cls, m, &snap);
 		if (!rc && k == 0)
-			rc = end_of(&c->a, cls, &snap);
+			rc = end_of(&c->a, cls, &snap, &s);
 		if (!rc && k == steps)
-			rc = end_of(&c->b, cls, &snap);
+			rc = end_of(&c->b, cls, &snap, &s);
+		if (!rc && (!c->peak.path || s.heap > c->peak.heap)) {
+			free(c->peak.path);
+			c->peak.path = xstrdup(snap.path);
+			c->peak.time = snap.time;
+			c->peak.heap = s.heap;
+		}
 		snapshot_release(&snap);
 		if (rc)
 			break;
@@ -375,7 +399,7 @@ static int side(struct changes *c, struct tally *texts, struct run *r,
 	run_symbolize_snapshot(r, &snap);
 	rc = pass_run(&s, cls, &r->model, &snap);
 	if (!rc)
-		rc = end_of(is_b ? &c->b : &c->a, cls, &snap);
+		rc = end_of(is_b ? &c->b : &c->a, cls, &snap, &s);
 	for (size_t t = 0; !rc && t < s.cur.ntouched; t++) {
 		uint32_t id = s.cur.touched[t];
 		const struct stack *st = r->model.stacks.v[id];
@@ -437,12 +461,203 @@ int changes_across(struct changes *c, struct run *ra, struct classifier *ca,
 	return 0;
 }
 
+int changes_end_at(struct change_end *e, struct run *r,
+		   struct classifier *cls, size_t i)
+{
+	struct snapshot snap;
+	struct pass s;
+	int rc;
+
+	memset(e, 0, sizeof(*e));
+	memset(&s, 0, sizeof(s));
+	if (run_load_dump(r, i, &snap) < 0)
+		return -1;
+	run_symbolize_snapshot(r, &snap);
+	rc = pass_run(&s, cls, &r->model, &snap);
+	if (!rc)
+		rc = end_of(e, cls, &snap, &s);
+	snapshot_release(&snap);
+	pass_free(&s);
+	return rc ? -1 : 0;
+}
+
+void change_end_free(struct change_end *e)
+{
+	free(e->path);
+	free(e->values);
+	memset(e, 0, sizeof(*e));
+}
+
 void changes_free(struct changes *c)
 {
 	free(c->v);
-	free(c->a.path);
-	free(c->a.values);
-	free(c->b.path);
-	free(c->b.values);
+	change_end_free(&c->a);
+	change_end_free(&c->b);
+	free(c->peak.path);
 	memset(c, 0, sizeof(*c));
+}
+
+/* ---- a run's shape ---- */
+
+static void shape_peak(struct run_shape *sh, const char *path, double time,
+		       int64_t heap)
+{
+	if (sh->peak.path && heap <= sh->peak.heap)
+		return;
+	free(sh->peak.path);
+	sh->peak.path = xstrdup(path);
+	sh->peak.time = time;
+	sh->peak.heap = heap;
+}
+
+static void shape_last(struct run_shape *sh, const struct change_end *e)
+{
+	sh->allocs = e->allocs;
+	sh->frees = e->frees;
+	sh->counted = e->counted;
+}
+
+int changes_shape(struct run_shape *sh, struct run *r,
+		  struct classifier *cls, const struct run_teardown *td)
+{
+	struct run_reader rr;
+	struct pass s;
+	int rc = 0;
+
+	memset(sh, 0, sizeof(*sh));
+	memset(&s, 0, sizeof(s));
+	if (td->last + 1 == r->series.ndumps)
+		classify_buckets(cls);
+	run_reader_init(&rr, r);
+	for (size_t i = 0; i <= td->last && !rc; i++) {
+		struct snapshot snap;
+
+		if (i && i < td->last && file_empty(r->series.dumps[i].path))
+			continue;
+		if (run_reader_load(&rr, i, i < td->last ? i + 1 : SIZE_MAX,
+				    &snap) < 0) {
+			rc = -1;
+			break;
+		}
+		run_symbolize_snapshot(r, &snap);
+		rc = pass_run(&s, cls, &r->model, &snap);
+		if (!rc) {
+			if (!sh->dumps++) {
+				sh->start = snap.time;
+				sh->instructions = snap.time_instructions;
+			}
+			shape_peak(sh, snap.path, snap.time, s.heap);
+			if (i == td->before) {
+				sh->has_before = true;
+				sh->before = s.heap;
+			}
+			if (i == td->last) {
+				sh->has_after = td->at_exit &&
+						td->before != SIZE_MAX &&
+						td->before < i;
+				sh->at_exit = td->at_exit;
+				sh->after = s.heap;
+				sh->allocs = s.allocs;
+				sh->frees = s.frees;
+				sh->counted = !snap.counts_unknown;
+			}
+		}
+		snapshot_release(&snap);
+	}
+	run_reader_end(&rr);
+	pass_free(&s);
+	if (rc)
+		run_shape_free(sh);
+	return rc ? -1 : 0;
+}
+
+void changes_to_shape(struct run_shape *sh, const struct changes *c,
+		      const struct change_end *after,
+		      const struct run_teardown *td)
+{
+	memset(sh, 0, sizeof(*sh));
+	sh->dumps = c->snapshots + (after != NULL);
+	sh->start = c->a.time;
+	sh->instructions = c->a.instructions;
+	if (c->peak.path)
+		shape_peak(sh, c->peak.path, c->peak.time, c->peak.heap);
+	/* (B is the dump before teardown if one follows, or if the
+	 * dumps say so of the last.) */
+	sh->has_before = after || (td->said && td->before == td->last);
+	sh->before = c->b.heap;
+	sh->after = c->b.heap;
+	sh->at_exit = td->at_exit;
+	shape_last(sh, &c->b);
+	if (after) {
+		shape_peak(sh, after->path, after->time, after->heap);
+		sh->has_after = true;
+		sh->after = after->heap;
+		shape_last(sh, after);
+	}
+}
+
+static void shape_bytes(struct strbuf *sb, int64_t v, bool exact)
+{
+	if (exact)
+		sb_addf(sb, "%" PRId64, v);
+	else
+		format_bytes(sb, v, false);
+}
+
+void run_shape_text(struct strbuf *sb, const struct run_shape *sh,
+		    bool exact)
+{
+	const char *base = sh->peak.path ? strrchr(sh->peak.path, '/') : NULL;
+
+	sb_addf(sb, "the run: %zu dump%s; peak ", sh->dumps,
+		sh->dumps == 1 ? "" : "s");
+	shape_bytes(sb, sh->peak.heap, exact);
+	if (sh->instructions)
+		sb_addf(sb, " at %.0f instructions",
+			sh->peak.time - sh->start);
+	else
+		sb_addf(sb, " at %.1f s", sh->peak.time - sh->start);
+	sb_addf(sb, " (%s)", base ? base + 1 : sh->peak.path);
+	if (sh->has_before) {
+		sb_addstr(sb, "; ");
+		shape_bytes(sb, sh->before, exact);
+		sb_addstr(sb, " before teardown");
+		if (sh->has_after) {
+			sb_addstr(sb, ", ");
+			shape_bytes(sb, sh->after, exact);
+			sb_addstr(sb, " after");
+		}
+	} else {
+		sb_addstr(sb, "; ");
+		shape_bytes(sb, sh->after, exact);
+		sb_addstr(sb, sh->at_exit ? " at exit, after teardown"
+					  : " at the last dump");
+	}
+	if (sh->counted)
+		sb_addf(sb, "; %" PRId64 " allocations, %" PRId64 " frees",
+			sh->allocs, sh->frees);
+}
+
+void run_shape_json(struct strbuf *sb, const struct run_shape *sh)
+{
+	sb_addf(sb, "{ \"dumps\": %zu, \"peak\": { \"dump\": ", sh->dumps);
+	format_json_string(sb, sh->peak.path);
+	sb_addstr(sb, ", \"time\": ");
+	format_float_repr(sb, sh->peak.time);
+	sb_addf(sb, ", \"bytes\": %" PRId64 " }", sh->peak.heap);
+	if (sh->has_before)
+		sb_addf(sb, ", \"before_teardown\": %" PRId64, sh->before);
+	sb_addf(sb, ", \"%s\": %" PRId64,
+		sh->has_after || sh->at_exit ? "after_teardown" : "last",
+		sh->after);
+	if (sh->counted)
+		sb_addf(sb, ", \"allocs\": %" PRId64 ", \"frees\": %" PRId64,
+			sh->allocs, sh->frees);
+	sb_addstr(sb, " }");
+}
+
+void run_shape_free(struct run_shape *sh)
+{
+	free(sh->peak.path);
+	memset(sh, 0, sizeof(*sh));
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "owner.h"
 #include "util.h"
 
 void frame_name(struct strbuf *sb, const struct frame *f, uint32_t k)
@@ -110,6 +111,81 @@ void stack_text(struct strbuf *sb, const struct model *m,
 			break;
 		}
 	}
+	free(v);
+}
+
+/* The base name of PATH up to ".so" ("libstdc++" of libstdc++.so.6). */
+static void library_name(struct strbuf *sb, const char *path)
+{
+	const char *base = strrchr(path, '/'), *so;
+
+	base = base ? base + 1 : path;
+	so = strstr(base, ".so");
+	sb_add(sb, base, so && so > base ? (size_t)(so - base) : strlen(base));
+}
+
+/*
+ * "... N frames in X" for logical frames V[FROM, TO) (N >= 2): X is
+ * their library when they share one that is not the executable, else
+ * "the C++ runtime" when they are all of std:: and the like or the
+ * allocator's, else "libraries".
+ */
+static void marker_text(struct strbuf *sb, const struct model *m,
+			const struct lframe *v, size_t from, size_t to)
+{
+	uint32_t bin = v[from].f->bin;
+	bool std = true;
+
+	for (size_t i = from; i < to; i++) {
+		const char *func = frame_func(v[i].f, v[i].k);
+
+		if (v[i].f->bin != bin)
+			bin = 0;
+		if (!func || (strncmp(func, "std::", 5) &&
+			      strncmp(func, "__gnu_cxx::", 11) &&
+			      strncmp(func, "__cxxabiv1::", 12) &&
+			      !frame_is_allocator(func, strlen(func))))
+			std = false;
+	}
+	sb_addf(sb, "\u2026 %zu frames in ", to - from);
+	if (bin && bin != m->main_bin)
+		library_name(sb, m->bins[bin]);
+	else
+		sb_addstr(sb, std ? "the C++ runtime" : "libraries");
+}
+
+void stack_text_compact(struct strbuf *sb, const struct model *m,
+			const struct stack *st, const struct owners *o,
+			size_t shown)
+{
+	struct lframe *v = NULL;
+	size_t alloc = 0, n = logical_frames(m, st, &v, &alloc), entries = 0;
+	bool *own = xcalloc(n + 1, sizeof(*own)), any = false;
+
+	for (size_t i = 0; i < n; i++)
+		any |= own[i] = owner_frame_is_own(o, m, v[i].f, v[i].k);
+	for (size_t i = 0; i < n;) {
+		size_t j = i;
+
+		if (entries == shown) {
+			sb_addstr(sb, " <- ...");
+			break;
+		}
+		if (entries++)
+			sb_addstr(sb, " <- ");
+		while (any && j < n && !own[j])
+			j++;
+		if (j - i >= 2) {
+			marker_text(sb, m, v, i, j);
+			i = j;
+			continue;
+		}
+		frame_add_func(sb, v[i].f, v[i].k);
+		place_text(sb, frame_file(v[i].f, v[i].k),
+			   frame_line(v[i].f, v[i].k), true);
+		i++;
+	}
+	free(own);
 	free(v);
 }
 
@@ -253,18 +329,44 @@ static bool by_id(struct tally *funcs, const struct model *m,
 	return true;
 }
 
-/* is_allocator(LF), remembered by frame id where FUNCS can. */
-static bool allocator_frame(struct tally *funcs, const struct model *m,
-			    const struct lframe *lf)
+/* (tally.flag_by_id) What a frame is, once known. */
+enum {
+	FRAME_KNOWN = 1,
+	FRAME_ALLOCATOR = 2,
+	FRAME_OWN = 4, /* the program's own code */
+};
+
+static uint8_t frame_kind(struct tally *funcs, const struct model *m,
+			  const struct lframe *lf)
+{
+	uint8_t kind = FRAME_KNOWN;
+
+	if (is_allocator(lf))
+		kind |= FRAME_ALLOCATOR;
+	else if (funcs->owners && funcs->owners->rule == OWNER_PROGRAM &&
+		 owner_frame_is_own(funcs->owners, m, lf->f, lf->k))
+		kind |= FRAME_OWN;
+	return kind;
+}
+
+/* frame_kind(LF), remembered by frame id where FUNCS can. */
+static uint8_t frame_flags(struct tally *funcs, const struct model *m,
+			   const struct lframe *lf)
 {
 	uint8_t *flag;
 
 	if (!by_id(funcs, m, lf))
-		return is_allocator(lf);
+		return frame_kind(funcs, m, lf);
 	flag = &funcs->flag_by_id[lf->f->id];
 	if (!*flag)
-		*flag = is_allocator(lf) ? 2 : 1;
-	return *flag == 2;
+		*flag = frame_kind(funcs, m, lf);
+	return *flag;
+}
+
+static bool allocator_frame(struct tally *funcs, const struct model *m,
+			    const struct lframe *lf)
+{
+	return frame_flags(funcs, m, lf) & FRAME_ALLOCATOR;
 }
 
 static struct tally_entry *function_entry(struct tally *funcs,
@@ -296,6 +398,7 @@ struct tally_entry *tally_functions(struct tally *funcs, const struct model *m,
 {
 	struct lframe *v = funcs->lframes;
 	size_t nf = logical_frames(m, st, &v, &funcs->lframes_alloc), owner = 0;
+	size_t first;
 	struct strbuf name = STRBUF_INIT;
 	struct tally_entry *own = NULL;
 	int64_t size = add[0] < 0 ? -add[0] : add[0];
@@ -322,10 +425,21 @@ struct tally_entry *tally_functions(struct tally *funcs, const struct model *m,
 	}
 	while (owner + 1 < nf && allocator_frame(funcs, m, &v[owner]))
 		owner++;
-	for (size_t i = owner; i < (cum ? nf : owner + (owner < nf)); i++) {
+	/* The program's own code, if the stack has any, owns its bytes; the
+	 * frames between (std:: templates, libraries) only pass them on. */
+	first = owner;
+	for (size_t i = owner; funcs->owners &&
+			       funcs->owners->rule == OWNER_PROGRAM && i < nf;
+	     i++)
+		if (frame_flags(funcs, m, &v[i]) & FRAME_OWN) {
+			owner = i;
+			break;
+		}
+	for (size_t i = cum ? first : owner;
+	     i < (cum ? nf : owner + (owner < nf)); i++) {
 		struct tally_entry *e;
 
-		if (i > owner && allocator_frame(funcs, m, &v[i]))
+		if (i != owner && allocator_frame(funcs, m, &v[i]))
 			continue; /* pprof removes them anywhere */
 		e = function_entry(funcs, m, &v[i], &name);
 		if (i == owner)

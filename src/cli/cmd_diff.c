@@ -197,6 +197,15 @@ struct diff {
 	bool overflow;          /* a sum of sizes saturated */
 	size_t suspects;
 	int64_t suspect_growth;
+	struct owners owners;   /* --owner, --own */
+	/* diff FIRST: where the run's teardown is, the dump after it
+	 * (has_after), and the run's shape (has_shape). */
+	struct run_teardown td;
+	bool first_form;
+	struct change_end after;
+	bool has_after;
+	struct run_shape shape;
+	bool has_shape;
 };
 
 static struct row *add_row(struct table *t)
@@ -358,6 +367,7 @@ static void place_calls(struct diff *d)
 	if (!want || !source)
 		return;
 	tally_init(&all);
+	all.owners = &d->owners;
 	for (size_t i = 0; i < d->c.n; i++) {
 		int64_t add[6];
 
@@ -419,12 +429,21 @@ static void print_header(struct diff *d, const struct table *t,
 	printf("  %s%s\n", d->c.has & CHANGES_SERIES ? "  " : "", t->noun);
 }
 
-/* A stack's first SHOWN_FRAMES frames, files by their base names. */
-static void short_stack(struct strbuf *sb, const struct change *ch)
+/*
+ * A stack's first SHOWN_FRAMES frames, files by their base names; runs
+ * of library frames as one, unless pprof's view is asked for.
+ */
+static void short_stack(struct diff *d, struct strbuf *sb,
+			const struct change *ch)
 {
 	sb_reset(sb);
 	if (!ch->st->depth) {
 		sb_addstr(sb, "<no stack>");
+		return;
+	}
+	if (d->owners.rule == OWNER_PROGRAM) {
+		stack_text_compact(sb, ch->m, ch->st, &d->owners,
+				   SHOWN_FRAMES);
 		return;
 	}
 	stack_text(sb, ch->m, ch->st, SHOWN_FRAMES - 1,
@@ -455,7 +474,7 @@ static void print_row(struct diff *d, const struct table *t,
 		       : r->suspect			   ? "* "
 							   : "  ");
 	if (t == &d->stacks) {
-		short_stack(&sb, r->ch);
+		short_stack(d, &sb, r->ch);
 		printf("%s", sb.buf);
 	} else {
 		sb_reset(&sb);
@@ -497,10 +516,73 @@ static void print_duration(double s)
 		printf("%.1f h", s / 3600);
 }
 
+/* The components' total at the dump after teardown. */
+static int64_t after_total(struct diff *d)
+{
+	int64_t t = 0;
+
+	for (size_t c = 0; c < d->p->ncols; c++)
+		if (policy_in_partition(d->p, (int)c))
+			t = add64(t, d->after.values[c], &d->overflow);
+	return t;
+}
+
+/* Is the run's shape worth a line: does the run say where it ended? */
+static bool shape_shown(const struct diff *d)
+{
+	return d->has_shape && (d->td.said || d->td.at_exit);
+}
+
+/*
+ * diff FIRST: which dump B is, where teardown is concerned, and what
+ * teardown freed, in a line (none when the run says nothing of it).
+ */
+static void print_teardown(struct diff *d)
+{
+	struct strbuf x = STRBUF_INIT, y = STRBUF_INIT, z = STRBUF_INIT;
+	const char *last = d->td.last < SIZE_MAX && d->has_after
+				   ? d->after.path : NULL;
+
+	if (!d->first_form || !(d->td.said || d->td.at_exit))
+		return;
+	if (!d->has_after && d->td.said)
+		return; /* B is the last, and before teardown */
+	if (!d->has_after) {
+		printf("B is the last dump, %s at exit, after atexit handlers "
+		       "and static destructors: what they freed shows as "
+		       "shrinking (the run has no other dump before teardown "
+		       "but A)\n",
+		       d->td.last_said ? "written" : "which the format writes");
+		return;
+	}
+	bytes(d, &x, d->total_b, false);
+	bytes(d, &y, after_total(d), false);
+	bytes(d, &z, sub64(after_total(d), d->total_b, &d->overflow), true);
+	if (d->td.said)
+		printf("B is the last dump before teardown; then atexit "
+		       "handlers and static destructors took the components "
+		       "from %s to %s (%s) by %s\n", x.buf, y.buf, z.buf,
+		       last);
+	else
+		printf("B is the dump before the last: %s was written at "
+		       "exit, after static destructors (the dumps do not say "
+		       "where teardown began); into it the components went "
+		       "from %s to %s (%s)\n", last, x.buf, y.buf, z.buf);
+	sb_release(&x);
+	sb_release(&y);
+	sb_release(&z);
+}
+
 static void print_text(struct diff *d)
 {
 	struct strbuf a = STRBUF_INIT, b = STRBUF_INIT, ch = STRBUF_INIT;
 	double dt = d->c.b.time - d->c.a.time;
+
+	if (shape_shown(d)) {
+		run_shape_text(&a, &d->shape, d->exact);
+		printf("%s\n", a.buf);
+		sb_reset(&a);
+	}
 
 	printf("A %s -> B %s: ", d->c.a.path, d->c.b.path);
 	if (!(d->c.has & CHANGES_RUN)) {
@@ -521,6 +603,7 @@ static void print_text(struct diff *d)
 	       bytes(d, &b, d->total_b, false));
 	printf(", %s (%s)\n", bytes(d, &a, d->total_change, true),
 	       ch.buf);
+	print_teardown(d);
 	if (!d->comps.n)
 		printf("\nno component changed\n");
 	print_table(d, &d->comps, "components");
@@ -595,6 +678,21 @@ static void json_end(struct strbuf *out, const char *key,
 	sb_addstr(out, " },\n");
 }
 
+/* The run's shape and its teardown, as the text's first lines. */
+static void json_shape(struct diff *d, struct strbuf *out)
+{
+	sb_addstr(out, ",\n  \"run\": ");
+	run_shape_json(out, &d->shape);
+	sb_addf(out, ",\n  \"teardown\": { \"said\": %s",
+		d->td.said ? "true" : "false");
+	if (d->has_after) {
+		sb_addstr(out, ", \"last\": ");
+		format_json_string(out, d->after.path);
+		sb_addf(out, ", \"total\": %" PRId64, after_total(d));
+	}
+	sb_addstr(out, " }");
+}
+
 static void print_json(struct diff *d)
 {
 	struct strbuf out = STRBUF_INIT;
@@ -609,6 +707,8 @@ static void print_json(struct diff *d)
 	sb_addf(&out, "  \"total\": { \"a\": %" PRId64 ", \"b\": %" PRId64
 		      ", \"change\": %" PRId64 " }",
 		d->total_a, d->total_b, d->total_change);
+	if (shape_shown(d))
+		json_shape(d, &out);
 	json_rows(d, &out, "components", &d->comps);
 	json_rows(d, &out, "functions", &d->funcs);
 	json_rows(d, &out, "stacks", &d->stacks);
@@ -677,11 +777,18 @@ static int in_run(struct diff *d, struct setup *o, struct cmd_args *a,
 	if (setup_open(o, a, first, policy, true) < 0)
 		return -1;
 	if (a->argc == 1) {
-		/* The last dump with something in it (a producer killed
-		 * before it wrote leaves an empty one). */
-		ib = o->run.series.ndumps - 1;
-		while (ib > 0 && file_empty(o->run.series.dumps[ib].path))
-			ib--;
+		/*
+		 * The last dump before teardown, where that is known: what
+		 * static destructors and atexit handlers free is not what
+		 * the program gave back.  Else the last dump with something
+		 * in it (a producer killed before it wrote leaves an empty
+		 * one).
+		 */
+		series_teardown(&o->run.series, o->run.format, &d->td);
+		d->first_form = true;
+		ib = d->td.last;
+		if (d->td.before != SIZE_MAX && d->td.before > 0)
+			ib = d->td.before;
 		if (!ib)
 			return error("%s: the only dump of its run: diff needs "
 				     "two ('dmprof diff A B')", first);
@@ -693,7 +800,20 @@ static int in_run(struct diff *d, struct setup *o, struct cmd_args *a,
 				     a->argv[ia == SIZE_MAX ? 0 : 1], first);
 	}
 	d->p = o->policy;
-	return changes_in_run(&d->c, &o->run, &o->cls, ia, ib);
+	if (changes_in_run(&d->c, &o->run, &o->cls, ia, ib) < 0)
+		return -1;
+	if (!d->first_form)
+		return 0;
+	/* What teardown freed: the last dump, read alone. */
+	if (ib < d->td.last) {
+		if (changes_end_at(&d->after, &o->run, &o->cls, d->td.last) < 0)
+			return -1;
+		d->has_after = true;
+	}
+	changes_to_shape(&d->shape, &d->c, d->has_after ? &d->after : NULL,
+			 &d->td);
+	d->has_shape = true;
+	return 0;
 }
 
 static int across(struct diff *d, struct setup *o, struct setup *ob,
@@ -727,7 +847,8 @@ static int run(struct cmd_args *a)
 	memset(&ob, 0, sizeof(ob));
 	if ((status = setup_one_policy(a, &policy)))
 		return status;
-	if ((status = setup_rows(a, 10, &rows)))
+	if ((status = setup_rows(a, 10, &rows)) ||
+	    (status = setup_owners(a, &d.owners)))
 		return status;
 	if (a->argc < 1 || a->argc > 2)
 		return cmd_usage_error(a, a->argc ? "too many operands"
@@ -742,6 +863,7 @@ static int run(struct cmd_args *a)
 	d.stacks.noun = "stack";
 	d.stacks.plural = "stacks";
 	tally_init(&d.ftally);
+	d.ftally.owners = &d.owners;
 	a->sym.want_source = true;
 	if (a->argc == 1 || one_run(a->argv[0], a->argv[1], &ca, &cb))
 		rc = in_run(&d, &o, a, policy);
@@ -775,6 +897,9 @@ static int run(struct cmd_args *a)
 	free(d.text_at);
 	sb_release(&d.texts);
 	tally_free(&d.ftally);
+	free(d.owners.own);
+	change_end_free(&d.after);
+	run_shape_free(&d.shape);
 	setup_close(&ob);
 	setup_close(&o);
 	return rc ? 1 : 0;
@@ -787,6 +912,7 @@ static const struct cmd_option options[] = {
 	OPTION_BYTES,
 	{ OPT_JSON, "json", NULL, OPT_SYNOPSIS,
 	  "every row, exact numbers, as JSON" },
+	OPTION_OWNERS,
 	OPT_END,
 };
 

@@ -16,7 +16,10 @@
 #include <string.h>
 
 #include "aggregate.h"
+#include "change.h"
 #include "format.h"
+#include "profile.h"
+#include "series.h"
 #include "setup.h"
 #include "stacks.h"
 #include "tally.h"
@@ -37,9 +40,12 @@ struct top {
 	struct agg_builtins builtins;
 	int64_t total;         /* of the components of the partition */
 	struct tally funcs;    /* v[0] flat, v[1] cum */
+	struct owners owners;  /* --owner, --own */
 	int64_t stack_bytes;   /* the bytes with stacks, in scope */
 	struct strbuf sb;
 	int *cols;             /* the components shown, largest first */
+	struct run_shape shape; /* of a run that says where it ended */
+	bool has_shape;
 	struct cut {
 		size_t n, shown;   /* rows, rows before <other> */
 		int64_t rest;      /* in <other> */
@@ -137,6 +143,11 @@ static void print_text(struct top *t)
 	int64_t sum = 0;
 	struct strbuf share = STRBUF_INIT;
 
+	if (t->has_shape) {
+		run_shape_text(&share, &t->shape, t->exact);
+		printf("%s\n", share.buf);
+		sb_reset(&share);
+	}
 	if (t->col >= 0) {
 		format_percent(&share, t->values[t->col], t->total, false);
 		printf("%s: %s, ", p->cols[t->col].name,
@@ -228,6 +239,10 @@ static void print_json(struct top *t)
 		sb_addstr(&out, ",\n  ");
 		json_entry_name(&out, "component", p->cols[t->col].name);
 	}
+	if (t->has_shape) {
+		sb_addstr(&out, ",\n  \"run\": ");
+		run_shape_json(&out, &t->shape);
+	}
 	sb_addf(&out, ",\n  \"total\": %" PRId64 ",\n", t->total);
 	if (t->builtins.v[B_RSS])
 		sb_addf(&out, "  \"rss\": %" PRId64 ",\n",
@@ -296,6 +311,53 @@ static int64_t func_flat(const struct top *t, size_t i)
 	return t->funcs.v[i]->v[0];
 }
 
+/*
+ * Open DUMP's run at its first dump when the run says where it ended
+ * (a before-teardown or at-exit dump: dmprof record's, gperftools'), to
+ * read its shape first; else DUMP alone.  As setup_dump otherwise.
+ */
+static int open_dump(struct top *t, struct setup *o, struct snapshot *snap,
+		     struct cmd_args *a, const char *dump, const char *policy)
+{
+	char *first = series_first_dump(dump), *prefix = NULL;
+	struct run_teardown td;
+	struct series s;
+	unsigned long counter = 0;
+	size_t i = SIZE_MAX;
+	enum dump_format format;
+
+	if (!first || profile_probe(dump, &format) < 0 ||
+	    series_discover(&s, first, true) < 0) {
+		free(first);
+		return setup_dump(o, snap, a, dump, policy);
+	}
+	series_teardown(&s, format, &td);
+	series_split(dump, &prefix, &counter);
+	for (size_t k = 0; k < s.ndumps; k++)
+		if (s.dumps[k].counter == counter)
+			i = k;
+	series_free(&s);
+	free(prefix);
+	if (!(td.said || td.at_exit) || !td.last || i == SIZE_MAX) {
+		free(first);
+		return setup_dump(o, snap, a, dump, policy);
+	}
+	if (setup_open(o, a, first, policy, true) < 0 ||
+	    changes_shape(&t->shape, &o->run, &o->cls, &td) < 0 ||
+	    run_load_dump(&o->run, i, snap) < 0) {
+		free(first);
+		setup_close(o);
+		return -1;
+	}
+	free(first);
+	t->has_shape = true;
+	run_symbolize_snapshot(&o->run, snap);
+	/* (Named as the user named it.) */
+	free(snap->path);
+	snap->path = xstrdup(dump);
+	return 0;
+}
+
 static int run(struct cmd_args *a)
 {
 	const char *component = args_get(a, 'c'), *policy;
@@ -309,15 +371,20 @@ static int run(struct cmd_args *a)
 	memset(&t, 0, sizeof(t));
 	if ((status = setup_one_policy(a, &policy)))
 		return status;
-	if ((status = setup_rows(a, 15, &rows)))
-		return status;
-	if (a->argc != 1)
-		return cmd_usage_error(a, a->argc ? "too many operands"
-						  : "which dump?");
-	/* file:line where the binaries say. */
+	if ((status = setup_rows(a, 15, &rows)) ||
+	    (status = setup_owners(a, &t.owners)))
+		goto early;
+	if (a->argc != 1) {
+		status = cmd_usage_error(a, a->argc ? "too many operands"
+						    : "which dump?");
+		goto early;
+	}
+	/* file:line where the binaries say (the owner rule reads files). */
 	a->sym.want_source = true;
-	if (setup_dump(&o, &snap, a, a->argv[0], policy) < 0)
-		return 1;
+	if (open_dump(&t, &o, &snap, a, a->argv[0], policy) < 0) {
+		status = 1;
+		goto early;
+	}
 	t.o = &o;
 	t.snap = &snap;
 	t.col = -1;
@@ -325,6 +392,7 @@ static int run(struct cmd_args *a)
 	t.json = args_has(a, OPT_JSON);
 	t.exact = args_has(a, 'b');
 	tally_init(&t.funcs);
+	t.funcs.owners = &t.owners;
 	t.values = xcalloc(o.policy->ncols, sizeof(*t.values));
 	memset(&stats, 0, sizeof(stats));
 	if (component && (t.col = setup_component(o.policy, component)) < 0) {
@@ -364,6 +432,9 @@ out:
 	sb_release(&t.sb);
 	snapshot_release(&snap);
 	setup_close(&o);
+early:
+	run_shape_free(&t.shape);
+	free(t.owners.own);
 	return status;
 }
 
@@ -374,6 +445,7 @@ static const struct cmd_option options[] = {
 		    "(default 15)"),
 	OPTION_BYTES,
 	{ OPT_JSON, "json", NULL, OPT_SYNOPSIS, "exact numbers, as JSON" },
+	OPTION_OWNERS,
 	OPT_END,
 };
 

@@ -244,6 +244,29 @@ int setup_timeline(struct cmd_args *a, bool each,
 	return status;
 }
 
+int setup_owners(struct cmd_args *a, struct owners *o)
+{
+	const char *rule = args_get(a, OPT_OWNER);
+
+	memset(o, 0, sizeof(*o));
+	o->rule = OWNER_PROGRAM;
+	if (rule && owners_rule(o, rule) < 0)
+		return cmd_usage_error(a, "--owner wants 'program' or 'pprof', "
+					  "not '%s'", rule);
+	for (size_t i = 0; i < a->nv; i++) {
+		if (a->v[i].key != OPT_OWN)
+			continue;
+		if (!*a->v[i].value) {
+			free(o->own);
+			o->own = NULL;
+			return cmd_usage_error(a, "--own wants a pattern");
+		}
+		o->own = xreallocarray(o->own, o->nown + 1, sizeof(*o->own));
+		o->own[o->nown++] = a->v[i].value;
+	}
+	return 0;
+}
+
 int setup_rows(struct cmd_args *a, size_t dflt, size_t *rows)
 {
 	const char *n = args_get(a, 'n');

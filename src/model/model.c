@@ -31,6 +31,7 @@ void model_free(struct model *m)
 	bucket_set_free(&m->buckets);
 	free(m->anon);
 	hashmap_free(&m->named);
+	free(m->bins);
 	stacks_free(&m->stacks);
 	frames_free(&m->frames);
 	strtab_free(&m->strings);
@@ -328,4 +329,18 @@ void model_rollback(struct model *m, const struct model_mark *mark)
 			hashmap_put(&kept, names_hash(e->given, e->f), e);
 	hashmap_free(&m->named);
 	m->named = kept;
+}
+
+uint32_t model_binary(struct model *m, const char *path)
+{
+	/* (A process maps a few hundred files: a look along them will do,
+	 * and symbolization asks once per run of frames in one binary.) */
+	for (size_t i = 1; i < m->nbins; i++)
+		if (m->bins[i] == path)
+			return (uint32_t)i;
+	if (!m->nbins)
+		m->nbins = 1;
+	GROW(m->bins, m->nbins + 1, m->bins_alloc);
+	m->bins[m->nbins] = path;
+	return (uint32_t)m->nbins++;
 }

@@ -6,6 +6,7 @@
 #include "run.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -181,6 +182,97 @@ int run_load_dump(struct run *r, size_t i, struct snapshot *snap)
 		return -1;
 	snap->counter = r->series.dumps[i].counter;
 	return 0;
+}
+
+/* ---- teardown ---- */
+
+enum moment {
+	MOMENT_UNSAID,
+	MOMENT_BEFORE_TEARDOWN, /* main returned, or exit was called */
+	MOMENT_AT_EXIT,         /* after atexit handlers, destructors */
+	MOMENT_OTHER,
+};
+
+/*
+ * What a deep dump's META says of when it was taken: its Reason line,
+ * in the lines before MMAP_LIST (the head of the file only: a run of a
+ * hundred dumps of 6 MB is not read for it).
+ */
+static enum moment dump_moment(const char *path)
+{
+	char buf[4096];
+	FILE *f = fopen(path, "r");
+	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+	const char *p, *end;
+
+	if (f)
+		fclose(f);
+	buf[n] = 0;
+	end = strstr(buf, "\nMMAP_LIST:");
+	p = strstr(buf, "\nReason: ");
+	if (!p || (end && p > end))
+		return MOMENT_UNSAID;
+	p += 9;
+	if (!strncmp(p, "main returned\n", 14) ||
+	    !strncmp(p, "exit called\n", 12))
+		return MOMENT_BEFORE_TEARDOWN;
+	if (!strncmp(p, "Exiting\n", 8))
+		return MOMENT_AT_EXIT;
+	return MOMENT_OTHER;
+}
+
+/*
+ * Is the profile at PATH one of gperftools' heap profiler
+ * ("heap profile: ... @ heapprofile"), which writes its last dump at
+ * exit?  (Go's "@ heap/N" and pprof's other text profiles do not.)
+ */
+static bool heap_profiler_dump(const char *path)
+{
+	char buf[256];
+	FILE *f = fopen(path, "r");
+	bool yes = f && fgets(buf, sizeof(buf), f) &&
+		   strstr(buf, "@ heapprofile");
+
+	if (f)
+		fclose(f);
+	return yes;
+}
+
+bool dump_before_teardown(const char *path)
+{
+	return dump_moment(path) == MOMENT_BEFORE_TEARDOWN;
+}
+
+void series_teardown(const struct series *s, enum dump_format format,
+		     struct run_teardown *t)
+{
+	enum moment last = MOMENT_UNSAID;
+
+	memset(t, 0, sizeof(*t));
+	t->last = s->ndumps ? s->ndumps - 1 : 0;
+	t->before = SIZE_MAX;
+	/* (A producer killed before it wrote leaves an empty dump.) */
+	while (t->last > 0 && file_empty(s->dumps[t->last].path))
+		t->last--;
+	if (format == FORMAT_DEEP) {
+		for (size_t i = 0; i <= t->last && s->ndumps; i++) {
+			enum moment mo = dump_moment(s->dumps[i].path);
+
+			if (mo == MOMENT_BEFORE_TEARDOWN) {
+				t->before = i;
+				t->said = true;
+			}
+			if (i == t->last)
+				last = mo;
+		}
+	}
+	/* gperftools' heap profiler writes its last dump at exit. */
+	t->last_said = last == MOMENT_AT_EXIT;
+	t->at_exit = last == MOMENT_AT_EXIT ||
+		     (format == FORMAT_GPERFTOOLS && t->last > 0 &&
+		      heap_profiler_dump(s->dumps[0].path));
+	if (!t->said && t->at_exit && t->last > 0)
+		t->before = t->last - 1;
 }
 
 /* ---- reading ahead ---- */

@@ -206,6 +206,25 @@ int series_discover(struct series *s, const char *first_dump, bool all)
 	return 0;
 }
 
+char *series_first_dump(const char *dump)
+{
+	char *prefix = NULL, *first = NULL;
+	struct series_file *found = NULL;
+	unsigned long counter;
+	size_t n = 0;
+
+	if (!series_split(dump, &prefix, &counter)) {
+		free(prefix);
+		return NULL;
+	}
+	if (series_scan(prefix, dump_suffix(dump), &found, &n) == 0 && n)
+		first = found[0].counter < counter ? xstrdup(found[0].path)
+						   : xstrdup(dump);
+	series_files_free(found, n);
+	free(prefix);
+	return first;
+}
+
 static int cmp_counter(const void *a, const void *b)
 {
 	const struct series_file *x = a, *y = b;

@@ -114,6 +114,41 @@ static const char *type_symbol(struct model *m, struct symbolizer *s,
 	return name;
 }
 
+/*
+ * The executable of a process laid out as MAPS: its first file mapping
+ * (the kernel maps the executable below the libraries it loads, PIE or
+ * not), or 0.
+ */
+static uint32_t main_binary(struct model *m, const struct maps *maps)
+{
+	for (size_t i = 0; i < maps->n; i++)
+		if (maps->v[i].name[0] == '/')
+			return model_binary(m, maps->v[i].name);
+	return 0;
+}
+
+/* The binary that the frame at ADDR is in (0: none), with the last VMA
+ * found remembered in LAST: frames come in address order, mostly. */
+struct last_binary {
+	const struct vma *vma;
+	uint32_t bin;
+};
+
+static uint32_t frame_binary(struct model *m, const struct maps *maps,
+			     uint64_t addr, struct last_binary *last)
+{
+	const struct vma *v = last->vma;
+
+	if (!v || addr < v->start || addr >= v->end) {
+		v = maps_find(maps, addr);
+		if (!v || !*v->name)
+			return 0;
+		last->vma = v;
+		last->bin = model_binary(m, v->name);
+	}
+	return last->bin;
+}
+
 void symbolize_model(struct model *m, struct symbolizer *s,
 		     const struct maps *maps)
 {
@@ -123,6 +158,7 @@ void symbolize_model(struct model *m, struct symbolizer *s,
 
 	uint64_t *addrs = NULL;
 	size_t naddrs = 0;
+	struct last_binary last = { NULL, 0 };
 
 	/* The backend may batch: it is told what is coming, in order. */
 	if (s && s->ops->prepare) {
@@ -133,11 +169,15 @@ void symbolize_model(struct model *m, struct symbolizer *s,
 				addrs[naddrs++] = m->frames.v[i]->addr;
 		s->ops->prepare(s, maps, addrs, naddrs);
 	}
+	if (maps && !m->main_bin)
+		m->main_bin = main_binary(m, maps);
 	/* (Frames and buckets are only ever added: start where we were.) */
 	for (size_t i = m->frames_done; i < m->frames.n; i++) {
 		struct frame *f = m->frames.v[i];
 		struct sym_info info = { NULL, NULL, 0, 0, NULL };
 
+		if (maps && !f->bin)
+			f->bin = frame_binary(m, maps, f->addr, &last);
 		if (f->symbolized) {
 			/* (Named by the profile: only --no-inline applies.) */
 			if (s && s->opts && s->opts->no_inline)

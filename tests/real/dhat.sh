@@ -32,7 +32,7 @@ for f, b in sorted(sums.items()):
     if b:
         print(f, b)
 PY
-	"$bin" top -b dhat.out.1 2>/dev/null | awk '
+	"$bin" top -b --owner=pprof dhat.out.1 2>/dev/null | awk '
 		/^functions/ { f = 1; next } f && $1 ~ /^[0-9]+$/ && $1 > 0 && $6 !~ /^</ { print $6, $1 }' |
 		sort >got.top
 	[ -s want.top ] && cmp -s want.top got.top && ok ||

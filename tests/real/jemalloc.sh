@@ -36,7 +36,7 @@ else
 		for fn in big small; do
 			want=$(jeprof --text --show_bytes ./jeprog "$last" 2>/dev/null |
 				awk -v f=$fn '$NF == f { print $1 }')
-			got=$("$bin" top -b "$last" 2>/dev/null | awk -v f=$fn '
+			got=$("$bin" top -b --owner=pprof "$last" 2>/dev/null | awk -v f=$fn '
 				/^functions/ { t = 1 } t && $6 == f { s += $1 } END { print s + 0 }')
 			[ -n "$want" ] && [ "$got" -ge $((want - 1)) ] &&
 				[ "$got" -le $((want + 1)) ] && ok ||

@@ -49,7 +49,7 @@ if [ -e "$lfifth" ]; then
 	# top's flat bytes against google-pprof's, function by function.
 	google-pprof --text --show_bytes ./leak "$lfifth" 2>/dev/null |
 		awk 'NR > 1 && $1 > 0 { print $6, $1 }' | sort >pprof.flat
-	"$bin" top -b --json -n 1000 "$lfifth" 2>/dev/null |
+	"$bin" top -b --json --owner=pprof -n 1000 "$lfifth" 2>/dev/null |
 		sed -n 's/.*"name": "\([^"]*\)".*"flat": \([1-9][0-9]*\),.*/\1 \2/p' | sort >top.flat
 	if [ -s pprof.flat ] && cmp -s pprof.flat top.flat; then ok; else
 		bad "top's flat bytes differ from google-pprof --text:"

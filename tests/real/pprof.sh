@@ -44,13 +44,13 @@ else
 			[ "$n" = 4 ] && ok || bad "pprof: csv of the Go series (.$ext): $n lines, not a header and 3 rows"
 			want=$(pp_flat g.0003.$ext)
 			# (dmprof's rows are by function and line: summed)
-			got=$("$bin" top -b g.0003.$ext 2>/dev/null | awk '
+			got=$("$bin" top -b --owner=pprof g.0003.$ext 2>/dev/null | awk '
 				/^functions/ { f = 1 } f && $6 == "main.grow" { s += $1 }
 				END { print s + 0 }')
 			[ -n "$want" ] && [ "$want" = "$got" ] && ok ||
 				bad "pprof: top (.$ext): main.grow holds '$got', go tool pprof -top says '$want'"
 			a=$(pp_flat g.0001.$ext)
-			got=$("$bin" diff -b g.0001.$ext 2>/dev/null | awk '
+			got=$("$bin" diff -b --owner=pprof g.0001.$ext 2>/dev/null | awk '
 				/^functions that grew/ { f = 1; next } /^$/ { f = 0 }
 				f && $(NF-1) == "main.grow" { s += $1 }
 				END { printf "%+d\n", s }')

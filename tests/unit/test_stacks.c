@@ -278,3 +278,152 @@ Test(stacks, table_grows_and_truncates)
 			break;
 		}
 }
+
+/*
+ * The program's own code: a C++ stack, innermost first, of frames in
+ * three binaries (the executable, libstdc++, libc) with functions inlined
+ * from the system's headers.
+ */
+static const struct stack *cxx_stack(void)
+{
+	const char *b = write_file("c.00001.0001.buckets",
+				   "9 malloc 0x100 0x200 0x300 0x400 0x500 "
+				   "0x600 0x700\n",
+				   -1);
+	uint32_t exe, stdcxx, libc;
+
+	cr_assert_eq(buckets_load(&m, b), 0);
+	symbolize_model(&m, NULL, NULL);
+	exe = model_binary(&m, strtab_intern_str(&m.strings, "/opt/app/srv"));
+	stdcxx = model_binary(&m, strtab_intern_str(
+		&m.strings, "/usr/lib/x86_64-linux-gnu/libstdc++.so.6"));
+	libc = model_binary(&m, strtab_intern_str(
+		&m.strings, "/lib/x86_64-linux-gnu/libc.so.6"));
+	m.main_bin = exe;
+	name(0, "operator new", NULL, 0);
+	m.frames.v[0]->bin = stdcxx;
+	name(1, "std::__new_allocator::allocate",
+	     "/usr/include/c++/12/bits/new_allocator.h", 137);
+	m.frames.v[1]->bin = exe;
+	name(2, "std::vector::_M_realloc_insert",
+	     "/usr/include/c++/12/bits/vector.tcc", 453);
+	m.frames.v[2]->bin = exe;
+	name(3, "Session::Session", "/src/srv/session.cc", 21);
+	m.frames.v[3]->bin = exe;
+	name(4, "worker", "/src/srv/main.cc", 80);
+	m.frames.v[4]->bin = exe;
+	name(5, "start_thread", "./nptl/pthread_create.c", 442);
+	m.frames.v[5]->bin = libc;
+	name(6, "clone3", NULL, 0);
+	m.frames.v[6]->bin = libc;
+	return stack_of(9);
+}
+
+Test(stacks, owner_is_the_programs_first_frame)
+{
+	const struct stack *st = cxx_stack();
+	struct owners own = { OWNER_PROGRAM, NULL, 0 };
+
+	t.owners = &own;
+	tally_functions(&t, &m, st, (int64_t[]){ 4096 }, 1, true);
+	cr_assert_eq(fn("Session::Session")->v[0], 4096);
+	cr_assert_str_eq(fn("Session::Session")->file, "/src/srv/session.cc");
+	/* cum as pprof's: every function past the allocator. */
+	cr_assert_eq(fn("std::__new_allocator::allocate")->v[0], 0);
+	cr_assert_eq(fn("std::__new_allocator::allocate")->v[1], 4096);
+	cr_assert_eq(fn("worker")->v[1], 4096);
+}
+
+Test(stacks, pprof_owner_is_the_first_frame_past_the_allocator)
+{
+	const struct stack *st = cxx_stack();
+
+	t.owners = &owners_pprof;
+	tally_functions(&t, &m, st, (int64_t[]){ 4096 }, 1, true);
+	cr_assert_eq(fn("std::__new_allocator::allocate")->v[0], 4096);
+	cr_assert_eq(fn("Session::Session")->v[0], 0);
+}
+
+Test(stacks, a_stack_without_own_code_keeps_pprofs_owner)
+{
+	const struct stack *st = cxx_stack();
+	struct owners own = { OWNER_PROGRAM, NULL, 0 };
+
+	/* The program's frames named as the system's: none is its own. */
+	for (size_t i = 3; i < 5; i++)
+		m.frames.v[i]->file = "/usr/include/c++/12/x.h";
+	t.owners = &own;
+	tally_functions(&t, &m, st, (int64_t[]){ 8 }, 1, true);
+	cr_assert_eq(fn("std::__new_allocator::allocate")->v[0], 8);
+}
+
+Test(stacks, own_frames_by_where_they_live)
+{
+	struct owners o = { OWNER_PROGRAM, NULL, 0 };
+	const char *pats[] = { "/usr/lib/x86_64-linux-gnu/libsqlite3*" };
+	const struct stack *st = cxx_stack();
+	struct frame *lib = m.frames.v[5], *exe = m.frames.v[4];
+	uint32_t sqlite = model_binary(&m, strtab_intern_str(
+		&m.strings, "/usr/lib/x86_64-linux-gnu/libsqlite3.so.0"));
+	uint32_t mine = model_binary(&m, strtab_intern_str(
+		&m.strings, "/home/me/build/libmine.so"));
+
+	(void)st;
+	cr_assert(owner_frame_is_own(&o, &m, exe, 0));
+	cr_assert_not(owner_frame_is_own(&o, &m, lib, 0));
+	/* A library outside the system's directories is the program's. */
+	lib->bin = mine;
+	cr_assert(owner_frame_is_own(&o, &m, lib, 0));
+	/* One inside them is not, unless --own names it. */
+	lib->bin = sqlite;
+	cr_assert_not(owner_frame_is_own(&o, &m, lib, 0));
+	o.own = pats;
+	o.nown = 1;
+	cr_assert(owner_frame_is_own(&o, &m, lib, 0));
+	/* A directory as a prefix, on source files too. */
+	pats[0] = "/src/srv/";
+	lib->file = "/src/srv/db.c";
+	cr_assert(owner_frame_is_own(&o, &m, lib, 0));
+	/* Never the allocator, nor an address without a name. */
+	cr_assert_not(owner_frame_is_own(&o, &m, m.frames.v[0], 0));
+	exe->func = NULL;
+	cr_assert_not(owner_frame_is_own(&o, &m, exe, 0));
+	/* A frame a profile named, with no binary: by its name and file. */
+	exe->func = "main.grow";
+	exe->func_len = 9;
+	exe->bin = 0;
+	exe->file = "/home/me/g.go";
+	cr_assert(owner_frame_is_own(&o, &m, exe, 0));
+	exe->file = "/usr/lib/go-1.19/src/runtime/proc.go";
+	cr_assert_not(owner_frame_is_own(&o, &m, exe, 0));
+	cr_assert_eq(owners_rule(&o, "pprof"), 0);
+	cr_assert_eq(o.rule, OWNER_PPROF);
+	cr_assert_eq(owners_rule(&o, "mine"), -1);
+}
+
+Test(stacks, compact_text_folds_library_runs)
+{
+	const struct stack *st = cxx_stack();
+	struct owners own = { OWNER_PROGRAM, NULL, 0 };
+	struct strbuf sb = STRBUF_INIT;
+
+	stack_text_compact(&sb, &m, st, &own, SIZE_MAX);
+	cr_assert_str_eq(sb_str(&sb),
+			 "\u2026 3 frames in the C++ runtime <- Session::Session "
+			 "(session.cc:21) <- worker (main.cc:80) <- \u2026 2 "
+			 "frames in libc");
+	sb_reset(&sb);
+	stack_text_compact(&sb, &m, st, &own, 2);
+	cr_assert_str_eq(sb_str(&sb), "\u2026 3 frames in the C++ runtime <- "
+				      "Session::Session (session.cc:21) <- ...");
+	/* Without a frame of the program's, every frame. */
+	for (size_t i = 3; i < 5; i++)
+		m.frames.v[i]->file = "/usr/include/c++/12/x.h";
+	sb_reset(&sb);
+	stack_text_compact(&sb, &m, st, &own, 3);
+	cr_assert_str_eq(sb_str(&sb),
+			 "operator new <- std::__new_allocator::allocate "
+			 "(new_allocator.h:137) <- std::vector::_M_realloc_insert "
+			 "(vector.tcc:453) <- ...");
+	sb_release(&sb);
+}
