@@ -45,6 +45,12 @@ bool owner_frame_is_own(const struct owners *o, const struct model *m,
 			const struct frame *f, uint32_t k);
 
 /*
+ * Is FUNC the C++ runtime's (std::, __gnu_cxx::, __cxxabiv1::, __cxa_)
+ * or the allocator's?  (NULL: no.)
+ */
+bool owner_runtime_name(const char *func);
+
+/*
  * Parse "program" or "pprof" into O's rule; -1 if it is neither.
  */
 int owners_rule(struct owners *o, const char *name);

@@ -7,13 +7,16 @@
  * show them, draw their flame graph and diff two of those snapshots
  * exactly.  What a component holds beyond its kept stacks is its
  * "other".  Classified as csv classifies, so the numbers add up to
- * csv's.
+ * csv's.  First, the answer, as top and diff give it, for the policy
+ * named first: the owners at the peak, what grew up to the last dump
+ * before teardown (leak suspects marked), what teardown freed.
  */
 #ifndef DMPROF_PAGE_H
 #define DMPROF_PAGE_H
 
 #include <stddef.h>
 
+#include "owner.h"
 #include "text.h"
 #include "timeline.h"
 
@@ -21,6 +24,7 @@ struct page_options {
 	size_t stacks;     /* kept per component at each of those snapshots */
 	size_t snapshots;  /* how many snapshots keep stacks, at most */
 	const char *title;
+	const struct owners *owners; /* who owns a stack's bytes */
 };
 
 /*

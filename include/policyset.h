@@ -11,8 +11,9 @@
 #include "policy.h"
 
 struct policy_set {
-	struct policy **v;
+	struct policy **v;   /* sorted by label, as the original's csv */
 	size_t n;
+	size_t first;        /* the one named first (the default: 0) */
 };
 
 /*

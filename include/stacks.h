@@ -92,10 +92,12 @@ bool tally_placed_flat(const struct tally_entry *e);
 
 /*
  * Call FN with the text of each logical frame of ST, innermost first, as
- * STACK_CALLERS shows it ("func (file:line)").  Returns how many.
+ * STACK_CALLERS shows it ("func (file:line)"), and the frame (F, K) it
+ * is.  Returns how many.
  */
 size_t stack_frames(const struct model *m, const struct stack *st,
-		    void (*fn)(void *ctx, const char *text, size_t len),
+		    void (*fn)(void *ctx, const char *text, size_t len,
+			       const struct frame *f, uint32_t k),
 		    void *ctx);
 
 /*

@@ -66,6 +66,12 @@ static bool system_file(const char *file)
 	       has_prefix(file, owner_system_lib_dirs);
 }
 
+bool owner_runtime_name(const char *func)
+{
+	return func && (has_prefix(func, runtime_names) ||
+			frame_is_allocator(func, strlen(func)));
+}
+
 bool owner_frame_is_own(const struct owners *o, const struct model *m,
 			const struct frame *f, uint32_t k)
 {

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "change.h"
 #include "format.h"
 #include "stacks.h"
 #include "tally.h"
@@ -45,9 +46,12 @@ struct page {
 	const struct page_options *opt;
 	size_t *at;          /* kept snapshots: indices into tl->snaps */
 	size_t nat;
+	size_t peak;         /* the snapshot of the peak (of policy first) */
 	struct cells *cells; /* [policy * nat + j] */
 	struct tally pseudo; /* texts of the PSEUDO ids */
-	struct tally frames; /* frame texts; ref = index + 1 */
+	struct tally frames; /* frame texts; ref = index + 1; flags: FRAME_*,
+				file: the library's path, if not the
+				executable's */
 	struct tally stacks; /* frame index lists (binary); ref = index + 1 */
 	uint32_t *page_stack; /* by model stack id: page stack + 1 */
 	size_t npage_stack;
@@ -80,18 +84,21 @@ static int cmp_size(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The first, the last, the peak (of the first policy), and some evenly
- * between: at most opt->snapshots, in order, each once. */
+/* The first, the last, the peak (of the policy named first), and some
+ * evenly between: at most opt->snapshots, in order, each once. */
 static void choose(struct page *pg)
 {
 	size_t n = pg->tl->n, max = pg->opt->snapshots < 3 ? 3
 							 : pg->opt->snapshots;
 	size_t peak = 0, k = 0;
 
+	size_t p = pg->tl->set.first;
+
 	for (size_t i = 1; i < n; i++)
-		if (total_at(pg->tl, 0, i, &pg->overflow) >
-		    total_at(pg->tl, 0, peak, &pg->overflow))
+		if (total_at(pg->tl, p, i, &pg->overflow) >
+		    total_at(pg->tl, p, peak, &pg->overflow))
 			peak = i;
+	pg->peak = peak;
 	pg->at = xcalloc(max + 1, sizeof(*pg->at));
 	pg->at[k++] = 0;
 	if (n > 1)
@@ -384,12 +391,31 @@ static uint32_t intern(struct tally *t, const char *s, size_t len)
 	return (uint32_t)(e->ref - 1);
 }
 
-static void add_frame(void *ctx, const char *text, size_t len)
+/* (page.frames' flags) */
+enum {
+	PAGE_FRAME_OWN = 1,     /* the program's own code */
+	PAGE_FRAME_RUNTIME = 2, /* std:: and the like, or the allocator */
+};
+
+static void add_frame(void *ctx, const char *text, size_t len,
+		      const struct frame *f, uint32_t k)
 {
 	struct frame_list *l = ctx;
+	const struct model *m = &l->pg->tl->run.model;
+	struct tally_entry *e = tally_get(&l->pg->frames, text, len);
 
+	if (!e->ref) {
+		e->ref = l->pg->frames.n;
+		if (f && owner_frame_is_own(l->pg->opt->owners, m, f, k))
+			e->flags |= PAGE_FRAME_OWN;
+		if (f && owner_runtime_name(k < f->ninline ? f->inl[k].func
+							   : f->func))
+			e->flags |= PAGE_FRAME_RUNTIME;
+		if (f && f->bin && f->bin != m->main_bin)
+			e->file = m->bins[f->bin];
+	}
 	GROW(l->v, l->n + 1, l->alloc);
-	l->v[l->n++] = intern(&l->pg->frames, text, len);
+	l->v[l->n++] = (uint32_t)(e->ref - 1);
 }
 
 /* The page stack of ID: its frame list, interned. */
@@ -404,11 +430,11 @@ static uint32_t page_stack(struct page *pg, uint32_t id)
 	if (id & PSEUDO) {
 		const struct tally_entry *e = pg->pseudo.v[id & ~PSEUDO];
 
-		add_frame(&l, e->key, e->len);
+		add_frame(&l, e->key, e->len, NULL, 0);
 	} else if (m->stacks.v[id]->depth) {
 		stack_frames(m, m->stacks.v[id], add_frame, &l);
 	} else {
-		add_frame(&l, "<no stack>", 10);
+		add_frame(&l, "<no stack>", 10, NULL, 0);
 	}
 	s = intern(&pg->stacks, (const char *)l.v, l.n * sizeof(*l.v));
 	free(l.v);
@@ -536,19 +562,216 @@ static void json_policy(struct page *pg, struct strbuf *out, size_t p)
 	free(v);
 }
 
-static void json_all(struct page *pg, struct strbuf *out)
+/* ---- the answer ---- */
+
+/* The timeline's index of dump D of the run (SIZE_MAX: not read). */
+static size_t snap_of_dump(const struct timeline *tl, size_t d)
+{
+	for (size_t i = 0; i < tl->n; i++)
+		if (tl->snaps[i].counter == tl->run.series.dumps[d].counter)
+			return i;
+	return SIZE_MAX;
+}
+
+/* Functions by v[0] (their bytes, or growth), largest first. */
+static int cmp_v0(const void *a, const void *b)
+{
+	const struct tally_entry *x = *(const struct tally_entry *const *)a;
+	const struct tally_entry *y = *(const struct tally_entry *const *)b;
+
+	if (x->v[0] != y->v[0])
+		return x->v[0] > y->v[0] ? -1 : 1;
+	return strcmp(x->key, y->key);
+}
+
+/*
+ * Owner entry E of a stack ID with BYTES in component COMP: keeps, in
+ * v[4] and v[5], the component and page stack of its largest (v[3])
+ * stack, for the page to link to.
+ */
+static void note_stack(struct page *pg, struct tally_entry *e, uint32_t comp,
+		       uint32_t id, int64_t bytes)
+{
+	int64_t size = bytes < 0 ? -bytes : bytes;
+
+	if (size <= e->v[3] && e->v[5])
+		return;
+	e->v[3] = size;
+	e->v[4] = comp;
+	e->v[5] = (int64_t)page_stack(pg, id) + 1;
+}
+
+#define ANSWER_ROWS 5
+
+static void json_owners(struct page *pg, struct strbuf *out, const char *key,
+			struct tally *t, const struct policy *pol, bool growth)
+{
+	size_t shown = 0;
+
+	tally_sort(t, cmp_v0);
+	sb_addf(out, ",\"%s\":[", key);
+	for (size_t i = 0; i < t->n && shown < ANSWER_ROWS; i++) {
+		const struct tally_entry *e = t->v[i];
+
+		if (e->v[0] <= 0)
+			break;
+		sb_addstr(out, shown++ ? ",{\"name\":" : "{\"name\":");
+		json_str(out, e->key);
+		if (e->file) {
+			sb_addstr(out, ",\"file\":");
+			json_str(out, e->file);
+			if (e->line)
+				sb_addf(out, ",\"line\":%" PRIu32, e->line);
+		}
+		sb_addf(out, ",\"bytes\":%" PRId64 ",\"component\":", e->v[0]);
+		json_str(out, pol->cols[e->v[4]].name);
+		sb_addf(out, ",\"stack\":%" PRId64, e->v[5] - 1);
+		if (growth)
+			sb_addf(out, ",\"suspect\":%s",
+				e->flags & 2 ? "true" : "false");
+		sb_addch(out, '}');
+	}
+	sb_addch(out, ']');
+	(void)pg;
+}
+
+/* The owners of the bytes at the peak: from its cells. */
+static void peak_owners(struct page *pg, struct strbuf *out, size_t p)
+{
+	const struct model *m = &pg->tl->run.model;
+	const struct policy *pol = pg->tl->set.v[p];
+	size_t j = 0;
+	const struct cells *cs;
+	struct tally t;
+
+	while (j < pg->nat && pg->at[j] != pg->peak)
+		j++;
+	cs = &pg->cells[p * pg->nat + (j < pg->nat ? j : 0)];
+	tally_init(&t);
+	t.owners = pg->opt->owners;
+	for (size_t i = 0; i < cs->n; i++) {
+		struct tally_entry *e;
+
+		if (cs->v[i].id & PSEUDO)
+			continue;
+		e = tally_functions(&t, m, m->stacks.v[cs->v[i].id],
+				    &cs->v[i].bytes, 1, false);
+		note_stack(pg, e, cs->v[i].comp, cs->v[i].id, cs->v[i].bytes);
+	}
+	sb_addf(out, "\"peak\":%zu", pg->peak);
+	json_owners(pg, out, "owners", &t, pol, false);
+	tally_free(&t);
+}
+
+/*
+ * What grew from the first dump to the last before teardown, by owner,
+ * as diff FIRST has it (stacks that never shrank and grew at more than
+ * half the steps: suspects), and what teardown then freed.
+ */
+static int growth(struct page *pg, struct strbuf *out, size_t p)
+{
+	struct timeline *tl = pg->tl;
+	const struct policy *pol = tl->set.v[p];
+	struct run_teardown td;
+	struct changes c;
+	struct tally t;
+	size_t b, sb, sl;
+
+	series_teardown(&tl->run.series, tl->run.format, &td);
+	b = td.before != SIZE_MAX && td.before > 0 ? td.before : td.last;
+	sb = snap_of_dump(tl, b);
+	sl = snap_of_dump(tl, td.last);
+	if (!b || sb == SIZE_MAX)
+		return 0;
+	if (changes_in_run(&c, &tl->run, &tl->cls[p], 0, b) < 0)
+		return -1;
+	tally_init(&t);
+	t.owners = pg->opt->owners;
+	for (size_t i = 0; i < c.n; i++) {
+		const struct change *ch = &c.v[i];
+		int64_t add = sub64(ch->b, ch->a, &pg->overflow);
+		struct tally_entry *e;
+
+		if (ch->col < 0)
+			continue;
+		e = tally_functions(&t, ch->m, ch->st, &add, 1, false);
+		if (ch->suspect && add > 0)
+			e->flags |= 2;
+		if (add > 0)
+			note_stack(pg, e, (uint32_t)ch->col, ch->st->id, add);
+	}
+	sb_addf(out, ",\"b\":%zu", sb);
+	json_owners(pg, out, "grew", &t, pol, true);
+	if (td.said || td.at_exit) {
+		sb_addf(out, ",\"teardown\":{\"said\":%s",
+			td.said ? "true" : "false");
+		if (sl != SIZE_MAX && sl != sb)
+			sb_addf(out, ",\"last\":%zu", sl);
+		sb_addch(out, '}');
+	}
+	tally_free(&t);
+	changes_free(&c);
+	return 0;
+}
+
+static int json_answer(struct page *pg, struct strbuf *out)
+{
+	size_t p = pg->tl->set.first;
+
+	sb_addf(out, ",\"answer\":{\"policy\":%zu,", p);
+	peak_owners(pg, out, p);
+	if (growth(pg, out, p) < 0)
+		return -1;
+	sb_addch(out, '}');
+	return 0;
+}
+
+/* What the page needs of each frame to fold runs of library frames. */
+static void json_frame_info(struct page *pg, struct strbuf *out)
+{
+	sb_addstr(out, ",\"frame_info\":[");
+	for (size_t f = 0; f < pg->frames.n; f++) {
+		const struct tally_entry *e = pg->frames.v[f];
+		struct strbuf lib = STRBUF_INIT;
+
+		if (e->file) {
+			const char *base = strrchr(e->file, '/'), *so;
+
+			base = base ? base + 1 : e->file;
+			so = strstr(base, ".so");
+			sb_add(&lib, base, so && so > base ? (size_t)(so - base)
+							   : strlen(base));
+		}
+		sb_addf(out, "%s[%d,%d,", f ? "," : "",
+			!!(e->flags & PAGE_FRAME_OWN),
+			!!(e->flags & PAGE_FRAME_RUNTIME));
+		json_str(out, lib.buf ? lib.buf : "");
+		sb_addch(out, ']');
+		sb_release(&lib);
+	}
+	sb_addch(out, ']');
+}
+
+static int json_all(struct page *pg, struct strbuf *out)
 {
 	const struct timeline *tl = pg->tl;
-	struct strbuf body = STRBUF_INIT;
+	struct strbuf body = STRBUF_INIT, answer = STRBUF_INIT;
 
-	/* (The policies first: they intern the frames and stacks.) */
+	/* (The policies and the answer first: they intern the frames and
+	 * stacks.) */
 	for (size_t p = 0; p < tl->set.n; p++) {
 		if (p)
 			sb_addch(&body, ',');
 		json_policy(pg, &body, p);
 	}
+	if (json_answer(pg, &answer) < 0) {
+		sb_release(&body);
+		return -1;
+	}
 	sb_addstr(out, "{\"title\":");
 	json_str(out, pg->opt->title);
+	sb_addf(out, ",\"open\":%zu", tl->set.first);
+	sb_add(out, answer.buf, answer.len);
 	sb_addstr(out, ",\"snapshots\":[");
 	for (size_t i = 0; i < tl->n; i++) {
 		sb_addf(out, "%s{\"dump\":", i ? "," : "");
@@ -580,10 +803,14 @@ static void json_all(struct page *pg, struct strbuf *out)
 		}
 		sb_addch(out, ']');
 	}
-	sb_addstr(out, "],\"policies\":[");
+	sb_addch(out, ']');
+	json_frame_info(pg, out);
+	sb_addstr(out, ",\"policies\":[");
 	sb_add(out, body.buf, body.len);
 	sb_addstr(out, "]}");
 	sb_release(&body);
+	sb_release(&answer);
+	return 0;
 }
 
 int page_data(struct strbuf *out, struct timeline *tl,
@@ -603,7 +830,7 @@ int page_data(struct strbuf *out, struct timeline *tl,
 	choose(&pg);
 	rc = read_cells(&pg);
 	if (!rc)
-		json_all(&pg, out);
+		rc = json_all(&pg, out);
 	if (!rc && (pg.overflow || pg.frames.overflow))
 		rc = error("%s: sizes add up to more than 64 bits hold",
 			   opt->title);

@@ -141,10 +141,7 @@ static void marker_text(struct strbuf *sb, const struct model *m,
 
 		if (v[i].f->bin != bin)
 			bin = 0;
-		if (!func || (strncmp(func, "std::", 5) &&
-			      strncmp(func, "__gnu_cxx::", 11) &&
-			      strncmp(func, "__cxxabiv1::", 12) &&
-			      !frame_is_allocator(func, strlen(func))))
+		if (!owner_runtime_name(func))
 			std = false;
 	}
 	sb_addf(sb, "\u2026 %zu frames in ", to - from);
@@ -481,7 +478,8 @@ void item_text(struct strbuf *sb, const struct model *m, const struct item *it,
 }
 
 size_t stack_frames(const struct model *m, const struct stack *st,
-		    void (*fn)(void *ctx, const char *text, size_t len),
+		    void (*fn)(void *ctx, const char *text, size_t len,
+			       const struct frame *f, uint32_t k),
 		    void *ctx)
 {
 	struct lframe *v = NULL;
@@ -493,7 +491,7 @@ size_t stack_frames(const struct model *m, const struct stack *st,
 		frame_add_func(&sb, v[i].f, v[i].k);
 		place_text(&sb, frame_file(v[i].f, v[i].k),
 			   frame_line(v[i].f, v[i].k), false);
-		fn(ctx, sb.buf, sb.len);
+		fn(ctx, sb.buf, sb.len, v[i].f, v[i].k);
 	}
 	sb_release(&sb);
 	free(v);

@@ -49,7 +49,7 @@ static void describe(struct strbuf *sb, const struct model *m,
 static int run(struct cmd_args *a)
 {
 	struct strbuf sb = STRBUF_INIT;
-	struct policy_set set = { NULL, 0 };
+	struct policy_set set = { NULL, 0, 0 };
 	struct classifier *cls = NULL;
 	char *policy = setup_policies(a);
 	struct bucket **sorted;

@@ -555,19 +555,20 @@ static void print_teardown(struct diff *d)
 		       d->td.last_said ? "written" : "which the format writes");
 		return;
 	}
-	bytes(d, &x, d->total_b, false);
-	bytes(d, &y, after_total(d), false);
-	bytes(d, &z, sub64(after_total(d), d->total_b, &d->overflow), true);
 	if (d->td.said)
 		printf("B is the last dump before teardown; then atexit "
-		       "handlers and static destructors took the components "
-		       "from %s to %s (%s) by %s\n", x.buf, y.buf, z.buf,
-		       last);
+		       "handlers and static destructors, by %s, took ", last);
 	else
 		printf("B is the dump before the last: %s was written at "
 		       "exit, after static destructors (the dumps do not say "
-		       "where teardown began); into it the components went "
-		       "from %s to %s (%s)\n", last, x.buf, y.buf, z.buf);
+		       "where teardown began); into it went ", last);
+	bytes(d, &x, d->c.b.heap, false);
+	bytes(d, &y, d->after.heap, false);
+	printf("the bytes with stacks from %s to %s, ", x.buf, y.buf);
+	bytes(d, &x, d->total_b, false);
+	bytes(d, &y, after_total(d), false);
+	bytes(d, &z, sub64(after_total(d), d->total_b, &d->overflow), true);
+	printf("the components from %s to %s (%s)\n", x.buf, y.buf, z.buf);
 	sb_release(&x);
 	sb_release(&y);
 	sb_release(&z);

@@ -100,6 +100,7 @@ static int run(struct cmd_args *a)
 	struct page_options po;
 	struct strbuf data = STRBUF_INIT;
 	struct timeline tl;
+	struct owners owners;
 	char *policies, *output = NULL, *title = NULL;
 	size_t stacks;
 	int status = 0;
@@ -107,7 +108,8 @@ static int run(struct cmd_args *a)
 	if (a->argc != 1)
 		return cmd_usage_error(a, a->argc ? "too many operands"
 						  : "which dump?");
-	if ((status = setup_rows(a, 40, &stacks)))
+	if ((status = setup_rows(a, 40, &stacks)) ||
+	    (status = setup_owners(a, &owners)))
 		return status;
 	output = args_get(a, 'o') ? xstrdup(args_get(a, 'o'))
 				  : default_output(a->argv[0]);
@@ -127,6 +129,7 @@ static int run(struct cmd_args *a)
 	po.stacks = stacks;
 	po.snapshots = 12;
 	po.title = title;
+	po.owners = &owners;
 	if (page_data(&data, &tl, &po) < 0 || write_page(output, &data) < 0)
 		status = 1;
 	else if (strcmp(output, "-"))
@@ -142,6 +145,7 @@ out:
 	free(policies);
 	free(output);
 	free(title);
+	free(owners.own);
 	return status;
 }
 
@@ -152,6 +156,7 @@ static const struct cmd_option options[] = {
 	  "name.html, here)" },
 	OPTION_ROWS("stacks kept per component at each snapshot that keeps "
 		    "stacks (default 40)"),
+	OPTION_OWNERS,
 	OPT_END,
 };
 

@@ -281,8 +281,14 @@ int policy_set_load(struct policy_set *set, const char *spec)
 	policy_index_free(idx, nidx);
 	if (rc < 0)
 		policy_set_free(set);
-	else if (set->n > 1)
+	else if (set->n > 1) {
+		const struct policy *first = set->v[0];
+
 		qsort(set->v, set->n, sizeof(*set->v), cmp_label);
+		for (size_t i = 0; i < set->n; i++)
+			if (set->v[i] == first)
+				set->first = i;
+	}
 	return rc;
 }
 
