@@ -47,6 +47,8 @@ struct page {
 	size_t *at;          /* kept snapshots: indices into tl->snaps */
 	size_t nat;
 	size_t peak;         /* the snapshot of the peak (of policy first) */
+	struct run_teardown td;
+	size_t b;            /* the snapshot before teardown, else the last */
 	struct cells *cells; /* [policy * nat + j] */
 	struct tally pseudo; /* texts of the PSEUDO ids */
 	struct tally frames; /* frame texts; ref = index + 1; flags: FRAME_*,
@@ -61,6 +63,8 @@ struct page {
 	struct cells *fill;
 	bool overflow;
 };
+
+static size_t snap_of_dump(const struct timeline *tl, size_t d);
 
 /* ---- which snapshots keep stacks ---- */
 
@@ -99,12 +103,14 @@ static void choose(struct page *pg)
 		    total_at(pg->tl, p, peak, &pg->overflow))
 			peak = i;
 	pg->peak = peak;
-	pg->at = xcalloc(max + 1, sizeof(*pg->at));
+	pg->at = xcalloc(max + 2, sizeof(*pg->at));
 	pg->at[k++] = 0;
 	if (n > 1)
 		pg->at[k++] = n - 1;
 	if (peak && peak != n - 1)
 		pg->at[k++] = peak;
+	if (pg->b < n && pg->b && pg->b != n - 1 && pg->b != peak)
+		pg->at[k++] = pg->b;
 	for (size_t s = 1; k < max && s + 1 < max && n > 2; s++)
 		pg->at[k++] = (size_t)((double)s * (double)(n - 1) /
 				       (double)(max - 1) + 0.5);
@@ -672,14 +678,12 @@ static int growth(struct page *pg, struct strbuf *out, size_t p)
 {
 	struct timeline *tl = pg->tl;
 	const struct policy *pol = tl->set.v[p];
-	struct run_teardown td;
+	const struct run_teardown td = pg->td;
 	struct changes c;
 	struct tally t;
-	size_t b, sb, sl;
+	size_t b, sb = pg->b, sl;
 
-	series_teardown(&tl->run.series, tl->run.format, &td);
 	b = td.before != SIZE_MAX && td.before > 0 ? td.before : td.last;
-	sb = snap_of_dump(tl, b);
 	sl = snap_of_dump(tl, td.last);
 	if (!b || sb == SIZE_MAX)
 		return 0;
@@ -827,6 +831,11 @@ int page_data(struct strbuf *out, struct timeline *tl,
 	tally_init(&pg.pseudo);
 	tally_init(&pg.frames);
 	tally_init(&pg.stacks);
+	/* (What grew is up to the last dump before teardown.) */
+	series_teardown(&tl->run.series, tl->run.format, &pg.td);
+	pg.b = snap_of_dump(tl, pg.td.before != SIZE_MAX && pg.td.before > 0
+					? pg.td.before
+					: pg.td.last);
 	choose(&pg);
 	rc = read_cells(&pg);
 	if (!rc)
