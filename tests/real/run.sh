@@ -9,7 +9,8 @@
 #   - csv over a 20+ snapshot series has a row per snapshot whose malloc
 #     components add up to the profile's in-use bytes;
 #   - expand's top functions agree with google-pprof --text;
-#   - top, diff, expand and folded on a leaking program (leak.sh);
+#   - top, diff, expand and folded on a leaking program (leak.sh), and
+#     the owners of a leaking C++ server, counted by hand (cxxserver.sh);
 #   - a stripped binary's symbols from a debuginfod server
 #     (debuginfod.sh);
 #   - dmprof's DWARF reader gives libbfd's answers, address by address
@@ -190,6 +191,7 @@ else
 fi
 
 . "$top/tests/real/leak.sh"
+. "$top/tests/real/cxxserver.sh"
 . "$top/tests/real/debuginfod.sh"
 . "$top/tests/real/pprof.sh"
 . "$top/tests/real/dhat.sh"
