@@ -1,8 +1,11 @@
 #!/bin/sh
 # dmprof html's page in a real browser: Debian's chromium, headless, loads
 # each page from disk and prints the DOM its script built.  Pages: the
-# samples under two policies, and a run of tests/real/src/leak.c recorded
-# by dmprof record.  The checks, for each policy's tab:
+# samples under two policies, a run of tests/real/src/leak.c recorded by
+# dmprof record, and one of the C++ server of tests/real/cxxserver.sh
+# (the page opens on the policy named first, at the answer, which names
+# the program's functions before any std:: frame).  The checks, for each
+# policy's tab:
 #   - the script ran to its end (body data-ready="1") and logged no error,
 #     in the page or on the browser's console;
 #   - the chart has one band and one legend entry per component of the
@@ -123,6 +126,48 @@ if command -v gcc >/dev/null 2>&1; then
 	else
 		bad "dmprof record ./leak wrote no dump"
 	fi
+fi
+
+# The C++ server of the owners test, recorded with no options and shown
+# under two policies: the page opens on the one named first (linux,
+# though l1 sorts first), at the answer, which names the session's
+# constructor and the plugin's function before any std:: frame, and
+# links them to their stacks.
+if command -v g++ >/dev/null 2>&1; then
+	src=$top/tests/real/src
+	. "$top/tests/real/cxxserver-build.sh"
+	mkdir -p "$tmp/cxx" && cd "$tmp/cxx" || exit 1
+	if cxxserver_build && cxxserver_record "$tmp/cxx/rec"; then
+		first=$(ls "$tmp"/cxx/rec/*.0001.heap | head -1)
+		"$bin" html -p linux,l1 -o "$tmp/cxx.html" "$first" 2>/dev/null ||
+			bad "html on the C++ run failed"
+		render "$tmp/cxx.html" "" "$tmp/cxx.dom" ||
+			bad "cxx.html: chromium failed"
+		grep -q 'data-ready="1"' "$tmp/cxx.dom" && ok ||
+			bad "cxx.html: the script did not finish"
+		grep -q '<button class="on" data-policy="linux"' "$tmp/cxx.dom" && ok ||
+			bad "cxx.html: the tab shown is not linux's, named first"
+		# What the page shows, from the answer on (the data before it
+		# names every frame).
+		sed -n '/<div id="answer">/,$p' "$tmp/cxx.dom" | tr '<' '\n' >"$tmp/cxx.shown"
+		at() { grep -n -m1 -F "$1" "$tmp/cxx.shown" | cut -d: -f1; }
+		ctor=$(at 'Session::Session') plug=$(at 'plugin_log_request')
+		std=$(at 'std::')
+		[ -n "$ctor" ] && [ -n "$plug" ] && [ "$ctor" -lt "${std:-999999}" ] &&
+			[ "$plug" -lt "${std:-999999}" ] && ok ||
+			bad "cxx.html: the answer does not name Session::Session ($ctor) and plugin_log_request ($plug) before std:: ($std)"
+		grep -q 'id="peakowners"' "$tmp/cxx.dom" &&
+			grep -q 'id="growers"' "$tmp/cxx.dom" &&
+			grep -q 'id="teardown"' "$tmp/cxx.dom" && ok ||
+			bad "cxx.html: the answer lacks the peak's owners, the growers or teardown"
+		grep -q 'class="owner" href="#policy=linux&amp;component=malloc-cxx-[a-z]*&amp;snapshot=[0-9]*">Session::Session<' "$tmp/cxx.dom" ||
+			grep -q 'href="#policy=linux&amp;component=[a-z-]*&amp;snapshot=[0-9]*" class="owner">Session::Session<' "$tmp/cxx.dom" && ok ||
+			bad "cxx.html: Session::Session links to no component's stacks"
+		selfcontained "$tmp/cxx.html"
+	else
+		bad "the C++ server does not build or record"
+	fi
+	cd "$tmp" || exit 1
 fi
 
 echo "browser: $pass passed, $fail failed"
