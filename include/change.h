@@ -79,6 +79,33 @@ struct changes {
 int changes_in_run(struct changes *c, struct run *r, struct classifier *cls,
 		   size_t ia, size_t ib);
 /*
+ * The same in steps, for a caller that reads the dumps itself (html,
+ * while it builds its timeline): begin a walk of STEPS + 1 snapshots of
+ * M, classified by CLS, from A to B (FORWARD: A comes first in the run);
+ * add snapshot K (0: A, STEPS: B) in order, a snapshot that could not
+ * be read left out; end, with RC the first error met (then C is
+ * released).  end returns 0, or -1 if RC says so or A or B is missing.
+ */
+struct change_walk {
+	struct changes *c;
+	const struct model *m;
+	struct classifier *cls;
+	size_t steps;
+	bool forward, count, alloc_bytes;
+	struct pass *s;
+	int64_t *a_bytes;
+	int *a_col;
+	struct step *step;
+	size_t n;
+};
+void change_walk_begin(struct change_walk *w, struct changes *c,
+		       const struct model *m, struct classifier *cls,
+		       size_t steps, bool forward);
+int change_walk_add(struct change_walk *w, size_t k,
+		    const struct snapshot *snap);
+int change_walk_end(struct change_walk *w, int rc);
+
+/*
  * The first dump of run RA, classified by CA, against the first dump of
  * run RB, classified by CB (the same policy, loaded for each): stacks
  * are matched by the text of their frames.  Returns 0, or -1.

@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 
+#include "change.h"
 #include "owner.h"
 #include "text.h"
 #include "timeline.h"
@@ -25,6 +26,12 @@ struct page_options {
 	size_t snapshots;  /* how many snapshots keep stacks, at most */
 	const char *title;
 	const struct owners *owners; /* who owns a stack's bytes */
+	/* Where the run's teardown is, and what grew from its first dump
+	 * to the last before teardown (else its last) under the policy
+	 * named first: html walks them while the timeline reads the dumps;
+	 * NULL when it could not (then the page has no growth). */
+	const struct run_teardown *td;
+	const struct changes *grew;
 };
 
 /*

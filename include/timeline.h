@@ -47,6 +47,12 @@ struct timeline_options {
 	/* Before snapshot I of N is read, and once after the last (I == N);
 	 * may be NULL. */
 	void (*progress)(size_t i, size_t n, const char *path);
+	/* With each snapshot read, dump I of TL's run, once the policies
+	 * summed it (may be NULL): a caller's pass over the same dumps,
+	 * read once.  A negative return ends the build with an error. */
+	int (*each)(void *ctx, struct timeline *tl, size_t i,
+		    const struct snapshot *snap);
+	void *ctx;
 };
 
 /*

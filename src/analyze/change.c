@@ -271,23 +271,127 @@ static void collect(struct changes *c, const struct pass *s,
 	}
 }
 
+void change_walk_begin(struct change_walk *w, struct changes *c,
+		       const struct model *m, struct classifier *cls,
+		       size_t steps, bool forward)
+{
+	memset(w, 0, sizeof(*w));
+	memset(c, 0, sizeof(*c));
+	w->c = c;
+	w->m = m;
+	w->cls = cls;
+	w->steps = steps;
+	/* Counts and growth run forward: from a later A to an earlier B
+	 * they say nothing (nor from A to A). */
+	w->forward = forward && steps > 0;
+	w->count = w->forward;
+	w->alloc_bytes = true;
+	w->s = xcalloc(1, sizeof(*w->s));
+}
+
+int change_walk_add(struct change_walk *w, size_t k,
+		    const struct snapshot *snap)
+{
+	struct changes *c = w->c;
+	struct pass *s = w->s;
+	int rc;
+
+	w->alloc_bytes = w->alloc_bytes && snap->has_alloc_bytes;
+	/* (Counts that a profile does not keep say nothing.) */
+	if (snap->counts_unknown)
+		w->count = false;
+	s->counting = !w->count	  ? NULL
+		      : k == 0	  ? &s->ends[0]
+		      : k == w->steps ? &s->ends[1]
+				  : NULL;
+	rc = pass_run(s, w->cls, w->m, snap);
+	if (!rc && k == 0)
+		rc = end_of(&c->a, w->cls, snap, s);
+	if (!rc && k == w->steps)
+		rc = end_of(&c->b, w->cls, snap, s);
+	if (!rc && (!c->peak.path || s->heap > c->peak.heap)) {
+		free(c->peak.path);
+		c->peak.path = xstrdup(snap->path);
+		c->peak.time = snap->time;
+		c->peak.heap = s->heap;
+	}
+	if (rc)
+		return rc;
+	w->a_bytes = xrecallocarray(w->a_bytes, w->n, s->n,
+				    sizeof(*w->a_bytes));
+	w->a_col = xrecallocarray(w->a_col, w->n, s->n, sizeof(*w->a_col));
+	w->step = xrecallocarray(w->step, w->n, s->n, sizeof(*w->step));
+	w->n = s->n;
+	for (size_t t = 0; t < s->cur.ntouched; t++) {
+		uint32_t id = s->cur.touched[t];
+		int64_t now = s->cur.v[id].bytes;
+		struct step *e = &w->step[id];
+		/* (What it had at the pass before: nothing if it was not
+		 * in it.) */
+		int64_t before = e->pass + 1 == s->k ? e->last : 0;
+
+		/* (Stacks come in no order: those ahead are fetched
+		 * meanwhile.) */
+		if (t + 8 < s->cur.ntouched)
+			prefetch(&w->step[s->cur.touched[t + 8]]);
+		if (k == 0) {
+			w->a_bytes[id] = now;
+			w->a_col[id] = s->cur.v[id].col + 1; /* (0: none) */
+		} else if (now > before) {
+			e->grown++;
+		}
+		/* Less than before; or it went, after it had bytes, and
+		 * has come back. */
+		if (k && (now < before ||
+			  (e->pass && e->pass + 1 < s->k && e->last > 0)))
+			e->grown |= SHRANK;
+		e->last = now;
+		e->pass = s->k;
+	}
+	return 0;
+}
+
+int change_walk_end(struct change_walk *w, int rc)
+{
+	struct changes *c = w->c;
+	struct pass *s = w->s;
+
+	/* A and B were read. */
+	if (!rc && (!c->a.path || !c->b.path))
+		rc = -1;
+	/* What went after it had bytes, and did not come back. */
+	for (size_t id = 0; !rc && id < w->n; id++)
+		if (w->step[id].pass && w->step[id].pass < s->k &&
+		    w->step[id].last > 0)
+			w->step[id].grown |= SHRANK;
+	if (!rc) {
+		/* (Passes: the dumps read, empty ones left out.) */
+		c->snapshots = s->k;
+		c->has = CHANGES_RUN | (w->count ? CHANGES_COUNTS : 0) |
+			 (w->count && w->alloc_bytes ? CHANGES_ALLOC_BYTES : 0) |
+			 (w->forward && s->k >= 3 ? CHANGES_SERIES : 0);
+		collect(c, s, w->m, w->a_bytes, w->a_col, w->step, s->k - 1);
+	} else {
+		changes_free(c);
+	}
+	pass_free(s);
+	free(s);
+	free(w->a_bytes);
+	free(w->a_col);
+	free(w->step);
+	memset(w, 0, sizeof(*w));
+	return rc ? -1 : 0;
+}
+
 int changes_in_run(struct changes *c, struct run *r, struct classifier *cls,
 		   size_t ia, size_t ib)
 {
-	const struct model *m = &r->model;
-	size_t steps = ia <= ib ? ib - ia : ia - ib, n = 0;
-	/* Counts and growth run forward: from a later A to an earlier B
-	 * they say nothing (nor from A to A). */
-	bool forward = ia < ib, count = forward, alloc_bytes = true;
-	int64_t *a_bytes = NULL;
-	int *a_col = NULL;
-	struct step *step = NULL;
-	struct pass s;
+	size_t steps = ia <= ib ? ib - ia : ia - ib;
+	struct change_walk w;
 	struct run_reader rr;
 	int rc = 0;
 
-	memset(c, 0, sizeof(*c));
-	memset(&s, 0, sizeof(s));
+	change_walk_begin(&w, c, &r->model, cls, steps, ia < ib);
 	/* (Every dump is read: a deep run's buckets at once.) */
 	if (steps + 1 == r->series.ndumps)
 		classify_buckets(cls);
@@ -309,79 +413,11 @@ int changes_in_run(struct changes *c, struct run *r, struct classifier *cls,
 			break;
 		}
 		run_symbolize_snapshot(r, &snap);
-		alloc_bytes = alloc_bytes && snap.has_alloc_bytes;
-		/* (Counts that a profile does not keep say nothing.) */
-		if (snap.counts_unknown)
-			count = false;
-		s.counting = !count		? NULL
-			     : k == 0		? &s.ends[0]
-			     : k == steps	? &s.ends[1]
-					: NULL;
-		rc = pass_run(&s, cls, m, &snap);
-		if (!rc && k == 0)
-			rc = end_of(&c->a, cls, &snap, &s);
-		if (!rc && k == steps)
-			rc = end_of(&c->b, cls, &snap, &s);
-		if (!rc && (!c->peak.path || s.heap > c->peak.heap)) {
-			free(c->peak.path);
-			c->peak.path = xstrdup(snap.path);
-			c->peak.time = snap.time;
-			c->peak.heap = s.heap;
-		}
+		rc = change_walk_add(&w, k, &snap);
 		snapshot_release(&snap);
-		if (rc)
-			break;
-		a_bytes = xrecallocarray(a_bytes, n, s.n, sizeof(*a_bytes));
-		a_col = xrecallocarray(a_col, n, s.n, sizeof(*a_col));
-		step = xrecallocarray(step, n, s.n, sizeof(*step));
-		n = s.n;
-		for (size_t t = 0; t < s.cur.ntouched; t++) {
-			uint32_t id = s.cur.touched[t];
-			int64_t now = s.cur.v[id].bytes;
-			struct step *e = &step[id];
-			/* (What it had at the pass before: nothing if it
-			 * was not in it.) */
-			int64_t before = e->pass + 1 == s.k ? e->last : 0;
-
-			/* (Stacks come in no order: those ahead are
-			 * fetched meanwhile.) */
-			if (t + 8 < s.cur.ntouched)
-				prefetch(&step[s.cur.touched[t + 8]]);
-			if (k == 0) {
-				a_bytes[id] = now;
-				a_col[id] = s.cur.v[id].col + 1; /* (0: none) */
-			} else if (now > before) {
-				e->grown++;
-			}
-			/* Less than before; or it went, after it had
-			 * bytes, and has come back. */
-			if (k && (now < before || (e->pass && e->pass + 1 < s.k &&
-						   e->last > 0)))
-				e->grown |= SHRANK;
-			e->last = now;
-			e->pass = s.k;
-		}
 	}
-	/* What went after it had bytes, and did not come back. */
-	for (size_t id = 0; !rc && id < n; id++)
-		if (step[id].pass && step[id].pass < s.k && step[id].last > 0)
-			step[id].grown |= SHRANK;
 	run_reader_end(&rr);
-	if (!rc) {
-		/* (Passes: the dumps read, empty ones left out.) */
-		c->snapshots = s.k;
-		c->has = CHANGES_RUN | (count ? CHANGES_COUNTS : 0) |
-			 (count && alloc_bytes ? CHANGES_ALLOC_BYTES : 0) |
-			 (forward && s.k >= 3 ? CHANGES_SERIES : 0);
-		collect(c, &s, m, a_bytes, a_col, step, s.k - 1);
-	} else {
-		changes_free(c);
-	}
-	pass_free(&s);
-	free(a_bytes);
-	free(a_col);
-	free(step);
-	return rc ? -1 : 0;
+	return change_walk_end(&w, rc);
 }
 
 /* Sum the first dump of R by stack text into T, as changes of C. */

@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "change.h"
 #include "format.h"
 #include "stacks.h"
 #include "tally.h"
@@ -592,11 +591,11 @@ static int cmp_v0(const void *a, const void *b)
 
 /*
  * Owner entry E of a stack ID with BYTES in component COMP: keeps, in
- * v[4] and v[5], the component and page stack of its largest (v[3])
+ * v[4] and v[5], the component and (model) stack of its largest (v[3])
  * stack, for the page to link to.
  */
-static void note_stack(struct page *pg, struct tally_entry *e, uint32_t comp,
-		       uint32_t id, int64_t bytes)
+static void note_stack(struct tally_entry *e, uint32_t comp, uint32_t id,
+		       int64_t bytes)
 {
 	int64_t size = bytes < 0 ? -bytes : bytes;
 
@@ -604,7 +603,7 @@ static void note_stack(struct page *pg, struct tally_entry *e, uint32_t comp,
 		return;
 	e->v[3] = size;
 	e->v[4] = comp;
-	e->v[5] = (int64_t)page_stack(pg, id) + 1;
+	e->v[5] = (int64_t)id + 1;
 }
 
 #define ANSWER_ROWS 5
@@ -631,14 +630,14 @@ static void json_owners(struct page *pg, struct strbuf *out, const char *key,
 		}
 		sb_addf(out, ",\"bytes\":%" PRId64 ",\"component\":", e->v[0]);
 		json_str(out, pol->cols[e->v[4]].name);
-		sb_addf(out, ",\"stack\":%" PRId64, e->v[5] - 1);
+		sb_addf(out, ",\"stack\":%" PRIu32,
+			page_stack(pg, (uint32_t)(e->v[5] - 1)));
 		if (growth)
 			sb_addf(out, ",\"suspect\":%s",
 				e->flags & 2 ? "true" : "false");
 		sb_addch(out, '}');
 	}
 	sb_addch(out, ']');
-	(void)pg;
 }
 
 /* The owners of the bytes at the peak: from its cells. */
@@ -662,7 +661,7 @@ static void peak_owners(struct page *pg, struct strbuf *out, size_t p)
 			continue;
 		e = tally_functions(&t, m, m->stacks.v[cs->v[i].id],
 				    &cs->v[i].bytes, 1, false);
-		note_stack(pg, e, cs->v[i].comp, cs->v[i].id, cs->v[i].bytes);
+		note_stack(e, cs->v[i].comp, cs->v[i].id, cs->v[i].bytes);
 	}
 	sb_addf(out, "\"peak\":%zu", pg->peak);
 	json_owners(pg, out, "owners", &t, pol, false);
@@ -674,25 +673,21 @@ static void peak_owners(struct page *pg, struct strbuf *out, size_t p)
  * as diff FIRST has it (stacks that never shrank and grew at more than
  * half the steps: suspects), and what teardown then freed.
  */
-static int growth(struct page *pg, struct strbuf *out, size_t p)
+static void growth(struct page *pg, struct strbuf *out, size_t p)
 {
 	struct timeline *tl = pg->tl;
 	const struct policy *pol = tl->set.v[p];
 	const struct run_teardown td = pg->td;
-	struct changes c;
+	const struct changes *c = pg->opt->grew;
 	struct tally t;
-	size_t b, sb = pg->b, sl;
+	size_t sb = pg->b, sl = snap_of_dump(tl, td.last);
 
-	b = td.before != SIZE_MAX && td.before > 0 ? td.before : td.last;
-	sl = snap_of_dump(tl, td.last);
-	if (!b || sb == SIZE_MAX)
-		return 0;
-	if (changes_in_run(&c, &tl->run, &tl->cls[p], 0, b) < 0)
-		return -1;
+	if (!c || sb == SIZE_MAX)
+		return;
 	tally_init(&t);
 	t.owners = pg->opt->owners;
-	for (size_t i = 0; i < c.n; i++) {
-		const struct change *ch = &c.v[i];
+	for (size_t i = 0; i < c->n; i++) {
+		const struct change *ch = &c->v[i];
 		int64_t add = sub64(ch->b, ch->a, &pg->overflow);
 		struct tally_entry *e;
 
@@ -702,7 +697,7 @@ static int growth(struct page *pg, struct strbuf *out, size_t p)
 		if (ch->suspect && add > 0)
 			e->flags |= 2;
 		if (add > 0)
-			note_stack(pg, e, (uint32_t)ch->col, ch->st->id, add);
+			note_stack(e, (uint32_t)ch->col, ch->st->id, add);
 	}
 	sb_addf(out, ",\"b\":%zu", sb);
 	json_owners(pg, out, "grew", &t, pol, true);
@@ -714,20 +709,16 @@ static int growth(struct page *pg, struct strbuf *out, size_t p)
 		sb_addch(out, '}');
 	}
 	tally_free(&t);
-	changes_free(&c);
-	return 0;
 }
 
-static int json_answer(struct page *pg, struct strbuf *out)
+static void json_answer(struct page *pg, struct strbuf *out)
 {
 	size_t p = pg->tl->set.first;
 
 	sb_addf(out, ",\"answer\":{\"policy\":%zu,", p);
 	peak_owners(pg, out, p);
-	if (growth(pg, out, p) < 0)
-		return -1;
+	growth(pg, out, p);
 	sb_addch(out, '}');
-	return 0;
 }
 
 /* What the page needs of each frame to fold runs of library frames. */
@@ -756,7 +747,7 @@ static void json_frame_info(struct page *pg, struct strbuf *out)
 	sb_addch(out, ']');
 }
 
-static int json_all(struct page *pg, struct strbuf *out)
+static void json_all(struct page *pg, struct strbuf *out)
 {
 	const struct timeline *tl = pg->tl;
 	struct strbuf body = STRBUF_INIT, answer = STRBUF_INIT;
@@ -768,10 +759,7 @@ static int json_all(struct page *pg, struct strbuf *out)
 			sb_addch(&body, ',');
 		json_policy(pg, &body, p);
 	}
-	if (json_answer(pg, &answer) < 0) {
-		sb_release(&body);
-		return -1;
-	}
+	json_answer(pg, &answer);
 	sb_addstr(out, "{\"title\":");
 	json_str(out, pg->opt->title);
 	sb_addf(out, ",\"open\":%zu", tl->set.first);
@@ -814,7 +802,6 @@ static int json_all(struct page *pg, struct strbuf *out)
 	sb_addstr(out, "]}");
 	sb_release(&body);
 	sb_release(&answer);
-	return 0;
 }
 
 int page_data(struct strbuf *out, struct timeline *tl,
@@ -832,14 +819,17 @@ int page_data(struct strbuf *out, struct timeline *tl,
 	tally_init(&pg.frames);
 	tally_init(&pg.stacks);
 	/* (What grew is up to the last dump before teardown.) */
-	series_teardown(&tl->run.series, tl->run.format, &pg.td);
+	if (opt->td)
+		pg.td = *opt->td;
+	else
+		series_teardown(&tl->run.series, tl->run.format, &pg.td);
 	pg.b = snap_of_dump(tl, pg.td.before != SIZE_MAX && pg.td.before > 0
 					? pg.td.before
 					: pg.td.last);
 	choose(&pg);
 	rc = read_cells(&pg);
 	if (!rc)
-		rc = json_all(&pg, out);
+		json_all(&pg, out);
 	if (!rc && (pg.overflow || pg.frames.overflow))
 		rc = error("%s: sizes add up to more than 64 bits hold",
 			   opt->title);

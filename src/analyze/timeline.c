@@ -89,6 +89,10 @@ int timeline_build(struct timeline *tl, const struct timeline_options *opt)
 				goto out;
 			}
 		}
+		if (opt->each && opt->each(opt->ctx, tl, i, &snap) < 0) {
+			snapshot_release(&snap);
+			goto out;
+		}
 		tl->snaps[tl->n].path = xstrdup(path);
 		tl->snaps[tl->n].counter = snap.counter;
 		tl->snaps[tl->n].time = snap.time;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "change.h"
 #include "page.h"
 #include "series.h"
 #include "setup.h"
@@ -94,6 +95,41 @@ static char *default_output(const char *dump)
 	return out;
 }
 
+/*
+ * What grew from the first dump to the last before teardown (else the
+ * last), under the policy named first, walked while the timeline reads
+ * the dumps: every dump is read once.
+ */
+struct growth {
+	struct run_teardown td;
+	size_t b;               /* the run's dump B */
+	struct change_walk w;
+	bool walking;
+	struct changes c;
+	bool done;              /* c holds them */
+};
+
+static int grow_each(void *ctx, struct timeline *tl, size_t i,
+		     const struct snapshot *snap)
+{
+	struct growth *g = ctx;
+
+	if (i == 0) {
+		series_teardown(&tl->run.series, tl->run.format, &g->td);
+		g->b = g->td.before != SIZE_MAX && g->td.before > 0
+			       ? g->td.before
+			       : g->td.last;
+		if (!g->b)
+			return 0;
+		change_walk_begin(&g->w, &g->c, &tl->run.model,
+				  &tl->cls[tl->set.first], g->b, true);
+		g->walking = true;
+	}
+	if (!g->walking || i > g->b)
+		return 0;
+	return change_walk_add(&g->w, i, snap);
+}
+
 static int run(struct cmd_args *a)
 {
 	struct timeline_options opt;
@@ -101,6 +137,7 @@ static int run(struct cmd_args *a)
 	struct strbuf data = STRBUF_INIT;
 	struct timeline tl;
 	struct owners owners;
+	struct growth grow;
 	char *policies, *output = NULL, *title = NULL;
 	size_t stacks;
 	int status = 0;
@@ -118,6 +155,9 @@ static int run(struct cmd_args *a)
 	opt.dumps = (const char *const *)a->argv;
 	opt.ndumps = 1;
 	opt.sym = &a->sym;
+	memset(&grow, 0, sizeof(grow));
+	opt.each = grow_each;
+	opt.ctx = &grow;
 	/* file:line in the stacks, where the binaries say. */
 	a->sym.want_source = true;
 	if (timeline_build(&tl, &opt) < 0) {
@@ -130,6 +170,13 @@ static int run(struct cmd_args *a)
 	po.snapshots = 12;
 	po.title = title;
 	po.owners = &owners;
+	if (grow.walking) {
+		grow.walking = false;
+		/* (A or B unread: no growth on the page, the rest is.) */
+		grow.done = change_walk_end(&grow.w, 0) == 0;
+		po.td = &grow.td;
+		po.grew = grow.done ? &grow.c : NULL;
+	}
 	if (page_data(&data, &tl, &po) < 0 || write_page(output, &data) < 0)
 		status = 1;
 	else if (strcmp(output, "-"))
@@ -140,6 +187,10 @@ static int run(struct cmd_args *a)
 	if (!status && tl.skipped_errors)
 		status = 1;
 out:
+	if (grow.walking)
+		change_walk_end(&grow.w, -1);
+	if (grow.done)
+		changes_free(&grow.c);
 	timeline_free(&tl);
 	sb_release(&data);
 	free(policies);
