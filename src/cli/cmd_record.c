@@ -299,6 +299,7 @@ struct record_opts {
 	int signal;
 	uint64_t depth;
 	bool mmap;
+	bool no_peaks;
 };
 
 enum {
@@ -307,6 +308,7 @@ enum {
 	OPT_PAGEFRAME,
 	OPT_DEPTH,
 	OPT_NO_MMAP,
+	OPT_NO_PEAKS,
 	OPT_SIGNAL,
 };
 
@@ -354,6 +356,9 @@ static int parse_options(struct cmd_args *a, struct record_opts *o)
 			break;
 		case OPT_NO_MMAP:
 			o->mmap = false;
+			break;
+		case OPT_NO_PEAKS:
+			o->no_peaks = true;
 			break;
 		case OPT_SIGNAL:
 			o->signal = signal_number(v);
@@ -442,6 +447,9 @@ static void set_environment(const struct record_opts *o,
 		snprintf(num, sizeof(num), "%" PRIu64, bytes);
 		setenv("HEAP_PROFILE_INUSE_INTERVAL", num, 1);
 	}
+	/* (Otherwise the environment's say, on by default.) */
+	if (o->no_peaks)
+		setenv("DMPROF_PEAK_DUMPS", "0", 1);
 	snprintf(num, sizeof(num), "%d", o->pageframe);
 	setenv("DEEP_HEAP_PROFILE_PAGEFRAME", num, 1);
 	snprintf(num, sizeof(num), "%" PRIu64, o->depth);
@@ -550,7 +558,11 @@ static const struct cmd_option options[] = {
 	  "a dump each time BYTES more were allocated (default 1G; 0: "
 	  "never; k, M, G allowed)" },
 	{ OPT_INUSE, "inuse-interval", "BYTES", OPT_VALUE,
-	  "a dump each time BYTES more are in use (default 100M; 0: never)" },
+	  "a dump each time BYTES more are in use, instead of at new peaks "
+	  "(0: never)" },
+	{ OPT_NO_PEAKS, "no-peaks", NULL, 0,
+	  "no dumps at new peaks in use (1M, then twice the last one's); "
+	  "a dump each 100M more in use instead" },
 	{ OPT_SIGNAL, "signal", "SIG", OPT_VALUE,
 	  "dump when CMD (or dmprof record) gets SIG (default USR2; none: "
 	  "no signal)" },

@@ -193,6 +193,7 @@ struct rec_config {
 	double time_interval;   /* seconds, 0: none */
 	uint64_t alloc_interval;
 	uint64_t inuse_interval;
+	bool peaks;             /* DMPROF_PEAK_DUMPS: at new highs in use */
 	int signal;
 };
 extern struct rec_config rec_cfg;

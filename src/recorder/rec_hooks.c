@@ -214,7 +214,7 @@ static bool tracking(void)
 }
 
 static void init(void);
-static void poll_dumper(void);
+static void poll_dumper(size_t size);
 
 /* The heap of the last block of another arena this thread made. */
 static __thread uintptr_t last_heap;
@@ -234,7 +234,7 @@ static void *finish(void *raw, size_t size, size_t off,
 	h = (struct hdr *)p - 1;
 	if (atomic_load_explicit(&state, memory_order_acquire) == ST_NEW)
 		init();
-	poll_dumper();
+	poll_dumper(size);
 	if (tracking()) {
 		rec_busy++;
 		b = bucket_at(REC_MALLOC, at);
@@ -548,7 +548,7 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd,
 		return r;
 	if (atomic_load(&state) == ST_NEW)
 		init();
-	poll_dumper();
+	poll_dumper(0);
 	note_map(r, len, &at);
 	errno = e;
 	return r;
@@ -660,6 +660,26 @@ static int text_range(struct dl_phdr_info *info, size_t size, void *data)
 	return 0;
 }
 
+/*
+ * The in-use triggers.  gperftools' default, a dump each time 100 MiB
+ * more are in use than at the last dump, leaves a program that never
+ * grows that much with one dump, at exit, after its teardown freed what
+ * it held.  Unless HEAP_PROFILE_INUSE_INTERVAL is given, dumps come at
+ * new highs in use instead (1 MiB, then twice the last one's): a few for
+ * any program, however long it runs, and the shape of its growth.
+ * DMPROF_PEAK_DUMPS=0 turns them off (and the 100 MiB default back on);
+ * =1 keeps them beside a given interval.
+ */
+static void peaks_or_inuse(void)
+{
+	const char *given = getenv("HEAP_PROFILE_INUSE_INTERVAL");
+	bool interval = given && *given;
+
+	rec_cfg.peaks = env_u64("DMPROF_PEAK_DUMPS", !interval) != 0;
+	rec_cfg.inuse_interval = env_u64("HEAP_PROFILE_INUSE_INTERVAL",
+					 rec_cfg.peaks ? 0 : 100ULL << 20);
+}
+
 static pid_t owner;        /* the process the recorder's state is of */
 static bool thread_wanted; /* a time interval or a signal */
 
@@ -689,11 +709,10 @@ static void init(void)
 	if (rec_cfg.depth < 1 || rec_cfg.depth > REC_MAX_DEPTH)
 		rec_cfg.depth = 32;
 	rec_cfg.time_interval = env_seconds("HEAP_PROFILE_TIME_INTERVAL");
-	/* gperftools' defaults: 1 GiB allocated, 100 MiB more in use. */
+	/* gperftools' default: 1 GiB allocated. */
 	rec_cfg.alloc_interval =
 		env_u64("HEAP_PROFILE_ALLOCATION_INTERVAL", 1ULL << 30);
-	rec_cfg.inuse_interval =
-		env_u64("HEAP_PROFILE_INUSE_INTERVAL", 100ULL << 20);
+	peaks_or_inuse();
 	rec_cfg.signal = (int)env_u64("HEAPPROFILESIGNAL", 0);
 	if (rec_cfg.signal < 0 || rec_cfg.signal >= NSIG)
 		rec_cfg.signal = 0;
@@ -744,13 +763,48 @@ static double now(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/*
+ * Peaks: the first dump when 1 MiB is in use, the next when twice what
+ * the last one had is.  NEXT_PEAK is where the next one is due; whoever
+ * takes a peak sets it to TAKEN until its dump is written, so that the
+ * hooks polling in several threads at once write it once.
+ */
+#define PEAK_FIRST ((int64_t)1 << 20)
+#define TAKEN INT64_MAX
+static const char peak[] = "peak";
+static atomic_int_fast64_t next_peak = PEAK_FIRST;
+static int64_t peak_taken_at; /* the NEXT_PEAK its taker saw */
+
+static bool take_peak(void)
+{
+	int_fast64_t at = atomic_load_explicit(&next_peak,
+					       memory_order_relaxed);
+
+	if (at == TAKEN ||
+	    !atomic_compare_exchange_strong(&next_peak, &at, TAKEN))
+		return false;
+	peak_taken_at = at;
+	return true;
+}
+
+/* The peak's dump is written: the next is due at twice its in use. */
+static void peak_written(void)
+{
+	int64_t inuse = atomic_load(&rec_inuse);
+
+	if (inuse < peak_taken_at)
+		inuse = peak_taken_at;
+	atomic_store(&next_peak, inuse > TAKEN / 2 ? TAKEN - 1 : 2 * inuse);
+}
+
 /* Is a dump due, and why? */
 static bool said_spaced;
 
 /*
  * The program runs at least nine tenths of the time: after a dump that
- * took T seconds, no interval brings the next one sooner than 10 T after
- * it (a signal still does).  Said once, with what was asked for.
+ * took T seconds, no interval (nor peak) brings the next one sooner than
+ * 10 T after it (a signal still does).  Said once, with what was asked
+ * for.
  */
 static bool too_soon(const char *trigger, double since)
 {
@@ -759,7 +813,8 @@ static bool too_soon(const char *trigger, double since)
 
 	if (since >= gap)
 		return false;
-	if (said_spaced)
+	/* (Nothing to say of peaks, which no one asked for by a size.) */
+	if (said_spaced || trigger == peak)
 		return true;
 	said_spaced = true;
 	rec_busy++;
@@ -801,7 +856,13 @@ static const char *due(void)
 	else if (rec_cfg.inuse_interval &&
 		 inuse - last_inuse >= (int64_t)rec_cfg.inuse_interval)
 		why = "in-use interval";
-	return why && !too_soon(why, since) ? why : NULL;
+	else if (rec_cfg.peaks &&
+		 inuse >= atomic_load_explicit(&next_peak,
+					       memory_order_relaxed))
+		why = peak;
+	if (!why || too_soon(why, since))
+		return NULL;
+	return why != peak || take_peak() ? why : NULL;
 }
 
 static void dump_now(const char *why)
@@ -810,6 +871,8 @@ static void dump_now(const char *why)
 	last_time = now();
 	last_alloc = atomic_load(&rec_allocated);
 	last_inuse = atomic_load(&rec_inuse);
+	if (why == peak)
+		peak_written();
 }
 
 /* ---- the dump thread ---- */
@@ -970,6 +1033,8 @@ static void after_fork_parent(void)
  */
 static void become_child(void)
 {
+	int_fast64_t taken = TAKEN, inuse;
+
 	atomic_store(&rec_forked, true);
 	rec_count_after_fork();
 	rec_unwind_after_fork();
@@ -981,6 +1046,12 @@ static void become_child(void)
 		rec_dump_after_fork();
 		atomic_store(&need_dumper, thread_wanted);
 	}
+	/* (A peak another thread of the parent had taken, to dump, is the
+	 * parent's: the child's next is twice what it has now.) */
+	inuse = atomic_load(&rec_inuse);
+	atomic_compare_exchange_strong(&next_peak, &taken,
+				       inuse > PEAK_FIRST / 2 ? 2 * inuse
+							      : PEAK_FIRST);
 }
 
 static void after_fork_child(void)
@@ -1093,14 +1164,17 @@ __attribute__((destructor)) static void rec_stop(void)
 
 /*
  * From the hooks, outside any lock: start the dump thread when one is
- * wanted; without one, see to the allocation triggers every so often.
+ * wanted; without one, see to the allocation triggers every so often:
+ * every 1024 calls, each KiB of a block counting as one more, so that
+ * a program of few but big blocks has its peaks seen too.
  */
-static __thread unsigned polls;
+static __thread size_t polls;
 
 static __attribute__((noinline)) void poll_now(void)
 {
 	const char *why;
 
+	polls = 0;
 	if (atomic_load_explicit(&need_dumper, memory_order_relaxed)) {
 		rec_lock_take(&start_lock);
 		if (atomic_exchange(&need_dumper, false))
@@ -1117,11 +1191,11 @@ static __attribute__((noinline)) void poll_now(void)
 }
 
 /* (Inline, as the hooks' path: a few loads, mostly.) */
-static inline void poll_dumper(void)
+static inline void poll_dumper(size_t size)
 {
 	if (!rec_busy && atomic_load_explicit(&started, memory_order_relaxed) &&
 	    (atomic_load_explicit(&need_dumper, memory_order_relaxed) ||
-	     (!thread_wanted && ++polls % 1024 == 0)))
+	     (!thread_wanted && (polls += 1 + (size >> 10)) >= 1024)))
 		poll_now();
 }
 
