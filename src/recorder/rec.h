@@ -198,6 +198,17 @@ struct rec_config {
 };
 extern struct rec_config rec_cfg;
 
+/*
+ * The dump before teardown, when main() returns or exit() is called:
+ * before the atexit handlers and static destructors free what the
+ * program held (the at-exit dump, "Exiting", comes after them).  REASON
+ * is "main returned" or "exit called".  One per process: none when not
+ * recording, from the recorder's own work, a second time, or in a child
+ * of fork() that has allocated nothing of its own (its heap is its
+ * parent's).
+ */
+void rec_dump_before_teardown(const char *reason);
+
 /* ---- rec_count.c: counts per bucket, kept per thread ---- */
 
 void rec_count_init(void);
@@ -215,6 +226,8 @@ void rec_count_after_fork(void);
 /* Totals the dump triggers look at (a little behind: kept in batches). */
 extern atomic_uint_fast64_t rec_allocated; /* bytes ever allocated */
 extern atomic_int_fast64_t rec_inuse;      /* bytes live */
+/* Bytes ever allocated, with what this thread has not yet told. */
+uint64_t rec_count_allocated(void);
 
 /* This process has forked, or is a child of fork(): memory may be shared. */
 extern atomic_bool rec_forked;
@@ -350,8 +363,9 @@ bool rec_stop_world(void (*fn)(void *), void *arg, const char **why,
 /* A dump is reading the process: the hooks wait for it. */
 extern atomic_bool rec_dumping;
 
-/* How long the last dump took (seconds), for the triggers. */
-extern double rec_last_dump_seconds;
+/* How long the last dump took (seconds), for the triggers: written by
+ * whichever thread dumped, read by the one that polls them. */
+double rec_last_dump_seconds(void);
 
 /* Write one dump; REASON goes in META.  Serialized; safe from any thread
  * that is not inside a hook. */

@@ -191,6 +191,13 @@ void rec_count_free(uint32_t id, uint64_t size, uint64_t header)
 		flush(c);
 }
 
+uint64_t rec_count_allocated(void)
+{
+	uint64_t n = atomic_load_explicit(&rec_allocated, memory_order_relaxed);
+
+	return mine ? n + (uint64_t)mine->alloc_pending : n;
+}
+
 int64_t rec_count_sum(uint32_t nb, struct rec_totals *out)
 {
 	int64_t headers = 0;

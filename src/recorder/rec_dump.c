@@ -43,9 +43,12 @@ static unsigned dump_count;   /* dumps written by this process */
 static int my_pid;
 static long run_start;        /* seconds, at this process's first dump */
 static bool said_write_error, said_limit, said_pfn, said_not_stopped;
-double rec_last_dump_seconds;
+/* (A double's bits: the dump before teardown is written by a program
+ * thread while the dump thread may be reading it.) */
+static atomic_uint_fast64_t last_seconds;
 
 static bool write_all(int fd, const char *p, size_t n);
+static void note_seconds(double s);
 
 static void say_part(char *line, size_t cap, size_t *n, const char *s)
 {
@@ -1524,7 +1527,7 @@ static void do_dump(const char *reason)
 	build_stacktraces(&d);
 	build_global_stats(&d);
 	how.seconds = monotonic() - t0;
-	rec_last_dump_seconds = how.seconds;
+	note_seconds(how.seconds);
 	build_meta(reason, &d.now, d.kernel, &how);
 	build_maps_file(d.vmas, d.nv);
 	/* Out of memory somewhere: a short buffer is no dump. */
@@ -1555,6 +1558,24 @@ void rec_dump(const char *reason)
 	rec_lock_give(&dump_lock);
 	pthread_setcancelstate(cancel, NULL);
 	errno = saved;
+}
+
+static void note_seconds(double s)
+{
+	uint64_t bits;
+
+	memcpy(&bits, &s, sizeof(bits));
+	atomic_store_explicit(&last_seconds, bits, memory_order_relaxed);
+}
+
+double rec_last_dump_seconds(void)
+{
+	uint64_t bits = atomic_load_explicit(&last_seconds,
+					     memory_order_relaxed);
+	double s;
+
+	memcpy(&s, &bits, sizeof(s));
+	return s;
 }
 
 void rec_dump_lock(void)

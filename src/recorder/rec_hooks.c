@@ -808,7 +808,7 @@ static bool said_spaced;
  */
 static bool too_soon(const char *trigger, double since)
 {
-	double gap = rec_last_dump_seconds * 10;
+	double gap = rec_last_dump_seconds() * 10;
 	static struct rec_buf b;
 
 	if (since >= gap)
@@ -819,7 +819,7 @@ static bool too_soon(const char *trigger, double since)
 	said_spaced = true;
 	rec_busy++;
 	rec_buf_str(&b, "a dump takes ");
-	rec_buf_seconds(&b, rec_last_dump_seconds);
+	rec_buf_seconds(&b, rec_last_dump_seconds());
 	rec_buf_str(&b, " s, more than a tenth of the ");
 	rec_buf_str(&b, trigger);
 	if (!strcmp(trigger, "time interval")) {
@@ -1026,6 +1026,10 @@ static void after_fork_parent(void)
 	rec_busy--;
 }
 
+static atomic_bool teardown_dumped; /* the dump before teardown */
+static bool forked_child;           /* this process is a child of fork() */
+static uint64_t fork_allocated;     /* rec_count_allocated() then */
+
 /*
  * The child keeps recording, into files of its own pid; threads do not
  * survive fork(), so it needs a dump thread of its own, which starts at
@@ -1052,6 +1056,9 @@ static void become_child(void)
 	atomic_compare_exchange_strong(&next_peak, &taken,
 				       inuse > PEAK_FIRST / 2 ? 2 * inuse
 							      : PEAK_FIRST);
+	atomic_store(&teardown_dumped, false);
+	forked_child = true;
+	fork_allocated = rec_count_allocated();
 }
 
 static void after_fork_child(void)
@@ -1159,6 +1166,27 @@ __attribute__((destructor)) static void rec_stop(void)
 	}
 	rec_busy++;
 	rec_dump("Exiting");
+	rec_busy--;
+}
+
+/*
+ * (Not from the recorder's own work: its dump thread ends the process
+ * with exit(0) when the program has ended otherwise.  A child of _Fork()
+ * or clone() is found out here at the latest; it had allocated nothing
+ * that the recorder knew of as its own.  main() returning into exit(),
+ * or threads calling it together: the first one dumps.)
+ */
+void rec_dump_before_teardown(const char *reason)
+{
+	if (atomic_load(&state) != ST_READY || !atomic_load(&started) ||
+	    rec_busy)
+		return;
+	child_unannounced();
+	if ((forked_child && rec_count_allocated() == fork_allocated) ||
+	    atomic_exchange(&teardown_dumped, true))
+		return;
+	rec_busy++;
+	rec_dump(reason);
 	rec_busy--;
 }
 
