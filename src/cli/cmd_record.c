@@ -177,16 +177,28 @@ struct cost {
 	char why[128];         /* why, the first time */
 };
 
-static void meta_cost(const char *path, struct cost *c)
+/* Why the dumps were taken, where it helps to know which is which. */
+struct reasons {
+	unsigned peaks;        /* at new highs in use */
+	unsigned teardown;     /* the number of the dump before teardown */
+	char teardown_why[32]; /* "main returned" or "exit called" */
+};
+
+/* The start of a dump, its META, into BUF (a string). */
+static void read_meta(const char *path, char *buf, size_t size)
 {
-	char buf[4096];
 	FILE *f = fopen(path, "r");
-	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-	const char *p;
+	size_t n = f ? fread(buf, 1, size - 1, f) : 0;
 
 	if (f)
 		fclose(f);
 	buf[n] = 0;
+}
+
+static void meta_cost(const char *buf, struct cost *c)
+{
+	const char *p;
+
 	if ((p = strstr(buf, "\nDumpSeconds: ")) && atof(p + 14) > c->dump)
 		c->dump = atof(p + 14);
 	if ((p = strstr(buf, "\nStoppedSeconds: ")) &&
@@ -201,6 +213,48 @@ static void meta_cost(const char *path, struct cost *c)
 		if (!c->running++)
 			snprintf(c->why, sizeof(c->why), "%.*s", len, p + 14);
 	}
+}
+
+/* Dump number K's reason, the recorder's words (rec_hooks.c, rec_exit.c). */
+static void meta_reason(const char *buf, unsigned k, struct reasons *r)
+{
+	const char *p = strstr(buf, "\nReason: ");
+	int len;
+
+	if (!p)
+		return;
+	p += 9;
+	len = (int)strcspn(p, "\n");
+	if (len == 4 && !strncmp(p, "peak", 4)) {
+		r->peaks++;
+	} else if ((len == 13 && !strncmp(p, "main returned", 13)) ||
+		   (len == 11 && !strncmp(p, "exit called", 11))) {
+		r->teardown = k;
+		snprintf(r->teardown_why, sizeof(r->teardown_why), "%.*s", len,
+			 p);
+	}
+}
+
+/*
+ * Which dumps to read first: the peaks give the shape of the growth,
+ * and the dump before teardown what the program still held at its end
+ * (the last one, "Exiting", comes after the static destructors).
+ */
+static void say_reasons(const struct reasons *r, const char *prefix,
+			pid_t pid)
+{
+	if (r->peaks && r->teardown)
+		fprintf(stderr, "dmprof record: %u at new peaks in use; before "
+				"teardown (%s): %s.%05d.%04u.heap\n",
+			r->peaks, r->teardown_why, prefix, (int)pid,
+			r->teardown);
+	else if (r->teardown)
+		fprintf(stderr, "dmprof record: before teardown (%s): "
+				"%s.%05d.%04u.heap\n",
+			r->teardown_why, prefix, (int)pid, r->teardown);
+	else if (r->peaks)
+		fprintf(stderr, "dmprof record: %u at new peaks in use\n",
+			r->peaks);
 }
 
 static void say_cost(const struct cost *c, unsigned dumps)
@@ -230,10 +284,12 @@ static unsigned report(const char *prefix, pid_t main_pid)
 	DIR *d;
 	struct dirent *e;
 	unsigned total = 0, mine = 0, others = 0, last = 0;
-	char pid5[32];
+	char pid5[32], meta[4096];
 	struct cost cost;
+	struct reasons why;
 
 	memset(&cost, 0, sizeof(cost));
+	memset(&why, 0, sizeof(why));
 	if (slash) {
 		dir[slash - prefix] = 0;
 		if (!*dir)
@@ -259,7 +315,9 @@ static unsigned report(const char *prefix, pid_t main_pid)
 			char *path = xmalloc(strlen(dir) + len + 2);
 
 			sprintf(path, "%s/%s", dir, n);
-			meta_cost(path, &cost);
+			read_meta(path, meta, sizeof(meta));
+			meta_cost(meta, &cost);
+			meta_reason(meta, k, &why);
 			free(path);
 			mine++;
 			if (k > last)
@@ -279,6 +337,7 @@ static unsigned report(const char *prefix, pid_t main_pid)
 				"%s.%05d.0001.heap .. %s.%05d.%04u.heap\n",
 			mine, (int)main_pid, prefix, (int)main_pid, prefix,
 			(int)main_pid, last);
+	say_reasons(&why, prefix, main_pid);
 	say_cost(&cost, mine);
 	if (others)
 		fprintf(stderr,
