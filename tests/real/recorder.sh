@@ -13,6 +13,12 @@
 #   - the total is within 0.5% of the Rss (+ Swap) the kernel reported at
 #     that moment (2%, saying so, where ptrace is not allowed),
 #   - the analyzer has nothing to warn about.
+# With no options, a program that grows a global table and frees it only
+# in its teardown (C++ static destructors, a C atexit handler) gets dumps
+# at new peaks in use, and one when main returns or exit is called with
+# the table still held, before the at-exit one; none before teardown on
+# _exit(), nor in a child of fork() that allocated nothing; an explicit
+# in-use interval, or peaks turned off, gives no peaks.
 # With the stop turned off (DMPROF_NO_STOP=1), the writers' dumps must
 # miss: the test can fail.
 # The stress test (8 threads, 10 million malloc/free pairs, fork,
@@ -64,6 +70,8 @@ else
 	gcc -g -O1 -pthread "$src/rec_writers.c" -o writers || exit 1
 	gcc -g -O1 -pthread "$src/rec_paths.c" -o paths || exit 1
 	gcc -g -O1 "$src/rec_sparse.c" -o sparse || exit 1
+	g++ -g -O2 -pthread "$src/rec_teardown.cc" -o teardown || exit 1
+	gcc -g -O2 -pthread "$src/rec_teardown_c.c" -o teardown_c || exit 1
 fi
 
 # Can this machine stop a process with ptrace?  (Containers may not.)
@@ -307,10 +315,12 @@ else
 	bad "threads: no dump for its SIGUSR2"
 fi
 
-# 3c. The recorder's thread trampoline is no frame of any stack.
+# 3c. The recorder's thread trampoline, and the main() it calls the
+#     program's from, are no frame of any stack.
 "$bin" stacktrace "$(ls th/prof.*.heap | tail -1)" 2>/dev/null >th.st
-grep -q 'start_threads' th.st && ! grep -q 'rec_hooks\.c\|thread_main' th.st &&
-	ok || bad "threads: the recorder's frames in the stacks: $(grep -m1 'rec_hooks\.c\|thread_main' th.st)"
+own='rec_hooks\.c\|rec_exit\.c\|thread_main\|main_then_dump'
+grep -q 'start_threads' th.st && grep -q ' main ' th.st && ! grep -q "$own" th.st &&
+	ok || bad "threads: the recorder's frames in the stacks: $(grep -m1 "$own" th.st)"
 
 # 3c'. A terabyte reserved, a few pages used: the dumps add up, and read
 #      pagemap only where pages are (PAGEMAP_SCAN, Linux 6.7), in well
@@ -445,6 +455,124 @@ process.kill(process.pid, "SIGUSR2"); setTimeout(() => {}, 300);')
 		bad "node: no dump for its signal"
 	fi
 fi
+
+# 3g. Peaks and the dump before teardown, with no options: a table of
+#     8 MiB grown in steps, which the teardown frees, a thread still
+#     running at the end.
+# td_run LABEL PROG HOW [VAR=VALUE | -OPTION...]: record PROG HOW, with
+# those variables and options of record; $tdp is the prefix of its main
+# process's dumps, td-LABEL.why their reasons in order.
+td_run() {
+	label=$1 prog=$2 how=$3 vars= opts=
+	shift 3
+	for a; do
+		case $a in
+		-*) opts="$opts $a" ;;
+		*) vars="$vars $a" ;;
+		esac
+	done
+	# shellcheck disable=SC2086
+	env $vars timeout 60 "$bin" record $opts -o "$tmp/td-$label/" -- "./$prog" "$how" \
+		>"td-$label.out" 2>"td-$label.err"
+	[ $? = 0 ] && grep -qx 'teardown: ok' "td-$label.out" &&
+		ok || bad "$label: $(cat "td-$label.out" "td-$label.err" | head -3)"
+	tdp=td-$label/$prog.$(printf %05d "$(main_pid "td-$label.err")")
+	for h in "$tdp".*.heap; do
+		[ -e "$h" ] && sed -n 's/^Reason: //p' "$h"
+	done >"td-$label.why"
+}
+# has LABEL COUNT REASON: COUNT of the run's dumps have REASON.
+has() {
+	n=$(grep -cx "$3" "td-$1.why")
+	[ "$n" = "$2" ] && ok || bad "$1: $n dumps '$3', want $2: $(tr '\n' , <"td-$1.why")"
+}
+# inuse DUMP: its malloc'd bytes in use (GLOBAL_STATS profiled-malloc).
+inuse() { awk '$1 == "profiled-malloc" { print $2; exit }' "$1"; }
+# nth LABEL REASON: the number of the run's first dump with REASON.
+nth() { grep -nx "$2" "td-$1.why" | head -1 | cut -d: -f1; }
+dump() { printf '%s.%04d.heap' "$tdp" "$1"; }
+# held LABEL REASON: its dump has the 8 MiB, the at-exit one (the last)
+# less than 1 MiB, the program's threads stopped for both.
+held() {
+	k=$(nth "$1" "$2") e=$(nth "$1" Exiting) n=$(wc -l <"td-$1.why")
+	if [ -z "$k" ] || [ -z "$e" ] || [ "$k" -ge "$e" ] || [ "$e" != "$n" ]; then
+		bad "$1: '$2' is not before 'Exiting', the last: $(tr '\n' , <"td-$1.why")"
+		return
+	fi
+	a=$(inuse "$(dump "$k")") z=$(inuse "$(dump "$e")")
+	[ "${a:-0}" -ge 8388608 ] && [ "${z:-9999999}" -lt 1048576 ] && ok ||
+		bad "$1: in use '$a' at '$2', '$z' at exit; want 8 MiB and under 1 MiB"
+}
+
+td_run cxx teardown return
+n=$(wc -l <td-cxx.why)
+[ "$n" -ge 3 ] && ok || bad "c++ teardown: $n dumps, want 3 or more"
+has cxx 1 'main returned'
+has cxx 0 'exit called'
+held cxx 'main returned'
+# The peaks: from 1 MiB in use, each at least 1.5 times the last (twice
+# the last's, less what the threads had not yet counted).
+grep -nx peak td-cxx.why | cut -d: -f1 >td-peaks
+if [ "$(wc -l <td-peaks)" -ge 2 ]; then
+	while read -r k; do inuse "$(dump "$k")"; done <td-peaks | awk '
+		$1 < 1048576 || (NR > 1 && $1 < 1.5 * last) { bad = 1 }
+		{ all = all " " $1; last = $1 }
+		END { if (bad) { print all; exit 1 } }' >td-peaks.bad &&
+		ok || bad "c++ teardown: peaks in use:$(cat td-peaks.bad)"
+	[ "$(tail -1 td-peaks)" -lt "$(nth cxx 'main returned')" ] && ok ||
+		bad "c++ teardown: a peak after main returned: $(tr '\n' , <td-cxx.why)"
+else
+	bad "c++ teardown: $(wc -l <td-peaks) peak dumps, want 2 or more: $(tr '\n' , <td-cxx.why)"
+fi
+grep -q "^dmprof record: [0-9]* at new peaks in use; before teardown (main returned): .*$(dump "$(nth cxx 'main returned')")\$" td-cxx.err &&
+	ok || bad "c++ teardown: record does not name the dump before teardown: $(cat td-cxx.err)"
+check_dumps "c++ teardown" "$(dump 1)" 3
+td_run cxx-exit teardown exit
+has cxx-exit 1 'exit called'
+has cxx-exit 0 'main returned'
+held cxx-exit 'exit called'
+td_run cxx-_exit teardown _exit
+has cxx-_exit 0 'exit called'
+has cxx-_exit 0 'main returned'
+has cxx-_exit 0 Exiting
+grep -qx peak td-cxx-_exit.why && ok || bad "cxx-_exit: no peak dumps"
+# The children of fork(): the one that allocated has its own dump
+# before teardown, the one that did not only the at-exit one.
+td_run cxx-fork teardown fork
+has cxx-fork 1 'main returned'
+set -- $(head -2 td-cxx-fork.out)
+why() { sed -n 's/^Reason: //p' td-cxx-fork/teardown.$(printf %05d "$1").*.heap | tr '\n' ,; }
+[ "$(why "${1:-0}")" = 'exit called,Exiting,' ] && ok ||
+	bad "fork: the child that allocated wrote '$(why "${1:-0}")'"
+[ "$(why "${2:-0}")" = 'Exiting,' ] && ok ||
+	bad "fork: the child that did not allocate wrote '$(why "${2:-0}")'"
+# C: an atexit handler frees the blocks.  Single-threaded but for the
+# program's thread, the triggers are the hooks' to see: peaks too.
+td_run c teardown_c return
+has c 1 'main returned'
+held c 'main returned'
+td_run c-poll teardown_c return --interval=0 --signal=none
+grep -qx peak td-c-poll.why && ok || bad "c-poll: no peak dumps: $(tr '\n' , <td-c-poll.why)"
+has c-poll 1 'main returned'
+td_run c-exit teardown_c exit
+has c-exit 1 'exit called'
+has c-exit 0 'main returned'
+held c-exit 'exit called'
+# An in-use interval as given: its dumps, and no peaks (unless asked
+# for too); peaks turned off: none either.
+td_run interval teardown return HEAP_PROFILE_INUSE_INTERVAL=2097152
+grep -qx 'in-use interval' td-interval.why && ok ||
+	bad "HEAP_PROFILE_INUSE_INTERVAL: no 'in-use interval' dumps: $(tr '\n' , <td-interval.why)"
+has interval 0 peak
+has interval 1 'main returned'
+td_run both teardown return HEAP_PROFILE_INUSE_INTERVAL=2097152 DMPROF_PEAK_DUMPS=1
+grep -qx 'in-use interval' td-both.why && grep -qx peak td-both.why && ok ||
+	bad "DMPROF_PEAK_DUMPS=1 beside an interval: $(tr '\n' , <td-both.why)"
+td_run nopeaks teardown return DMPROF_PEAK_DUMPS=0
+has nopeaks 0 peak
+has nopeaks 1 'main returned'
+td_run np teardown return --no-peaks
+has np 0 peak
 
 # 4. The stress test: threads, fork, dlopen/dlclose, under a time limit.
 stress st
