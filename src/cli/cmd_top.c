@@ -326,8 +326,14 @@ static int open_dump(struct top *t, struct setup *o, struct snapshot *snap,
 	size_t i = SIZE_MAX;
 	enum dump_format format;
 
-	if (!first || profile_probe(dump, &format) < 0 ||
-	    series_discover(&s, first, true) < 0) {
+	if (!first)
+		return setup_dump(o, snap, a, dump, policy);
+	/* (Not a dump at all: said once, here.) */
+	if (profile_probe(dump, &format) < 0) {
+		free(first);
+		return -1;
+	}
+	if (series_discover(&s, first, true) < 0) {
 		free(first);
 		return setup_dump(o, snap, a, dump, policy);
 	}
