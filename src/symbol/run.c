@@ -1,7 +1,9 @@
 /*
- * Opening a run.  Companion files follow the rule "missing: warn and
- * degrade; present but broken: error", so a user with only the dumps still
- * gets unsymbolized output, while a corrupt file is never half-used.
+ * Opening a run: its dumps, their companion files and a symbolizer (the
+ * last step of reading, so of the symbol stage).  Companion files follow
+ * the rule "missing: warn and degrade; present but broken: error", so a
+ * user with only the dumps still gets unsymbolized output, while a
+ * corrupt file is never half-used.
  */
 #include "run.h"
 
