@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "format.h"
-#include "stacks.h"
+#include "stacktext.h"
 #include "tally.h"
 #include "text.h"
 #include "util.h"

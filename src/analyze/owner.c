@@ -9,7 +9,7 @@
 #include <fnmatch.h>
 #include <string.h>
 
-#include "stacks.h"
+#include "stacktext.h"
 #include "util.h"
 
 const struct owners owners_pprof = { OWNER_PPROF, NULL, 0 };

@@ -46,7 +46,7 @@ static void describe(struct strbuf *sb, const struct model *m,
 	}
 }
 
-static int run(struct cmd_args *a)
+static int cmd_buckets_run(struct cmd_args *a)
 {
 	struct strbuf sb = STRBUF_INIT;
 	struct policy_set set = { NULL, 0, 0 };
@@ -129,5 +129,5 @@ static const char *const usage[] = { "DUMP", NULL };
 
 const struct cmd_entry cmd_buckets = {
 	"buckets", "print every bucket of the run with its symbolized stack",
-	usage, options, CMD_READS_DUMPS, NULL, run,
+	usage, options, CMD_READS_DUMPS, NULL, cmd_buckets_run,
 };

@@ -141,7 +141,7 @@ static int long_out(const struct timeline *tl, bool bytes)
 	return 0;
 }
 
-static int run(struct cmd_args *a)
+static int cmd_csv_run(struct cmd_args *a)
 {
 	if (args_has(a, OPT_LONG))
 		return setup_timeline(a, true, long_out);
@@ -161,5 +161,5 @@ static const char *const usage[] = { "DUMP [DUMP...]", NULL };
 
 const struct cmd_entry cmd_csv = {
 	"csv", "print the timeline as CSV, a row per snapshot", usage,
-	options, CMD_READS_DUMPS, NULL, run,
+	options, CMD_READS_DUMPS, NULL, cmd_csv_run,
 };

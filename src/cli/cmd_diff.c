@@ -22,7 +22,7 @@
 #include "format.h"
 #include "series.h"
 #include "setup.h"
-#include "stacks.h"
+#include "stacktext.h"
 #include "tally.h"
 #include "text.h"
 
@@ -834,7 +834,7 @@ static int across(struct diff *d, struct setup *o, struct setup *ob,
 	return 0;
 }
 
-static int run(struct cmd_args *a)
+static int cmd_diff_run(struct cmd_args *a)
 {
 	const char *policy;
 	unsigned long ca, cb;
@@ -921,5 +921,5 @@ static const char *const usage[] = { "A B", "FIRST_DUMP", NULL };
 
 const struct cmd_entry cmd_diff = {
 	"diff", "print what grew between two dumps, or over a run",
-	usage, options, CMD_READS_DUMPS, NULL, run,
+	usage, options, CMD_READS_DUMPS, NULL, cmd_diff_run,
 };

@@ -18,7 +18,7 @@
 
 #include "aggregate.h"
 #include "setup.h"
-#include "stacks.h"
+#include "stacktext.h"
 #include "tally.h"
 #include "text.h"
 
@@ -175,7 +175,7 @@ static int operands(struct cmd_args *a, const char **dump,
 	return 0;
 }
 
-static int run(struct cmd_args *a)
+static int cmd_expand_run(struct cmd_args *a)
 {
 	struct setup o;
 	struct snapshot snap;
@@ -241,5 +241,5 @@ static const char *const usage[] = {
 
 const struct cmd_entry cmd_expand = {
 	"expand", "print the stacks behind one component of a dump", usage,
-	options, CMD_READS_DUMPS, NULL, run,
+	options, CMD_READS_DUMPS, NULL, cmd_expand_run,
 };

@@ -13,7 +13,7 @@
 
 #include "aggregate.h"
 #include "setup.h"
-#include "stacks.h"
+#include "stacktext.h"
 #include "tally.h"
 
 struct folded {
@@ -63,7 +63,7 @@ static int cmp_key(const void *a, const void *b)
 		      (*(struct tally_entry *const *)b)->key);
 }
 
-static int run(struct cmd_args *a)
+static int cmd_folded_run(struct cmd_args *a)
 {
 	const char *component = args_get(a, 'c'), *policy;
 	struct folded f;
@@ -114,5 +114,5 @@ static const char *const usage[] = { "DUMP", NULL };
 
 const struct cmd_entry cmd_folded = {
 	"folded", "print a dump's stacks folded, for flame graphs", usage,
-	options, CMD_READS_DUMPS, NULL, run,
+	options, CMD_READS_DUMPS, NULL, cmd_folded_run,
 };

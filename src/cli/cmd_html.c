@@ -1,7 +1,7 @@
 /*
  * dmprof html [-p POLICY[,POLICY]] [-o FILE] [-n N] FIRST_DUMP: the run as
  * one self-contained HTML page (src/cli/page.html, with the data of
- * page.h where its @@DATA@@ line is): the stacked chart of the
+ * pagedata.h where its @@DATA@@ line is): the stacked chart of the
  * components over time, a tab per policy, the stacks and flame graph
  * behind a band, the diff of two snapshots, the data table.  Written to
  * FILE.tmp and renamed, so a page is whole or absent.
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "change.h"
-#include "page.h"
+#include "pagedata.h"
 #include "series.h"
 #include "setup.h"
 #include "util.h"
@@ -130,10 +130,10 @@ static int grow_each(void *ctx, struct timeline *tl, size_t i,
 	return change_walk_add(&g->w, i, snap);
 }
 
-static int run(struct cmd_args *a)
+static int cmd_html_run(struct cmd_args *a)
 {
 	struct timeline_options opt;
-	struct page_options po;
+	struct pagedata_options po;
 	struct strbuf data = STRBUF_INIT;
 	struct timeline tl;
 	struct owners owners;
@@ -177,7 +177,7 @@ static int run(struct cmd_args *a)
 		po.td = &grow.td;
 		po.grew = grow.done ? &grow.c : NULL;
 	}
-	if (page_data(&data, &tl, &po) < 0 || write_page(output, &data) < 0)
+	if (pagedata_write(&data, &tl, &po) < 0 || write_page(output, &data) < 0)
 		status = 1;
 	else if (strcmp(output, "-"))
 		fprintf(stderr, "dmprof: wrote %s (%zu KiB, %zu snapshots): open "
@@ -215,5 +215,5 @@ static const char *const usage[] = { "FIRST_DUMP", NULL };
 
 const struct cmd_entry cmd_html = {
 	"html", "write the run as one HTML page: chart, stacks, flame graphs",
-	usage, options, CMD_READS_DUMPS, NULL, run,
+	usage, options, CMD_READS_DUMPS, NULL, cmd_html_run,
 };

@@ -128,7 +128,7 @@ static int json_out(const struct timeline *tl, bool bytes UNUSED)
 	return 0;
 }
 
-static int run(struct cmd_args *a)
+static int cmd_json_run(struct cmd_args *a)
 {
 	return setup_timeline(a, false, json_out);
 }
@@ -142,5 +142,5 @@ static const char *const usage[] = { "DUMP [DUMP...]", NULL };
 
 const struct cmd_entry cmd_json = {
 	"json", "print the timeline as JSON (JSON_DEEP_2)", usage, options,
-	CMD_READS_DUMPS, NULL, run,
+	CMD_READS_DUMPS, NULL, cmd_json_run,
 };

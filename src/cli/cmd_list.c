@@ -34,7 +34,7 @@ static int list_out(const struct timeline *tl, bool bytes UNUSED)
 	return 0;
 }
 
-static int run(struct cmd_args *a)
+static int cmd_list_run(struct cmd_args *a)
 {
 	return setup_timeline(a, false, list_out);
 }
@@ -48,5 +48,5 @@ static const char *const usage[] = { "DUMP [DUMP...]", NULL };
 
 const struct cmd_entry cmd_list = {
 	"list", "print every component of every snapshot, in bytes", usage,
-	options, CMD_READS_DUMPS, NULL, run,
+	options, CMD_READS_DUMPS, NULL, cmd_list_run,
 };

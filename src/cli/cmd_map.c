@@ -88,7 +88,7 @@ static int describe(struct setup *o, const struct snapshot *snap,
 	return 0;
 }
 
-static int run(struct cmd_args *a)
+static int cmd_map_run(struct cmd_args *a)
 {
 	struct map_dump *dumps;
 	uint64_t *bounds = NULL;
@@ -178,5 +178,5 @@ static const char *const usage[] = { "DUMP", "DUMP POLICY", NULL };
 
 const struct cmd_entry cmd_map = {
 	"map", "print what each address range was in each snapshot", usage,
-	options, CMD_READS_DUMPS, NULL, run,
+	options, CMD_READS_DUMPS, NULL, cmd_map_run,
 };

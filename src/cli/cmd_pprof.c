@@ -24,7 +24,7 @@
 #include "aggregate.h"
 #include "pbwrite.h"
 #include "setup.h"
-#include "stacks.h"
+#include "stacktext.h"
 #include "strtab.h"
 #include "tally.h"
 #include "text.h"
@@ -518,7 +518,7 @@ static int collect(struct export *x, struct setup *o, struct snapshot *snap)
 	return rc;
 }
 
-static int run(struct cmd_args *a)
+static int cmd_pprof_run(struct cmd_args *a)
 {
 	const char *component = args_get(a, 'c'), *policy;
 	bool proto = args_has(a, OPT_PROTO);
@@ -600,5 +600,5 @@ static const char *const usage[] = { "DUMP", "DUMP POLICY", NULL };
 
 const struct cmd_entry cmd_pprof = {
 	"pprof", "convert a dump to a pprof heap profile (text or protobuf)",
-	usage, options, CMD_READS_DUMPS, NULL, run,
+	usage, options, CMD_READS_DUMPS, NULL, cmd_pprof_run,
 };

@@ -563,7 +563,7 @@ static pid_t run_child(char **argv, int sig, int *wstatus)
 	return pid;
 }
 
-static int run(struct cmd_args *a)
+static int cmd_record_run(struct cmd_args *a)
 {
 	struct record_opts o;
 	char *recorder, *prefix = NULL;
@@ -638,5 +638,5 @@ static const char *const usage[] = { "[--] CMD [ARGS...]", NULL };
 
 const struct cmd_entry cmd_record = {
 	"record", "run CMD with the recorder, which writes deep dumps of it",
-	usage, options, CMD_STOP, NULL, run,
+	usage, options, CMD_STOP, NULL, cmd_record_run,
 };

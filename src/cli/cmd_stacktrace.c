@@ -26,7 +26,7 @@ static void add_int(struct strbuf *sb, int64_t n)
 	sb_add(sb, p, (size_t)(buf + sizeof(buf) - p));
 }
 
-static int run(struct cmd_args *a)
+static int cmd_stacktrace_run(struct cmd_args *a)
 {
 	struct strbuf sb = STRBUF_INIT;
 	struct snapshot snap;
@@ -83,5 +83,5 @@ static const char *const usage[] = { "DUMP", NULL };
 
 const struct cmd_entry cmd_stacktrace = {
 	"stacktrace", "print each stack line of a dump with its stack", usage,
-	NULL, CMD_READS_DUMPS, NULL, run,
+	NULL, CMD_READS_DUMPS, NULL, cmd_stacktrace_run,
 };

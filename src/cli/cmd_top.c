@@ -21,7 +21,7 @@
 #include "profile.h"
 #include "series.h"
 #include "setup.h"
-#include "stacks.h"
+#include "stacktext.h"
 #include "tally.h"
 #include "text.h"
 
@@ -364,7 +364,7 @@ static int open_dump(struct top *t, struct setup *o, struct snapshot *snap,
 	return 0;
 }
 
-static int run(struct cmd_args *a)
+static int cmd_top_run(struct cmd_args *a)
 {
 	const char *component = args_get(a, 'c'), *policy;
 	struct agg_stats stats;
@@ -459,5 +459,5 @@ static const char *const usage[] = { "DUMP", NULL };
 
 const struct cmd_entry cmd_top = {
 	"top", "print what is eating memory in a dump: components, functions",
-	usage, options, CMD_READS_DUMPS, NULL, run,
+	usage, options, CMD_READS_DUMPS, NULL, cmd_top_run,
 };

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "buckets.h"
+#include "bucketfile.h"
 #include "symbfd.h"
 #include "symmap.h"
 #include "text.h"
@@ -34,7 +34,7 @@ static int load_buckets(struct run *r)
 
 	for (size_t i = 0; i < n; i++)
 		paths[i] = r->series.buckets[i].path;
-	rc = buckets_load_many(&r->model, paths, n, &loaded);
+	rc = bucketfile_load_many(&r->model, paths, n, &loaded);
 	free(paths);
 	if (rc < 0)
 		return -1;

@@ -42,7 +42,7 @@
 #include <unistd.h>
 
 #include "aggregate.h"
-#include "buckets.h"
+#include "bucketfile.h"
 #include "bucket.h"
 #include "classify.h"
 #include "profile.h"
@@ -244,7 +244,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *path = as_file("f.00001.0001.buckets", data, size);
 
 	model_init(&m);
-	buckets_load(&m, path);
+	bucketfile_load(&m, path);
 	model_free(&m);
 	return 0;
 }

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "aggregate.h"
-#include "buckets.h"
+#include "bucketfile.h"
 #include "helpers.h"
 #include "profile.h"
 #include "symbol.h"
@@ -36,7 +36,7 @@ static void load_run(const char *heap)
 				   -1);
 	const char *h = write_file("a.00001.0001.heap", heap, -1);
 
-	cr_assert_eq(buckets_load(&m, b), 0);
+	cr_assert_eq(bucketfile_load(&m, b), 0);
 	symbolize_model(&m, NULL, NULL);
 	/* Fake symbols, as a symbolizer would have set them. */
 	m.frames.v[0]->func = "Cache::Insert";

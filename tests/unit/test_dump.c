@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buckets.h"
+#include "bucketfile.h"
 #include "deep.h"
 #include "profile.h"
 #include "helpers.h"
@@ -19,7 +19,7 @@ static void setup(void)
 						"12 mmap 0x40\n", -1);
 
 	model_init(&m);
-	cr_assert_eq(buckets_load(&m, p), 0);
+	cr_assert_eq(bucketfile_load(&m, p), 0);
 }
 
 static void teardown(void)

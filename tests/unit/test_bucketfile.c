@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "helpers.h"
-#include "buckets.h"
+#include "bucketfile.h"
 #include "model.h"
 #include "util.h"
 
@@ -31,7 +31,7 @@ Test(buckets, all_forms)
 		"10 malloc\n", -1);
 	struct bucket *b;
 
-	cr_assert_eq(buckets_load(&m, p), 0);
+	cr_assert_eq(bucketfile_load(&m, p), 0);
 	cr_assert_eq(m.buckets.n, 4);
 	b = bucket_set_find(&m.buckets, 4);
 	cr_assert_eq(b->kind, ALLOC_MMAP);
@@ -59,7 +59,7 @@ Test(buckets, same_stack_shares_one)
 						"2 malloc 0x1 0x2\n"
 						"3 mmap 0x1 0x2\n", -1);
 
-	cr_assert_eq(buckets_load(&m, p), 0);
+	cr_assert_eq(bucketfile_load(&m, p), 0);
 	cr_assert_eq(m.stacks.n, 1);
 	cr_assert_eq(m.frames.n, 2);
 	cr_assert_eq(bucket_set_find(&m.buckets, 1)->stack,
@@ -73,8 +73,8 @@ Test(buckets, redefinition_later_wins)
 						 "1 mmap 0x2\n", -1);
 
 	capture_stderr();
-	cr_assert_eq(buckets_load(&m, a), 0);
-	cr_assert_eq(buckets_load(&m, b), 0);
+	cr_assert_eq(bucketfile_load(&m, a), 0);
+	cr_assert_eq(bucketfile_load(&m, b), 0);
 	cr_assert_eq(m.buckets.n, 1);
 	cr_assert_eq(bucket_set_find(&m.buckets, 1)->kind, ALLOC_MMAP);
 	/* The same definition again is quiet; a different one is not. */
@@ -87,7 +87,7 @@ static void expect_error(const char *content, const char *msg)
 	const char *p = write_file("bad.buckets", content, -1);
 
 	capture_stderr();
-	cr_assert_eq(buckets_load(&m, p), -1, "accepted %s", content);
+	cr_assert_eq(bucketfile_load(&m, p), -1, "accepted %s", content);
 	cr_assert(strstr(stderr_text(), msg), "stderr: %s", stderr_text());
 }
 
@@ -110,7 +110,7 @@ Test(buckets, nul_byte)
 	const char *p = write_file("nul.buckets", "1 malloc 0x1\0 0x2\n", 18);
 
 	capture_stderr();
-	cr_assert_eq(buckets_load(&m, p), -1);
+	cr_assert_eq(bucketfile_load(&m, p), -1);
 	cr_assert(strstr(stderr_text(), "nul.buckets:1: NUL byte"));
 }
 
@@ -119,7 +119,7 @@ Test(buckets, truncated_last_line_skipped)
 	const char *p = write_file("t.buckets", "1 malloc 0x1\n2 malloc 0x", -1);
 
 	capture_stderr();
-	cr_assert_eq(buckets_load(&m, p), 0);
+	cr_assert_eq(bucketfile_load(&m, p), 0);
 	cr_assert_eq(m.buckets.n, 1);
 	cr_assert(strstr(stderr_text(), "t.buckets:2: last line has no "
 					"newline (file truncated?); skipped"));
@@ -129,14 +129,14 @@ Test(buckets, crlf)
 {
 	const char *p = write_file("c.buckets", "1 malloc 0x1 0x2\r\n", -1);
 
-	cr_assert_eq(buckets_load(&m, p), 0);
+	cr_assert_eq(bucketfile_load(&m, p), 0);
 	cr_assert_eq(bucket_set_find(&m.buckets, 1)->stack->depth, 2);
 }
 
 Test(buckets, missing_file)
 {
 	capture_stderr();
-	cr_assert_eq(buckets_load(&m, "/nonexistent.buckets"), -1);
+	cr_assert_eq(bucketfile_load(&m, "/nonexistent.buckets"), -1);
 	cr_assert(strstr(stderr_text(), "/nonexistent.buckets: No such file"));
 }
 
@@ -149,7 +149,7 @@ Test(buckets, small_and_large_ids)
 						  "18446744073709551615 malloc\n",
 				   -1);
 
-	cr_assert_eq(buckets_load(&m, p), 0);
+	cr_assert_eq(bucketfile_load(&m, p), 0);
 	cr_assert_eq(m.buckets.n, 5);
 	cr_assert_eq(bucket_set_find(&m.buckets, 5)->stack->depth, 1);
 	cr_assert_eq(bucket_set_find(&m.buckets, 3)->id, 3);
@@ -176,7 +176,7 @@ Test(buckets, load_many)
 	paths[1] = write_file("m2.buckets", "", 0);
 	paths[2] = write_file("m3.buckets", "7 mmap 0x5\n", -1);
 	capture_stderr();
-	cr_assert_eq(buckets_load_many(&m, paths, 3, &loaded), 0);
+	cr_assert_eq(bucketfile_load_many(&m, paths, 3, &loaded), 0);
 	cr_assert_eq(loaded, 2);
 	cr_assert_eq(m.buckets.n, 100000);
 	cr_assert_eq(bucket_set_find(&m.buckets, 99999)->stack->depth, 2);
@@ -198,7 +198,7 @@ Test(buckets, load_many_messages_in_order)
 	paths[1] = write_file("o2.buckets", "3 malloc 0x1\nbad\n", -1);
 	paths[2] = write_file("o3.buckets", "4 malloc 0x1\n", -1);
 	capture_stderr();
-	cr_assert_eq(buckets_load_many(&m, paths, 3, NULL), -1);
+	cr_assert_eq(bucketfile_load_many(&m, paths, 3, NULL), -1);
 	const char *t = stderr_text();
 	const char *w = strstr(t, "o1.buckets:2: last line has no newline");
 	const char *e = strstr(t, "o2.buckets:2: invalid bucket id 'bad'");

@@ -1,5 +1,5 @@
 /*
- * The page's data (see page.h).  At each kept snapshot every policy's
+ * The page's data (see pagedata.h).  At each kept snapshot every policy's
  * items are reduced to cells (component, stack, bytes), sorted; each
  * component keeps the stacks that are among its largest at any kept
  * snapshot, and their bytes are looked up in every snapshot's cells, so a
@@ -7,14 +7,14 @@
  * into text: frames are interned once, and a stack is its list of frame
  * numbers.
  */
-#include "page.h"
+#include "pagedata.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "format.h"
-#include "stacks.h"
+#include "stacktext.h"
 #include "tally.h"
 #include "util.h"
 
@@ -42,7 +42,7 @@ struct kept {
 
 struct page {
 	struct timeline *tl;
-	const struct page_options *opt;
+	const struct pagedata_options *opt;
 	size_t *at;          /* kept snapshots: indices into tl->snaps */
 	size_t nat;
 	size_t peak;         /* the snapshot of the peak (of policy first) */
@@ -804,8 +804,8 @@ static void json_all(struct page *pg, struct strbuf *out)
 	sb_release(&answer);
 }
 
-int page_data(struct strbuf *out, struct timeline *tl,
-	      const struct page_options *opt)
+int pagedata_write(struct strbuf *out, struct timeline *tl,
+	      const struct pagedata_options *opt)
 {
 	struct page pg;
 	int rc;

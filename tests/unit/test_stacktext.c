@@ -2,10 +2,10 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "buckets.h"
+#include "bucketfile.h"
 #include "format.h"
 #include "helpers.h"
-#include "stacks.h"
+#include "stacktext.h"
 #include "symbol.h"
 #include "tally.h"
 #include "text.h"
@@ -61,7 +61,7 @@ static void load(void)
 				   "4 malloc 0x10\n",
 				   -1);
 
-	cr_assert_eq(buckets_load(&m, b), 0);
+	cr_assert_eq(bucketfile_load(&m, b), 0);
 	symbolize_model(&m, NULL, NULL);
 	name(0, "malloc", NULL, 0);
 	name(1, "cache_put", "cache.c", 12);
@@ -210,7 +210,7 @@ Test(stacks, flat_goes_past_the_last_allocator_frame)
 	const char *b = write_file("p.00001.0001.buckets",
 				   "1 malloc 0x10 0x20 0x30 0x40 0x50\n", -1);
 
-	cr_assert_eq(buckets_load(&m, b), 0);
+	cr_assert_eq(bucketfile_load(&m, b), 0);
 	symbolize_model(&m, NULL, NULL);
 	name(0, "prof_backtrace_impl", NULL, 0);
 	name(1, "?? after malloc_usable_size+0x70", NULL, 0);
@@ -292,7 +292,7 @@ static const struct stack *cxx_stack(void)
 				   -1);
 	uint32_t exe, stdcxx, libc;
 
-	cr_assert_eq(buckets_load(&m, b), 0);
+	cr_assert_eq(bucketfile_load(&m, b), 0);
 	symbolize_model(&m, NULL, NULL);
 	exe = model_binary(&m, strtab_intern_str(&m.strings, "/opt/app/srv"));
 	stdcxx = model_binary(&m, strtab_intern_str(

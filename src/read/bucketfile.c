@@ -2,7 +2,7 @@
  * The .buckets reader.  A bucket line is
  * "ID mmap|malloc [tTYPEINFO] [nNAME] 0xFRAME...", innermost frame first.
  */
-#include "buckets.h"
+#include "bucketfile.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -395,7 +395,7 @@ static void *parse_files(void *arg)
 	return NULL;
 }
 
-int buckets_load_many(struct model *m, const char *const *paths, size_t n,
+int bucketfile_load_many(struct model *m, const char *const *paths, size_t n,
 		      size_t *loaded)
 {
 	struct loader ld;
@@ -461,7 +461,7 @@ int buckets_load_many(struct model *m, const char *const *paths, size_t n,
 	return rc;
 }
 
-int buckets_load(struct model *m, const char *path)
+int bucketfile_load(struct model *m, const char *path)
 {
-	return buckets_load_many(m, &path, 1, NULL);
+	return bucketfile_load_many(m, &path, 1, NULL);
 }

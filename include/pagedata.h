@@ -11,8 +11,8 @@
  * named first: the owners at the peak, what grew up to the last dump
  * before teardown (leak suspects marked), what teardown freed.
  */
-#ifndef DMPROF_PAGE_H
-#define DMPROF_PAGE_H
+#ifndef DMPROF_PAGEDATA_H
+#define DMPROF_PAGEDATA_H
 
 #include <stddef.h>
 
@@ -21,7 +21,7 @@
 #include "text.h"
 #include "timeline.h"
 
-struct page_options {
+struct pagedata_options {
 	size_t stacks;     /* kept per component at each of those snapshots */
 	size_t snapshots;  /* how many snapshots keep stacks, at most */
 	const char *title;
@@ -38,7 +38,7 @@ struct page_options {
  * Append the data of TL (built, its run still open: the kept snapshots
  * are read again) to OUT.  Returns 0, or -1 after printing why.
  */
-int page_data(struct strbuf *out, struct timeline *tl,
-	      const struct page_options *opt);
+int pagedata_write(struct strbuf *out, struct timeline *tl,
+	      const struct pagedata_options *opt);
 
 #endif

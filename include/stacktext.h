@@ -4,8 +4,8 @@
  * the allocator's own, as pprof decides) and which functions it counts
  * under.
  */
-#ifndef DMPROF_STACKS_H
-#define DMPROF_STACKS_H
+#ifndef DMPROF_STACKTEXT_H
+#define DMPROF_STACKTEXT_H
 
 #include <stdbool.h>
 #include <stddef.h>

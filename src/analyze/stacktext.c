@@ -1,9 +1,9 @@
 /*
- * Stacks as text, and the functions they run through (see stacks.h).
+ * Stacks as text, and the functions they run through (see stacktext.h).
  * Function names are interned in the model, so "the same function" within
  * one run is the same pointer; the text is what crosses runs.
  */
-#include "stacks.h"
+#include "stacktext.h"
 
 #include <inttypes.h>
 #include <stdlib.h>

@@ -2,8 +2,8 @@
  * The .buckets reader: bucket definitions ("ID malloc|mmap [tTYPE]
  * [nNAME] 0xFRAME...") into the model.
  */
-#ifndef DMPROF_BUCKETS_H
-#define DMPROF_BUCKETS_H
+#ifndef DMPROF_BUCKETFILE_H
+#define DMPROF_BUCKETFILE_H
 
 #include <stddef.h>
 
@@ -13,13 +13,13 @@
  * Parse one .buckets file into M.  Malformed lines are errors naming
  * FILE:LINE; returns 0 or -1.
  */
-int buckets_load(struct model *m, const char *path);
+int bucketfile_load(struct model *m, const char *path);
 /*
  * Load PATHS in order (empty files skipped; *LOADED counts the others),
  * reading ahead in a thread of its own.  Returns 0, or -1 after the
  * first error (messages come out in file order).
  */
-int buckets_load_many(struct model *m, const char *const *paths, size_t n,
+int bucketfile_load_many(struct model *m, const char *const *paths, size_t n,
 		      size_t *loaded);
 
 #endif
