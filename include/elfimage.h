@@ -70,7 +70,4 @@ void elf_take_symbols(struct elf_image *img, struct elf_image *debug);
 const struct elf_sym *elf_find(const struct elf_sym *v, size_t n,
 			       uint64_t addr, bool *past);
 
-/* CRC-32 as .gnu_debuglink uses it. */
-uint32_t elf_crc32(uint32_t crc, const void *buf, size_t len);
-
 #endif

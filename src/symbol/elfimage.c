@@ -477,23 +477,3 @@ const struct elf_sym *elf_find(const struct elf_sym *v, size_t n,
 		*past = true;
 	return &v[lo - 1];
 }
-
-uint32_t elf_crc32(uint32_t crc, const void *buf, size_t len)
-{
-	static uint32_t table[256];
-	const unsigned char *p = buf;
-
-	if (!table[1]) {
-		for (uint32_t i = 0; i < 256; i++) {
-			uint32_t c = i;
-
-			for (int k = 0; k < 8; k++)
-				c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
-			table[i] = c;
-		}
-	}
-	crc = ~crc;
-	while (len--)
-		crc = table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
-	return ~crc;
-}
