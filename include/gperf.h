@@ -1,4 +1,4 @@
-/* gperftools heap profiles as snapshots (see src/gperf.c). */
+/* gperftools heap profiles as snapshots (see src/read/gperf.c). */
 #ifndef DMPROF_GPERF_H
 #define DMPROF_GPERF_H
 

@@ -1,7 +1,9 @@
 /*
  * The one generic hash table: open addressing with linear probing over
  * (hash, item) slots.  Items are the caller's; the table never owns them.
- * Every intern table (strings, frames, stacks, buckets) is built on it.
+ * Strings, buckets, tallies, the symbol caches and the classifier's memos
+ * are built on it; frames and stacks, looked up tens of millions of times
+ * a run, have tables of their own whose slots hold ids (see stack.h).
  */
 #ifndef DMPROF_HASHMAP_H
 #define DMPROF_HASHMAP_H
