@@ -9,6 +9,7 @@
 #   make install    PREFIX=/usr/local DESTDIR= (and BINDIR, DATADIR, LIBDIR,
 #                   MANDIR under it)
 #   make uninstall  the same variables: removes what install put there
+#   make deb        a Debian package, dmprof_VERSION-1_ARCH.deb (lintian-clean)
 #   make clean
 #
 # CC, CFLAGS, CPPFLAGS, LDFLAGS and PREFIX may be overridden.  WERROR=1 turns
@@ -87,7 +88,7 @@ UNIT_OBJS := $(UNIT_SRCS:tests/unit/%.c=$(O)/unit/%.o)
 
 SHARED ?= $(abspath ../shared)
 
-.PHONY: all deps demo check test bench fuzz install uninstall clean FORCE
+.PHONY: all deps demo check test bench fuzz install uninstall deb clean FORCE
 
 all: $(BIN) $(RECORDER)
 
@@ -259,6 +260,95 @@ uninstall:
 		$(addprefix $(DESTDIR)$(DATADIR)/policies/,$(POLICY_FILES))
 	rmdir $(DESTDIR)$(DATADIR)/policies $(DESTDIR)$(DATADIR) \
 		$(DESTDIR)$(LIBDIR) 2>/dev/null || :
+
+# A Debian package of what install puts under /usr, built from a staged
+# install under build/deb as debhelper would lay it out (debian/dmprof,
+# beside a stand-in debian/control that dpkg-shlibdeps wants): stripped,
+# man pages gzip -9n, a copyright pointing at common-licenses, Depends
+# computed by dpkg-shlibdeps, then lintian, which must find no error.
+# The version is dmprof -V's plus a Debian revision, so the changelog is
+# changelog.Debian.gz.  DEB_MAINTAINER, DEB_REVISION and LINTIAN (empty:
+# none) may be set; SOURCE_DATE_EPOCH (else the last commit's) dates it.
+DEB_DEPS = dpkg-dev binutils lintian
+DEB_REVISION ?= 1
+DEB_VERSION = $(shell sed -n 's/.*DMPROF_VERSION "\(.*\)".*/\1/p' \
+		include/util.h)-$(DEB_REVISION)
+DEB_ARCH = $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
+DEB_FILE = dmprof_$(DEB_VERSION)_$(DEB_ARCH).deb
+DEB_MAINTAINER ?= $(shell git config user.name) <$(shell git config user.email)>
+DEB_EPOCH = $(or $(SOURCE_DATE_EPOCH),$(shell git log -1 --format=%ct \
+		2>/dev/null),$(shell date +%s))
+DEB_SUMMARY = memory profiler: who holds a process's memory, and how it grew
+LINTIAN ?= lintian
+DEB_TOP = build/deb
+DEB_ROOT = $(DEB_TOP)/debian/dmprof
+DEB_DOC = $(DEB_ROOT)/usr/share/doc/dmprof
+
+.PHONY: deb-deps
+deb-deps:
+	@$(MAKE) --no-print-directory deps DEPS="$(DEB_DEPS)"
+
+deb: deb-deps
+	@case '$(DEB_VERSION)' in [0-9]*) ;; *) \
+		echo "deb: no DMPROF_VERSION in include/util.h" >&2; exit 1;; esac
+	@case '$(DEB_MAINTAINER)' in ?*' <'?*@?*'>') ;; *) \
+		echo "deb: no maintainer: set DEB_MAINTAINER='Name <email>'" \
+		     "(or git config user.name and user.email)" >&2; exit 1;; esac
+	rm -rf $(DEB_TOP) $(DEB_FILE)
+	$(MAKE) --no-print-directory install DESTDIR=$(CURDIR)/$(DEB_ROOT) \
+		PREFIX=/usr BINDIR=/usr/bin DATADIR=/usr/share/dmprof \
+		LIBDIR=/usr/lib/dmprof MANDIR=/usr/share/man
+	strip --remove-section=.comment --remove-section=.note \
+		$(DEB_ROOT)/usr/bin/dmprof
+	strip --remove-section=.comment --remove-section=.note \
+		--strip-unneeded $(DEB_ROOT)/usr/lib/dmprof/libdmprof-recorder.so
+	gzip -9n $(DEB_ROOT)/usr/share/man/man1/dmprof.1 \
+		$(DEB_ROOT)/usr/share/man/man5/dmprof-policy.5
+	install -d -m 755 $(DEB_DOC) $(DEB_ROOT)/DEBIAN
+	@grep -q 'GNU GENERAL PUBLIC LICENSE' LICENSE && \
+	 grep -q 'Version 3, 29 June 2007' LICENSE || \
+	 { echo "deb: LICENSE is not the GPL version 3: fix the copyright" >&2; \
+	   exit 1; }
+	printf '%s\n' \
+	  'Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/' \
+	  'Upstream-Name: dmprof' '' 'Files: *' \
+	  "Copyright: $$(date -u -d @$(DEB_EPOCH) +%Y) the dmprof authors" \
+	  'License: GPL-3+' \
+	  ' dmprof links against libbfd, which is GPLv3+, so dmprof is distributed' \
+	  ' under the GNU General Public License, version 3 or later.' ' .' \
+	  ' On Debian systems, the complete text of the GNU General Public License' \
+	  ' version 3 can be found in "/usr/share/common-licenses/GPL-3".' \
+		>$(DEB_DOC)/copyright
+	{ echo 'dmprof ($(DEB_VERSION)) unstable; urgency=medium'; echo; \
+	  echo '  * Built from the source tree by make deb.'; echo; \
+	  echo " -- $(DEB_MAINTAINER)  $$(LC_ALL=C date -u -R -d @$(DEB_EPOCH))"; } | \
+		gzip -9n >$(DEB_DOC)/changelog.Debian.gz
+	chmod 644 $(DEB_DOC)/copyright $(DEB_DOC)/changelog.Debian.gz
+	printf 'Source: dmprof\n\nPackage: dmprof\nArchitecture: any\n' \
+		>$(DEB_TOP)/debian/control
+	deps=$$(cd $(DEB_TOP) && dpkg-shlibdeps -O \
+		-edebian/dmprof/usr/bin/dmprof \
+		-edebian/dmprof/usr/lib/dmprof/libdmprof-recorder.so | \
+		sed -n 's/^shlibs:Depends=//p') && [ -n "$$deps" ] && \
+	size=$$(du -s -k --apparent-size --exclude=DEBIAN $(DEB_ROOT) | cut -f1) && \
+	printf '%s\n' 'Package: dmprof' 'Version: $(DEB_VERSION)' \
+	  'Architecture: $(DEB_ARCH)' 'Maintainer: $(DEB_MAINTAINER)' \
+	  "Installed-Size: $$size" "Depends: $$deps" \
+	  'Section: devel' 'Priority: optional' \
+	  "Description: $(DEB_SUMMARY)" \
+	  ' dmprof records a series of heap dumps of a dynamically linked program' \
+	  ' (through a preloaded recorder library), joins each with the memory map,' \
+	  ' symbolizes the allocation stacks and classifies every byte into named' \
+	  ' components with regex policies.  It answers what is big (top), what' \
+	  ' grew and which stacks did it (diff), all of it in one HTML page (html),' \
+	  ' and the time series to chart (csv).  A revival of Chromium'"'"'s Deep' \
+	  ' Memory Profiler.' >$(DEB_ROOT)/DEBIAN/control
+	cd $(DEB_ROOT) && find . -path ./DEBIAN -prune -o -type f -printf '%P\n' | \
+		LC_ALL=C sort | xargs md5sum >DEBIAN/md5sums
+	chmod 644 $(DEB_ROOT)/DEBIAN/control $(DEB_ROOT)/DEBIAN/md5sums
+	SOURCE_DATE_EPOCH=$(DEB_EPOCH) dpkg-deb --root-owner-group \
+		--build $(DEB_ROOT) $(DEB_FILE)
+	$(if $(LINTIAN),$(LINTIAN) --fail-on error $(DEB_FILE))
 
 clean:
 	rm -rf build dmprof libdmprof-recorder.so
