@@ -6,7 +6,8 @@
 #   mv P Q                     and still does, from where it was moved;
 #   make uninstall PREFIX=P    leaves no file behind;
 # the same with LIBDIR and DATADIR elsewhere (found by the paths built
-# in), and staged with DESTDIR under the default PREFIX.
+# in), and staged with DESTDIR under the default PREFIX; then the Debian
+# package, make deb, extracted and run where it was extracted (deb.sh).
 # Usage: tests/install/run.sh
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -25,7 +26,7 @@ export XDG_CACHE_HOME="$tmp/cache" LC_ALL=C
 unset DMPROF_POLICY_PATH DMPROF_RECORDER
 
 mkdir "$tmp/src"
-(cd "$top" && cp -R Makefile src include policies man "$tmp/src/")
+(cd "$top" && cp -R Makefile LICENSE src include policies man "$tmp/src/")
 cd "$tmp/src" || exit 1
 make -s -j2 >build.log 2>&1 || { bad "a default build failed: $(tail -3 build.log)"; }
 printf 'b\na\n' >"$tmp/in.txt"
@@ -92,6 +93,8 @@ if [ -n "$bin" ]; then use "DESTDIR" "$bin"; else bad "make install DESTDIR: no 
 make -s uninstall DESTDIR="$d" >uninst2.log 2>&1 || bad "make uninstall DESTDIR: $(tail -3 uninst2.log)"
 left=$(files "$d")
 [ -z "$left" ] && ok || bad "make uninstall DESTDIR left: $left"
+
+. "$top/tests/install/deb.sh"
 
 echo "install: $pass passed, $fail failed"
 [ $fail = 0 ]
