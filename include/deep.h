@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "profile.h"
 #include "snapshot.h"
 #include "text.h"
 
@@ -21,6 +22,14 @@ bool deep_claims(const char *line, size_t len);
  */
 int deep_parse(struct snapshot *snap, struct filebuf *fb,
 	       struct model *m);
+
+/*
+ * When the deep dump at PATH was taken, as its META Reason line says
+ * (dmprof record's "main returned", "exit called", "Exiting"), from the
+ * lines before MMAP_LIST only: a run of a hundred dumps of 6 MB is not
+ * read for it.
+ */
+enum dump_moment deep_moment(const char *path);
 
 /* Decode a pageframe token ("<ASNF#B>"); false if malformed. */
 bool pageframe_parse(const char *tok, size_t len, struct pageframe *pf,

@@ -19,6 +19,14 @@ int gperf_parse(struct snapshot *snap, struct line_stream *s,
 		struct model *m);
 
 /*
+ * Is the profile at PATH one of gperftools' heap profiler
+ * ("heap profile: ... @ heapprofile"), which writes its last dump at exit,
+ * after static destructors?  (Go's "@ heap/N" and pprof's other text
+ * profiles do not.)
+ */
+bool gperf_last_at_exit(const char *path);
+
+/*
  * What GLOBAL_STATS would say of a heap profile, as far as it tells: its
  * malloc and mmap bytes in use, and their sum standing for the process
  * total it does not know.

@@ -9,6 +9,36 @@
 
 #include "snapshot.h"
 
+/* When a dump was taken, as its format says (see profile_traits). */
+enum dump_moment {
+	MOMENT_UNSAID,
+	MOMENT_BEFORE_TEARDOWN, /* main returned, or exit was called */
+	MOMENT_AT_EXIT,         /* after atexit handlers, destructors */
+	MOMENT_OTHER,
+};
+
+/*
+ * What the front and the run need to know of a format, beside its
+ * reader: a row of the readers' table.  Analysis asks the snapshot
+ * (kernel_view, mmap_by_regions), never the format.
+ */
+struct profile_traits {
+	bool self_contained; /* brings its own stacks and maps: no .buckets
+				or .maps files are looked for */
+	int parts;           /* snapshots one file holds (DHAT: 2, the peak
+				and the end), 1 for the others */
+	bool read_ahead;     /* its reader leaves the model alone but for
+				interned strings and the bucket table: a run
+				reads its next dump on another core */
+	/* When the dump at PATH was taken, from its head; NULL: its
+	 * format does not say. */
+	enum dump_moment (*moment)(const char *path);
+	/* Does the producer of the run whose first dump is PATH write its
+	 * last dump at exit, after teardown, without saying so?  NULL: no. */
+	bool (*last_at_exit)(const char *path);
+};
+const struct profile_traits *profile_traits(enum dump_format format);
+
 /*
  * The format of the file at PATH.  Returns 0, or -1 after saying why: it
  * cannot be read, it is empty, or it is no profile dmprof reads (the

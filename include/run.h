@@ -72,8 +72,6 @@ struct run_teardown {
 /* Of the dumps of series S, in FORMAT (that of its first dump). */
 void series_teardown(const struct series *s, enum dump_format format,
 		     struct run_teardown *t);
-/* Does the dump at PATH say it was taken before teardown? */
-bool dump_before_teardown(const char *path);
 
 /* Read dump I of the series (0 = the one the user named). */
 int run_load_dump(struct run *r, size_t i, struct snapshot *snap);

@@ -124,6 +124,12 @@ struct snapshot {
 	 * 2 at the end); 0 for the rest. */
 	int part;
 	enum dump_format format;
+	/* What analysis needs to know of the format, set by its reader: */
+	bool kernel_view;      /* it can carry the kernel's view (GLOBAL_STATS'
+				  process total, Rss/Pss/Swap): lacking it
+				  is worth a word */
+	bool mmap_by_regions;  /* its mmap stack lines are counted through
+				  its regions (MMAP_LIST), not as lines */
 	int version;           /* 5 or 6 for deep dumps */
 	double time;           /* seconds since the epoch */
 	bool time_from_meta;   /* else the file's mtime */

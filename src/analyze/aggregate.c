@@ -74,7 +74,7 @@ static int add_malloc(struct classifier *c, const struct snapshot *snap,
 			struct region r;
 
 			/* Deep dumps account mmap through MMAP_LIST. */
-			if (snap->format == FORMAT_DEEP)
+			if (snap->mmap_by_regions)
 				continue;
 			memset(&r, 0, sizeof(r));
 			r.kind = REGION_HOOKED;
@@ -238,7 +238,7 @@ static int64_t builtin_value(enum builtin b, const struct snapshot *snap,
 	case B_TOTAL_EXCLUDE_PROFILER:
 		/* (A heap profile's total is its own sum, see gperf.c.) */
 		if (!(snap->gs.present & (1u << GS_TOTAL)) &&
-		    snap->format == FORMAT_DEEP)
+		    snap->kernel_view)
 			return 0; /* no process total to take it from */
 		return sub64(sub64(g(snap, GS_TOTAL),
 				   column_value(values, p->col_mmap_profiler), &sums->overflow),
@@ -313,7 +313,7 @@ int aggregate_snapshot(struct classifier *c, const struct snapshot *snap,
 			continue;
 		/* (gperftools profiles say so once, when read.) */
 		if (col->builtin >= B_RSS && col->builtin <= B_SWAP &&
-		    snap->format == FORMAT_DEEP &&
+		    snap->kernel_view &&
 		    !kernel_value(snap, col->builtin, &(int64_t){ 0 }) &&
 		    stats)
 			kernel_missing = true;
@@ -432,7 +432,7 @@ int aggregate_items(struct classifier *c, const struct snapshot *snap,
 			it.bucket_id = snapshot_unknown_id(snap, i, &unknown);
 		} else if (l->bucket->kind == ALLOC_MMAP) {
 			/* Deep dumps account mmap through MMAP_LIST. */
-			if (snap->format == FORMAT_DEEP)
+			if (snap->mmap_by_regions)
 				continue;
 			it.kind = ITEM_HOOKED;
 			it.vma = &vma_unknown;

@@ -8,6 +8,7 @@
 #include "deep.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -998,6 +999,8 @@ int deep_parse(struct snapshot *snap, struct filebuf *fb,
 	p.m = m;
 	p.path = fb->path;
 	p.current_vma = -1;
+	snap->kernel_view = true;
+	snap->mmap_by_regions = true;
 	rc = parse_lines(&p, fb);
 	if (rc == 0)
 		rc = finish_regions(&p);
@@ -1033,4 +1036,27 @@ bool deep_claims(const char *line, size_t len)
 	/* A version, not counts ("heap profile: 4: 1024 [...]", gperftools). */
 	cursor_skip_space(&c);
 	return cursor_at_end(&c) || (!is_digit(*c.p) && *c.p != '-');
+}
+
+enum dump_moment deep_moment(const char *path)
+{
+	char buf[4096];
+	FILE *f = fopen(path, "r");
+	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+	const char *p, *end;
+
+	if (f)
+		fclose(f);
+	buf[n] = 0;
+	end = strstr(buf, "\nMMAP_LIST:");
+	p = strstr(buf, "\nReason: ");
+	if (!p || (end && p > end))
+		return MOMENT_UNSAID;
+	p += 9;
+	if (!strncmp(p, "main returned\n", 14) ||
+	    !strncmp(p, "exit called\n", 12))
+		return MOMENT_BEFORE_TEARDOWN;
+	if (!strncmp(p, "Exiting\n", 8))
+		return MOMENT_AT_EXIT;
+	return MOMENT_OTHER;
 }

@@ -22,6 +22,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1283,4 +1284,16 @@ int gperf_parse(struct snapshot *snap, struct line_stream *s,
 	sb_release(&g.broken);
 	sb_release(&g.q);
 	return rc;
+}
+
+bool gperf_last_at_exit(const char *path)
+{
+	char buf[256];
+	FILE *f = fopen(path, "r");
+	bool yes = f && fgets(buf, sizeof(buf), f) &&
+		   strstr(buf, "@ heapprofile");
+
+	if (f)
+		fclose(f);
+	return yes;
 }

@@ -26,19 +26,31 @@ static const struct reader {
 		     struct model *m);
 	int (*parse_stream)(struct snapshot *snap, struct line_stream *s,
 			    struct model *m);
+	struct profile_traits traits;
 } readers[] = {
 	{ FORMAT_DEEP, "deep heap dumps (DUMP_DEEP_5, DUMP_DEEP_6)",
-	  deep_claims, NULL, deep_parse, NULL },
+	  deep_claims, NULL, deep_parse, NULL,
+	  { false, 1, true, deep_moment, NULL } },
 	{ FORMAT_GPERFTOOLS,
 	  "text heap profiles (gperftools, tcmalloc, Go debug=1, pprof)",
-	  gperf_is_header, NULL, NULL, gperf_parse },
+	  gperf_is_header, NULL, NULL, gperf_parse,
+	  { true, 1, false, NULL, gperf_last_at_exit } },
 	{ FORMAT_JEMALLOC, "jemalloc heap profiles (heap_v2/RATE)",
-	  jemalloc_claims, NULL, jemalloc_parse, NULL },
+	  jemalloc_claims, NULL, jemalloc_parse, NULL,
+	  { true, 1, false, NULL, NULL } },
 	{ FORMAT_PROTO, "pprof protobuf profiles (profile.proto, gzipped)",
-	  NULL, pb_claims, pb_parse, NULL },
+	  NULL, pb_claims, pb_parse, NULL, { true, 1, false, NULL, NULL } },
 	{ FORMAT_DHAT, "Valgrind DHAT profiles (dhat.out.PID)", NULL,
-	  dhat_claims, dhat_parse, NULL },
+	  dhat_claims, dhat_parse, NULL, { true, 2, false, NULL, NULL } },
 };
+
+const struct profile_traits *profile_traits(enum dump_format format)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(readers); i++)
+		if (readers[i].format == format)
+			return &readers[i].traits;
+	BUG("format %d has no reader", (int)format);
+}
 
 static bool has_prefix(const struct filebuf *fb, size_t at, const char *lit)
 {

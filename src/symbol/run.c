@@ -8,7 +8,6 @@
 #include "run.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -99,27 +98,29 @@ static int probe(struct run *r, const char *first_dump)
 	if (profile_probe(first_dump, &r->format) < 0)
 		return -1;
 	/* Heap profiles bring their own stacks and maps. */
-	r->self_contained = r->format != FORMAT_DEEP;
+	r->self_contained = profile_traits(r->format)->self_contained;
 	return 0;
 }
 
 /*
- * A DHAT file is a run of two snapshots, at the peak and at the end; a
- * command that reads one dump reads the end.
+ * A file that holds N snapshots (DHAT's: at the peak and at the end) is
+ * a run of them; a command that reads one dump reads the last.
  */
-static void dhat_series(struct run *r, bool all)
+static void parts_series(struct run *r, int n, bool all)
 {
 	struct series *s = &r->series;
 
 	s->dumps[0].counter = s->first = 1;
-	s->dumps[0].part = all ? 1 : 2;
+	s->dumps[0].part = all ? 1 : n;
 	if (!all)
 		return;
-	s->dumps = xreallocarray(s->dumps, 2, sizeof(*s->dumps));
-	s->dumps[1].path = xstrdup(s->dumps[0].path);
-	s->dumps[1].counter = 2;
-	s->dumps[1].part = 2;
-	s->ndumps = 2;
+	s->dumps = xreallocarray(s->dumps, (size_t)n, sizeof(*s->dumps));
+	for (int k = 1; k < n; k++) {
+		s->dumps[k].path = xstrdup(s->dumps[0].path);
+		s->dumps[k].counter = (unsigned long)k + 1;
+		s->dumps[k].part = k + 1;
+	}
+	s->ndumps = (size_t)n;
 }
 
 static void init(struct run *r, const struct sym_options *opts)
@@ -146,8 +147,9 @@ int run_open(struct run *r, const char *first_dump, unsigned flags,
 	    series_discover(&r->series, first_dump,
 			    (flags & RUN_ALL_DUMPS) != 0) < 0)
 		return -1;
-	if (r->format == FORMAT_DHAT)
-		dhat_series(r, (flags & RUN_ALL_DUMPS) != 0);
+	if (profile_traits(r->format)->parts > 1)
+		parts_series(r, profile_traits(r->format)->parts,
+			     (flags & RUN_ALL_DUMPS) != 0);
 	return open_companions(r);
 }
 
@@ -188,67 +190,11 @@ int run_load_dump(struct run *r, size_t i, struct snapshot *snap)
 
 /* ---- teardown ---- */
 
-enum moment {
-	MOMENT_UNSAID,
-	MOMENT_BEFORE_TEARDOWN, /* main returned, or exit was called */
-	MOMENT_AT_EXIT,         /* after atexit handlers, destructors */
-	MOMENT_OTHER,
-};
-
-/*
- * What a deep dump's META says of when it was taken: its Reason line,
- * in the lines before MMAP_LIST (the head of the file only: a run of a
- * hundred dumps of 6 MB is not read for it).
- */
-static enum moment dump_moment(const char *path)
-{
-	char buf[4096];
-	FILE *f = fopen(path, "r");
-	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-	const char *p, *end;
-
-	if (f)
-		fclose(f);
-	buf[n] = 0;
-	end = strstr(buf, "\nMMAP_LIST:");
-	p = strstr(buf, "\nReason: ");
-	if (!p || (end && p > end))
-		return MOMENT_UNSAID;
-	p += 9;
-	if (!strncmp(p, "main returned\n", 14) ||
-	    !strncmp(p, "exit called\n", 12))
-		return MOMENT_BEFORE_TEARDOWN;
-	if (!strncmp(p, "Exiting\n", 8))
-		return MOMENT_AT_EXIT;
-	return MOMENT_OTHER;
-}
-
-/*
- * Is the profile at PATH one of gperftools' heap profiler
- * ("heap profile: ... @ heapprofile"), which writes its last dump at
- * exit?  (Go's "@ heap/N" and pprof's other text profiles do not.)
- */
-static bool heap_profiler_dump(const char *path)
-{
-	char buf[256];
-	FILE *f = fopen(path, "r");
-	bool yes = f && fgets(buf, sizeof(buf), f) &&
-		   strstr(buf, "@ heapprofile");
-
-	if (f)
-		fclose(f);
-	return yes;
-}
-
-bool dump_before_teardown(const char *path)
-{
-	return dump_moment(path) == MOMENT_BEFORE_TEARDOWN;
-}
-
 void series_teardown(const struct series *s, enum dump_format format,
 		     struct run_teardown *t)
 {
-	enum moment last = MOMENT_UNSAID;
+	const struct profile_traits *tr = profile_traits(format);
+	enum dump_moment last = MOMENT_UNSAID;
 
 	memset(t, 0, sizeof(*t));
 	t->last = s->ndumps ? s->ndumps - 1 : 0;
@@ -256,23 +202,20 @@ void series_teardown(const struct series *s, enum dump_format format,
 	/* (A producer killed before it wrote leaves an empty dump.) */
 	while (t->last > 0 && file_empty(s->dumps[t->last].path))
 		t->last--;
-	if (format == FORMAT_DEEP) {
-		for (size_t i = 0; i <= t->last && s->ndumps; i++) {
-			enum moment mo = dump_moment(s->dumps[i].path);
+	for (size_t i = 0; tr->moment && i <= t->last && s->ndumps; i++) {
+		enum dump_moment mo = tr->moment(s->dumps[i].path);
 
-			if (mo == MOMENT_BEFORE_TEARDOWN) {
-				t->before = i;
-				t->said = true;
-			}
-			if (i == t->last)
-				last = mo;
+		if (mo == MOMENT_BEFORE_TEARDOWN) {
+			t->before = i;
+			t->said = true;
 		}
+		if (i == t->last)
+			last = mo;
 	}
-	/* gperftools' heap profiler writes its last dump at exit. */
 	t->last_said = last == MOMENT_AT_EXIT;
 	t->at_exit = last == MOMENT_AT_EXIT ||
-		     (format == FORMAT_GPERFTOOLS && t->last > 0 &&
-		      heap_profiler_dump(s->dumps[0].path));
+		     (tr->last_at_exit && t->last > 0 &&
+		      tr->last_at_exit(s->dumps[0].path));
 	if (!t->said && t->at_exit && t->last > 0)
 		t->before = t->last - 1;
 }
@@ -292,7 +235,7 @@ static void *read_ahead(void *arg)
 
 	report_capture(&rr->said);
 	rr->rc = profile_load_part_as(&rr->snap, d->path, d->part,
-				      &rr->r->model, FORMAT_DEEP);
+				      &rr->r->model, rr->r->format);
 	if (rr->rc == 0)
 		rr->snap.counter = d->counter;
 	report_capture(NULL);
@@ -308,7 +251,7 @@ static bool take(struct run_reader *rr, size_t i, struct snapshot *snap,
 	pthread_join(rr->tid, NULL);
 	rr->busy = false;
 	strtab_share(&rr->r->model.strings, false);
-	/* (-2: not a deep dump after all; read as any other.) */
+	/* (-2: not of the run's format after all; read as any other.) */
 	if (rr->ahead == i && rr->rc != -2) {
 		report_replay(&rr->said);
 		sb_reset(&rr->said);
@@ -331,7 +274,7 @@ int run_reader_load(struct run_reader *rr, size_t i, size_t next,
 
 	if (!take(rr, i, snap, &rc))
 		rc = run_load_dump(r, i, snap);
-	if (next < r->series.ndumps && r->format == FORMAT_DEEP &&
+	if (next < r->series.ndumps && profile_traits(r->format)->read_ahead &&
 	    threads_wanted() > 1 && !file_empty(r->series.dumps[next].path)) {
 		rr->ahead = next;
 		strtab_share(&r->model.strings, true);

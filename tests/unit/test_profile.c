@@ -1,0 +1,74 @@
+/* The readers' table: each row sniffs its own sample and no other's, and
+ * says what the run needs to know of its format. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "helpers.h"
+#include "profile.h"
+
+static const struct {
+	enum dump_format format;
+	const char *name, *head;
+	long len;
+} samples[] = {
+	{ FORMAT_DEEP, "d.0001.heap", "heap profile: DUMP_DEEP_6\n", -1 },
+	{ FORMAT_GPERFTOOLS, "g.0001.heap",
+	  "heap profile:    1:      100 [     1:      100] @ heapprofile\n",
+	  -1 },
+	{ FORMAT_JEMALLOC, "j.0001.heap", "heap_v2/524288\n", -1 },
+	/* sample_type { type: 1 unit: 2 } */
+	{ FORMAT_PROTO, "p.pb", "\x0a\x04\x08\x01\x10\x02", 6 },
+	{ FORMAT_DHAT, "dhat.out.1", "{\"dhatFileVersion\":2}\n", -1 },
+};
+
+Test(profile, each_row_sniffs_its_own_sample_only)
+{
+	for (size_t i = 0; i < sizeof(samples) / sizeof(*samples); i++) {
+		const char *path = write_file(samples[i].name, samples[i].head,
+					      samples[i].len);
+		enum dump_format f = FORMAT_ANY;
+
+		cr_assert_eq(profile_probe(path, &f), 0, "%s", samples[i].name);
+		cr_assert_eq(f, samples[i].format, "%s: %d, not %d",
+			     samples[i].name, (int)f, (int)samples[i].format);
+	}
+}
+
+Test(profile, traits_say_what_a_run_needs)
+{
+	const struct profile_traits *deep = profile_traits(FORMAT_DEEP);
+	const struct profile_traits *gperf = profile_traits(FORMAT_GPERFTOOLS);
+
+	cr_assert_not(deep->self_contained);
+	cr_assert(deep->read_ahead);
+	cr_assert_not_null(deep->moment);
+	cr_assert(gperf->self_contained);
+	cr_assert_not_null(gperf->last_at_exit);
+	cr_assert_eq(profile_traits(FORMAT_DHAT)->parts, 2);
+	for (int f = FORMAT_DEEP; f <= FORMAT_DHAT; f++)
+		cr_assert_geq(profile_traits((enum dump_format)f)->parts, 1);
+}
+
+Test(profile, moments_from_the_head_of_a_dump)
+{
+	const struct profile_traits *deep = profile_traits(FORMAT_DEEP);
+	const char *a = write_file("m.0001.heap",
+				   "heap profile: DUMP_DEEP_6\nMETA:\n"
+				   "Reason: main returned\nMMAP_LIST:\n", -1);
+	const char *b = write_file("m.0002.heap",
+				   "heap profile: DUMP_DEEP_6\nMETA:\n"
+				   "Reason: Exiting\nMMAP_LIST:\n", -1);
+	const char *c = write_file("m.0003.heap",
+				   "heap profile: DUMP_DEEP_6\nMMAP_LIST:\n"
+				   "Reason: main returned\n", -1);
+	const char *g = write_file("h.0001.heap",
+				   "heap profile:    1:      100 [     1:      "
+				   "100] @ heap/1048576\n", -1);
+
+	cr_assert_eq(deep->moment(a), MOMENT_BEFORE_TEARDOWN);
+	cr_assert_eq(deep->moment(b), MOMENT_AT_EXIT);
+	/* (Not META's: after MMAP_LIST.) */
+	cr_assert_eq(deep->moment(c), MOMENT_UNSAID);
+	/* Go's heap profiles are not written at exit. */
+	cr_assert_not(profile_traits(FORMAT_GPERFTOOLS)->last_at_exit(g));
+}
