@@ -30,7 +30,7 @@ BUILD_DEPS = libpcre2-dev binutils-dev libcsv-dev libcriterion-dev \
 	     libdebuginfod-dev libdeflate-dev zlib1g-dev pkg-config
 TEST_DEPS = gcc g++ diffutils libgoogle-perftools4 google-perftools libc6-dbg \
 	    python3 sqlite3 chromium zstd ruby nodejs debuginfod \
-	    golang-go valgrind libjemalloc2 libjemalloc-dev
+	    golang-go valgrind libjemalloc2 libjemalloc-dev dpkg-dev lintian
 BENCH_DEPS = libllvm14 llvm binutils time bc heaptrack g++ \
 	     libgoogle-perftools4
 FUZZ_DEPS = clang libclang-rt-14-dev
@@ -351,4 +351,4 @@ deb: deb-deps
 	$(if $(LINTIAN),$(LINTIAN) --fail-on error $(DEB_FILE))
 
 clean:
-	rm -rf build dmprof libdmprof-recorder.so
+	rm -rf build dmprof libdmprof-recorder.so dmprof_*.deb
