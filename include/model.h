@@ -45,6 +45,18 @@ enum {
 	MODEL_WARNED_PROFILE = 1 << 1, /* a heap profile: what its sizes are */
 };
 
+/*
+ * Is warning BIT (a MODEL_WARNED_* bit) asked for the first time in this
+ * run?  Then true, and it is marked said: readers say each once a run.
+ */
+static inline bool model_warn_first(struct model *m, unsigned bit)
+{
+	bool first = !(m->warned & bit);
+
+	m->warned |= bit;
+	return first;
+}
+
 void model_init(struct model *m);
 void model_free(struct model *m);
 

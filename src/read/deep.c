@@ -724,12 +724,10 @@ static void check_global_stats(struct parser *p, unsigned long line)
 	 * test dumps lack it (the original crashed).  Reading 0 is right for
 	 * them; say it once per run rather than once per dump.
 	 */
-	if (n && !(p->m->warned & MODEL_WARNED_GSTATS)) {
+	if (n && model_warn_first(p->m, MODEL_WARNED_GSTATS))
 		warning("%s:%lu: GLOBAL_STATS has no %s row%s; read as 0 "
 			"(not repeated for later dumps)",
 			p->path, line, missing.buf, n > 1 ? "s" : "");
-		p->m->warned |= MODEL_WARNED_GSTATS;
-	}
 	sb_release(&missing);
 }
 

@@ -468,13 +468,11 @@ static int parse(struct dparser *d, struct snapshot *snap)
 		snap->time /= 1e6;
 	snap->time_instructions = !micro;
 	snap->time_from_meta = true;
-	if (!(d->m->warned & MODEL_WARNED_PROFILE)) {
-		d->m->warned |= MODEL_WARNED_PROFILE;
+	if (model_warn_first(d->m, MODEL_WARNED_PROFILE))
 		warning("%s: a DHAT profile, read as two snapshots: at its "
 			"global peak (t-gmax) and at its end (t-end); "
 			"allocated is over the whole run%s", d->path,
 			micro ? "" : "; times are in instructions, not seconds");
-	}
 	return build(d, snap);
 }
 
@@ -491,7 +489,6 @@ int dhat_parse(struct snapshot *snap, struct filebuf *fb,
 		snap->part = 2; /* (one snapshot asked for: the end) */
 	json_cursor_init(&d.j, fb->data, fb->size, fb->path);
 	rc = parse(&d, snap);
-	snap->page_size = 4096;
 	sb_release(&d.mode);
 	sb_release(&d.tu);
 	sb_release(&d.strs);

@@ -727,9 +727,8 @@ static void say_what(struct gparser *g)
 		"give (rss, swap, ...) reads 0";
 	struct model *m = g->m;
 
-	if (m->warned & MODEL_WARNED_PROFILE)
+	if (!model_warn_first(m, MODEL_WARNED_PROFILE))
 		return;
-	m->warned |= MODEL_WARNED_PROFILE;
 	switch (g->type) {
 	case H_GPERF:
 		warning("%s: a gperftools heap profile: sizes are the bytes "
@@ -1267,7 +1266,6 @@ int gperf_parse(struct snapshot *snap, struct line_stream *s,
 			snap->nlines ? g.nos[snap->nlines - 1] : 1UL);
 	if (rc == 0) {
 		m->profile_kind = (int)g.type + 1;
-		snap->page_size = 4096;
 		rc = build(&g);
 	} else {
 		model_rollback(m, &mark);

@@ -265,8 +265,7 @@ int jemalloc_parse(struct snapshot *snap, struct filebuf *fb,
 	if (rc == 0 && !snap->has_own_maps)
 		warning("%s: no MAPPED_LIBRARIES: section; its frames cannot "
 			"be symbolized", j.path);
-	if (rc == 0 && !(m->warned & MODEL_WARNED_PROFILE)) {
-		m->warned |= MODEL_WARNED_PROFILE;
+	if (rc == 0 && model_warn_first(m, MODEL_WARNED_PROFILE)) {
 		if (j.rate > 1)
 			warning("%s: a jemalloc heap profile sampled every "
 				"%" PRIu64 " bytes on average: sizes and "
@@ -282,7 +281,6 @@ int jemalloc_parse(struct snapshot *snap, struct filebuf *fb,
 				j.accum ? "" : "; it does not count "
 					       "allocations (prof_accum off)");
 	}
-	snap->page_size = 4096;
 	for (size_t i = 0; i < j.n; i++)
 		free(j.v[i].frames);
 	free(j.v);

@@ -782,14 +782,11 @@ int pb_parse(struct snapshot *snap, struct filebuf *fb,
 		snap->time = (double)p.time_nanos / 1e9;
 		snap->time_from_meta = true;
 	}
-	if (rc == 0 && !(m->warned & MODEL_WARNED_PROFILE)) {
-		m->warned |= MODEL_WARNED_PROFILE;
+	if (rc == 0 && model_warn_first(m, MODEL_WARNED_PROFILE))
 		warning("%s: a pprof profile: values are as its producer "
 			"wrote them (unsampled by it%s); no committed/virtual "
 			"split; total is the profile's own sum", p.path,
 			p.period > 1 ? ", from a sample" : "");
-	}
-	snap->page_size = 4096;
 	pparser_free(&p);
 	free(raw);
 	return rc;
