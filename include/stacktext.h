@@ -38,6 +38,10 @@ void stack_text_compact(struct strbuf *sb, const struct model *m,
 			const struct stack *st, const struct owners *o,
 			size_t shown);
 
+/* Append the base name of PATH up to ".so" ("libstdc++" of
+ * /usr/lib/x86_64-linux-gnu/libstdc++.so.6), as stacks name libraries. */
+void library_name(struct strbuf *sb, const char *path);
+
 /*
  * The first DEPTH + 1 logical frames of ST (UINT64_MAX: all; innermost
  * first, inlined functions as frames of their own) in FORM, appended to

@@ -729,14 +729,8 @@ static void json_frame_info(struct page *pg, struct strbuf *out)
 		const struct tally_entry *e = pg->frames.v[f];
 		struct strbuf lib = STRBUF_INIT;
 
-		if (e->file) {
-			const char *base = strrchr(e->file, '/'), *so;
-
-			base = base ? base + 1 : e->file;
-			so = strstr(base, ".so");
-			sb_add(&lib, base, so && so > base ? (size_t)(so - base)
-							   : strlen(base));
-		}
+		if (e->file)
+			library_name(&lib, e->file);
 		sb_addf(out, "%s[%d,%d,", f ? "," : "",
 			!!(e->flags & PAGE_FRAME_OWN),
 			!!(e->flags & PAGE_FRAME_RUNTIME));

@@ -114,8 +114,7 @@ void stack_text(struct strbuf *sb, const struct model *m,
 	free(v);
 }
 
-/* The base name of PATH up to ".so" ("libstdc++" of libstdc++.so.6). */
-static void library_name(struct strbuf *sb, const char *path)
+void library_name(struct strbuf *sb, const char *path)
 {
 	const char *base = strrchr(path, '/'), *so;
 

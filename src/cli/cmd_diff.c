@@ -540,8 +540,7 @@ static bool shape_shown(const struct diff *d)
 static void print_teardown(struct diff *d)
 {
 	struct strbuf x = STRBUF_INIT, y = STRBUF_INIT, z = STRBUF_INIT;
-	const char *last = d->td.last < SIZE_MAX && d->has_after
-				   ? d->after.path : NULL;
+	const char *last = d->has_after ? d->after.path : NULL;
 
 	if (!d->first_form || !(d->td.said || d->td.at_exit))
 		return;
