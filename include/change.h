@@ -17,6 +17,7 @@
 
 #include "aggregate.h"
 #include "classify.h"
+#include "json_write.h"
 #include "run.h"
 
 struct change {
@@ -158,7 +159,7 @@ void run_shape_text(struct strbuf *sb, const struct run_shape *sh,
 		    bool exact);
 /* As a JSON object: dumps, peak (dump, time, bytes), before_teardown,
  * after_teardown (or last), allocs, frees where known. */
-void run_shape_json(struct strbuf *sb, const struct run_shape *sh);
+void run_shape_json(struct json_writer *w, const struct run_shape *sh);
 void run_shape_free(struct run_shape *sh);
 
 #endif

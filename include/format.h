@@ -11,9 +11,6 @@
  */
 void format_float_repr(struct strbuf *sb, double v);
 
-/* S as a JSON string literal; invalid UTF-8 bytes become \u00XX. */
-void format_json_string(struct strbuf *sb, const char *s);
-
 /*
  * A byte count for people: "512 B", "12.3 KiB", "4.0 MiB", "1.2 GiB"
  * (one decimal, binary units); SIGNED adds '+' to positive counts.

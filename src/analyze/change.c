@@ -674,22 +674,26 @@ void run_shape_text(struct strbuf *sb, const struct run_shape *sh,
 			sh->allocs, sh->frees);
 }
 
-void run_shape_json(struct strbuf *sb, const struct run_shape *sh)
+void run_shape_json(struct json_writer *w, const struct run_shape *sh)
 {
-	sb_addf(sb, "{ \"dumps\": %zu, \"peak\": { \"dump\": ", sh->dumps);
-	format_json_string(sb, sh->peak.path);
-	sb_addstr(sb, ", \"time\": ");
-	format_float_repr(sb, sh->peak.time);
-	sb_addf(sb, ", \"bytes\": %" PRId64 " }", sh->peak.heap);
+	json_object_line(w);
+	json_member_uint(w, "dumps", sh->dumps);
+	json_key(w, "peak");
+	json_object_line(w);
+	json_member_string(w, "dump", sh->peak.path);
+	json_member_double(w, "time", sh->peak.time);
+	json_member_int(w, "bytes", sh->peak.heap);
+	json_end(w);
 	if (sh->has_before)
-		sb_addf(sb, ", \"before_teardown\": %" PRId64, sh->before);
-	sb_addf(sb, ", \"%s\": %" PRId64,
-		sh->has_after || sh->at_exit ? "after_teardown" : "last",
-		sh->after);
-	if (sh->counted)
-		sb_addf(sb, ", \"allocs\": %" PRId64 ", \"frees\": %" PRId64,
-			sh->allocs, sh->frees);
-	sb_addstr(sb, " }");
+		json_member_int(w, "before_teardown", sh->before);
+	json_member_int(w, sh->has_after || sh->at_exit ? "after_teardown"
+							: "last",
+			sh->after);
+	if (sh->counted) {
+		json_member_int(w, "allocs", sh->allocs);
+		json_member_int(w, "frees", sh->frees);
+	}
+	json_end(w);
 }
 
 void run_shape_free(struct run_shape *sh)

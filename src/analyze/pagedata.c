@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "format.h"
+#include "json_write.h"
 #include "stacktext.h"
 #include "tally.h"
 #include "util.h"
@@ -459,22 +460,17 @@ static uint32_t page_stack(struct page *pg, uint32_t id)
 
 /* ---- JSON ---- */
 
-static void json_str(struct strbuf *out, const char *s)
-{
-	format_json_string(out, s);
-}
-
-static void json_i64s(struct strbuf *out, const int64_t *v, size_t n,
+static void json_i64s(struct json_writer *w, const int64_t *v, size_t n,
 		      size_t stride)
 {
-	sb_addch(out, '[');
+	json_array(w);
 	for (size_t i = 0; i < n; i++)
-		sb_addf(out, i ? ",%" PRId64 : "%" PRId64, v[i * stride]);
-	sb_addch(out, ']');
+		json_int(w, v[i * stride]);
+	json_end(w);
 }
 
 /* One component: values, kept stacks (page stack, bytes at each j). */
-static void json_component(struct page *pg, struct strbuf *out, size_t p,
+static void json_component(struct page *pg, struct json_writer *w, size_t p,
 			   uint32_t c)
 {
 	const struct timeline *tl = pg->tl;
@@ -484,14 +480,16 @@ static void json_component(struct page *pg, struct strbuf *out, size_t p,
 	/* Kept stacks that turn out to be the same text add up. */
 	struct tally merged;
 
-	sb_addstr(out, "{\"name\":");
-	json_str(out, pol->cols[c].name);
-	sb_addstr(out, ",\"values\":");
-	json_i64s(out, tl->rows[p] + c, tl->n, pol->ncols);
+	json_object(w);
+	json_member_string(w, "name", pol->cols[c].name);
+	json_key(w, "values");
+	json_i64s(w, tl->rows[p] + c, tl->n, pol->ncols);
 	if (kind != COLUMN_RULE && pol->cols[c].builtin != B_NO_BUCKET) {
-		sb_addstr(out, ",\"computed\":");
-		json_str(out, column_doc(&pol->cols[c]));
-		sb_addstr(out, ",\"stacks\":[]}");
+		json_member_string(w, "computed", column_doc(&pol->cols[c]));
+		json_key(w, "stacks");
+		json_array(w);
+		json_end(w);
+		json_end(w);
 		return;
 	}
 	keep(pg, p, c, &k);
@@ -513,30 +511,34 @@ static void json_component(struct page *pg, struct strbuf *out, size_t p,
 				    &pg->overflow);
 		}
 	}
-	sb_addstr(out, ",\"stacks\":[");
+	json_key(w, "stacks");
+	json_array(w);
 	for (size_t i = 0; i < merged.n; i++) {
 		const struct tally_entry *e = merged.v[i];
 
-		sb_addf(out, "%s[%u,", i ? "," : "", e->flags);
-		json_i64s(out, k.bytes + (e->ref - 1) * pg->nat, pg->nat, 1);
-		sb_addch(out, ']');
+		json_array(w);
+		json_uint(w, e->flags);
+		json_i64s(w, k.bytes + (e->ref - 1) * pg->nat, pg->nat, 1);
+		json_end(w);
 	}
-	sb_addstr(out, "]}");
+	json_end(w);
+	json_end(w);
 	tally_free(&merged);
 	free(k.ids);
 	free(k.bytes);
 }
 
-static void json_policy(struct page *pg, struct strbuf *out, size_t p)
+static void json_policy(struct page *pg, struct json_writer *w, size_t p)
 {
 	const struct timeline *tl = pg->tl;
 	const struct policy *pol = tl->set.v[p];
 	int64_t *v = xcalloc(tl->n + 1, sizeof(*v));
-	bool first = true, rss = false;
+	bool rss = false;
 
-	sb_addstr(out, "{\"label\":");
-	json_str(out, pol->label);
-	sb_addstr(out, ",\"components\":[");
+	json_object(w);
+	json_member_string(w, "label", pol->label);
+	json_key(w, "components");
+	json_array(w);
 	for (size_t c = 0; c < pol->ncols; c++) {
 		bool any = false;
 
@@ -544,26 +546,23 @@ static void json_policy(struct page *pg, struct strbuf *out, size_t p)
 			continue;
 		for (size_t i = 0; i < tl->n && !any; i++)
 			any = tl->rows[p][i * pol->ncols + c] != 0;
-		if (!any)
-			continue;
-		if (!first)
-			sb_addch(out, ',');
-		first = false;
-		json_component(pg, out, p, (uint32_t)c);
+		if (any)
+			json_component(pg, w, p, (uint32_t)c);
 	}
-	sb_addstr(out, "],\"total\":");
+	json_end(w);
 	for (size_t i = 0; i < tl->n; i++)
 		v[i] = total_at(tl, p, i, &pg->overflow);
-	json_i64s(out, v, tl->n, 1);
+	json_key(w, "total");
+	json_i64s(w, v, tl->n, 1);
 	for (size_t i = 0; i < tl->n; i++) {
 		v[i] = tl->builtins[p][i].v[B_RSS];
 		rss = rss || v[i];
 	}
 	if (rss) {
-		sb_addstr(out, ",\"rss\":");
-		json_i64s(out, v, tl->n, 1);
+		json_key(w, "rss");
+		json_i64s(w, v, tl->n, 1);
 	}
-	sb_addch(out, '}');
+	json_end(w);
 	free(v);
 }
 
@@ -608,40 +607,38 @@ static void note_stack(struct tally_entry *e, uint32_t comp, uint32_t id,
 
 #define ANSWER_ROWS 5
 
-static void json_owners(struct page *pg, struct strbuf *out, const char *key,
-			struct tally *t, const struct policy *pol, bool growth)
+static void json_owners(struct page *pg, struct json_writer *w,
+			const char *key, struct tally *t,
+			const struct policy *pol, bool growth)
 {
-	size_t shown = 0;
-
 	tally_sort(t, cmp_v0);
-	sb_addf(out, ",\"%s\":[", key);
-	for (size_t i = 0; i < t->n && shown < ANSWER_ROWS; i++) {
+	json_key(w, key);
+	json_array(w);
+	for (size_t i = 0; i < t->n && i < ANSWER_ROWS; i++) {
 		const struct tally_entry *e = t->v[i];
 
 		if (e->v[0] <= 0)
 			break;
-		sb_addstr(out, shown++ ? ",{\"name\":" : "{\"name\":");
-		json_str(out, e->key);
+		json_object(w);
+		json_member_string(w, "name", e->key);
 		if (e->file) {
-			sb_addstr(out, ",\"file\":");
-			json_str(out, e->file);
+			json_member_string(w, "file", e->file);
 			if (e->line)
-				sb_addf(out, ",\"line\":%" PRIu32, e->line);
+				json_member_uint(w, "line", e->line);
 		}
-		sb_addf(out, ",\"bytes\":%" PRId64 ",\"component\":", e->v[0]);
-		json_str(out, pol->cols[e->v[4]].name);
-		sb_addf(out, ",\"stack\":%" PRIu32,
-			page_stack(pg, (uint32_t)(e->v[5] - 1)));
+		json_member_int(w, "bytes", e->v[0]);
+		json_member_string(w, "component", pol->cols[e->v[4]].name);
+		json_member_uint(w, "stack",
+				 page_stack(pg, (uint32_t)(e->v[5] - 1)));
 		if (growth)
-			sb_addf(out, ",\"suspect\":%s",
-				e->flags & 2 ? "true" : "false");
-		sb_addch(out, '}');
+			json_member_bool(w, "suspect", e->flags & 2);
+		json_end(w);
 	}
-	sb_addch(out, ']');
+	json_end(w);
 }
 
 /* The owners of the bytes at the peak: from its cells. */
-static void peak_owners(struct page *pg, struct strbuf *out, size_t p)
+static void peak_owners(struct page *pg, struct json_writer *w, size_t p)
 {
 	const struct model *m = &pg->tl->run.model;
 	const struct policy *pol = pg->tl->set.v[p];
@@ -663,8 +660,8 @@ static void peak_owners(struct page *pg, struct strbuf *out, size_t p)
 				    &cs->v[i].bytes, 1, false);
 		note_stack(e, cs->v[i].comp, cs->v[i].id, cs->v[i].bytes);
 	}
-	sb_addf(out, "\"peak\":%zu", pg->peak);
-	json_owners(pg, out, "owners", &t, pol, false);
+	json_member_uint(w, "peak", pg->peak);
+	json_owners(pg, w, "owners", &t, pol, false);
 	tally_free(&t);
 }
 
@@ -673,7 +670,7 @@ static void peak_owners(struct page *pg, struct strbuf *out, size_t p)
  * as diff FIRST has it (stacks that never shrank and grew at more than
  * half the steps: suspects), and what teardown then freed.
  */
-static void growth(struct page *pg, struct strbuf *out, size_t p)
+static void growth(struct page *pg, struct json_writer *w, size_t p)
 {
 	struct timeline *tl = pg->tl;
 	const struct policy *pol = tl->set.v[p];
@@ -699,101 +696,120 @@ static void growth(struct page *pg, struct strbuf *out, size_t p)
 		if (add > 0)
 			note_stack(e, (uint32_t)ch->col, ch->st->id, add);
 	}
-	sb_addf(out, ",\"b\":%zu", sb);
-	json_owners(pg, out, "grew", &t, pol, true);
+	json_member_uint(w, "b", sb);
+	json_owners(pg, w, "grew", &t, pol, true);
 	if (td.said || td.at_exit) {
-		sb_addf(out, ",\"teardown\":{\"said\":%s",
-			td.said ? "true" : "false");
+		json_key(w, "teardown");
+		json_object(w);
+		json_member_bool(w, "said", td.said);
 		if (sl != SIZE_MAX && sl != sb)
-			sb_addf(out, ",\"last\":%zu", sl);
-		sb_addch(out, '}');
+			json_member_uint(w, "last", sl);
+		json_end(w);
 	}
 	tally_free(&t);
 }
 
-static void json_answer(struct page *pg, struct strbuf *out)
+static void json_answer(struct page *pg, struct json_writer *w)
 {
 	size_t p = pg->tl->set.first;
 
-	sb_addf(out, ",\"answer\":{\"policy\":%zu,", p);
-	peak_owners(pg, out, p);
-	growth(pg, out, p);
-	sb_addch(out, '}');
+	json_object(w);
+	json_member_uint(w, "policy", p);
+	peak_owners(pg, w, p);
+	growth(pg, w, p);
+	json_end(w);
 }
 
 /* What the page needs of each frame to fold runs of library frames. */
-static void json_frame_info(struct page *pg, struct strbuf *out)
+static void json_frame_info(struct page *pg, struct json_writer *w)
 {
-	sb_addstr(out, ",\"frame_info\":[");
+	struct strbuf lib = STRBUF_INIT;
+
+	json_key(w, "frame_info");
+	json_array(w);
 	for (size_t f = 0; f < pg->frames.n; f++) {
 		const struct tally_entry *e = pg->frames.v[f];
-		struct strbuf lib = STRBUF_INIT;
 
+		sb_reset(&lib);
 		if (e->file)
 			library_name(&lib, e->file);
-		sb_addf(out, "%s[%d,%d,", f ? "," : "",
-			!!(e->flags & PAGE_FRAME_OWN),
-			!!(e->flags & PAGE_FRAME_RUNTIME));
-		json_str(out, lib.buf ? lib.buf : "");
-		sb_addch(out, ']');
-		sb_release(&lib);
+		json_array(w);
+		json_int(w, !!(e->flags & PAGE_FRAME_OWN));
+		json_int(w, !!(e->flags & PAGE_FRAME_RUNTIME));
+		json_string(w, lib.buf ? lib.buf : "");
+		json_end(w);
 	}
-	sb_addch(out, ']');
+	json_end(w);
+	sb_release(&lib);
 }
 
 static void json_all(struct page *pg, struct strbuf *out)
 {
 	const struct timeline *tl = pg->tl;
 	struct strbuf body = STRBUF_INIT, answer = STRBUF_INIT;
+	struct json_writer w;
 
 	/* (The policies and the answer first: they intern the frames and
 	 * stacks.) */
-	for (size_t p = 0; p < tl->set.n; p++) {
-		if (p)
-			sb_addch(&body, ',');
-		json_policy(pg, &body, p);
-	}
-	json_answer(pg, &answer);
-	sb_addstr(out, "{\"title\":");
-	json_str(out, pg->opt->title);
-	sb_addf(out, ",\"open\":%zu", tl->set.first);
-	sb_add(out, answer.buf, answer.len);
-	sb_addstr(out, ",\"snapshots\":[");
+	json_write_init(&w, &body, NULL, true);
+	json_array(&w);
+	for (size_t p = 0; p < tl->set.n; p++)
+		json_policy(pg, &w, p);
+	json_end(&w);
+	json_write_finish(&w);
+	json_write_init(&w, &answer, NULL, true);
+	json_answer(pg, &w);
+	json_write_finish(&w);
+
+	json_write_init(&w, out, NULL, true);
+	json_object(&w);
+	json_member_string(&w, "title", pg->opt->title);
+	json_member_uint(&w, "open", tl->set.first);
+	json_key(&w, "answer");
+	json_raw(&w, answer.buf, answer.len);
+	json_key(&w, "snapshots");
+	json_array(&w);
 	for (size_t i = 0; i < tl->n; i++) {
-		sb_addf(out, "%s{\"dump\":", i ? "," : "");
-		json_str(out, tl->snaps[i].path);
-		sb_addf(out, ",\"counter\":%lu,\"time\":", tl->snaps[i].counter);
-		format_float_repr(out, tl->snaps[i].time - tl->snaps[0].time);
-		sb_addch(out, '}');
+		json_object(&w);
+		json_member_string(&w, "dump", tl->snaps[i].path);
+		json_member_uint(&w, "counter", tl->snaps[i].counter);
+		json_member_double(&w, "time",
+				   tl->snaps[i].time - tl->snaps[0].time);
+		json_end(&w);
 	}
-	sb_addstr(out, "],\"at\":[");
+	json_end(&w);
+	json_key(&w, "at");
+	json_array(&w);
 	for (size_t j = 0; j < pg->nat; j++)
-		sb_addf(out, j ? ",%zu" : "%zu", pg->at[j]);
-	sb_addf(out, "],\"kept\":%zu,\"frames\":[", pg->opt->stacks);
-	for (size_t f = 0; f < pg->frames.n; f++) {
-		if (f)
-			sb_addch(out, ',');
-		json_str(out, pg->frames.v[f]->key);
-	}
-	sb_addstr(out, "],\"stacks\":[");
+		json_uint(&w, pg->at[j]);
+	json_end(&w);
+	json_member_uint(&w, "kept", pg->opt->stacks);
+	json_key(&w, "frames");
+	json_array(&w);
+	for (size_t f = 0; f < pg->frames.n; f++)
+		json_string(&w, pg->frames.v[f]->key);
+	json_end(&w);
+	json_key(&w, "stacks");
+	json_array(&w);
 	for (size_t s = 0; s < pg->stacks.n; s++) {
 		const struct tally_entry *e = pg->stacks.v[s];
 		size_t n = e->len / sizeof(uint32_t);
 
-		sb_addstr(out, s ? ",[" : "[");
+		json_array(&w);
 		for (size_t i = 0; i < n; i++) {
 			uint32_t f;
 
 			memcpy(&f, e->key + i * sizeof(f), sizeof(f));
-			sb_addf(out, i ? ",%u" : "%u", f);
+			json_uint(&w, f);
 		}
-		sb_addch(out, ']');
+		json_end(&w);
 	}
-	sb_addch(out, ']');
-	json_frame_info(pg, out);
-	sb_addstr(out, ",\"policies\":[");
-	sb_add(out, body.buf, body.len);
-	sb_addstr(out, "]}");
+	json_end(&w);
+	json_frame_info(pg, &w);
+	json_key(&w, "policies");
+	json_raw(&w, body.buf, body.len);
+	json_end(&w);
+	json_write_finish(&w);
 	sb_release(&body);
 	sb_release(&answer);
 }

@@ -20,6 +20,7 @@
 
 #include "change.h"
 #include "format.h"
+#include "json_write.h"
 #include "series.h"
 #include "setup.h"
 #include "stacktext.h"
@@ -630,90 +631,93 @@ static void print_text(struct diff *d)
 	sb_release(&ch);
 }
 
-static void json_rows(struct diff *d, struct strbuf *out, const char *key,
+static void json_rows(struct diff *d, struct json_writer *w, const char *key,
 		      const struct table *t)
 {
-	sb_addf(out, ",\n  \"%s\": [", key);
+	json_key(w, key);
+	json_array(w);
 	for (size_t i = 0; i < t->n; i++) {
 		const struct row *r = &t->v[i];
 
-		sb_addstr(out, i ? ",\n    { " : "\n    { ");
-		sb_addstr(out, t == &d->stacks ? "\"stack\": " : "\"name\": ");
-		format_json_string(out, r->name);
-		if (r->component >= 0) {
-			sb_addstr(out, ", \"component\": ");
-			format_json_string(out, d->p->cols[r->component].name);
-		}
+		json_object_line(w);
+		json_member_string(w, t == &d->stacks ? "stack" : "name",
+				   r->name);
+		if (r->component >= 0)
+			json_member_string(w, "component",
+					   d->p->cols[r->component].name);
 		if (r->file) {
-			sb_addstr(out, ", \"file\": ");
-			format_json_string(out, r->file);
+			json_member_string(w, "file", r->file);
 			if (r->line)
-				sb_addf(out, ", \"line\": %" PRIu32, r->line);
+				json_member_uint(w, "line", r->line);
 		}
-		sb_addf(out, ", \"a\": %" PRId64 ", \"b\": %" PRId64
-			     ", \"change\": %" PRId64,
-			r->a, r->b, r->change);
-		if (t != &d->comps && (d->c.has & CHANGES_COUNTS))
-			sb_addf(out, ", \"allocs\": %" PRId64 ", \"frees\": %"
-				     PRId64, r->allocs, r->frees);
-		if (t != &d->comps && has_bytes(d))
-			sb_addf(out, ", \"allocated\": %" PRId64 ", \"freed\": %"
-				     PRId64, r->allocated,
-				r->freed);
+		json_member_int(w, "a", r->a);
+		json_member_int(w, "b", r->b);
+		json_member_int(w, "change", r->change);
+		if (t != &d->comps && (d->c.has & CHANGES_COUNTS)) {
+			json_member_int(w, "allocs", r->allocs);
+			json_member_int(w, "frees", r->frees);
+		}
+		if (t != &d->comps && has_bytes(d)) {
+			json_member_int(w, "allocated", r->allocated);
+			json_member_int(w, "freed", r->freed);
+		}
 		if (t != &d->comps && (d->c.has & CHANGES_SERIES))
-			sb_addf(out, ", \"leak_suspect\": %s",
-				r->suspect ? "true" : "false");
-		sb_addstr(out, " }");
+			json_member_bool(w, "leak_suspect", r->suspect);
+		json_end(w);
 	}
-	sb_addstr(out, t->n ? "\n  ]" : "]");
+	json_end(w);
 }
 
-static void json_end(struct strbuf *out, const char *key,
-		     const struct change_end *e)
+static void json_change_end(struct json_writer *w, const char *key,
+			    const struct change_end *e)
 {
-	sb_addf(out, "  \"%s\": { \"dump\": ", key);
-	format_json_string(out, e->path);
-	sb_addstr(out, ", \"time\": ");
-	format_float_repr(out, e->time);
-	sb_addstr(out, " },\n");
+	json_key(w, key);
+	json_object_line(w);
+	json_member_string(w, "dump", e->path);
+	json_member_double(w, "time", e->time);
+	json_end(w);
 }
 
 /* The run's shape and its teardown, as the text's first lines. */
-static void json_shape(struct diff *d, struct strbuf *out)
+static void json_shape(struct diff *d, struct json_writer *w)
 {
-	sb_addstr(out, ",\n  \"run\": ");
-	run_shape_json(out, &d->shape);
-	sb_addf(out, ",\n  \"teardown\": { \"said\": %s",
-		d->td.said ? "true" : "false");
+	json_key(w, "run");
+	run_shape_json(w, &d->shape);
+	json_key(w, "teardown");
+	json_object_line(w);
+	json_member_bool(w, "said", d->td.said);
 	if (d->has_after) {
-		sb_addstr(out, ", \"last\": ");
-		format_json_string(out, d->after.path);
-		sb_addf(out, ", \"total\": %" PRId64, after_total(d));
+		json_member_string(w, "last", d->after.path);
+		json_member_int(w, "total", after_total(d));
 	}
-	sb_addstr(out, " }");
+	json_end(w);
 }
 
 static void print_json(struct diff *d)
 {
 	struct strbuf out = STRBUF_INIT;
+	struct json_writer w;
 
-	sb_addstr(&out, "{\n");
-	json_end(&out, "a", &d->c.a);
-	json_end(&out, "b", &d->c.b);
-	sb_addstr(&out, "  \"policy\": ");
-	format_json_string(&out, d->p->label);
-	sb_addf(&out, ",\n  \"snapshots\": %zu,\n  \"same_run\": %s,\n",
-		d->c.snapshots, d->c.has & CHANGES_RUN ? "true" : "false");
-	sb_addf(&out, "  \"total\": { \"a\": %" PRId64 ", \"b\": %" PRId64
-		      ", \"change\": %" PRId64 " }",
-		d->total_a, d->total_b, d->total_change);
+	json_write_init(&w, &out, stdout, false);
+	json_object(&w);
+	json_change_end(&w, "a", &d->c.a);
+	json_change_end(&w, "b", &d->c.b);
+	json_member_string(&w, "policy", d->p->label);
+	json_member_uint(&w, "snapshots", d->c.snapshots);
+	json_member_bool(&w, "same_run", d->c.has & CHANGES_RUN);
+	json_key(&w, "total");
+	json_object_line(&w);
+	json_member_int(&w, "a", d->total_a);
+	json_member_int(&w, "b", d->total_b);
+	json_member_int(&w, "change", d->total_change);
+	json_end(&w);
 	if (shape_shown(d))
-		json_shape(d, &out);
-	json_rows(d, &out, "components", &d->comps);
-	json_rows(d, &out, "functions", &d->funcs);
-	json_rows(d, &out, "stacks", &d->stacks);
-	sb_addstr(&out, "\n}\n");
-	fwrite(out.buf, 1, out.len, stdout);
+		json_shape(d, &w);
+	json_rows(d, &w, "components", &d->comps);
+	json_rows(d, &w, "functions", &d->funcs);
+	json_rows(d, &w, "stacks", &d->stacks);
+	json_end(&w);
+	json_write_finish(&w);
 	sb_release(&out);
 }
 

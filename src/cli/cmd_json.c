@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "format.h"
+#include "json_write.h"
 #include "setup.h"
 
 /* The original always added these to each snapshot. */
@@ -19,9 +19,13 @@ static const char *const always[] = {
 	"tc-no-log",   "tc-total-record",   "tc-total", "tc-unused",
 };
 
+/* A snapshot's member, kept until they are sorted by key. */
 struct member {
 	const char *key;
-	struct strbuf value;
+	enum { MEMBER_INT, MEMBER_FLOAT, MEMBER_STRING } kind;
+	int64_t i;
+	double f;
+	const char *s;
 };
 
 static int cmp_member(const void *a, const void *b)
@@ -30,7 +34,7 @@ static int cmp_member(const void *a, const void *b)
 		      ((const struct member *)b)->key);
 }
 
-static void snapshot_object(struct strbuf *out, const struct timeline *tl,
+static void snapshot_object(struct json_writer *w, const struct timeline *tl,
 			    size_t p, size_t i)
 {
 	const struct policy *pol = tl->set.v[p];
@@ -45,12 +49,13 @@ static void snapshot_object(struct strbuf *out, const struct timeline *tl,
 		const struct column *col = &pol->cols[c];
 
 		m[n].key = col->name;
-		if (builtin_is_time(col->builtin))
-			format_float_repr(&m[n].value,
-					  timeline_time_value(tl, i,
-							      col->builtin));
-		else
-			sb_addf(&m[n].value, "%" PRId64, row[c]);
+		if (builtin_is_time(col->builtin)) {
+			m[n].kind = MEMBER_FLOAT;
+			m[n].f = timeline_time_value(tl, i, col->builtin);
+		} else {
+			m[n].kind = MEMBER_INT;
+			m[n].i = row[c];
+		}
 		n++;
 	}
 	for (size_t k = 0; k < ARRAY_SIZE(always); k++) {
@@ -59,32 +64,36 @@ static void snapshot_object(struct strbuf *out, const struct timeline *tl,
 		if (policy_column(pol, always[k]) >= 0)
 			continue;
 		m[n].key = always[k];
-		sb_addf(&m[n].value, "%" PRId64, tl->builtins[p][i].v[b]);
-		n++;
+		m[n].kind = MEMBER_INT;
+		m[n++].i = tl->builtins[p][i].v[b];
 	}
 	m[n].key = "dump_path";
-	format_json_string(&m[n++].value, tl->snaps[i].path);
+	m[n].kind = MEMBER_STRING;
+	m[n++].s = tl->snaps[i].path;
 	localtime_r(&t, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
 	m[n].key = "dump_time";
-	format_json_string(&m[n++].value, when);
+	m[n].kind = MEMBER_STRING;
+	m[n++].s = when;
 	qsort(m, n, sizeof(*m), cmp_member);
-	sb_addstr(out, "        {\n");
+	json_object(w);
 	for (size_t k = 0; k < n; k++) {
-		sb_addstr(out, "          ");
-		format_json_string(out, m[k].key);
-		sb_addstr(out, ": ");
-		sb_add(out, m[k].value.buf, m[k].value.len);
-		sb_addstr(out, k + 1 < n ? ",\n" : "\n");
-		sb_release(&m[k].value);
+		json_key(w, m[k].key);
+		if (m[k].kind == MEMBER_FLOAT)
+			json_double(w, m[k].f);
+		else if (m[k].kind == MEMBER_INT)
+			json_int(w, m[k].i);
+		else
+			json_string(w, m[k].s);
 	}
-	sb_addstr(out, "        }");
+	json_end(w);
 	free(m);
 }
 
 static int json_out(const struct timeline *tl, bool bytes UNUSED)
 {
 	struct strbuf out = STRBUF_INIT;
+	struct json_writer w;
 	size_t *order = xcalloc(tl->set.n + 1, sizeof(*order));
 
 	/* Policies are keys too: sorted by label. */
@@ -98,31 +107,31 @@ static int json_out(const struct timeline *tl, bool bytes UNUSED)
 		}
 		order[k] = p;
 	}
-	sb_addstr(&out, "{\n  \"policies\": {");
+	json_write_init(&w, &out, stdout, false);
+	json_object(&w);
+	json_key(&w, "policies");
+	json_object(&w);
 	for (size_t k = 0; k < tl->set.n; k++) {
-		size_t p = order[k];
-		const struct policy *pol = tl->set.v[p];
+		const struct policy *pol = tl->set.v[order[k]];
 
-		sb_addstr(&out, k ? ",\n    " : "\n    ");
-		format_json_string(&out, pol->label);
-		sb_addstr(&out, ": {\n      \"legends\": [");
-		for (size_t c = 0; c < pol->ncols; c++) {
-			sb_addstr(&out, c ? ",\n        " : "\n        ");
-			format_json_string(&out, pol->cols[c].name);
-		}
-		sb_addstr(&out, pol->ncols ? "\n      ],\n" : "],\n");
-		sb_addstr(&out, "      \"snapshots\": [");
-		for (size_t i = 0; i < tl->n; i++) {
-			sb_addstr(&out, i ? ",\n" : "\n");
-			snapshot_object(&out, tl, p, i);
-		}
-		sb_addstr(&out, tl->n ? "\n      ]\n    }" : "]\n    }");
-		fwrite(out.buf, 1, out.len, stdout);
-		sb_reset(&out);
+		json_key(&w, pol->label);
+		json_object(&w);
+		json_key(&w, "legends");
+		json_array(&w);
+		for (size_t c = 0; c < pol->ncols; c++)
+			json_string(&w, pol->cols[c].name);
+		json_end(&w);
+		json_key(&w, "snapshots");
+		json_array(&w);
+		for (size_t i = 0; i < tl->n; i++)
+			snapshot_object(&w, tl, order[k], i);
+		json_end(&w);
+		json_end(&w);
 	}
-	sb_addstr(&out, tl->set.n ? "\n  },\n" : "},\n");
-	sb_addstr(&out, "  \"version\": \"JSON_DEEP_2\"\n}\n");
-	fwrite(out.buf, 1, out.len, stdout);
+	json_end(&w);
+	json_member_string(&w, "version", "JSON_DEEP_2");
+	json_end(&w);
+	json_write_finish(&w);
 	sb_release(&out);
 	free(order);
 	return 0;

@@ -18,6 +18,7 @@
 #include "aggregate.h"
 #include "change.h"
 #include "format.h"
+#include "json_write.h"
 #include "profile.h"
 #include "series.h"
 #include "setup.h"
@@ -218,67 +219,64 @@ static void print_text(struct top *t)
 	sb_release(&share);
 }
 
-static void json_entry_name(struct strbuf *out, const char *key,
-			    const char *s)
-{
-	format_json_string(out, key);
-	sb_addstr(out, ": ");
-	format_json_string(out, s);
-}
-
 static void print_json(struct top *t)
 {
 	const struct policy *p = t->o->policy;
 	struct strbuf out = STRBUF_INIT;
+	struct json_writer w;
 
-	sb_addstr(&out, "{\n  ");
-	json_entry_name(&out, "dump", t->snap->path);
-	sb_addstr(&out, ",\n  ");
-	json_entry_name(&out, "policy", p->label);
-	if (t->col >= 0) {
-		sb_addstr(&out, ",\n  ");
-		json_entry_name(&out, "component", p->cols[t->col].name);
-	}
+	json_write_init(&w, &out, stdout, false);
+	json_object(&w);
+	json_member_string(&w, "dump", t->snap->path);
+	json_member_string(&w, "policy", p->label);
+	if (t->col >= 0)
+		json_member_string(&w, "component", p->cols[t->col].name);
 	if (t->has_shape) {
-		sb_addstr(&out, ",\n  \"run\": ");
-		run_shape_json(&out, &t->shape);
+		json_key(&w, "run");
+		run_shape_json(&w, &t->shape);
 	}
-	sb_addf(&out, ",\n  \"total\": %" PRId64 ",\n", t->total);
+	json_member_int(&w, "total", t->total);
 	if (t->builtins.v[B_RSS])
-		sb_addf(&out, "  \"rss\": %" PRId64 ",\n",
-			t->builtins.v[B_RSS]);
-	sb_addstr(&out, "  \"components\": [");
+		json_member_int(&w, "rss", t->builtins.v[B_RSS]);
+	json_key(&w, "components");
+	json_array(&w);
 	for (size_t i = 0; i < t->comps.shown; i++) {
-		sb_addstr(&out, i ? ",\n    { " : "\n    { ");
-		json_entry_name(&out, "name", p->cols[t->cols[i]].name);
-		sb_addf(&out, ", \"bytes\": %" PRId64 " }",
-			t->values[t->cols[i]]);
+		json_object_line(&w);
+		json_member_string(&w, "name", p->cols[t->cols[i]].name);
+		json_member_int(&w, "bytes", t->values[t->cols[i]]);
+		json_end(&w);
 	}
-	sb_addstr(&out, t->comps.shown ? "\n  ],\n" : "],\n");
-	sb_addf(&out, "  \"other_components\": { \"count\": %zu, \"bytes\": "
-		      "%" PRId64 " },\n",
-		t->comps.n - t->comps.shown, t->comps.rest);
-	sb_addf(&out, "  \"stack_bytes\": %" PRId64 ",\n", t->stack_bytes);
-	sb_addstr(&out, "  \"functions\": [");
+	json_end(&w);
+	json_key(&w, "other_components");
+	json_object_line(&w);
+	json_member_uint(&w, "count", t->comps.n - t->comps.shown);
+	json_member_int(&w, "bytes", t->comps.rest);
+	json_end(&w);
+	json_member_int(&w, "stack_bytes", t->stack_bytes);
+	json_key(&w, "functions");
+	json_array(&w);
 	for (size_t i = 0; i < t->fns.shown; i++) {
 		const struct tally_entry *e = t->funcs.v[i];
 
-		sb_addstr(&out, i ? ",\n    { " : "\n    { ");
-		json_entry_name(&out, "name", e->key);
+		json_object_line(&w);
+		json_member_string(&w, "name", e->key);
 		if (e->file) {
-			sb_addstr(&out, ", ");
-			json_entry_name(&out, "file", e->file);
+			json_member_string(&w, "file", e->file);
 			if (e->line)
-				sb_addf(&out, ", \"line\": %" PRIu32, e->line);
+				json_member_uint(&w, "line", e->line);
 		}
-		sb_addf(&out, ", \"flat\": %" PRId64 ", \"cum\": %" PRId64
-			      " }", e->v[0], e->v[1]);
+		json_member_int(&w, "flat", e->v[0]);
+		json_member_int(&w, "cum", e->v[1]);
+		json_end(&w);
 	}
-	sb_addstr(&out, t->fns.shown ? "\n  ],\n" : "],\n");
-	sb_addf(&out, "  \"other_functions\": { \"count\": %zu, \"flat\": "
-		      "%" PRId64 " }\n}\n",
-		t->fns.n - t->fns.shown, t->fns.rest);
-	fwrite(out.buf, 1, out.len, stdout);
+	json_end(&w);
+	json_key(&w, "other_functions");
+	json_object_line(&w);
+	json_member_uint(&w, "count", t->fns.n - t->fns.shown);
+	json_member_int(&w, "flat", t->fns.rest);
+	json_end(&w);
+	json_end(&w);
+	json_write_finish(&w);
 	sb_release(&out);
 }
 

@@ -33,63 +33,6 @@ void format_float_repr(struct strbuf *sb, double v)
 		sb_addstr(sb, ".0");
 }
 
-/* Length of the valid UTF-8 sequence at S (0 if invalid). */
-static size_t utf8_len(const unsigned char *s)
-{
-	size_t n;
-	unsigned min;
-
-	if (s[0] < 0x80)
-		return 1;
-	if ((s[0] & 0xe0) == 0xc0)
-		n = 2, min = 0x80;
-	else if ((s[0] & 0xf0) == 0xe0)
-		n = 3, min = 0x800;
-	else if ((s[0] & 0xf8) == 0xf0 && s[0] <= 0xf4)
-		n = 4, min = 0x10000;
-	else
-		return 0;
-	{
-		unsigned cp = s[0] & (0x3f >> (n - 1));
-
-		for (size_t i = 1; i < n; i++) {
-			if ((s[i] & 0xc0) != 0x80)
-				return 0;
-			cp = cp << 6 | (s[i] & 0x3f);
-		}
-		if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp < 0xe000))
-			return 0;
-	}
-	return n;
-}
-
-void format_json_string(struct strbuf *sb, const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-
-	sb_addch(sb, '"');
-	while (*p) {
-		size_t n;
-
-		if (*p == '"' || *p == '\\') {
-			sb_addch(sb, '\\');
-			sb_addch(sb, *p++);
-		} else if (*p == '\n') {
-			sb_addstr(sb, "\\n"), p++;
-		} else if (*p == '\t') {
-			sb_addstr(sb, "\\t"), p++;
-		} else if (*p < 0x20) {
-			sb_addf(sb, "\\u%04x", *p++);
-		} else if ((n = utf8_len(p)) == 0) {
-			sb_addf(sb, "\\u%04x", *p++);
-		} else {
-			sb_add(sb, p, n);
-			p += n;
-		}
-	}
-	sb_addch(sb, '"');
-}
-
 void format_bytes(struct strbuf *sb, int64_t v, bool sign)
 {
 	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB",

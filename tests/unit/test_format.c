@@ -31,15 +31,6 @@ Test(format, python_float_repr)
 	cr_assert_str_eq(repr(-2.5), "-2.5");
 }
 
-Test(format, json_strings)
-{
-	struct strbuf sb = STRBUF_INIT;
-
-	format_json_string(&sb, "a\"b\\c\n\x01 \xc3\xa9 \xff");
-	cr_assert_str_eq(sb.buf, "\"a\\\"b\\\\c\\n\\u0001 \xc3\xa9 \\u00ff\"");
-	sb_release(&sb);
-}
-
 struct csv_check {
 	size_t fields, rows, first_fields;
 	bool bad;
