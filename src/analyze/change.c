@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "format.h"
+#include "numfmt.h"
 #include "stacktext.h"
 #include "tally.h"
 #include "text.h"

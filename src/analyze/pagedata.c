@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "format.h"
+#include "numfmt.h"
 #include "json_write.h"
 #include "stacktext.h"
 #include "tally.h"

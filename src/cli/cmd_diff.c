@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "change.h"
-#include "format.h"
+#include "numfmt.h"
 #include "json_write.h"
 #include "series.h"
 #include "setup.h"

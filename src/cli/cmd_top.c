@@ -17,7 +17,7 @@
 
 #include "aggregate.h"
 #include "change.h"
-#include "format.h"
+#include "numfmt.h"
 #include "json_write.h"
 #include "profile.h"
 #include "series.h"

@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-#include "format.h"
+#include "numfmt.h"
 
 /* Past this much, a writer with a sink empties its buffer. */
 #define FLUSH_AT (64 * 1024)

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "bucketfile.h"
-#include "format.h"
+#include "numfmt.h"
 #include "helpers.h"
 #include "stacktext.h"
 #include "symbol.h"

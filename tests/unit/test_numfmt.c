@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "format.h"
+#include "numfmt.h"
 #include "helpers.h"
 #include "text.h"
 #include "util.h"

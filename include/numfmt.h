@@ -1,6 +1,9 @@
-/* Number and string formatting shared by the writers. */
-#ifndef DMPROF_FORMAT_H
-#define DMPROF_FORMAT_H
+/*
+ * Numbers as text: floats as Python's repr() writes them, byte counts
+ * and percentages for people.
+ */
+#ifndef DMPROF_NUMFMT_H
+#define DMPROF_NUMFMT_H
 
 #include "util.h"
 

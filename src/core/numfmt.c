@@ -1,5 +1,5 @@
-/* Formatting helpers for the writers. */
-#include "format.h"
+/* Numbers as text (numfmt.h). */
+#include "numfmt.h"
 
 #include <math.h>
 #include <stdio.h>
