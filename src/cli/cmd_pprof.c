@@ -397,13 +397,11 @@ static void add_value_type(struct proto *pr, uint32_t field, const char *type,
 	pbw_bytes(&pr->out, field, pr->sub.buf, pr->sub.len);
 }
 
-static int write_proto(struct export *x, const struct snapshot *snap,
-		       const struct maps *maps)
+static void write_proto(struct export *x, const struct snapshot *snap,
+			const struct maps *maps)
 {
 	struct proto pr;
 	struct strbuf gz = STRBUF_INIT, comment = STRBUF_INIT;
-	const char *why;
-	int status = 0;
 
 	memset(&pr, 0, sizeof(pr));
 	tally_init(&pr.strings);
@@ -449,12 +447,8 @@ static int write_proto(struct export *x, const struct snapshot *snap,
 	for (size_t i = 0; i < pr.strings.n; i++)
 		pbw_bytes(&pr.out, PROFILE_STRING_TABLE, pr.strings.v[i]->key,
 			  pr.strings.v[i]->len);
-	if (pbw_gzip(pr.out.buf, pr.out.len, &gz, &why) < 0) {
-		error("cannot compress the profile: %s", why);
-		status = 1;
-	} else {
-		fwrite(gz.buf, 1, gz.len, stdout);
-	}
+	pbw_gzip(pr.out.buf, pr.out.len, &gz);
+	fwrite(gz.buf, 1, gz.len, stdout);
 	sb_release(&gz);
 	sb_release(&comment);
 	sb_release(&pr.out);
@@ -466,7 +460,6 @@ static int write_proto(struct export *x, const struct snapshot *snap,
 	free(pr.loc_of_frame);
 	free(pr.map_id);
 	free(pr.ids);
-	return status;
 }
 
 /* ---- the command ---- */
@@ -566,10 +559,10 @@ static int cmd_pprof_run(struct cmd_args *a)
 		goto out;
 	}
 	if (proto)
-		status = write_proto(&x, &snap,
-				     snap.has_own_maps ? &snap.own_maps
-				     : o.run.has_maps  ? &o.run.maps
-							: NULL);
+		write_proto(&x, &snap,
+			    snap.has_own_maps ? &snap.own_maps
+			    : o.run.has_maps  ? &o.run.maps
+					       : NULL);
 	else
 		print_text(&x, &o, &snap, objs, bytes);
 out:
