@@ -27,7 +27,7 @@ O ?= build
 
 # Debian packages: to build, and to run the tests.
 BUILD_DEPS = libpcre2-dev binutils-dev libcsv-dev libcriterion-dev \
-	     libdebuginfod-dev libdeflate-dev zlib1g-dev pkg-config
+	     libdebuginfod-dev libdeflate-dev pkg-config
 TEST_DEPS = gcc g++ diffutils libgoogle-perftools4 google-perftools libc6-dbg \
 	    python3 sqlite3 chromium zstd ruby nodejs debuginfod \
 	    golang-go valgrind libjemalloc2 libjemalloc-dev dpkg-dev lintian
@@ -72,7 +72,7 @@ ALL_CFLAGS = -std=gnu11 $(WARNINGS) $(SANFLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(SANFLAGS) $(LDFLAGS)
 # (libdebuginfod is loaded when DEBUGINFOD_URLS asks for it: see symbfd.c.)
 LIBS = $(shell pkg-config --libs libpcre2-8 2>/dev/null || echo -lpcre2-8) \
-       -lbfd -lcsv -ldeflate -lz -lm
+       -lbfd -lcsv -ldeflate -lm
 
 # src/ by pipeline stage: core helpers, the model, readers, symbolization,
 # policies, classification and aggregation, the command line; the recorder

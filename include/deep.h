@@ -24,11 +24,29 @@ int deep_parse(struct snapshot *snap, struct filebuf *fb,
 	       struct model *m);
 
 /*
- * When the deep dump at PATH was taken, as its META Reason line says
- * (dmprof record's "main returned", "exit called", "Exiting"), from the
- * lines before MMAP_LIST only: a run of a hundred dumps of 6 MB is not
- * read for it.
+ * What a deep dump's META says of why and how it was taken, in the keys
+ * dmprof record's recorder writes (src/recorder/rec_dump.c).
  */
+struct deep_meta {
+	char reason[64];         /* Reason: "peak", "main returned", "exit
+				    called", "Exiting", ...; "" if unsaid */
+	enum dump_moment moment; /* what the Reason says of when */
+	double dump_seconds;     /* DumpSeconds: how long the dump took */
+	double stopped_seconds;  /* StoppedSeconds: how long the program's
+				    threads stood still for it */
+	bool running;            /* "Stopped: no (WHY)": read with the
+				    threads running, for this */
+	char running_why[128];   /* WHY */
+};
+
+/*
+ * The META of the deep dump at PATH into M (what is unsaid, or a file
+ * that cannot be read, zero), from its head only (up to MMAP_LIST, 64 KB
+ * at most): a run of a hundred dumps of 6 MB is not read for it.
+ */
+void deep_meta(const char *path, struct deep_meta *m);
+
+/* When the deep dump at PATH was taken, as its META Reason says. */
 enum dump_moment deep_moment(const char *path);
 
 /* Decode a pageframe token ("<ASNF#B>"); false if malformed. */

@@ -18,10 +18,7 @@ void pbw_bytes(struct strbuf *sb, uint32_t num, const void *data, size_t n);
 /* A packed repeated varint field NUM of the N values V (none: nothing). */
 void pbw_packed(struct strbuf *sb, uint32_t num, const uint64_t *v, size_t n);
 
-/*
- * IN[0..N) gzipped, appended to OUT (one member, best compression that
- * costs little).  Returns 0, or -1 with WHY set.
- */
-int pbw_gzip(const void *in, size_t n, struct strbuf *out, const char **why);
+/* IN[0..N) gzipped, appended to OUT (one member, level 6). */
+void pbw_gzip(const void *in, size_t n, struct strbuf *out);
 
 #endif

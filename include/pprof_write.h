@@ -34,9 +34,9 @@ struct pprof_profile {
 
 /*
  * The profile of samples V[0..N) (each with a component: COL >= 0),
- * gzipped, appended to GZ.  Returns 0, or -1 after saying why.
+ * gzipped, appended to GZ.
  */
-int pprof_write(const struct pprof_profile *pp,
-		const struct pprof_sample *v, size_t n, struct strbuf *gz);
+void pprof_write(const struct pprof_profile *pp,
+		 const struct pprof_sample *v, size_t n, struct strbuf *gz);
 
 #endif

@@ -51,6 +51,15 @@ int series_of(struct series *s, const char *const *dumps, size_t n);
 void series_free(struct series *s);
 
 /*
+ * The dumps of one process of a recorded run, whose processes each
+ * write PREFIX.NNNN.heap with PREFIX being RUN.PID (dmprof record's
+ * RUN.PID.NNNN.heap): into S (no bucket files; S->first the lowest
+ * counter, 0 with no dumps), and in *OTHERS how many dumps the run's
+ * other processes left.  Returns 0 or -1 (message printed).
+ */
+int series_process(struct series *s, const char *prefix, size_t *others);
+
+/*
  * The dumps a user named, grouped by run (by prefix), runs in the order
  * they first appear and each run's dumps in the order given, a path
  * given twice once.  The groups point into DUMPS (which must outlive

@@ -227,14 +227,12 @@ static void add_value_type(struct proto *pr, uint32_t field, const char *type,
 	pbw_bytes(&pr->out, field, pr->sub.buf, pr->sub.len);
 }
 
-int pprof_write(const struct pprof_profile *pp,
-		const struct pprof_sample *v, size_t n, struct strbuf *gz)
+void pprof_write(const struct pprof_profile *pp,
+		 const struct pprof_sample *v, size_t n, struct strbuf *gz)
 {
 	const struct maps *maps = pp->maps;
 	struct proto pr;
 	struct strbuf comment = STRBUF_INIT;
-	const char *why;
-	int status = 0;
 
 	memset(&pr, 0, sizeof(pr));
 	tally_init(&pr.strings);
@@ -278,8 +276,7 @@ int pprof_write(const struct pprof_profile *pp,
 	for (size_t i = 0; i < pr.strings.n; i++)
 		pbw_bytes(&pr.out, PROFILE_STRING_TABLE, pr.strings.v[i]->key,
 			  pr.strings.v[i]->len);
-	if (pbw_gzip(pr.out.buf, pr.out.len, gz, &why) < 0)
-		status = error("cannot compress the profile: %s", why);
+	pbw_gzip(pr.out.buf, pr.out.len, gz);
 	sb_release(&comment);
 	sb_release(&pr.out);
 	sb_release(&pr.msg);
@@ -290,6 +287,5 @@ int pprof_write(const struct pprof_profile *pp,
 	free(pr.loc_of_frame);
 	free(pr.map_id);
 	free(pr.ids);
-	return status;
 }
 

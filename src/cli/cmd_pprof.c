@@ -176,8 +176,8 @@ static void print_text(struct export *x, const struct setup *o,
 
 /* ---- profile.proto ---- */
 
-static int write_proto(struct export *x, const struct snapshot *snap,
-		       const struct maps *maps)
+static void write_proto(struct export *x, const struct snapshot *snap,
+			const struct maps *maps)
 {
 	struct pprof_profile pp = {
 		.m = x->m, .p = x->p, .maps = maps, .time = snap->time,
@@ -186,14 +186,10 @@ static int write_proto(struct export *x, const struct snapshot *snap,
 				    : "the components between the markers",
 	};
 	struct strbuf gz = STRBUF_INIT;
-	int status = 0;
 
-	if (pprof_write(&pp, x->v[1], x->n[1], &gz) < 0)
-		status = 1;
-	else
-		fwrite(gz.buf, 1, gz.len, stdout);
+	pprof_write(&pp, x->v[1], x->n[1], &gz);
+	fwrite(gz.buf, 1, gz.len, stdout);
 	sb_release(&gz);
-	return status;
 }
 
 /* ---- the command ---- */
@@ -293,10 +289,10 @@ static int cmd_pprof_run(struct cmd_args *a)
 		goto out;
 	}
 	if (proto)
-		status = write_proto(&x, &snap,
-				     snap.has_own_maps ? &snap.own_maps
-				     : o.run.has_maps  ? &o.run.maps
-							: NULL);
+		write_proto(&x, &snap,
+			    snap.has_own_maps ? &snap.own_maps
+			    : o.run.has_maps  ? &o.run.maps
+					       : NULL);
 	else
 		print_text(&x, &o, &snap, objs, bytes);
 out:

@@ -5,7 +5,6 @@
  * variables it shares with the original producer (HEAPPROFILE, ...), so
  * CMD's own children record too, each to its own pid.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <libgen.h>
@@ -20,7 +19,9 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "deep.h"
 #include "paths.h"
+#include "series.h"
 #include "text.h"
 #include "util.h"
 
@@ -179,59 +180,31 @@ struct cost {
 
 /* Why the dumps were taken, where it helps to know which is which. */
 struct reasons {
-	unsigned peaks;        /* at new highs in use */
-	unsigned teardown;     /* the number of the dump before teardown */
-	char teardown_why[32]; /* "main returned" or "exit called" */
+	unsigned peaks;          /* at new highs in use */
+	unsigned long teardown;  /* the number of the dump before teardown */
+	char teardown_why[64];   /* "main returned" or "exit called" */
 };
 
-/* The start of a dump, its META, into BUF (a string). */
-static void read_meta(const char *path, char *buf, size_t size)
+static void add_cost(struct cost *c, const struct deep_meta *m)
 {
-	FILE *f = fopen(path, "r");
-	size_t n = f ? fread(buf, 1, size - 1, f) : 0;
-
-	if (f)
-		fclose(f);
-	buf[n] = 0;
-}
-
-static void meta_cost(const char *buf, struct cost *c)
-{
-	const char *p;
-
-	if ((p = strstr(buf, "\nDumpSeconds: ")) && atof(p + 14) > c->dump)
-		c->dump = atof(p + 14);
-	if ((p = strstr(buf, "\nStoppedSeconds: ")) &&
-	    atof(p + 17) > c->stopped)
-		c->stopped = atof(p + 17);
-	if ((p = strstr(buf, "\nStopped: no ("))) {
-		/* ("Stopped: no (WHY)": WHY without its last parenthesis.) */
-		int len = (int)strcspn(p + 14, "\n");
-
-		if (len && p[14 + len - 1] == ')')
-			len--;
-		if (!c->running++)
-			snprintf(c->why, sizeof(c->why), "%.*s", len, p + 14);
-	}
+	if (m->dump_seconds > c->dump)
+		c->dump = m->dump_seconds;
+	if (m->stopped_seconds > c->stopped)
+		c->stopped = m->stopped_seconds;
+	if (m->running && !c->running++)
+		snprintf(c->why, sizeof(c->why), "%s", m->running_why);
 }
 
 /* Dump number K's reason, the recorder's words (rec_hooks.c, rec_exit.c). */
-static void meta_reason(const char *buf, unsigned k, struct reasons *r)
+static void add_reason(struct reasons *r, const struct deep_meta *m,
+		       unsigned long k)
 {
-	const char *p = strstr(buf, "\nReason: ");
-	int len;
-
-	if (!p)
-		return;
-	p += 9;
-	len = (int)strcspn(p, "\n");
-	if (len == 4 && !strncmp(p, "peak", 4)) {
+	if (!strcmp(m->reason, "peak")) {
 		r->peaks++;
-	} else if ((len == 13 && !strncmp(p, "main returned", 13)) ||
-		   (len == 11 && !strncmp(p, "exit called", 11))) {
+	} else if (m->moment == MOMENT_BEFORE_TEARDOWN) {
 		r->teardown = k;
-		snprintf(r->teardown_why, sizeof(r->teardown_why), "%.*s", len,
-			 p);
+		snprintf(r->teardown_why, sizeof(r->teardown_why), "%s",
+			 m->reason);
 	}
 }
 
@@ -240,24 +213,22 @@ static void meta_reason(const char *buf, unsigned k, struct reasons *r)
  * and the dump before teardown what the program still held at its end
  * (the last one, "Exiting", comes after the static destructors).
  */
-static void say_reasons(const struct reasons *r, const char *prefix,
-			pid_t pid)
+static void say_reasons(const struct reasons *r, const char *prefix)
 {
 	if (r->peaks && r->teardown)
 		fprintf(stderr, "dmprof record: %u at new peaks in use; before "
-				"teardown (%s): %s.%05d.%04u.heap\n",
-			r->peaks, r->teardown_why, prefix, (int)pid,
-			r->teardown);
+				"teardown (%s): %s.%04lu.heap\n",
+			r->peaks, r->teardown_why, prefix, r->teardown);
 	else if (r->teardown)
 		fprintf(stderr, "dmprof record: before teardown (%s): "
-				"%s.%05d.%04u.heap\n",
-			r->teardown_why, prefix, (int)pid, r->teardown);
+				"%s.%04lu.heap\n",
+			r->teardown_why, prefix, r->teardown);
 	else if (r->peaks)
 		fprintf(stderr, "dmprof record: %u at new peaks in use\n",
 			r->peaks);
 }
 
-static void say_cost(const struct cost *c, unsigned dumps)
+static void say_cost(const struct cost *c, size_t dumps)
 {
 	if (!dumps || c->dump <= 0)
 		return;
@@ -275,77 +246,50 @@ static void say_cost(const struct cost *c, unsigned dumps)
 			c->why);
 }
 
-/* Say which dumps the run left, per process, and what they cost. */
-static unsigned report(const char *prefix, pid_t main_pid)
+/*
+ * Say which dumps the run left, per process, and what they cost; how
+ * many there are of every process.
+ */
+static size_t report(const char *prefix, pid_t main_pid)
 {
-	char *dir = xstrdup(prefix), *base;
-	const char *slash = strrchr(prefix, '/');
-	size_t blen;
-	DIR *d;
-	struct dirent *e;
-	unsigned total = 0, mine = 0, others = 0, last = 0;
-	char pid5[32], meta[4096];
+	char *mine = xasprintf("%s.%05d", prefix, (int)main_pid);
+	struct series s;
 	struct cost cost;
 	struct reasons why;
+	size_t others, total;
 
 	memset(&cost, 0, sizeof(cost));
 	memset(&why, 0, sizeof(why));
-	if (slash) {
-		dir[slash - prefix] = 0;
-		if (!*dir)
-			strcpy(dir, "/");
-		base = xstrdup(slash + 1);
-	} else {
-		strcpy(dir, ".");
-		base = xstrdup(prefix);
+	if (series_process(&s, mine, &others) < 0) {
+		free(mine);
+		return 0;
 	}
-	blen = strlen(base);
-	snprintf(pid5, sizeof(pid5), ".%05d.", (int)main_pid);
-	d = opendir(dir);
-	while (d && (e = readdir(d))) {
-		const char *n = e->d_name, *rest = n + blen;
-		size_t len = strlen(n);
+	for (size_t i = 0; i < s.ndumps; i++) {
+		struct deep_meta m;
 
-		if (strncmp(n, base, blen) || len < blen + 16 ||
-		    strcmp(n + len - 5, ".heap") || rest[0] != '.')
-			continue;
-		total++;
-		if (!strncmp(rest, pid5, strlen(pid5))) {
-			unsigned k = (unsigned)atoi(rest + strlen(pid5));
-			char *path = xmalloc(strlen(dir) + len + 2);
-
-			sprintf(path, "%s/%s", dir, n);
-			read_meta(path, meta, sizeof(meta));
-			meta_cost(meta, &cost);
-			meta_reason(meta, k, &why);
-			free(path);
-			mine++;
-			if (k > last)
-				last = k;
-		} else {
-			others++;
-		}
+		deep_meta(s.dumps[i].path, &m);
+		add_cost(&cost, &m);
+		add_reason(&why, &m, s.dumps[i].counter);
 	}
-	if (d)
-		closedir(d);
-	if (mine == 1)
+	if (s.ndumps == 1)
 		fprintf(stderr, "dmprof record: 1 dump of pid %d: "
-				"%s.%05d.%04u.heap\n",
-			(int)main_pid, prefix, (int)main_pid, last);
-	else if (mine)
-		fprintf(stderr, "dmprof record: %u dumps of pid %d: "
-				"%s.%05d.0001.heap .. %s.%05d.%04u.heap\n",
-			mine, (int)main_pid, prefix, (int)main_pid, prefix,
-			(int)main_pid, last);
-	say_reasons(&why, prefix, main_pid);
-	say_cost(&cost, mine);
+				"%s.%04lu.heap\n",
+			(int)main_pid, mine, s.first);
+	else if (s.ndumps)
+		fprintf(stderr, "dmprof record: %zu dumps of pid %d: "
+				"%s.0001.heap .. %s.%04lu.heap\n",
+			s.ndumps, (int)main_pid, mine, mine,
+			s.dumps[s.ndumps - 1].counter);
+	say_reasons(&why, mine);
+	say_cost(&cost, s.ndumps);
 	if (others)
 		fprintf(stderr,
-			"dmprof record: %u more dump%s by other processes "
+			"dmprof record: %zu more dump%s by other processes "
 			"(children, or earlier runs) under %s.*.heap\n",
 			others, others == 1 ? "" : "s", prefix);
-	free(dir);
-	free(base);
+	total = s.ndumps + others;
+	series_free(&s);
+	free(mine);
 	return total;
 }
 

@@ -218,26 +218,37 @@ static char *trimmed_dup(const char *s, size_t len)
 	return xstrndup(s, len);
 }
 
+/* A META line's key (its first KLEN bytes) and value (VAL[0..VLEN),
+ * blanks before it skipped); false if it is no "Key: value". */
+static bool meta_split(const struct line *l, size_t *klen, const char **val,
+		       size_t *vlen)
+{
+	const char *colon = memchr(l->p, ':', l->len);
+
+	if (!colon || colon == l->p)
+		return false;
+	*klen = (size_t)(colon - l->p);
+	*val = colon + 1;
+	*vlen = l->len - *klen - 1;
+	while (*vlen && is_space(**val)) {
+		(*val)++;
+		(*vlen)--;
+	}
+	return true;
+}
+
+#define KEY(k) (klen == strlen(k) && !memcmp(l->p, k, klen))
+
 static int parse_meta(struct parser *p)
 {
 	struct snapshot *snap = p->snap;
 	const struct line *l = p->l;
-	const char *colon = memchr(l->p, ':', l->len);
 	const char *val;
 	size_t klen, vlen;
 
-	if (!colon || colon == l->p)
+	if (!meta_split(l, &klen, &val, &vlen))
 		return perr(p, "expected 'Key: value' in META, found '%s'",
 			    quoted(p, l->p, l->len));
-	klen = (size_t)(colon - l->p);
-	val = colon + 1;
-	vlen = l->len - klen - 1;
-	while (vlen && is_space(*val)) {
-		val++;
-		vlen--;
-	}
-
-#define KEY(k) (klen == strlen(k) && !memcmp(l->p, k, klen))
 	if (KEY("Time")) {
 		double t;
 
@@ -297,9 +308,44 @@ static int parse_meta(struct parser *p)
 		e->key = xstrndup(l->p, klen);
 		e->value = trimmed_dup(val, vlen);
 	}
-#undef KEY
 	return 0;
 }
+
+/*
+ * One line of META into M, for deep_meta(): the keys dmprof record's
+ * dumps say how they were taken with (the recorder's rec_dump.c).
+ */
+static void meta_head_line(const struct line *l, struct deep_meta *m)
+{
+	const char *val;
+	size_t klen, vlen;
+
+	if (!meta_split(l, &klen, &val, &vlen))
+		return;
+	while (vlen && is_space(val[vlen - 1]))
+		vlen--;
+	if (KEY("Reason")) {
+		snprintf(m->reason, sizeof(m->reason), "%.*s", (int)vlen, val);
+		if (!strcmp(m->reason, "main returned") ||
+		    !strcmp(m->reason, "exit called"))
+			m->moment = MOMENT_BEFORE_TEARDOWN;
+		else if (!strcmp(m->reason, "Exiting"))
+			m->moment = MOMENT_AT_EXIT;
+		else
+			m->moment = MOMENT_OTHER;
+	} else if (KEY("DumpSeconds")) {
+		m->dump_seconds = strtod(val, NULL);
+	} else if (KEY("StoppedSeconds")) {
+		m->stopped_seconds = strtod(val, NULL);
+	} else if (KEY("Stopped") && vlen >= 4 && !memcmp(val, "no (", 4)) {
+		/* "no (WHY)": WHY without its last parenthesis. */
+		vlen -= 4 + (val[vlen - 1] == ')');
+		m->running = true;
+		snprintf(m->running_why, sizeof(m->running_why), "%.*s",
+			 (int)vlen, val + 4);
+	}
+}
+#undef KEY
 
 /* ---- MMAP_LIST ---- */
 
@@ -1036,25 +1082,46 @@ bool deep_claims(const char *line, size_t len)
 	return cursor_at_end(&c) || (!is_digit(*c.p) && *c.p != '-');
 }
 
-enum dump_moment deep_moment(const char *path)
-{
-	char buf[4096];
-	FILE *f = fopen(path, "r");
-	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-	const char *p, *end;
+/* A dump's head is read this far for its META at most. */
+#define META_HEAD_MAX 65536
 
+void deep_meta(const char *path, struct deep_meta *m)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = NULL;
+	size_t alloc = 0, total = 0;
+	ssize_t n;
+	bool in_meta = false;
+
+	memset(m, 0, sizeof(*m));
+	while (f && total < META_HEAD_MAX &&
+	       (n = getline(&buf, &alloc, f)) > 0 && buf[n - 1] == '\n') {
+		struct line l = { buf, (size_t)n - 1, 0, true };
+
+		total += (size_t)n;
+		if (l.len && buf[l.len - 1] == '\r')
+			l.len--;
+		if (line_is(&l, "META:")) {
+			in_meta = true;
+			continue;
+		}
+		/* (Any other section ends it.) */
+		for (size_t i = 0; i < ARRAY_SIZE(sections); i++)
+			if (line_is(&l, sections[i].header))
+				goto out;
+		if (in_meta)
+			meta_head_line(&l, m);
+	}
+out:
+	free(buf);
 	if (f)
 		fclose(f);
-	buf[n] = 0;
-	end = strstr(buf, "\nMMAP_LIST:");
-	p = strstr(buf, "\nReason: ");
-	if (!p || (end && p > end))
-		return MOMENT_UNSAID;
-	p += 9;
-	if (!strncmp(p, "main returned\n", 14) ||
-	    !strncmp(p, "exit called\n", 12))
-		return MOMENT_BEFORE_TEARDOWN;
-	if (!strncmp(p, "Exiting\n", 8))
-		return MOMENT_AT_EXIT;
-	return MOMENT_OTHER;
+}
+
+enum dump_moment deep_moment(const char *path)
+{
+	struct deep_meta m;
+
+	deep_meta(path, &m);
+	return m.moment;
 }

@@ -85,19 +85,51 @@ static int cmp_file(const void *a, const void *b)
 }
 
 /*
- * List the files PREFIX.<digits>.SUFFIX in PREFIX's directory, sorted by
- * the number (not lexically: 10000 follows 9999).  Empty files are
- * included; the caller decides.  Returns 0, or -1 if the directory cannot
- * be read.
+ * Does REST, a file name after "PREFIX.", read "<digits>.SUFFIX" (or
+ * jemalloc's "<digits>.KIND.heap")?  The number into *COUNTER.
  */
-static int series_scan(const char *prefix, const char *suffix,
-		       struct series_file **out, size_t *n)
+static bool dump_rest(const char *rest, const char *suffix,
+		      unsigned long *counter)
+{
+	const char *p;
+	size_t left, k;
+	int digits = 0;
+
+	*counter = 0;
+	for (p = rest; *p >= '0' && *p <= '9'; p++) {
+		if (++digits > 9)
+			return false;
+		*counter = *counter * 10 + (unsigned long)(*p - '0');
+	}
+	if (!digits || *p != '.')
+		return false;
+	if (!strcmp(p + 1, suffix))
+		return true;
+	/* jemalloc's ".KIND" between counter and suffix. */
+	left = strlen(p + 1);
+	if (strcmp(suffix, "heap") || left < 6 ||
+	    strcmp(p + left - 3, "heap") || p[left - 4] != '.')
+		return false;
+	k = jemalloc_kind(p, left - 4);
+	return k && k == left - 4;
+}
+
+/*
+ * List the files PREFIX.REST in PREFIX's directory whose REST MATCH
+ * keeps (with ARG), sorted by the number it gives (not lexically: 10000
+ * follows 9999).  Empty files are included; the caller decides.
+ * Returns 0, or -1 if the directory cannot be read.
+ */
+static int scan(const char *prefix,
+		bool (*match)(const char *rest, void *arg,
+			      unsigned long *counter),
+		void *arg, struct series_file **out, size_t *n)
 {
 	const char *slash = strrchr(prefix, '/');
 	char *dir = slash ? xstrndup(prefix, (size_t)(slash - prefix + 1))
 			  : xstrdup("./");
 	const char *base = slash ? slash + 1 : prefix;
-	size_t blen = strlen(base), slen = strlen(suffix), alloc = 0;
+	size_t blen = strlen(base), alloc = 0;
 	struct series_file *v = NULL;
 	struct dirent *de;
 	DIR *d;
@@ -111,32 +143,13 @@ static int series_scan(const char *prefix, const char *suffix,
 		return -1;
 	}
 	while ((de = readdir(d)) != NULL) {
-		const char *name = de->d_name, *p;
+		const char *name = de->d_name;
 		size_t nlen = strlen(name);
-		unsigned long counter = 0;
-		int digits = 0;
+		unsigned long counter;
 
-		if (nlen < blen + slen + 3 || memcmp(name, base, blen) != 0 ||
-		    name[blen] != '.')
+		if (strncmp(name, base, blen) != 0 || name[blen] != '.' ||
+		    !match(name + blen + 1, arg, &counter))
 			continue;
-		for (p = name + blen + 1; *p >= '0' && *p <= '9'; p++) {
-			if (++digits > 9)
-				break;
-			counter = counter * 10 + (unsigned long)(*p - '0');
-		}
-		if (!digits || digits > 9 || *p != '.')
-			continue;
-		if (strcmp(p + 1, suffix)) {
-			/* jemalloc's ".KIND" between counter and suffix. */
-			size_t rest = strlen(p + 1), k;
-
-			if (strcmp(suffix, "heap") || rest < 6 ||
-			    strcmp(p + rest - 3, "heap") || p[rest - 4] != '.')
-				continue;
-			k = jemalloc_kind(p, rest - 4);
-			if (!k || k != rest - 4)
-				continue;
-		}
 		GROW(v, *n + 1, alloc);
 		v[*n].counter = counter;
 		v[*n].path = xmalloc(strlen(dir) + nlen + 1);
@@ -149,6 +162,64 @@ static int series_scan(const char *prefix, const char *suffix,
 	if (*n)
 		qsort(v, *n, sizeof(*v), cmp_file);
 	*out = v;
+	return 0;
+}
+
+static bool match_suffix(const char *rest, void *suffix,
+			 unsigned long *counter)
+{
+	return dump_rest(rest, suffix, counter);
+}
+
+/* The files PREFIX.<digits>.SUFFIX (see scan()). */
+static int series_scan(const char *prefix, const char *suffix,
+		       struct series_file **out, size_t *n)
+{
+	return scan(prefix, match_suffix, (void *)suffix, out, n);
+}
+
+/* The process whose dumps a scan of a recorded run keeps. */
+struct process {
+	const char *pid;  /* as its dumps spell it */
+	size_t others;    /* dumps of other processes */
+};
+
+/* REST: "PID.<digits>.heap". */
+static bool match_process(const char *rest, void *arg,
+			  unsigned long *counter)
+{
+	struct process *pr = arg;
+	size_t n = strspn(rest, "0123456789");
+
+	if (!n || rest[n] != '.' || !dump_rest(rest + n + 1, "heap", counter))
+		return false;
+	if (n == strlen(pr->pid) && !memcmp(rest, pr->pid, n))
+		return true;
+	pr->others++;
+	return false;
+}
+
+int series_process(struct series *s, const char *prefix, size_t *others)
+{
+	const char *dot = strrchr(prefix, '.');
+	char *run;
+	struct process pr;
+	int rc;
+
+	memset(s, 0, sizeof(*s));
+	if (!dot || dot[1] < '0' || dot[1] > '9' ||
+	    dot[1 + strspn(dot + 1, "0123456789")] || strchr(dot, '/'))
+		BUG("'%s' is no PREFIX.PID", prefix);
+	run = xstrndup(prefix, (size_t)(dot - prefix));
+	pr.pid = dot + 1;
+	pr.others = 0;
+	rc = scan(run, match_process, &pr, &s->dumps, &s->ndumps);
+	free(run);
+	if (rc < 0)
+		return -1;
+	s->prefix = xstrdup(prefix);
+	s->first = s->ndumps ? s->dumps[0].counter : 0;
+	*others = pr.others;
 	return 0;
 }
 

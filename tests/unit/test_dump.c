@@ -386,3 +386,42 @@ Test(dump, missing_file)
 	cr_assert_eq(profile_load(&snap, "/nonexistent/x.0001.heap", &m), -1);
 	cr_assert(strstr(stderr_text(), "No such file"));
 }
+
+/* What deep_meta() reads of a dump whose head is TEXT. */
+static struct deep_meta meta_of(const char *text)
+{
+	struct deep_meta mt;
+
+	deep_meta(write_file("h.0001.heap", text, -1), &mt);
+	return mt;
+}
+
+Test(dump, meta_of_the_head)
+{
+	struct deep_meta mt;
+
+	mt = meta_of("heap profile: DUMP_DEEP_6\nMETA:\n"
+		     "Time: 1700000000.250\nReason: peak\n"
+		     "CommandLine:\nDumpSeconds: 0.012\r\n"
+		     "Stopped: no (cannot stop the threads)\n"
+		     "MMAP_LIST:\nStoppedSeconds: 9\n");
+	cr_assert_str_eq(mt.reason, "peak");
+	cr_assert_eq(mt.moment, MOMENT_OTHER);
+	cr_assert_float_eq(mt.dump_seconds, 0.012, 1e-9);
+	cr_assert(mt.running);
+	cr_assert_str_eq(mt.running_why, "cannot stop the threads");
+	/* (Not META's: after MMAP_LIST.) */
+	cr_assert_eq(mt.stopped_seconds, 0);
+	mt = meta_of("heap profile: DUMP_DEEP_6\nMETA:\nReason: exit called\n"
+		     "DumpSeconds: 0.5\nStopped: yes\nStoppedSeconds: 0.25\n"
+		     "Walks: 1\n");
+	cr_assert_eq(mt.moment, MOMENT_BEFORE_TEARDOWN);
+	cr_assert_float_eq(mt.stopped_seconds, 0.25, 1e-9);
+	cr_assert_not(mt.running);
+	/* A line cut short is not read; a file that is not, all unsaid. */
+	mt = meta_of("heap profile: DUMP_DEEP_6\nMETA:\nReason: Exiting");
+	cr_assert_eq(mt.moment, MOMENT_UNSAID);
+	deep_meta("/nonexistent/x.0001.heap", &mt);
+	cr_assert_str_eq(mt.reason, "");
+	cr_assert_eq(mt.dump_seconds, 0);
+}

@@ -59,7 +59,7 @@ Test(pbwrite, gzip_round_trip)
 
 	for (int i = 0; i < 100000; i++)
 		sb_addf(&in, "line %d\n", i % 977);
-	cr_assert_eq(pbw_gzip(in.buf, in.len, &gz, &why), 0, "%s", why);
+	pbw_gzip(in.buf, in.len, &gz);
 	cr_assert(gz.len > 18 && gz.len < in.len / 4, "%zu bytes", gz.len);
 	cr_assert_eq((unsigned char)gz.buf[0], 0x1f);
 	cr_assert_eq((unsigned char)gz.buf[1], 0x8b);
@@ -71,7 +71,7 @@ Test(pbwrite, gzip_round_trip)
 	free(out);
 	/* Nothing at all is still a gzip member. */
 	sb_reset(&gz);
-	cr_assert_eq(pbw_gzip("", 0, &gz, &why), 0);
+	pbw_gzip("", 0, &gz);
 	cr_assert_eq(pb_gunzip((unsigned char *)gz.buf, gz.len, 1 << 30, &out,
 			       &n, &why),
 		     0, "%s", why);

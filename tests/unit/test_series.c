@@ -117,3 +117,38 @@ Test(series, group_by_run_in_order_of_appearance)
 	cr_assert_eq(g[2].n, 1);
 	series_groups_free(g, n);
 }
+
+Test(series, one_process_of_a_recorded_run)
+{
+	struct series s;
+	char mine[600];
+	size_t others = 99;
+
+	write_file("rec.01234.0001.heap", "x", -1);
+	write_file("rec.01234.0010.heap", "x", -1);
+	write_file("rec.01234.0002.heap", "x", -1);
+	write_file("rec.01234.0003.heap.tmp", "x", -1); /* not a dump */
+	write_file("rec.01234.0001.buckets", "", -1);
+	write_file("rec.1234.0004.heap", "x", -1);      /* another spelling */
+	write_file("rec.00077.0001.heap", "x", -1);     /* a child's */
+	write_file("rec.00077.0002.heap", "x", -1);
+	write_file("rec.0001.heap", "x", -1);           /* no pid: not */
+	write_file("record.01234.0001.heap", "x", -1);  /* another run */
+	snprintf(mine, sizeof(mine), "%s/rec.01234", tmpdir());
+	cr_assert_eq(series_process(&s, mine, &others), 0);
+	cr_assert_str_eq(s.prefix, mine);
+	cr_assert_eq(s.ndumps, 3);
+	cr_assert_eq(s.first, 1);
+	cr_assert_eq(s.dumps[1].counter, 2);
+	cr_assert_eq(s.dumps[2].counter, 10);
+	cr_assert(ends_with(s.dumps[2].path, "/rec.01234.0010.heap"));
+	cr_assert_eq(s.nbuckets, 0);
+	cr_assert_eq(others, 3);
+	series_free(&s);
+	snprintf(mine, sizeof(mine), "%s/rec.00555", tmpdir());
+	cr_assert_eq(series_process(&s, mine, &others), 0);
+	cr_assert_eq(s.ndumps, 0);
+	cr_assert_eq(s.first, 0);
+	cr_assert_eq(others, 6);
+	series_free(&s);
+}

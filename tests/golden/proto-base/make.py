@@ -65,6 +65,12 @@ elif kind == "raw":
     data = profile(1)
 elif kind == "truncated-gzip":
     data = gzip.compress(profile(1), mtime=0)[:-30]
+elif kind == "two-members-cut":          # a second gzip member cut short
+    data = (gzip.compress(profile(1), mtime=0) +
+            gzip.compress(profile(2), mtime=0)[:-30])
+elif kind == "wrong-isize":              # a trailer whose size is not the data's
+    data = (gzip.compress(profile(1), mtime=0)[:-4] +
+            (len(profile(1)) + 1).to_bytes(4, "little"))
 elif kind == "huge-length":
     data = profile(1)[:40] + msg(2, b"")[:1] + varint(1 << 40)
 elif kind in ("string", "location"):
