@@ -39,7 +39,8 @@ int procstop_stop(struct procstop *s, pid_t pid, unsigned timeout_ms);
  */
 void procstop_release(struct procstop *s);
 
-/* Has process PID exited: gone, or no thread of it alive (a zombie)? */
+/* Has process PID exited: gone, its memory let go, or no thread of it
+ * alive (a zombie)? */
 bool procstop_exited(pid_t pid);
 
 /* How long the process was held: from the first thread stopped to the

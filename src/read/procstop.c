@@ -16,6 +16,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -65,6 +66,22 @@ static bool is_dead(char state)
 	return state == 0 || state == 'Z' || state == 'X';
 }
 
+/* Has the process let go of its memory?  (Its maps are empty from the
+ * moment it did, before its threads are all zombies.) */
+static bool memory_gone(pid_t pid)
+{
+	char path[64], c;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return errno == ENOENT || errno == ESRCH;
+	n = read(fd, &c, 1);
+	close(fd);
+	return n == 0;
+}
+
 bool procstop_exited(pid_t pid)
 {
 	char path[64];
@@ -72,6 +89,8 @@ bool procstop_exited(pid_t pid)
 	bool alive = false;
 	DIR *d;
 
+	if (memory_gone(pid))
+		return true;
 	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
 	if (!(d = opendir(path)))
 		return true;
