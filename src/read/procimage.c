@@ -124,28 +124,36 @@ static size_t read_live(struct procimage *img, uint64_t addr, void *buf,
 
 /*
  * Which of ADDRS lie in pages present in memory, from /proc/PID/pagemap
- * (bit 63 of each page's entry), into OK; all of them when pagemap cannot
- * be read.  (Consecutive pages are read in one go.)
+ * (bit 63 of each page's entry, read GATHER_MAX pages at a time), into
+ * OK; all of them when pagemap cannot be opened.
  */
 static void present_pages(struct procimage *img, const uint64_t *addrs,
 			  size_t n, bool *ok)
 {
-	uint64_t first = addrs[0] / PM_PAGE, last = addrs[n - 1] / PM_PAGE;
-	uint64_t entries[GATHER_MAX];
+	uint64_t entries[GATHER_MAX], first = 0;
+	size_t have = 0;
 	char path[64];
 
-	for (size_t i = 0; i < n; i++)
-		ok[i] = true;
 	if (img->pagemap_fd < 0) {
 		snprintf(path, sizeof(path), "/proc/%d/pagemap", (int)img->pid);
 		img->pagemap_fd = open(path, O_RDONLY | O_CLOEXEC);
 	}
-	if (img->pagemap_fd < 0 || last < first || last - first >= GATHER_MAX ||
-	    pread(img->pagemap_fd, entries, (last - first + 1) * 8,
-		  (off_t)(first * 8)) != (ssize_t)((last - first + 1) * 8))
-		return;
-	for (size_t i = 0; i < n; i++)
-		ok[i] = entries[addrs[i] / PM_PAGE - first] >> 63;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t page = addrs[i] / PM_PAGE;
+
+		if (img->pagemap_fd < 0) {
+			ok[i] = true;
+			continue;
+		}
+		if (page < first || page - first >= have) {
+			ssize_t r = pread(img->pagemap_fd, entries,
+					  sizeof(entries), (off_t)(page * 8));
+
+			first = page;
+			have = r > 0 ? (size_t)r / 8 : 0;
+		}
+		ok[i] = page - first < have && entries[page - first] >> 63;
+	}
 }
 
 /*

@@ -338,6 +338,8 @@ int procstop_stop(struct procstop *s, pid_t pid, unsigned timeout_ms)
 
 	memset(s, 0, sizeof(*s));
 	s->pid = pid;
+	if (pid == getpid())
+		return error("process %d is dmprof itself", (int)pid);
 	if (kill(pid, 0) < 0 && errno == ESRCH)
 		return error("no process %d", (int)pid);
 	if (procstop_exited(pid))
