@@ -14,7 +14,9 @@
 #   - a stripped binary's symbols from a debuginfod server
 #     (debuginfod.sh);
 #   - dmprof's DWARF reader gives libbfd's answers, address by address
-#     (dwarf.sh).
+#     (dwarf.sh);
+#   - dmprof heap accounts for a live process's glibc heap as glibc's own
+#     mallinfo2() does (heap.sh).
 # Usage: tests/real/run.sh DMPROF_BINARY
 set -u
 bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -197,6 +199,7 @@ fi
 . "$top/tests/real/dhat.sh"
 . "$top/tests/real/jemalloc.sh"
 . "$top/tests/real/dwarf.sh"
+. "$top/tests/real/heap.sh"
 
 echo "real: $pass passed, $fail failed"
 [ $fail = 0 ]

@@ -1,0 +1,392 @@
+/*
+ * dmprof heap [--json] [--blocks] PID: stop a running process, walk its
+ * glibc malloc heap from outside, let it go, and say where every byte of
+ * the arenas is: in use, in a tcache, a fastbin, the unsorted bin, a bin,
+ * top, the allocator's own headers, or unknown past a corruption.  The
+ * groundwork of `dmprof snapshot`, and the way to test the walk.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "glibc_heap.h"
+#include "json_write.h"
+#include "procimage.h"
+#include "procstop.h"
+#include "text.h"
+#include "util.h"
+
+enum {
+	OPT_JSON = OPT_LONG_ONLY,
+	OPT_BLOCKS,
+};
+
+/* How long a thread may take to stop; tries while an arena is locked. */
+#define STOP_TIMEOUT_MS 2000
+#define LOCKED_TRIES 5
+/* Problems said on standard error; --json lists them all. */
+#define PROBLEMS_SAID 10
+
+struct heap_run {
+	pid_t pid;
+	size_t threads;
+	double held, stopping, walk;
+	uint64_t nreads, nbytes;
+	struct glibc_heap h;
+};
+
+static double seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static bool any_locked(const struct glibc_heap *h)
+{
+	for (size_t k = 0; k < h->narenas; k++)
+		if (h->arenas[k].locked)
+			return true;
+	return false;
+}
+
+/* Stop, walk, let go: 0, or -1 (said). */
+static int walk_once(struct heap_run *r)
+{
+	struct procstop stop;
+	struct procimage img;
+	double t0;
+	int rc;
+
+	if (procstop_stop(&stop, r->pid, STOP_TIMEOUT_MS) < 0)
+		return -1;
+	r->threads = stop.n;
+	t0 = seconds();
+	rc = procimage_open_pid(&img, r->pid);
+	if (rc == 0) {
+		rc = glibc_heap_walk(&r->h, &img);
+		r->nreads = img.nreads;
+		r->nbytes = img.nbytes;
+		procimage_close(&img);
+	}
+	r->walk = seconds() - t0;
+	procstop_release(&stop);
+	r->held = procstop_held_seconds(&stop);
+	r->stopping = procstop_stopping_seconds(&stop);
+	if (procstop_exited(r->pid)) {
+		if (rc == 0)
+			glibc_heap_release(&r->h);
+		return error("process %d exited during the walk", (int)r->pid);
+	}
+	return rc;
+}
+
+/*
+ * An arena locked at the instant means a thread stopped inside malloc:
+ * its lists may be half-updated.  Let it run a little and look again.
+ */
+static int walk(struct heap_run *r)
+{
+	for (int try = 0;; try++) {
+		if (walk_once(r) < 0)
+			return -1;
+		if (!any_locked(&r->h) || try + 1 == LOCKED_TRIES)
+			return 0;
+		glibc_heap_release(&r->h);
+		usleep(1000u << try);
+	}
+}
+
+static void say_problems(const struct glibc_heap *h)
+{
+	for (size_t i = 0; i < h->nproblems && i < PROBLEMS_SAID; i++)
+		warning("%s", h->problems[i].msg);
+	if (h->nproblems > PROBLEMS_SAID)
+		warning("%zu more problems (--json lists them all)",
+			h->nproblems - PROBLEMS_SAID);
+}
+
+static void print_row(const char *name, uint64_t count, uint64_t bytes,
+		      bool counted)
+{
+	if (counted)
+		printf("%-20s %12" PRIu64 " %16" PRIu64 "\n", name, count,
+		       bytes);
+	else
+		printf("%-20s %12s %16" PRIu64 "\n", name, "", bytes);
+}
+
+static void print_arena(const struct glibc_heap *h, size_t k)
+{
+	const struct heap_arena *a = &h->arenas[k];
+	const struct heap_tally *t = &a->t;
+
+	printf("%5zu 0x%012" PRIx64 " %5u %13" PRIu64 " %13" PRIu64
+	       " %9" PRIu64 " %9" PRIu64 " %9" PRIu64 " %11" PRIu64
+	       " %11" PRIu64 " %9" PRIu64 " %9" PRIu64 "%s\n",
+	       k, a->addr, a->nheaps, a->system_mem, t->bytes[HEAP_IN_USE],
+	       t->bytes[HEAP_TCACHE], t->bytes[HEAP_FASTBIN],
+	       t->bytes[HEAP_UNSORTED], t->bytes[HEAP_BIN],
+	       t->bytes[HEAP_TOP], t->overhead, t->unknown,
+	       a->corrupt ? "  corrupt" : a->locked ? "  locked" : "");
+}
+
+static void print_blocks(const struct glibc_heap *h)
+{
+	printf("\n%-18s %12s %12s %-8s %s\n", "address", "usable", "chunk",
+	       "state", "arena");
+	for (size_t i = 0; i < h->nblocks; i++) {
+		const struct heap_block *b = &h->blocks[i];
+
+		printf("0x%016" PRIx64 " %12" PRIu64 " %12" PRIu64 " %-8s ",
+		       b->chunk + 16, heap_block_usable(b), (uint64_t)b->size,
+		       heap_state_name(b->state));
+		if (b->arena == HEAP_MMAPPED_ARENA)
+			printf("mmapped\n");
+		else
+			printf("%u\n", (unsigned)b->arena);
+	}
+}
+
+static void print_text(const struct heap_run *r, bool blocks)
+{
+	const struct glibc_heap *h = &r->h;
+	struct heap_tally t;
+	uint64_t system_mem;
+
+	glibc_heap_total(h, &t, &system_mem);
+	printf("process %d: %zu thread%s held %.1f ms (stopping them %.1f ms,"
+	       " the walk %.1f ms, %" PRIu64 " bytes read in %" PRIu64
+	       " reads)\n", (int)r->pid, r->threads, r->threads == 1 ? "" : "s",
+	       r->held * 1e3, r->stopping * 1e3, r->walk * 1e3, r->nbytes,
+	       r->nreads);
+	printf("glibc malloc: main_arena 0x%" PRIx64 ", %zu arena%s, %zu "
+	       "tcache%s\n\n", h->arenas[0].addr, h->narenas,
+	       h->narenas == 1 ? "" : "s", h->ntcaches,
+	       h->ntcaches == 1 ? "" : "s");
+	printf("%-20s %12s %16s\n", "", "blocks", "bytes");
+	for (int s = 0; s < HEAP_NSTATES; s++)
+		if (s != HEAP_UNLISTED || t.count[s])
+			print_row(heap_state_name(s), t.count[s], t.bytes[s],
+				  true);
+	print_row("overhead", 0, t.overhead, false);
+	print_row("unknown", 0, t.unknown, false);
+	print_row("arenas (system)", 0, system_mem, false);
+	print_row("mmapped", h->mmapped_count, h->mmapped_bytes, true);
+	printf("\n%5s %-14s %5s %13s %13s %9s %9s %9s %11s %11s %9s %9s\n",
+	       "arena", "address", "heaps", "system", "in-use", "tcache",
+	       "fastbin", "unsorted", "bin", "top", "overhead", "unknown");
+	for (size_t k = 0; k < h->narenas; k++)
+		print_arena(h, k);
+	if (blocks)
+		print_blocks(h);
+}
+
+static void json_hex(struct json_writer *w, const char *key, uint64_t v)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "0x%" PRIx64, v);
+	json_member_string(w, key, buf);
+}
+
+static void json_tally(struct json_writer *w, const struct heap_tally *t)
+{
+	for (int s = 0; s < HEAP_NSTATES; s++) {
+		json_key(w, heap_state_name(s));
+		json_object_line(w);
+		json_member_uint(w, "count", t->count[s]);
+		json_member_uint(w, "bytes", t->bytes[s]);
+		json_end(w);
+	}
+	json_member_uint(w, "overhead", t->overhead);
+	json_member_uint(w, "unknown", t->unknown);
+}
+
+static void json_arenas(struct json_writer *w, const struct glibc_heap *h)
+{
+	json_key(w, "arenas");
+	json_array(w);
+	for (size_t k = 0; k < h->narenas; k++) {
+		const struct heap_arena *a = &h->arenas[k];
+
+		json_object(w);
+		json_hex(w, "address", a->addr);
+		json_member_uint(w, "heaps", a->nheaps);
+		json_member_uint(w, "system_mem", a->system_mem);
+		json_hex(w, "top", a->top);
+		json_member_uint(w, "attached_threads", a->attached_threads);
+		json_member_bool(w, "locked", a->locked);
+		json_member_bool(w, "corrupt", a->corrupt);
+		json_tally(w, &a->t);
+		json_end(w);
+	}
+	json_end(w);
+}
+
+static void json_mallinfo(struct json_writer *w, const struct glibc_heap *h)
+{
+	struct heap_mallinfo m;
+
+	glibc_heap_mallinfo(h, &m);
+	json_key(w, "mallinfo2");
+	json_object(w);
+	json_member_uint(w, "arena", m.arena);
+	json_member_uint(w, "ordblks", m.ordblks);
+	json_member_uint(w, "smblks", m.smblks);
+	json_member_uint(w, "hblks", m.hblks);
+	json_member_uint(w, "hblkhd", m.hblkhd);
+	json_member_uint(w, "usmblks", m.usmblks);
+	json_member_uint(w, "fsmblks", m.fsmblks);
+	json_member_uint(w, "uordblks", m.uordblks);
+	json_member_uint(w, "fordblks", m.fordblks);
+	json_member_uint(w, "keepcost", m.keepcost);
+	json_end(w);
+}
+
+static void json_params(struct json_writer *w, const struct heap_params *mp)
+{
+	json_key(w, "mp_");
+	if (!mp->found) {
+		json_null(w);
+		return;
+	}
+	json_object(w);
+	json_hex(w, "address", mp->addr);
+	json_member_uint(w, "mmap_threshold", mp->mmap_threshold);
+	json_member_uint(w, "n_mmaps", mp->n_mmaps);
+	json_member_uint(w, "mmapped_mem", mp->mmapped_mem);
+	json_hex(w, "sbrk_base", mp->sbrk_base);
+	json_member_uint(w, "tcache_bins", mp->tcache_bins);
+	json_member_uint(w, "tcache_count", mp->tcache_count);
+	json_end(w);
+}
+
+static void json_problems(struct json_writer *w, const struct glibc_heap *h)
+{
+	json_key(w, "problems");
+	json_array(w);
+	for (size_t i = 0; i < h->nproblems; i++) {
+		json_object_line(w);
+		json_hex(w, "address", h->problems[i].addr);
+		json_member_int(w, "arena", h->problems[i].arena);
+		json_member_string(w, "message", h->problems[i].msg);
+		json_end(w);
+	}
+	json_end(w);
+}
+
+static void json_blocks(struct json_writer *w, const struct glibc_heap *h)
+{
+	json_key(w, "blocks");
+	json_array(w);
+	for (size_t i = 0; i < h->nblocks; i++) {
+		const struct heap_block *b = &h->blocks[i];
+
+		json_object_line(w);
+		json_hex(w, "address", b->chunk + 16);
+		json_member_uint(w, "usable", heap_block_usable(b));
+		json_member_uint(w, "size", b->size);
+		json_member_string(w, "state", heap_state_name(b->state));
+		if (b->arena == HEAP_MMAPPED_ARENA)
+			json_member_string(w, "arena", "mmapped");
+		else
+			json_member_uint(w, "arena", b->arena);
+		json_end(w);
+	}
+	json_end(w);
+}
+
+static void print_json(const struct heap_run *r, bool blocks)
+{
+	const struct glibc_heap *h = &r->h;
+	struct strbuf out = STRBUF_INIT;
+	struct json_writer w;
+	struct heap_tally t;
+	uint64_t system_mem;
+
+	glibc_heap_total(h, &t, &system_mem);
+	json_write_init(&w, &out, stdout, false);
+	json_object(&w);
+	json_member_int(&w, "pid", r->pid);
+	json_member_uint(&w, "threads", r->threads);
+	json_member_double(&w, "held_seconds", r->held);
+	json_member_double(&w, "stopping_seconds", r->stopping);
+	json_member_double(&w, "walk_seconds", r->walk);
+	json_member_uint(&w, "bytes_read", r->nbytes);
+	json_member_uint(&w, "reads", r->nreads);
+	json_hex(&w, "main_arena", h->arenas[0].addr);
+	json_params(&w, &h->mp);
+	json_key(&w, "total");
+	json_object(&w);
+	json_member_uint(&w, "system_mem", system_mem);
+	json_tally(&w, &t);
+	json_end(&w);
+	json_key(&w, "mmapped");
+	json_object_line(&w);
+	json_member_uint(&w, "count", h->mmapped_count);
+	json_member_uint(&w, "bytes", h->mmapped_bytes);
+	json_end(&w);
+	json_mallinfo(&w, h);
+	json_arenas(&w, h);
+	json_key(&w, "tcaches");
+	json_array_line(&w);
+	for (size_t i = 0; i < h->ntcaches; i++) {
+		char buf[32];
+
+		snprintf(buf, sizeof(buf), "0x%" PRIx64, h->tcaches[i]);
+		json_string(&w, buf);
+	}
+	json_end(&w);
+	json_problems(&w, h);
+	if (blocks)
+		json_blocks(&w, h);
+	json_end(&w);
+	json_write_finish(&w);
+	sb_release(&out);
+}
+
+static int cmd_heap_run(struct cmd_args *a)
+{
+	struct heap_run r = { 0 };
+	uint64_t pid;
+
+	if (a->argc != 1)
+		return cmd_usage_error(a, a->argc ? "too many arguments"
+						  : "which process?");
+	if (word_u64(a->argv[0], strlen(a->argv[0]), &pid) != NUM_OK ||
+	    !pid || pid > INT32_MAX)
+		return cmd_usage_error(a, "'%s' is not a process id",
+				       a->argv[0]);
+	r.pid = (pid_t)pid;
+	if (walk(&r) < 0)
+		return 1;
+	say_problems(&r.h);
+	if (args_has(a, OPT_JSON))
+		print_json(&r, args_has(a, OPT_BLOCKS));
+	else
+		print_text(&r, args_has(a, OPT_BLOCKS));
+	glibc_heap_release(&r.h);
+	return 0;
+}
+
+static const struct cmd_option options[] = {
+	{ OPT_JSON, "json", NULL, OPT_SYNOPSIS, "exact numbers, as JSON" },
+	{ OPT_BLOCKS, "blocks", NULL, OPT_SYNOPSIS,
+	  "every block too: address, usable size, chunk size, state, arena" },
+	OPT_END,
+};
+
+static const char *const usage[] = { "PID", NULL };
+
+const struct cmd_entry cmd_heap = {
+	"heap", "stop a running process and account for its glibc malloc heap",
+	usage, options, 0, NULL, cmd_heap_run,
+};

@@ -1,0 +1,182 @@
+# Sourced by tests/real/run.sh: dmprof heap on live processes (uses bin,
+# src, tmp, tcmalloc, ok and bad).  src/heapknown.c knows its own heap,
+# and glibc's mallinfo2() of it; the checks:
+#   - every block it holds is found at its address, in use, with its
+#     usable size (malloc_usable_size);
+#   - the walk's states are glibc's count, field by field: in use +
+#     tcache + the arenas' own headers = uordblks; top + bins + unsorted
+#     + fastbins = fordblks; fastbins = fsmblks (smblks); mmapped chunks
+#     = hblks (hblkhd); the arenas' system memory = arena; ...
+#   - 9 arenas (main and 8 threads), 9 tcaches, every kind of free chunk
+#     seen, and no problem;
+#   - a free chunk whose size field the program zeroed: its heap's walk
+#     stops there, said with the address, the rest counted as unknown;
+#   - refusals: no such process, a zombie, a process traced already, a
+#     malloc that is not glibc's (tcmalloc, jemalloc), a static binary;
+#   - a process killed during the walk: an error or a result, no crash.
+mkdir -p "$tmp/heap" && cd "$tmp/heap" || exit 1
+gcc -g -O1 -pthread "$src/heapknown.c" -o heapknown || exit 1
+
+# Start heapknown OUT [MODE...] (or another command line) in the
+# background, as hk_pid, and wait for it to say it is ready.
+hk_start() {
+	hk_out=$1
+	shift
+	"$@" >"$hk_out.ready" 2>&1 &
+	hk_pid=$!
+	for _ in $(seq 300); do
+		grep -q '^ready$' "$hk_out.ready" 2>/dev/null && return 0
+		kill -0 $hk_pid 2>/dev/null || break
+		sleep 0.1
+	done
+	bad "heap: '$*' did not get ready: $(cat "$hk_out.ready")"
+	return 1
+}
+hk_stop() {
+	kill -9 $hk_pid 2>/dev/null
+	wait $hk_pid 2>/dev/null
+}
+
+# Checks of dmprof heap --json --blocks (JSON) against heapknown's file
+# (KNOWN), a line each: "ok" or "bad WHY".
+hk_check() { # KNOWN JSON [corrupt]
+	python3 - "$@" <<'PY'
+import json, sys
+known, doc = sys.argv[1], json.load(open(sys.argv[2]))
+mode = sys.argv[3] if len(sys.argv) > 3 else ""
+blocks = {int(b["address"], 16): b for b in doc["blocks"]}
+want, mi, corrupt = [], {}, None
+for line in open(known):
+    f = line.split()
+    if f[0] == "block":
+        want.append((int(f[1], 16), int(f[2])))
+    elif f[0] == "mallinfo2":
+        mi = {f[i]: int(f[i + 1]) for i in range(1, len(f), 2)}
+    elif f[0] == "corrupt":
+        corrupt = int(f[1], 16)
+def check(cond, why):
+    print("ok" if cond else "bad " + why)
+if mode == "corrupt":
+    a0 = doc["arenas"][0]
+    check(a0["corrupt"] and a0["unknown"] > 0,
+          "the main arena is not marked corrupt with unknown bytes")
+    check(any(int(p["address"], 16) == corrupt and "size field 0x0" in
+              p["message"] for p in doc["problems"]),
+          "no problem names the corrupt chunk 0x%x: %s" %
+          (corrupt, doc["problems"][:3]))
+    check(not any(a["corrupt"] for a in doc["arenas"][1:]),
+          "a thread arena is marked corrupt too")
+    sys.exit(0)
+wrong = [(a, u, blocks.get(a)) for a, u in want
+         if a not in blocks or blocks[a]["usable"] != u or
+         blocks[a]["state"] != "in-use"]
+check(want and not wrong, "%d of %d known blocks not found in use with "
+      "their size, first: %s" % (len(wrong), len(want), wrong[:1]))
+t, arenas = doc["total"], doc["arenas"]
+def nbytes(s): return t[s]["bytes"]
+def n(s): return t[s]["count"]
+for field, got in [
+        ("uordblks", nbytes("in-use") + nbytes("tcache") + t["overhead"]),
+        ("fordblks", nbytes("top") + nbytes("bin") + nbytes("unsorted") +
+                     nbytes("fastbin")),
+        ("fsmblks", nbytes("fastbin")), ("smblks", n("fastbin")),
+        ("hblks", doc["mmapped"]["count"]),
+        ("hblkhd", doc["mmapped"]["bytes"]),
+        ("arena", sum(a["system_mem"] for a in arenas)),
+        ("ordblks", n("bin") + n("unsorted") + len(arenas)),
+        ("keepcost", arenas[0]["top"]["bytes"]), ("usmblks", 0)]:
+    check(got == mi[field], "%s: the walk gives %d, mallinfo2 %d" %
+          (field, got, mi[field]))
+check(t["unknown"] == 0 and n("unlisted") == 0 and not doc["problems"],
+      "problems on a sound heap: %s" % doc["problems"][:3])
+check(len(arenas) == 9 and len(doc["tcaches"]) == 9,
+      "%d arenas and %d tcaches, not 9 and 9" %
+      (len(arenas), len(doc["tcaches"])))
+check(all(n(s) > 0 for s in ("tcache", "fastbin", "unsorted", "bin")),
+      "some kind of free chunk was not seen: %s" % t)
+PY
+}
+
+hk_count() { # FILE: the lines of hk_check
+	while read -r verdict why; do
+		if [ "$verdict" = ok ]; then ok; else bad "heap: $why"; fi
+	done <"$1"
+}
+
+if ! command -v python3 >/dev/null 2>&1; then
+	bad "heap: python3 is not installed (make check installs it)"
+elif hk_start known ./heapknown known; then
+	"$bin" heap --json --blocks $hk_pid >heap.json 2>heap.err &&
+		ok || bad "heap: dmprof heap failed: $(cat heap.err)"
+	"$bin" heap $hk_pid >heap.txt 2>>heap.err &&
+		grep -q "^process $hk_pid: 9 threads held .* ms" heap.txt &&
+		grep -q '^mmapped  *72 ' heap.txt &&
+		ok || bad "heap: the text summary: $(head -3 heap.txt)"
+	hk_stop
+	hk_check known heap.json >checks.out 2>&1 || echo "bad the checker failed" >>checks.out
+	hk_count checks.out
+fi
+
+# A corrupt free chunk.
+if hk_start corrupt ./heapknown corrupt corrupt; then
+	"$bin" heap --json --blocks $hk_pid >corrupt.json 2>corrupt.err &&
+		ok || bad "heap: corrupt: dmprof heap failed: $(cat corrupt.err)"
+	addr=$(sed -n 's/^corrupt //p' corrupt)
+	grep -q "^dmprof: warning: arena 0: chunk at $addr: size field 0x0 too small; the rest of its heap" corrupt.err &&
+		ok || bad "heap: corrupt: no warning names $addr: $(cat corrupt.err)"
+	hk_stop
+	hk_check corrupt corrupt.json corrupt >checks.out 2>&1 || echo "bad the checker failed" >>checks.out
+	hk_count checks.out
+fi
+
+# Refusals, each naming the process and what is wrong.
+refused() { # WHAT PATTERN PID
+	"$bin" heap $3 >refused.out 2>refused.err
+	rc=$?
+	[ $rc = 1 ] && [ ! -s refused.out ] && grep -q "$2" refused.err &&
+		ok || bad "heap: $1: status $rc, said: $(cat refused.err)"
+}
+none=$(cat /proc/sys/kernel/pid_max)
+refused "no such process" "^dmprof: no process $none\$" $none
+# (The child ends after its parent became a sleep that never waits.)
+sh -c 'sleep 0.2 & echo $!; exec sleep 20' >zombie.pid &
+sleeper=$!
+sleep 0.7
+refused "a zombie" "^dmprof: process $(cat zombie.pid) has exited (a zombie" "$(cat zombie.pid)"
+kill $sleeper
+wait $sleeper 2>/dev/null
+if hk_start traced ./heapknown traced traced; then
+	refused "traced" "^dmprof: process $hk_pid is traced already, by process [0-9]* (a debugger, strace?): detach that first" $hk_pid
+	hk_stop
+fi
+for lib in $tcmalloc $(ls /usr/lib/*/libjemalloc.so.2 2>/dev/null | head -1); do
+	if hk_start other env LD_PRELOAD=$lib ./heapknown other; then
+		refused "$(basename $lib)" "^dmprof: process $hk_pid: .*another allocator (tcmalloc, jemalloc?)" $hk_pid
+		hk_stop
+	fi
+done
+if gcc -O1 -static -pthread "$src/heapknown.c" -o heapknown-static 2>/dev/null; then
+	if hk_start static ./heapknown-static static; then
+		refused "static" "^dmprof: process $hk_pid has no libc.so mapped (a static binary, or not glibc)" $hk_pid
+		hk_stop
+	fi
+else
+	bad "heap: cannot link a static binary (libc6-dev's libc.a?)"
+fi
+"$bin" heap 12ab >/dev/null 2>refused.err
+[ $? = 2 ] && grep -q "'12ab' is not a process id" refused.err &&
+	ok || bad "heap: a bad pid: $(cat refused.err)"
+
+# Killed in the middle: a result or an error, never a crash or a hang.
+if hk_start big ./heapknown big big 2000000; then
+	timeout 60 "$bin" heap $hk_pid >killed.out 2>killed.err &
+	dm=$!
+	sleep 0.05
+	kill -9 $hk_pid
+	wait $dm
+	rc=$?
+	wait $hk_pid 2>/dev/null
+	{ [ $rc = 0 ] || { [ $rc = 1 ] && grep -q "^dmprof: .*exited" killed.err; }; } &&
+		ok || bad "heap: killed during the walk: status $rc: $(cat killed.err)"
+fi
+cd "$tmp" || exit 1
