@@ -21,6 +21,7 @@
 
 #include "gperf.h"
 #include "json.h"
+#include "reader.h"
 #include "util.h"
 
 bool dhat_claims(const struct filebuf *fb)
@@ -58,7 +59,7 @@ struct point {
  * buffer.
  */
 struct dparser {
-	const char *path;
+	struct reader_pos pos; /* (the JSON cursor says where it fails) */
 	struct model *m;
 	struct json_cursor j;
 	int64_t version, te, tg;
@@ -196,11 +197,11 @@ static int check_mode(struct dparser *d, unsigned long line)
 
 	if (!strcmp(mode, "heap") || !strcmp(mode, "rust-heap"))
 		return 0;
-	return error_at(d->path, line,
-			"a DHAT profile in %s mode counts %s, not heap "
-			"blocks; dmprof reads heap mode",
-			*mode ? mode : "no",
-			!strcmp(mode, "copy") ? "copies" : "events");
+	d->pos.line = line;
+	return read_error(&d->pos, "a DHAT profile in %s mode counts %s, "
+			  "not heap blocks; dmprof reads heap mode",
+			  *mode ? mode : "no",
+			  !strcmp(mode, "copy") ? "copies" : "events");
 }
 
 /* The top-level object, member by member. */
@@ -212,8 +213,9 @@ static int read_file(struct dparser *d)
 
 	if (json_peek(&d->j) != '{') {
 		sb_release(&key);
-		return error_at(d->path, d->j.line,
-				"not a DHAT profile (not a JSON object)");
+		d->pos.line = d->j.line;
+		return read_error(&d->pos,
+				  "not a DHAT profile (not a JSON object)");
 	}
 	json_expect(&d->j, '{', "'{'");
 	while (json_next(&d->j, '}', &first)) {
@@ -232,8 +234,9 @@ static int read_file(struct dparser *d)
 					     ? (int64_t)x : -1;
 			d->version_line = line;
 			if (d->has_version && d->version != 2) {
-				error_at(d->path, line, "DHAT file version %g; "
-					 "dmprof reads version 2", x);
+				d->pos.line = line;
+				read_error(&d->pos, "DHAT file version %g; "
+					   "dmprof reads version 2", x);
 				d->j.failed = true;
 			}
 		} else if (!strcmp(k, "te") || !strcmp(k, "tg")) {
@@ -339,9 +342,10 @@ static int stack_of(struct dparser *d, const struct point *pp,
 	uint32_t n = 0;
 
 	*depth = 0;
-	if (!pp->fs_line)
-		return error_at(d->path, pp->line,
-				"a program point without \"fs\"");
+	if (!pp->fs_line) {
+		d->pos.line = pp->line;
+		return read_error(&d->pos, "a program point without \"fs\"");
+	}
 	GROW(*frames, pp->fs_n + 1, *cap);
 	for (size_t i = 0; i <= pp->fs_n; i++) {
 		uint64_t addr = 0;
@@ -351,11 +355,12 @@ static int stack_of(struct dparser *d, const struct point *pp,
 		if (i < pp->fs_n) {
 			uint32_t k = d->fs[pp->fs_at + i];
 
-			if (k < 1 || k >= d->nftbl)
-				return error_at(d->path, pp->fs_line,
-					    "frame index out of range (ftbl "
-					    "has %zu entries)",
-					    d->nftbl);
+			if (k < 1 || k >= d->nftbl) {
+				d->pos.line = pp->fs_line;
+				return read_error(&d->pos, "frame index out of "
+						  "range (ftbl has %zu "
+						  "entries)", d->nftbl);
+			}
 			addr = d->addrs[k];
 			name = d->names[k];
 		}
@@ -405,8 +410,9 @@ static int build(struct dparser *d, struct snapshot *snap)
 		for (size_t k = 0; k < ARRAY_SIZE(need); k++) {
 			if (!(pp->has & 1u << need[k])) {
 				free(frames);
-				return error_at(d->path, pp->line, "no \"%s\"",
-					    point_keys[need[k]]);
+				d->pos.line = pp->line;
+				return read_error(&d->pos, "no \"%s\"",
+						  point_keys[need[k]]);
 			}
 		}
 		if (stack_of(d, pp, &frames, &cap, &depth) < 0) {
@@ -415,7 +421,7 @@ static int build(struct dparser *d, struct snapshot *snap)
 		}
 		sl = &snap->lines[snap->nlines++];
 		sl->bucket = model_intern_bucket(d->m, ALLOC_MALLOC, frames,
-						 depth, d->path, pp->line);
+						 depth, d->pos.path, pp->line);
 		if (!sl->bucket) {
 			free(frames);
 			return -1;
@@ -445,20 +451,22 @@ static int parse(struct dparser *d, struct snapshot *snap)
 
 	if (read_file(d) < 0)
 		return -1;
+	/* (What is missing is said of the object's first line.) */
+	d->pos.line = 1;
 	if (!d->has_version)
-		return error_at(d->path, 1, "no \"dhatFileVersion\"");
+		return read_error(&d->pos, "no \"dhatFileVersion\"");
 	if (!d->mode_line)
-		return error_at(d->path, 1, "no \"mode\"");
+		return read_error(&d->pos, "no \"mode\"");
 	if (!d->bklt)
-		return error_at(d->path, 1, "a DHAT heap profile without block "
+		return read_error(&d->pos, "a DHAT heap profile without block "
 				  "lifetimes (\"bklt\": true)");
 	if (!d->has_pps)
-		return error_at(d->path, 1, "no \"pps\" array");
+		return read_error(&d->pos, "no \"pps\" array");
 	if (!d->has_ftbl)
-		return error_at(d->path, 1, "no \"ftbl\" array");
+		return read_error(&d->pos, "no \"ftbl\" array");
 	if (!(snap->part == 1 ? d->has_tg : d->has_te))
-		return error_at(d->path, 1, "no \"%s\"",
-				snap->part == 1 ? "tg" : "te");
+		return read_error(&d->pos, "no \"%s\"",
+				  snap->part == 1 ? "tg" : "te");
 	/* Time: microseconds (dhat-rs), or instructions (Valgrind), which
 	 * stand for seconds as they are, said once. */
 	tu = d->tu.buf ? d->tu.buf : "";
@@ -471,7 +479,7 @@ static int parse(struct dparser *d, struct snapshot *snap)
 	if (model_warn_first(d->m, MODEL_WARNED_PROFILE))
 		warning("%s: a DHAT profile, read as two snapshots: at its "
 			"global peak (t-gmax) and at its end (t-end); "
-			"allocated is over the whole run%s", d->path,
+			"allocated is over the whole run%s", d->pos.path,
 			micro ? "" : "; times are in instructions, not seconds");
 	return build(d, snap);
 }
@@ -483,7 +491,7 @@ int dhat_parse(struct snapshot *snap, struct filebuf *fb,
 	int rc;
 
 	memset(&d, 0, sizeof(d));
-	d.path = fb->path;
+	d.pos.path = fb->path;
 	d.m = m;
 	if (snap->part != 1 && snap->part != 2)
 		snap->part = 2; /* (one snapshot asked for: the end) */
@@ -497,5 +505,6 @@ int dhat_parse(struct snapshot *snap, struct filebuf *fb,
 	free(d.ftbl);
 	free(d.addrs);
 	free(d.names);
+	read_pos_release(&d.pos);
 	return rc;
 }

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "reader.h"
 #include "text.h"
 #include "util.h"
 
@@ -91,8 +92,9 @@ struct gparser {
 	struct snapshot *snap;
 	struct model *m;
 	struct line_stream *s;
-	const char *path;
-	struct strbuf q;
+	/* Where it is, for what it says (quiet: a first try, errors not
+	 * said). */
+	struct reader_pos pos;
 	enum htype type;
 	uint64_t rate;      /* the sampling rate; <= 1: every allocation */
 	bool has_alloc;     /* the lines' [N: B] count allocations */
@@ -114,7 +116,6 @@ struct gparser {
 	bool has_broken;
 	bool cut;           /* the last stack line may be incomplete */
 	size_t cut_line;    /* which (an index into snap->lines) */
-	bool quiet;         /* errors are not said (a first try) */
 	/* Each line's stack id, line number and first address in the file
 	 * (which the maps judge, see line_kind; Go's comments may rename or
 	 * drop the frame), until its bucket is made (see build). */
@@ -123,20 +124,6 @@ struct gparser {
 	uint64_t *firsts;
 	size_t ids_alloc, nos_alloc, firsts_alloc;
 };
-
-static int gerr(struct gparser *g, unsigned long line, const char *fmt, ...)
-	PRINTF(3, 4);
-static int gerr(struct gparser *g, unsigned long line, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (g->quiet)
-		return -1;
-	va_start(ap, fmt);
-	verror_at(g->path, line, fmt, ap);
-	va_end(ap);
-	return -1;
-}
 
 /* "N: B [N: B]" with any spacing. */
 static enum num_status counts(struct cursor *c, int64_t v[4])
@@ -192,8 +179,7 @@ static bool alloc_columns(enum htype type, const int64_t v[4])
 }
 
 /* TYPE (and /RATE) after the '@': 0, or -1 after saying why not. */
-static int header_type(struct gparser *g, const struct line *l,
-		       const char *tag, size_t tlen)
+static int header_type(struct gparser *g, const char *tag, size_t tlen)
 {
 	static const struct {
 		const char *name;
@@ -215,8 +201,8 @@ static int header_type(struct gparser *g, const struct line *l,
 		}
 	if (slash && slash + 1 < tag + tlen &&
 	    word_u64(slash + 1, tlen - nlen - 1, &rate) != NUM_OK)
-		return gerr(g, l->no, "invalid sampling rate '%s'",
-			    quote_for_msg(tag, tlen, &g->q));
+		return read_error(&g->pos, "invalid sampling rate '%s'",
+				  read_quote(&g->pos, tag, tlen));
 	if ((nlen == 7 && !memcmp(tag, "heap_v2", 7)) ||
 	    (nlen == 8 && !memcmp(tag, "heapz_v2", 8))) {
 		g->type = H_SAMPLED;
@@ -229,10 +215,11 @@ static int header_type(struct gparser *g, const struct line *l,
 		g->rate = rate / 2;
 		return 0;
 	}
-	return gerr(g, l->no, "unknown profile type '%s' (dmprof reads "
-			      "heapprofile, heap_v2/RATE, heapz_v2/RATE, "
-			      "heap/RATE, growth and fragmentation)",
-		    quote_for_msg(tag, tlen, &g->q));
+	return read_error(&g->pos,
+			  "unknown profile type '%s' (dmprof reads "
+			  "heapprofile, heap_v2/RATE, heapz_v2/RATE, "
+			  "heap/RATE, growth and fragmentation)",
+			  read_quote(&g->pos, tag, tlen));
 }
 
 static int parse_header(struct gparser *g, const struct line *l)
@@ -243,22 +230,25 @@ static int parse_header(struct gparser *g, const struct line *l)
 	int64_t v[4];
 	enum num_status st;
 
+	g->pos.line = l->no;
 	c.p = find_header(l->p, l->len) + strlen(HEADER);
 	st = counts(&c, v);
 	if (st != NUM_OK)
-		return gerr(g, l->no, "%s header '%s'",
-			    st == NUM_RANGE ? "number out of range in"
-					    : "malformed heap profile",
-			    quote_for_msg(l->p, l->len, &g->q));
+		return read_error(&g->pos, "%s header '%s'",
+				  st == NUM_RANGE ? "number out of range in"
+						  : "malformed heap profile",
+				  read_quote(&g->pos, l->p, l->len));
 	cursor_skip_space(&c);
 	if (!cursor_eat(&c, "@"))
-		return gerr(g, l->no, "heap profile header without '@ TYPE'");
+		return read_error(&g->pos,
+				  "heap profile header without '@ TYPE'");
 	cursor_skip_space(&c);
 	if (!cursor_word(&c, &tag, &tlen))
-		return gerr(g, l->no, "heap profile header without '@ TYPE'");
+		return read_error(&g->pos,
+				  "heap profile header without '@ TYPE'");
 	g->header_objs = v[0];
 	g->header_bytes = v[1];
-	if (header_type(g, l, tag, tlen) < 0)
+	if (header_type(g, tag, tlen) < 0)
 		return -1;
 	g->has_alloc = alloc_columns(g->type, v);
 	return 0;
@@ -323,7 +313,7 @@ static int parse_stack_line_into(struct gparser *g, const struct line *l,
 	enum num_status st;
 
 	memset(&gl, 0, sizeof(gl));
-	gl.no = l->no;
+	gl.no = g->pos.line = l->no;
 	c.p = fast_counts(l->p, c.end, v);
 	if (c.p) {
 		st = NUM_OK;
@@ -333,15 +323,17 @@ static int parse_stack_line_into(struct gparser *g, const struct line *l,
 	}
 	cursor_skip_space(&c);
 	if (st != NUM_OK || !cursor_eat(&c, "@"))
-		return gerr(g, l->no, "%s stack line '%s'",
-			    st == NUM_RANGE ? "number out of range in"
-					    : "expected 'N: B [N: B] @ FRAMES', "
-					      "found",
-			    quote_for_msg(l->p, l->len, &g->q));
+		return read_error(&g->pos, "%s stack line '%s'",
+				  st == NUM_RANGE
+				      ? "number out of range in"
+				      : "expected 'N: B [N: B] @ FRAMES', "
+					"found",
+				  read_quote(&g->pos, l->p, l->len));
 	if (sampled(g) && ((!v[0] && v[1]) || (g->has_alloc && !v[2] && v[3])))
-		return gerr(g, l->no, "0 objects holding bytes in a sampled "
-				      "profile: '%s'",
-			    quote_for_msg(l->p, l->len, &g->q));
+		return read_error(&g->pos,
+				  "0 objects holding bytes in a sampled "
+				  "profile: '%s'",
+				  read_quote(&g->pos, l->p, l->len));
 	gl.objs = v[0];
 	gl.bytes = v[1];
 	gl.alloc_objs = v[2];
@@ -367,14 +359,14 @@ static int parse_stack_line_into(struct gparser *g, const struct line *l,
 		if (st != NUM_OK) {
 			if (cut && cursor_at_end(&c))
 				break; /* cut in the middle of this word */
-			return gerr(g, l->no, "%s frame address '%s'",
-				    st == NUM_RANGE ? "out-of-range"
-						    : "invalid",
-				    quote_for_msg(w, wl, &g->q));
+			return read_error(&g->pos, "%s frame address '%s'",
+					  st == NUM_RANGE ? "out-of-range"
+							  : "invalid",
+					  read_quote(&g->pos, w, wl));
 		}
 add:
 		if (gl.depth == UINT32_MAX)
-			return gerr(g, l->no, "stack too deep");
+			return read_error(&g->pos, "stack too deep");
 		GROW(*frames, gl.depth + 1, *alloc);
 		(*frames)[gl.depth++] = addr;
 	}
@@ -640,7 +632,7 @@ static int build(struct gparser *g)
 		const struct stack *stack = m->stacks.v[g->stack_ids[i]];
 		enum alloc_kind kind = line_kind(g, i, stack, g->firsts[i]);
 
-		sl->bucket = model_stack_bucket(m, kind, stack, g->path,
+		sl->bucket = model_stack_bucket(m, kind, stack, g->pos.path,
 						g->nos[i]);
 		if (!sl->bucket)
 			return -1;
@@ -665,7 +657,7 @@ static int build(struct gparser *g)
 		warning("%s: its stack lines hold %" PRId64 " of the %" PRId64
 			" bytes in use the header counts; the rest was lost "
 			"(gperftools 2.10-2.15 cut profiles at 1 MiB)",
-			g->path, malloc_bytes, g->header_bytes);
+			g->pos.path, malloc_bytes, g->header_bytes);
 	heap_profile_stats(snap, malloc_bytes, mmap_bytes);
 	/* (gperftools' header counts malloc in full, lost lines too.) */
 	if (g->type == H_GPERF)
@@ -733,31 +725,31 @@ static void say_what(struct gparser *g)
 	case H_GPERF:
 		warning("%s: a gperftools heap profile: sizes are the bytes "
 			"the program asked for, every allocation counted; %s",
-			g->path, rest);
+			g->pos.path, rest);
 		break;
 	case H_SAMPLED:
 	case H_GO:
 		if (!sampled(g))
 			warning("%s: a %sheap profile of every allocation "
 				"(rate %" PRIu64 "): sizes are the bytes the "
-				"program asked for; %s", g->path,
+				"program asked for; %s", g->pos.path,
 				g->type == H_GO ? "Go " : "", g->rate, rest);
 		else
 			warning("%s: a sampled %sheap profile (a sample every "
 				"%" PRIu64 " bytes on average): sizes and "
 				"counts are estimates from the sample, "
-				"unsampled as pprof does; %s", g->path,
+				"unsampled as pprof does; %s", g->pos.path,
 				g->type == H_GO ? "Go " : "", g->rate, rest);
 		break;
 	case H_GROWTH:
 		warning("%s: a heap growth profile: sizes are how much the "
 			"heap grew under each stack, not blocks in use; %s",
-			g->path, rest);
+			g->pos.path, rest);
 		break;
 	case H_FRAG:
 		warning("%s: a heap fragmentation profile: sizes are bytes "
-			"lost to fragmentation under each stack; %s", g->path,
-			rest);
+			"lost to fragmentation under each stack; %s",
+			g->pos.path, rest);
 		break;
 	}
 }
@@ -790,10 +782,10 @@ static int read_maps(struct gparser *g, int which, unsigned long no,
 	if (rc == 0)
 		rc = stream_rest(g->s, &rest, &len);
 	if (rc == 0 && len && which == 1)
-		rc = maps_parse(&snap->own_maps, rest, len, g->path, no + 1,
+		rc = maps_parse(&snap->own_maps, rest, len, g->pos.path, no + 1,
 				&g->m->strings, true);
 	else if (rc == 0 && len)
-		rc = maps_parse_pprof(&snap->own_maps, rest, len, g->path,
+		rc = maps_parse_pprof(&snap->own_maps, rest, len, g->pos.path,
 				      &g->m->strings);
 	snap->has_own_maps = rc == 0;
 	return rc;
@@ -806,10 +798,14 @@ static int header(struct gparser *g, const struct line *l)
 
 	if (parse_header(g, l) < 0)
 		return -1;
+	/* (Said of line 1, wherever the header is.) */
+	g->pos.line = 1;
 	if (m->profile_kind && m->profile_kind != (int)g->type + 1)
-		return gerr(g, 1, "a %s profile among %s profiles: not one run",
-			    type_names[g->type],
-			    type_names[m->profile_kind - 1]);
+		return read_error(&g->pos,
+				  "a %s profile among %s profiles: "
+				  "not one run",
+				  type_names[g->type],
+				  type_names[m->profile_kind - 1]);
 	return 0;
 }
 
@@ -832,8 +828,9 @@ static int slow_line(struct gparser *g, const struct line *l,
 {
 	struct gline gl;
 
+	g->pos.line = l->no;
 	if (memchr(l->p, '\0', l->len))
-		return gerr(g, l->no, "NUL byte in line");
+		return read_error(&g->pos, "NUL byte in line");
 	if ((*which = maps_header(l)))
 		return 2;
 	/* A stack line that did not parse, and was not cut. */
@@ -856,7 +853,7 @@ static int slow_line(struct gparser *g, const struct line *l,
 		hold(g, &gl);
 		return 1;
 	}
-	g->quiet = true;
+	g->pos.quiet = true;
 	if (parse_stack_line(g, l, NOT_CUT, limit, &gl) == 0) {
 		hold(g, &gl);
 	} else {
@@ -867,7 +864,7 @@ static int slow_line(struct gparser *g, const struct line *l,
 		g->broken_no = l->no;
 		g->has_broken = true;
 	}
-	g->quiet = false;
+	g->pos.quiet = false;
 	*after_stack = true;
 	return 0;
 }
@@ -916,10 +913,10 @@ static int parse_lines(struct gparser *g, bool *in_maps)
 		 * interned once this one shows it was not cut short.
 		 */
 		if (!g->has_broken && l.newline && stack_start(&l)) {
-			g->quiet = true;
+			g->pos.quiet = true;
 			rc = parse_stack_line(g, &l, NOT_CUT,
 					      stream_limit(g->s), &gl);
-			g->quiet = false;
+			g->pos.quiet = false;
 			if (rc == 0) {
 				if (fast_line(g, &gl, NULL, &after_stack) < 0)
 					return -1;
@@ -1044,11 +1041,11 @@ static void *pipe_main(void *arg)
 
 	/* (The header's figures, for the fast parse; nothing is said.) */
 	memset(&pg, 0, sizeof(pg));
-	pg.path = g->path;
+	pg.pos.path = g->pos.path;
 	pg.type = g->type;
 	pg.rate = g->rate;
 	pg.has_alloc = g->has_alloc;
-	pg.quiet = true;
+	pg.pos.quiet = true;
 	report_capture(&pp->said);
 	while ((got = stream_line(g->s, &l)) > 0) {
 		memset(&r, 0, sizeof(r));
@@ -1085,7 +1082,7 @@ out:
 		pp->head++; /* (the last block) */
 	pthread_cond_broadcast(&pp->cond);
 	pthread_mutex_unlock(&pp->lock);
-	sb_release(&pg.q);
+	read_pos_release(&pg.pos);
 	return NULL;
 }
 
@@ -1157,7 +1154,7 @@ static int take_block(struct gparser *g, struct pipe *pp,
 				return 1;
 			if (*rc == 2)
 				BUG("%s:%lu: the maps' header went as text",
-				    g->path, l.no);
+				    g->pos.path, l.no);
 			if (*rc == 1) {
 				/* The last line: the end follows. */
 				*rc = end_of_lines(g);
@@ -1224,12 +1221,13 @@ int gperf_parse(struct snapshot *snap, struct line_stream *s,
 	g.snap = snap;
 	g.m = m;
 	g.s = s;
-	g.path = s->path;
+	g.pos.path = s->path;
 	g.cut_line = SIZE_MAX;
 	model_mark(m, &mark);
 	while (!header_seen && (got = stream_line(s, &l)) > 0) {
+		g.pos.line = l.no;
 		if (memchr(l.p, '\0', l.len)) {
-			rc = gerr(&g, l.no, "NUL byte in line");
+			rc = read_error(&g.pos, "NUL byte in line");
 			break;
 		}
 		if (line_is_blank(&l) || comment(&l))
@@ -1238,31 +1236,34 @@ int gperf_parse(struct snapshot *snap, struct line_stream *s,
 			/* pprof's commands; %warn is for the user. */
 			if (l.len > 6 && !memcmp(l.p, "%warn ", 6))
 				warning("%s:%lu: the profile warns: %.*s",
-					g.path, l.no, (int)(l.len - 6),
+					g.pos.path, l.no, (int)(l.len - 6),
 					l.p + 6);
 			continue;
 		}
 		rc = header(&g, &l);
 		header_seen = true;
 	}
-	if (rc == 0 && !header_seen)
+	if (rc == 0 && !header_seen) {
+		g.pos.line = 1;
 		rc = got < 0 ? -1
-			     : gerr(&g, 1, "empty profile (no 'heap profile:' "
-					   "line)");
+			     : read_error(&g.pos, "empty profile (no 'heap "
+						  "profile:' line)");
+	}
 	if (rc == 0)
 		rc = threads_wanted() > 1 ? parse_lines_on_two(&g, &in_maps)
 					  : parse_lines(&g, &in_maps);
 	/* (Go's profiles have no maps: their comments name the frames.) */
 	if (rc == 0 && !in_maps && g.type == H_GPERF)
 		warning("%s: no MAPPED_LIBRARIES: section (file cut short?); "
-			"its frames cannot be symbolized", g.path);
+			"its frames cannot be symbolized", g.pos.path);
 	else if (rc == 0 && !in_maps && g.type != H_GO)
 		warning("%s: no maps (MAPPED_LIBRARIES: or --- Memory map: "
-			"---); its frames cannot be symbolized", g.path);
+			"---); its frames cannot be symbolized",
+			g.pos.path);
 	if (rc == 0 && g.cut)
 		warning("%s:%lu: the last stack line is cut short (gperftools "
 			"2.10-2.15 cut profiles at 1 MiB); its stack may be "
-			"incomplete", g.path,
+			"incomplete", g.pos.path,
 			snap->nlines ? g.nos[snap->nlines - 1] : 1UL);
 	if (rc == 0) {
 		m->profile_kind = (int)g.type + 1;
@@ -1280,7 +1281,7 @@ int gperf_parse(struct snapshot *snap, struct line_stream *s,
 	free(g.firsts);
 	sb_release(&g.symtext);
 	sb_release(&g.broken);
-	sb_release(&g.q);
+	read_pos_release(&g.pos);
 	return rc;
 }
 

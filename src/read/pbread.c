@@ -23,6 +23,7 @@
 
 #include "gperf.h"
 #include "hashmap.h"
+#include "reader.h"
 #include "util.h"
 
 /* A decompressed profile may be this big (a zip bomb is not). */
@@ -242,7 +243,7 @@ static void u64s_add(void *ctx, uint64_t v)
 }
 
 struct pparser {
-	const char *path;
+	struct reader_pos pos; /* (no lines: the file as a whole) */
 	struct model *m;
 	struct snapshot *snap;
 	struct pstr *strs;
@@ -265,28 +266,17 @@ struct pparser {
 	bool has_time;
 };
 
-static int perr(struct pparser *p, const char *fmt, ...) PRINTF(2, 3);
-static int perr(struct pparser *p, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	verror_at(p->path, 0, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 static int malformed(struct pparser *p, const char *what)
 {
-	return perr(p, "malformed profile.proto (%s)", what);
+	return read_error(&p->pos, "malformed profile.proto (%s)", what);
 }
 
 /* The string at index I, or NULL (and an error) when out of range. */
 static const struct pstr *str_at(struct pparser *p, uint64_t i)
 {
 	if (i >= p->nstrs) {
-		perr(p, "string index %" PRIu64 " out of range (the table "
-			"has %zu)", i, p->nstrs);
+		read_error(&p->pos, "string index %" PRIu64 " out of range "
+			   "(the table has %zu)", i, p->nstrs);
 		return NULL;
 	}
 	return &p->strs[i];
@@ -350,7 +340,7 @@ static int location(struct pparser *p, struct pb b)
 	if (rc < 0)
 		return malformed(p, "a location");
 	if (!loc.id)
-		return perr(p, "a location with id 0");
+		return read_error(&p->pos, "a location with id 0");
 	GROW(p->locs, p->nlocs + 1, p->locs_alloc);
 	p->locs[p->nlocs++] = loc;
 	return 0;
@@ -378,7 +368,7 @@ static int function(struct pparser *p, struct pb b)
 	if (rc < 0)
 		return malformed(p, "a function");
 	if (!fn.id)
-		return perr(p, "a function with id 0");
+		return read_error(&p->pos, "a function with id 0");
 	GROW(p->funcs, p->nfuncs + 1, p->funcs_alloc);
 	p->funcs[p->nfuncs++] = fn;
 	return 0;
@@ -455,7 +445,7 @@ static int top_level(struct pparser *p, struct pb b)
 					warning("%s: a second time_nanos "
 						"(profiles concatenated?); "
 						"the first is its time",
-						p->path);
+						p->pos.path);
 				else
 					p->time_nanos = (int64_t)f.v;
 				p->has_time = true;
@@ -474,10 +464,10 @@ static int top_level(struct pparser *p, struct pb b)
 	if (rc < 0)
 		return malformed(p, "cut short, or not a profile");
 	if (!p->nstrs || p->strs[0].len)
-		return perr(p, "not a pprof profile: its string table does "
-			       "not start with \"\"");
+		return read_error(&p->pos, "not a pprof profile: its string "
+				  "table does not start with \"\"");
 	if (!p->ntypes)
-		return perr(p, "a profile without sample types");
+		return read_error(&p->pos, "a profile without sample types");
 	return 0;
 }
 
@@ -504,7 +494,8 @@ static int index_ids(struct pparser *p, struct hashmap *h, size_t n,
 		struct by_id *e;
 
 		if (hashmap_get(h, hash_u64(id), by_id_eq, &id))
-			return perr(p, "two %ss with id %" PRIu64, what, id);
+			return read_error(&p->pos, "two %ss with id %" PRIu64,
+					  what, id);
 		e = arena_alloc(&p->m->arena, sizeof(*e));
 		e->id = id;
 		e->index = i;
@@ -565,7 +556,8 @@ static int pick_types(struct pparser *p, size_t *bytes, size_t *objs,
 				*bytes = i;
 	}
 	if (*bytes == SIZE_MAX) {
-		perr(p, "no sample type '%s'; it has %s", want, have.buf);
+		read_error(&p->pos, "no sample type '%s'; it has %s", want,
+			   have.buf);
 		sb_release(&have);
 		return -1;
 	}
@@ -592,9 +584,9 @@ static int resolve(struct pparser *p, struct ploc *loc)
 		const struct pstr *name, *file;
 
 		if (!e)
-			return perr(p, "location %" PRIu64 " names function "
-				       "%" PRIu64 ", which is not defined",
-				    loc->id, ln->function_id);
+			return read_error(&p->pos, "location %" PRIu64 " names "
+					  "function %" PRIu64 ", which is not "
+					  "defined", loc->id, ln->function_id);
 		if (!(name = str_at(p, p->funcs[e->index].name)) ||
 		    !(file = str_at(p, p->funcs[e->index].filename)))
 			return -1;
@@ -637,8 +629,8 @@ static int one_sample(struct pparser *p, struct pb b, struct sample *s)
 	if (rc < 0)
 		return malformed(p, "a sample");
 	if (s->values.n != p->ntypes)
-		return perr(p, "a sample with %zu values for %zu sample types",
-			    s->values.n, p->ntypes);
+		return read_error(&p->pos, "a sample with %zu values for %zu "
+				  "sample types", s->values.n, p->ntypes);
 	return 0;
 }
 
@@ -667,7 +659,7 @@ static int build(struct pparser *p)
 			break;
 		v = (const int64_t *)s.values.v;
 		if (s.locs.n > UINT32_MAX) {
-			rc = perr(p, "a stack too deep");
+			rc = read_error(&p->pos, "a stack too deep");
 			break;
 		}
 		GROW(frames, s.locs.n, fcap);
@@ -676,9 +668,9 @@ static int build(struct pparser *p)
 							s.locs.v[k]);
 
 			if (!e) {
-				rc = perr(p, "sample %zu: location id %" PRIu64
-					     " is not defined", i + 1,
-					  s.locs.v[k]);
+				rc = read_error(&p->pos, "sample %zu: location "
+						"id %" PRIu64 " is not defined",
+						i + 1, s.locs.v[k]);
 				break;
 			}
 			rc = resolve(p, &p->locs[e->index]);
@@ -688,8 +680,8 @@ static int build(struct pparser *p)
 			break;
 		sl = &snap->lines[snap->nlines++];
 		sl->bucket = model_intern_bucket(p->m, ALLOC_MALLOC, frames,
-						 (uint32_t)s.locs.n, p->path,
-						 i + 1);
+						 (uint32_t)s.locs.n,
+						 p->pos.path, i + 1);
 		if (!sl->bucket) {
 			rc = -1;
 			break;
@@ -736,13 +728,14 @@ static int own_maps(struct pparser *p)
 		v.name = strtab_intern(&p->m->strings, name->p, name->len);
 		maps_add(maps, &v);
 	}
-	maps_sort(maps, p->path);
+	maps_sort(maps, p->pos.path);
 	p->snap->has_own_maps = maps->n > 0;
 	return 0;
 }
 
 static void pparser_free(struct pparser *p)
 {
+	read_pos_release(&p->pos);
 	hashmap_free(&p->loc_by_id);
 	hashmap_free(&p->func_by_id);
 	free(p->strs);
@@ -765,12 +758,12 @@ int pb_parse(struct snapshot *snap, struct filebuf *fb,
 	int rc;
 
 	memset(&p, 0, sizeof(p));
-	p.path = fb->path;
+	p.pos.path = fb->path;
 	p.m = m;
 	p.snap = snap;
 	if (n >= 2 && data[0] == 0x1f && data[1] == 0x8b) {
 		if (pb_gunzip(data, n, MAX_PROFILE, &raw, &n, &why) < 0)
-			return perr(&p, "cannot decompress: %s", why);
+			return read_error(&p.pos, "cannot decompress: %s", why);
 		data = raw;
 	}
 	rc = top_level(&p, (struct pb){ data, data + n });
@@ -785,7 +778,7 @@ int pb_parse(struct snapshot *snap, struct filebuf *fb,
 	if (rc == 0 && model_warn_first(m, MODEL_WARNED_PROFILE))
 		warning("%s: a pprof profile: values are as its producer "
 			"wrote them (unsampled by it%s); no committed/virtual "
-			"split; total is the profile's own sum", p.path,
+			"split; total is the profile's own sum", p.pos.path,
 			p.period > 1 ? ", from a sample" : "");
 	pparser_free(&p);
 	free(raw);
