@@ -26,12 +26,4 @@ int gperf_parse(struct snapshot *snap, struct line_stream *s,
  */
 bool gperf_last_at_exit(const char *path);
 
-/*
- * What GLOBAL_STATS would say of a heap profile, as far as it tells: its
- * malloc and mmap bytes in use, and their sum standing for the process
- * total it does not know.
- */
-void heap_profile_stats(struct snapshot *snap, int64_t malloc_bytes,
-			int64_t mmap_bytes);
-
 #endif

@@ -814,8 +814,7 @@ static void add_stack_line(struct parser *p, const struct stack_line *sl,
 	GROW(p->nos, snap->nlines + 1, p->nos_alloc);
 	p->ids[snap->nlines] = id;
 	p->nos[snap->nlines] = p->l->no;
-	GROW(snap->lines, snap->nlines + 1, snap->lines_alloc);
-	snap->lines[snap->nlines++] = *sl;
+	read_add_line(snap, sl);
 }
 
 static int parse_stack_line(struct parser *p)

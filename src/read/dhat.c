@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gperf.h"
 #include "json.h"
 #include "reader.h"
 #include "util.h"
@@ -75,6 +74,9 @@ struct dparser {
 	size_t nftbl, alloc_ftbl;
 	uint64_t *addrs;         /* each entry parsed, once */
 	struct frame_name *names;
+	int part;                /* the snapshot's: 1 the peak, 2 the end */
+	uint64_t *frames;        /* a point's stack (see sample) */
+	size_t frames_cap;
 };
 
 /* The next value as a whole number >= 0, or the error KEY's. */
@@ -384,14 +386,35 @@ static int stack_of(struct dparser *d, const struct point *pp,
 	return 0;
 }
 
+/* Program point I as a sample (see read_samples), at the peak or the
+ * end as d->part says. */
+static int sample(void *ctx, size_t i, struct read_sample *out)
+{
+	struct dparser *d = ctx;
+	const struct point *pp = &d->pps[i];
+	int bytes_key = d->part == 1 ? PP_GB : PP_EB;
+	int blocks_key = d->part == 1 ? PP_GBK : PP_EBK;
+	const int need[] = { bytes_key, blocks_key, PP_TB, PP_TBK };
+
+	for (size_t k = 0; k < ARRAY_SIZE(need); k++) {
+		if (!(pp->has & 1u << need[k])) {
+			d->pos.line = pp->line;
+			return read_error(&d->pos, "no \"%s\"",
+					  point_keys[need[k]]);
+		}
+	}
+	if (stack_of(d, pp, &d->frames, &d->frames_cap, &out->depth) < 0)
+		return -1;
+	out->frames = d->frames;
+	out->line = pp->line;
+	out->c = (struct sample_counts){ pp->v[blocks_key], pp->v[bytes_key],
+					 true, pp->v[PP_TBK], pp->v[PP_TB] };
+	return 0;
+}
+
 static int build(struct dparser *d, struct snapshot *snap)
 {
-	int bytes_key = snap->part == 1 ? PP_GB : PP_EB;
-	int blocks_key = snap->part == 1 ? PP_GBK : PP_EBK;
-	const int need[] = { bytes_key, blocks_key, PP_TB, PP_TBK };
-	uint64_t *frames = NULL;
-	size_t cap = 0;
-	int64_t total = 0;
+	int64_t total;
 
 	/* The table's entries, parsed once. */
 	d->addrs = xcalloc(d->nftbl + 1, sizeof(*d->addrs));
@@ -400,47 +423,14 @@ static int build(struct dparser *d, struct snapshot *snap)
 		parse_frame(d->strs.buf + d->ftbl[k],
 			    d->ftbl[k + 1] - d->ftbl[k], &d->addrs[k],
 			    &d->names[k]);
-	snap->lines = xcalloc(d->npps ? d->npps : 1, sizeof(*snap->lines));
-	snap->lines_alloc = d->npps ? d->npps : 1;
-	for (size_t i = 0; i < d->npps; i++) {
-		const struct point *pp = &d->pps[i];
-		struct stack_line *sl;
-		uint32_t depth;
-
-		for (size_t k = 0; k < ARRAY_SIZE(need); k++) {
-			if (!(pp->has & 1u << need[k])) {
-				free(frames);
-				d->pos.line = pp->line;
-				return read_error(&d->pos, "no \"%s\"",
-						  point_keys[need[k]]);
-			}
-		}
-		if (stack_of(d, pp, &frames, &cap, &depth) < 0) {
-			free(frames);
-			return -1;
-		}
-		sl = &snap->lines[snap->nlines++];
-		sl->bucket = model_intern_bucket(d->m, ALLOC_MALLOC, frames,
-						 depth, d->pos.path, pp->line);
-		if (!sl->bucket) {
-			free(frames);
-			return -1;
-		}
-		sl->virt = sl->committed = pp->v[bytes_key];
-		sl->alloc = pp->v[PP_TBK];
-		sl->alloc_bytes = pp->v[PP_TB];
-		sl->free = sub64(pp->v[PP_TBK], pp->v[blocks_key],
-				 &snap->overflow);
-		total = add64(total, pp->v[bytes_key], &snap->overflow);
-	}
-	free(frames);
+	if (read_samples(snap, d->m, d->pos.path, d->npps, sample, d,
+			 &total) < 0)
+		return -1;
 	/*
 	 * What a point allocated is known for the whole run only: at the
 	 * end it is a count like any other, at the peak it is not yet.
 	 */
-	snap->has_alloc_bytes = snap->part == 2;
-	snap->counts_unknown = snap->part != 2;
-	heap_profile_stats(snap, total, 0);
+	read_finish_profile(snap, total, 0, snap->part == 2, snap->part == 2);
 	return 0;
 }
 
@@ -495,6 +485,7 @@ int dhat_parse(struct snapshot *snap, struct filebuf *fb,
 	d.m = m;
 	if (snap->part != 1 && snap->part != 2)
 		snap->part = 2; /* (one snapshot asked for: the end) */
+	d.part = snap->part;
 	json_cursor_init(&d.j, fb->data, fb->size, fb->path);
 	rc = parse(&d, snap);
 	sb_release(&d.mode);
@@ -505,6 +496,7 @@ int dhat_parse(struct snapshot *snap, struct filebuf *fb,
 	free(d.ftbl);
 	free(d.addrs);
 	free(d.names);
+	free(d.frames);
 	read_pos_release(&d.pos);
 	return rc;
 }

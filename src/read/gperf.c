@@ -551,7 +551,7 @@ static int intern_held(struct gparser *g)
 	struct gline *gl = &g->held;
 	struct snapshot *snap = g->snap;
 	const struct stack *stack;
-	struct stack_line *sl;
+	struct sample_counts c;
 	uint64_t first;
 
 	if (!g->holding)
@@ -579,17 +579,9 @@ static int intern_held(struct gparser *g)
 	g->stack_ids[snap->nlines] = stack->id;
 	g->nos[snap->nlines] = gl->no;
 	g->firsts[snap->nlines] = first;
-	GROW(snap->lines, snap->nlines + 1, snap->lines_alloc);
-	sl = &snap->lines[snap->nlines++];
-	memset(sl, 0, sizeof(*sl));
-	sl->virt = sl->committed = gl->bytes;
-	if (g->has_alloc) {
-		sl->alloc = gl->alloc_objs;
-		sl->alloc_bytes = gl->alloc_bytes;
-		sl->free = sub64(gl->alloc_objs, gl->objs, &snap->overflow);
-	} else {
-		sl->alloc = gl->objs; /* (counts_unknown: blocks in use) */
-	}
+	c = (struct sample_counts){ gl->objs, gl->bytes, g->has_alloc,
+				    gl->alloc_objs, gl->alloc_bytes };
+	read_add_sample(snap, NULL, &c);
 	return 0;
 }
 
@@ -643,12 +635,6 @@ static int build(struct gparser *g)
 			malloc_bytes = add64(malloc_bytes, sl->committed,
 					     &snap->overflow);
 	}
-	if (!snap->lines) {
-		snap->lines = xcalloc(1, sizeof(*snap->lines));
-		snap->lines_alloc = 1;
-	}
-	snap->has_alloc_bytes = g->has_alloc;
-	snap->counts_unknown = !g->has_alloc;
 	/*
 	 * gperftools' header counts malloc only.  Lines that add up to less
 	 * than it mean lost buckets: the 1 MiB cap drops the smallest ones.
@@ -658,31 +644,14 @@ static int build(struct gparser *g)
 			" bytes in use the header counts; the rest was lost "
 			"(gperftools 2.10-2.15 cut profiles at 1 MiB)",
 			g->pos.path, malloc_bytes, g->header_bytes);
-	heap_profile_stats(snap, malloc_bytes, mmap_bytes);
+	read_finish_profile(snap, malloc_bytes, mmap_bytes, g->has_alloc,
+			    g->has_alloc);
 	/* (gperftools' header counts malloc in full, lost lines too.) */
 	if (g->type == H_GPERF)
 		snap->gs.row[GS_PROFILED_MALLOC].virt =
 			snap->gs.row[GS_PROFILED_MALLOC].committed =
 				g->header_bytes;
 	return 0;
-}
-
-void heap_profile_stats(struct snapshot *snap, int64_t malloc_bytes,
-			int64_t mmap_bytes)
-{
-	struct gstat *gs = snap->gs.row;
-	int64_t total = add64(malloc_bytes, mmap_bytes, &snap->overflow);
-
-	gs[GS_PROFILED_MALLOC].virt = gs[GS_PROFILED_MALLOC].committed =
-		malloc_bytes;
-	gs[GS_PROFILED_MMAP].virt = gs[GS_PROFILED_MMAP].committed =
-		mmap_bytes;
-	/*
-	 * A profile knows no process total: its own sum stands for it (not
-	 * marked present, so that mustbezero has nothing to check).
-	 */
-	gs[GS_TOTAL].virt = gs[GS_TOTAL].committed = total;
-	snap->gs.present = 1u << GS_PROFILED_MALLOC | 1u << GS_PROFILED_MMAP;
 }
 
 /* Which map section the line opens: 1 gperftools', 2 pprof's, else 0. */

@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gperf.h"
 #include "reader.h"
 #include "util.h"
 
@@ -40,10 +39,14 @@ struct jstack {
 
 struct jparser {
 	struct reader_pos pos;
+	struct snapshot *snap;
 	uint64_t rate;
 	struct jstack *v;
 	size_t n, alloc;
 	bool accum;               /* some accumulated count is not 0 */
+	/* The estimates summed so far, and the cuts (see sample). */
+	double sum[4];
+	int64_t done[4];
 };
 
 /* "tX: N: B [N: B]" after the "t": 0 (V filled, ALL: X is '*'), -1. */
@@ -201,54 +204,35 @@ static void drop_own_frames(const struct snapshot *snap, struct jstack *s)
 }
 
 /*
- * The stacks as snapshot lines.  Each value is cut so that the running
- * sum of the cuts is the running sum of the estimates, cut.
+ * Stack I as a sample, in order (see read_samples).  Each value is cut
+ * so that the running sum of the cuts is the running sum of the
+ * estimates, cut.
  */
-static int build(struct jparser *j, struct snapshot *snap, struct model *m)
+static int sample(void *ctx, size_t i, struct read_sample *out)
 {
-	double sum[4] = { 0, 0, 0, 0 };
-	int64_t done[4] = { 0, 0, 0, 0 }, total = 0;
+	struct jparser *j = ctx;
+	struct jstack *s = &j->v[i];
+	int64_t now[4];
 
-	snap->lines = xcalloc(j->n ? j->n : 1, sizeof(*snap->lines));
-	snap->lines_alloc = j->n ? j->n : 1;
-	for (size_t i = 0; i < j->n; i++) {
-		struct jstack *s = &j->v[i];
-		struct stack_line *sl;
-		int64_t now[4];
-
-		if (!s->counted) {
-			j->pos.line = s->no;
-			return read_error(&j->pos, "a stack without its 't*:' "
-					  "line");
-		}
-		drop_own_frames(snap, s);
-		for (int k = 0; k < 4; k++) {
-			sum[k] += s->v[k];
-			if (sum[k] >= 9.2e18) {
-				snap->overflow = true;
-				sum[k] = 9.2e18;
-			}
-			now[k] = (int64_t)sum[k] - done[k];
-			done[k] += now[k];
-		}
-		sl = &snap->lines[snap->nlines++];
-		sl->bucket = model_intern_bucket(m, ALLOC_MALLOC, s->frames,
-						 s->depth, j->pos.path, s->no);
-		if (!sl->bucket)
-			return -1;
-		sl->virt = sl->committed = now[1];
-		if (j->accum) {
-			sl->alloc = now[2];
-			sl->alloc_bytes = now[3];
-			sl->free = sub64(now[2], now[0], &snap->overflow);
-		} else {
-			sl->alloc = now[0];
-		}
-		total = add64(total, now[1], &snap->overflow);
+	if (!s->counted) {
+		j->pos.line = s->no;
+		return read_error(&j->pos, "a stack without its 't*:' line");
 	}
-	snap->has_alloc_bytes = j->accum;
-	snap->counts_unknown = !j->accum;
-	heap_profile_stats(snap, total, 0);
+	drop_own_frames(j->snap, s);
+	for (int k = 0; k < 4; k++) {
+		j->sum[k] += s->v[k];
+		if (j->sum[k] >= 9.2e18) {
+			j->snap->overflow = true;
+			j->sum[k] = 9.2e18;
+		}
+		now[k] = (int64_t)j->sum[k] - j->done[k];
+		j->done[k] += now[k];
+	}
+	out->frames = s->frames;
+	out->depth = s->depth;
+	out->line = s->no;
+	out->c = (struct sample_counts){ now[0], now[1], j->accum, now[2],
+					 now[3] };
 	return 0;
 }
 
@@ -256,13 +240,17 @@ int jemalloc_parse(struct snapshot *snap, struct filebuf *fb,
 		   struct model *m)
 {
 	struct jparser j;
+	int64_t total;
 	int rc;
 
 	memset(&j, 0, sizeof(j));
 	j.pos.path = fb->path;
+	j.snap = snap;
 	rc = parse_lines(&j, snap, fb, m);
 	if (rc == 0)
-		rc = build(&j, snap, m);
+		rc = read_samples(snap, m, j.pos.path, j.n, sample, &j, &total);
+	if (rc == 0)
+		read_finish_profile(snap, total, 0, j.accum, j.accum);
 	if (rc == 0 && !snap->has_own_maps)
 		warning("%s: no MAPPED_LIBRARIES: section; its frames cannot "
 			"be symbolized", j.pos.path);

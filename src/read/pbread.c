@@ -21,7 +21,6 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "gperf.h"
 #include "hashmap.h"
 #include "reader.h"
 #include "util.h"
@@ -634,75 +633,76 @@ static int one_sample(struct pparser *p, struct pb b, struct sample *s)
 	return 0;
 }
 
+/* What build reads of each sample, and with what (see sample_at). */
+struct pbuild {
+	struct pparser *p;
+	struct sample s;
+	uint64_t *frames;
+	size_t fcap;
+	/* The sample types to read (see pick_types; SIZE_MAX: none). */
+	size_t ib, io, iao, iab;
+	bool has_alloc;     /* allocations are counted apart from in use */
+};
+
+/* Sample I as a stack and its counts (see read_samples). */
+static int sample_at(void *ctx, size_t i, struct read_sample *out)
+{
+	struct pbuild *b = ctx;
+	struct pparser *p = b->p;
+	const int64_t *v;
+
+	if (one_sample(p, p->samples[i], &b->s) < 0)
+		return -1;
+	v = (const int64_t *)b->s.values.v;
+	if (b->s.locs.n > UINT32_MAX)
+		return read_error(&p->pos, "a stack too deep");
+	GROW(b->frames, b->s.locs.n, b->fcap);
+	for (size_t k = 0; k < b->s.locs.n; k++) {
+		const struct by_id *e = find_id(&p->loc_by_id, b->s.locs.v[k]);
+
+		if (!e)
+			return read_error(&p->pos, "sample %zu: location id "
+					  "%" PRIu64 " is not defined", i + 1,
+					  b->s.locs.v[k]);
+		if (resolve(p, &p->locs[e->index]) < 0)
+			return -1;
+		b->frames[k] = p->locs[e->index].frame;
+	}
+	out->frames = b->frames;
+	out->depth = (uint32_t)b->s.locs.n;
+	out->line = i + 1;
+	out->c.bytes = v[b->ib];
+	out->c.objs = b->io != SIZE_MAX ? v[b->io] : 0;
+	out->c.has_alloc = b->has_alloc;
+	if (b->has_alloc) {
+		out->c.alloc_objs = v[b->iao];
+		out->c.alloc_bytes = b->iab != SIZE_MAX ? v[b->iab] : 0;
+	}
+	return 0;
+}
+
 static int build(struct pparser *p)
 {
-	struct snapshot *snap = p->snap;
-	struct sample s;
-	uint64_t *frames = NULL;
-	size_t fcap = 0, ib, io, iao, iab;
-	int64_t total = 0;
-	int rc = 0;
+	struct pbuild b;
+	int64_t total;
+	int rc;
 
-	memset(&s, 0, sizeof(s));
-	if (pick_types(p, &ib, &io, &iao, &iab) < 0 ||
+	memset(&b, 0, sizeof(b));
+	b.p = p;
+	if (pick_types(p, &b.ib, &b.io, &b.iao, &b.iab) < 0 ||
 	    index_ids(p, &p->loc_by_id, p->nlocs, loc_id, "location") < 0 ||
 	    index_ids(p, &p->func_by_id, p->nfuncs, func_id, "function") < 0)
 		return -1;
-	snap->lines = xcalloc(p->nsamples ? p->nsamples : 1,
-			      sizeof(*snap->lines));
-	snap->lines_alloc = p->nsamples ? p->nsamples : 1;
-	for (size_t i = 0; i < p->nsamples && !rc; i++) {
-		struct stack_line *sl;
-		const int64_t *v;
-
-		if ((rc = one_sample(p, p->samples[i], &s)) < 0)
-			break;
-		v = (const int64_t *)s.values.v;
-		if (s.locs.n > UINT32_MAX) {
-			rc = read_error(&p->pos, "a stack too deep");
-			break;
-		}
-		GROW(frames, s.locs.n, fcap);
-		for (size_t k = 0; k < s.locs.n && !rc; k++) {
-			const struct by_id *e = find_id(&p->loc_by_id,
-							s.locs.v[k]);
-
-			if (!e) {
-				rc = read_error(&p->pos, "sample %zu: location "
-						"id %" PRIu64 " is not defined",
-						i + 1, s.locs.v[k]);
-				break;
-			}
-			rc = resolve(p, &p->locs[e->index]);
-			frames[k] = p->locs[e->index].frame;
-		}
-		if (rc)
-			break;
-		sl = &snap->lines[snap->nlines++];
-		sl->bucket = model_intern_bucket(p->m, ALLOC_MALLOC, frames,
-						 (uint32_t)s.locs.n,
-						 p->pos.path, i + 1);
-		if (!sl->bucket) {
-			rc = -1;
-			break;
-		}
-		sl->virt = sl->committed = v[ib];
-		sl->alloc = io != SIZE_MAX ? v[io] : 0;
-		if (iao != SIZE_MAX && io != SIZE_MAX && iao != io) {
-			sl->alloc = v[iao];
-			sl->free = sub64(v[iao], v[io], &snap->overflow);
-			sl->alloc_bytes = iab != SIZE_MAX ? v[iab] : 0;
-		}
-		total = add64(total, v[ib], &snap->overflow);
-	}
-	free(frames);
-	free(s.locs.v);
-	free(s.values.v);
-	if (rc)
+	b.has_alloc = b.iao != SIZE_MAX && b.io != SIZE_MAX && b.iao != b.io;
+	rc = read_samples(p->snap, p->m, p->pos.path, p->nsamples, sample_at,
+			  &b, &total);
+	free(b.frames);
+	free(b.s.locs.v);
+	free(b.s.values.v);
+	if (rc < 0)
 		return -1;
-	snap->counts_unknown = iao == SIZE_MAX || io == SIZE_MAX || iao == io;
-	snap->has_alloc_bytes = !snap->counts_unknown && iab != SIZE_MAX;
-	heap_profile_stats(snap, total, 0);
+	read_finish_profile(p->snap, total, 0, b.has_alloc,
+			    b.has_alloc && b.iab != SIZE_MAX);
 	return 0;
 }
 
