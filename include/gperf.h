@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "profile.h"
 #include "snapshot.h"
 #include "text.h"
 
@@ -16,7 +17,7 @@ bool gperf_is_header(const char *p, size_t len);
  * are interned as they come).  Returns 0, or -1 with the model as it was.
  */
 int gperf_parse(struct snapshot *snap, struct line_stream *s,
-		struct model *m);
+		struct model *m, struct read_run *run);
 
 /*
  * Is the profile at PATH one of gperftools' heap profiler

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "profile.h"
 #include "snapshot.h"
 #include "text.h"
 
@@ -13,6 +14,6 @@ bool jemalloc_claims(const char *p, size_t len);
 
 /* Parse FB, a jemalloc dump, into SNAP.  Returns 0 or -1. */
 int jemalloc_parse(struct snapshot *snap, struct filebuf *fb,
-		   struct model *m);
+		   struct model *m, struct read_run *run);
 
 #endif

@@ -39,6 +39,27 @@ struct profile_traits {
 };
 const struct profile_traits *profile_traits(enum dump_format format);
 
+/* What the user asked of the readers (the command line's). */
+struct read_options {
+	const char *sample_type; /* --sample-type: the values of pprof
+				    protobuf profiles to read (NULL: in-use
+				    bytes) */
+};
+
+/*
+ * The readers' side of a run, handed to each reader: the caller's
+ * options, so that every dump is read alike, and what the readers keep
+ * from one dump to the next.  Zeroed, it is the start of a run read
+ * with the default options.
+ */
+struct read_run {
+	const struct read_options *opts; /* the caller's; NULL: defaults */
+	unsigned warned;  /* READ_WARNED_* bits (reader.h): said once */
+	/* What the run's text heap profiles count, as the first said
+	 * (gperf.c's own code; 0 before the first). */
+	int profile_kind;
+};
+
 /*
  * The format of the file at PATH.  Returns 0, or -1 after saying why: it
  * cannot be read, it is empty, or it is no profile dmprof reads (the
@@ -48,18 +69,22 @@ int profile_probe(const char *path, enum dump_format *format);
 
 /*
  * Read the profile at PATH into SNAP, resolving what it names against M
- * (for deep dumps, load the .buckets files first).  Errors name FILE:LINE
- * and return -1, with SNAP released; recoverable oddities are warnings.
+ * (for deep dumps, load the .buckets files first), as a dump of RUN
+ * (NULL: a dump alone, read with the default options).  Errors name
+ * FILE:LINE and return -1, with SNAP released; recoverable oddities are
+ * warnings.
  */
-int profile_load(struct snapshot *snap, const char *path, struct model *m);
+int profile_load(struct snapshot *snap, const char *path, struct model *m,
+		 struct read_run *run);
 /* The same for snapshot PART of a file that holds several (DHAT's). */
 int profile_load_part(struct snapshot *snap, const char *path, int part,
-		      struct model *m);
+		      struct model *m, struct read_run *run);
 /*
  * The same if the file is in format ONLY; else -2, with nothing read
  * or said.
  */
 int profile_load_part_as(struct snapshot *snap, const char *path, int part,
-			 struct model *m, enum dump_format only);
+			 struct model *m, struct read_run *run,
+			 enum dump_format only);
 
 #endif

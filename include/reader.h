@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "profile.h"
 #include "snapshot.h"
 #include "util.h"
 
@@ -32,6 +33,24 @@ int read_error(const struct reader_pos *pos, const char *fmt, ...)
  * next call. */
 const char *read_quote(struct reader_pos *pos, const char *s, size_t len);
 void read_pos_release(struct reader_pos *pos);
+
+/* What a reader says once a run (see read_warn_first). */
+enum {
+	READ_WARNED_GSTATS = 1 << 0,  /* GLOBAL_STATS rows missing */
+	READ_WARNED_PROFILE = 1 << 1, /* a heap profile: what its sizes are */
+};
+
+/*
+ * Is warning BIT (a READ_WARNED_* bit) asked for the first time in RUN?
+ * Then true, and it is marked said: readers say each once a run.
+ */
+static inline bool read_warn_first(struct read_run *run, unsigned bit)
+{
+	bool first = !(run->warned & bit);
+
+	run->warned |= bit;
+	return first;
+}
 
 /* A copy of SL as SNAP's next stack line; the copy. */
 static inline struct stack_line *read_add_line(struct snapshot *snap,

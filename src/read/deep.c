@@ -31,6 +31,7 @@ enum section {
 struct parser {
 	struct snapshot *snap;
 	struct model *m;
+	struct read_run *run;
 	struct reader_pos pos; /* (its line: l's, once past the fast path) */
 	const struct line *l;
 	enum section sec;
@@ -725,7 +726,7 @@ static void check_global_stats(struct parser *p, unsigned long line)
 	 * test dumps lack it (the original crashed).  Reading 0 is right for
 	 * them; say it once per run rather than once per dump.
 	 */
-	if (n && model_warn_first(p->m, MODEL_WARNED_GSTATS))
+	if (n && read_warn_first(p->run, READ_WARNED_GSTATS))
 		warning("%s:%lu: GLOBAL_STATS has no %s row%s; read as 0 "
 			"(not repeated for later dumps)",
 			p->pos.path, line, missing.buf, n > 1 ? "s" : "");
@@ -992,7 +993,7 @@ static int parse_lines(struct parser *p, const struct filebuf *fb)
 }
 
 int deep_parse(struct snapshot *snap, struct filebuf *fb,
-	       struct model *m)
+	       struct model *m, struct read_run *run)
 {
 	struct parser p;
 	int rc;
@@ -1000,6 +1001,7 @@ int deep_parse(struct snapshot *snap, struct filebuf *fb,
 	memset(&p, 0, sizeof(p));
 	p.snap = snap;
 	p.m = m;
+	p.run = run;
 	p.pos.path = fb->path;
 	p.current_vma = -1;
 	snap->kernel_view = true;

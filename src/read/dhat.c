@@ -60,6 +60,7 @@ struct point {
 struct dparser {
 	struct reader_pos pos; /* (the JSON cursor says where it fails) */
 	struct model *m;
+	struct read_run *run;
 	struct json_cursor j;
 	int64_t version, te, tg;
 	unsigned long version_line, mode_line, te_line, tg_line;
@@ -466,7 +467,7 @@ static int parse(struct dparser *d, struct snapshot *snap)
 		snap->time /= 1e6;
 	snap->time_instructions = !micro;
 	snap->time_from_meta = true;
-	if (model_warn_first(d->m, MODEL_WARNED_PROFILE))
+	if (read_warn_first(d->run, READ_WARNED_PROFILE))
 		warning("%s: a DHAT profile, read as two snapshots: at its "
 			"global peak (t-gmax) and at its end (t-end); "
 			"allocated is over the whole run%s", d->pos.path,
@@ -475,7 +476,7 @@ static int parse(struct dparser *d, struct snapshot *snap)
 }
 
 int dhat_parse(struct snapshot *snap, struct filebuf *fb,
-	       struct model *m)
+	       struct model *m, struct read_run *run)
 {
 	struct dparser d;
 	int rc;
@@ -483,6 +484,7 @@ int dhat_parse(struct snapshot *snap, struct filebuf *fb,
 	memset(&d, 0, sizeof(d));
 	d.pos.path = fb->path;
 	d.m = m;
+	d.run = run;
 	if (snap->part != 1 && snap->part != 2)
 		snap->part = 2; /* (one snapshot asked for: the end) */
 	d.part = snap->part;

@@ -91,6 +91,7 @@ struct gline {
 struct gparser {
 	struct snapshot *snap;
 	struct model *m;
+	struct read_run *run;
 	struct line_stream *s;
 	/* Where it is, for what it says (quiet: a first try, errors not
 	 * said). */
@@ -686,9 +687,7 @@ static void say_what(struct gparser *g)
 		"no committed/virtual split; total is the profile's own sum "
 		"of bytes in use, and what the kernel or GLOBAL_STATS would "
 		"give (rss, swap, ...) reads 0";
-	struct model *m = g->m;
-
-	if (!model_warn_first(m, MODEL_WARNED_PROFILE))
+	if (!read_warn_first(g->run, READ_WARNED_PROFILE))
 		return;
 	switch (g->type) {
 	case H_GPERF:
@@ -763,18 +762,16 @@ static int read_maps(struct gparser *g, int which, unsigned long no,
 /* The header line: the profile's type, which all of a run share. */
 static int header(struct gparser *g, const struct line *l)
 {
-	struct model *m = g->m;
+	int kind = g->run->profile_kind;
 
 	if (parse_header(g, l) < 0)
 		return -1;
 	/* (Said of line 1, wherever the header is.) */
 	g->pos.line = 1;
-	if (m->profile_kind && m->profile_kind != (int)g->type + 1)
-		return read_error(&g->pos,
-				  "a %s profile among %s profiles: "
-				  "not one run",
-				  type_names[g->type],
-				  type_names[m->profile_kind - 1]);
+	if (kind && kind != (int)g->type + 1)
+		return read_error(&g->pos, "a %s profile among %s profiles: "
+				  "not one run", type_names[g->type],
+				  type_names[kind - 1]);
 	return 0;
 }
 
@@ -1178,7 +1175,7 @@ static int parse_lines_on_two(struct gparser *g, bool *in_maps)
 }
 
 int gperf_parse(struct snapshot *snap, struct line_stream *s,
-		struct model *m)
+		struct model *m, struct read_run *run)
 {
 	struct gparser g;
 	struct model_mark mark;
@@ -1189,6 +1186,7 @@ int gperf_parse(struct snapshot *snap, struct line_stream *s,
 	memset(&g, 0, sizeof(g));
 	g.snap = snap;
 	g.m = m;
+	g.run = run;
 	g.s = s;
 	g.pos.path = s->path;
 	g.cut_line = SIZE_MAX;
@@ -1235,7 +1233,7 @@ int gperf_parse(struct snapshot *snap, struct line_stream *s,
 			"incomplete", g.pos.path,
 			snap->nlines ? g.nos[snap->nlines - 1] : 1UL);
 	if (rc == 0) {
-		m->profile_kind = (int)g.type + 1;
+		run->profile_kind = (int)g.type + 1;
 		rc = build(&g);
 	} else {
 		model_rollback(m, &mark);

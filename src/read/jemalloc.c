@@ -237,7 +237,7 @@ static int sample(void *ctx, size_t i, struct read_sample *out)
 }
 
 int jemalloc_parse(struct snapshot *snap, struct filebuf *fb,
-		   struct model *m)
+		   struct model *m, struct read_run *run)
 {
 	struct jparser j;
 	int64_t total;
@@ -254,7 +254,7 @@ int jemalloc_parse(struct snapshot *snap, struct filebuf *fb,
 	if (rc == 0 && !snap->has_own_maps)
 		warning("%s: no MAPPED_LIBRARIES: section; its frames cannot "
 			"be symbolized", j.pos.path);
-	if (rc == 0 && model_warn_first(m, MODEL_WARNED_PROFILE)) {
+	if (rc == 0 && read_warn_first(run, READ_WARNED_PROFILE)) {
 		if (j.rate > 1)
 			warning("%s: a jemalloc heap profile sampled every "
 				"%" PRIu64 " bytes on average: sizes and "

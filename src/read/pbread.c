@@ -244,6 +244,7 @@ static void u64s_add(void *ctx, uint64_t v)
 struct pparser {
 	struct reader_pos pos; /* (no lines: the file as a whole) */
 	struct model *m;
+	const char *sample_type; /* the values to read (NULL: in-use bytes) */
 	struct snapshot *snap;
 	struct pstr *strs;
 	size_t nstrs, strs_alloc;
@@ -524,7 +525,7 @@ static const struct by_id *find_id(const struct hashmap *h, uint64_t id)
 static int pick_types(struct pparser *p, size_t *bytes, size_t *objs,
 		      size_t *alloc_objs, size_t *alloc_bytes)
 {
-	const char *want = p->m->sample_type;
+	const char *want = p->sample_type;
 	const struct pstr *t;
 	struct strbuf have = STRBUF_INIT;
 	size_t i;
@@ -748,7 +749,7 @@ static void pparser_free(struct pparser *p)
 }
 
 int pb_parse(struct snapshot *snap, struct filebuf *fb,
-	     struct model *m)
+	     struct model *m, struct read_run *run)
 {
 	const unsigned char *data = (const unsigned char *)fb->data;
 	unsigned char *raw = NULL;
@@ -760,6 +761,7 @@ int pb_parse(struct snapshot *snap, struct filebuf *fb,
 	memset(&p, 0, sizeof(p));
 	p.pos.path = fb->path;
 	p.m = m;
+	p.sample_type = run->opts ? run->opts->sample_type : NULL;
 	p.snap = snap;
 	if (n >= 2 && data[0] == 0x1f && data[1] == 0x8b) {
 		if (pb_gunzip(data, n, MAX_PROFILE, &raw, &n, &why) < 0)
@@ -775,7 +777,7 @@ int pb_parse(struct snapshot *snap, struct filebuf *fb,
 		snap->time = (double)p.time_nanos / 1e9;
 		snap->time_from_meta = true;
 	}
-	if (rc == 0 && model_warn_first(m, MODEL_WARNED_PROFILE))
+	if (rc == 0 && read_warn_first(run, READ_WARNED_PROFILE))
 		warning("%s: a pprof profile: values are as its producer "
 			"wrote them (unsampled by it%s); no committed/virtual "
 			"split; total is the profile's own sum", p.pos.path,

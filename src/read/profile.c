@@ -23,9 +23,9 @@ static const struct reader {
 	/* The whole file in memory, or (a reader of big files) a line at
 	 * a time: one of the two. */
 	int (*parse)(struct snapshot *snap, struct filebuf *fb,
-		     struct model *m);
+		     struct model *m, struct read_run *run);
 	int (*parse_stream)(struct snapshot *snap, struct line_stream *s,
-			    struct model *m);
+			    struct model *m, struct read_run *run);
 	struct profile_traits traits;
 } readers[] = {
 	{ FORMAT_DEEP, "deep heap dumps (DUMP_DEEP_5, DUMP_DEEP_6)",
@@ -158,24 +158,32 @@ int profile_probe(const char *path, enum dump_format *format)
 	return 0;
 }
 
-int profile_load(struct snapshot *snap, const char *path, struct model *m)
+int profile_load(struct snapshot *snap, const char *path, struct model *m,
+		 struct read_run *run)
 {
-	return profile_load_part(snap, path, 0, m);
+	return profile_load_part(snap, path, 0, m, run);
 }
 
 int profile_load_part(struct snapshot *snap, const char *path, int part,
-		      struct model *m)
+		      struct model *m, struct read_run *run)
 {
-	return profile_load_part_as(snap, path, part, m, FORMAT_ANY);
+	return profile_load_part_as(snap, path, part, m, run, FORMAT_ANY);
 }
 
 int profile_load_part_as(struct snapshot *snap, const char *path, int part,
-			 struct model *m, enum dump_format only)
+			 struct model *m, struct read_run *run,
+			 enum dump_format only)
 {
 	const struct reader *rd;
 	struct line_stream s;
 	struct filebuf head, fb;
+	struct read_run alone;
 	int rc = -1;
+
+	if (!run) {
+		memset(&alone, 0, sizeof(alone));
+		run = &alone;
+	}
 
 	snapshot_init(snap, path);
 	snap->part = part;
@@ -194,12 +202,12 @@ int profile_load_part_as(struct snapshot *snap, const char *path, int part,
 	}
 	if (rd && rd->parse_stream) {
 		snap->format = rd->format;
-		rc = rd->parse_stream(snap, &s, m);
+		rc = rd->parse_stream(snap, &s, m, run);
 		stream_close(&s);
 	} else if (rd) {
 		snap->format = rd->format;
 		if (stream_to_file(&s, &fb) == 0)
-			rc = rd->parse(snap, &fb, m);
+			rc = rd->parse(snap, &fb, m, run);
 		file_release(&fb);
 	} else {
 		stream_close(&s);

@@ -139,8 +139,8 @@ static void load_and_classify_part(const char *path, int part)
 		model_define_bucket(&m, id, id & 1 ? ALLOC_MMAP : ALLOC_MALLOC,
 				    false, 0, "", frames, (uint32_t)(id % 4),
 				    "fuzz", 1);
-	if ((part ? profile_load_part(&snap, path, part, &m)
-		  : profile_load(&snap, path, &m)) == 0) {
+	if ((part ? profile_load_part(&snap, path, part, &m, NULL)
+		  : profile_load(&snap, path, &m, NULL)) == 0) {
 		if (linux_policy) {
 			struct classifier c;
 			struct agg_stats stats;

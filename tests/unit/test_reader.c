@@ -114,3 +114,16 @@ Test(reader, a_finished_profile_says_what_it_counts)
 	cr_assert_not(snap.gs.present & (1u << GS_TOTAL));
 	snapshot_release(&snap);
 }
+
+Test(reader, warnings_are_said_once_a_run)
+{
+	struct read_run a, b;
+
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	cr_assert(read_warn_first(&a, READ_WARNED_PROFILE));
+	cr_assert_not(read_warn_first(&a, READ_WARNED_PROFILE));
+	cr_assert(read_warn_first(&a, READ_WARNED_GSTATS));
+	/* Another run has said nothing yet. */
+	cr_assert(read_warn_first(&b, READ_WARNED_PROFILE));
+}
