@@ -23,6 +23,17 @@ enum dump_moment {
  * (kernel_view, mmap_by_regions), never the format.
  */
 struct profile_traits {
+	enum dump_format format;
+	/* The reader's name, which its fuzz target has (tests/fuzz/fuzz.c:
+	 * make fuzz builds fuzz_NAME for each row). */
+	const char *name;
+	/* How its producer names the dumps of a run: PREFIX.NNNN.SUFFIX,
+	 * SUFFIX one of these (NULL-ended; NULL: a run is one file). */
+	const char *const *suffixes;
+	/* What its producer may put between NNNN and ".SUFFIX", if
+	 * anything: the length of what ends NAME[0..END) as such, else 0.
+	 * NULL: nothing. */
+	size_t (*infix)(const char *name, size_t end);
 	bool self_contained; /* brings its own stacks and maps: no .buckets
 				or .maps files are looked for */
 	int parts;           /* snapshots one file holds (DHAT: 2, the peak
@@ -38,6 +49,8 @@ struct profile_traits {
 	bool (*last_at_exit)(const char *path);
 };
 const struct profile_traits *profile_traits(enum dump_format format);
+/* Row I of the readers' table, in order; NULL past the last. */
+const struct profile_traits *profile_reader(size_t i);
 
 /* What the user asked of the readers (the command line's). */
 struct read_options {

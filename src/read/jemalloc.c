@@ -29,6 +29,18 @@ bool jemalloc_claims(const char *p, size_t len)
 	return len > 8 && !memcmp(p, "heap_v2/", 8) && is_digit(p[8]);
 }
 
+size_t jemalloc_dump_kind(const char *name, size_t end)
+{
+	size_t i = end;
+
+	while (i > 0 && name[i - 1] >= '0' && name[i - 1] <= '9')
+		i--;
+	if (i < 2 || !name[i - 1] || !strchr("fimu", name[i - 1]) ||
+	    name[i - 2] != '.' || (name[i - 1] == 'f' && i != end))
+		return 0;
+	return end - i + 2;
+}
+
 struct jstack {
 	uint64_t *frames;
 	uint32_t depth;

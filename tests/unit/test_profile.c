@@ -1,5 +1,5 @@
 /* The readers' table: each row sniffs its own sample and no other's, and
- * says what the run needs to know of its format. */
+ * says what the run needs to know of its format and its names. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -23,6 +23,18 @@ static const struct {
 
 Test(profile, each_row_sniffs_its_own_sample_only)
 {
+	const struct profile_traits *t;
+
+	/* (A new row brings a sample here.) */
+	for (size_t r = 0; (t = profile_reader(r)); r++) {
+		size_t i = 0;
+
+		while (i < sizeof(samples) / sizeof(*samples) &&
+		       samples[i].format != t->format)
+			i++;
+		cr_assert_lt(i, sizeof(samples) / sizeof(*samples),
+			     "no sample of reader '%s'", t->name);
+	}
 	for (size_t i = 0; i < sizeof(samples) / sizeof(*samples); i++) {
 		const char *path = write_file(samples[i].name, samples[i].head,
 					      samples[i].len);
@@ -47,6 +59,28 @@ Test(profile, traits_say_what_a_run_needs)
 	cr_assert_eq(profile_traits(FORMAT_DHAT)->parts, 2);
 	for (int f = FORMAT_DEEP; f <= FORMAT_DHAT; f++)
 		cr_assert_geq(profile_traits((enum dump_format)f)->parts, 1);
+}
+
+Test(profile, rows_are_named_once_and_name_their_dumps)
+{
+	const struct profile_traits *t, *u;
+
+	for (size_t i = 0; (t = profile_reader(i)); i++) {
+		cr_assert_eq(profile_traits(t->format), t);
+		/* (A fuzz target's name: see tests/fuzz/fuzz.c.) */
+		cr_assert(t->name && t->name[0]);
+		cr_assert_eq(strspn(t->name, "abcdefghijklmnopqrstuvwxyz"
+					     "0123456789"),
+			     strlen(t->name), "%s", t->name);
+		for (size_t k = 0; k < i; k++) {
+			u = profile_reader(k);
+			cr_assert_str_neq(u->name, t->name);
+		}
+		for (const char *const *s = t->suffixes; s && *s; s++)
+			cr_assert((*s)[0] && (*s)[0] != '.', "%s", t->name);
+		/* A run in one file has its parts, not a series' names. */
+		cr_assert(t->suffixes || t->parts > 1, "%s", t->name);
+	}
 }
 
 Test(profile, moments_from_the_head_of_a_dump)
