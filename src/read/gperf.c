@@ -21,11 +21,11 @@
 
 #include <inttypes.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "handoff.h"
 #include "reader.h"
 #include "text.h"
 #include "util.h"
@@ -909,18 +909,16 @@ static int parse_lines(struct gparser *g, bool *in_maps)
 /*
  * A profile is read on two cores where there are two: a thread takes its
  * lines and parses the stack lines the fast way takes (most), into
- * blocks of records, while this one interns them and takes any other
- * line as parse_lines would.  A line the fast way does not take goes as
- * text; the thread stops at the maps' header (this one reads the rest of
- * the file) or the end.  So the order of things, and what is said, are
- * the same as on one core.
+ * blocks of records handed to this one (handoff.h), which interns them
+ * and takes any other line as parse_lines would.  A line the fast way
+ * does not take goes as text; the thread stops at the maps' header (this
+ * one reads the rest of the file) or the end.  So the order of things,
+ * and what is said, are the same as on one core.
  */
 enum rec_kind {
 	REC_STACK,  /* a stack line, parsed: its frames follow */
 	REC_TEXT,   /* any other line: its text follows */
 	REC_MAPS,   /* the maps' header; the thread has stopped */
-	REC_END,    /* the end of the file */
-	REC_ERROR,  /* a read error (said when it is taken) */
 };
 
 struct rec {
@@ -934,43 +932,41 @@ struct rec {
 #define PIPE_BLOCK (1u << 20)
 #define PIPE_BLOCKS 4
 
+/* What take_block stops with (besides going on, 0). */
+enum { TAKEN_ALL = 1, TAKEN_MAPS };
+
 struct pipe {
 	struct gparser *g;      /* (the thread reads only its header) */
-	pthread_t tid;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
 	struct pipe_block {
 		char *buf;
 		size_t cap, len;
-	} b[PIPE_BLOCKS];
-	size_t head, tail;      /* blocks full: tail to head */
-	bool quit;              /* this thread has had enough */
-	struct strbuf said;     /* what the thread would have said */
+	} b[PIPE_BLOCKS];       /* the hand-off's slots */
 	/* the thread's */
+	struct handoff *h;
 	struct pipe_block *cur;
 	uint64_t *frames;
 	size_t frames_alloc;
+	/* this one's */
+	bool after_stack;       /* the last line taken was a stack line */
+	int rc;                 /* TAKEN_ALL: the lines' end */
+	int which;              /* TAKEN_MAPS: maps_header()'s, */
+	unsigned long maps_no;  /* at this line */
 };
 
 /* Room for N more bytes of records in the thread's block, which goes to
- * this thread when full: false when told to quit. */
+ * this thread when full: false when it takes no more. */
 static bool pipe_room(struct pipe *pp, size_t n)
 {
 	struct pipe_block *b = pp->cur;
+	size_t slot;
 
 	if (b && b->len + n <= b->cap)
 		return true;
-	pthread_mutex_lock(&pp->lock);
-	if (b) {
-		pp->head++;
-		pthread_cond_broadcast(&pp->cond);
-	}
-	while (pp->head - pp->tail == PIPE_BLOCKS && !pp->quit)
-		pthread_cond_wait(&pp->cond, &pp->lock);
-	b = pp->quit ? NULL : &pp->b[pp->head % PIPE_BLOCKS];
-	pthread_mutex_unlock(&pp->lock);
-	if (!(pp->cur = b))
+	pp->cur = NULL;
+	if ((b && !handoff_put(pp->h)) ||
+	    (slot = handoff_slot(pp->h)) == SIZE_MAX)
 		return false;
+	b = pp->cur = &pp->b[slot];
 	b->len = 0;
 	if (b->cap < n) {
 		/* (A line longer than a block: a block of its size.) */
@@ -981,7 +977,8 @@ static bool pipe_room(struct pipe *pp, size_t n)
 	return true;
 }
 
-/* Add record R and N bytes at P after it (8-aligned): false on quit. */
+/* Add record R and N bytes at P after it (8-aligned): false when this
+ * thread takes no more. */
 static bool pipe_put(struct pipe *pp, const struct rec *r, const void *p,
 		     size_t n)
 {
@@ -996,7 +993,9 @@ static bool pipe_put(struct pipe *pp, const struct rec *r, const void *p,
 	return true;
 }
 
-static void *pipe_main(void *arg)
+/* The thread: 0 at the end of the lines or the maps' header, -1 after a
+ * read error (said). */
+static int pipe_main(struct handoff *h, void *arg)
 {
 	struct pipe *pp = arg;
 	const struct gparser *g = pp->g;
@@ -1012,7 +1011,7 @@ static void *pipe_main(void *arg)
 	pg.rate = g->rate;
 	pg.has_alloc = g->has_alloc;
 	pg.pos.quiet = true;
-	report_capture(&pp->said);
+	pp->h = h;
 	while ((got = stream_line(g->s, &l)) > 0) {
 		memset(&r, 0, sizeof(r));
 		if (l.newline && stack_start(&l) &&
@@ -1022,7 +1021,7 @@ static void *pipe_main(void *arg)
 			r.kind = REC_STACK;
 			if (!pipe_put(pp, &r, pp->frames,
 				      r.gl.depth * sizeof(*pp->frames)))
-				goto out;
+				break;
 			continue;
 		}
 		r.gl.no = l.no;
@@ -1030,117 +1029,63 @@ static void *pipe_main(void *arg)
 		if (!memchr(l.p, '\0', l.len) && (r.which = maps_header(&l))) {
 			r.kind = REC_MAPS;
 			pipe_put(pp, &r, NULL, 0);
-			goto out;
+			break;
 		}
 		r.kind = REC_TEXT;
 		r.len = l.len;
 		r.newline = l.newline;
 		if (!pipe_put(pp, &r, l.p, l.len))
-			goto out;
+			break;
 	}
-	memset(&r, 0, sizeof(r));
-	r.kind = got < 0 ? REC_ERROR : REC_END;
-	pipe_put(pp, &r, NULL, 0);
-out:
-	report_capture(NULL);
-	pthread_mutex_lock(&pp->lock);
-	if (pp->cur && !pp->quit)
-		pp->head++; /* (the last block) */
-	pthread_cond_broadcast(&pp->cond);
-	pthread_mutex_unlock(&pp->lock);
+	if (pp->cur)
+		handoff_put(h); /* (the last block) */
 	read_pos_release(&pg.pos);
-	return NULL;
+	return got < 0 ? -1 : 0;
 }
 
-/* The next full block, or NULL if the thread ended without one. */
-static struct pipe_block *pipe_take(struct pipe *pp)
+/* The records of block SLOT: 0 to go on, else TAKEN_ALL (the lines
+ * taken, pp->rc set) or TAKEN_MAPS (at the maps' header). */
+static int take_block(void *arg, size_t slot)
 {
-	struct pipe_block *b;
+	struct pipe *pp = arg;
+	struct gparser *g = pp->g;
+	const struct pipe_block *b = &pp->b[slot];
 
-	pthread_mutex_lock(&pp->lock);
-	while (pp->head == pp->tail)
-		pthread_cond_wait(&pp->cond, &pp->lock);
-	b = &pp->b[pp->tail % PIPE_BLOCKS];
-	pthread_mutex_unlock(&pp->lock);
-	return b;
-}
-
-static void pipe_done_with(struct pipe *pp)
-{
-	pthread_mutex_lock(&pp->lock);
-	pp->tail++;
-	pthread_cond_broadcast(&pp->cond);
-	pthread_mutex_unlock(&pp->lock);
-}
-
-/* Stop the thread (where it is) and wait for it. */
-static void pipe_end(struct pipe *pp)
-{
-	pthread_mutex_lock(&pp->lock);
-	pp->quit = true;
-	pthread_cond_broadcast(&pp->cond);
-	pthread_mutex_unlock(&pp->lock);
-	pthread_join(pp->tid, NULL);
-	for (size_t i = 0; i < PIPE_BLOCKS; i++)
-		free(pp->b[i].buf);
-	free(pp->frames);
-	sb_release(&pp->said);
-	pthread_mutex_destroy(&pp->lock);
-	pthread_cond_destroy(&pp->cond);
-}
-
-/* The records of block B: 0 to go on, 1 when done (RC set). */
-static int take_block(struct gparser *g, struct pipe *pp,
-		      const struct pipe_block *b, bool *after_stack,
-		      bool *in_maps, int *rc)
-{
 	for (size_t at = 0; at < b->len;) {
 		struct rec r;
 		const char *p = b->buf + at + sizeof(r);
 		struct line l;
-		int which;
+		int which, rc;
 
 		memcpy(&r, b->buf + at, sizeof(r));
 		at += sizeof(r);
 		switch (r.kind) {
 		case REC_STACK:
 			at += ((r.gl.depth * sizeof(uint64_t)) + 7) & ~(size_t)7;
-			if ((*rc = fast_line(g, &r.gl, (const uint64_t *)p,
-					     after_stack)) < 0)
-				return 1;
+			if ((pp->rc = fast_line(g, &r.gl, (const uint64_t *)p,
+						&pp->after_stack)) < 0)
+				return TAKEN_ALL;
 			break;
 		case REC_TEXT:
 			at += (r.len + 7) & ~(size_t)7;
 			l = (struct line){ p, r.len, r.gl.no, r.newline };
 			/* (No reading past it: the general parser takes
 			 * every word.) */
-			*rc = slow_line(g, &l, after_stack, l.p + l.len,
-					&which);
-			if (*rc < 0)
-				return 1;
-			if (*rc == 2)
+			rc = slow_line(g, &l, &pp->after_stack, l.p + l.len,
+				       &which);
+			if (rc == 2)
 				BUG("%s:%lu: the maps' header went as text",
 				    g->pos.path, l.no);
-			if (*rc == 1) {
-				/* The last line: the end follows. */
-				*rc = end_of_lines(g);
-				return 1;
+			if (rc < 0 || rc == 1) {
+				/* (1: the last line, the end follows.) */
+				pp->rc = rc < 0 ? -1 : end_of_lines(g);
+				return TAKEN_ALL;
 			}
 			break;
-		case REC_MAPS:
-			/* (The thread stopped after the header: the rest of
-			 * the stream is the maps.) */
-			*in_maps = true;
-			pipe_end(pp);
-			*rc = read_maps(g, r.which, r.gl.no, *after_stack);
-			return 1;
-		case REC_END:
-			*rc = end_of_lines(g);
-			return 1;
-		default: /* REC_ERROR */
-			report_replay(&pp->said);
-			*rc = -1;
-			return 1;
+		default: /* REC_MAPS: the thread has stopped after it */
+			pp->which = r.which;
+			pp->maps_no = r.gl.no;
+			return TAKEN_MAPS;
 		}
 	}
 	return 0;
@@ -1150,27 +1095,30 @@ static int take_block(struct gparser *g, struct pipe *pp,
 static int parse_lines_on_two(struct gparser *g, bool *in_maps)
 {
 	struct pipe pp;
-	bool after_stack = false, done = false;
-	int rc = 0;
+	int rc;
 
 	memset(&pp, 0, sizeof(pp));
 	pp.g = g;
-	pthread_mutex_init(&pp.lock, NULL);
-	pthread_cond_init(&pp.cond, NULL);
-	if (pthread_create(&pp.tid, NULL, pipe_main, &pp) != 0) {
-		pthread_mutex_destroy(&pp.lock);
-		pthread_cond_destroy(&pp.cond);
-		return parse_lines(g, in_maps);
+	switch (handoff_run(PIPE_BLOCKS, pipe_main, take_block, &pp)) {
+	case 0: /* the end of the file */
+		rc = end_of_lines(g);
+		break;
+	case TAKEN_ALL:
+		rc = pp.rc;
+		break;
+	case TAKEN_MAPS:
+		/* (The thread stopped after the header: the rest of the
+		 * stream is the maps.) */
+		*in_maps = true;
+		rc = read_maps(g, pp.which, pp.maps_no, pp.after_stack);
+		break;
+	default: /* a read error, said */
+		rc = -1;
+		break;
 	}
-	while (!done) {
-		const struct pipe_block *b = pipe_take(&pp);
-
-		done = take_block(g, &pp, b, &after_stack, in_maps, &rc);
-		if (!*in_maps)
-			pipe_done_with(&pp);
-	}
-	if (!*in_maps)
-		pipe_end(&pp);
+	for (size_t i = 0; i < PIPE_BLOCKS; i++)
+		free(pp.b[i].buf);
+	free(pp.frames);
 	return rc < 0 ? -1 : 0;
 }
 
