@@ -935,19 +935,27 @@ struct rec {
 /* What take_block stops with (besides going on, 0). */
 enum { TAKEN_ALL = 1, TAKEN_MAPS };
 
+/*
+ * Both threads touch their part of it for every line: each part, and
+ * each block, on cache lines of its own (or one thread's writes would
+ * take the other's line away each time).
+ */
+#define LINE_ALIGNED __attribute__((aligned(64)))
+
 struct pipe {
 	struct gparser *g;      /* (the thread reads only its header) */
 	struct pipe_block {
 		char *buf;
 		size_t cap, len;
-	} b[PIPE_BLOCKS];       /* the hand-off's slots */
+	} LINE_ALIGNED b[PIPE_BLOCKS]; /* the hand-off's slots */
 	/* the thread's */
-	struct handoff *h;
+	struct handoff *h LINE_ALIGNED;
 	struct pipe_block *cur;
 	uint64_t *frames;
 	size_t frames_alloc;
 	/* this one's */
-	bool after_stack;       /* the last line taken was a stack line */
+	bool after_stack LINE_ALIGNED; /* the last line taken was a stack
+					  line */
 	int rc;                 /* TAKEN_ALL: the lines' end */
 	int which;              /* TAKEN_MAPS: maps_header()'s, */
 	unsigned long maps_no;  /* at this line */
