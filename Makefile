@@ -207,10 +207,14 @@ bench: bench-deps
 	$(MAKE) all
 	sh tests/bench/run.sh ./dmprof
 
-# Fuzzing: clang's libFuzzer with ASan+UBSan, one binary per parser.
+# Fuzzing: clang's libFuzzer with ASan+UBSan, one binary per parser: one
+# per row of the readers' table, by the name the row gives (the sed takes
+# the rows' ".format = FORMAT_X, .name = "x"": test_profile.c checks that
+# it finds every row), then the other parsers.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS = dump gperf jemalloc proto dhat buckets maps symmap policy json \
-	symcache dwarf
+FUZZ_READERS := $(shell sed -n 's/.*\.format = FORMAT_[A-Z]*, \.name = "\([a-z0-9]*\)".*/\1/p' \
+	src/read/profile.c)
+FUZZ_TARGETS = $(FUZZ_READERS) buckets maps symmap policy json symcache dwarf
 FUZZ_O = build/fuzz
 FUZZ_CC = clang
 FUZZ_FLAGS = -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all
@@ -228,8 +232,9 @@ $(FUZZ_O)/cli/page-html.o: $(PAGE_C)
 
 $(FUZZ_O)/fuzz_%: tests/fuzz/fuzz.c $(FUZZ_LIB_OBJS)
 	$(FUZZ_CC) $(ALL_CPPFLAGS) -std=gnu11 $(FUZZ_FLAGS) -fsanitize=fuzzer \
-		-DFUZZ_$(shell echo $* | tr a-z A-Z) -o $@ $< $(FUZZ_LIB_OBJS) \
-		$(LIBS)
+		$(if $(filter $*,$(FUZZ_READERS)),-DFUZZ_READER='"$*"', \
+		-DFUZZ_$(shell echo $* | tr a-z A-Z)) -o $@ $< \
+		$(FUZZ_LIB_OBJS) $(LIBS)
 # (Rebuilt when a header changes, as the other objects are.)
 -include $(wildcard $(FUZZ_O)/*/*.d)
 

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "profile.h"
 #include "symbol.h"
 #include "util.h"
 
@@ -39,7 +40,8 @@ struct cmd_option {
 #define OPT_END { 0, NULL, NULL, 0, NULL }
 
 enum {
-	CMD_READS_DUMPS = 1 << 0, /* takes the symbol options and -v */
+	CMD_READS_DUMPS = 1 << 0, /* takes the reading and symbol options
+				     and -v */
 	CMD_STOP = 1 << 1,        /* options end at the first operand
 				     (record: the rest is a command line) */
 };
@@ -72,6 +74,7 @@ struct cmd_args {
 	struct cmd_value *v;       /* options, in the order given */
 	size_t nv;
 	struct sym_options sym;    /* CMD_READS_DUMPS: the symbol options */
+	struct read_options read;  /* and the readers' */
 	int verbose;               /* -v given this many times */
 	bool progress;             /* standard error is a terminal */
 };

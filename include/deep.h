@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "profile.h"
+#include "profile.h"
 #include "snapshot.h"
 #include "text.h"
 
@@ -21,7 +22,7 @@ bool deep_claims(const char *line, size_t len);
  * are warnings.
  */
 int deep_parse(struct snapshot *snap, struct filebuf *fb,
-	       struct model *m);
+	       struct model *m, struct read_run *run);
 
 /*
  * What a deep dump's META says of why and how it was taken, in the keys

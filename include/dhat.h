@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 
+#include "profile.h"
 #include "snapshot.h"
 #include "text.h"
 
@@ -15,6 +16,6 @@ bool dhat_claims(const struct filebuf *fb);
  * 2 at its end (t-end).  Returns 0 or -1.
  */
 int dhat_parse(struct snapshot *snap, struct filebuf *fb,
-	       struct model *m);
+	       struct model *m, struct read_run *run);
 
 #endif

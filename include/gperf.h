@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "profile.h"
 #include "snapshot.h"
 #include "text.h"
 
@@ -16,7 +17,7 @@ bool gperf_is_header(const char *p, size_t len);
  * are interned as they come).  Returns 0, or -1 with the model as it was.
  */
 int gperf_parse(struct snapshot *snap, struct line_stream *s,
-		struct model *m);
+		struct model *m, struct read_run *run);
 
 /*
  * Is the profile at PATH one of gperftools' heap profiler
@@ -25,13 +26,5 @@ int gperf_parse(struct snapshot *snap, struct line_stream *s,
  * profiles do not.)
  */
 bool gperf_last_at_exit(const char *path);
-
-/*
- * What GLOBAL_STATS would say of a heap profile, as far as it tells: its
- * malloc and mmap bytes in use, and their sum standing for the process
- * total it does not know.
- */
-void heap_profile_stats(struct snapshot *snap, int64_t malloc_bytes,
-			int64_t mmap_bytes);
 
 #endif

@@ -22,13 +22,6 @@ struct model {
 	 * ids: by stack id, the malloc bucket then the mmap one. */
 	uint32_t *anon;
 	size_t nanon;
-	unsigned warned; /* MODEL_WARNED_* bits: said once per run */
-	/* What a run of heap profiles counts, as its first says (a reader's
-	 * own code; 0 before the first). */
-	int profile_kind;
-	/* Which values of a pprof protobuf profile to read (NULL: in-use
-	 * bytes); the caller's. */
-	const char *sample_type;
 	/* Frames and buckets before these are symbolized. */
 	size_t frames_done, buckets_done;
 	/* The binaries frames are in (see model_binary); [0] unused. */
@@ -39,23 +32,6 @@ struct model {
 	struct hashmap named;
 	uint64_t next_synthetic;
 };
-
-enum {
-	MODEL_WARNED_GSTATS = 1 << 0, /* GLOBAL_STATS rows missing */
-	MODEL_WARNED_PROFILE = 1 << 1, /* a heap profile: what its sizes are */
-};
-
-/*
- * Is warning BIT (a MODEL_WARNED_* bit) asked for the first time in this
- * run?  Then true, and it is marked said: readers say each once a run.
- */
-static inline bool model_warn_first(struct model *m, unsigned bit)
-{
-	bool first = !(m->warned & bit);
-
-	m->warned |= bit;
-	return first;
-}
 
 void model_init(struct model *m);
 void model_free(struct model *m);

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "profile.h"
 #include "snapshot.h"
 #include "text.h"
 
@@ -18,7 +19,7 @@ bool pb_claims(const struct filebuf *fb);
 
 /* Parse FB, a pprof protobuf profile, into SNAP.  Returns 0 or -1. */
 int pb_parse(struct snapshot *snap, struct filebuf *fb,
-	     struct model *m);
+	     struct model *m, struct read_run *run);
 
 /*
  * Inflate gzip data (every member) into OUT, a new buffer the caller

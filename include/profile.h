@@ -23,6 +23,17 @@ enum dump_moment {
  * (kernel_view, mmap_by_regions), never the format.
  */
 struct profile_traits {
+	enum dump_format format;
+	/* The reader's name, which its fuzz target has (tests/fuzz/fuzz.c:
+	 * make fuzz builds fuzz_NAME for each row). */
+	const char *name;
+	/* How its producer names the dumps of a run: PREFIX.NNNN.SUFFIX,
+	 * SUFFIX one of these (NULL-ended; NULL: a run is one file). */
+	const char *const *suffixes;
+	/* What its producer may put between NNNN and ".SUFFIX", if
+	 * anything: the length of what ends NAME[0..END) as such, else 0.
+	 * NULL: nothing. */
+	size_t (*infix)(const char *name, size_t end);
 	bool self_contained; /* brings its own stacks and maps: no .buckets
 				or .maps files are looked for */
 	int parts;           /* snapshots one file holds (DHAT: 2, the peak
@@ -38,6 +49,29 @@ struct profile_traits {
 	bool (*last_at_exit)(const char *path);
 };
 const struct profile_traits *profile_traits(enum dump_format format);
+/* Row I of the readers' table, in order; NULL past the last. */
+const struct profile_traits *profile_reader(size_t i);
+
+/* What the user asked of the readers (the command line's). */
+struct read_options {
+	const char *sample_type; /* --sample-type: the values of pprof
+				    protobuf profiles to read (NULL: in-use
+				    bytes) */
+};
+
+/*
+ * The readers' side of a run, handed to each reader: the caller's
+ * options, so that every dump is read alike, and what the readers keep
+ * from one dump to the next.  Zeroed, it is the start of a run read
+ * with the default options.
+ */
+struct read_run {
+	const struct read_options *opts; /* the caller's; NULL: defaults */
+	unsigned warned;  /* READ_WARNED_* bits (reader.h): said once */
+	/* What the run's text heap profiles count, as the first said
+	 * (gperf.c's own code; 0 before the first). */
+	int profile_kind;
+};
 
 /*
  * The format of the file at PATH.  Returns 0, or -1 after saying why: it
@@ -48,18 +82,22 @@ int profile_probe(const char *path, enum dump_format *format);
 
 /*
  * Read the profile at PATH into SNAP, resolving what it names against M
- * (for deep dumps, load the .buckets files first).  Errors name FILE:LINE
- * and return -1, with SNAP released; recoverable oddities are warnings.
+ * (for deep dumps, load the .buckets files first), as a dump of RUN
+ * (NULL: a dump alone, read with the default options).  Errors name
+ * FILE:LINE and return -1, with SNAP released; recoverable oddities are
+ * warnings.
  */
-int profile_load(struct snapshot *snap, const char *path, struct model *m);
+int profile_load(struct snapshot *snap, const char *path, struct model *m,
+		 struct read_run *run);
 /* The same for snapshot PART of a file that holds several (DHAT's). */
 int profile_load_part(struct snapshot *snap, const char *path, int part,
-		      struct model *m);
+		      struct model *m, struct read_run *run);
 /*
  * The same if the file is in format ONLY; else -2, with nothing read
  * or said.
  */
 int profile_load_part_as(struct snapshot *snap, const char *path, int part,
-			 struct model *m, enum dump_format only);
+			 struct model *m, struct read_run *run,
+			 enum dump_format only);
 
 #endif

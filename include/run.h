@@ -22,6 +22,7 @@ enum run_flags {
 struct run {
 	struct series series;
 	struct model model;
+	struct read_run reading; /* the readers' options and memory */
 	struct maps maps;        /* PREFIX.maps or PREFIX.symmap/maps */
 	bool has_maps;
 	struct symbolizer *sym;  /* NULL: nothing to symbolize with */
@@ -33,17 +34,19 @@ struct run {
 
 /*
  * Find the run of FIRST_DUMP, load its bucket files and maps and pick a
- * symbolizer, which reads OPTS (the caller's, kept) at each lookup.
+ * symbolizer, which reads OPTS (the caller's, kept) at each lookup; its
+ * dumps are read as READ says (the caller's, kept; NULL: the defaults).
  * Returns 0, or -1 after printing why.
  */
 int run_open(struct run *r, const char *first_dump, unsigned flags,
-	     const struct sym_options *opts);
+	     const struct sym_options *opts, const struct read_options *read);
 /*
  * The same for the dumps of one run a user named (N > 1: exactly those,
  * in counter order; one: it and every later dump).
  */
 int run_open_dumps(struct run *r, const char *const *dumps, size_t n,
-		   const struct sym_options *opts);
+		   const struct sym_options *opts,
+		   const struct read_options *read);
 /* Symbolize every frame and type not symbolized yet. */
 void run_symbolize(struct run *r);
 /*

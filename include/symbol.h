@@ -72,7 +72,6 @@ struct sym_options {
 	bool no_inline;         /* --no-inline: no inlined frames */
 	bool no_cache;          /* --no-symbol-cache */
 	bool want_source;       /* source files and lines are needed */
-	const char *sample_type; /* --sample-type: of pprof protobuf profiles */
 	int verbose;            /* -v: say where symbols come from */
 };
 

@@ -21,12 +21,8 @@ struct filebuf {
 	struct timespec mtime;
 };
 
-struct strbuf;
-
 /* Read PATH whole.  On failure prints "PATH: reason" and returns -1. */
 int file_load(struct filebuf *fb, const char *path);
-/* The same, but the reason goes to ERR (if not NULL) instead of stderr. */
-int file_load_msg(struct filebuf *fb, const char *path, struct strbuf *err);
 /* Only its first MAX bytes (or fewer), to tell what the file is. */
 int file_load_head(struct filebuf *fb, const char *path, size_t max);
 /*

@@ -44,6 +44,8 @@ struct timeline_options {
 	size_t nshared;
 	/* How to symbolize; want_source is set if a policy needs lines. */
 	struct sym_options *sym;
+	/* How to read the dumps (NULL: the defaults). */
+	const struct read_options *read;
 	/* Before snapshot I of N is read, and once after the last (I == N);
 	 * may be NULL. */
 	void (*progress)(size_t i, size_t n, const char *path);

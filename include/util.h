@@ -24,11 +24,6 @@
  */
 void die(const char *fmt, ...) PRINTF(1, 2) NORETURN;
 int error(const char *fmt, ...) PRINTF(1, 2);
-/* "PATH:LINE: MSG" (LINE 0: "PATH: MSG"), returning -1, for readers. */
-int error_at(const char *path, unsigned long line, const char *fmt, ...)
-	PRINTF(3, 4);
-int verror_at(const char *path, unsigned long line, const char *fmt,
-	      va_list ap);
 void warning(const char *fmt, ...) PRINTF(1, 2);
 /* What -v asked to hear: "dmprof: MSG", not a warning. */
 void note(const char *fmt, ...) PRINTF(1, 2);

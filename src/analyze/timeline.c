@@ -27,7 +27,8 @@ int timeline_build(struct timeline *tl, const struct timeline_options *opt)
 	 * is read.) */
 	if (policy_set_load(&tl->set, opt->policy) < 0)
 		return -1;
-	if (run_open_dumps(&tl->run, opt->dumps, opt->ndumps, opt->sym) < 0)
+	if (run_open_dumps(&tl->run, opt->dumps, opt->ndumps, opt->sym,
+			   opt->read) < 0)
 		return -1;
 	if (sharing_load(&tl->sharing, opt->shared, opt->nshared) < 0)
 		return -1;

@@ -25,7 +25,8 @@ enum {
 	KEY_SAMPLE_TYPE,
 };
 
-/* Every command that reads dumps takes these: how to symbolize. */
+/* Every command that reads dumps takes these: how to symbolize (and
+ * read) them. */
 static const struct cmd_option symbol_options[] = {
 	{ KEY_SYMFS, "symfs", "DIR", OPT_VALUE, "read binaries under DIR" },
 	{ KEY_ALT_DIRS, "alternative-dirs", "T@H[:..]", OPT_VALUE,
@@ -416,7 +417,8 @@ static int parse(struct cmd_args *a, int argc, char **argv)
 	return 0;
 }
 
-/* The symbol options into a->sym; 0 or EXIT_USAGE. */
+/* The symbol options into a->sym (and --sample-type, the readers', into
+ * a->read); 0 or EXIT_USAGE. */
 static int symbol_args(struct cmd_args *a)
 {
 	for (size_t i = 0; i < a->nv; i++) {
@@ -443,7 +445,7 @@ static int symbol_args(struct cmd_args *a)
 			a->sym.no_cache = true;
 			break;
 		case KEY_SAMPLE_TYPE:
-			a->sym.sample_type = v->value;
+			a->read.sample_type = v->value;
 			break;
 		}
 	}

@@ -61,7 +61,7 @@ static int cmd_buckets_run(struct cmd_args *a)
 		return cmd_usage_error(a, a->argc ? "too many arguments"
 						  : "which dump?");
 	}
-	if (run_open(&r, a->argv[0], RUN_ALL_DUMPS, &a->sym) < 0 ||
+	if (run_open(&r, a->argv[0], RUN_ALL_DUMPS, &a->sym, &a->read) < 0 ||
 	    (policy && policy_set_load(&set, policy) < 0)) {
 		free(policy);
 		run_close(&r);

@@ -155,6 +155,7 @@ static int cmd_html_run(struct cmd_args *a)
 	opt.dumps = (const char *const *)a->argv;
 	opt.ndumps = 1;
 	opt.sym = &a->sym;
+	opt.read = &a->read;
 	memset(&grow, 0, sizeof(grow));
 	opt.each = grow_each;
 	opt.ctx = &grow;

@@ -35,7 +35,7 @@ static int cmd_stacktrace_run(struct cmd_args *a)
 	if (a->argc != 1)
 		return cmd_usage_error(a, a->argc ? "too many arguments"
 						  : "which dump?");
-	if (run_open(&r, a->argv[0], 0, &a->sym) < 0 ||
+	if (run_open(&r, a->argv[0], 0, &a->sym, &a->read) < 0 ||
 	    run_load_dump(&r, 0, &snap) < 0) {
 		run_close(&r);
 		return 1;

@@ -19,7 +19,8 @@ int setup_open(struct setup *o, struct cmd_args *a, const char *dump,
 	o->policy = policy_set_load_one(policy);
 	if (!o->policy)
 		return -1;
-	if (run_open(&o->run, dump, all ? RUN_ALL_DUMPS : 0, &a->sym) < 0)
+	if (run_open(&o->run, dump, all ? RUN_ALL_DUMPS : 0, &a->sym,
+		     &a->read) < 0)
 		return -1;
 	/* source= needs DWARF lines, which are costly: only on demand. */
 	if (o->policy->uses[COND_SOURCE])
@@ -228,6 +229,7 @@ int setup_timeline(struct cmd_args *a, bool each,
 		opt.shared = others;
 		opt.nshared = each ? 0 : nruns - 1;
 		opt.sym = &a->sym;
+		opt.read = &a->read;
 		opt.progress = a->progress ? progress : NULL;
 		if (timeline_build(&tl, &opt) == 0) {
 			st = out(&tl, args_has(a, 'b'));

@@ -65,27 +65,18 @@ static char *buffer(size_t *cap)
 	return xmalloc(st_add(*cap, STREAM_PAD));
 }
 
-/* "PATH: WHY", to ERR or (without it) as an error. */
-static int say(struct strbuf *err, const char *path, const char *why)
-{
-	if (!err)
-		return error("%s: %s", path, why);
-	sb_addf(err, "%s: %s", path, why);
-	return -1;
-}
-
 /*
- * PATH opened for reading, with its stat; -1 after saying why not (to ERR
- * when not NULL).  A file or a pipe (process substitution); a device like
- * /dev/zero would be read forever.
+ * PATH opened for reading, with its stat; -1 after saying why not.  A
+ * file or a pipe (process substitution); a device like /dev/zero would be
+ * read forever.
  */
-static int open_input(const char *path, struct stat *st, struct strbuf *err)
+static int open_input(const char *path, struct stat *st)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	const char *why = NULL;
 
 	if (fd < 0)
-		return say(err, path, strerror(errno));
+		return error("%s: %s", path, strerror(errno));
 	if (fstat(fd, st) < 0)
 		why = strerror(errno);
 	else if (S_ISDIR(st->st_mode))
@@ -95,7 +86,7 @@ static int open_input(const char *path, struct stat *st, struct strbuf *err)
 	if (!why)
 		return fd;
 	close(fd);
-	return say(err, path, why);
+	return error("%s: %s", path, why);
 }
 
 /*
@@ -124,9 +115,8 @@ static int read_all(int fd, char **buf, size_t *len, size_t *cap, size_t max)
 	return 0;
 }
 
-/* PATH, or its first MAX bytes, into FB; see file_load_msg(). */
-static int load(struct filebuf *fb, const char *path, struct strbuf *err,
-		size_t max)
+/* PATH, or its first MAX bytes, into FB; see file_load(). */
+static int load(struct filebuf *fb, const char *path, size_t max)
 {
 	struct stat st;
 	size_t cap, len = 0;
@@ -134,7 +124,7 @@ static int load(struct filebuf *fb, const char *path, struct strbuf *err,
 	int fd, e;
 
 	memset(fb, 0, sizeof(*fb));
-	if ((fd = open_input(path, &st, err)) < 0)
+	if ((fd = open_input(path, &st)) < 0)
 		return -1;
 	cap = S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t)st.st_size + 1
 						    : 65536;
@@ -145,7 +135,7 @@ static int load(struct filebuf *fb, const char *path, struct strbuf *err,
 	close(fd);
 	if (e) {
 		free(buf);
-		return say(err, path, strerror(e));
+		return error("%s: %s", path, strerror(e));
 	}
 	buf[len] = '\0';
 	fb->data = buf;
@@ -156,19 +146,14 @@ static int load(struct filebuf *fb, const char *path, struct strbuf *err,
 	return 0;
 }
 
-int file_load_msg(struct filebuf *fb, const char *path, struct strbuf *err)
-{
-	return load(fb, path, err, SIZE_MAX);
-}
-
 int file_load(struct filebuf *fb, const char *path)
 {
-	return load(fb, path, NULL, SIZE_MAX);
+	return load(fb, path, SIZE_MAX);
 }
 
 int file_load_head(struct filebuf *fb, const char *path, size_t max)
 {
-	return load(fb, path, NULL, max);
+	return load(fb, path, max);
 }
 
 bool file_empty(const char *path)
@@ -245,7 +230,7 @@ int stream_open(struct line_stream *s, const char *path)
 	struct stat st;
 
 	memset(s, 0, sizeof(*s));
-	if ((s->fd = open_input(path, &st, NULL)) < 0)
+	if ((s->fd = open_input(path, &st)) < 0)
 		return -1;
 	s->path = xstrdup(path);
 	s->mtime = st.st_mtim;

@@ -137,30 +137,6 @@ int error(const char *fmt, ...)
 	return -1;
 }
 
-int verror_at(const char *path, unsigned long line, const char *fmt,
-	      va_list ap)
-{
-	struct strbuf sb = STRBUF_INIT;
-
-	sb_vaddf(&sb, fmt, ap);
-	if (line)
-		error("%s:%lu: %s", path, line, sb.buf);
-	else
-		error("%s: %s", path, sb.buf);
-	sb_release(&sb);
-	return -1;
-}
-
-int error_at(const char *path, unsigned long line, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	verror_at(path, line, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 int error_errno(const char *fmt, ...)
 {
 	const char *err = strerror(errno);

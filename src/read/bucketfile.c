@@ -5,11 +5,11 @@
 #include "bucketfile.h"
 
 #include <inttypes.h>
-#include <pthread.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "handoff.h"
+#include "reader.h"
 #include "text.h"
 #include "util.h"
 
@@ -40,11 +40,14 @@ struct batch {
 	uint32_t *ids;
 	size_t ids_alloc;
 	struct strbuf names;
-	/* What went wrong where the batch ends, said by whoever defines it
-	 * (so that messages come out in file order). */
-	struct strbuf msg;
-	bool msg_is_error;
 };
+
+/* BT empty, for lines again. */
+static void batch_reset(struct batch *bt)
+{
+	bt->n = bt->nframes = 0;
+	sb_reset(&bt->names);
+}
 
 static void batch_free(struct batch *bt)
 {
@@ -52,20 +55,6 @@ static void batch_free(struct batch *bt)
 	free(bt->frames);
 	free(bt->ids);
 	sb_release(&bt->names);
-	sb_release(&bt->msg);
-}
-
-static int PRINTF(3, 4) batch_msg(struct batch *bt, bool is_error,
-				  const char *fmt, ...)
-{
-	va_list ap;
-
-	sb_reset(&bt->msg);
-	va_start(ap, fmt);
-	sb_vaddf(&bt->msg, fmt, ap);
-	va_end(ap);
-	bt->msg_is_error = is_error;
-	return -1;
 }
 
 enum { BATCH_LINES = 16384, AHEAD = 64 };
@@ -113,16 +102,15 @@ static int batch_define(struct model *m, struct batch *bt,
 			st, source, r->line))
 			return -1;
 	}
-	bt->n = bt->nframes = 0;
-	sb_reset(&bt->names);
+	batch_reset(bt);
 	return 0;
 }
 
-static int parse_bucket_line(struct batch *bt, const char *path,
+/* Line L into BT: 0, or -1 after saying what is wrong at POS. */
+static int parse_bucket_line(struct batch *bt, struct reader_pos *pos,
 			     const struct line *l)
 {
 	struct cursor c = cursor_of(l);
-	struct strbuf q = STRBUF_INIT;
 	const char *w, *name = NULL;
 	size_t len, name_len = 0, depth = 0, first = bt->nframes;
 	uint64_t id, typeinfo = 0;
@@ -135,15 +123,13 @@ static int parse_bucket_line(struct batch *bt, const char *path,
 		return 0; /* blank line */
 	st = word_u64(w, len, &id);
 	if (st != NUM_OK) {
-		batch_msg(bt, true, "%s:%lu: %s bucket id '%s'", path, l->no,
-			  st == NUM_RANGE ? "out-of-range" : "invalid",
-			  quote_for_msg(w, len, &q));
+		read_error(pos, "%s bucket id '%s'",
+			   st == NUM_RANGE ? "out-of-range" : "invalid",
+			   read_quote(pos, w, len));
 		goto out;
 	}
 	if (!cursor_word(&c, &w, &len)) {
-		batch_msg(bt, true,
-			  "%s:%lu: bucket %" PRIu64 " has no allocator", path,
-			  l->no, id);
+		read_error(pos, "bucket %" PRIu64 " has no allocator", id);
 		goto out;
 	}
 	if (len == 6 && !memcmp(w, "malloc", 6)) {
@@ -151,10 +137,8 @@ static int parse_bucket_line(struct batch *bt, const char *path,
 	} else if (len == 4 && !memcmp(w, "mmap", 4)) {
 		kind = ALLOC_MMAP;
 	} else {
-		batch_msg(bt, true,
-			  "%s:%lu: unknown allocator '%s' (expected malloc or "
-			  "mmap)",
-			  path, l->no, quote_for_msg(w, len, &q));
+		read_error(pos, "unknown allocator '%s' (expected malloc or "
+			   "mmap)", read_quote(pos, w, len));
 		goto out;
 	}
 	while (true) {
@@ -192,9 +176,8 @@ static int parse_bucket_line(struct batch *bt, const char *path,
 		if (!in_frames && w[0] == 't') {
 			st = word_hex(w + 1, len - 1, &typeinfo, true);
 			if (st != NUM_OK) {
-				batch_msg(bt, true,
-					  "%s:%lu: invalid typeinfo '%s'", path,
-					  l->no, quote_for_msg(w, len, &q));
+				read_error(pos, "invalid typeinfo '%s'",
+					   read_quote(pos, w, len));
 				goto out;
 			}
 			has_typeinfo = true;
@@ -208,15 +191,13 @@ static int parse_bucket_line(struct batch *bt, const char *path,
 		in_frames = true;
 		st = word_hex(w, len, &addr, true);
 		if (st != NUM_OK) {
-			batch_msg(bt, true, "%s:%lu: %s frame address '%s'",
-				  path, l->no,
-				  st == NUM_RANGE ? "out-of-range" : "invalid",
-				  quote_for_msg(w, len, &q));
+			read_error(pos, "%s frame address '%s'",
+				   st == NUM_RANGE ? "out-of-range" : "invalid",
+				   read_quote(pos, w, len));
 			goto out;
 		}
 		if (depth >= UINT32_MAX) {
-			batch_msg(bt, true, "%s:%lu: stack too deep", path,
-				  l->no);
+			read_error(pos, "stack too deep");
 			goto out;
 		}
 		GROW(bt->frames, bt->nframes + 1, bt->frames_alloc);
@@ -240,225 +221,131 @@ static int parse_bucket_line(struct batch *bt, const char *path,
 out:
 	if (rc < 0)
 		bt->nframes = first;
-	sb_release(&q);
 	return rc;
 }
 
 /*
  * Loading many .buckets files: a thread reads and parses them into
- * batches while this one defines the batches it has (interning frames
- * and stacks, which is the part that must be done in order).
+ * batches, handed over (handoff.h) to this one, which defines them
+ * (interning frames and stacks, which is the part that must be done in
+ * order).  What the thread says about a batch's lines is said once the
+ * batch is defined.
  */
 struct chunk {
 	struct batch bt;
 	size_t file;        /* which path */
-	bool stop;          /* nothing follows (an error, or the end) */
-	struct chunk *next;
 };
+
+enum { NCHUNKS = 4 };
 
 struct loader {
+	struct model *m;
 	const char *const *paths;
 	size_t n;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	struct chunk *head, *tail;
-	size_t queued;
-	bool quit;          /* the definer gave up: stop */
-	bool unbounded;     /* no thread: everything is queued first */
+	struct chunk chunks[NCHUNKS]; /* the hand-off's slots */
+	struct chunk *cur;  /* the thread's */
+	/* this one's */
+	size_t last;        /* the file of the chunk defined last */
+	const char *source; /* its path, interned */
+	size_t loaded;      /* files defined */
 };
 
-enum { MAX_QUEUED = 4 };
-
-static void push(struct loader *ld, struct chunk *c)
+/* The thread's next chunk, of file FILE: false when this one takes no
+ * more. */
+static bool next_chunk(struct handoff *h, struct loader *ld, size_t file)
 {
-	pthread_mutex_lock(&ld->lock);
-	while (ld->queued >= MAX_QUEUED && !ld->quit && !ld->unbounded)
-		pthread_cond_wait(&ld->cond, &ld->lock);
-	c->next = NULL;
-	if (ld->tail)
-		ld->tail->next = c;
-	else
-		ld->head = c;
-	ld->tail = c;
-	ld->queued++;
-	pthread_cond_broadcast(&ld->cond);
-	pthread_mutex_unlock(&ld->lock);
+	size_t slot = handoff_slot(h);
+
+	if (slot == SIZE_MAX)
+		return false;
+	ld->cur = &ld->chunks[slot];
+	ld->cur->file = file;
+	batch_reset(&ld->cur->bt);
+	return true;
 }
 
-static struct chunk *pop(struct loader *ld)
+/* Parse file FILE into chunks: 0, -1 after an error (said), 1 when this
+ * thread takes no more. */
+static int parse_file(struct handoff *h, struct loader *ld, size_t file)
 {
-	struct chunk *c;
-
-	pthread_mutex_lock(&ld->lock);
-	while (!ld->head)
-		pthread_cond_wait(&ld->cond, &ld->lock);
-	c = ld->head;
-	ld->head = c->next;
-	if (!ld->head)
-		ld->tail = NULL;
-	ld->queued--;
-	pthread_cond_broadcast(&ld->cond);
-	pthread_mutex_unlock(&ld->lock);
-	return c;
-}
-
-static bool quitting(struct loader *ld)
-{
-	bool q;
-
-	pthread_mutex_lock(&ld->lock);
-	q = ld->quit;
-	pthread_mutex_unlock(&ld->lock);
-	return q;
-}
-
-/* Parse one file into chunks; false to stop everything. */
-static bool parse_file(struct loader *ld, size_t file)
-{
-	const char *path = ld->paths[file];
-	struct chunk *c = xcalloc(1, sizeof(*c));
+	struct reader_pos pos = { .path = ld->paths[file] };
 	struct filebuf fb;
 	struct line_reader r;
 	struct line l;
-	struct strbuf err = STRBUF_INIT;
-	bool go_on = true;
+	int rc = 0;
 
-	c->file = file;
-	if (file_load_msg(&fb, path, &err) < 0) {
-		sb_addstr(&c->bt.msg, sb_str(&err));
-		c->bt.msg_is_error = true;
-		c->stop = true;
-		sb_release(&err);
-		push(ld, c);
-		return false;
-	}
+	if (file_load(&fb, pos.path) < 0)
+		return -1;
+	if (!next_chunk(h, ld, file))
+		rc = 1;
 	lines_init(&r, fb.data, fb.size);
-	while (lines_next(&r, &l)) {
+	while (!rc && lines_next(&r, &l)) {
+		pos.line = l.no;
 		if (!l.newline) {
 			/*
 			 * A writer killed mid-line: the bucket may have lost
 			 * frames, so it is not defined from this line.
 			 */
-			batch_msg(&c->bt, false,
-				  "%s:%lu: last line has no newline (file "
-				  "truncated?); skipped",
-				  path, l.no);
+			warning("%s:%lu: last line has no newline (file "
+				"truncated?); skipped", pos.path, l.no);
 			break;
 		}
-		if (memchr(l.p, '\0', l.len)) {
-			batch_msg(&c->bt, true,
-				  "%s:%lu: NUL byte in bucket line", path,
-				  l.no);
-			break;
-		}
-		if (parse_bucket_line(&c->bt, path, &l) < 0)
-			break;
-		if (c->bt.n == BATCH_LINES) {
-			push(ld, c);
-			if (quitting(ld)) {
-				go_on = false;
-				c = NULL;
-				break;
-			}
-			c = xcalloc(1, sizeof(*c));
-			c->file = file;
-		}
+		if (memchr(l.p, '\0', l.len))
+			rc = read_error(&pos, "NUL byte in bucket line");
+		else if (parse_bucket_line(&ld->cur->bt, &pos, &l) < 0)
+			rc = -1;
+		else if (ld->cur->bt.n == BATCH_LINES &&
+			 (!handoff_put(h) || !next_chunk(h, ld, file)))
+			rc = 1;
 	}
-	if (c) {
-		if (c->bt.msg.len && c->bt.msg_is_error) {
-			c->stop = true;
-			go_on = false;
-		}
-		push(ld, c);
-	}
+	/* (After an error too: the lines before it are defined first.) */
+	if (rc != 1 && !handoff_put(h))
+		rc = 1;
 	file_release(&fb);
-	sb_release(&err);
-	return go_on;
+	read_pos_release(&pos);
+	return rc;
 }
 
-static void *parse_files(void *arg)
+/* The thread: 0, or -1 after an error (said). */
+static int parse_files(struct handoff *h, void *arg)
 {
 	struct loader *ld = arg;
-	struct chunk *end;
+	int rc = 0;
 
-	for (size_t i = 0; i < ld->n && !quitting(ld); i++) {
+	for (size_t i = 0; i < ld->n && !rc; i++)
 		/* The producer leaves empty files when nothing was new. */
-		if (file_empty(ld->paths[i]))
-			continue;
-		if (!parse_file(ld, i))
-			return NULL;
+		if (!file_empty(ld->paths[i]))
+			rc = parse_file(h, ld, i);
+	return rc < 0 ? -1 : 0;
+}
+
+/* Define chunk SLOT's buckets: 0, or 1 after an error (said). */
+static int define_chunk(void *arg, size_t slot)
+{
+	struct loader *ld = arg;
+	struct chunk *c = &ld->chunks[slot];
+
+	if (c->file != ld->last) {
+		ld->last = c->file;
+		ld->source = strtab_intern_str(&ld->m->strings,
+					       ld->paths[c->file]);
+		ld->loaded++;
 	}
-	end = xcalloc(1, sizeof(*end));
-	end->stop = true;
-	end->file = SIZE_MAX;
-	push(ld, end);
-	return NULL;
+	return batch_define(ld->m, &c->bt, ld->source) < 0;
 }
 
 int bucketfile_load_many(struct model *m, const char *const *paths, size_t n,
 		      size_t *loaded)
 {
-	struct loader ld;
-	pthread_t worker;
-	bool threaded = true;
-	size_t last = SIZE_MAX;
-	const char *source = NULL;
-	int rc = 0;
+	struct loader ld = { .m = m, .paths = paths, .n = n,
+			     .last = SIZE_MAX };
+	int rc = handoff_run(NCHUNKS, parse_files, define_chunk, &ld);
 
-	memset(&ld, 0, sizeof(ld));
-	ld.paths = paths;
-	ld.n = n;
-	pthread_mutex_init(&ld.lock, NULL);
-	pthread_cond_init(&ld.cond, NULL);
+	for (size_t i = 0; i < NCHUNKS; i++)
+		batch_free(&ld.chunks[i].bt);
 	if (loaded)
-		*loaded = 0;
-	if (pthread_create(&worker, NULL, parse_files, &ld) != 0) {
-		/* Slower, with more memory, but the same result. */
-		threaded = false;
-		ld.unbounded = true;
-		parse_files(&ld);
-	}
-	for (;;) {
-		struct chunk *c = pop(&ld);
-		bool stop = c->stop;
-
-		if (c->file != SIZE_MAX && c->file != last) {
-			last = c->file;
-			source = strtab_intern_str(&m->strings, paths[last]);
-			if (loaded)
-				(*loaded)++;
-		}
-		if (c->file != SIZE_MAX && batch_define(m, &c->bt, source) < 0) {
-			rc = -1;
-			stop = true;
-		} else if (c->bt.msg.len) {
-			if (c->bt.msg_is_error)
-				rc = error("%s", c->bt.msg.buf);
-			else
-				warning("%s", c->bt.msg.buf);
-		}
-		batch_free(&c->bt);
-		free(c);
-		if (stop)
-			break;
-	}
-	/* (Tell the reader to stop, and let it drain.) */
-	pthread_mutex_lock(&ld.lock);
-	ld.quit = true;
-	pthread_cond_broadcast(&ld.cond);
-	pthread_mutex_unlock(&ld.lock);
-	if (threaded)
-		pthread_join(worker, NULL);
-	while (ld.head) {
-		struct chunk *c = ld.head;
-
-		ld.head = c->next;
-		batch_free(&c->bt);
-		free(c);
-	}
-	pthread_mutex_destroy(&ld.lock);
-	pthread_cond_destroy(&ld.cond);
-	return rc;
+		*loaded = ld.loaded;
+	return rc ? -1 : 0;
 }
 
 int bucketfile_load(struct model *m, const char *path)

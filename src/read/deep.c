@@ -14,6 +14,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "reader.h"
 #include "text.h"
 #include "util.h"
 
@@ -30,9 +31,9 @@ enum section {
 struct parser {
 	struct snapshot *snap;
 	struct model *m;
-	const char *path;
+	struct read_run *run;
+	struct reader_pos pos; /* (its line: l's, once past the fast path) */
 	const struct line *l;
-	struct strbuf q;        /* scratch for quoting */
 	enum section sec;
 	unsigned seen;          /* bit per section header seen */
 	bool stack_header_seen;
@@ -46,25 +47,6 @@ struct parser {
 	unsigned long *nos;
 	size_t ids_alloc, nos_alloc;
 };
-
-static int perr(struct parser *p, const char *fmt, ...) PRINTF(2, 3);
-static int perr(struct parser *p, const char *fmt, ...)
-{
-	struct strbuf sb = STRBUF_INIT;
-	va_list ap;
-
-	va_start(ap, fmt);
-	sb_vaddf(&sb, fmt, ap);
-	va_end(ap);
-	error("%s:%lu: %s", p->path, p->l->no, sb.buf);
-	sb_release(&sb);
-	return -1;
-}
-
-static const char *quoted(struct parser *p, const char *s, size_t len)
-{
-	return quote_for_msg(s, len, &p->q);
-}
 
 static bool line_is(const struct line *l, const char *lit)
 {
@@ -97,15 +79,18 @@ static int parse_version(struct parser *p)
 	size_t len;
 
 	if (line_is(l, "STACKTRACES:"))
-		return perr(p, "obsolete dump version DUMP_DEEP_1 "
-			       "(dmprof reads DUMP_DEEP_5 and DUMP_DEEP_6)");
+		return read_error(&p->pos,
+				  "obsolete dump version DUMP_DEEP_1 "
+				  "(dmprof reads DUMP_DEEP_5 and DUMP_DEEP_6)");
 	if (line_is(l, "MMAP_STACKTRACES:"))
-		return perr(p, "obsolete dump version DUMP_DEEP_2 "
-			       "(dmprof reads DUMP_DEEP_5 and DUMP_DEEP_6)");
+		return read_error(&p->pos,
+				  "obsolete dump version DUMP_DEEP_2 "
+				  "(dmprof reads DUMP_DEEP_5 and DUMP_DEEP_6)");
 	if (!line_starts(l, "heap profile: "))
-		return perr(p, "not a heap dump: expected 'heap profile: "
-			       "DUMP_DEEP_6', found '%s'",
-			    quoted(p, l->p, l->len));
+		return read_error(&p->pos,
+				  "not a heap dump: expected 'heap profile: "
+				  "DUMP_DEEP_6', found '%s'",
+				  read_quote(&p->pos, l->p, l->len));
 	v = l->p + 14;
 	len = l->len - 14;
 	while (len && is_space(*v)) {
@@ -120,13 +105,15 @@ static int parse_version(struct parser *p)
 		p->snap->version = 6;
 	} else if (len == 11 && !memcmp(v, "DUMP_DEEP_", 10) && v[10] >= '1' &&
 		   v[10] <= '4') {
-		return perr(p, "obsolete dump version '%s' (dmprof reads "
-			       "DUMP_DEEP_5 and DUMP_DEEP_6)",
-			    quoted(p, v, len));
+		return read_error(&p->pos,
+				  "obsolete dump version '%s' (dmprof reads "
+				  "DUMP_DEEP_5 and DUMP_DEEP_6)",
+				  read_quote(&p->pos, v, len));
 	} else {
-		return perr(p, "unknown dump version '%s' (dmprof reads "
-			       "DUMP_DEEP_5 and DUMP_DEEP_6)",
-			    quoted(p, v, len));
+		return read_error(&p->pos,
+				  "unknown dump version '%s' (dmprof reads "
+				  "DUMP_DEEP_5 and DUMP_DEEP_6)",
+				  read_quote(&p->pos, v, len));
 	}
 	return 0;
 }
@@ -247,8 +234,9 @@ static int parse_meta(struct parser *p)
 	size_t klen, vlen;
 
 	if (!meta_split(l, &klen, &val, &vlen))
-		return perr(p, "expected 'Key: value' in META, found '%s'",
-			    quoted(p, l->p, l->len));
+		return read_error(&p->pos,
+				  "expected 'Key: value' in META, found '%s'",
+				  read_quote(&p->pos, l->p, l->len));
 	if (KEY("Time")) {
 		double t;
 
@@ -258,7 +246,8 @@ static int parse_meta(struct parser *p)
 		} else {
 			warning("%s:%lu: cannot read time '%s'; using the "
 				"file's modification time",
-				p->path, l->no, quoted(p, val, vlen));
+				p->pos.path, l->no,
+				read_quote(&p->pos, val, vlen));
 		}
 	} else if (KEY("PageSize")) {
 		struct cursor c = { val, val + vlen };
@@ -268,8 +257,8 @@ static int parse_meta(struct parser *p)
 		    (cursor_skip_space(&c), !cursor_at_end(&c)) ||
 		    snap->page_size == 0 || snap->page_size > (1ULL << 30) ||
 		    (snap->page_size & (snap->page_size - 1)))
-			return perr(p, "invalid page size '%s'",
-				    quoted(p, val, vlen));
+			return read_error(&p->pos, "invalid page size '%s'",
+					  read_quote(&p->pos, val, vlen));
 	} else if (KEY("PageFrame") || KEY("PFN")) {
 		const char *s = val, *e = val + vlen;
 
@@ -286,7 +275,7 @@ static int parse_meta(struct parser *p)
 				snap->has_pagecount = true;
 			else
 				warning("%s:%lu: unknown PageFrame flag '%s'",
-					p->path, l->no, w);
+					p->pos.path, l->no, w);
 			free(w);
 			s = comma ? comma + 1 : e;
 		}
@@ -412,14 +401,14 @@ static int parse_pf_line(struct parser *p)
 		struct pageframe pf;
 
 		if (!pageframe_parse(w, len, &pf, snap->page_size)) {
-			error("%s:%lu:%zu: malformed page frame '%s' "
-			      "(expected [<]BBBB[#C][>] in base64)",
-			      p->path, p->l->no, (size_t)(w - p->l->p) + 1,
-			      quoted(p, w, len));
-			return -1;
+			p->pos.col = (unsigned long)(w - p->l->p) + 1;
+			return read_error(&p->pos,
+					  "malformed page frame '%s' "
+					  "(expected [<]BBBB[#C][>] in base64)",
+					  read_quote(&p->pos, w, len));
 		}
 		if (snap->npfs >= UINT32_MAX)
-			return perr(p, "too many page frames");
+			return read_error(&p->pos, "too many page frames");
 		GROW(snap->pfs, snap->npfs + 1, snap->pfs_alloc);
 		snap->pfs[snap->npfs++] = pf;
 	}
@@ -431,7 +420,7 @@ static int parse_vma_line(struct parser *p, const struct vma *v)
 	struct snapshot *snap = p->snap;
 
 	if (snap->nvmas >= UINT32_MAX)
-		return perr(p, "too many VMAs");
+		return read_error(&p->pos, "too many VMAs");
 	GROW(snap->vmas, snap->nvmas + 1, snap->vmas_alloc);
 	snap->vmas[snap->nvmas] = *v;
 	p->current_vma = (int64_t)snap->nvmas++;
@@ -525,11 +514,13 @@ static int parse_region_info(struct parser *p, struct region *r,
 		r->has_committed = true;
 		type_end = w[0];
 	} else {
-		return perr(p, "malformed %s region '%s' (expected "
-			       "'COMMITTED / RESERVED%s')",
-			    r->kind == REGION_HOOKED ? "hooked" : "unhooked",
-			    quoted(p, s, (size_t)(e - s)),
-			    r->kind == REGION_HOOKED ? " @ BUCKET" : "");
+		return read_error(&p->pos,
+				  "malformed %s region '%s' (expected "
+				  "'COMMITTED / RESERVED%s')",
+				  r->kind == REGION_HOOKED ? "hooked"
+							   : "unhooked",
+				  read_quote(&p->pos, s, (size_t)(e - s)),
+				  r->kind == REGION_HOOKED ? " @ BUCKET" : "");
 	}
 	while (type_end > s && is_space(type_end[-1]))
 		type_end--;
@@ -538,7 +529,7 @@ static int parse_region_info(struct parser *p, struct region *r,
 		p->legacy_region_line = p->l->no;
 	return 0;
 range:
-	return perr(p, "number out of range in region line");
+	return read_error(&p->pos, "number out of range in region line");
 }
 
 /*
@@ -595,13 +586,15 @@ static int parse_region_line(struct parser *p)
 	if (parse_region_info(p, &r, c.p, c.end) < 0)
 		return -1;
 	if (p->current_vma < 0)
-		return perr(p, "region line before any VMA line");
+		return read_error(&p->pos, "region line before any VMA line");
 	r.vma = (uint32_t)p->current_vma;
 	r.start = s1 == '(' ? snap->vmas[r.vma].start : start;
 	r.end = s3 == '(' ? snap->vmas[r.vma].end : end;
 	if (r.end < r.start)
-		return perr(p, "region ends (%" PRIx64 ") before it starts "
-			       "(%" PRIx64 ")", r.end, r.start);
+		return read_error(&p->pos,
+				  "region ends (%" PRIx64 ") before it starts "
+				  "(%" PRIx64 ")",
+				  r.end, r.start);
 	/* The page frames listed since the last region describe this one. */
 	r.pf_first = p->pending_pf;
 	r.pf_count = (uint32_t)(snap->npfs - p->pending_pf);
@@ -617,15 +610,17 @@ static int parse_region_line(struct parser *p)
 	}
 	p->pending_pf = (uint32_t)snap->npfs;
 	if (snap->nregions >= UINT32_MAX)
-		return perr(p, "too many regions");
+		return read_error(&p->pos, "too many regions");
 	GROW(snap->regions, snap->nregions + 1, snap->regions_alloc);
 	snap->regions[snap->nregions++] = r;
 	return 0;
 num:
 	if (st == NUM_RANGE)
-		return perr(p, "address out of range in region line");
+		return read_error(&p->pos,
+				  "address out of range in region line");
 bad:
-	return perr(p, "malformed region line '%s'", quoted(p, l->p, l->len));
+	return read_error(&p->pos, "malformed region line '%s'",
+			  read_quote(&p->pos, l->p, l->len));
 }
 
 static int parse_mmap_list(struct parser *p)
@@ -639,10 +634,13 @@ static int parse_mmap_list(struct parser *p)
 		if (rc == 0)
 			return parse_vma_line(p, &v);
 		if (rc == -2)
-			return perr(p, "number out of range in VMA line");
-		return perr(p, "expected a VMA, page frame or region line in "
-			       "MMAP_LIST, found '%s'",
-			    quoted(p, l->p, l->len));
+			return read_error(&p->pos,
+					  "number out of range in VMA line");
+		return read_error(
+		    &p->pos,
+		    "expected a VMA, page frame or region line in "
+		    "MMAP_LIST, found '%s'",
+		    read_quote(&p->pos, l->p, l->len));
 	}
 	if (line_starts(l, "  PF:"))
 		return parse_pf_line(p);
@@ -681,22 +679,25 @@ static int finish_regions(struct parser *p)
 		    snap->regions[out - 1].end == snap->regions[i].end) {
 			warning("%s:%lu: region %" PRIx64 "-%" PRIx64
 				" repeats line %lu; the later line wins",
-				p->path, snap->regions[i].line,
+				p->pos.path, snap->regions[i].line,
 				snap->regions[i].start, snap->regions[i].end,
 				snap->regions[out - 1].line);
 			snap->regions[out - 1] = snap->regions[i];
 			continue;
 		}
-		if (out && snap->regions[i].start < snap->regions[out - 1].end)
-			return error("%s:%lu: region %" PRIx64 "-%" PRIx64
-				     " overlaps region %" PRIx64 "-%" PRIx64
-				     " of line %lu",
-				     p->path, snap->regions[i].line,
-				     snap->regions[i].start,
-				     snap->regions[i].end,
-				     snap->regions[out - 1].start,
-				     snap->regions[out - 1].end,
-				     snap->regions[out - 1].line);
+		if (out &&
+		    snap->regions[i].start < snap->regions[out - 1].end) {
+			p->pos.line = snap->regions[i].line;
+			return read_error(&p->pos,
+					  "region %" PRIx64 "-%" PRIx64
+					  " overlaps region %" PRIx64
+					  "-%" PRIx64 " of line %lu",
+					  snap->regions[i].start,
+					  snap->regions[i].end,
+					  snap->regions[out - 1].start,
+					  snap->regions[out - 1].end,
+					  snap->regions[out - 1].line);
+		}
 		snap->regions[out++] = snap->regions[i];
 	}
 	snap->nregions = out;
@@ -721,14 +722,15 @@ static int parse_global_stat(struct parser *p)
 	    wl[1] == 9 && !memcmp(w[1], "committed", 9))
 		return 0; /* the column header */
 	if (nw != 3)
-		return perr(p, "expected 'NAME VIRTUAL COMMITTED' in "
-			       "GLOBAL_STATS, found '%s'",
-			    quoted(p, p->l->p, p->l->len));
+		return read_error(&p->pos,
+				  "expected 'NAME VIRTUAL COMMITTED' in "
+				  "GLOBAL_STATS, found '%s'",
+				  read_quote(&p->pos, p->l->p, p->l->len));
 	if ((st = word_i64(w[1], wl[1], &v.virt)) != NUM_OK ||
 	    (st = word_i64(w[2], wl[2], &v.committed)) != NUM_OK)
-		return perr(p, "%s number in GLOBAL_STATS row '%s'",
-			    st == NUM_RANGE ? "out-of-range" : "invalid",
-			    quoted(p, w[0], wl[0]));
+		return read_error(&p->pos, "%s number in GLOBAL_STATS row '%s'",
+				  st == NUM_RANGE ? "out-of-range" : "invalid",
+				  read_quote(&p->pos, w[0], wl[0]));
 	for (row = 0; row < GS_NROWS; row++)
 		if (strlen(gstat_names[row]) == wl[0] &&
 		    !memcmp(gstat_names[row], w[0], wl[0]))
@@ -737,7 +739,7 @@ static int parse_global_stat(struct parser *p)
 		if (snap->gs.present & (1u << row))
 			warning("%s:%lu: GLOBAL_STATS row '%s' repeated; the "
 				"later one wins",
-				p->path, p->l->no, gstat_names[row]);
+				p->pos.path, p->l->no, gstat_names[row]);
 		snap->gs.row[row] = v;
 		snap->gs.present |= 1u << row;
 	} else {
@@ -770,10 +772,10 @@ static void check_global_stats(struct parser *p, unsigned long line)
 	 * test dumps lack it (the original crashed).  Reading 0 is right for
 	 * them; say it once per run rather than once per dump.
 	 */
-	if (n && model_warn_first(p->m, MODEL_WARNED_GSTATS))
+	if (n && read_warn_first(p->run, READ_WARNED_GSTATS))
 		warning("%s:%lu: GLOBAL_STATS has no %s row%s; read as 0 "
 			"(not repeated for later dumps)",
-			p->path, line, missing.buf, n > 1 ? "s" : "");
+			p->pos.path, line, missing.buf, n > 1 ? "s" : "");
 	sb_release(&missing);
 }
 
@@ -859,8 +861,7 @@ static void add_stack_line(struct parser *p, const struct stack_line *sl,
 	GROW(p->nos, snap->nlines + 1, p->nos_alloc);
 	p->ids[snap->nlines] = id;
 	p->nos[snap->nlines] = p->l->no;
-	GROW(snap->lines, snap->nlines + 1, snap->lines_alloc);
-	snap->lines[snap->nlines++] = *sl;
+	read_add_line(snap, sl);
 }
 
 static int parse_stack_line(struct parser *p)
@@ -886,18 +887,19 @@ static int parse_stack_line(struct parser *p)
 		return 0;
 	}
 	if (nw != 6 || wl[4] != 1 || w[4][0] != '@')
-		return perr(p, "expected 'VIRTUAL COMMITTED ALLOCS FREES @ "
-			       "BUCKET' in STACKTRACES, found '%s'",
-			    quoted(p, p->l->p, p->l->len));
+		return read_error(&p->pos,
+				  "expected 'VIRTUAL COMMITTED ALLOCS FREES @ "
+				  "BUCKET' in STACKTRACES, found '%s'",
+				  read_quote(&p->pos, p->l->p, p->l->len));
 	memset(&sl, 0, sizeof(sl));
 	if ((st = word_i64(w[0], wl[0], &sl.virt)) ||
 	    (st = word_i64(w[1], wl[1], &sl.committed)) ||
 	    (st = word_i64(w[2], wl[2], &sl.alloc)) ||
 	    (st = word_i64(w[3], wl[3], &sl.free)) ||
 	    (st = word_u64(w[5], wl[5], &id)))
-		return perr(p, "%s number in stack line '%s'",
-			    st == NUM_RANGE ? "out-of-range" : "invalid",
-			    quoted(p, p->l->p, p->l->len));
+		return read_error(&p->pos, "%s number in stack line '%s'",
+				  st == NUM_RANGE ? "out-of-range" : "invalid",
+				  read_quote(&p->pos, p->l->p, p->l->len));
 add:
 	add_stack_line(p, &sl, id);
 	return 0;
@@ -922,7 +924,8 @@ static int section_header(struct parser *p)
 		if (!line_is(p->l, sections[i].header))
 			continue;
 		if (p->seen & (1u << sections[i].sec))
-			return perr(p, "second %s section", sections[i].header);
+			return read_error(&p->pos, "second %s section",
+					  sections[i].header);
 		p->seen |= 1u << sections[i].sec;
 		p->sec = sections[i].sec;
 		if (p->sec == SEC_META)
@@ -957,8 +960,10 @@ static int parse_lines(struct parser *p, const struct filebuf *fb)
 			add_stack_line(p, &sl, id);
 			continue;
 		}
+		p->pos.line = l.no;
 		if (memchr(l.p, '\0', l.len))
-			return perr(p, "NUL byte in line (not a text dump?)");
+			return read_error(&p->pos, "NUL byte in line (not a "
+						   "text dump?)");
 		if (l.len && l.p[0] == '#')
 			continue;
 		if (!l.newline && p->sec != SEC_MAPPED_LIBRARIES &&
@@ -966,7 +971,7 @@ static int parse_lines(struct parser *p, const struct filebuf *fb)
 			/* A producer killed mid-write. */
 			warning("%s:%lu: last line has no newline (dump "
 				"truncated?); skipped",
-				p->path, l.no);
+				p->pos.path, l.no);
 			break;
 		}
 		if (p->sec == SEC_BEFORE) {
@@ -981,7 +986,8 @@ static int parse_lines(struct parser *p, const struct filebuf *fb)
 			/* The rest of the file is maps text. */
 			if (maps_parse(&snap->own_maps, l.p,
 				       (size_t)(fb->data + fb->size - l.p),
-				       p->path, l.no, &p->m->strings, true) < 0)
+				       p->pos.path, l.no, &p->m->strings,
+				       true) < 0)
 				return -1;
 			snap->has_own_maps = true;
 			break;
@@ -1010,30 +1016,30 @@ static int parse_lines(struct parser *p, const struct filebuf *fb)
 			rc = parse_stack_line(p);
 			break;
 		default:
-			rc = perr(p, "unexpected '%s' outside any section",
-				  quoted(p, l.p, l.len));
+			rc = read_error(&p->pos,
+					"unexpected '%s' outside any section",
+					read_quote(&p->pos, l.p, l.len));
 			break;
 		}
 		if (rc < 0)
 			return -1;
 	}
-	if (p->sec == SEC_BEFORE) {
-		error("%s:%lu: empty dump (no 'heap profile:' line)", p->path,
-		      r.no ? r.no : 1);
-		return -1;
-	}
+	p->pos.line = r.no ? r.no : 1;
+	if (p->sec == SEC_BEFORE)
+		return read_error(&p->pos, "empty dump (no 'heap profile:' "
+					   "line)");
 	if (!(p->seen & (1u << SEC_STACKTRACES)))
-		return error("%s:%lu: no STACKTRACES section (dump truncated?)",
-			     p->path, r.no);
+		return read_error(&p->pos, "no STACKTRACES section (dump "
+					   "truncated?)");
 	if (!(p->seen & (1u << SEC_GLOBAL_STATS)))
-		return error("%s:%lu: no GLOBAL_STATS section (dump "
-			     "truncated?)", p->path, r.no);
+		return read_error(&p->pos, "no GLOBAL_STATS section (dump "
+					   "truncated?)");
 	check_global_stats(p, gs_line);
 	return 0;
 }
 
 int deep_parse(struct snapshot *snap, struct filebuf *fb,
-	       struct model *m)
+	       struct model *m, struct read_run *run)
 {
 	struct parser p;
 	int rc;
@@ -1041,7 +1047,8 @@ int deep_parse(struct snapshot *snap, struct filebuf *fb,
 	memset(&p, 0, sizeof(p));
 	p.snap = snap;
 	p.m = m;
-	p.path = fb->path;
+	p.run = run;
+	p.pos.path = fb->path;
 	p.current_vma = -1;
 	snap->kernel_view = true;
 	snap->mmap_by_regions = true;
@@ -1060,11 +1067,12 @@ int deep_parse(struct snapshot *snap, struct filebuf *fb,
 		if (p.legacy_region_line)
 			warning("%s:%lu: legacy region line without "
 				"committed/reserved sizes; missing sizes read "
-				"as 0", p.path, p.legacy_region_line);
+				"as 0",
+				p.pos.path, p.legacy_region_line);
 	}
 	free(p.ids);
 	free(p.nos);
-	sb_release(&p.q);
+	read_pos_release(&p.pos);
 	return rc;
 }
 

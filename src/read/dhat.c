@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gperf.h"
 #include "json.h"
+#include "reader.h"
 #include "util.h"
 
 bool dhat_claims(const struct filebuf *fb)
@@ -58,8 +58,9 @@ struct point {
  * buffer.
  */
 struct dparser {
-	const char *path;
+	struct reader_pos pos; /* (the JSON cursor says where it fails) */
 	struct model *m;
+	struct read_run *run;
 	struct json_cursor j;
 	int64_t version, te, tg;
 	unsigned long version_line, mode_line, te_line, tg_line;
@@ -74,6 +75,9 @@ struct dparser {
 	size_t nftbl, alloc_ftbl;
 	uint64_t *addrs;         /* each entry parsed, once */
 	struct frame_name *names;
+	int part;                /* the snapshot's: 1 the peak, 2 the end */
+	uint64_t *frames;        /* a point's stack (see sample) */
+	size_t frames_cap;
 };
 
 /* The next value as a whole number >= 0, or the error KEY's. */
@@ -196,11 +200,11 @@ static int check_mode(struct dparser *d, unsigned long line)
 
 	if (!strcmp(mode, "heap") || !strcmp(mode, "rust-heap"))
 		return 0;
-	return error_at(d->path, line,
-			"a DHAT profile in %s mode counts %s, not heap "
-			"blocks; dmprof reads heap mode",
-			*mode ? mode : "no",
-			!strcmp(mode, "copy") ? "copies" : "events");
+	d->pos.line = line;
+	return read_error(&d->pos, "a DHAT profile in %s mode counts %s, "
+			  "not heap blocks; dmprof reads heap mode",
+			  *mode ? mode : "no",
+			  !strcmp(mode, "copy") ? "copies" : "events");
 }
 
 /* The top-level object, member by member. */
@@ -212,8 +216,9 @@ static int read_file(struct dparser *d)
 
 	if (json_peek(&d->j) != '{') {
 		sb_release(&key);
-		return error_at(d->path, d->j.line,
-				"not a DHAT profile (not a JSON object)");
+		d->pos.line = d->j.line;
+		return read_error(&d->pos,
+				  "not a DHAT profile (not a JSON object)");
 	}
 	json_expect(&d->j, '{', "'{'");
 	while (json_next(&d->j, '}', &first)) {
@@ -232,8 +237,9 @@ static int read_file(struct dparser *d)
 					     ? (int64_t)x : -1;
 			d->version_line = line;
 			if (d->has_version && d->version != 2) {
-				error_at(d->path, line, "DHAT file version %g; "
-					 "dmprof reads version 2", x);
+				d->pos.line = line;
+				read_error(&d->pos, "DHAT file version %g; "
+					   "dmprof reads version 2", x);
 				d->j.failed = true;
 			}
 		} else if (!strcmp(k, "te") || !strcmp(k, "tg")) {
@@ -339,9 +345,10 @@ static int stack_of(struct dparser *d, const struct point *pp,
 	uint32_t n = 0;
 
 	*depth = 0;
-	if (!pp->fs_line)
-		return error_at(d->path, pp->line,
-				"a program point without \"fs\"");
+	if (!pp->fs_line) {
+		d->pos.line = pp->line;
+		return read_error(&d->pos, "a program point without \"fs\"");
+	}
 	GROW(*frames, pp->fs_n + 1, *cap);
 	for (size_t i = 0; i <= pp->fs_n; i++) {
 		uint64_t addr = 0;
@@ -351,11 +358,12 @@ static int stack_of(struct dparser *d, const struct point *pp,
 		if (i < pp->fs_n) {
 			uint32_t k = d->fs[pp->fs_at + i];
 
-			if (k < 1 || k >= d->nftbl)
-				return error_at(d->path, pp->fs_line,
-					    "frame index out of range (ftbl "
-					    "has %zu entries)",
-					    d->nftbl);
+			if (k < 1 || k >= d->nftbl) {
+				d->pos.line = pp->fs_line;
+				return read_error(&d->pos, "frame index out of "
+						  "range (ftbl has %zu "
+						  "entries)", d->nftbl);
+			}
 			addr = d->addrs[k];
 			name = d->names[k];
 		}
@@ -379,14 +387,35 @@ static int stack_of(struct dparser *d, const struct point *pp,
 	return 0;
 }
 
+/* Program point I as a sample (see read_samples), at the peak or the
+ * end as d->part says. */
+static int sample(void *ctx, size_t i, struct read_sample *out)
+{
+	struct dparser *d = ctx;
+	const struct point *pp = &d->pps[i];
+	int bytes_key = d->part == 1 ? PP_GB : PP_EB;
+	int blocks_key = d->part == 1 ? PP_GBK : PP_EBK;
+	const int need[] = { bytes_key, blocks_key, PP_TB, PP_TBK };
+
+	for (size_t k = 0; k < ARRAY_SIZE(need); k++) {
+		if (!(pp->has & 1u << need[k])) {
+			d->pos.line = pp->line;
+			return read_error(&d->pos, "no \"%s\"",
+					  point_keys[need[k]]);
+		}
+	}
+	if (stack_of(d, pp, &d->frames, &d->frames_cap, &out->depth) < 0)
+		return -1;
+	out->frames = d->frames;
+	out->line = pp->line;
+	out->c = (struct sample_counts){ pp->v[blocks_key], pp->v[bytes_key],
+					 true, pp->v[PP_TBK], pp->v[PP_TB] };
+	return 0;
+}
+
 static int build(struct dparser *d, struct snapshot *snap)
 {
-	int bytes_key = snap->part == 1 ? PP_GB : PP_EB;
-	int blocks_key = snap->part == 1 ? PP_GBK : PP_EBK;
-	const int need[] = { bytes_key, blocks_key, PP_TB, PP_TBK };
-	uint64_t *frames = NULL;
-	size_t cap = 0;
-	int64_t total = 0;
+	int64_t total;
 
 	/* The table's entries, parsed once. */
 	d->addrs = xcalloc(d->nftbl + 1, sizeof(*d->addrs));
@@ -395,46 +424,14 @@ static int build(struct dparser *d, struct snapshot *snap)
 		parse_frame(d->strs.buf + d->ftbl[k],
 			    d->ftbl[k + 1] - d->ftbl[k], &d->addrs[k],
 			    &d->names[k]);
-	snap->lines = xcalloc(d->npps ? d->npps : 1, sizeof(*snap->lines));
-	snap->lines_alloc = d->npps ? d->npps : 1;
-	for (size_t i = 0; i < d->npps; i++) {
-		const struct point *pp = &d->pps[i];
-		struct stack_line *sl;
-		uint32_t depth;
-
-		for (size_t k = 0; k < ARRAY_SIZE(need); k++) {
-			if (!(pp->has & 1u << need[k])) {
-				free(frames);
-				return error_at(d->path, pp->line, "no \"%s\"",
-					    point_keys[need[k]]);
-			}
-		}
-		if (stack_of(d, pp, &frames, &cap, &depth) < 0) {
-			free(frames);
-			return -1;
-		}
-		sl = &snap->lines[snap->nlines++];
-		sl->bucket = model_intern_bucket(d->m, ALLOC_MALLOC, frames,
-						 depth, d->path, pp->line);
-		if (!sl->bucket) {
-			free(frames);
-			return -1;
-		}
-		sl->virt = sl->committed = pp->v[bytes_key];
-		sl->alloc = pp->v[PP_TBK];
-		sl->alloc_bytes = pp->v[PP_TB];
-		sl->free = sub64(pp->v[PP_TBK], pp->v[blocks_key],
-				 &snap->overflow);
-		total = add64(total, pp->v[bytes_key], &snap->overflow);
-	}
-	free(frames);
+	if (read_samples(snap, d->m, d->pos.path, d->npps, sample, d,
+			 &total) < 0)
+		return -1;
 	/*
 	 * What a point allocated is known for the whole run only: at the
 	 * end it is a count like any other, at the peak it is not yet.
 	 */
-	snap->has_alloc_bytes = snap->part == 2;
-	snap->counts_unknown = snap->part != 2;
-	heap_profile_stats(snap, total, 0);
+	read_finish_profile(snap, total, 0, snap->part == 2, snap->part == 2);
 	return 0;
 }
 
@@ -445,20 +442,22 @@ static int parse(struct dparser *d, struct snapshot *snap)
 
 	if (read_file(d) < 0)
 		return -1;
+	/* (What is missing is said of the object's first line.) */
+	d->pos.line = 1;
 	if (!d->has_version)
-		return error_at(d->path, 1, "no \"dhatFileVersion\"");
+		return read_error(&d->pos, "no \"dhatFileVersion\"");
 	if (!d->mode_line)
-		return error_at(d->path, 1, "no \"mode\"");
+		return read_error(&d->pos, "no \"mode\"");
 	if (!d->bklt)
-		return error_at(d->path, 1, "a DHAT heap profile without block "
+		return read_error(&d->pos, "a DHAT heap profile without block "
 				  "lifetimes (\"bklt\": true)");
 	if (!d->has_pps)
-		return error_at(d->path, 1, "no \"pps\" array");
+		return read_error(&d->pos, "no \"pps\" array");
 	if (!d->has_ftbl)
-		return error_at(d->path, 1, "no \"ftbl\" array");
+		return read_error(&d->pos, "no \"ftbl\" array");
 	if (!(snap->part == 1 ? d->has_tg : d->has_te))
-		return error_at(d->path, 1, "no \"%s\"",
-				snap->part == 1 ? "tg" : "te");
+		return read_error(&d->pos, "no \"%s\"",
+				  snap->part == 1 ? "tg" : "te");
 	/* Time: microseconds (dhat-rs), or instructions (Valgrind), which
 	 * stand for seconds as they are, said once. */
 	tu = d->tu.buf ? d->tu.buf : "";
@@ -468,25 +467,27 @@ static int parse(struct dparser *d, struct snapshot *snap)
 		snap->time /= 1e6;
 	snap->time_instructions = !micro;
 	snap->time_from_meta = true;
-	if (model_warn_first(d->m, MODEL_WARNED_PROFILE))
+	if (read_warn_first(d->run, READ_WARNED_PROFILE))
 		warning("%s: a DHAT profile, read as two snapshots: at its "
 			"global peak (t-gmax) and at its end (t-end); "
-			"allocated is over the whole run%s", d->path,
+			"allocated is over the whole run%s", d->pos.path,
 			micro ? "" : "; times are in instructions, not seconds");
 	return build(d, snap);
 }
 
 int dhat_parse(struct snapshot *snap, struct filebuf *fb,
-	       struct model *m)
+	       struct model *m, struct read_run *run)
 {
 	struct dparser d;
 	int rc;
 
 	memset(&d, 0, sizeof(d));
-	d.path = fb->path;
+	d.pos.path = fb->path;
 	d.m = m;
+	d.run = run;
 	if (snap->part != 1 && snap->part != 2)
 		snap->part = 2; /* (one snapshot asked for: the end) */
+	d.part = snap->part;
 	json_cursor_init(&d.j, fb->data, fb->size, fb->path);
 	rc = parse(&d, snap);
 	sb_release(&d.mode);
@@ -497,5 +498,7 @@ int dhat_parse(struct snapshot *snap, struct filebuf *fb,
 	free(d.ftbl);
 	free(d.addrs);
 	free(d.names);
+	free(d.frames);
+	read_pos_release(&d.pos);
 	return rc;
 }

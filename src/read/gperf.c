@@ -21,11 +21,12 @@
 
 #include <inttypes.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "handoff.h"
+#include "reader.h"
 #include "text.h"
 #include "util.h"
 
@@ -90,9 +91,11 @@ struct gline {
 struct gparser {
 	struct snapshot *snap;
 	struct model *m;
+	struct read_run *run;
 	struct line_stream *s;
-	const char *path;
-	struct strbuf q;
+	/* Where it is, for what it says (quiet: a first try, errors not
+	 * said). */
+	struct reader_pos pos;
 	enum htype type;
 	uint64_t rate;      /* the sampling rate; <= 1: every allocation */
 	bool has_alloc;     /* the lines' [N: B] count allocations */
@@ -114,7 +117,6 @@ struct gparser {
 	bool has_broken;
 	bool cut;           /* the last stack line may be incomplete */
 	size_t cut_line;    /* which (an index into snap->lines) */
-	bool quiet;         /* errors are not said (a first try) */
 	/* Each line's stack id, line number and first address in the file
 	 * (which the maps judge, see line_kind; Go's comments may rename or
 	 * drop the frame), until its bucket is made (see build). */
@@ -123,20 +125,6 @@ struct gparser {
 	uint64_t *firsts;
 	size_t ids_alloc, nos_alloc, firsts_alloc;
 };
-
-static int gerr(struct gparser *g, unsigned long line, const char *fmt, ...)
-	PRINTF(3, 4);
-static int gerr(struct gparser *g, unsigned long line, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (g->quiet)
-		return -1;
-	va_start(ap, fmt);
-	verror_at(g->path, line, fmt, ap);
-	va_end(ap);
-	return -1;
-}
 
 /* "N: B [N: B]" with any spacing. */
 static enum num_status counts(struct cursor *c, int64_t v[4])
@@ -192,8 +180,7 @@ static bool alloc_columns(enum htype type, const int64_t v[4])
 }
 
 /* TYPE (and /RATE) after the '@': 0, or -1 after saying why not. */
-static int header_type(struct gparser *g, const struct line *l,
-		       const char *tag, size_t tlen)
+static int header_type(struct gparser *g, const char *tag, size_t tlen)
 {
 	static const struct {
 		const char *name;
@@ -215,8 +202,8 @@ static int header_type(struct gparser *g, const struct line *l,
 		}
 	if (slash && slash + 1 < tag + tlen &&
 	    word_u64(slash + 1, tlen - nlen - 1, &rate) != NUM_OK)
-		return gerr(g, l->no, "invalid sampling rate '%s'",
-			    quote_for_msg(tag, tlen, &g->q));
+		return read_error(&g->pos, "invalid sampling rate '%s'",
+				  read_quote(&g->pos, tag, tlen));
 	if ((nlen == 7 && !memcmp(tag, "heap_v2", 7)) ||
 	    (nlen == 8 && !memcmp(tag, "heapz_v2", 8))) {
 		g->type = H_SAMPLED;
@@ -229,10 +216,11 @@ static int header_type(struct gparser *g, const struct line *l,
 		g->rate = rate / 2;
 		return 0;
 	}
-	return gerr(g, l->no, "unknown profile type '%s' (dmprof reads "
-			      "heapprofile, heap_v2/RATE, heapz_v2/RATE, "
-			      "heap/RATE, growth and fragmentation)",
-		    quote_for_msg(tag, tlen, &g->q));
+	return read_error(&g->pos,
+			  "unknown profile type '%s' (dmprof reads "
+			  "heapprofile, heap_v2/RATE, heapz_v2/RATE, "
+			  "heap/RATE, growth and fragmentation)",
+			  read_quote(&g->pos, tag, tlen));
 }
 
 static int parse_header(struct gparser *g, const struct line *l)
@@ -243,22 +231,25 @@ static int parse_header(struct gparser *g, const struct line *l)
 	int64_t v[4];
 	enum num_status st;
 
+	g->pos.line = l->no;
 	c.p = find_header(l->p, l->len) + strlen(HEADER);
 	st = counts(&c, v);
 	if (st != NUM_OK)
-		return gerr(g, l->no, "%s header '%s'",
-			    st == NUM_RANGE ? "number out of range in"
-					    : "malformed heap profile",
-			    quote_for_msg(l->p, l->len, &g->q));
+		return read_error(&g->pos, "%s header '%s'",
+				  st == NUM_RANGE ? "number out of range in"
+						  : "malformed heap profile",
+				  read_quote(&g->pos, l->p, l->len));
 	cursor_skip_space(&c);
 	if (!cursor_eat(&c, "@"))
-		return gerr(g, l->no, "heap profile header without '@ TYPE'");
+		return read_error(&g->pos,
+				  "heap profile header without '@ TYPE'");
 	cursor_skip_space(&c);
 	if (!cursor_word(&c, &tag, &tlen))
-		return gerr(g, l->no, "heap profile header without '@ TYPE'");
+		return read_error(&g->pos,
+				  "heap profile header without '@ TYPE'");
 	g->header_objs = v[0];
 	g->header_bytes = v[1];
-	if (header_type(g, l, tag, tlen) < 0)
+	if (header_type(g, tag, tlen) < 0)
 		return -1;
 	g->has_alloc = alloc_columns(g->type, v);
 	return 0;
@@ -323,7 +314,7 @@ static int parse_stack_line_into(struct gparser *g, const struct line *l,
 	enum num_status st;
 
 	memset(&gl, 0, sizeof(gl));
-	gl.no = l->no;
+	gl.no = g->pos.line = l->no;
 	c.p = fast_counts(l->p, c.end, v);
 	if (c.p) {
 		st = NUM_OK;
@@ -333,15 +324,17 @@ static int parse_stack_line_into(struct gparser *g, const struct line *l,
 	}
 	cursor_skip_space(&c);
 	if (st != NUM_OK || !cursor_eat(&c, "@"))
-		return gerr(g, l->no, "%s stack line '%s'",
-			    st == NUM_RANGE ? "number out of range in"
-					    : "expected 'N: B [N: B] @ FRAMES', "
-					      "found",
-			    quote_for_msg(l->p, l->len, &g->q));
+		return read_error(&g->pos, "%s stack line '%s'",
+				  st == NUM_RANGE
+				      ? "number out of range in"
+				      : "expected 'N: B [N: B] @ FRAMES', "
+					"found",
+				  read_quote(&g->pos, l->p, l->len));
 	if (sampled(g) && ((!v[0] && v[1]) || (g->has_alloc && !v[2] && v[3])))
-		return gerr(g, l->no, "0 objects holding bytes in a sampled "
-				      "profile: '%s'",
-			    quote_for_msg(l->p, l->len, &g->q));
+		return read_error(&g->pos,
+				  "0 objects holding bytes in a sampled "
+				  "profile: '%s'",
+				  read_quote(&g->pos, l->p, l->len));
 	gl.objs = v[0];
 	gl.bytes = v[1];
 	gl.alloc_objs = v[2];
@@ -367,14 +360,14 @@ static int parse_stack_line_into(struct gparser *g, const struct line *l,
 		if (st != NUM_OK) {
 			if (cut && cursor_at_end(&c))
 				break; /* cut in the middle of this word */
-			return gerr(g, l->no, "%s frame address '%s'",
-				    st == NUM_RANGE ? "out-of-range"
-						    : "invalid",
-				    quote_for_msg(w, wl, &g->q));
+			return read_error(&g->pos, "%s frame address '%s'",
+					  st == NUM_RANGE ? "out-of-range"
+							  : "invalid",
+					  read_quote(&g->pos, w, wl));
 		}
 add:
 		if (gl.depth == UINT32_MAX)
-			return gerr(g, l->no, "stack too deep");
+			return read_error(&g->pos, "stack too deep");
 		GROW(*frames, gl.depth + 1, *alloc);
 		(*frames)[gl.depth++] = addr;
 	}
@@ -559,7 +552,7 @@ static int intern_held(struct gparser *g)
 	struct gline *gl = &g->held;
 	struct snapshot *snap = g->snap;
 	const struct stack *stack;
-	struct stack_line *sl;
+	struct sample_counts c;
 	uint64_t first;
 
 	if (!g->holding)
@@ -587,17 +580,9 @@ static int intern_held(struct gparser *g)
 	g->stack_ids[snap->nlines] = stack->id;
 	g->nos[snap->nlines] = gl->no;
 	g->firsts[snap->nlines] = first;
-	GROW(snap->lines, snap->nlines + 1, snap->lines_alloc);
-	sl = &snap->lines[snap->nlines++];
-	memset(sl, 0, sizeof(*sl));
-	sl->virt = sl->committed = gl->bytes;
-	if (g->has_alloc) {
-		sl->alloc = gl->alloc_objs;
-		sl->alloc_bytes = gl->alloc_bytes;
-		sl->free = sub64(gl->alloc_objs, gl->objs, &snap->overflow);
-	} else {
-		sl->alloc = gl->objs; /* (counts_unknown: blocks in use) */
-	}
+	c = (struct sample_counts){ gl->objs, gl->bytes, g->has_alloc,
+				    gl->alloc_objs, gl->alloc_bytes };
+	read_add_sample(snap, NULL, &c);
 	return 0;
 }
 
@@ -640,7 +625,7 @@ static int build(struct gparser *g)
 		const struct stack *stack = m->stacks.v[g->stack_ids[i]];
 		enum alloc_kind kind = line_kind(g, i, stack, g->firsts[i]);
 
-		sl->bucket = model_stack_bucket(m, kind, stack, g->path,
+		sl->bucket = model_stack_bucket(m, kind, stack, g->pos.path,
 						g->nos[i]);
 		if (!sl->bucket)
 			return -1;
@@ -651,12 +636,6 @@ static int build(struct gparser *g)
 			malloc_bytes = add64(malloc_bytes, sl->committed,
 					     &snap->overflow);
 	}
-	if (!snap->lines) {
-		snap->lines = xcalloc(1, sizeof(*snap->lines));
-		snap->lines_alloc = 1;
-	}
-	snap->has_alloc_bytes = g->has_alloc;
-	snap->counts_unknown = !g->has_alloc;
 	/*
 	 * gperftools' header counts malloc only.  Lines that add up to less
 	 * than it mean lost buckets: the 1 MiB cap drops the smallest ones.
@@ -665,32 +644,15 @@ static int build(struct gparser *g)
 		warning("%s: its stack lines hold %" PRId64 " of the %" PRId64
 			" bytes in use the header counts; the rest was lost "
 			"(gperftools 2.10-2.15 cut profiles at 1 MiB)",
-			g->path, malloc_bytes, g->header_bytes);
-	heap_profile_stats(snap, malloc_bytes, mmap_bytes);
+			g->pos.path, malloc_bytes, g->header_bytes);
+	read_finish_profile(snap, malloc_bytes, mmap_bytes, g->has_alloc,
+			    g->has_alloc);
 	/* (gperftools' header counts malloc in full, lost lines too.) */
 	if (g->type == H_GPERF)
 		snap->gs.row[GS_PROFILED_MALLOC].virt =
 			snap->gs.row[GS_PROFILED_MALLOC].committed =
 				g->header_bytes;
 	return 0;
-}
-
-void heap_profile_stats(struct snapshot *snap, int64_t malloc_bytes,
-			int64_t mmap_bytes)
-{
-	struct gstat *gs = snap->gs.row;
-	int64_t total = add64(malloc_bytes, mmap_bytes, &snap->overflow);
-
-	gs[GS_PROFILED_MALLOC].virt = gs[GS_PROFILED_MALLOC].committed =
-		malloc_bytes;
-	gs[GS_PROFILED_MMAP].virt = gs[GS_PROFILED_MMAP].committed =
-		mmap_bytes;
-	/*
-	 * A profile knows no process total: its own sum stands for it (not
-	 * marked present, so that mustbezero has nothing to check).
-	 */
-	gs[GS_TOTAL].virt = gs[GS_TOTAL].committed = total;
-	snap->gs.present = 1u << GS_PROFILED_MALLOC | 1u << GS_PROFILED_MMAP;
 }
 
 /* Which map section the line opens: 1 gperftools', 2 pprof's, else 0. */
@@ -725,39 +687,37 @@ static void say_what(struct gparser *g)
 		"no committed/virtual split; total is the profile's own sum "
 		"of bytes in use, and what the kernel or GLOBAL_STATS would "
 		"give (rss, swap, ...) reads 0";
-	struct model *m = g->m;
-
-	if (!model_warn_first(m, MODEL_WARNED_PROFILE))
+	if (!read_warn_first(g->run, READ_WARNED_PROFILE))
 		return;
 	switch (g->type) {
 	case H_GPERF:
 		warning("%s: a gperftools heap profile: sizes are the bytes "
 			"the program asked for, every allocation counted; %s",
-			g->path, rest);
+			g->pos.path, rest);
 		break;
 	case H_SAMPLED:
 	case H_GO:
 		if (!sampled(g))
 			warning("%s: a %sheap profile of every allocation "
 				"(rate %" PRIu64 "): sizes are the bytes the "
-				"program asked for; %s", g->path,
+				"program asked for; %s", g->pos.path,
 				g->type == H_GO ? "Go " : "", g->rate, rest);
 		else
 			warning("%s: a sampled %sheap profile (a sample every "
 				"%" PRIu64 " bytes on average): sizes and "
 				"counts are estimates from the sample, "
-				"unsampled as pprof does; %s", g->path,
+				"unsampled as pprof does; %s", g->pos.path,
 				g->type == H_GO ? "Go " : "", g->rate, rest);
 		break;
 	case H_GROWTH:
 		warning("%s: a heap growth profile: sizes are how much the "
 			"heap grew under each stack, not blocks in use; %s",
-			g->path, rest);
+			g->pos.path, rest);
 		break;
 	case H_FRAG:
 		warning("%s: a heap fragmentation profile: sizes are bytes "
-			"lost to fragmentation under each stack; %s", g->path,
-			rest);
+			"lost to fragmentation under each stack; %s",
+			g->pos.path, rest);
 		break;
 	}
 }
@@ -790,10 +750,10 @@ static int read_maps(struct gparser *g, int which, unsigned long no,
 	if (rc == 0)
 		rc = stream_rest(g->s, &rest, &len);
 	if (rc == 0 && len && which == 1)
-		rc = maps_parse(&snap->own_maps, rest, len, g->path, no + 1,
+		rc = maps_parse(&snap->own_maps, rest, len, g->pos.path, no + 1,
 				&g->m->strings, true);
 	else if (rc == 0 && len)
-		rc = maps_parse_pprof(&snap->own_maps, rest, len, g->path,
+		rc = maps_parse_pprof(&snap->own_maps, rest, len, g->pos.path,
 				      &g->m->strings);
 	snap->has_own_maps = rc == 0;
 	return rc;
@@ -802,14 +762,16 @@ static int read_maps(struct gparser *g, int which, unsigned long no,
 /* The header line: the profile's type, which all of a run share. */
 static int header(struct gparser *g, const struct line *l)
 {
-	struct model *m = g->m;
+	int kind = g->run->profile_kind;
 
 	if (parse_header(g, l) < 0)
 		return -1;
-	if (m->profile_kind && m->profile_kind != (int)g->type + 1)
-		return gerr(g, 1, "a %s profile among %s profiles: not one run",
-			    type_names[g->type],
-			    type_names[m->profile_kind - 1]);
+	/* (Said of line 1, wherever the header is.) */
+	g->pos.line = 1;
+	if (kind && kind != (int)g->type + 1)
+		return read_error(&g->pos, "a %s profile among %s profiles: "
+				  "not one run", type_names[g->type],
+				  type_names[kind - 1]);
 	return 0;
 }
 
@@ -832,8 +794,9 @@ static int slow_line(struct gparser *g, const struct line *l,
 {
 	struct gline gl;
 
+	g->pos.line = l->no;
 	if (memchr(l->p, '\0', l->len))
-		return gerr(g, l->no, "NUL byte in line");
+		return read_error(&g->pos, "NUL byte in line");
 	if ((*which = maps_header(l)))
 		return 2;
 	/* A stack line that did not parse, and was not cut. */
@@ -856,7 +819,7 @@ static int slow_line(struct gparser *g, const struct line *l,
 		hold(g, &gl);
 		return 1;
 	}
-	g->quiet = true;
+	g->pos.quiet = true;
 	if (parse_stack_line(g, l, NOT_CUT, limit, &gl) == 0) {
 		hold(g, &gl);
 	} else {
@@ -867,7 +830,7 @@ static int slow_line(struct gparser *g, const struct line *l,
 		g->broken_no = l->no;
 		g->has_broken = true;
 	}
-	g->quiet = false;
+	g->pos.quiet = false;
 	*after_stack = true;
 	return 0;
 }
@@ -916,10 +879,10 @@ static int parse_lines(struct gparser *g, bool *in_maps)
 		 * interned once this one shows it was not cut short.
 		 */
 		if (!g->has_broken && l.newline && stack_start(&l)) {
-			g->quiet = true;
+			g->pos.quiet = true;
 			rc = parse_stack_line(g, &l, NOT_CUT,
 					      stream_limit(g->s), &gl);
-			g->quiet = false;
+			g->pos.quiet = false;
 			if (rc == 0) {
 				if (fast_line(g, &gl, NULL, &after_stack) < 0)
 					return -1;
@@ -946,18 +909,16 @@ static int parse_lines(struct gparser *g, bool *in_maps)
 /*
  * A profile is read on two cores where there are two: a thread takes its
  * lines and parses the stack lines the fast way takes (most), into
- * blocks of records, while this one interns them and takes any other
- * line as parse_lines would.  A line the fast way does not take goes as
- * text; the thread stops at the maps' header (this one reads the rest of
- * the file) or the end.  So the order of things, and what is said, are
- * the same as on one core.
+ * blocks of records handed to this one (handoff.h), which interns them
+ * and takes any other line as parse_lines would.  A line the fast way
+ * does not take goes as text; the thread stops at the maps' header (this
+ * one reads the rest of the file) or the end.  So the order of things,
+ * and what is said, are the same as on one core.
  */
 enum rec_kind {
 	REC_STACK,  /* a stack line, parsed: its frames follow */
 	REC_TEXT,   /* any other line: its text follows */
 	REC_MAPS,   /* the maps' header; the thread has stopped */
-	REC_END,    /* the end of the file */
-	REC_ERROR,  /* a read error (said when it is taken) */
 };
 
 struct rec {
@@ -971,43 +932,49 @@ struct rec {
 #define PIPE_BLOCK (1u << 20)
 #define PIPE_BLOCKS 4
 
+/* What take_block stops with (besides going on, 0). */
+enum { TAKEN_ALL = 1, TAKEN_MAPS };
+
+/*
+ * Both threads touch their part of it for every line: each part, and
+ * each block, on cache lines of its own (or one thread's writes would
+ * take the other's line away each time).
+ */
+#define LINE_ALIGNED __attribute__((aligned(64)))
+
 struct pipe {
 	struct gparser *g;      /* (the thread reads only its header) */
-	pthread_t tid;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
 	struct pipe_block {
 		char *buf;
 		size_t cap, len;
-	} b[PIPE_BLOCKS];
-	size_t head, tail;      /* blocks full: tail to head */
-	bool quit;              /* this thread has had enough */
-	struct strbuf said;     /* what the thread would have said */
+	} LINE_ALIGNED b[PIPE_BLOCKS]; /* the hand-off's slots */
 	/* the thread's */
+	struct handoff *h LINE_ALIGNED;
 	struct pipe_block *cur;
 	uint64_t *frames;
 	size_t frames_alloc;
+	/* this one's */
+	bool after_stack LINE_ALIGNED; /* the last line taken was a stack
+					  line */
+	int rc;                 /* TAKEN_ALL: the lines' end */
+	int which;              /* TAKEN_MAPS: maps_header()'s, */
+	unsigned long maps_no;  /* at this line */
 };
 
 /* Room for N more bytes of records in the thread's block, which goes to
- * this thread when full: false when told to quit. */
+ * this thread when full: false when it takes no more. */
 static bool pipe_room(struct pipe *pp, size_t n)
 {
 	struct pipe_block *b = pp->cur;
+	size_t slot;
 
 	if (b && b->len + n <= b->cap)
 		return true;
-	pthread_mutex_lock(&pp->lock);
-	if (b) {
-		pp->head++;
-		pthread_cond_broadcast(&pp->cond);
-	}
-	while (pp->head - pp->tail == PIPE_BLOCKS && !pp->quit)
-		pthread_cond_wait(&pp->cond, &pp->lock);
-	b = pp->quit ? NULL : &pp->b[pp->head % PIPE_BLOCKS];
-	pthread_mutex_unlock(&pp->lock);
-	if (!(pp->cur = b))
+	pp->cur = NULL;
+	if ((b && !handoff_put(pp->h)) ||
+	    (slot = handoff_slot(pp->h)) == SIZE_MAX)
 		return false;
+	b = pp->cur = &pp->b[slot];
 	b->len = 0;
 	if (b->cap < n) {
 		/* (A line longer than a block: a block of its size.) */
@@ -1018,7 +985,8 @@ static bool pipe_room(struct pipe *pp, size_t n)
 	return true;
 }
 
-/* Add record R and N bytes at P after it (8-aligned): false on quit. */
+/* Add record R and N bytes at P after it (8-aligned): false when this
+ * thread takes no more. */
 static bool pipe_put(struct pipe *pp, const struct rec *r, const void *p,
 		     size_t n)
 {
@@ -1033,7 +1001,9 @@ static bool pipe_put(struct pipe *pp, const struct rec *r, const void *p,
 	return true;
 }
 
-static void *pipe_main(void *arg)
+/* The thread: 0 at the end of the lines or the maps' header, -1 after a
+ * read error (said). */
+static int pipe_main(struct handoff *h, void *arg)
 {
 	struct pipe *pp = arg;
 	const struct gparser *g = pp->g;
@@ -1044,12 +1014,12 @@ static void *pipe_main(void *arg)
 
 	/* (The header's figures, for the fast parse; nothing is said.) */
 	memset(&pg, 0, sizeof(pg));
-	pg.path = g->path;
+	pg.pos.path = g->pos.path;
 	pg.type = g->type;
 	pg.rate = g->rate;
 	pg.has_alloc = g->has_alloc;
-	pg.quiet = true;
-	report_capture(&pp->said);
+	pg.pos.quiet = true;
+	pp->h = h;
 	while ((got = stream_line(g->s, &l)) > 0) {
 		memset(&r, 0, sizeof(r));
 		if (l.newline && stack_start(&l) &&
@@ -1059,7 +1029,7 @@ static void *pipe_main(void *arg)
 			r.kind = REC_STACK;
 			if (!pipe_put(pp, &r, pp->frames,
 				      r.gl.depth * sizeof(*pp->frames)))
-				goto out;
+				break;
 			continue;
 		}
 		r.gl.no = l.no;
@@ -1067,117 +1037,63 @@ static void *pipe_main(void *arg)
 		if (!memchr(l.p, '\0', l.len) && (r.which = maps_header(&l))) {
 			r.kind = REC_MAPS;
 			pipe_put(pp, &r, NULL, 0);
-			goto out;
+			break;
 		}
 		r.kind = REC_TEXT;
 		r.len = l.len;
 		r.newline = l.newline;
 		if (!pipe_put(pp, &r, l.p, l.len))
-			goto out;
+			break;
 	}
-	memset(&r, 0, sizeof(r));
-	r.kind = got < 0 ? REC_ERROR : REC_END;
-	pipe_put(pp, &r, NULL, 0);
-out:
-	report_capture(NULL);
-	pthread_mutex_lock(&pp->lock);
-	if (pp->cur && !pp->quit)
-		pp->head++; /* (the last block) */
-	pthread_cond_broadcast(&pp->cond);
-	pthread_mutex_unlock(&pp->lock);
-	sb_release(&pg.q);
-	return NULL;
+	if (pp->cur)
+		handoff_put(h); /* (the last block) */
+	read_pos_release(&pg.pos);
+	return got < 0 ? -1 : 0;
 }
 
-/* The next full block, or NULL if the thread ended without one. */
-static struct pipe_block *pipe_take(struct pipe *pp)
+/* The records of block SLOT: 0 to go on, else TAKEN_ALL (the lines
+ * taken, pp->rc set) or TAKEN_MAPS (at the maps' header). */
+static int take_block(void *arg, size_t slot)
 {
-	struct pipe_block *b;
+	struct pipe *pp = arg;
+	struct gparser *g = pp->g;
+	const struct pipe_block *b = &pp->b[slot];
 
-	pthread_mutex_lock(&pp->lock);
-	while (pp->head == pp->tail)
-		pthread_cond_wait(&pp->cond, &pp->lock);
-	b = &pp->b[pp->tail % PIPE_BLOCKS];
-	pthread_mutex_unlock(&pp->lock);
-	return b;
-}
-
-static void pipe_done_with(struct pipe *pp)
-{
-	pthread_mutex_lock(&pp->lock);
-	pp->tail++;
-	pthread_cond_broadcast(&pp->cond);
-	pthread_mutex_unlock(&pp->lock);
-}
-
-/* Stop the thread (where it is) and wait for it. */
-static void pipe_end(struct pipe *pp)
-{
-	pthread_mutex_lock(&pp->lock);
-	pp->quit = true;
-	pthread_cond_broadcast(&pp->cond);
-	pthread_mutex_unlock(&pp->lock);
-	pthread_join(pp->tid, NULL);
-	for (size_t i = 0; i < PIPE_BLOCKS; i++)
-		free(pp->b[i].buf);
-	free(pp->frames);
-	sb_release(&pp->said);
-	pthread_mutex_destroy(&pp->lock);
-	pthread_cond_destroy(&pp->cond);
-}
-
-/* The records of block B: 0 to go on, 1 when done (RC set). */
-static int take_block(struct gparser *g, struct pipe *pp,
-		      const struct pipe_block *b, bool *after_stack,
-		      bool *in_maps, int *rc)
-{
 	for (size_t at = 0; at < b->len;) {
 		struct rec r;
 		const char *p = b->buf + at + sizeof(r);
 		struct line l;
-		int which;
+		int which, rc;
 
 		memcpy(&r, b->buf + at, sizeof(r));
 		at += sizeof(r);
 		switch (r.kind) {
 		case REC_STACK:
 			at += ((r.gl.depth * sizeof(uint64_t)) + 7) & ~(size_t)7;
-			if ((*rc = fast_line(g, &r.gl, (const uint64_t *)p,
-					     after_stack)) < 0)
-				return 1;
+			if ((pp->rc = fast_line(g, &r.gl, (const uint64_t *)p,
+						&pp->after_stack)) < 0)
+				return TAKEN_ALL;
 			break;
 		case REC_TEXT:
 			at += (r.len + 7) & ~(size_t)7;
 			l = (struct line){ p, r.len, r.gl.no, r.newline };
 			/* (No reading past it: the general parser takes
 			 * every word.) */
-			*rc = slow_line(g, &l, after_stack, l.p + l.len,
-					&which);
-			if (*rc < 0)
-				return 1;
-			if (*rc == 2)
+			rc = slow_line(g, &l, &pp->after_stack, l.p + l.len,
+				       &which);
+			if (rc == 2)
 				BUG("%s:%lu: the maps' header went as text",
-				    g->path, l.no);
-			if (*rc == 1) {
-				/* The last line: the end follows. */
-				*rc = end_of_lines(g);
-				return 1;
+				    g->pos.path, l.no);
+			if (rc < 0 || rc == 1) {
+				/* (1: the last line, the end follows.) */
+				pp->rc = rc < 0 ? -1 : end_of_lines(g);
+				return TAKEN_ALL;
 			}
 			break;
-		case REC_MAPS:
-			/* (The thread stopped after the header: the rest of
-			 * the stream is the maps.) */
-			*in_maps = true;
-			pipe_end(pp);
-			*rc = read_maps(g, r.which, r.gl.no, *after_stack);
-			return 1;
-		case REC_END:
-			*rc = end_of_lines(g);
-			return 1;
-		default: /* REC_ERROR */
-			report_replay(&pp->said);
-			*rc = -1;
-			return 1;
+		default: /* REC_MAPS: the thread has stopped after it */
+			pp->which = r.which;
+			pp->maps_no = r.gl.no;
+			return TAKEN_MAPS;
 		}
 	}
 	return 0;
@@ -1187,32 +1103,35 @@ static int take_block(struct gparser *g, struct pipe *pp,
 static int parse_lines_on_two(struct gparser *g, bool *in_maps)
 {
 	struct pipe pp;
-	bool after_stack = false, done = false;
-	int rc = 0;
+	int rc;
 
 	memset(&pp, 0, sizeof(pp));
 	pp.g = g;
-	pthread_mutex_init(&pp.lock, NULL);
-	pthread_cond_init(&pp.cond, NULL);
-	if (pthread_create(&pp.tid, NULL, pipe_main, &pp) != 0) {
-		pthread_mutex_destroy(&pp.lock);
-		pthread_cond_destroy(&pp.cond);
-		return parse_lines(g, in_maps);
+	switch (handoff_run(PIPE_BLOCKS, pipe_main, take_block, &pp)) {
+	case 0: /* the end of the file */
+		rc = end_of_lines(g);
+		break;
+	case TAKEN_ALL:
+		rc = pp.rc;
+		break;
+	case TAKEN_MAPS:
+		/* (The thread stopped after the header: the rest of the
+		 * stream is the maps.) */
+		*in_maps = true;
+		rc = read_maps(g, pp.which, pp.maps_no, pp.after_stack);
+		break;
+	default: /* a read error, said */
+		rc = -1;
+		break;
 	}
-	while (!done) {
-		const struct pipe_block *b = pipe_take(&pp);
-
-		done = take_block(g, &pp, b, &after_stack, in_maps, &rc);
-		if (!*in_maps)
-			pipe_done_with(&pp);
-	}
-	if (!*in_maps)
-		pipe_end(&pp);
+	for (size_t i = 0; i < PIPE_BLOCKS; i++)
+		free(pp.b[i].buf);
+	free(pp.frames);
 	return rc < 0 ? -1 : 0;
 }
 
 int gperf_parse(struct snapshot *snap, struct line_stream *s,
-		struct model *m)
+		struct model *m, struct read_run *run)
 {
 	struct gparser g;
 	struct model_mark mark;
@@ -1223,13 +1142,15 @@ int gperf_parse(struct snapshot *snap, struct line_stream *s,
 	memset(&g, 0, sizeof(g));
 	g.snap = snap;
 	g.m = m;
+	g.run = run;
 	g.s = s;
-	g.path = s->path;
+	g.pos.path = s->path;
 	g.cut_line = SIZE_MAX;
 	model_mark(m, &mark);
 	while (!header_seen && (got = stream_line(s, &l)) > 0) {
+		g.pos.line = l.no;
 		if (memchr(l.p, '\0', l.len)) {
-			rc = gerr(&g, l.no, "NUL byte in line");
+			rc = read_error(&g.pos, "NUL byte in line");
 			break;
 		}
 		if (line_is_blank(&l) || comment(&l))
@@ -1238,34 +1159,37 @@ int gperf_parse(struct snapshot *snap, struct line_stream *s,
 			/* pprof's commands; %warn is for the user. */
 			if (l.len > 6 && !memcmp(l.p, "%warn ", 6))
 				warning("%s:%lu: the profile warns: %.*s",
-					g.path, l.no, (int)(l.len - 6),
+					g.pos.path, l.no, (int)(l.len - 6),
 					l.p + 6);
 			continue;
 		}
 		rc = header(&g, &l);
 		header_seen = true;
 	}
-	if (rc == 0 && !header_seen)
+	if (rc == 0 && !header_seen) {
+		g.pos.line = 1;
 		rc = got < 0 ? -1
-			     : gerr(&g, 1, "empty profile (no 'heap profile:' "
-					   "line)");
+			     : read_error(&g.pos, "empty profile (no 'heap "
+						  "profile:' line)");
+	}
 	if (rc == 0)
 		rc = threads_wanted() > 1 ? parse_lines_on_two(&g, &in_maps)
 					  : parse_lines(&g, &in_maps);
 	/* (Go's profiles have no maps: their comments name the frames.) */
 	if (rc == 0 && !in_maps && g.type == H_GPERF)
 		warning("%s: no MAPPED_LIBRARIES: section (file cut short?); "
-			"its frames cannot be symbolized", g.path);
+			"its frames cannot be symbolized", g.pos.path);
 	else if (rc == 0 && !in_maps && g.type != H_GO)
 		warning("%s: no maps (MAPPED_LIBRARIES: or --- Memory map: "
-			"---); its frames cannot be symbolized", g.path);
+			"---); its frames cannot be symbolized",
+			g.pos.path);
 	if (rc == 0 && g.cut)
 		warning("%s:%lu: the last stack line is cut short (gperftools "
 			"2.10-2.15 cut profiles at 1 MiB); its stack may be "
-			"incomplete", g.path,
+			"incomplete", g.pos.path,
 			snap->nlines ? g.nos[snap->nlines - 1] : 1UL);
 	if (rc == 0) {
-		m->profile_kind = (int)g.type + 1;
+		run->profile_kind = (int)g.type + 1;
 		rc = build(&g);
 	} else {
 		model_rollback(m, &mark);
@@ -1280,7 +1204,7 @@ int gperf_parse(struct snapshot *snap, struct line_stream *s,
 	free(g.firsts);
 	sb_release(&g.symtext);
 	sb_release(&g.broken);
-	sb_release(&g.q);
+	read_pos_release(&g.pos);
 	return rc;
 }
 

@@ -21,12 +21,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gperf.h"
+#include "reader.h"
 #include "util.h"
 
 bool jemalloc_claims(const char *p, size_t len)
 {
 	return len > 8 && !memcmp(p, "heap_v2/", 8) && is_digit(p[8]);
+}
+
+size_t jemalloc_dump_kind(const char *name, size_t end)
+{
+	size_t i = end;
+
+	while (i > 0 && name[i - 1] >= '0' && name[i - 1] <= '9')
+		i--;
+	if (i < 2 || !name[i - 1] || !strchr("fimu", name[i - 1]) ||
+	    name[i - 2] != '.' || (name[i - 1] == 'f' && i != end))
+		return 0;
+	return end - i + 2;
 }
 
 struct jstack {
@@ -38,21 +50,16 @@ struct jstack {
 };
 
 struct jparser {
-	const char *path;
-	struct strbuf q;
+	struct reader_pos pos;
+	struct snapshot *snap;
 	uint64_t rate;
 	struct jstack *v;
 	size_t n, alloc;
 	bool accum;               /* some accumulated count is not 0 */
+	/* The estimates summed so far, and the cuts (see sample). */
+	double sum[4];
+	int64_t done[4];
 };
-
-static int jerr(struct jparser *j, unsigned long line, const char *what,
-		const struct line *l)
-{
-	error("%s:%lu: %s: '%s'", j->path, line, what,
-	      quote_for_msg(l->p, l->len, &j->q));
-	return -1;
-}
 
 /* "tX: N: B [N: B]" after the "t": 0 (V filled, ALL: X is '*'), -1. */
 static int counts_line(struct cursor *c, uint64_t v[4], bool *all)
@@ -89,11 +96,14 @@ static int parse_stack(struct jparser *j, const struct line *l,
 
 		if (word_hex(w, wl, &addr, true) != NUM_OK) {
 			free(s.frames);
-			return jerr(j, l->no, "invalid frame address in", l);
+			return read_error(&j->pos, "invalid frame address in: "
+					  "'%s'",
+					  read_quote(&j->pos, l->p, l->len));
 		}
 		if (s.depth == UINT32_MAX) {
 			free(s.frames);
-			return jerr(j, l->no, "stack too deep", l);
+			return read_error(&j->pos, "stack too deep: '%s'",
+					  read_quote(&j->pos, l->p, l->len));
 		}
 		GROW(s.frames, s.depth + 1, alloc);
 		s.frames[s.depth++] = addr;
@@ -129,15 +139,19 @@ static int parse_lines(struct jparser *j, struct snapshot *snap,
 		uint64_t v[4];
 		bool all;
 
+		j->pos.line = l.no;
 		if (memchr(l.p, '\0', l.len))
-			return jerr(j, l.no, "NUL byte in line", &l);
+			return read_error(&j->pos, "NUL byte in line: '%s'",
+					  read_quote(&j->pos, l.p, l.len));
 		cursor_skip_space(&c);
 		if (l.no == 1) {
 			c.p += 8;
 			if (parse_u64(&c, &j->rate) != NUM_OK ||
 			    !cursor_at_end(&c))
-				return jerr(j, 1, "expected 'heap_v2/RATE'",
-					    &l);
+				return read_error(&j->pos, "expected "
+						  "'heap_v2/RATE': '%s'",
+						  read_quote(&j->pos, l.p,
+							     l.len));
 			continue;
 		}
 		if (cursor_at_end(&c))
@@ -145,7 +159,7 @@ static int parse_lines(struct jparser *j, struct snapshot *snap,
 		if (cursor_eat(&c, "MAPPED_LIBRARIES:")) {
 			snap->has_own_maps =
 				maps_parse(&snap->own_maps, r.p,
-					   (size_t)(r.end - r.p), j->path,
+					   (size_t)(r.end - r.p), j->pos.path,
 					   l.no + 1, &m->strings, true) == 0;
 			return snap->has_own_maps ? 0 : -1;
 		}
@@ -155,14 +169,16 @@ static int parse_lines(struct jparser *j, struct snapshot *snap,
 			continue;
 		}
 		if (!cursor_eat(&c, "t") || counts_line(&c, v, &all) < 0)
-			return jerr(j, l.no, "expected 'tN: N: B [N: B]' or "
-					     "'@ FRAMES', found", &l);
+			return read_error(&j->pos, "expected 'tN: N: B [N: B]' "
+					  "or '@ FRAMES', found: '%s'",
+					  read_quote(&j->pos, l.p, l.len));
 		/* (A thread line may end in the thread's name.) */
 		if (!j->n || !all)
 			continue; /* the process's or a thread's totals */
 		if (j->v[j->n - 1].counted)
-			return jerr(j, l.no, "a second 't*:' line for the "
-					     "stack above", &l);
+			return read_error(&j->pos, "a second 't*:' line for "
+					  "the stack above: '%s'",
+					  read_quote(&j->pos, l.p, l.len));
 		if (v[2] || v[3])
 			j->accum = true;
 		unsample(j->rate, v, j->v[j->n - 1].v);
@@ -200,90 +216,75 @@ static void drop_own_frames(const struct snapshot *snap, struct jstack *s)
 }
 
 /*
- * The stacks as snapshot lines.  Each value is cut so that the running
- * sum of the cuts is the running sum of the estimates, cut.
+ * Stack I as a sample, in order (see read_samples).  Each value is cut
+ * so that the running sum of the cuts is the running sum of the
+ * estimates, cut.
  */
-static int build(struct jparser *j, struct snapshot *snap, struct model *m)
+static int sample(void *ctx, size_t i, struct read_sample *out)
 {
-	double sum[4] = { 0, 0, 0, 0 };
-	int64_t done[4] = { 0, 0, 0, 0 }, total = 0;
+	struct jparser *j = ctx;
+	struct jstack *s = &j->v[i];
+	int64_t now[4];
 
-	snap->lines = xcalloc(j->n ? j->n : 1, sizeof(*snap->lines));
-	snap->lines_alloc = j->n ? j->n : 1;
-	for (size_t i = 0; i < j->n; i++) {
-		struct jstack *s = &j->v[i];
-		struct stack_line *sl;
-		int64_t now[4];
-
-		if (!s->counted) {
-			error("%s:%lu: a stack without its 't*:' line",
-			      j->path, s->no);
-			return -1;
-		}
-		drop_own_frames(snap, s);
-		for (int k = 0; k < 4; k++) {
-			sum[k] += s->v[k];
-			if (sum[k] >= 9.2e18) {
-				snap->overflow = true;
-				sum[k] = 9.2e18;
-			}
-			now[k] = (int64_t)sum[k] - done[k];
-			done[k] += now[k];
-		}
-		sl = &snap->lines[snap->nlines++];
-		sl->bucket = model_intern_bucket(m, ALLOC_MALLOC, s->frames,
-						 s->depth, j->path, s->no);
-		if (!sl->bucket)
-			return -1;
-		sl->virt = sl->committed = now[1];
-		if (j->accum) {
-			sl->alloc = now[2];
-			sl->alloc_bytes = now[3];
-			sl->free = sub64(now[2], now[0], &snap->overflow);
-		} else {
-			sl->alloc = now[0];
-		}
-		total = add64(total, now[1], &snap->overflow);
+	if (!s->counted) {
+		j->pos.line = s->no;
+		return read_error(&j->pos, "a stack without its 't*:' line");
 	}
-	snap->has_alloc_bytes = j->accum;
-	snap->counts_unknown = !j->accum;
-	heap_profile_stats(snap, total, 0);
+	drop_own_frames(j->snap, s);
+	for (int k = 0; k < 4; k++) {
+		j->sum[k] += s->v[k];
+		if (j->sum[k] >= 9.2e18) {
+			j->snap->overflow = true;
+			j->sum[k] = 9.2e18;
+		}
+		now[k] = (int64_t)j->sum[k] - j->done[k];
+		j->done[k] += now[k];
+	}
+	out->frames = s->frames;
+	out->depth = s->depth;
+	out->line = s->no;
+	out->c = (struct sample_counts){ now[0], now[1], j->accum, now[2],
+					 now[3] };
 	return 0;
 }
 
 int jemalloc_parse(struct snapshot *snap, struct filebuf *fb,
-		   struct model *m)
+		   struct model *m, struct read_run *run)
 {
 	struct jparser j;
+	int64_t total;
 	int rc;
 
 	memset(&j, 0, sizeof(j));
-	j.path = fb->path;
+	j.pos.path = fb->path;
+	j.snap = snap;
 	rc = parse_lines(&j, snap, fb, m);
 	if (rc == 0)
-		rc = build(&j, snap, m);
+		rc = read_samples(snap, m, j.pos.path, j.n, sample, &j, &total);
+	if (rc == 0)
+		read_finish_profile(snap, total, 0, j.accum, j.accum);
 	if (rc == 0 && !snap->has_own_maps)
 		warning("%s: no MAPPED_LIBRARIES: section; its frames cannot "
-			"be symbolized", j.path);
-	if (rc == 0 && model_warn_first(m, MODEL_WARNED_PROFILE)) {
+			"be symbolized", j.pos.path);
+	if (rc == 0 && read_warn_first(run, READ_WARNED_PROFILE)) {
 		if (j.rate > 1)
 			warning("%s: a jemalloc heap profile sampled every "
 				"%" PRIu64 " bytes on average: sizes and "
 				"counts are estimates, unsampled as jeprof "
 				"does; total is the profile's own sum%s",
-				j.path, j.rate,
+				j.pos.path, j.rate,
 				j.accum ? "" : "; it does not count "
 					       "allocations (prof_accum off)");
 		else
 			warning("%s: a jemalloc heap profile of every "
 				"allocation: total is the profile's own "
-				"sum%s", j.path,
+				"sum%s", j.pos.path,
 				j.accum ? "" : "; it does not count "
 					       "allocations (prof_accum off)");
 	}
 	for (size_t i = 0; i < j.n; i++)
 		free(j.v[i].frames);
 	free(j.v);
-	sb_release(&j.q);
+	read_pos_release(&j.pos);
 	return rc;
 }

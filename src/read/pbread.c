@@ -22,8 +22,8 @@
 
 #include <libdeflate.h>
 
-#include "gperf.h"
 #include "hashmap.h"
+#include "reader.h"
 #include "util.h"
 
 /* A decompressed profile may be this big (a zip bomb is not). */
@@ -344,8 +344,9 @@ static void u64s_add(void *ctx, uint64_t v)
 }
 
 struct pparser {
-	const char *path;
+	struct reader_pos pos; /* (no lines: the file as a whole) */
 	struct model *m;
+	const char *sample_type; /* the values to read (NULL: in-use bytes) */
 	struct snapshot *snap;
 	struct pstr *strs;
 	size_t nstrs, strs_alloc;
@@ -367,28 +368,17 @@ struct pparser {
 	bool has_time;
 };
 
-static int perr(struct pparser *p, const char *fmt, ...) PRINTF(2, 3);
-static int perr(struct pparser *p, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	verror_at(p->path, 0, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 static int malformed(struct pparser *p, const char *what)
 {
-	return perr(p, "malformed profile.proto (%s)", what);
+	return read_error(&p->pos, "malformed profile.proto (%s)", what);
 }
 
 /* The string at index I, or NULL (and an error) when out of range. */
 static const struct pstr *str_at(struct pparser *p, uint64_t i)
 {
 	if (i >= p->nstrs) {
-		perr(p, "string index %" PRIu64 " out of range (the table "
-			"has %zu)", i, p->nstrs);
+		read_error(&p->pos, "string index %" PRIu64 " out of range "
+			   "(the table has %zu)", i, p->nstrs);
 		return NULL;
 	}
 	return &p->strs[i];
@@ -452,7 +442,7 @@ static int location(struct pparser *p, struct pb b)
 	if (rc < 0)
 		return malformed(p, "a location");
 	if (!loc.id)
-		return perr(p, "a location with id 0");
+		return read_error(&p->pos, "a location with id 0");
 	GROW(p->locs, p->nlocs + 1, p->locs_alloc);
 	p->locs[p->nlocs++] = loc;
 	return 0;
@@ -480,7 +470,7 @@ static int function(struct pparser *p, struct pb b)
 	if (rc < 0)
 		return malformed(p, "a function");
 	if (!fn.id)
-		return perr(p, "a function with id 0");
+		return read_error(&p->pos, "a function with id 0");
 	GROW(p->funcs, p->nfuncs + 1, p->funcs_alloc);
 	p->funcs[p->nfuncs++] = fn;
 	return 0;
@@ -557,7 +547,7 @@ static int top_level(struct pparser *p, struct pb b)
 					warning("%s: a second time_nanos "
 						"(profiles concatenated?); "
 						"the first is its time",
-						p->path);
+						p->pos.path);
 				else
 					p->time_nanos = (int64_t)f.v;
 				p->has_time = true;
@@ -576,10 +566,10 @@ static int top_level(struct pparser *p, struct pb b)
 	if (rc < 0)
 		return malformed(p, "cut short, or not a profile");
 	if (!p->nstrs || p->strs[0].len)
-		return perr(p, "not a pprof profile: its string table does "
-			       "not start with \"\"");
+		return read_error(&p->pos, "not a pprof profile: its string "
+				  "table does not start with \"\"");
 	if (!p->ntypes)
-		return perr(p, "a profile without sample types");
+		return read_error(&p->pos, "a profile without sample types");
 	return 0;
 }
 
@@ -606,7 +596,8 @@ static int index_ids(struct pparser *p, struct hashmap *h, size_t n,
 		struct by_id *e;
 
 		if (hashmap_get(h, hash_u64(id), by_id_eq, &id))
-			return perr(p, "two %ss with id %" PRIu64, what, id);
+			return read_error(&p->pos, "two %ss with id %" PRIu64,
+					  what, id);
 		e = arena_alloc(&p->m->arena, sizeof(*e));
 		e->id = id;
 		e->index = i;
@@ -636,7 +627,7 @@ static const struct by_id *find_id(const struct hashmap *h, uint64_t id)
 static int pick_types(struct pparser *p, size_t *bytes, size_t *objs,
 		      size_t *alloc_objs, size_t *alloc_bytes)
 {
-	const char *want = p->m->sample_type;
+	const char *want = p->sample_type;
 	const struct pstr *t;
 	struct strbuf have = STRBUF_INIT;
 	size_t i;
@@ -667,7 +658,8 @@ static int pick_types(struct pparser *p, size_t *bytes, size_t *objs,
 				*bytes = i;
 	}
 	if (*bytes == SIZE_MAX) {
-		perr(p, "no sample type '%s'; it has %s", want, have.buf);
+		read_error(&p->pos, "no sample type '%s'; it has %s", want,
+			   have.buf);
 		sb_release(&have);
 		return -1;
 	}
@@ -694,9 +686,9 @@ static int resolve(struct pparser *p, struct ploc *loc)
 		const struct pstr *name, *file;
 
 		if (!e)
-			return perr(p, "location %" PRIu64 " names function "
-				       "%" PRIu64 ", which is not defined",
-				    loc->id, ln->function_id);
+			return read_error(&p->pos, "location %" PRIu64 " names "
+					  "function %" PRIu64 ", which is not "
+					  "defined", loc->id, ln->function_id);
 		if (!(name = str_at(p, p->funcs[e->index].name)) ||
 		    !(file = str_at(p, p->funcs[e->index].filename)))
 			return -1;
@@ -739,80 +731,81 @@ static int one_sample(struct pparser *p, struct pb b, struct sample *s)
 	if (rc < 0)
 		return malformed(p, "a sample");
 	if (s->values.n != p->ntypes)
-		return perr(p, "a sample with %zu values for %zu sample types",
-			    s->values.n, p->ntypes);
+		return read_error(&p->pos, "a sample with %zu values for %zu "
+				  "sample types", s->values.n, p->ntypes);
+	return 0;
+}
+
+/* What build reads of each sample, and with what (see sample_at). */
+struct pbuild {
+	struct pparser *p;
+	struct sample s;
+	uint64_t *frames;
+	size_t fcap;
+	/* The sample types to read (see pick_types; SIZE_MAX: none). */
+	size_t ib, io, iao, iab;
+	bool has_alloc;     /* allocations are counted apart from in use */
+};
+
+/* Sample I as a stack and its counts (see read_samples). */
+static int sample_at(void *ctx, size_t i, struct read_sample *out)
+{
+	struct pbuild *b = ctx;
+	struct pparser *p = b->p;
+	const int64_t *v;
+
+	if (one_sample(p, p->samples[i], &b->s) < 0)
+		return -1;
+	v = (const int64_t *)b->s.values.v;
+	if (b->s.locs.n > UINT32_MAX)
+		return read_error(&p->pos, "a stack too deep");
+	GROW(b->frames, b->s.locs.n, b->fcap);
+	for (size_t k = 0; k < b->s.locs.n; k++) {
+		const struct by_id *e = find_id(&p->loc_by_id, b->s.locs.v[k]);
+
+		if (!e)
+			return read_error(&p->pos, "sample %zu: location id "
+					  "%" PRIu64 " is not defined", i + 1,
+					  b->s.locs.v[k]);
+		if (resolve(p, &p->locs[e->index]) < 0)
+			return -1;
+		b->frames[k] = p->locs[e->index].frame;
+	}
+	out->frames = b->frames;
+	out->depth = (uint32_t)b->s.locs.n;
+	out->line = i + 1;
+	out->c.bytes = v[b->ib];
+	out->c.objs = b->io != SIZE_MAX ? v[b->io] : 0;
+	out->c.has_alloc = b->has_alloc;
+	if (b->has_alloc) {
+		out->c.alloc_objs = v[b->iao];
+		out->c.alloc_bytes = b->iab != SIZE_MAX ? v[b->iab] : 0;
+	}
 	return 0;
 }
 
 static int build(struct pparser *p)
 {
-	struct snapshot *snap = p->snap;
-	struct sample s;
-	uint64_t *frames = NULL;
-	size_t fcap = 0, ib, io, iao, iab;
-	int64_t total = 0;
-	int rc = 0;
+	struct pbuild b;
+	int64_t total;
+	int rc;
 
-	memset(&s, 0, sizeof(s));
-	if (pick_types(p, &ib, &io, &iao, &iab) < 0 ||
+	memset(&b, 0, sizeof(b));
+	b.p = p;
+	if (pick_types(p, &b.ib, &b.io, &b.iao, &b.iab) < 0 ||
 	    index_ids(p, &p->loc_by_id, p->nlocs, loc_id, "location") < 0 ||
 	    index_ids(p, &p->func_by_id, p->nfuncs, func_id, "function") < 0)
 		return -1;
-	snap->lines = xcalloc(p->nsamples ? p->nsamples : 1,
-			      sizeof(*snap->lines));
-	snap->lines_alloc = p->nsamples ? p->nsamples : 1;
-	for (size_t i = 0; i < p->nsamples && !rc; i++) {
-		struct stack_line *sl;
-		const int64_t *v;
-
-		if ((rc = one_sample(p, p->samples[i], &s)) < 0)
-			break;
-		v = (const int64_t *)s.values.v;
-		if (s.locs.n > UINT32_MAX) {
-			rc = perr(p, "a stack too deep");
-			break;
-		}
-		GROW(frames, s.locs.n, fcap);
-		for (size_t k = 0; k < s.locs.n && !rc; k++) {
-			const struct by_id *e = find_id(&p->loc_by_id,
-							s.locs.v[k]);
-
-			if (!e) {
-				rc = perr(p, "sample %zu: location id %" PRIu64
-					     " is not defined", i + 1,
-					  s.locs.v[k]);
-				break;
-			}
-			rc = resolve(p, &p->locs[e->index]);
-			frames[k] = p->locs[e->index].frame;
-		}
-		if (rc)
-			break;
-		sl = &snap->lines[snap->nlines++];
-		sl->bucket = model_intern_bucket(p->m, ALLOC_MALLOC, frames,
-						 (uint32_t)s.locs.n, p->path,
-						 i + 1);
-		if (!sl->bucket) {
-			rc = -1;
-			break;
-		}
-		sl->virt = sl->committed = v[ib];
-		sl->alloc = io != SIZE_MAX ? v[io] : 0;
-		if (iao != SIZE_MAX && io != SIZE_MAX && iao != io) {
-			sl->alloc = v[iao];
-			sl->free = sub64(v[iao], v[io], &snap->overflow);
-			sl->alloc_bytes = iab != SIZE_MAX ? v[iab] : 0;
-		}
-		total = add64(total, v[ib], &snap->overflow);
-	}
-	free(frames);
-	free(s.locs.v);
-	free(s.values.v);
-	if (rc)
+	b.has_alloc = b.iao != SIZE_MAX && b.io != SIZE_MAX && b.iao != b.io;
+	rc = read_samples(p->snap, p->m, p->pos.path, p->nsamples, sample_at,
+			  &b, &total);
+	free(b.frames);
+	free(b.s.locs.v);
+	free(b.s.values.v);
+	if (rc < 0)
 		return -1;
-	snap->counts_unknown = iao == SIZE_MAX || io == SIZE_MAX || iao == io;
-	snap->has_alloc_bytes = !snap->counts_unknown && iab != SIZE_MAX;
-	heap_profile_stats(snap, total, 0);
+	read_finish_profile(p->snap, total, 0, b.has_alloc,
+			    b.has_alloc && b.iab != SIZE_MAX);
 	return 0;
 }
 
@@ -838,13 +831,14 @@ static int own_maps(struct pparser *p)
 		v.name = strtab_intern(&p->m->strings, name->p, name->len);
 		maps_add(maps, &v);
 	}
-	maps_sort(maps, p->path);
+	maps_sort(maps, p->pos.path);
 	p->snap->has_own_maps = maps->n > 0;
 	return 0;
 }
 
 static void pparser_free(struct pparser *p)
 {
+	read_pos_release(&p->pos);
 	hashmap_free(&p->loc_by_id);
 	hashmap_free(&p->func_by_id);
 	free(p->strs);
@@ -857,7 +851,7 @@ static void pparser_free(struct pparser *p)
 }
 
 int pb_parse(struct snapshot *snap, struct filebuf *fb,
-	     struct model *m)
+	     struct model *m, struct read_run *run)
 {
 	const unsigned char *data = (const unsigned char *)fb->data;
 	unsigned char *raw = NULL;
@@ -867,12 +861,13 @@ int pb_parse(struct snapshot *snap, struct filebuf *fb,
 	int rc;
 
 	memset(&p, 0, sizeof(p));
-	p.path = fb->path;
+	p.pos.path = fb->path;
 	p.m = m;
+	p.sample_type = run->opts ? run->opts->sample_type : NULL;
 	p.snap = snap;
 	if (n >= 2 && data[0] == 0x1f && data[1] == 0x8b) {
 		if (pb_gunzip(data, n, MAX_PROFILE, &raw, &n, &why) < 0)
-			return perr(&p, "cannot decompress: %s", why);
+			return read_error(&p.pos, "cannot decompress: %s", why);
 		data = raw;
 	}
 	rc = top_level(&p, (struct pb){ data, data + n });
@@ -884,10 +879,10 @@ int pb_parse(struct snapshot *snap, struct filebuf *fb,
 		snap->time = (double)p.time_nanos / 1e9;
 		snap->time_from_meta = true;
 	}
-	if (rc == 0 && model_warn_first(m, MODEL_WARNED_PROFILE))
+	if (rc == 0 && read_warn_first(run, READ_WARNED_PROFILE))
 		warning("%s: a pprof profile: values are as its producer "
 			"wrote them (unsampled by it%s); no committed/virtual "
-			"split; total is the profile's own sum", p.path,
+			"split; total is the profile's own sum", p.pos.path,
 			p.period > 1 ? ", from a sample" : "");
 	pparser_free(&p);
 	free(raw);

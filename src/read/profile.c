@@ -1,7 +1,8 @@
 /*
  * The snapshot-loading front.  A new input format is a reader (a claims()
  * that recognizes its first line, a parse() that fills the snapshot) and a
- * row in the table below.
+ * row in the table below, which also says how its producer names a run's
+ * dumps (series.c) and names its fuzz target (tests/fuzz).
  */
 #include "profile.h"
 
@@ -15,41 +16,62 @@
 #include "text.h"
 #include "util.h"
 
+/* What follows the counter in the names of a run's dumps. */
+static const char *const heap_suffixes[] = { "heap", NULL };
+static const char *const pprof_suffixes[] = { "pb.gz", "pb", "pprof",
+					      "pprof.gz", "prof", NULL };
+
 static const struct reader {
-	enum dump_format format;
 	const char *what;   /* for "dmprof reads ..." */
 	bool (*claims)(const char *line, size_t len);
 	bool (*claims_file)(const struct filebuf *fb); /* binary formats */
 	/* The whole file in memory, or (a reader of big files) a line at
 	 * a time: one of the two. */
 	int (*parse)(struct snapshot *snap, struct filebuf *fb,
-		     struct model *m);
+		     struct model *m, struct read_run *run);
 	int (*parse_stream)(struct snapshot *snap, struct line_stream *s,
-			    struct model *m);
+			    struct model *m, struct read_run *run);
 	struct profile_traits traits;
 } readers[] = {
-	{ FORMAT_DEEP, "deep heap dumps (DUMP_DEEP_5, DUMP_DEEP_6)",
-	  deep_claims, NULL, deep_parse, NULL,
-	  { false, 1, true, deep_moment, NULL } },
-	{ FORMAT_GPERFTOOLS,
-	  "text heap profiles (gperftools, tcmalloc, Go debug=1, pprof)",
-	  gperf_is_header, NULL, NULL, gperf_parse,
-	  { true, 1, false, NULL, gperf_last_at_exit } },
-	{ FORMAT_JEMALLOC, "jemalloc heap profiles (heap_v2/RATE)",
-	  jemalloc_claims, NULL, jemalloc_parse, NULL,
-	  { true, 1, false, NULL, NULL } },
-	{ FORMAT_PROTO, "pprof protobuf profiles (profile.proto, gzipped)",
-	  NULL, pb_claims, pb_parse, NULL, { true, 1, false, NULL, NULL } },
-	{ FORMAT_DHAT, "Valgrind DHAT profiles (dhat.out.PID)", NULL,
-	  dhat_claims, dhat_parse, NULL, { true, 2, false, NULL, NULL } },
+	{ .what = "deep heap dumps (DUMP_DEEP_5, DUMP_DEEP_6)",
+	  .claims = deep_claims, .parse = deep_parse,
+	  .traits = { .format = FORMAT_DEEP, .name = "deep",
+		      .suffixes = heap_suffixes, .parts = 1,
+		      .read_ahead = true, .moment = deep_moment } },
+	{ .what = "text heap profiles (gperftools, tcmalloc, Go debug=1, "
+		  "pprof)",
+	  .claims = gperf_is_header, .parse_stream = gperf_parse,
+	  .traits = { .format = FORMAT_GPERFTOOLS, .name = "gperf",
+		      .suffixes = heap_suffixes, .self_contained = true,
+		      .parts = 1, .last_at_exit = gperf_last_at_exit } },
+	{ .what = "jemalloc heap profiles (heap_v2/RATE)",
+	  .claims = jemalloc_claims, .parse = jemalloc_parse,
+	  .traits = { .format = FORMAT_JEMALLOC, .name = "jemalloc",
+		      .suffixes = heap_suffixes,
+		      .infix = jemalloc_dump_kind, .self_contained = true,
+		      .parts = 1 } },
+	{ .what = "pprof protobuf profiles (profile.proto, gzipped)",
+	  .claims_file = pb_claims, .parse = pb_parse,
+	  .traits = { .format = FORMAT_PROTO, .name = "proto",
+		      .suffixes = pprof_suffixes, .self_contained = true,
+		      .parts = 1 } },
+	{ .what = "Valgrind DHAT profiles (dhat.out.PID)",
+	  .claims_file = dhat_claims, .parse = dhat_parse,
+	  .traits = { .format = FORMAT_DHAT, .name = "dhat",
+		      .self_contained = true, .parts = 2 } },
 };
 
 const struct profile_traits *profile_traits(enum dump_format format)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(readers); i++)
-		if (readers[i].format == format)
+		if (readers[i].traits.format == format)
 			return &readers[i].traits;
 	BUG("format %d has no reader", (int)format);
+}
+
+const struct profile_traits *profile_reader(size_t i)
+{
+	return i < ARRAY_SIZE(readers) ? &readers[i].traits : NULL;
 }
 
 static bool has_prefix(const struct filebuf *fb, size_t at, const char *lit)
@@ -154,28 +176,36 @@ int profile_probe(const char *path, enum dump_format *format)
 	file_release(&fb);
 	if (!rd)
 		return -1;
-	*format = rd->format;
+	*format = rd->traits.format;
 	return 0;
 }
 
-int profile_load(struct snapshot *snap, const char *path, struct model *m)
+int profile_load(struct snapshot *snap, const char *path, struct model *m,
+		 struct read_run *run)
 {
-	return profile_load_part(snap, path, 0, m);
+	return profile_load_part(snap, path, 0, m, run);
 }
 
 int profile_load_part(struct snapshot *snap, const char *path, int part,
-		      struct model *m)
+		      struct model *m, struct read_run *run)
 {
-	return profile_load_part_as(snap, path, part, m, FORMAT_ANY);
+	return profile_load_part_as(snap, path, part, m, run, FORMAT_ANY);
 }
 
 int profile_load_part_as(struct snapshot *snap, const char *path, int part,
-			 struct model *m, enum dump_format only)
+			 struct model *m, struct read_run *run,
+			 enum dump_format only)
 {
 	const struct reader *rd;
 	struct line_stream s;
 	struct filebuf head, fb;
+	struct read_run alone;
 	int rc = -1;
+
+	if (!run) {
+		memset(&alone, 0, sizeof(alone));
+		run = &alone;
+	}
 
 	snapshot_init(snap, path);
 	snap->part = part;
@@ -187,19 +217,19 @@ int profile_load_part_as(struct snapshot *snap, const char *path, int part,
 	/* (The first block decides, as in profile_probe.) */
 	stream_head(&s, &head);
 	rd = sniff(&head);
-	if (only != FORMAT_ANY && (!rd || rd->format != only)) {
+	if (only != FORMAT_ANY && (!rd || rd->traits.format != only)) {
 		stream_close(&s);
 		snapshot_release(snap);
 		return -2;
 	}
 	if (rd && rd->parse_stream) {
-		snap->format = rd->format;
-		rc = rd->parse_stream(snap, &s, m);
+		snap->format = rd->traits.format;
+		rc = rd->parse_stream(snap, &s, m, run);
 		stream_close(&s);
 	} else if (rd) {
-		snap->format = rd->format;
+		snap->format = rd->traits.format;
 		if (stream_to_file(&s, &fb) == 0)
-			rc = rd->parse(snap, &fb, m);
+			rc = rd->parse(snap, &fb, m, run);
 		file_release(&fb);
 	} else {
 		stream_close(&s);

@@ -2,6 +2,7 @@
  * Series discovery by listing the directory rather than probing
  * PREFIX.0001, PREFIX.0002, ...: gaps of any length are tolerated, counters
  * past 9999 sort right, and one readdir serves both dumps and buckets.
+ * What a dump's name may end in is the readers' table's to say.
  */
 #include "series.h"
 
@@ -10,43 +11,49 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "profile.h"
 #include "util.h"
 
-/* What may follow a dump's counter: heap dumps, pprof's protobuf. */
-static const char *const suffixes[] = { "heap", "pb.gz", "pb", "pprof",
-					"pprof.gz", "prof" };
-
-/* The suffix PATH ends in (".SUFFIX"), or NULL. */
+/*
+ * The suffix PATH ends in (".SUFFIX"), of a reader's row (what follows
+ * the counter in the names its producer gives a run's dumps), or NULL.
+ */
 static const char *dump_suffix(const char *path)
 {
+	const struct profile_traits *t;
 	size_t len = strlen(path);
 
-	for (size_t i = 0; i < ARRAY_SIZE(suffixes); i++) {
-		size_t n = strlen(suffixes[i]);
+	for (size_t i = 0; (t = profile_reader(i)); i++)
+		for (const char *const *s = t->suffixes; s && *s; s++) {
+			size_t n = strlen(*s);
 
-		if (len > n + 1 && path[len - n - 1] == '.' &&
-		    !strcmp(path + len - n, suffixes[i]))
-			return suffixes[i];
-	}
+			if (len > n + 1 && path[len - n - 1] == '.' &&
+			    !strcmp(path + len - n, *s))
+				return *s;
+		}
 	return NULL;
 }
 
 /*
- * jemalloc names its dumps PREFIX.PID.SEQ.KIND.heap, KIND saying why it
- * dumped: "f" at exit, "iN" every interval, "mN" when asked, "uN" at a
- * new peak; SEQ counts them all.  The length of a ".KIND" that ends
- * S[0..END), or 0.
+ * Where the counter ends in NAME, of LEN bytes, if it ends in ".SUFFIX":
+ * before the suffix, or before what a row of that suffix puts between
+ * the two (jemalloc's ".KIND").  0 if NAME does not end so.
  */
-static size_t jemalloc_kind(const char *s, size_t end)
+static size_t counter_end(const char *name, size_t len, const char *suffix)
 {
-	size_t i = end;
+	const struct profile_traits *t;
+	size_t n = strlen(suffix), end, k;
 
-	while (i > 0 && s[i - 1] >= '0' && s[i - 1] <= '9')
-		i--;
-	if (i < 2 || !s[i - 1] || !strchr("fimu", s[i - 1]) || s[i - 2] != '.' ||
-	    (s[i - 1] == 'f' && i != end))
+	if (len < n + 2 || name[len - n - 1] != '.' ||
+	    strcmp(name + len - n, suffix))
 		return 0;
-	return end - i + 2;
+	end = len - n - 1;
+	for (size_t i = 0; (t = profile_reader(i)); i++)
+		for (const char *const *s = t->suffixes; s && *s; s++)
+			if (t->infix && !strcmp(*s, suffix) &&
+			    (k = t->infix(name, end)))
+				return end - k;
+	return end;
 }
 
 bool series_split(const char *path, char **prefix, unsigned long *counter)
@@ -57,10 +64,7 @@ bool series_split(const char *path, char **prefix, unsigned long *counter)
 
 	if (!suffix || len < strlen(suffix) + 3)
 		return false;
-	end = len - strlen(suffix) - 1;
-	if (!strcmp(suffix, "heap"))
-		end -= jemalloc_kind(path, end);
-	i = end;
+	i = end = counter_end(path, len, suffix);
 	while (i > 0 && path[i - 1] >= '0' && path[i - 1] <= '9')
 		i--;
 	if (i == end || i < 2 || path[i - 1] != '.' || end - i > 9)
@@ -86,13 +90,13 @@ static int cmp_file(const void *a, const void *b)
 
 /*
  * Does REST, a file name after "PREFIX.", read "<digits>.SUFFIX" (or
- * jemalloc's "<digits>.KIND.heap")?  The number into *COUNTER.
+ * "<digits>.INFIX.SUFFIX", as a row of the suffix allows: jemalloc's
+ * ".KIND")?  The number into *COUNTER.
  */
 static bool dump_rest(const char *rest, const char *suffix,
 		      unsigned long *counter)
 {
 	const char *p;
-	size_t left, k;
 	int digits = 0;
 
 	*counter = 0;
@@ -101,17 +105,8 @@ static bool dump_rest(const char *rest, const char *suffix,
 			return false;
 		*counter = *counter * 10 + (unsigned long)(*p - '0');
 	}
-	if (!digits || *p != '.')
-		return false;
-	if (!strcmp(p + 1, suffix))
-		return true;
-	/* jemalloc's ".KIND" between counter and suffix. */
-	left = strlen(p + 1);
-	if (strcmp(suffix, "heap") || left < 6 ||
-	    strcmp(p + left - 3, "heap") || p[left - 4] != '.')
-		return false;
-	k = jemalloc_kind(p, left - 4);
-	return k && k == left - 4;
+	return digits && *p == '.' &&
+	       counter_end(rest, strlen(rest), suffix) == (size_t)(p - rest);
 }
 
 /*

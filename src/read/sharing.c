@@ -77,7 +77,7 @@ static int load_process(struct pfn_process *proc, const char *first_dump,
 			continue;
 		}
 		model_init(&m);
-		if (profile_load(&snap, s.dumps[k].path, &m) < 0) {
+		if (profile_load(&snap, s.dumps[k].path, &m, NULL) < 0) {
 			model_free(&m);
 			if (k > 0) {
 				/* As in the main series: only the first is

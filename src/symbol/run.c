@@ -123,12 +123,13 @@ static void parts_series(struct run *r, int n, bool all)
 	s->ndumps = (size_t)n;
 }
 
-static void init(struct run *r, const struct sym_options *opts)
+static void init(struct run *r, const struct sym_options *opts,
+		 const struct read_options *read)
 {
 	memset(r, 0, sizeof(*r));
 	r->opts = opts;
+	r->reading.opts = read;
 	model_init(&r->model);
-	r->model.sample_type = opts ? opts->sample_type : NULL;
 	maps_init(&r->maps);
 }
 
@@ -140,9 +141,9 @@ static int open_companions(struct run *r)
 }
 
 int run_open(struct run *r, const char *first_dump, unsigned flags,
-	     const struct sym_options *opts)
+	     const struct sym_options *opts, const struct read_options *read)
 {
-	init(r, opts);
+	init(r, opts, read);
 	if (probe(r, first_dump) < 0 ||
 	    series_discover(&r->series, first_dump,
 			    (flags & RUN_ALL_DUMPS) != 0) < 0)
@@ -154,11 +155,12 @@ int run_open(struct run *r, const char *first_dump, unsigned flags,
 }
 
 int run_open_dumps(struct run *r, const char *const *dumps, size_t n,
-		   const struct sym_options *opts)
+		   const struct sym_options *opts,
+		   const struct read_options *read)
 {
 	if (n == 1)
-		return run_open(r, dumps[0], RUN_ALL_DUMPS, opts);
-	init(r, opts);
+		return run_open(r, dumps[0], RUN_ALL_DUMPS, opts, read);
+	init(r, opts, read);
 	if (series_of(&r->series, dumps, n) < 0 ||
 	    probe(r, r->series.dumps[0].path) < 0)
 		return -1;
@@ -182,7 +184,8 @@ void run_symbolize_snapshot(struct run *r, const struct snapshot *snap)
 int run_load_dump(struct run *r, size_t i, struct snapshot *snap)
 {
 	if (profile_load_part(snap, r->series.dumps[i].path,
-			      r->series.dumps[i].part, &r->model) < 0)
+			      r->series.dumps[i].part, &r->model,
+			      &r->reading) < 0)
 		return -1;
 	snap->counter = r->series.dumps[i].counter;
 	return 0;
@@ -235,7 +238,8 @@ static void *read_ahead(void *arg)
 
 	report_capture(&rr->said);
 	rr->rc = profile_load_part_as(&rr->snap, d->path, d->part,
-				      &rr->r->model, rr->r->format);
+				      &rr->r->model, &rr->r->reading,
+				      rr->r->format);
 	if (rr->rc == 0)
 		rr->snap.counter = d->counter;
 	report_capture(NULL);

@@ -1,18 +1,26 @@
 /*
  * libFuzzer targets for every parser, one binary each (make fuzz builds
- * this file once per target, with -DFUZZ_<TARGET>):
+ * this file once per target, with -DFUZZ_READER="NAME" for a reader's,
+ * else -DFUZZ_<TARGET>):
  *
- *   dump      a deep dump or a gperftools profile (profile_load picks), then
- *             classified and aggregated under the linux policy
- *   gperf     the same, always a text heap profile: the input follows
- *             "heap profile: " (so the fuzzer spends no time finding it;
- *             every variant pprof reads: heapprofile, heap_v2, heapz_v2,
- *             Go's heap/N, growth, fragmentation, the memory map)
- *   jemalloc  the same after "heap_v2/" (jemalloc's dumps, t* lines)
- *   proto     a pprof profile.proto: the first byte picks whether the
- *             rest is the file or is gzipped first (so the fuzzer works
- *             on the protobuf, and the gzip path runs too)
- *   dhat      a DHAT JSON file, both of its snapshots
+ *   deep, gperf, jemalloc, proto, dhat, ...: one per row of the readers'
+ *             table (profile.h), by the name the row gives; the input as
+ *             a file, loaded (profile_load picks the reader), each of its
+ *             parts classified and aggregated under the linux policy.  A
+ *             row may shape its target's input (see struct shape):
+ *               gperf     the input follows "heap profile: " (so the
+ *                         fuzzer spends no time finding it; every
+ *                         variant pprof reads: heapprofile, heap_v2,
+ *                         heapz_v2, Go's heap/N, growth, fragmentation,
+ *                         the memory map)
+ *               jemalloc  the same after "heap_v2/" (jemalloc's dumps,
+ *                         t* lines)
+ *               proto     a pprof profile.proto: the first byte picks
+ *                         whether the rest is the file or is gzipped
+ *                         first (so the fuzzer works on the protobuf,
+ *                         and the gzip path runs too)
+ *             and deep's input is a dump as it is, DHAT's a JSON file
+ *             read as both of its snapshots.
  *   buckets   a .buckets file
  *   maps      /proc/PID/maps text (strict, then lenient)
  *   symmap    a symbol map's nm, readelf or decoded-line file (the first
@@ -120,9 +128,44 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
-#if defined(FUZZ_DUMP) || defined(FUZZ_GPERF) || defined(FUZZ_JEMALLOC) || \
-	defined(FUZZ_PROTO) || defined(FUZZ_DHAT)
+#ifdef FUZZ_READER
+/*
+ * A reader's target: -DFUZZ_READER='"NAME"', NAME a row of the readers'
+ * table (profile.h), which the Makefile builds one of per row.  The
+ * input goes to a file as the row's shape below says (as it is, for a
+ * row without one); profile_load picks the reader, so that near misses
+ * reach the others too; each part of it is classified and aggregated.
+ */
+static const struct shape {
+	const char *reader;
+	const char *head;  /* put back before the input (so the fuzzer
+			      spends no time finding it) */
+	bool gzip_bit;     /* the input's first byte says whether the rest
+			      is gzipped first (so the fuzzer works on what
+			      is inside, and the gzip path runs too) */
+} shapes[] = {
+	{ "gperf", "heap profile: ", false },
+	{ "jemalloc", "heap_v2/", false },
+	{ "proto", NULL, true },
+};
+
+static const struct profile_traits *row;
+static const struct shape *shape;
 static struct policy *linux_policy;
+
+/* The row and shape of the target, once. */
+static void find_row(void)
+{
+	for (size_t i = 0; !row && profile_reader(i); i++)
+		if (!strcmp(profile_reader(i)->name, FUZZ_READER))
+			row = profile_reader(i);
+	if (!row)
+		abort(); /* (a target the table does not have) */
+	for (size_t i = 0; i < ARRAY_SIZE(shapes); i++)
+		if (!strcmp(shapes[i].reader, FUZZ_READER))
+			shape = &shapes[i];
+	linux_policy = policy_load("policies/linux.policy", "linux");
+}
 
 /* Part PART of the file (0: the one there is), classified. */
 static void load_and_classify_part(const char *path, int part)
@@ -131,16 +174,13 @@ static void load_and_classify_part(const char *path, int part)
 	struct model m;
 	struct snapshot snap;
 
-	if (!linux_policy)
-		linux_policy = policy_load("policies/linux.policy", "linux");
 	model_init(&m);
 	/* A few buckets for its lines and regions to name. */
 	for (uint64_t id = 0; id < 4; id++)
 		model_define_bucket(&m, id, id & 1 ? ALLOC_MMAP : ALLOC_MALLOC,
 				    false, 0, "", frames, (uint32_t)(id % 4),
 				    "fuzz", 1);
-	if ((part ? profile_load_part(&snap, path, part, &m)
-		  : profile_load(&snap, path, &m)) == 0) {
+	if (profile_load_part(&snap, path, part, &m, NULL) == 0) {
 		if (linux_policy) {
 			struct classifier c;
 			struct agg_stats stats;
@@ -161,76 +201,35 @@ static void load_and_classify_part(const char *path, int part)
 	model_free(&m);
 }
 
-static void load_and_classify(const char *path)
-{
-	load_and_classify_part(path, 0);
-}
-
-/* The input after HEAD, as a file NAME. */
-static void load_after(const char *head, const char *name,
-		       const uint8_t *data, size_t size)
-{
-	size_t n = strlen(head);
-	uint8_t *buf = xmalloc(n + size + 1);
-
-	memcpy(buf, head, n);
-	if (size)
-		memcpy(buf + n, data, size);
-	load_and_classify(as_file(name, buf, n + size));
-	free(buf);
-}
-#endif
-
-#ifdef FUZZ_DUMP
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	load_and_classify(as_file("f.00001.0001.heap", data, size));
-	return 0;
-}
-#endif
+	struct strbuf in = STRBUF_INIT;
+	char name[64];
+	const char *path;
 
-#ifdef FUZZ_GPERF
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
-	load_after("heap profile: ", "f.0001.heap", data, size);
-	return 0;
-}
-#endif
-
-#ifdef FUZZ_JEMALLOC
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
-	load_after("heap_v2/", "f.0001.heap", data, size);
-	return 0;
-}
-#endif
-
-#ifdef FUZZ_PROTO
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
-	struct strbuf gz = STRBUF_INIT;
-
-	if (!size)
-		return 0;
-	if (data[0] & 1) {
-		pbw_gzip(data + 1, size - 1, &gz);
-		load_and_classify(as_file("f.0001.pb.gz", (uint8_t *)gz.buf,
-					  gz.len));
+	if (!row)
+		find_row();
+	if (shape && shape->gzip_bit) {
+		if (!size)
+			return 0;
+		if (!(data[0] & 1))
+			sb_add(&in, data + 1, size - 1);
+		else
+			pbw_gzip(data + 1, size - 1, &in);
 	} else {
-		load_and_classify(as_file("f.0001.pb", data + 1, size - 1));
+		if (shape && shape->head)
+			sb_addstr(&in, shape->head);
+		sb_add(&in, data, size);
 	}
-	sb_release(&gz);
-	return 0;
-}
-#endif
-
-#ifdef FUZZ_DHAT
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
-	const char *path = as_file("dhat.out.1", data, size);
-
-	load_and_classify_part(path, 1);
-	load_and_classify_part(path, 2);
+	snprintf(name, sizeof(name), "f.0001.%s",
+		 row->suffixes ? row->suffixes[0] : row->name);
+	path = as_file(name, (const uint8_t *)in.buf, in.len);
+	if (row->parts > 1)
+		for (int part = 1; part <= row->parts; part++)
+			load_and_classify_part(path, part);
+	else
+		load_and_classify_part(path, 0);
+	sb_release(&in);
 	return 0;
 }
 #endif

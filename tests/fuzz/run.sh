@@ -19,7 +19,7 @@ seed() {
 	t=$1 d=$2
 	mkdir -p "$d"
 	case $t in
-	dump)
+	deep)
 		cp samples/*.heap tests/golden/gperf-base/*.heap "$d"/ 2>/dev/null
 		find tests/golden -name '*.heap' -size -200k -exec cp {} "$d"/ \; 2>/dev/null
 		[ -n "$shared" ] && cp "$shared"/compat/chromium/tests/data/*.heap "$d"/ 2>/dev/null ;;
@@ -55,8 +55,6 @@ seed() {
 			{ printf '\000'; gzip -dc "$d/p.tmp"; } >"$d/seed$n"
 		fi
 		rm -f "$d/p.tmp" ;;
-	dhat)
-		find tests/golden -name 'dhat.out*' -size -200k -exec cp {} "$d"/ \; 2>/dev/null ;;
 	buckets)
 		cp samples/*.buckets "$d"/ 2>/dev/null
 		find tests/golden -name '*.buckets' -size -200k -exec cp {} "$d"/ \; 2>/dev/null
@@ -136,6 +134,12 @@ seed() {
 		find samples tests/golden -name '*.json' -size -200k -exec cp {} "$d"/ \; 2>/dev/null
 		[ -n "$shared" ] && cp "$shared"/compat/chromium/policy.*.json "$d"/ 2>/dev/null
 		printf '{"a": [1, 2.5e10, -3, true, null, "x\\u00e9"]}' >"$d/small.json" ;;
+	*)
+		# A reader's (a row of the readers' table) with no seeds of
+		# its own above, such as dhat's: the inputs of its golden
+		# cases, tests/golden/NAME*/.
+		find tests/golden/"$t"* -type f -size -200k ! -name cmd \
+			! -name 'expected.*' -exec cp {} "$d"/ \; 2>/dev/null ;;
 	esac
 	true
 }

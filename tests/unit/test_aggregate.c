@@ -42,7 +42,7 @@ static void load_run(const char *heap)
 	m.frames.v[0]->func = "Cache::Insert";
 	m.frames.v[1]->func = "Logger::Append";
 	m.frames.v[2]->func = "Pool::Grow";
-	cr_assert_eq(profile_load(&snap, h, &m), 0);
+	cr_assert_eq(profile_load(&snap, h, &m, NULL), 0);
 }
 
 static const char heap[] =

@@ -1,5 +1,7 @@
 /* .buckets files into the model. */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "helpers.h"
@@ -206,6 +208,41 @@ Test(buckets, load_many_messages_in_order)
 	cr_assert(w && e && w < e, "stderr: %s", t);
 	cr_assert_null(strstr(t, "o3.buckets"));
 	cr_assert_null(bucket_set_find(&m.buckets, 4));
+}
+
+/*
+ * What the reading thread says (a cut line, a bad one) and what defining
+ * says (a redefinition) come in file order, the same on one thread as
+ * on two.
+ */
+static const char *said_on(const char *threads)
+{
+	static char out[2][1024];
+	static int k;
+	const char *paths[2];
+	struct model mm;
+
+	setenv("DMPROF_THREADS", threads, 1);
+	paths[0] = write_file("t1.buckets",
+			      "1 malloc 0x1\n1 malloc 0x2\n2 malloc 0x", -1);
+	paths[1] = write_file("t2.buckets", "3 malloc 0x1\nbad\n", -1);
+	model_init(&mm);
+	capture_stderr();
+	cr_assert_eq(bucketfile_load_many(&mm, paths, 2, NULL), -1);
+	snprintf(out[k % 2], sizeof(out[0]), "%s", stderr_text());
+	model_free(&mm);
+	return out[k++ % 2];
+}
+
+Test(buckets, messages_in_order_on_one_thread_or_two)
+{
+	const char *one = said_on("1"), *two = said_on("2");
+	const char *r = strstr(one, "t1.buckets:2: bucket 1 redefined");
+	const char *w = strstr(one, "t1.buckets:3: last line has no newline");
+	const char *e = strstr(one, "t2.buckets:2: invalid bucket id 'bad'");
+
+	cr_assert(r && w && e && r < w && w < e, "stderr: %s", one);
+	cr_assert_str_eq(one, two);
 }
 
 /*

@@ -25,7 +25,7 @@ struct open_run {
 static void open_run(struct open_run *o, const char *first, unsigned flags)
 {
 	memset(o, 0, sizeof(*o));
-	cr_assert_eq(run_open(&o->r, first, flags, &o->opts), 0);
+	cr_assert_eq(run_open(&o->r, first, flags, &o->opts, NULL), 0);
 	o->p = policy_parse(policy_text, strlen(policy_text), "t.policy", NULL);
 	cr_assert_not_null(o->p);
 	classifier_init(&o->cls, o->p, &o->r.model);

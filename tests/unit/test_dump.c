@@ -10,6 +10,7 @@
 #include "util.h"
 
 static struct model m;
+static struct read_run run; /* the readers' memory of the run */
 static struct snapshot snap;
 
 static void setup(void)
@@ -19,6 +20,7 @@ static void setup(void)
 						"12 mmap 0x40\n", -1);
 
 	model_init(&m);
+	memset(&run, 0, sizeof(run));
 	cr_assert_eq(bucketfile_load(&m, p), 0);
 }
 
@@ -61,7 +63,7 @@ static int load(const char *text)
 {
 	const char *p = write_file("d.0001.heap", text, -1);
 
-	return profile_load(&snap, p, &m);
+	return profile_load(&snap, p, &m, &run);
 }
 
 static void load_fails(const char *text, const char *msg)
@@ -367,7 +369,7 @@ Test(dump, nul_byte)
 				   "heap profile: DUMP_DEEP_6\nGLOB\0AL\n", 34);
 
 	capture_stderr();
-	cr_assert_eq(profile_load(&snap, p, &m), -1);
+	cr_assert_eq(profile_load(&snap, p, &m, &run), -1);
 	cr_assert(strstr(stderr_text(), "n.0001.heap:2: NUL byte"));
 }
 
@@ -383,7 +385,8 @@ Test(dump, mapped_libraries_trailer)
 Test(dump, missing_file)
 {
 	capture_stderr();
-	cr_assert_eq(profile_load(&snap, "/nonexistent/x.0001.heap", &m), -1);
+	cr_assert_eq(profile_load(&snap, "/nonexistent/x.0001.heap", &m, &run),
+		     -1);
 	cr_assert(strstr(stderr_text(), "No such file"));
 }
 

@@ -14,11 +14,13 @@
 #include "util.h"
 
 static struct model m;
+static struct read_run run;  /* the readers' memory of the run */
 static struct snapshot snap;
 
 static void setup(void)
 {
 	model_init(&m);
+	memset(&run, 0, sizeof(run));
 }
 
 static void teardown(void)
@@ -51,14 +53,14 @@ static int load(const char *text)
 {
 	const char *p = write_file("g.0001.heap", text, -1);
 
-	return profile_load(&snap, p, &m);
+	return profile_load(&snap, p, &m, &run);
 }
 
 static int load_len(const char *text, long len)
 {
 	const char *p = write_file("g.0001.heap", text, len);
 
-	return profile_load(&snap, p, &m);
+	return profile_load(&snap, p, &m, &run);
 }
 
 static void load_fails(const char *text, const char *msg)
@@ -908,7 +910,8 @@ static void digest(const char *text, long len, const char *threads,
 	setenv("DMPROF_THREADS", threads, 1);
 	model_init(&mm);
 	capture_stderr();
-	rc = profile_load(&ss, write_file("d.0001.heap", text, len), &mm);
+	rc = profile_load(&ss, write_file("d.0001.heap", text, len), &mm,
+			  NULL);
 	sb_addf(out, "rc %d\n%s\n", rc, stderr_text());
 	for (size_t i = 0; rc == 0 && i < ss.nlines; i++) {
 		const struct bucket *b = ss.lines[i].bucket;

@@ -1,10 +1,13 @@
 /* The readers' table: each row sniffs its own sample and no other's, and
- * says what the run needs to know of its format. */
+ * says what the run needs to know of its format and its names. */
 #include <criterion/criterion.h>
+#include <regex.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "helpers.h"
 #include "profile.h"
+#include "text.h"
 
 static const struct {
 	enum dump_format format;
@@ -23,6 +26,18 @@ static const struct {
 
 Test(profile, each_row_sniffs_its_own_sample_only)
 {
+	const struct profile_traits *t;
+
+	/* (A new row brings a sample here.) */
+	for (size_t r = 0; (t = profile_reader(r)); r++) {
+		size_t i = 0;
+
+		while (i < sizeof(samples) / sizeof(*samples) &&
+		       samples[i].format != t->format)
+			i++;
+		cr_assert_lt(i, sizeof(samples) / sizeof(*samples),
+			     "no sample of reader '%s'", t->name);
+	}
 	for (size_t i = 0; i < sizeof(samples) / sizeof(*samples); i++) {
 		const char *path = write_file(samples[i].name, samples[i].head,
 					      samples[i].len);
@@ -49,6 +64,28 @@ Test(profile, traits_say_what_a_run_needs)
 		cr_assert_geq(profile_traits((enum dump_format)f)->parts, 1);
 }
 
+Test(profile, rows_are_named_once_and_name_their_dumps)
+{
+	const struct profile_traits *t, *u;
+
+	for (size_t i = 0; (t = profile_reader(i)); i++) {
+		cr_assert_eq(profile_traits(t->format), t);
+		/* (A fuzz target's name: see tests/fuzz/fuzz.c.) */
+		cr_assert(t->name && t->name[0]);
+		cr_assert_eq(strspn(t->name, "abcdefghijklmnopqrstuvwxyz"
+					     "0123456789"),
+			     strlen(t->name), "%s", t->name);
+		for (size_t k = 0; k < i; k++) {
+			u = profile_reader(k);
+			cr_assert_str_neq(u->name, t->name);
+		}
+		for (const char *const *s = t->suffixes; s && *s; s++)
+			cr_assert((*s)[0] && (*s)[0] != '.', "%s", t->name);
+		/* A run in one file has its parts, not a series' names. */
+		cr_assert(t->suffixes || t->parts > 1, "%s", t->name);
+	}
+}
+
 Test(profile, moments_from_the_head_of_a_dump)
 {
 	const struct profile_traits *deep = profile_traits(FORMAT_DEEP);
@@ -71,4 +108,47 @@ Test(profile, moments_from_the_head_of_a_dump)
 	cr_assert_eq(deep->moment(c), MOMENT_UNSAID);
 	/* Go's heap profiles are not written at exit. */
 	cr_assert_not(profile_traits(FORMAT_GPERFTOOLS)->last_at_exit(g));
+}
+
+/*
+ * make fuzz builds a target per row, by the names the Makefile's
+ * FUZZ_READERS finds in src/read/profile.c with this pattern: it must be
+ * the Makefile's, and find every row's name, in order, and nothing else.
+ */
+Test(profile, the_fuzz_build_finds_every_row)
+{
+	static const char pattern[] =
+		"\\.format = FORMAT_[A-Z]*, \\.name = \"\\([a-z0-9]*\\)\"";
+	struct filebuf mk;
+	regex_t re;
+	regmatch_t mt[2];
+	char line[512];
+	size_t i = 0;
+	FILE *f;
+
+	cr_assert_eq(file_load(&mk, "Makefile"), 0);
+	cr_assert_not_null(strstr(mk.data, pattern), "not the Makefile's: %s",
+			   pattern);
+	file_release(&mk);
+	cr_assert_eq(regcomp(&re, pattern, 0), 0);
+	f = fopen("src/read/profile.c", "r");
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		const struct profile_traits *t;
+		size_t n;
+
+		if (regexec(&re, line, 2, mt, 0))
+			continue;
+		t = profile_reader(i++);
+		n = (size_t)(mt[1].rm_eo - mt[1].rm_so);
+		cr_assert_not_null(t, "a name of no row: %s", line);
+		cr_assert(n == strlen(t->name) &&
+				  !strncmp(line + mt[1].rm_so, t->name, n),
+			  "row %zu is '%s', the fuzz build finds: %s", i - 1,
+			  t->name, line);
+	}
+	fclose(f);
+	regfree(&re);
+	cr_assert_null(profile_reader(i), "make fuzz would not find row %zu",
+		       i);
 }

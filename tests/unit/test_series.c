@@ -152,3 +152,57 @@ Test(series, one_process_of_a_recorded_run)
 	cr_assert_eq(others, 6);
 	series_free(&s);
 }
+
+/* What follows the counter is the readers' table's to say. */
+Test(series, names_the_readers_give_their_dumps)
+{
+	static const struct {
+		const char *path, *prefix;
+		unsigned long n;
+	} ok[] = {
+		{ "d/jeprof.123.4.i2.heap", "d/jeprof.123", 4 },
+		{ "jeprof.123.17.f.heap", "jeprof.123", 17 },
+		{ "jeprof.123.5.u0.heap", "jeprof.123", 5 },
+		{ "p.0003.pb.gz", "p", 3 },
+		{ "p.12.pb", "p", 12 },
+		{ "mem.0002.pprof.gz", "mem", 2 },
+		{ "mem.0002.prof", "mem", 2 },
+	};
+	static const char *const not[] = {
+		"p.0003.txt", "jeprof.123.4.x2.heap", "jeprof.123.4.f1.heap",
+		"p.0003.gz", "dhat.out.1234",
+	};
+	char *prefix;
+	unsigned long n;
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(*ok); i++) {
+		cr_assert(series_split(ok[i].path, &prefix, &n), "%s",
+			  ok[i].path);
+		cr_assert_str_eq(prefix, ok[i].prefix);
+		cr_assert_eq(n, ok[i].n, "%s", ok[i].path);
+		free(prefix);
+	}
+	for (size_t i = 0; i < sizeof(not) / sizeof(*not); i++)
+		cr_assert_not(series_split(not[i], &prefix, &n), "%s", not[i]);
+}
+
+Test(series, discover_jemalloc_kinds_beside_plain_counters)
+{
+	/* The last two are not of the run: no kind of jemalloc's, and
+	 * another format's suffix. */
+	static const char *const names[] = {
+		"jeprof.9.0.i0.heap", "jeprof.9.1.i1.heap", "jeprof.9.2.m0.heap",
+		"jeprof.9.3.heap",    "jeprof.9.4.f.heap",  "jeprof.9.5.x5.heap",
+		"jeprof.9.6.pb",
+	};
+	struct series s;
+	char first[600];
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++)
+		write_file(names[i], "x", -1);
+	snprintf(first, sizeof(first), "%s/jeprof.9.0.i0.heap", tmpdir());
+	cr_assert_eq(series_discover(&s, first, true), 0);
+	cr_assert_eq(s.ndumps, 5);
+	cr_assert_eq(s.dumps[4].counter, 4);
+	series_free(&s);
+}
