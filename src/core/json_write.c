@@ -239,36 +239,20 @@ void json_raw(struct json_writer *w, const char *json, size_t len)
 	sb_add(w->out, json, len);
 }
 
-void json_member_string(struct json_writer *w, const char *key,
-			const char *s)
-{
-	json_key(w, key);
-	json_string(w, s);
-}
+/* json_member_TYPE(W, KEY, V): json_key, then json_TYPE. */
+#define MEMBER(type, ctype)                                              \
+	void json_member_##type(struct json_writer *w, const char *key,  \
+				ctype v)                                 \
+	{                                                                \
+		json_key(w, key);                                        \
+		json_##type(w, v);                                       \
+	}
 
-void json_member_int(struct json_writer *w, const char *key, int64_t v)
-{
-	json_key(w, key);
-	json_int(w, v);
-}
-
-void json_member_uint(struct json_writer *w, const char *key, uint64_t v)
-{
-	json_key(w, key);
-	json_uint(w, v);
-}
-
-void json_member_bool(struct json_writer *w, const char *key, bool v)
-{
-	json_key(w, key);
-	json_bool(w, v);
-}
-
-void json_member_double(struct json_writer *w, const char *key, double v)
-{
-	json_key(w, key);
-	json_double(w, v);
-}
+MEMBER(string, const char *)
+MEMBER(int, int64_t)
+MEMBER(uint, uint64_t)
+MEMBER(bool, bool)
+MEMBER(double, double)
 
 void json_write_finish(struct json_writer *w)
 {

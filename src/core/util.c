@@ -91,14 +91,20 @@ static void vreport(const char *prefix, const char *fmt, va_list ap,
 	sb_release(&sb);
 }
 
+/* Report FMT's message with PREFIX and SUFFIX (see vreport), from a
+ * function whose last named argument is FMT. */
+#define REPORT(prefix, suffix)                                  \
+	do {                                                    \
+		va_list ap;                                     \
+		va_start(ap, fmt);                              \
+		vreport(prefix, fmt, ap, suffix);               \
+		va_end(ap);                                     \
+	} while (0)
+
 void die(const char *fmt, ...)
 {
-	va_list ap;
-
 	captured = NULL;
-	va_start(ap, fmt);
-	vreport("", fmt, ap, NULL);
-	va_end(ap);
+	REPORT("", NULL);
 	exit(1);
 }
 
@@ -118,52 +124,34 @@ void bug_at(const char *file, int line, const char *fmt, ...)
 void die_errno(const char *fmt, ...)
 {
 	const char *err = strerror(errno);
-	va_list ap;
 
 	captured = NULL;
-	va_start(ap, fmt);
-	vreport("", fmt, ap, err);
-	va_end(ap);
+	REPORT("", err);
 	exit(1);
 }
 
 int error(const char *fmt, ...)
 {
-	va_list ap;
-
-	va_start(ap, fmt);
-	vreport("", fmt, ap, NULL);
-	va_end(ap);
+	REPORT("", NULL);
 	return -1;
 }
 
 int error_errno(const char *fmt, ...)
 {
 	const char *err = strerror(errno);
-	va_list ap;
 
-	va_start(ap, fmt);
-	vreport("", fmt, ap, err);
-	va_end(ap);
+	REPORT("", err);
 	return -1;
 }
 
 void warning(const char *fmt, ...)
 {
-	va_list ap;
-
-	va_start(ap, fmt);
-	vreport("warning: ", fmt, ap, NULL);
-	va_end(ap);
+	REPORT("warning: ", NULL);
 }
 
 void note(const char *fmt, ...)
 {
-	va_list ap;
-
-	va_start(ap, fmt);
-	vreport("", fmt, ap, NULL);
-	va_end(ap);
+	REPORT("", NULL);
 }
 
 static NORETURN void oom(size_t size)
