@@ -11,7 +11,7 @@
 #include "profile.h"
 #include "profile.h"
 #include "snapshot.h"
-#include "text.h"
+#include "input.h"
 
 /* Is LINE (the first that is not blank or a comment) a deep dump's? */
 bool deep_claims(const char *line, size_t len);

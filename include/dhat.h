@@ -6,7 +6,7 @@
 
 #include "profile.h"
 #include "snapshot.h"
-#include "text.h"
+#include "input.h"
 
 /* True if the file is DHAT's: JSON whose first key is dhatFileVersion. */
 bool dhat_claims(const struct filebuf *fb);

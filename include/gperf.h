@@ -7,7 +7,7 @@
 
 #include "profile.h"
 #include "snapshot.h"
-#include "text.h"
+#include "input.h"
 
 /* True if the line is a text heap profile's header ("heap profile: N: ..."). */
 bool gperf_is_header(const char *p, size_t len);

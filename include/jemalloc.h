@@ -7,7 +7,7 @@
 
 #include "profile.h"
 #include "snapshot.h"
-#include "text.h"
+#include "input.h"
 
 /* True if the line is a jemalloc dump's first ("heap_v2/RATE"). */
 bool jemalloc_claims(const char *p, size_t len);

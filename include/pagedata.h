@@ -18,7 +18,6 @@
 
 #include "change.h"
 #include "owner.h"
-#include "text.h"
 #include "timeline.h"
 
 struct pagedata_options {

@@ -12,7 +12,7 @@
 
 #include "profile.h"
 #include "snapshot.h"
-#include "text.h"
+#include "input.h"
 
 /* True if the file's first bytes are gzip's or a profile.proto's. */
 bool pb_claims(const struct filebuf *fb);

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "text.h"
+#include "scan.h"
 #include "util.h"
 
 /*

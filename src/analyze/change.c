@@ -15,7 +15,7 @@
 #include "numfmt.h"
 #include "stacktext.h"
 #include "tally.h"
-#include "text.h"
+#include "input.h"
 #include "util.h"
 
 /* (In a stack's count of the steps it grew at: it shrank at one.) */

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "text.h"
+#include "input.h"
 #include "util.h"
 
 int timeline_build(struct timeline *tl, const struct timeline_options *opt)

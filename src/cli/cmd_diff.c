@@ -25,7 +25,6 @@
 #include "setup.h"
 #include "stacktext.h"
 #include "tally.h"
-#include "text.h"
 
 enum {
 	OPT_JSON = OPT_LONG_ONLY,

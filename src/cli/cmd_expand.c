@@ -20,7 +20,7 @@
 #include "setup.h"
 #include "stacktext.h"
 #include "tally.h"
-#include "text.h"
+#include "scan.h"
 
 /* What to expand, and how. */
 struct expand {

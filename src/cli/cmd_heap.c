@@ -19,7 +19,7 @@
 #include "json_write.h"
 #include "procimage.h"
 #include "procstop.h"
-#include "text.h"
+#include "scan.h"
 #include "util.h"
 
 enum {

@@ -10,7 +10,7 @@
 #include "cli.h"
 #include "json.h"
 #include "policyset.h"
-#include "text.h"
+#include "input.h"
 
 static int check(struct cmd_args *a)
 {

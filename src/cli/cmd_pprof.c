@@ -26,7 +26,7 @@
 #include "setup.h"
 #include "stacktext.h"
 #include "strtab.h"
-#include "text.h"
+#include "input.h"
 
 enum { OPT_ORIGINAL = OPT_LONG_ONLY, OPT_PROTO };
 

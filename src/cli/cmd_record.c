@@ -22,7 +22,7 @@
 #include "deep.h"
 #include "paths.h"
 #include "series.h"
-#include "text.h"
+#include "scan.h"
 #include "util.h"
 
 #define RECORDER "libdmprof-recorder.so"

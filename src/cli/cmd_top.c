@@ -24,7 +24,6 @@
 #include "setup.h"
 #include "stacktext.h"
 #include "tally.h"
-#include "text.h"
 
 enum {
 	OPT_JSON = OPT_LONG_ONLY,

@@ -8,7 +8,7 @@
 
 #include "aggregate.h"
 #include "suggest.h"
-#include "text.h"
+#include "scan.h"
 
 int setup_open(struct setup *o, struct cmd_args *a, const char *dump,
 		 const char *policy, bool all)

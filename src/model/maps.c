@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "search.h"
-#include "text.h"
+#include "scan.h"
 #include "util.h"
 
 int maps_parse_line(const char *p, size_t len, struct vma *out,

@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "scan.h"
 #include "util.h"
 
 /* Which conditions make sense for which allocator. */

@@ -6,7 +6,6 @@
 #define DMPROF_POLICY_LOAD_H
 
 #include "policy.h"
-#include "text.h"
 
 /* Enough for any sane pattern; a catastrophic one fails in milliseconds. */
 #define MATCH_LIMIT 5000000

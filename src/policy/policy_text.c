@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "scan.h"
 #include "util.h"
 
 struct token {

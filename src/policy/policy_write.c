@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-#include "text.h"
+#include "scan.h"
 #include "util.h"
 
 static bool needs_quotes(const char *s)

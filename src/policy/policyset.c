@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "paths.h"
-#include "text.h"
+#include "scan.h"
 #include "util.h"
 
 static char **dirs;

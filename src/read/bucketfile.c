@@ -10,7 +10,7 @@
 
 #include "handoff.h"
 #include "reader.h"
-#include "text.h"
+#include "scan.h"
 #include "util.h"
 
 /*

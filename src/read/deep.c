@@ -15,7 +15,7 @@
 #include <time.h>
 
 #include "reader.h"
-#include "text.h"
+#include "scan.h"
 #include "util.h"
 
 enum section {

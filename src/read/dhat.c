@@ -21,6 +21,7 @@
 
 #include "json.h"
 #include "reader.h"
+#include "scan.h"
 #include "util.h"
 
 bool dhat_claims(const struct filebuf *fb)

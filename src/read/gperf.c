@@ -27,7 +27,7 @@
 
 #include "handoff.h"
 #include "reader.h"
-#include "text.h"
+#include "scan.h"
 #include "util.h"
 
 #define HEADER "heap profile:"

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "reader.h"
+#include "scan.h"
 #include "util.h"
 
 bool jemalloc_claims(const char *p, size_t len)

@@ -13,7 +13,7 @@
 #include "gperf.h"
 #include "jemalloc.h"
 #include "pbread.h"
-#include "text.h"
+#include "scan.h"
 #include "util.h"
 
 /* What follows the counter in the names of a run's dumps. */

@@ -12,7 +12,7 @@
 
 #include "profile.h"
 #include "series.h"
-#include "text.h"
+#include "input.h"
 #include "util.h"
 
 void pfn_table_free(struct pfn_table *t)

@@ -15,7 +15,7 @@
 #include "bucketfile.h"
 #include "symbfd.h"
 #include "symmap.h"
-#include "text.h"
+#include "input.h"
 #include "util.h"
 
 static bool file_exists(const char *path)

@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 
 #include "json.h"
-#include "text.h"
+#include "scan.h"
 #include "util.h"
 
 struct range {

@@ -62,7 +62,7 @@
 #include "symcache.h"
 #include "symdwarf.h"
 #include "symmap.h"
-#include "text.h"
+#include "input.h"
 #include "util.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);

@@ -7,7 +7,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "text.h"
 #include "util.h"
 
 static char dir[256];

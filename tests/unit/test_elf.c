@@ -14,7 +14,7 @@
 
 #include "elfimage.h"
 #include "helpers.h"
-#include "text.h"
+#include "input.h"
 #include "util.h"
 
 /*

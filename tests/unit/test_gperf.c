@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "profile.h"
-#include "text.h"
+#include "input.h"
 #include "helpers.h"
 #include "util.h"
 

@@ -14,7 +14,6 @@
 
 #include "literals.h"
 #include "policy.h"
-#include "text.h"
 #include "util.h"
 
 static struct literals l;

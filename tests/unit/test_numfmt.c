@@ -8,7 +8,7 @@
 #include "cli.h"
 #include "numfmt.h"
 #include "helpers.h"
-#include "text.h"
+#include "input.h"
 #include "util.h"
 
 static const char *repr(double v)

@@ -7,7 +7,7 @@
 
 #include "helpers.h"
 #include "profile.h"
-#include "text.h"
+#include "input.h"
 
 static const struct {
 	enum dump_format format;

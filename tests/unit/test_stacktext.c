@@ -8,7 +8,6 @@
 #include "stacktext.h"
 #include "symbol.h"
 #include "tally.h"
-#include "text.h"
 
 static struct model m;
 static struct tally t;

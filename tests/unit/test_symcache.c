@@ -14,7 +14,7 @@
 #include "helpers.h"
 #include "symbol.h"
 #include "symcache.h"
-#include "text.h"
+#include "input.h"
 #include "util.h"
 
 static struct arena arena;

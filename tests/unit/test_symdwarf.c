@@ -20,7 +20,7 @@
 #include "symbfd.h"
 #include "symbol.h"
 #include "symdwarf.h"
-#include "text.h"
+#include "input.h"
 #include "util.h"
 
 /* DWARF's numbers, as the tests use them. */

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "text.h"
+#include "scan.h"
 #include "util.h"
 #include "helpers.h"
 
