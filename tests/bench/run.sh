@@ -17,7 +17,7 @@ work=${BENCH_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/dmprof-bench.XXXXXX")}
 [ -n "${BENCH_DIR:-}" ] || trap 'rm -rf "$work"' EXIT INT TERM
 mkdir -p "$work"
 export LC_ALL=C DMPROF_POLICY_PATH="$top/policies" XDG_CACHE_HOME="$work/cache"
-cases=${*:-gperf-1m deep parse gperf-series symbolize-dynsym symbolize-dwarf recorder heap}
+cases=${*:-gperf-1m deep parse gperf-series symbolize-dynsym symbolize-dwarf recorder}
 
 # measure NAME COMMAND...: run it, set $secs (wall, to the millisecond:
 # time(1) says only hundredths), $rss_kb (peak) and $cpu (percent of one
@@ -375,56 +375,6 @@ recorder() {
 	before=
 }
 
-# A running process's heap walked from outside (dmprof heap): a program
-# holding about 1 GB in 10^7 blocks (tests/real/src/heapknown.c), the
-# time it stands still against reading the same heap and nothing more
-# (readfloor.c, process_vm_readv), and the cost per GB and per million
-# blocks.
-heap() {
-	d=$work/heap
-	mkdir -p "$d"
-	gcc -O2 -pthread -o "$d/heapknown" "$top/tests/real/src/heapknown.c" &&
-		gcc -O2 -o "$d/readfloor" "$here/readfloor.c" || return
-	rm -f "$d/ready"
-	"$d/heapknown" "$d/known" big 10000000 >"$d/ready" 2>&1 &
-	hk=$!
-	for _ in $(seq 600); do
-		grep -q ready "$d/ready" 2>/dev/null && break
-		sleep 0.1
-	done
-	floor_s=
-	for _ in 1 2 3; do
-		read -r floor_bytes s <<-EOF2
-		$("$d/readfloor" $hk)
-		EOF2
-		if [ -z "$floor_s" ] || [ "$(echo "$s < $floor_s" | bc)" = 1 ]; then
-			floor_s=$s
-		fi
-	done
-	held= blocks=
-	for _ in 1 2 3; do
-		measure heap "$bin" heap --json $hk || break
-		h=$(sed -n 's/^  "held_seconds": \([0-9.e-]*\),$/\1/p' "$work/out.heap")
-		if [ -z "$held" ] || [ "$(echo "$h < $held" | bc -l)" = 1 ]; then
-			held=$h held_kb=$rss_kb
-		fi
-	done
-	blocks=$(grep -A1 '"in-use": {' "$work/out.heap" | head -1 |
-		sed -n 's/.*"count": \([0-9]*\).*/\1/p')
-	kill $hk
-	wait $hk 2>/dev/null
-	[ -n "$held" ] && [ -n "$blocks" ] || { echo "bench: heap: no result"; return; }
-	gb=$(echo "$floor_bytes / 1073741824" | bc -l)
-	row heap "$(printf '%.2f GB, %.1fM blocks: held vs read' "$gb" \
-		"$(echo "$blocks / 1000000" | bc -l)")" "$floor_s" 0 "$held" "$held_kb"
-	printf '%-22s %-34s %13.3f s/GB %11.3f s/M blocks\n' heap \
-		"the stop, per GB and per M blocks" "$(echo "$held / $gb" | bc -l)" \
-		"$(echo "$held * 1000000 / $blocks" | bc -l)"
-	r=$(echo "$held / $floor_s" | bc -l)
-	target "heap: a stop within 2x of reading the heap" \
-		"$(printf '%.2fx its time' "$r")" "$(at_most "$r" 2)"
-}
-
 for c in $cases; do
 	case $c in
 	symbolize-dynsym)
@@ -444,8 +394,6 @@ for c in $cases; do
 		parse ;;
 	gperf-series)
 		gperf_series ;;
-	heap)
-		heap ;;
 	*)
 		echo "bench: unknown case $c" ;;
 	esac
