@@ -93,6 +93,16 @@ int setup_owners(struct cmd_args *a, struct owners *o);
 	  "binaries or source files matching PATTERN (a glob, or a path "   \
 	  "prefix) are the program's own code too" }
 
+/*
+ * Where a command that writes a run (record, snapshot) puts its files,
+ * from -o OUTPUT (NULL: none given): OUTPUT, a prefix; DIR/NAME when it
+ * is a directory (one that exists, or a path ending in '/'); NAME
+ * without -o.  Its directories are made.  NULL after an error.
+ */
+char *setup_output_prefix(const char *output, const char *name);
+/* S as a number of seconds, 0 to 1e9 (an interval: -i). */
+bool setup_seconds(const char *s, double *out);
+
 /* -b, --bytes: exact byte counts for human-readable sizes. */
 #define OPTION_BYTES                                                        \
 	{ 'b', "bytes", NULL, OPT_SYNOPSIS,                                 \
