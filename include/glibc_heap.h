@@ -97,6 +97,10 @@ struct glibc_heap {
 int glibc_heap_walk(struct glibc_heap *h, struct procimage *img);
 void glibc_heap_release(struct glibc_heap *h);
 
+/* Was an arena locked at the instant (a thread inside malloc or free:
+ * its lists may be mid-update, and a walk a little later may do better)? */
+bool glibc_heap_locked(const struct glibc_heap *h);
+
 /* H summed up: the arenas' tallies, mmapped chunks apart. */
 void glibc_heap_summary(const struct glibc_heap *h, struct heap_summary *out);
 

@@ -6,6 +6,8 @@
 #ifndef DMPROF_SETUP_H
 #define DMPROF_SETUP_H
 
+#include <sys/types.h>
+
 #include "classify.h"
 #include "owner.h"
 #include "cli.h"
@@ -100,6 +102,9 @@ int setup_owners(struct cmd_args *a, struct owners *o);
  * without -o.  Its directories are made.  NULL after an error.
  */
 char *setup_output_prefix(const char *output, const char *name);
+/* The one operand of a command on a live process (heap, snapshot): its
+ * process id into *PID; 0, or a usage error's status. */
+int setup_pid(struct cmd_args *a, pid_t *pid);
 /* S as a number of seconds, 0 to 1e9 (an interval: -i). */
 bool setup_seconds(const char *s, double *out);
 

@@ -19,7 +19,7 @@
 #include "json_write.h"
 #include "procimage.h"
 #include "procstop.h"
-#include "scan.h"
+#include "setup.h"
 #include "util.h"
 
 enum {
@@ -47,14 +47,6 @@ static double seconds(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static bool any_locked(const struct glibc_heap *h)
-{
-	for (size_t k = 0; k < h->narenas; k++)
-		if (h->arenas[k].locked)
-			return true;
-	return false;
 }
 
 /* Stop, walk, let go: 0, or -1 (said). */
@@ -98,7 +90,7 @@ static int walk(struct heap_run *r)
 	for (int try = 0;; try++) {
 		if (walk_once(r) < 0)
 			return -1;
-		if (!any_locked(&r->h) || try + 1 == LOCKED_TRIES)
+		if (!glibc_heap_locked(&r->h) || try + 1 == LOCKED_TRIES)
 			return 0;
 		glibc_heap_release(&r->h);
 		usleep(1000u << try);
@@ -313,16 +305,10 @@ static void print_json(const struct heap_run *r, bool blocks)
 static int cmd_heap_run(struct cmd_args *a)
 {
 	struct heap_run r = { 0 };
-	uint64_t pid;
+	int status;
 
-	if (a->argc != 1)
-		return cmd_usage_error(a, a->argc ? "too many arguments"
-						  : "which process?");
-	if (word_u64(a->argv[0], strlen(a->argv[0]), &pid) != NUM_OK ||
-	    !pid || pid > INT32_MAX)
-		return cmd_usage_error(a, "'%s' is not a process id",
-				       a->argv[0]);
-	r.pid = (pid_t)pid;
+	if ((status = setup_pid(a, &r.pid)))
+		return status;
 	if (walk(&r) < 0)
 		return 1;
 	say_problems(&r.h);

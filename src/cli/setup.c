@@ -351,3 +351,18 @@ char *setup_output_prefix(const char *output, const char *name)
 	}
 	return prefix;
 }
+
+int setup_pid(struct cmd_args *a, pid_t *pid)
+{
+	uint64_t v;
+
+	if (a->argc != 1)
+		return cmd_usage_error(a, a->argc ? "too many arguments"
+						  : "which process?");
+	if (word_u64(a->argv[0], strlen(a->argv[0]), &v) != NUM_OK || !v ||
+	    v > INT32_MAX)
+		return cmd_usage_error(a, "'%s' is not a process id",
+				       a->argv[0]);
+	*pid = (pid_t)v;
+	return 0;
+}

@@ -708,6 +708,14 @@ void glibc_heap_release(struct glibc_heap *h)
 	memset(h, 0, sizeof(*h));
 }
 
+bool glibc_heap_locked(const struct glibc_heap *h)
+{
+	for (size_t k = 0; k < h->narenas; k++)
+		if (h->arenas[k].locked)
+			return true;
+	return false;
+}
+
 void glibc_heap_summary(const struct glibc_heap *h, struct heap_summary *out)
 {
 	memset(out, 0, sizeof(*out));
