@@ -19,17 +19,21 @@
 #include "procimage.h"
 #include "resident.h"
 
-/* What a VMA the heap splits is made of: its stretches, in order. */
+/*
+ * What a VMA the heap or a thread's stack lies in is made of: its
+ * stretches, in order.
+ */
+enum { PART_NONE = -1, PART_THREAD_STACK = -2 };
 struct procsnap_part {
 	uint64_t start, end;
 	uint64_t committed;
-	int arena;            /* -1: not the heap's; or HEAP_MMAPPED_ARENA */
+	int where;            /* an arena, HEAP_MMAPPED_ARENA, or PART_* */
 };
 
 struct procsnap_vma {
 	uint64_t committed;   /* Rss + Swap, or (split) pagemap's count */
 	struct resident r;
-	size_t first_part, nparts; /* nparts 0: not split */
+	size_t first_part, nparts; /* nparts 0: whole */
 	struct page_counts pages;  /* of a split VMA */
 };
 
@@ -49,6 +53,8 @@ struct procsnap {
 	double held;          /* how long the process stood still, s */
 	unsigned tries;       /* stops it took (an arena was locked) */
 	struct procimage img; /* its maps */
+	uint64_t *sps;        /* its threads' stack pointers */
+	size_t nsps;
 	struct procsnap_vma *vmas; /* as img.maps */
 	struct procsnap_part *parts;
 	size_t nparts, parts_alloc;

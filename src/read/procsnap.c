@@ -90,7 +90,7 @@ static char *command_line(pid_t pid)
 /* ---- while held ---- */
 
 static void add_part(struct procsnap *s, uint64_t start, uint64_t end,
-		     int arena, const struct page_counts *pc)
+		     int where, uint64_t committed)
 {
 	struct procsnap_part *p;
 
@@ -100,8 +100,31 @@ static void add_part(struct procsnap *s, uint64_t start, uint64_t end,
 	p = &s->parts[s->nparts++];
 	p->start = start;
 	p->end = end;
-	p->arena = arena;
-	p->committed = page_counts_bytes(pc, start, end);
+	p->where = where;
+	p->committed = committed;
+}
+
+/* Does a held thread's stack pointer lie in [A, B) of VMA V (not the
+ * main thread's [stack])? */
+static bool thread_stack(const struct procsnap *s, const struct vma *v,
+			 uint64_t a, uint64_t b)
+{
+	if (!strcmp(v->name, "[stack]"))
+		return false;
+	for (size_t i = 0; i < s->nsps; i++)
+		if (s->sps[i] >= a && s->sps[i] < b)
+			return true;
+	return false;
+}
+
+/* A part of VMA I that is not the heap's: a thread's stack, or not. */
+static void add_gap(struct procsnap *s, size_t i, uint64_t a, uint64_t b)
+{
+	const struct vma *v = &s->img.maps.v[i];
+
+	add_part(s, a, b, thread_stack(s, v, a, b) ? PART_THREAD_STACK
+						   : PART_NONE,
+		 page_counts_bytes(&s->vmas[i].pages, a, b));
 }
 
 /*
@@ -124,21 +147,36 @@ static int split_vma(struct procsnap *s, struct pagemap *pm, size_t i,
 		uint64_t a = e->start > pos ? e->start : pos;
 		uint64_t b = e->end < v->end ? e->end : v->end;
 
-		add_part(s, pos, a, -1, &sv->pages);
-		add_part(s, a, b, (int)e->arena, &sv->pages);
+		add_gap(s, i, pos, a);
+		add_part(s, a, b, (int)e->arena,
+			 page_counts_bytes(&sv->pages, a, b));
 		pos = b;
 		/* (An extent past this VMA goes on in the next.) */
 		if (e->end > v->end)
 			break;
 	}
-	add_part(s, pos, v->end, -1, &sv->pages);
+	add_gap(s, i, pos, v->end);
 	sv->nparts = s->nparts - sv->first_part;
 	sv->committed = page_counts_bytes(&sv->pages, v->start, v->end);
 	return 0;
 }
 
-/* Each mapping's committed bytes: smaps' Rss + Swap, or the pagemap's
- * count of the parts of those the heap lies in. */
+/* VMA I, a thread's stack, as one part (of smaps' committed bytes). */
+static void stack_vma(struct procsnap *s, size_t i)
+{
+	const struct vma *v = &s->img.maps.v[i];
+	struct procsnap_vma *sv = &s->vmas[i];
+
+	sv->first_part = s->nparts;
+	add_part(s, v->start, v->end, PART_THREAD_STACK, sv->committed);
+	sv->nparts = 1;
+}
+
+/*
+ * Each mapping's committed bytes: smaps' Rss + Swap, or the pagemap's
+ * count of the parts of those the heap lies in; the mappings the threads'
+ * stacks are in, known by their stack pointers, as such.
+ */
 static int read_resident(struct procsnap *s)
 {
 	const struct maps *m = &s->img.maps;
@@ -155,18 +193,32 @@ static int read_resident(struct procsnap *s)
 		s->vmas[i].committed = r[i].rss + r[i].swap;
 	}
 	free(r);
-	if (rc < 0 || !s->walked || !h->nextents)
+	if (rc < 0)
 		return rc;
-	if (pagemap_open(&pm, s->pid) < 0)
+	if (h->nextents && pagemap_open(&pm, s->pid) < 0)
 		return -1;
 	for (size_t i = 0; i < m->n && rc == 0; i++) {
-		while (at < h->nextents && h->extents[at].end <= m->v[i].start)
+		const struct vma *v = &m->v[i];
+
+		while (at < h->nextents && h->extents[at].end <= v->start)
 			at++;
-		if (at < h->nextents && h->extents[at].start < m->v[i].end)
+		if (at < h->nextents && h->extents[at].start < v->end)
 			rc = split_vma(s, &pm, i, &at);
+		else if (thread_stack(s, v, v->start, v->end))
+			stack_vma(s, i);
 	}
-	pagemap_close(&pm);
+	if (h->nextents)
+		pagemap_close(&pm);
 	return rc;
+}
+
+/* Where the held threads' stacks are. */
+static void stack_pointers(struct procsnap *s, const struct procstop *stop)
+{
+	s->sps = xcalloc(stop->n ? stop->n : 1, sizeof(*s->sps));
+	for (size_t i = 0; i < stop->n; i++)
+		if (procstop_stack_pointer(stop, i, &s->sps[s->nsps]))
+			s->nsps++;
 }
 
 /*
@@ -188,6 +240,7 @@ static int take_once(struct procsnap *s)
 	rc = procstop_stop(&stop, s->pid, STOP_TIMEOUT_MS);
 	if (rc == 0) {
 		s->threads = stop.n;
+		stack_pointers(s, &stop);
 		clock_gettime(CLOCK_REALTIME, &now);
 		s->time = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
 		rc = procimage_open_pid(&s->img, s->pid);
@@ -215,6 +268,9 @@ static void drop_reading(struct procsnap *s)
 	free(s->parts);
 	s->parts = NULL;
 	s->nparts = s->parts_alloc = 0;
+	free(s->sps);
+	s->sps = NULL;
+	s->nsps = 0;
 	glibc_heap_release(&s->h);
 	if (s->img.name)
 		procimage_close(&s->img);
@@ -243,7 +299,7 @@ static uint64_t committed(struct counting *c, uint64_t a, uint64_t b)
 		uint64_t lo = a > m->v[i].start ? a : m->v[i].start;
 		uint64_t hi = b < m->v[i].end ? b : m->v[i].end;
 
-		if (sv->nparts)
+		if (sv->pages.before)
 			sum += page_counts_bytes(&sv->pages, lo, hi);
 	}
 	return sum;
@@ -416,7 +472,8 @@ static void put_maps(FILE *f, const struct procsnap *s)
 	const struct maps *m = &s->img.maps;
 
 	fprintf(f, "MAPS:\n# COMMITTED RSS SWAP MAPPING, then the parts of "
-		   "those the heap lies in:\n#   START-END COMMITTED WHERE\n");
+		   "those the heap or a thread's stack lies in:\n#   "
+		   "START-END COMMITTED WHERE\n");
 	for (size_t i = 0; i < m->n; i++) {
 		const struct procsnap_vma *sv = &s->vmas[i];
 
@@ -429,10 +486,12 @@ static void put_maps(FILE *f, const struct procsnap *s)
 
 			fprintf(f, "  %" PRIx64 "-%" PRIx64 " %" PRIu64 " ",
 				p->start, p->end, p->committed);
-			if (p->arena < 0)
+			if (p->where == PART_NONE)
 				fputc('-', f);
+			else if (p->where == PART_THREAD_STACK)
+				fputs("thread-stack", f);
 			else
-				put_where(f, (unsigned)p->arena);
+				put_where(f, (unsigned)p->where);
 			fputc('\n', f);
 		}
 	}

@@ -13,14 +13,15 @@
  *           STATE [LO..HI] WHERE BLOCKS BYTES COMMITTED
  *           problem ADDRESS ARENA MESSAGE
  *   MAPS:   COMMITTED RSS SWAP START-END PERMS OFFSET DEV INODE [PATH]
- *           and, indented, the parts of a mapping the heap lies in:
+ *           and, indented, the parts of a mapping the heap or a thread's
+ *           stack lies in:
  *             START-END COMMITTED WHERE
  *
- * WHERE is arena-K, mmapped (a chunk glibc mapped alone) or - (not the
- * heap's).  In the model a mapping is an unhooked region, but the heap's
- * parts, which are hooked regions of the stack dmprof record gives
- * glibc's arenas (the frame dmprof_glibc_malloc_arena, then arena-K or
- * mmapped).  A line of blocks is a malloc stack line whose frames say
+ * WHERE is arena-K, mmapped (a chunk glibc mapped alone), thread-stack or
+ * - (none of those).  In the model a mapping is an unhooked region, but
+ * the heap's parts, which are hooked regions of the stack dmprof record
+ * gives glibc's arenas (the frame dmprof_glibc_malloc_arena, then arena-K
+ * or mmapped), and the threads' stacks (dmprof_thread_stack).  A line of blocks is a malloc stack line whose frames say
  * what is known of them: size-LO..HI and where they are (in use), or
  * free-STATE and the arena (free chunks, which policies may count apart).
  */
@@ -38,7 +39,7 @@
 enum section { S_BEFORE, S_HEAD, S_META, S_HEAP, S_MAPS };
 
 /* Where blocks or a part are, besides an arena's index. */
-enum { WHERE_NONE = -1, WHERE_MMAPPED = -2 };
+enum { WHERE_NONE = -1, WHERE_MMAPPED = -2, WHERE_THREAD_STACK = -3 };
 
 struct sparser {
 	struct snapshot *snap;
@@ -122,8 +123,9 @@ static int range(struct sparser *p, uint64_t *start, uint64_t *end)
 	return 0;
 }
 
-/* "arena-K", "mmapped", or with NONE_OK "-": into *WHERE. */
-static int where(struct sparser *p, bool none_ok, int *out)
+/* "arena-K", "mmapped", or of a PART "-" and "thread-stack": into
+ * *WHERE. */
+static int where(struct sparser *p, bool part, int *out)
 {
 	const char *w;
 	size_t len;
@@ -131,9 +133,13 @@ static int where(struct sparser *p, bool none_ok, int *out)
 
 	if (!word(p, &w, &len))
 		return read_error(&p->pos, "where? (arena-K, mmapped%s)",
-				  none_ok ? " or -" : "");
-	if (none_ok && len == 1 && w[0] == '-') {
+				  part ? ", thread-stack or -" : "");
+	if (part && len == 1 && w[0] == '-') {
 		*out = WHERE_NONE;
+		return 0;
+	}
+	if (part && len == 12 && !memcmp(w, "thread-stack", 12)) {
+		*out = WHERE_THREAD_STACK;
 		return 0;
 	}
 	if (len == 7 && !memcmp(w, "mmapped", 7)) {
@@ -181,7 +187,7 @@ static uint64_t where_frame(struct sparser *p, int where)
 	return named(p, name);
 }
 
-/* The bucket of stack FIRST, WHERE's frame. */
+/* The bucket of stack FIRST, then WHERE's frame (none for WHERE_NONE). */
 static struct bucket *bucket(struct sparser *p, enum alloc_kind kind,
 			     const char *first, int where)
 {
@@ -189,8 +195,10 @@ static struct bucket *bucket(struct sparser *p, enum alloc_kind kind,
 	struct bucket *b;
 
 	frames[0] = named(p, first);
-	frames[1] = where_frame(p, where);
-	b = model_intern_bucket(p->m, kind, frames, 2, p->pos.path,
+	if (where != WHERE_NONE)
+		frames[1] = where_frame(p, where);
+	b = model_intern_bucket(p->m, kind, frames,
+				where != WHERE_NONE ? 2 : 1, p->pos.path,
 				p->l->no);
 	if (!b)
 		read_error(&p->pos, "too many stacks");
@@ -482,8 +490,11 @@ static int parse_part(struct sparser *p)
 					   "mapping",
 				  start, end,
 				  p->part_end ? p->part_end : v->start);
-	if (at != WHERE_NONE &&
-	    !(b = bucket(p, ALLOC_MMAP, "dmprof_glibc_malloc_arena", at)))
+	if (at == WHERE_THREAD_STACK)
+		b = bucket(p, ALLOC_MMAP, "dmprof_thread_stack", WHERE_NONE);
+	else if (at != WHERE_NONE)
+		b = bucket(p, ALLOC_MMAP, "dmprof_glibc_malloc_arena", at);
+	if (at != WHERE_NONE && !b)
 		return -1;
 	add_region(p, start, end, (int64_t)committed, b, p->l->no);
 	p->part_end = end;

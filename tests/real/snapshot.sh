@@ -3,7 +3,8 @@
 # of running processes that nobody prepared.  The checks:
 #   - heapknown: top --json's heap summary is dmprof heap --json's, and
 #     its mallinfo2 is glibc's own, field by field; the known blocks are
-#     all counted in their size classes;
+#     all counted in their size classes; its threads' stacks are
+#     mmap-thread-stacks;
 #   - every snapshot adds up: mustbezero 0, the components between the
 #     markers sum to total, and total is the kernel's Rss + Swap within
 #     0.5% (the snapshot's own, and heapknown's smaps_rollup read apart);
@@ -60,6 +61,8 @@ check(all(top["mallinfo2"][f] == mi[f] for f in mi if f != "usmblks"),
 check(top["arenas"] == 9 and top["tcaches"] == 9 and top["problems"] == 0,
       "%d arenas, %d tcaches, %d problems" %
       (top["arenas"], top["tcaches"], top["problems"]))
+check(int(rows[0][head.index("mmap-thread-stacks")]) > 0,
+      "the 8 threads' stacks are not mmap-thread-stacks")
 check(abs(int(rows[0][head.index("total")]) - rollup) <= rollup * 0.005,
       "total %s, smaps_rollup's Rss + Swap %d" %
       (rows[0][head.index("total")], rollup))
