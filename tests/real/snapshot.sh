@@ -15,7 +15,9 @@
 #     adding up;
 #   - a heap that is not glibc's (tcmalloc, a static binary): said, and
 #     classed by mapping; a corrupt heap: its problem said; a process
-#     traced already: refused; one that exits during a run: the run ends.
+#     traced already: refused; one stopped (SIGSTOP): snapshotted, and
+#     left stopped; one that exits during a run: the run ends; one killed
+#     during a snapshot: an error or a snapshot, no crash.
 mkdir -p "$tmp/snap" && cd "$tmp/snap" || exit 1
 
 # Checks of SNAPSHOT's run, a line each: "ok" or "bad WHY".  With
@@ -215,5 +217,29 @@ if hk_start snaptraced "$tmp/heap/heapknown" snaptraced traced; then
 		grep -q "^dmprof: process $hk_pid is traced already" snap.err &&
 		ok || bad "snapshot: traced: $(cat snap.err)"
 	hk_stop
+fi
+# A process stopped (SIGSTOP, a shell's ^Z) is snapshotted and stays
+# stopped.
+sleep 30 &
+sleeper=$!
+kill -STOP $sleeper
+sleep 0.1
+"$bin" snapshot -o stopped/ $sleeper >/dev/null 2>snap.err &&
+	[ "$(sed -n 's/^State:[[:space:]]*\(.\).*/\1/p' /proc/$sleeper/status)" = T ] &&
+	ok || bad "snapshot: a stopped process: $(cat snap.err)"
+kill -9 $sleeper
+wait $sleeper 2>/dev/null
+
+# Killed in the middle: a snapshot or an error, never a crash or a hang.
+if hk_start snapbig "$tmp/heap/heapknown" snapbig big 2000000; then
+	timeout 60 "$bin" snapshot -o killed/ $hk_pid >/dev/null 2>killed.err &
+	dm=$!
+	sleep 0.05
+	kill -9 $hk_pid
+	wait $dm
+	rc=$?
+	wait $hk_pid 2>/dev/null
+	{ [ $rc = 0 ] || { [ $rc = 1 ] && grep -q "^dmprof: .*exited" killed.err; }; } &&
+		ok || bad "snapshot: killed during it: status $rc: $(cat killed.err)"
 fi
 cd "$tmp" || exit 1
