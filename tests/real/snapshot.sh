@@ -1,6 +1,6 @@
 # Sourced by tests/real/run.sh after heap.sh (uses bin, src, tmp, tcmalloc,
-# ok, bad, and heap.sh's heapknown, hk_start and hk_stop): dmprof snapshot
-# of running processes that nobody prepared.  The checks:
+# ok, bad, and heap.sh's heapknown, hk_start, hk_stop and hk_killed):
+# dmprof snapshot of running processes that nobody prepared.  The checks:
 #   - heapknown: top --json's heap summary is dmprof heap --json's, and
 #     its mallinfo2 is glibc's own, field by field; the known blocks are
 #     all counted in their size classes; its threads' stacks are
@@ -232,14 +232,6 @@ wait $sleeper 2>/dev/null
 
 # Killed in the middle: a snapshot or an error, never a crash or a hang.
 if hk_start snapbig "$tmp/heap/heapknown" snapbig big 2000000; then
-	timeout 60 "$bin" snapshot -o killed/ $hk_pid >/dev/null 2>killed.err &
-	dm=$!
-	sleep 0.05
-	kill -9 $hk_pid
-	wait $dm
-	rc=$?
-	wait $hk_pid 2>/dev/null
-	{ [ $rc = 0 ] || { [ $rc = 1 ] && grep -q "^dmprof: .*exited" killed.err; }; } &&
-		ok || bad "snapshot: killed during it: status $rc: $(cat killed.err)"
+	hk_killed snapshot "$bin" snapshot -o killed/ $hk_pid
 fi
 cd "$tmp" || exit 1
