@@ -54,7 +54,7 @@ struct sparser {
 	uint64_t part_end;
 	int64_t part_sum, vma_committed;
 	unsigned long vma_line;
-	uint64_t malloc_bytes;  /* the lines' committed, for GLOBAL_STATS */
+	int64_t malloc_bytes;   /* the lines' committed, for GLOBAL_STATS */
 };
 
 bool snapfile_claims(const char *line, size_t len)
@@ -373,7 +373,8 @@ static int parse_blocks(struct sparser *p, int state)
 	c.bytes = (int64_t)bytes;
 	sl = read_add_sample(p->snap, b, &c);
 	sl->committed = (int64_t)committed;
-	p->malloc_bytes += committed;
+	p->malloc_bytes = add64(p->malloc_bytes, (int64_t)committed,
+				&p->snap->overflow);
 	if (at == WHERE_MMAPPED) {
 		h->mmapped_count += count;
 		h->mmapped_bytes += bytes;
@@ -623,20 +624,23 @@ static void global_stats(struct sparser *p)
 	};
 	struct snapshot *snap = p->snap;
 	struct gstat *gs = snap->gs.row;
+	bool *over = &snap->overflow;
 
 	for (size_t i = 0; i < snap->nregions; i++) {
 		const struct region *r = &snap->regions[i];
 		const int *row = rows[vma_classify(&snap->vmas[r->vma])];
 		int total = r->kind == REGION_HOOKED ? GS_PROFILED_MMAP
 						     : GS_NP_TOTAL;
+		int64_t c = r->committed;
 
-		gs[GS_TOTAL].committed += r->committed;
-		gs[row[0]].committed += r->committed;
-		gs[total].committed += r->committed;
+		gs[GS_TOTAL].committed = add64(gs[GS_TOTAL].committed, c, over);
+		gs[row[0]].committed = add64(gs[row[0]].committed, c, over);
+		gs[total].committed = add64(gs[total].committed, c, over);
 		if (r->kind == REGION_UNHOOKED)
-			gs[row[1]].committed += r->committed;
+			gs[row[1]].committed = add64(gs[row[1]].committed, c,
+						     over);
 	}
-	gs[GS_PROFILED_MALLOC].committed = (int64_t)p->malloc_bytes;
+	gs[GS_PROFILED_MALLOC].committed = p->malloc_bytes;
 	snap->gs.present = (1u << GS_NROWS) - 1;
 	snap->has_global_stats = true;
 }
