@@ -75,9 +75,10 @@ int aggregate_items(struct classifier *c, const struct snapshot *snap,
  * Does column C of P count an item of KIND that the rules put in column
  * COL (-1: none, the bucket is unknown)?  A column rules assign counts
  * its own items; computed columns that sum items count those (no-bucket,
- * malloc-total, mmap-total, the *-log sums, tc-total); the others (the
- * GLOBAL_STATS rows, differences, the kernel's view) count none, and
- * column_sums_items() says so.
+ * malloc-total, mmap-total, the *-log sums, tc-total); malloc-unused
+ * counts the lines rules give it (free chunks), the rest of it being a
+ * difference; the others (the GLOBAL_STATS rows, differences, the
+ * kernel's view) count none, and column_sums_items() says so.
  */
 bool column_counts(const struct policy *p, int c, enum item_kind kind,
 		   int col);

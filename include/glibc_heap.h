@@ -12,25 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "heap_summary.h"
 #include "procimage.h"
-
-/* What a chunk is.  Tcache and fastbin chunks look in use to glibc's
- * bookkeeping (and to mallinfo2's uordblks); only their lists say. */
-enum heap_state {
-	HEAP_IN_USE,
-	HEAP_TCACHE,
-	HEAP_FASTBIN,
-	HEAP_UNSORTED,
-	HEAP_BIN,      /* a small or a large bin */
-	HEAP_TOP,
-	/* Free by its neighbour's PREV_INUSE bit, yet in no list: a list
-	 * cut by corruption, or a thread stopped inside free(). */
-	HEAP_UNLISTED,
-	HEAP_NSTATES
-};
-
-/* "in-use", "tcache", ...: for output. */
-const char *heap_state_name(enum heap_state state);
 
 #define HEAP_MMAPPED_ARENA 4095 /* the arena of an mmapped chunk */
 #define HEAP_MAX_ARENAS 4095
@@ -46,15 +29,6 @@ struct heap_block {
 
 /* The bytes an in-use block offers its user (malloc_usable_size). */
 uint64_t heap_block_usable(const struct heap_block *b);
-
-/* Counts and bytes by state; OVERHEAD (heap headers, the arena's own
- * struct, fenceposts) and UNKNOWN (past a corruption) are bytes only. */
-struct heap_tally {
-	uint64_t count[HEAP_NSTATES];
-	uint64_t bytes[HEAP_NSTATES];
-	uint64_t overhead;
-	uint64_t unknown;
-};
 
 struct heap_arena {
 	uint64_t addr;        /* its struct malloc_state */
@@ -85,16 +59,21 @@ struct heap_params {
 	uint64_t tcache_bins, tcache_count;
 };
 
-/* What mallinfo2() would return, field by field, from the walk. */
-struct heap_mallinfo {
-	uint64_t arena, ordblks, smblks, hblks, hblkhd, usmblks, fsmblks,
-		uordblks, fordblks, keepcost;
+/* Memory the heap holds: an arena's heap, or an mmapped chunk. */
+struct heap_extent {
+	uint64_t start, end;
+	unsigned arena;       /* or HEAP_MMAPPED_ARENA */
 };
 
 struct glibc_heap {
 	/* Every chunk walked, sorted by address (mmapped ones too). */
 	struct heap_block *blocks;
 	size_t nblocks, alloc;
+	/* What the chunks are carved from, sorted by address: the first
+	 * chunk of an arena's heap may come after its headers, but the
+	 * heap is all the arena's. */
+	struct heap_extent *extents;
+	size_t nextents;
 	struct heap_arena *arenas; /* [0] is main_arena */
 	size_t narenas;
 	uint64_t mmapped_count, mmapped_bytes; /* whole mappings */
@@ -104,23 +83,25 @@ struct glibc_heap {
 	uint64_t tcache_key;
 	struct heap_problem *problems;
 	size_t nproblems, problems_alloc;
+	char *why;                 /* why there was nothing to walk */
 };
 
 /*
  * Walk the glibc heap of IMG into H.  0 with H filled (corruption is not
  * an error: it is in H->problems, and what could not be walked is counted
- * as unknown); -1 after saying why there is nothing to walk: no libc
- * mapped (a static binary?), no main_arena (another allocator, or glibc's
- * never used).
+ * as unknown); -1 with H->why saying why there is nothing to walk (for
+ * the caller to say, as an error or not): no libc mapped (a static
+ * binary?), no main_arena (another allocator, or glibc's never used).
+ * Either way H is released with glibc_heap_release.
  */
 int glibc_heap_walk(struct glibc_heap *h, struct procimage *img);
 void glibc_heap_release(struct glibc_heap *h);
 
-/* The arenas' tallies summed, mmapped chunks apart. */
-void glibc_heap_total(const struct glibc_heap *h, struct heap_tally *out,
-		      uint64_t *system_mem);
-/* mallinfo2()'s fields, as glibc would compute them from this state. */
-void glibc_heap_mallinfo(const struct glibc_heap *h,
-			 struct heap_mallinfo *out);
+/* Was an arena locked at the instant (a thread inside malloc or free:
+ * its lists may be mid-update, and a walk a little later may do better)? */
+bool glibc_heap_locked(const struct glibc_heap *h);
+
+/* H summed up: the arenas' tallies, mmapped chunks apart. */
+void glibc_heap_summary(const struct glibc_heap *h, struct heap_summary *out);
 
 #endif

@@ -39,6 +39,10 @@ int procstop_stop(struct procstop *s, pid_t pid, unsigned timeout_ms);
  */
 void procstop_release(struct procstop *s);
 
+/* The stack pointer of held thread I, where the architecture's registers
+ * are known (x86-64, arm64): the mapping it is in is the thread's stack. */
+bool procstop_stack_pointer(const struct procstop *s, size_t i, uint64_t *sp);
+
 /* Has process PID exited: gone, its memory let go, or no thread of it
  * alive (a zombie)? */
 bool procstop_exited(pid_t pid);

@@ -60,6 +60,12 @@ void series_free(struct series *s);
 int series_process(struct series *s, const char *prefix, size_t *others);
 
 /*
+ * The highest counter of the files PREFIX.NNNN.SUFFIX, for a producer
+ * that goes on with a run: 0 if there is none (or none can be listed).
+ */
+unsigned long series_last(const char *prefix, const char *suffix);
+
+/*
  * The dumps a user named, grouped by run (by prefix), runs in the order
  * they first appear and each run's dumps in the order given, a path
  * given twice once.  The groups point into DUMPS (which must outlive

@@ -6,6 +6,8 @@
 #ifndef DMPROF_SETUP_H
 #define DMPROF_SETUP_H
 
+#include <sys/types.h>
+
 #include "classify.h"
 #include "owner.h"
 #include "cli.h"
@@ -92,6 +94,19 @@ int setup_owners(struct cmd_args *a, struct owners *o);
 	{ OPT_OWN, "own", "PATTERN", OPT_VALUE,                             \
 	  "binaries or source files matching PATTERN (a glob, or a path "   \
 	  "prefix) are the program's own code too" }
+
+/*
+ * Where a command that writes a run (record, snapshot) puts its files,
+ * from -o OUTPUT (NULL: none given): OUTPUT, a prefix; DIR/NAME when it
+ * is a directory (one that exists, or a path ending in '/'); NAME
+ * without -o.  Its directories are made.  NULL after an error.
+ */
+char *setup_output_prefix(const char *output, const char *name);
+/* The one operand of a command on a live process (heap, snapshot): its
+ * process id into *PID; 0, or a usage error's status. */
+int setup_pid(struct cmd_args *a, pid_t *pid);
+/* S as a number of seconds, 0 to 1e9 (an interval: -i). */
+bool setup_seconds(const char *s, double *out);
 
 /* -b, --bytes: exact byte counts for human-readable sizes. */
 #define OPTION_BYTES                                                        \

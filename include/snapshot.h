@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "heap_summary.h"
 #include "maps.h"
 #include "model.h"
 
@@ -114,6 +115,7 @@ enum dump_format {
 	FORMAT_JEMALLOC,   /* jemalloc >= 4 "heap_v2/RATE" with t*: lines */
 	FORMAT_PROTO,      /* pprof profile.proto, gzipped or not */
 	FORMAT_DHAT,       /* Valgrind DHAT's JSON (heap mode) */
+	FORMAT_SNAP,       /* dmprof snapshot's, of a running process */
 	FORMAT_ANY = -1,   /* (to profile_load_part_as: whatever it is) */
 };
 
@@ -178,6 +180,11 @@ struct snapshot {
 	/* A maps table of the snapshot's own (MAPPED_LIBRARIES:), if any. */
 	struct maps own_maps;
 	bool has_own_maps;
+
+	/* The malloc heap of a process walked from outside, summed up
+	 * (its blocks are the stack lines): what top says first. */
+	bool has_heap;
+	struct heap_summary heap;
 };
 
 /* An empty snapshot of PATH (page size 4096, no maps of its own). */

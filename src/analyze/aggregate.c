@@ -37,6 +37,7 @@ static unsigned categorize(const struct pageframe *pf,
 /* ---- accounting ---- */
 
 struct sums {
+	int64_t malloc_unused; /* lines the rules call unused (free space) */
 	int64_t tc_total_log;
 	int64_t other_total_log;
 	int64_t mmap_total_log;
@@ -92,7 +93,13 @@ static int add_malloc(struct classifier *c, const struct snapshot *snap,
 		col = classify_malloc(c, l->bucket);
 		if (col < 0)
 			return -1;
-		add(values, col, l->committed, sums);
+		/* (malloc-unused is computed: its lines join it there.) */
+		if (p->cols[col].builtin == B_MALLOC_UNUSED)
+			sums->malloc_unused = add64(sums->malloc_unused,
+						    l->committed,
+						    &sums->overflow);
+		else
+			add(values, col, l->committed, sums);
 		if (p->cols[col].tc)
 			sums->tc_total_log = add64(sums->tc_total_log, l->committed, &sums->overflow);
 		else
@@ -277,7 +284,9 @@ static int64_t builtin_value(enum builtin b, const struct snapshot *snap,
 				stats->malloc_unused_clamped++;
 			v = 0;
 		}
-		return v;
+		/* Free chunks a heap walk found are malloc lines, in
+		 * profiled-malloc: rules bring them back here. */
+		return add64(v, sums->malloc_unused, &sums->overflow);
 	case B_MALLOC_TOTAL:
 		return g(snap, GS_PROFILED_MALLOC);
 	case B_MMAP_TOTAL:
@@ -485,6 +494,8 @@ bool column_counts(const struct policy *p, int c, enum item_kind kind,
 			!starts_with(p->cols[col].name, "mmap-"));
 	case B_TC_TOTAL:
 		return !no_bucket && col >= 0 && col == p->col_mmap_tcmalloc;
+	case B_MALLOC_UNUSED:
+		return kind == ITEM_MALLOC && col == c;
 	default:
 		return false;
 	}

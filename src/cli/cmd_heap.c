@@ -19,7 +19,7 @@
 #include "json_write.h"
 #include "procimage.h"
 #include "procstop.h"
-#include "scan.h"
+#include "setup.h"
 #include "util.h"
 
 enum {
@@ -49,14 +49,6 @@ static double seconds(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static bool any_locked(const struct glibc_heap *h)
-{
-	for (size_t k = 0; k < h->narenas; k++)
-		if (h->arenas[k].locked)
-			return true;
-	return false;
-}
-
 /* Stop, walk, let go: 0, or -1 (said). */
 static int walk_once(struct heap_run *r)
 {
@@ -80,11 +72,12 @@ static int walk_once(struct heap_run *r)
 	procstop_release(&stop);
 	r->held = procstop_held_seconds(&stop);
 	r->stopping = procstop_stopping_seconds(&stop);
-	if (procstop_exited(r->pid)) {
-		if (rc == 0)
-			glibc_heap_release(&r->h);
-		return error("process %d exited during the walk", (int)r->pid);
-	}
+	if (procstop_exited(r->pid))
+		rc = error("process %d exited during the walk", (int)r->pid);
+	else if (rc < 0 && r->h.why)
+		error("%s", r->h.why);
+	if (rc < 0)
+		glibc_heap_release(&r->h);
 	return rc;
 }
 
@@ -97,7 +90,7 @@ static int walk(struct heap_run *r)
 	for (int try = 0;; try++) {
 		if (walk_once(r) < 0)
 			return -1;
-		if (!any_locked(&r->h) || try + 1 == LOCKED_TRIES)
+		if (!glibc_heap_locked(&r->h) || try + 1 == LOCKED_TRIES)
 			return 0;
 		glibc_heap_release(&r->h);
 		usleep(1000u << try);
@@ -158,10 +151,10 @@ static void print_blocks(const struct glibc_heap *h)
 static void print_text(const struct heap_run *r, bool blocks)
 {
 	const struct glibc_heap *h = &r->h;
-	struct heap_tally t;
-	uint64_t system_mem;
+	struct heap_summary sum;
+	const struct heap_tally *t = &sum.t;
 
-	glibc_heap_total(h, &t, &system_mem);
+	glibc_heap_summary(h, &sum);
 	printf("process %d: %zu thread%s held %.1f ms (stopping them %.1f ms,"
 	       " the walk %.1f ms, %" PRIu64 " bytes read in %" PRIu64
 	       " reads)\n", (int)r->pid, r->threads, r->threads == 1 ? "" : "s",
@@ -173,12 +166,12 @@ static void print_text(const struct heap_run *r, bool blocks)
 	       h->ntcaches == 1 ? "" : "s");
 	printf("%-20s %12s %16s\n", "", "blocks", "bytes");
 	for (int s = 0; s < HEAP_NSTATES; s++)
-		if (s != HEAP_UNLISTED || t.count[s])
-			print_row(heap_state_name(s), t.count[s], t.bytes[s],
+		if (s != HEAP_UNLISTED || t->count[s])
+			print_row(heap_state_name(s), t->count[s], t->bytes[s],
 				  true);
-	print_row("overhead", 0, t.overhead, false);
-	print_row("unknown", 0, t.unknown, false);
-	print_row("arenas (system)", 0, system_mem, false);
+	print_row("overhead", 0, t->overhead, false);
+	print_row("unknown", 0, t->unknown, false);
+	print_row("arenas (system)", 0, sum.system_mem, false);
 	print_row("mmapped", h->mmapped_count, h->mmapped_bytes, true);
 	printf("\n%5s %-14s %5s %13s %13s %9s %9s %9s %11s %11s %9s %9s\n",
 	       "arena", "address", "heaps", "system", "in-use", "tcache",
@@ -197,19 +190,6 @@ static void json_hex(struct json_writer *w, const char *key, uint64_t v)
 	json_member_string(w, key, buf);
 }
 
-static void json_tally(struct json_writer *w, const struct heap_tally *t)
-{
-	for (int s = 0; s < HEAP_NSTATES; s++) {
-		json_key(w, heap_state_name(s));
-		json_object_line(w);
-		json_member_uint(w, "count", t->count[s]);
-		json_member_uint(w, "bytes", t->bytes[s]);
-		json_end(w);
-	}
-	json_member_uint(w, "overhead", t->overhead);
-	json_member_uint(w, "unknown", t->unknown);
-}
-
 static void json_arenas(struct json_writer *w, const struct glibc_heap *h)
 {
 	json_key(w, "arenas");
@@ -225,29 +205,9 @@ static void json_arenas(struct json_writer *w, const struct glibc_heap *h)
 		json_member_uint(w, "attached_threads", a->attached_threads);
 		json_member_bool(w, "locked", a->locked);
 		json_member_bool(w, "corrupt", a->corrupt);
-		json_tally(w, &a->t);
+		heap_tally_json(w, &a->t);
 		json_end(w);
 	}
-	json_end(w);
-}
-
-static void json_mallinfo(struct json_writer *w, const struct glibc_heap *h)
-{
-	struct heap_mallinfo m;
-
-	glibc_heap_mallinfo(h, &m);
-	json_key(w, "mallinfo2");
-	json_object(w);
-	json_member_uint(w, "arena", m.arena);
-	json_member_uint(w, "ordblks", m.ordblks);
-	json_member_uint(w, "smblks", m.smblks);
-	json_member_uint(w, "hblks", m.hblks);
-	json_member_uint(w, "hblkhd", m.hblkhd);
-	json_member_uint(w, "usmblks", m.usmblks);
-	json_member_uint(w, "fsmblks", m.fsmblks);
-	json_member_uint(w, "uordblks", m.uordblks);
-	json_member_uint(w, "fordblks", m.fordblks);
-	json_member_uint(w, "keepcost", m.keepcost);
 	json_end(w);
 }
 
@@ -309,10 +269,9 @@ static void print_json(const struct heap_run *r, bool blocks)
 	const struct glibc_heap *h = &r->h;
 	struct strbuf out = STRBUF_INIT;
 	struct json_writer w;
-	struct heap_tally t;
-	uint64_t system_mem;
+	struct heap_summary sum;
 
-	glibc_heap_total(h, &t, &system_mem);
+	glibc_heap_summary(h, &sum);
 	json_write_init(&w, &out, stdout, false);
 	json_object(&w);
 	json_member_int(&w, "pid", r->pid);
@@ -324,17 +283,7 @@ static void print_json(const struct heap_run *r, bool blocks)
 	json_member_uint(&w, "reads", r->nreads);
 	json_hex(&w, "main_arena", h->arenas[0].addr);
 	json_params(&w, &h->mp);
-	json_key(&w, "total");
-	json_object(&w);
-	json_member_uint(&w, "system_mem", system_mem);
-	json_tally(&w, &t);
-	json_end(&w);
-	json_key(&w, "mmapped");
-	json_object_line(&w);
-	json_member_uint(&w, "count", h->mmapped_count);
-	json_member_uint(&w, "bytes", h->mmapped_bytes);
-	json_end(&w);
-	json_mallinfo(&w, h);
+	heap_summary_json(&w, &sum);
 	json_arenas(&w, h);
 	json_key(&w, "tcaches");
 	json_array_line(&w);
@@ -356,16 +305,10 @@ static void print_json(const struct heap_run *r, bool blocks)
 static int cmd_heap_run(struct cmd_args *a)
 {
 	struct heap_run r = { 0 };
-	uint64_t pid;
+	int status;
 
-	if (a->argc != 1)
-		return cmd_usage_error(a, a->argc ? "too many arguments"
-						  : "which process?");
-	if (word_u64(a->argv[0], strlen(a->argv[0]), &pid) != NUM_OK ||
-	    !pid || pid > INT32_MAX)
-		return cmd_usage_error(a, "'%s' is not a process id",
-				       a->argv[0]);
-	r.pid = (pid_t)pid;
+	if ((status = setup_pid(a, &r.pid)))
+		return status;
 	if (walk(&r) < 0)
 		return 1;
 	say_problems(&r.h);

@@ -9,12 +9,10 @@
 #include <inttypes.h>
 #include <libgen.h>
 #include <limits.h>
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,6 +21,7 @@
 #include "paths.h"
 #include "series.h"
 #include "scan.h"
+#include "setup.h"
 #include "util.h"
 
 #define RECORDER "libdmprof-recorder.so"
@@ -66,36 +65,6 @@ found:
 	return path;
 }
 
-/* mkdir -p for the directory part of PREFIX. */
-static int make_dirs(const char *prefix)
-{
-	char *dir = xstrdup(prefix), *slash = strrchr(dir, '/');
-	int rc = 0;
-
-	if (!slash || slash == dir) {
-		free(dir);
-		return 0;
-	}
-	*slash = 0;
-	for (char *p = dir + 1;; p++) {
-		char c = *p;
-
-		if (c != '/' && c)
-			continue;
-		*p = 0;
-		if (mkdir(dir, 0777) < 0 && errno != EEXIST) {
-			rc = error("cannot create directory %s: %s", dir,
-				   strerror(errno));
-			break;
-		}
-		*p = c;
-		if (!c)
-			break;
-	}
-	free(dir);
-	return rc;
-}
-
 /*
  * A signal a program can spare for dumps: by name, by number, or "none"
  * (0).  Not the ones that report faults or that the system needs (KILL,
@@ -128,19 +97,6 @@ static int signal_number(const char *s)
 	if (v >= (uint64_t)SIGRTMIN && v <= (uint64_t)SIGRTMAX)
 		return (int)v;
 	return -1;
-}
-
-static bool parse_seconds(const char *s, double *out)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || *end || !isfinite(v) || v < 0 || v > 1e9)
-		return false;
-	*out = v;
-	return true;
 }
 
 static bool parse_bytes(const char *s, uint64_t *out)
@@ -333,7 +289,7 @@ static int parse_options(struct cmd_args *a, struct record_opts *o)
 			o->output = v;
 			break;
 		case 'i':
-			if (!parse_seconds(v, &o->interval))
+			if (!setup_seconds(v, &o->interval))
 				return cmd_usage_error(a, "bad interval '%s' "
 							  "(seconds)", v);
 			break;
@@ -376,13 +332,6 @@ static int parse_options(struct cmd_args *a, struct record_opts *o)
 	return 0;
 }
 
-static bool is_dir(const char *path)
-{
-	struct stat st;
-
-	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 /*
  * The absolute prefix of the dump files, its directories made: -o PREFIX;
  * -o DIR (an existing directory, or a path ending in '/') for DIR/NAME;
@@ -395,18 +344,10 @@ static char *dump_prefix(const struct record_opts *o, const char *cmd)
 	char cwd[PATH_MAX];
 
 	free(copy);
-	if (!o->output)
-		prefix = xstrdup(name);
-	else if (ends_with(o->output, "/") || is_dir(o->output))
-		prefix = xasprintf("%s%s%s", o->output,
-				   ends_with(o->output, "/") ? "" : "/", name);
-	else
-		prefix = xstrdup(o->output);
+	prefix = setup_output_prefix(o->output, name);
 	free(name);
-	if (make_dirs(prefix) < 0) {
-		free(prefix);
+	if (!prefix)
 		return NULL;
-	}
 	/* The child may change directory: give it an absolute prefix. */
 	if (prefix[0] != '/') {
 		char *abs;

@@ -135,6 +135,43 @@ static const char *pct(struct top *t, int64_t part, int64_t whole)
 	return t->sb.buf;
 }
 
+/* The heap of a process walked from outside (dmprof snapshot's), first:
+ * blocks in use, free space by kind, the arenas' own. */
+static void print_heap(struct top *t)
+{
+	const struct heap_summary *h = &t->snap->heap;
+	const char *none = snapshot_meta(t->snap, "Heap");
+
+	if (!t->snap->has_heap) {
+		if (none)
+			printf("heap: %s\n\n", none);
+		return;
+	}
+	printf("heap: %zu arena%s holding %s, %zu tcache%s", h->narenas,
+	       h->narenas == 1 ? "" : "s", human(t, (int64_t)h->system_mem, 0),
+	       h->ntcaches, h->ntcaches == 1 ? "" : "s");
+	if (h->nproblems)
+		printf("; %zu problem%s in the walk", h->nproblems,
+		       h->nproblems == 1 ? "" : "s");
+	printf("\n\n%10s %10s  %s\n", "bytes", "blocks", "heap");
+	printf("%s %10" PRIu64 "  in use\n",
+	       human(t, (int64_t)h->t.bytes[HEAP_IN_USE], 10),
+	       h->t.count[HEAP_IN_USE]);
+	printf("%s %10" PRIu64 "  in use, mapped one by one\n",
+	       human(t, (int64_t)h->mmapped_bytes, 10), h->mmapped_count);
+	for (int s = HEAP_IN_USE + 1; s < HEAP_NSTATES; s++)
+		if (s != HEAP_UNLISTED || h->t.count[s])
+			printf("%s %10" PRIu64 "  free: %s\n",
+			       human(t, (int64_t)h->t.bytes[s], 10),
+			       h->t.count[s], heap_state_name(s));
+	printf("%s %10s  the arenas' own headers\n",
+	       human(t, (int64_t)h->t.overhead, 10), "");
+	if (h->t.unknown)
+		printf("%s %10s  unknown, past a corruption\n",
+		       human(t, (int64_t)h->t.unknown, 10), "");
+	printf("\n");
+}
+
 static void print_text(struct top *t)
 {
 	const struct policy *p = t->o->policy;
@@ -148,6 +185,7 @@ static void print_text(struct top *t)
 		printf("%s\n", share.buf);
 		sb_reset(&share);
 	}
+	print_heap(t);
 	if (t->col >= 0) {
 		format_percent(&share, t->values[t->col], t->total, false);
 		printf("%s: %s, ", p->cols[t->col].name,
@@ -230,6 +268,17 @@ static void print_json(struct top *t)
 	json_member_string(&w, "policy", p->label);
 	if (t->col >= 0)
 		json_member_string(&w, "component", p->cols[t->col].name);
+	if (t->snap->has_heap) {
+		const struct heap_summary *h = &t->snap->heap;
+
+		json_key(&w, "heap");
+		json_object(&w);
+		json_member_uint(&w, "arenas", h->narenas);
+		json_member_uint(&w, "tcaches", h->ntcaches);
+		json_member_uint(&w, "problems", h->nproblems);
+		heap_summary_json(&w, h);
+		json_end(&w);
+	}
 	if (t->has_shape) {
 		json_key(&w, "run");
 		run_shape_json(&w, &t->shape);

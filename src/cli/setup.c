@@ -1,10 +1,13 @@
-/* Opening what commands print (see setup.h). */
+/* Opening what commands print, and where they write (see setup.h). */
 #include "setup.h"
 
+#include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "aggregate.h"
 #include "suggest.h"
@@ -278,5 +281,88 @@ int setup_rows(struct cmd_args *a, size_t dflt, size_t *rows)
 		return cmd_usage_error(a, "-n wants a number of rows, not '%s'",
 				       n);
 	*rows = (size_t)v;
+	return 0;
+}
+
+bool setup_seconds(const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(v) || v < 0 || v > 1e9)
+		return false;
+	*out = v;
+	return true;
+}
+
+/* mkdir -p for the directory part of PREFIX. */
+static int make_dirs(const char *prefix)
+{
+	char *dir = xstrdup(prefix), *slash = strrchr(dir, '/');
+	int rc = 0;
+
+	if (!slash || slash == dir) {
+		free(dir);
+		return 0;
+	}
+	*slash = 0;
+	for (char *p = dir + 1;; p++) {
+		char c = *p;
+
+		if (c != '/' && c)
+			continue;
+		*p = 0;
+		if (mkdir(dir, 0777) < 0 && errno != EEXIST) {
+			rc = error("cannot create directory %s: %s", dir,
+				   strerror(errno));
+			break;
+		}
+		*p = c;
+		if (!c)
+			break;
+	}
+	free(dir);
+	return rc;
+}
+
+static bool is_dir(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+char *setup_output_prefix(const char *output, const char *name)
+{
+	char *prefix;
+
+	if (!output)
+		prefix = xstrdup(name);
+	else if (ends_with(output, "/") || is_dir(output))
+		prefix = xasprintf("%s%s%s", output,
+				   ends_with(output, "/") ? "" : "/", name);
+	else
+		prefix = xstrdup(output);
+	if (make_dirs(prefix) < 0) {
+		free(prefix);
+		return NULL;
+	}
+	return prefix;
+}
+
+int setup_pid(struct cmd_args *a, pid_t *pid)
+{
+	uint64_t v;
+
+	if (a->argc != 1)
+		return cmd_usage_error(a, a->argc ? "too many arguments"
+						  : "which process?");
+	if (word_u64(a->argv[0], strlen(a->argv[0]), &v) != NUM_OK || !v ||
+	    v > INT32_MAX)
+		return cmd_usage_error(a, "'%s' is not a process id",
+				       a->argv[0]);
+	*pid = (pid_t)v;
 	return 0;
 }

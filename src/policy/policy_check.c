@@ -153,7 +153,15 @@ void policy_check(struct loader *ld)
 			     "rule assigns '%s', which is not in columns",
 			     rule_names[i]);
 			r->broken = true;
-		} else if (p->cols[c].builtin != B_NONE) {
+		} else if (p->cols[c].builtin == B_MALLOC_UNUSED &&
+			   r->alloc != RULE_MALLOC) {
+			lerr(ld, r->line, rule_cols[i],
+			     "'%s' takes malloc lines only (free space a "
+			     "heap walk found), not %s memory", rule_names[i],
+			     rule_alloc_name(r->alloc));
+			r->broken = true;
+		} else if (p->cols[c].builtin != B_NONE &&
+			   p->cols[c].builtin != B_MALLOC_UNUSED) {
 			lerr(ld, r->line, rule_cols[i],
 			     "'%s' is computed by dmprof; a rule cannot "
 			     "assign it", rule_names[i]);

@@ -63,16 +63,6 @@
 #define MAX_HEAPS_PER_ARENA 65536
 #define MAX_LIBC_DATA (64u << 20)
 
-const char *heap_state_name(enum heap_state state)
-{
-	static const char *const names[HEAP_NSTATES] = {
-		"in-use", "tcache", "fastbin", "unsorted", "bin", "top",
-		"unlisted",
-	};
-
-	return (unsigned)state < HEAP_NSTATES ? names[state] : "?";
-}
-
 uint64_t heap_block_usable(const struct heap_block *b)
 {
 	if (b->arena == HEAP_MMAPPED_ARENA)
@@ -140,10 +130,12 @@ static int read_libc_data(struct walk *w)
 			v->end - v->start);
 		w->nlibc++;
 	}
-	if (!any)
-		return error("%s has no libc.so mapped (a static binary, or "
-			     "not glibc): its malloc heap cannot be walked",
-			     w->img->name);
+	if (!any) {
+		w->h->why = xasprintf("%s has no libc.so mapped (a static "
+				      "binary, or not glibc): its malloc heap "
+				      "cannot be walked", w->img->name);
+		return -1;
+	}
 	return 0;
 }
 
@@ -195,7 +187,7 @@ static bool chain_returns(struct walk *w, uint64_t a, const uint8_t *ms,
 	return true;
 }
 
-/* main_arena's address, or 0 after saying why there is none. */
+/* main_arena's address, or 0 with why there is none in W->h->why. */
 static uint64_t find_main_arena(struct walk *w)
 {
 	uint64_t unused = 0;
@@ -218,14 +210,16 @@ static uint64_t find_main_arena(struct walk *w)
 				return a;
 		}
 	if (unused)
-		error("%s: glibc's malloc has never been used (its main arena "
-		      "at 0x%" PRIx64 " is empty): the process allocates with "
-		      "another allocator (tcmalloc, jemalloc?)",
-		      w->img->name, unused);
+		w->h->why = xasprintf("%s: glibc's malloc has never been used "
+				      "(its main arena at 0x%" PRIx64 " is "
+				      "empty): the process allocates with "
+				      "another allocator (tcmalloc, jemalloc?)",
+				      w->img->name, unused);
 	else
-		error("%s: no glibc malloc arena found in libc's data: another "
-		      "allocator (tcmalloc, jemalloc?), or a glibc other than "
-		      "2.36", w->img->name);
+		w->h->why = xasprintf("%s: no glibc malloc arena found in "
+				      "libc's data: another allocator "
+				      "(tcmalloc, jemalloc?), or a glibc "
+				      "other than 2.36", w->img->name);
 	return 0;
 }
 
@@ -642,8 +636,14 @@ static void walk_all(struct walk *w, uint64_t main_arena)
 			     h->mmapped_count, h->mmapped_bytes, h->mp.n_mmaps,
 			     h->mp.mmapped_mem);
 	qsort(w->regions, w->nregions, sizeof(*w->regions), cmp_region);
+	h->extents = xcalloc(w->nregions ? w->nregions : 1,
+			     sizeof(*h->extents));
 	for (size_t i = 0; i < w->nregions; i++) {
 		const struct region *r = &w->regions[i];
+
+		h->extents[h->nextents].start = r->start;
+		h->extents[h->nextents].end = r->end;
+		h->extents[h->nextents++].arena = r->arena;
 
 		if (r->arena == HEAP_MMAPPED_ARENA)
 			add_block(h, r->start, r->end - r->start, HEAP_IN_USE,
@@ -701,45 +701,37 @@ void glibc_heap_release(struct glibc_heap *h)
 		free(h->problems[i].msg);
 	free(h->problems);
 	free(h->blocks);
+	free(h->extents);
+	free(h->why);
 	free(h->arenas);
 	free(h->tcaches);
 	memset(h, 0, sizeof(*h));
 }
 
-void glibc_heap_total(const struct glibc_heap *h, struct heap_tally *out,
-		      uint64_t *system_mem)
+bool glibc_heap_locked(const struct glibc_heap *h)
+{
+	for (size_t k = 0; k < h->narenas; k++)
+		if (h->arenas[k].locked)
+			return true;
+	return false;
+}
+
+void glibc_heap_summary(const struct glibc_heap *h, struct heap_summary *out)
 {
 	memset(out, 0, sizeof(*out));
-	*system_mem = 0;
 	for (size_t k = 0; k < h->narenas; k++) {
 		const struct heap_tally *t = &h->arenas[k].t;
 
-		for (int s = 0; s < HEAP_NSTATES; s++) {
-			out->count[s] += t->count[s];
-			out->bytes[s] += t->bytes[s];
-		}
-		out->overhead += t->overhead;
-		out->unknown += t->unknown;
-		*system_mem += h->arenas[k].system_mem;
+		for (int s = 0; s < HEAP_NSTATES; s++)
+			heap_tally_add(&out->t, s, t->count[s], t->bytes[s]);
+		out->t.overhead += t->overhead;
+		out->t.unknown += t->unknown;
+		out->system_mem += h->arenas[k].system_mem;
 	}
+	out->main_top = h->narenas ? h->arenas[0].t.bytes[HEAP_TOP] : 0;
+	out->mmapped_count = h->mmapped_count;
+	out->mmapped_bytes = h->mmapped_bytes;
+	out->narenas = h->narenas;
+	out->ntcaches = h->ntcaches;
+	out->nproblems = h->nproblems;
 }
-
-void glibc_heap_mallinfo(const struct glibc_heap *h, struct heap_mallinfo *m)
-{
-	struct heap_tally t;
-	uint64_t system_mem;
-
-	glibc_heap_total(h, &t, &system_mem);
-	memset(m, 0, sizeof(*m));
-	m->arena = system_mem;
-	m->ordblks = h->narenas + t.count[HEAP_UNSORTED] + t.count[HEAP_BIN];
-	m->smblks = t.count[HEAP_FASTBIN];
-	m->fsmblks = t.bytes[HEAP_FASTBIN];
-	m->hblks = h->mmapped_count;
-	m->hblkhd = h->mmapped_bytes;
-	m->fordblks = t.bytes[HEAP_TOP] + t.bytes[HEAP_UNSORTED] +
-		      t.bytes[HEAP_BIN] + t.bytes[HEAP_FASTBIN];
-	m->uordblks = system_mem - m->fordblks;
-	m->keepcost = h->narenas ? h->arenas[0].t.bytes[HEAP_TOP] : 0;
-}
-

@@ -226,13 +226,19 @@ static int header_type(struct gparser *g, const char *tag, size_t tlen)
 static int parse_header(struct gparser *g, const struct line *l)
 {
 	struct cursor c = cursor_of(l);
-	const char *tag;
+	const char *tag, *h = find_header(l->p, l->len);
 	size_t tlen;
 	int64_t v[4];
 	enum num_status st;
 
 	g->pos.line = l->no;
-	c.p = find_header(l->p, l->len) + strlen(HEADER);
+	/* (The front decides on a file's first line that does not start
+	 * with '#'; a comment here may be indented.) */
+	if (!h)
+		return read_error(&g->pos, "expected a 'heap profile:' header, "
+					   "found '%s'",
+				  read_quote(&g->pos, l->p, l->len));
+	c.p = h + strlen(HEADER);
 	st = counts(&c, v);
 	if (st != NUM_OK)
 		return read_error(&g->pos, "%s header '%s'",

@@ -22,7 +22,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <elf.h>
 #include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <sys/user.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -369,6 +372,23 @@ void procstop_release(struct procstop *s)
 	s->tids = s->skipped = NULL;
 	s->sigs = NULL;
 	s->n = s->alloc = s->nskipped = s->skipped_alloc = 0;
+}
+
+bool procstop_stack_pointer(const struct procstop *s, size_t i, uint64_t *sp)
+{
+	struct user_regs_struct regs;
+	struct iovec iov = { &regs, sizeof(regs) };
+
+	if (ptrace(PTRACE_GETREGSET, s->tids[i], (void *)NT_PRSTATUS, &iov) < 0)
+		return false;
+#if defined(__x86_64__)
+	*sp = regs.rsp;
+#elif defined(__aarch64__)
+	*sp = regs.sp;
+#else
+	return false;
+#endif
+	return true;
 }
 
 double procstop_held_seconds(const struct procstop *s)

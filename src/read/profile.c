@@ -14,12 +14,14 @@
 #include "jemalloc.h"
 #include "pbread.h"
 #include "scan.h"
+#include "snapfile.h"
 #include "util.h"
 
 /* What follows the counter in the names of a run's dumps. */
 static const char *const heap_suffixes[] = { "heap", NULL };
 static const char *const pprof_suffixes[] = { "pb.gz", "pb", "pprof",
 					      "pprof.gz", "prof", NULL };
+static const char *const snap_suffixes[] = { "snap", NULL };
 
 static const struct reader {
 	const char *what;   /* for "dmprof reads ..." */
@@ -59,6 +61,11 @@ static const struct reader {
 	  .claims_file = dhat_claims, .parse = dhat_parse,
 	  .traits = { .format = FORMAT_DHAT, .name = "dhat",
 		      .self_contained = true, .parts = 2 } },
+	{ .what = "snapshots of running processes (dmprof snapshot)",
+	  .claims = snapfile_claims, .parse = snapfile_parse,
+	  .traits = { .format = FORMAT_SNAP, .name = "snap",
+		      .suffixes = snap_suffixes, .self_contained = true,
+		      .parts = 1 } },
 };
 
 const struct profile_traits *profile_traits(enum dump_format format)

@@ -225,6 +225,20 @@ static void series_files_free(struct series_file *v, size_t n)
 	free(v);
 }
 
+unsigned long series_last(const char *prefix, const char *suffix)
+{
+	struct series_file *found;
+	size_t n;
+	unsigned long last = 0;
+
+	if (series_scan(prefix, suffix, &found, &n) < 0)
+		return 0;
+	if (n)
+		last = found[n - 1].counter;
+	series_files_free(found, n);
+	return last;
+}
+
 int series_discover(struct series *s, const char *first_dump, bool all)
 {
 	struct series_file *found = NULL;

@@ -17,7 +17,7 @@ work=${BENCH_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/dmprof-bench.XXXXXX")}
 [ -n "${BENCH_DIR:-}" ] || trap 'rm -rf "$work"' EXIT INT TERM
 mkdir -p "$work"
 export LC_ALL=C DMPROF_POLICY_PATH="$top/policies" XDG_CACHE_HOME="$work/cache"
-cases=${*:-gperf-1m deep parse gperf-series symbolize-dynsym symbolize-dwarf recorder}
+cases=${*:-gperf-1m deep parse gperf-series symbolize-dynsym symbolize-dwarf recorder snapshot}
 
 # measure NAME COMMAND...: run it, set $secs (wall, to the millisecond:
 # time(1) says only hundredths), $rss_kb (peak) and $cpu (percent of one
@@ -375,8 +375,59 @@ recorder() {
 	before=
 }
 
+# A row of how long a process stood still: WHAT FLOOR_S HELD_S.
+stop_row() {
+	printf '%-22s %-34s %9.2f s %11s %9.3f s %9s %8.3gx\n' snapshot "$1" \
+		"$2" "" "$3" "" "$(echo "$2 / ($3 + 0.0005)" | bc -l)"
+}
+
+least() { # A B: the smaller number (A may be empty)
+	if [ -z "$1" ] || [ "$(echo "$2 < $1" | bc -l)" = 1 ]; then
+		echo "$2"
+	else
+		echo "$1"
+	fi
+}
+
+# A running process's 1 GB heap of 10 M blocks (tests/real/src/heapknown.c
+# in its big mode): how long dmprof heap and dmprof snapshot hold it
+# still, against reading the same heap's bytes with process_vm_readv, the
+# floor of any walk from outside.  The best of three each.
+snapshot() {
+	d=$work/snapshot
+	mkdir -p "$d"
+	gcc -O2 -pthread "$top/tests/real/src/heapknown.c" -o "$d/heapknown" &&
+		gcc -O2 "$here/vmread.c" -o "$d/vmread" || return
+	"$d/heapknown" "$d/known" big 10000000 >"$d/ready" 2>&1 &
+	pid=$!
+	for _ in $(seq 600); do
+		grep -q '^ready$' "$d/ready" 2>/dev/null && break
+		sleep 0.1
+	done
+	floor= walk= held= rss=$(awk '/^VmRSS/ { print $2 }' /proc/$pid/status)
+	for i in 1 2 3; do
+		f=$("$d/vmread" $pid | awk '{ print $2 / 1000 }')
+		w=$("$bin" heap $pid 2>/dev/null |
+			sed -n '1s/.* held \([0-9.]*\) ms.*/\1/p' |
+			awk '{ print $1 / 1000 }')
+		h=$("$bin" snapshot -o "$d/out/" $pid 2>&1 |
+			sed -n 's/.* stood still \([0-9.]*\) ms$/\1/p' |
+			awk '{ print $1 / 1000 }')
+		floor=$(least "$floor" "$f") walk=$(least "$walk" "$w")
+		held=$(least "$held" "$h")
+	done
+	kill $pid
+	wait $pid 2>/dev/null
+	stop_row "$((rss / 1024)) MB heap, 10M blocks: heap" "$floor" "$walk"
+	stop_row "the same: snapshot, vs vm_readv" "$floor" "$held"
+	target "snapshot: a stop within 2x reading the heap" \
+		"$(ratio_of "$held" "$floor")" "$(at_most "$held" "$(echo "2 * $floor" | bc -l)")"
+}
+
 for c in $cases; do
 	case $c in
+	snapshot)
+		snapshot ;;
 	symbolize-dynsym)
 		# A large Debian binary: 110 MB, 35,000 exported functions.
 		symbolize $c /usr/lib/x86_64-linux-gnu/libLLVM-14.so.1 ;;

@@ -55,6 +55,8 @@ seed() {
 			{ printf '\000'; gzip -dc "$d/p.tmp"; } >"$d/seed$n"
 		fi
 		rm -f "$d/p.tmp" ;;
+	snap)
+		find tests/golden -name '*.snap' -size -200k -exec cp {} "$d"/ \; 2>/dev/null ;;
 	buckets)
 		cp samples/*.buckets "$d"/ 2>/dev/null
 		find tests/golden -name '*.buckets' -size -200k -exec cp {} "$d"/ \; 2>/dev/null

@@ -167,9 +167,12 @@ fi
 [ $? = 2 ] && grep -q "'12ab' is not a process id" refused.err &&
 	ok || bad "heap: a bad pid: $(cat refused.err)"
 
-# Killed in the middle: a result or an error, never a crash or a hang.
-if hk_start big ./heapknown big big 2000000; then
-	timeout 60 "$bin" heap $hk_pid >killed.out 2>killed.err &
+# Kill heapknown (hk_pid) 50 ms into COMMAND on it: a result, or an
+# error that says it exited, never a crash or a hang.
+hk_killed() { # WHAT COMMAND...
+	what=$1
+	shift
+	timeout 60 "$@" >killed.out 2>killed.err &
 	dm=$!
 	sleep 0.05
 	kill -9 $hk_pid
@@ -177,6 +180,9 @@ if hk_start big ./heapknown big big 2000000; then
 	rc=$?
 	wait $hk_pid 2>/dev/null
 	{ [ $rc = 0 ] || { [ $rc = 1 ] && grep -q "^dmprof: .*exited" killed.err; }; } &&
-		ok || bad "heap: killed during the walk: status $rc: $(cat killed.err)"
+		ok || bad "$what: killed during it: status $rc: $(cat killed.err)"
+}
+if hk_start big ./heapknown big big 2000000; then
+	hk_killed heap "$bin" heap $hk_pid
 fi
 cd "$tmp" || exit 1

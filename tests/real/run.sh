@@ -16,7 +16,10 @@
 #   - dmprof's DWARF reader gives libbfd's answers, address by address
 #     (dwarf.sh);
 #   - dmprof heap accounts for a live process's glibc heap as glibc's own
-#     mallinfo2() does (heap.sh).
+#     mallinfo2() does (heap.sh);
+#   - dmprof snapshot of running processes: heapknown's heap as heap and
+#     glibc say it, python3, sqlite3 and a C++ server snapshotted mid-run
+#     unchanged, every byte in a component (snapshot.sh).
 # Usage: tests/real/run.sh DMPROF_BINARY
 set -u
 bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -200,6 +203,7 @@ fi
 . "$top/tests/real/jemalloc.sh"
 . "$top/tests/real/dwarf.sh"
 . "$top/tests/real/heap.sh"
+. "$top/tests/real/snapshot.sh"
 
 echo "real: $pass passed, $fail failed"
 [ $fail = 0 ]

@@ -165,6 +165,41 @@ Test(aggregate, tc_unused_clamped)
 	classifier_free(&c);
 }
 
+/*
+ * Free space a heap walk found comes as malloc lines (in profiled-malloc):
+ * a rule gives them to malloc-unused, which stays the arenas less the
+ * blocks in use, and counts them as its items.
+ */
+Test(aggregate, malloc_unused_takes_the_free_lines_rules_give_it)
+{
+	static const char p4[] =
+		"dmprof-policy 1\n"
+		"columns FROM_HERE_FOR_TOTAL a malloc-unused u "
+		"UNTIL_HERE_FOR_TOTAL malloc-total mmap-tcmalloc\n"
+		"rule mmap-tcmalloc mmap\nrule malloc-unused malloc "
+		"stack='.*Logger.*'\nrule a malloc\nrule u unhooked\n";
+	struct classifier c;
+	struct agg_stats stats = { 0 };
+	int64_t v[8];
+	int unused;
+
+	load_run(heap);
+	pol = policy_parse(p4, strlen(p4), "p.policy", NULL);
+	cr_assert_not_null(pol);
+	unused = policy_column(pol, "malloc-unused");
+	classifier_init(&c, pol, &m);
+	cr_assert_eq(aggregate_snapshot(&c, &snap, NULL, v, NULL, &stats), 0);
+	/* The arena (8192 + 4096 of the undefined bucket: no-bucket, not
+	 * the arena's) less profiled-malloc 310, plus Logger's 100. */
+	cr_assert_eq(col(v, "malloc-unused"), 8192 - 310 + 100);
+	cr_assert_eq(col(v, "a"), 200);
+	cr_assert_eq(col(v, "malloc-total"), 310);
+	cr_assert(column_counts(pol, unused, ITEM_MALLOC, unused));
+	cr_assert_not(column_counts(pol, unused, ITEM_HOOKED, unused));
+	cr_assert_not(column_sums_items(pol, unused));
+	classifier_free(&c);
+}
+
 Test(aggregate, verify_warns_on_mismatch)
 {
 	char *bad = xstrdup(heap);

@@ -349,6 +349,27 @@ Test(policy, partition_counts_no_byte_twice)
 	policy_free(p);
 }
 
+Test(policy, malloc_unused_takes_malloc_rules_only)
+{
+	struct policy *p = parse(HEAD "columns FROM_HERE_FOR_TOTAL a "
+				      "malloc-unused u UNTIL_HERE_FOR_TOTAL "
+				      "allocator-arena\n"
+				      "rule malloc-unused malloc "
+				      "stack='free-.*'\nrule a malloc\n"
+				      "rule allocator-arena mmap\n"
+				      "rule u unhooked\n");
+
+	cr_assert_not_null(p);
+	cr_assert_eq(p->rules[0].column, policy_column(p, "malloc-unused"));
+	policy_free(p);
+	parse_fails(HEAD "columns a malloc-unused m u\n"
+			 "rule malloc-unused mmap\n" CATCH,
+		    "t.policy:3:6: 'malloc-unused' takes malloc lines only "
+		    "(free space a heap walk found), not mmap memory");
+	parse_fails(HEAD "columns a total m u\nrule total malloc\n" CATCH,
+		    "'total' is computed by dmprof; a rule cannot assign it");
+}
+
 Test(policy, column_kinds_and_what_they_are)
 {
 	struct policy *p = parse(HEAD "columns second FROM_HERE_FOR_TOTAL a "

@@ -22,6 +22,7 @@ static const struct {
 	/* sample_type { type: 1 unit: 2 } */
 	{ FORMAT_PROTO, "p.pb", "\x0a\x04\x08\x01\x10\x02", 6 },
 	{ FORMAT_DHAT, "dhat.out.1", "{\"dhatFileVersion\":2}\n", -1 },
+	{ FORMAT_SNAP, "s.00001.0001.snap", "dmprof-snapshot 1\n", -1 },
 };
 
 Test(profile, each_row_sniffs_its_own_sample_only)
@@ -60,7 +61,8 @@ Test(profile, traits_say_what_a_run_needs)
 	cr_assert(gperf->self_contained);
 	cr_assert_not_null(gperf->last_at_exit);
 	cr_assert_eq(profile_traits(FORMAT_DHAT)->parts, 2);
-	for (int f = FORMAT_DEEP; f <= FORMAT_DHAT; f++)
+	cr_assert(profile_traits(FORMAT_SNAP)->self_contained);
+	for (int f = FORMAT_DEEP; f <= FORMAT_SNAP; f++)
 		cr_assert_geq(profile_traits((enum dump_format)f)->parts, 1);
 }
 

@@ -1,0 +1,91 @@
+/*
+ * A snapshot of a process nobody prepared: held still from outside
+ * (procstop.h), its mappings with what the kernel counts of each
+ * (resident.h), its glibc heap walked (glibc_heap.h), then let go; and
+ * written as a dmprof-snapshot file, which src/read/snapfile.c reads
+ * back as every command's snapshot.  Blocks have no allocation stacks
+ * here: they are counted by what is known of them, their size class and
+ * the arena that holds them, free chunks by kind.
+ */
+#ifndef DMPROF_PROCSNAP_H
+#define DMPROF_PROCSNAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "glibc_heap.h"
+#include "procimage.h"
+#include "resident.h"
+
+/*
+ * What a VMA the heap or a thread's stack lies in is made of: its
+ * stretches, in order.
+ */
+enum { PART_NONE = -1, PART_THREAD_STACK = -2 };
+struct procsnap_part {
+	uint64_t start, end;
+	uint64_t committed;
+	int where;            /* an arena, HEAP_MMAPPED_ARENA, or PART_* */
+};
+
+struct procsnap_vma {
+	uint64_t committed;   /* Rss + Swap, or (split) pagemap's count */
+	struct resident r;
+	size_t first_part, nparts; /* nparts 0: whole */
+	struct page_counts pages;  /* of a split VMA */
+};
+
+/* The blocks of one kind: state, size class (in use) and arena. */
+struct procsnap_bucket {
+	enum heap_state state;
+	unsigned cls;         /* snap_size_class() of blocks in use */
+	unsigned arena;       /* or HEAP_MMAPPED_ARENA */
+	uint64_t count, bytes, committed;
+};
+
+struct procsnap {
+	pid_t pid;
+	char *command_line;
+	double time;          /* the instant, seconds since the epoch */
+	size_t threads;
+	double held;          /* how long the process stood still, s */
+	unsigned tries;       /* stops it took (an arena was locked) */
+	struct procimage img; /* its maps */
+	uint64_t *sps;        /* its threads' stack pointers */
+	size_t nsps;
+	struct procsnap_vma *vmas; /* as img.maps */
+	struct procsnap_part *parts;
+	size_t nparts, parts_alloc;
+	struct resident total;
+	bool walked;          /* else h.why says why not */
+	struct glibc_heap h;
+	struct procsnap_bucket *buckets;
+	size_t nbuckets;
+};
+
+/*
+ * Take a snapshot of process PID into S: -1 after saying why not (it
+ * may not be stopped, it exited meanwhile).  A heap that cannot be
+ * walked (not glibc's) is no error: S says so.
+ */
+int procsnap_take(struct procsnap *s, pid_t pid);
+void procsnap_free(struct procsnap *s);
+
+/*
+ * Write S to PATH (whole, or not at all: a reader of the run never sees
+ * half a file).  -1 after saying why not.
+ */
+int procsnap_write(const struct procsnap *s, const char *path);
+
+/*
+ * Size classes of blocks in use, by usable bytes: one per chunk size up
+ * to 1016 (glibc's bins: 0..24, 25..40, ...), then four per power of
+ * two (1017..1024, 1025..1280, ...).  The class of USABLE, and the
+ * bounds of class CLS.
+ */
+unsigned snap_size_class(uint64_t usable);
+void snap_size_bounds(unsigned cls, uint64_t *lo, uint64_t *hi);
+
+#endif

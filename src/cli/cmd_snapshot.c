@@ -1,0 +1,238 @@
+/*
+ * dmprof snapshot [-o PREFIX] [-i SECONDS] [-n COUNT] PID: hold a running
+ * process still from outside, write what it holds to
+ * PREFIX.PID.NNNN.snap (every mapping with its committed bytes; its glibc
+ * heap's blocks by size class and arena, its free chunks by kind), and
+ * let it go.  With -n or -i, a run of them, which every command reads as
+ * it reads a recorded one.  Nothing is preloaded and nothing restarts:
+ * the numbers are the process's as it was found.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "procsnap.h"
+#include "procstop.h"
+#include "scan.h"
+#include "series.h"
+#include "setup.h"
+#include "util.h"
+
+/* What the options asked for. */
+struct snapshot_opts {
+	const char *output;   /* -o, or NULL */
+	double interval;      /* -i */
+	uint64_t count;       /* -n; 0: until the process ends */
+	pid_t pid;
+};
+
+/* What the run of snapshots left, for the last word. */
+struct taken {
+	char *prefix;         /* PREFIX.PID */
+	unsigned long first, next;
+	double held_max, held_sum;
+	size_t n;
+};
+
+static volatile sig_atomic_t stop_asked;
+
+static void ask_stop(int sig)
+{
+	(void)sig;
+	stop_asked = 1;
+}
+
+static int parse_options(struct cmd_args *a, struct snapshot_opts *o)
+{
+	const char *n = args_get(a, 'n'), *i = args_get(a, 'i');
+
+	memset(o, 0, sizeof(*o));
+	o->output = args_get(a, 'o');
+	o->interval = 1;
+	o->count = 1;
+	if (o->output && !*o->output)
+		return cmd_usage_error(a, "bad output prefix '' (a path and a "
+					  "file name start, or a directory)");
+	if (i && !setup_seconds(i, &o->interval))
+		return cmd_usage_error(a, "bad interval '%s' (seconds)", i);
+	/* -i alone: until the process ends, or dmprof is interrupted. */
+	if (i && !n)
+		o->count = 0;
+	if (n && (word_u64(n, strlen(n), &o->count) != NUM_OK || !o->count))
+		return cmd_usage_error(a, "bad count '%s' (a number of "
+					  "snapshots, 1 or more)", n);
+	return setup_pid(a, &o->pid);
+}
+
+/* The process's name (/proc/PID/comm) as a file name, or "process". */
+static char *process_name(pid_t pid)
+{
+	char path[64], buf[64];
+	size_t n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	if ((f = fopen(path, "re"))) {
+		n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+	}
+	while (n && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		n--;
+	buf[n] = '\0';
+	for (size_t k = 0; k < n; k++)
+		if (buf[k] == '/' || buf[k] == ' ' || (unsigned char)buf[k] < 32)
+			buf[k] = '_';
+	return xstrdup(n ? buf : "process");
+}
+
+/* PREFIX.PID of the run, its next number after those already there. */
+static int start_run(const struct snapshot_opts *o, struct taken *t)
+{
+	char *name = process_name(o->pid);
+	char *prefix = setup_output_prefix(o->output, name);
+
+	free(name);
+	if (!prefix)
+		return -1;
+	t->prefix = xasprintf("%s.%05d", prefix, (int)o->pid);
+	free(prefix);
+	t->first = t->next = series_last(t->prefix, "snap") + 1;
+	return 0;
+}
+
+static void say_problems(const char *path, const struct procsnap *s)
+{
+	const struct glibc_heap *h = &s->h;
+
+	if (!h->nproblems)
+		return;
+	warning("%s: %zu problem%s in the heap walk, the first: %s", path,
+		h->nproblems, h->nproblems == 1 ? "" : "s", h->problems[0].msg);
+}
+
+/* The end of a run: the process exited.  1. */
+static int gone(pid_t pid)
+{
+	fprintf(stderr, "dmprof snapshot: process %d has exited\n", (int)pid);
+	return 1;
+}
+
+/* One snapshot, written: 0, 1 when the process is gone, -1 (said). */
+static int take_one(const struct snapshot_opts *o, struct taken *t)
+{
+	struct procsnap s;
+	char *path;
+	int rc;
+
+	if (t->n && procstop_exited(o->pid))
+		return gone(o->pid);
+	if (procsnap_take(&s, o->pid) < 0)
+		return t->n && procstop_exited(o->pid) ? gone(o->pid) : -1;
+	if (!t->prefix && start_run(o, t) < 0) {
+		procsnap_free(&s);
+		return -1;
+	}
+	if (!s.walked && !t->n)
+		warning("%s; its memory is classed by mapping only", s.h.why);
+	path = xasprintf("%s.%04lu.snap", t->prefix, t->next);
+	rc = procsnap_write(&s, path);
+	if (rc == 0) {
+		say_problems(path, &s);
+		t->next++;
+		t->n++;
+		t->held_sum += s.held;
+		if (s.held > t->held_max)
+			t->held_max = s.held;
+	}
+	free(path);
+	procsnap_free(&s);
+	return rc;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Sleep until AT (monotonic), unless a signal asks to stop. */
+static void wait_until(double at)
+{
+	double left;
+
+	while (!stop_asked && (left = at - now()) > 0) {
+		struct timespec ts = { (time_t)left,
+				       (long)((left - (double)(time_t)left) *
+					      1e9) };
+
+		nanosleep(&ts, NULL);
+	}
+}
+
+static void report(const struct snapshot_opts *o, const struct taken *t)
+{
+	if (t->n == 1)
+		fprintf(stderr, "dmprof snapshot: %s.%04lu.snap: process %d "
+				"stood still %.1f ms\n",
+			t->prefix, t->first, (int)o->pid, t->held_max * 1e3);
+	else if (t->n)
+		fprintf(stderr, "dmprof snapshot: %zu snapshots of process %d: "
+				"%s.%04lu.snap .. %s.%04lu.snap; it stood "
+				"still up to %.1f ms (%.1f ms on average)\n",
+			t->n, (int)o->pid, t->prefix, t->first, t->prefix,
+			t->next - 1, t->held_max * 1e3,
+			t->held_sum / (double)t->n * 1e3);
+}
+
+static int cmd_snapshot_run(struct cmd_args *a)
+{
+	struct snapshot_opts o;
+	struct taken t = { 0 };
+	struct sigaction sa, old_int, old_term;
+	double start;
+	int status, rc = 0;
+
+	if ((status = parse_options(a, &o)))
+		return status;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = ask_stop;
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	start = now();
+	for (uint64_t k = 0; !o.count || k < o.count; k++) {
+		if (k)
+			wait_until(start + (double)k * o.interval);
+		if (stop_asked || (rc = take_one(&o, &t)) != 0)
+			break;
+	}
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	report(&o, &t);
+	free(t.prefix);
+	return rc < 0 ? 1 : 0;
+}
+
+static const struct cmd_option options[] = {
+	{ 'o', "output", "PREFIX", OPT_VALUE | OPT_SYNOPSIS,
+	  "snapshots go to PREFIX.PID.NNNN.snap; a directory: "
+	  "DIR/NAME.PID..., NAME the process's" },
+	{ 'i', "interval", "SECONDS", OPT_VALUE | OPT_SYNOPSIS,
+	  "a snapshot every SECONDS (default 1); alone, until the process "
+	  "ends or dmprof is interrupted" },
+	{ 'n', "count", "COUNT", OPT_VALUE | OPT_SYNOPSIS,
+	  "how many snapshots (default 1)" },
+	OPT_END,
+};
+
+static const char *const usage[] = { "PID", NULL };
+
+const struct cmd_entry cmd_snapshot = {
+	"snapshot",
+	"hold a running process still and write what its memory holds",
+	usage, options, 0, NULL, cmd_snapshot_run,
+};

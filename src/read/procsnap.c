@@ -1,0 +1,523 @@
+/*
+ * Taking a snapshot of a live process.  While its threads are held only
+ * what must be one instant is read: the maps, smaps' Rss and Swap of
+ * each mapping, the heap walk, and the pagemap of the mappings the heap
+ * lies in (the heap's arenas and mmapped chunks cut them, and each part
+ * needs its own committed bytes).  Then the process goes on, and the
+ * blocks are counted into their buckets (each block's committed bytes
+ * from the pagemap read) and written out.
+ *
+ * An arena locked at the instant means a thread stopped inside malloc,
+ * its lists perhaps half-updated: as `dmprof heap` does, the process is
+ * let go a little and held again, a few times at most.
+ */
+#include "procsnap.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hashmap.h"
+#include "procstop.h"
+#include "util.h"
+
+/* How long a thread may take to stop; tries while an arena is locked. */
+#define STOP_TIMEOUT_MS 2000
+#define LOCKED_TRIES 5
+/* Size classes: glibc's bins one by one up to this usable size. */
+#define SMALL_MAX 1016
+#define SMALL_CLASSES 63
+
+unsigned snap_size_class(uint64_t usable)
+{
+	unsigned k = 10;
+
+	if (usable <= SMALL_MAX)
+		return usable <= 24 ? 0 : (unsigned)((usable - 9) / 16);
+	if (usable <= 1024)
+		return SMALL_CLASSES;
+	while (k < 63 && (usable - 1) >> (k + 1))
+		k++;
+	return SMALL_CLASSES + (k - 10) * 4 +
+	       (unsigned)((usable - (1ULL << k) + (1ULL << (k - 2)) - 1) >>
+			  (k - 2));
+}
+
+void snap_size_bounds(unsigned cls, uint64_t *lo, uint64_t *hi)
+{
+	unsigned k, j;
+
+	if (cls < SMALL_CLASSES) {
+		*hi = 24 + 16 * (uint64_t)cls;
+		*lo = cls ? *hi - 15 : 0;
+		return;
+	}
+	if (cls == SMALL_CLASSES) {
+		*lo = SMALL_MAX + 1;
+		*hi = 1024;
+		return;
+	}
+	k = 10 + (cls - SMALL_CLASSES - 1) / 4;
+	j = (cls - SMALL_CLASSES - 1) % 4 + 1;
+	*hi = (1ULL << k) + j * (1ULL << (k - 2));
+	*lo = *hi - (1ULL << (k - 2)) + 1;
+}
+
+/* /proc/PID/cmdline, its NULs as spaces; "" when it cannot be read. */
+static char *command_line(pid_t pid)
+{
+	char path[64];
+	struct strbuf sb = STRBUF_INIT;
+	FILE *f;
+	int c;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	if ((f = fopen(path, "re"))) {
+		while ((c = getc(f)) != EOF)
+			sb_addch(&sb, c && c != '\n' ? c : ' ');
+		fclose(f);
+	}
+	while (sb.len && sb.buf[sb.len - 1] == ' ')
+		sb.buf[--sb.len] = '\0';
+	return sb.buf ? sb_detach(&sb) : xstrdup("");
+}
+
+/* ---- while held ---- */
+
+static void add_part(struct procsnap *s, uint64_t start, uint64_t end,
+		     int where, uint64_t committed)
+{
+	struct procsnap_part *p;
+
+	if (end <= start)
+		return;
+	GROW(s->parts, s->nparts + 1, s->parts_alloc);
+	p = &s->parts[s->nparts++];
+	p->start = start;
+	p->end = end;
+	p->where = where;
+	p->committed = committed;
+}
+
+/* Does a held thread's stack pointer lie in [A, B) of VMA V (not the
+ * main thread's [stack])? */
+static bool thread_stack(const struct procsnap *s, const struct vma *v,
+			 uint64_t a, uint64_t b)
+{
+	if (!strcmp(v->name, "[stack]"))
+		return false;
+	for (size_t i = 0; i < s->nsps; i++)
+		if (s->sps[i] >= a && s->sps[i] < b)
+			return true;
+	return false;
+}
+
+/* A part of VMA I that is not the heap's: a thread's stack, or not. */
+static void add_gap(struct procsnap *s, size_t i, uint64_t a, uint64_t b)
+{
+	const struct vma *v = &s->img.maps.v[i];
+
+	add_part(s, a, b, thread_stack(s, v, a, b) ? PART_THREAD_STACK
+						   : PART_NONE,
+		 page_counts_bytes(&s->vmas[i].pages, a, b));
+}
+
+/*
+ * VMA I cut by the heap's extents from *AT on (sorted): its parts, each
+ * with its committed bytes, from its pagemap.
+ */
+static int split_vma(struct procsnap *s, struct pagemap *pm, size_t i,
+		     size_t *at)
+{
+	const struct vma *v = &s->img.maps.v[i];
+	struct procsnap_vma *sv = &s->vmas[i];
+	const struct glibc_heap *h = &s->h;
+	uint64_t pos = v->start;
+
+	if (pagemap_counts(pm, v->start, v->end, &sv->pages) < 0)
+		return -1;
+	sv->first_part = s->nparts;
+	for (; *at < h->nextents && h->extents[*at].start < v->end; (*at)++) {
+		const struct heap_extent *e = &h->extents[*at];
+		uint64_t a = e->start > pos ? e->start : pos;
+		uint64_t b = e->end < v->end ? e->end : v->end;
+
+		add_gap(s, i, pos, a);
+		add_part(s, a, b, (int)e->arena,
+			 page_counts_bytes(&sv->pages, a, b));
+		pos = b;
+		/* (An extent past this VMA goes on in the next.) */
+		if (e->end > v->end)
+			break;
+	}
+	add_gap(s, i, pos, v->end);
+	sv->nparts = s->nparts - sv->first_part;
+	sv->committed = page_counts_bytes(&sv->pages, v->start, v->end);
+	return 0;
+}
+
+/* VMA I, a thread's stack, as one part (of smaps' committed bytes). */
+static void stack_vma(struct procsnap *s, size_t i)
+{
+	const struct vma *v = &s->img.maps.v[i];
+	struct procsnap_vma *sv = &s->vmas[i];
+
+	sv->first_part = s->nparts;
+	add_part(s, v->start, v->end, PART_THREAD_STACK, sv->committed);
+	sv->nparts = 1;
+}
+
+/*
+ * Each mapping's committed bytes: smaps' Rss + Swap, or the pagemap's
+ * count of the parts of those the heap lies in; the mappings the threads'
+ * stacks are in, known by their stack pointers, as such.
+ */
+static int read_resident(struct procsnap *s)
+{
+	const struct maps *m = &s->img.maps;
+	const struct glibc_heap *h = &s->h;
+	struct resident *r = xcalloc(m->n ? m->n : 1, sizeof(*r));
+	struct pagemap pm;
+	size_t at = 0;
+	int rc;
+
+	s->vmas = xcalloc(m->n ? m->n : 1, sizeof(*s->vmas));
+	rc = resident_smaps(s->pid, m, r, &s->total);
+	for (size_t i = 0; i < m->n; i++) {
+		s->vmas[i].r = r[i];
+		s->vmas[i].committed = r[i].rss + r[i].swap;
+	}
+	free(r);
+	if (rc < 0)
+		return rc;
+	if (h->nextents && pagemap_open(&pm, s->pid) < 0)
+		return -1;
+	for (size_t i = 0; i < m->n && rc == 0; i++) {
+		const struct vma *v = &m->v[i];
+
+		while (at < h->nextents && h->extents[at].end <= v->start)
+			at++;
+		if (at < h->nextents && h->extents[at].start < v->end)
+			rc = split_vma(s, &pm, i, &at);
+		else if (thread_stack(s, v, v->start, v->end))
+			stack_vma(s, i);
+	}
+	if (h->nextents)
+		pagemap_close(&pm);
+	return rc;
+}
+
+/* Where the held threads' stacks are. */
+static void stack_pointers(struct procsnap *s, const struct procstop *stop)
+{
+	s->sps = xcalloc(stop->n ? stop->n : 1, sizeof(*s->sps));
+	for (size_t i = 0; i < stop->n; i++)
+		if (procstop_stack_pointer(stop, i, &s->sps[s->nsps]))
+			s->nsps++;
+}
+
+/*
+ * Hold the process, read what must be one instant, let it go.  Signals
+ * that would end dmprof wait meanwhile: the process is let go first.
+ */
+static int take_once(struct procsnap *s)
+{
+	struct procstop stop;
+	struct timespec now;
+	sigset_t block, old;
+	int rc;
+
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGHUP);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	rc = procstop_stop(&stop, s->pid, STOP_TIMEOUT_MS);
+	if (rc == 0) {
+		s->threads = stop.n;
+		stack_pointers(s, &stop);
+		clock_gettime(CLOCK_REALTIME, &now);
+		s->time = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+		rc = procimage_open_pid(&s->img, s->pid);
+		if (rc == 0) {
+			s->walked = glibc_heap_walk(&s->h, &s->img) == 0;
+			rc = read_resident(s);
+		}
+		procstop_release(&stop);
+		s->held = procstop_held_seconds(&stop);
+		if (procstop_exited(s->pid))
+			rc = error("process %d exited during the snapshot",
+				   (int)s->pid);
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
+/* What one try read, gone (the command line stays). */
+static void drop_reading(struct procsnap *s)
+{
+	for (size_t i = 0; s->vmas && i < s->img.maps.n; i++)
+		page_counts_free(&s->vmas[i].pages);
+	free(s->vmas);
+	s->vmas = NULL;
+	free(s->parts);
+	s->parts = NULL;
+	s->nparts = s->parts_alloc = 0;
+	free(s->sps);
+	s->sps = NULL;
+	s->nsps = 0;
+	glibc_heap_release(&s->h);
+	if (s->img.name)
+		procimage_close(&s->img);
+	s->walked = false;
+}
+
+/* ---- after ---- */
+
+struct counting {
+	struct procsnap *s;
+	struct hashmap keys;   /* key -> bucket index + 1 */
+	size_t alloc;
+	size_t vma;            /* where the last block was */
+};
+
+/* The committed bytes of [A, B), in the split VMAs from C->vma on. */
+static uint64_t committed(struct counting *c, uint64_t a, uint64_t b)
+{
+	const struct maps *m = &c->s->img.maps;
+	uint64_t sum = 0;
+
+	while (c->vma < m->n && m->v[c->vma].end <= a)
+		c->vma++;
+	for (size_t i = c->vma; i < m->n && m->v[i].start < b; i++) {
+		const struct procsnap_vma *sv = &c->s->vmas[i];
+		uint64_t lo = a > m->v[i].start ? a : m->v[i].start;
+		uint64_t hi = b < m->v[i].end ? b : m->v[i].end;
+
+		if (sv->pages.before)
+			sum += page_counts_bytes(&sv->pages, lo, hi);
+	}
+	return sum;
+}
+
+static void count_block(struct counting *c, const struct heap_block *b)
+{
+	struct procsnap *s = c->s;
+	unsigned cls = b->state == HEAP_IN_USE
+			       ? snap_size_class(heap_block_usable(b))
+			       : 0;
+	uint64_t key = (uint64_t)b->arena << 16 | (uint64_t)b->state << 8 |
+		       cls;
+	uint64_t hash = hash_u64(key);
+	uintptr_t idx = (uintptr_t)hashmap_get(&c->keys, hash, NULL, NULL);
+	struct procsnap_bucket *k;
+
+	if (!idx) {
+		GROW(s->buckets, s->nbuckets + 1, c->alloc);
+		k = &s->buckets[s->nbuckets++];
+		memset(k, 0, sizeof(*k));
+		k->state = b->state;
+		k->cls = cls;
+		k->arena = b->arena;
+		hashmap_put(&c->keys, hash, (void *)(uintptr_t)s->nbuckets);
+	} else {
+		k = &s->buckets[idx - 1];
+	}
+	k->count++;
+	k->bytes += b->size;
+	k->committed += committed(c, b->chunk, b->chunk + b->size);
+}
+
+/* Arenas first (mmapped chunks last), then state, then size. */
+static int cmp_bucket(const void *x, const void *y)
+{
+	const struct procsnap_bucket *a = x, *b = y;
+
+	if (a->arena != b->arena)
+		return a->arena < b->arena ? -1 : 1;
+	if (a->state != b->state)
+		return a->state < b->state ? -1 : 1;
+	return a->cls < b->cls ? -1 : a->cls > b->cls;
+}
+
+static void count_blocks(struct procsnap *s)
+{
+	struct counting c = { s, HASHMAP_INIT, 0, 0 };
+
+	hashmap_init(&c.keys, 64);
+	for (size_t i = 0; i < s->h.nblocks; i++)
+		count_block(&c, &s->h.blocks[i]);
+	hashmap_free(&c.keys);
+	if (s->nbuckets)
+		qsort(s->buckets, s->nbuckets, sizeof(*s->buckets),
+		      cmp_bucket);
+}
+
+int procsnap_take(struct procsnap *s, pid_t pid)
+{
+	memset(s, 0, sizeof(*s));
+	s->pid = pid;
+	s->command_line = command_line(pid);
+	for (;;) {
+		s->tries++;
+		if (take_once(s) < 0) {
+			procsnap_free(s);
+			return -1;
+		}
+		if (!s->walked || !glibc_heap_locked(&s->h) ||
+		    s->tries == LOCKED_TRIES)
+			break;
+		drop_reading(s);
+		usleep(1000u << s->tries);
+	}
+	if (s->walked)
+		count_blocks(s);
+	return 0;
+}
+
+void procsnap_free(struct procsnap *s)
+{
+	drop_reading(s);
+	free(s->buckets);
+	free(s->command_line);
+	memset(s, 0, sizeof(*s));
+}
+
+/* ---- the file ---- */
+
+/* "arena-K" or "mmapped": where a block or a part is. */
+static void put_where(FILE *f, unsigned arena)
+{
+	if (arena == HEAP_MMAPPED_ARENA)
+		fputs("mmapped", f);
+	else
+		fprintf(f, "arena-%u", arena);
+}
+
+static void put_meta(FILE *f, const struct procsnap *s)
+{
+	fprintf(f, "dmprof-snapshot 1\nMETA:\n");
+	fprintf(f, "Time: %.6f\n", s->time);
+	fprintf(f, "Pid: %d\n", (int)s->pid);
+	fprintf(f, "CommandLine: %s\n", s->command_line);
+	fprintf(f, "Reason: snapshot\n");
+	fprintf(f, "HeldSeconds: %.6f\n", s->held);
+	fprintf(f, "Threads: %zu\n", s->threads);
+	fprintf(f, "PageSize: %ld\n", sysconf(_SC_PAGESIZE));
+	fprintf(f, "Rss: %" PRIu64 "\nPss: %" PRIu64 "\nSwap: %" PRIu64 "\n",
+		s->total.rss, s->total.pss, s->total.swap);
+	if (!s->walked)
+		fprintf(f, "Heap: none (%s)\n", s->h.why);
+	else
+		fprintf(f, "Heap: glibc 2.36, main_arena 0x%" PRIx64 ", %zu "
+			   "arena%s, %zu tcache%s, %" PRIu64 " mmapped chunk%s\n",
+			s->h.arenas[0].addr, s->h.narenas,
+			s->h.narenas == 1 ? "" : "s", s->h.ntcaches,
+			s->h.ntcaches == 1 ? "" : "s", s->h.mmapped_count,
+			s->h.mmapped_count == 1 ? "" : "s");
+}
+
+static void put_heap(FILE *f, const struct glibc_heap *h,
+		     const struct procsnap *s)
+{
+	fprintf(f, "HEAP:\n# arena K ADDRESS heaps N system BYTES overhead "
+		   "BYTES unknown BYTES [locked] [corrupt]\n");
+	for (size_t k = 0; k < h->narenas; k++) {
+		const struct heap_arena *a = &h->arenas[k];
+
+		fprintf(f, "arena %zu 0x%" PRIx64 " heaps %u system %" PRIu64
+			   " overhead %" PRIu64 " unknown %" PRIu64 "%s%s\n",
+			k, a->addr, a->nheaps, a->system_mem, a->t.overhead,
+			a->t.unknown, a->locked ? " locked" : "",
+			a->corrupt ? " corrupt" : "");
+	}
+	fprintf(f, "tcaches %zu\n", h->ntcaches);
+	fprintf(f, "# STATE [SIZES] WHERE BLOCKS BYTES COMMITTED\n");
+	for (size_t i = 0; i < s->nbuckets; i++) {
+		const struct procsnap_bucket *b = &s->buckets[i];
+		uint64_t lo, hi;
+
+		fputs(heap_state_name(b->state), f);
+		if (b->state == HEAP_IN_USE) {
+			snap_size_bounds(b->cls, &lo, &hi);
+			fprintf(f, " %" PRIu64 "..%" PRIu64, lo, hi);
+		}
+		fputc(' ', f);
+		put_where(f, b->arena);
+		fprintf(f, " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", b->count,
+			b->bytes, b->committed);
+	}
+	for (size_t i = 0; i < h->nproblems; i++)
+		fprintf(f, "problem 0x%" PRIx64 " %d %s\n", h->problems[i].addr,
+			h->problems[i].arena, h->problems[i].msg);
+}
+
+static void put_vma(FILE *f, const struct vma *v)
+{
+	fprintf(f, "%" PRIx64 "-%" PRIx64 " %s %08" PRIx64 " %02x:%02x %" PRIu64,
+		v->start, v->end, v->perms, v->offset, v->major, v->minor,
+		v->inode);
+	if (v->name[0])
+		fprintf(f, " %s", v->name);
+	fputc('\n', f);
+}
+
+static void put_maps(FILE *f, const struct procsnap *s)
+{
+	const struct maps *m = &s->img.maps;
+
+	fprintf(f, "MAPS:\n# COMMITTED RSS SWAP MAPPING, then the parts of "
+		   "those the heap or a thread's stack lies in:\n#   "
+		   "START-END COMMITTED WHERE\n");
+	for (size_t i = 0; i < m->n; i++) {
+		const struct procsnap_vma *sv = &s->vmas[i];
+
+		fprintf(f, "%" PRIu64 " %" PRIu64 " %" PRIu64 " ",
+			sv->committed, sv->r.rss, sv->r.swap);
+		put_vma(f, &m->v[i]);
+		for (size_t k = 0; k < sv->nparts; k++) {
+			const struct procsnap_part *p =
+				&s->parts[sv->first_part + k];
+
+			fprintf(f, "  %" PRIx64 "-%" PRIx64 " %" PRIu64 " ",
+				p->start, p->end, p->committed);
+			if (p->where == PART_NONE)
+				fputc('-', f);
+			else if (p->where == PART_THREAD_STACK)
+				fputs("thread-stack", f);
+			else
+				put_where(f, (unsigned)p->where);
+			fputc('\n', f);
+		}
+	}
+}
+
+int procsnap_write(const struct procsnap *s, const char *path)
+{
+	char *tmp = xasprintf("%s.tmp", path);
+	FILE *f = fopen(tmp, "we");
+	int rc = 0;
+
+	if (!f) {
+		rc = error_errno("cannot write %s", tmp);
+		free(tmp);
+		return rc;
+	}
+	put_meta(f, s);
+	if (s->walked)
+		put_heap(f, &s->h, s);
+	put_maps(f, s);
+	if (ferror(f) | fclose(f))
+		rc = error_errno("cannot write %s", tmp);
+	else if (rename(tmp, path) < 0)
+		rc = error_errno("cannot rename %s to %s", tmp, path);
+	if (rc < 0)
+		unlink(tmp);
+	free(tmp);
+	return rc;
+}

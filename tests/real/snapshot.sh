@@ -1,0 +1,237 @@
+# Sourced by tests/real/run.sh after heap.sh (uses bin, src, tmp, tcmalloc,
+# ok, bad, and heap.sh's heapknown, hk_start, hk_stop and hk_killed):
+# dmprof snapshot of running processes that nobody prepared.  The checks:
+#   - heapknown: top --json's heap summary is dmprof heap --json's, and
+#     its mallinfo2 is glibc's own, field by field; the known blocks are
+#     all counted in their size classes; its threads' stacks are
+#     mmap-thread-stacks;
+#   - every snapshot adds up: mustbezero 0, the components between the
+#     markers sum to total, and total is the kernel's Rss + Swap within
+#     0.5% (the snapshot's own, and heapknown's smaps_rollup read apart);
+#   - a run: -i 0.2 -n 3 goes on with the numbers already there, and csv
+#     and diff read it as one;
+#   - python3, sqlite3 and a C++ server snapshotted every 0.1 s while they
+#     run: the same output and exit status as without, every snapshot
+#     adding up;
+#   - a heap that is not glibc's (tcmalloc, a static binary): said, and
+#     classed by mapping; a corrupt heap: its problem said; a process
+#     traced already: refused; one stopped (SIGSTOP): snapshotted, and
+#     left stopped; one that exits during a run: the run ends; one killed
+#     during a snapshot: an error or a snapshot, no crash.
+mkdir -p "$tmp/snap" && cd "$tmp/snap" || exit 1
+
+# Checks of SNAPSHOT's run, a line each: "ok" or "bad WHY".  With
+# KNOWN (heapknown's file) and HEAP (dmprof heap --json of it), also
+# the heap against them; with ROLLUP (Rss + Swap of smaps_rollup), the
+# total against it.
+snap_check() { # SNAPSHOT [KNOWN HEAP ROLLUP]
+	"$bin" csv -b "$1" >snap.csv 2>snap.err ||
+		{ echo "bad csv failed: $(cat snap.err)"; return; }
+	[ $# -gt 1 ] && "$bin" top --json "$1" >snap.top 2>>snap.err
+	python3 - "$@" <<'PY'
+import csv, json, sys
+def check(cond, why):
+    print("ok" if cond else "bad " + why)
+rows = list(csv.reader(open("snap.csv")))
+head, rows = rows[0], rows[1:]
+a, b = head.index("FROM_HERE_FOR_TOTAL"), head.index("UNTIL_HERE_FOR_TOTAL")
+for k, r in enumerate(rows):
+    v = {h: int(x) for h, x in zip(head[1:], r[1:])}
+    parts = sum(int(x) for x in r[a + 1:b])
+    kernel = v["rss"] + v["swap"]
+    check(v["mustbezero"] == 0, "snapshot %d: mustbezero %d" %
+          (k + 1, v["mustbezero"]))
+    check(parts == v["total"], "snapshot %d: the components add up to %d, "
+          "total %d" % (k + 1, parts, v["total"]))
+    check(kernel and abs(v["total"] - kernel) <= kernel * 0.005,
+          "snapshot %d: total %d, Rss + Swap %d" % (k + 1, v["total"], kernel))
+if len(sys.argv) < 3:
+    sys.exit(0)
+known, heap = sys.argv[2], json.load(open(sys.argv[3]))
+rollup, top = int(sys.argv[4]), json.load(open("snap.top"))["heap"]
+for k in ("total", "mmapped", "mallinfo2"):
+    check(top[k] == heap[k], "%s: top %s, heap %s" % (k, top[k], heap[k]))
+mi, sizes = {}, {}
+for line in open(known):
+    f = line.split()
+    if f[0] == "block":
+        sizes[int(f[2])] = sizes.get(int(f[2]), 0) + 1
+    elif f[0] == "mallinfo2":
+        mi = {f[i]: int(f[i + 1]) for i in range(1, len(f), 2)}
+check(all(top["mallinfo2"][f] == mi[f] for f in mi if f != "usmblks"),
+      "mallinfo2: the snapshot's %s, glibc's %s" % (top["mallinfo2"], mi))
+check(top["arenas"] == 9 and top["tcaches"] == 9 and top["problems"] == 0,
+      "%d arenas, %d tcaches, %d problems" %
+      (top["arenas"], top["tcaches"], top["problems"]))
+check(int(rows[0][head.index("mmap-thread-stacks")]) > 0,
+      "the 8 threads' stacks are not mmap-thread-stacks")
+check(abs(int(rows[0][head.index("total")]) - rollup) <= rollup * 0.005,
+      "total %s, smaps_rollup's Rss + Swap %d" %
+      (rows[0][head.index("total")], rollup))
+PY
+}
+
+snap_count() { # FILE: the lines of snap_check
+	while read -r verdict why; do
+		if [ "$verdict" = ok ]; then ok; else bad "snapshot: $why"; fi
+	done <"$1"
+}
+
+# A size class of heapknown's holds at least the blocks it knows of.
+snap_classes() { # SNAPSHOT KNOWN
+	awk '$1 == "in-use" { split($2, r, /\.\./); n[r[1] " " r[2]] += $4 }
+	     END { for (k in n) print k, n[k] }' "$1" >classes
+	awk 'NR == FNR { lo[NR] = $1; hi[NR] = $2; have[NR] = $3; c = NR; next }
+	     $1 == "block" { for (i = 1; i <= c; i++)
+			if ($3 >= lo[i] && $3 <= hi[i]) { want[i]++; next }
+		missing++ }
+	     END { for (i = 1; i <= c; i++) if (want[i] > have[i]) missing++
+		exit missing > 0 }' classes "$2"
+}
+
+rollup() { # PID: Rss + Swap of smaps_rollup, in bytes
+	awk '$1 == "Rss:" || $1 == "Swap:" { s += $2 } END { print s * 1024 }' \
+		"/proc/$1/smaps_rollup"
+}
+
+if hk_start snapknown "$tmp/heap/heapknown" snapknown; then
+	"$bin" heap --json $hk_pid >heap.json 2>/dev/null
+	rss=$(rollup $hk_pid)
+	"$bin" snapshot -o run/ $hk_pid >snap.out 2>snap.err &&
+		[ ! -s snap.out ] &&
+		grep -q "^dmprof snapshot: run/heapknown.$(printf %05d $hk_pid).0001.snap: process $hk_pid stood still [0-9.]* ms$" snap.err &&
+		ok || bad "snapshot: heapknown: $(cat snap.err)"
+	first=run/heapknown.$(printf %05d $hk_pid).0001.snap
+	grep -q "^Reason: snapshot$" $first && grep -q "^Threads: 9$" $first &&
+		grep -q "^HeldSeconds: [0-9.]*$" $first &&
+		grep -q "^Heap: glibc 2.36, main_arena 0x[0-9a-f]*, 9 arenas, 9 tcaches, 72 mmapped chunks$" $first &&
+		ok || bad "snapshot: heapknown: its META: $(sed -n '2,14p' $first)"
+	snap_check $first snapknown heap.json "$rss" >checks.out 2>&1 ||
+		echo "bad the checker failed" >>checks.out
+	snap_count checks.out
+	snap_classes $first snapknown && ok ||
+		bad "snapshot: heapknown: a size class lacks blocks it holds: $(cat classes)"
+	"$bin" top $first 2>/dev/null | head -1 |
+		grep -q "^heap: 9 arenas holding .*, 9 tcaches$" &&
+		ok || bad "snapshot: top does not start with the heap: $("$bin" top $first 2>&1 | head -3)"
+	# A run goes on with the numbers there: 0002 to 0004.
+	"$bin" snapshot -o run/ -i 0.2 -n 3 $hk_pid 2>snap.err &&
+		grep -q "^dmprof snapshot: 3 snapshots of process $hk_pid: .*\.0002\.snap \.\. .*\.0004\.snap; it stood still up to [0-9.]* ms ([0-9.]* ms on average)$" snap.err &&
+		ok || bad "snapshot: -i 0.2 -n 3: $(cat snap.err)"
+	rows=$("$bin" csv $first 2>/dev/null | wc -l)
+	[ "$rows" = 5 ] && ok || bad "snapshot: csv of the run: $rows lines, not 5"
+	"$bin" diff $first >diff.out 2>diff.err &&
+		grep -q "^A .*\.0001\.snap -> B .*\.0004\.snap: " diff.out &&
+		ok || bad "snapshot: diff of the run: $(cat diff.err)"
+	hk_stop
+fi
+
+# PROGRAM's output and status with snapshots every 0.1 s as without, and
+# each snapshot adding up.
+snap_while() { # NAME COMMAND...
+	name=$1
+	shift
+	"$@" >"$name.plain" 2>&1
+	plain=$?
+	"$@" >"$name.snapped" 2>&1 &
+	pid=$!
+	"$bin" snapshot -o "$name/" -i 0.1 $pid 2>"$name.err"
+	wait $pid
+	snapped=$?
+	[ $snapped = $plain ] && cmp -s "$name.plain" "$name.snapped" && ok ||
+		bad "snapshot: $name: status $snapped (not $plain), or its output differs: $(diff "$name.plain" "$name.snapped" | head -5)"
+	n=$(ls "$name"/*.snap 2>/dev/null | wc -l)
+	[ "$n" -ge 3 ] && grep -q "^dmprof snapshot: process $pid has exited$" "$name.err" &&
+		ok || bad "snapshot: $name: $n snapshots: $(cat "$name.err")"
+	snap_check $(ls "$name"/*.snap | head -1) >checks.out 2>&1 ||
+		echo "bad the checker failed" >>checks.out
+	sed "s/^bad /bad $name: /" checks.out >checks.$name
+	snap_count checks.$name
+}
+
+snap_while python3 python3 -c '
+d, l = {}, []
+for i in range(600000):
+    d[i] = str(i) * 8
+    if i % 5 == 0:
+        l.append(bytearray(64 + i % 300))
+    if i % 7 == 0:
+        d.pop(i // 2, None)
+print(len(d), len(l), sum(len(b) for b in l))'
+if command -v sqlite3 >/dev/null 2>&1; then
+	snap_while sqlite3 sqlite3 :memory: "
+		create table t(a integer, b text);
+		with recursive n(i) as (select 1 union all select i + 1 from n
+					 where i < 400000)
+		insert into t select i, hex(randomblob(16)) || i from n;
+		create index tb on t(b);
+		select count(*), count(distinct substr(b, 1, 3)) from t;
+		select sum(a) from t where a % 7 = 0;"
+else
+	bad "snapshot: sqlite3 is not installed (make check installs it)"
+fi
+mkdir -p cxx && (cd cxx && . "$top/tests/real/cxxserver-build.sh" &&
+	cxxserver_build) || bad "snapshot: the C++ server did not build"
+[ -x cxx/cxxserver ] &&
+	snap_while cxxserver env CXXSERVER_IDLE_MS=500 ./cxx/cxxserver hand
+
+# Not glibc's heap: said, and the mappings are classed all the same.
+notglibc() { # WHAT PATTERN COMMAND...
+	what=$1 pattern=$2
+	shift 2
+	if hk_start snap$what "$@"; then
+		"$bin" snapshot -o other/ $hk_pid >/dev/null 2>snap.err
+		rc=$?
+		f=$(ls other/*.$(printf %05d $hk_pid).0001.snap 2>/dev/null)
+		[ $rc = 0 ] && grep -q "^dmprof: warning: .*$pattern.*; its memory is classed by mapping only$" snap.err &&
+			grep -q "^Heap: none (.*$pattern" "$f" &&
+			"$bin" top "$f" 2>/dev/null | head -1 | grep -q "^heap: none (" &&
+			ok || bad "snapshot: $what: status $rc: $(cat snap.err)"
+		if [ -n "$f" ]; then
+			snap_check "$f" >checks.out 2>&1
+			sed "s/^bad /bad $what: /" checks.out >checks.$what
+			snap_count checks.$what
+		fi
+		hk_stop
+	fi
+}
+notglibc tcmalloc "another allocator" env LD_PRELOAD=$tcmalloc "$tmp/heap/heapknown" snaptc
+[ -x "$tmp/heap/heapknown-static" ] &&
+	notglibc static "no libc.so mapped" "$tmp/heap/heapknown-static" snapstatic
+
+# A corrupt heap is snapshotted, its problem said and kept.
+if hk_start snapcorrupt "$tmp/heap/heapknown" snapcorrupt corrupt; then
+	"$bin" snapshot -o corrupt/ $hk_pid >/dev/null 2>snap.err
+	f=$(ls corrupt/*.snap)
+	grep -q "^dmprof: warning: $f: [0-9]* problems\{0,1\} in the heap walk, the first: arena 0: chunk at $(sed -n 's/^corrupt //p' snapcorrupt): size field 0x0 too small" snap.err &&
+		grep -q "^problem 0x[0-9a-f]* 0 arena 0: chunk at" "$f" &&
+		"$bin" top "$f" 2>/dev/null | head -1 | grep -q "; [0-9]* problems\{0,1\} in the walk$" &&
+		ok || bad "snapshot: corrupt: $(cat snap.err)"
+	hk_stop
+fi
+
+# Refused: a process traced already; nothing written.
+if hk_start snaptraced "$tmp/heap/heapknown" snaptraced traced; then
+	"$bin" snapshot -o traced/ $hk_pid >/dev/null 2>snap.err
+	[ $? = 1 ] && [ ! -e traced ] &&
+		grep -q "^dmprof: process $hk_pid is traced already" snap.err &&
+		ok || bad "snapshot: traced: $(cat snap.err)"
+	hk_stop
+fi
+# A process stopped (SIGSTOP, a shell's ^Z) is snapshotted and stays
+# stopped.
+sleep 30 &
+sleeper=$!
+kill -STOP $sleeper
+sleep 0.1
+"$bin" snapshot -o stopped/ $sleeper >/dev/null 2>snap.err &&
+	[ "$(sed -n 's/^State:[[:space:]]*\(.\).*/\1/p' /proc/$sleeper/status)" = T ] &&
+	ok || bad "snapshot: a stopped process: $(cat snap.err)"
+kill -9 $sleeper
+wait $sleeper 2>/dev/null
+
+# Killed in the middle: a snapshot or an error, never a crash or a hang.
+if hk_start snapbig "$tmp/heap/heapknown" snapbig big 2000000; then
+	hk_killed snapshot "$bin" snapshot -o killed/ $hk_pid
+fi
+cd "$tmp" || exit 1
