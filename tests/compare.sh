@@ -171,7 +171,7 @@ for d in tc rec cxx/tc cxx/rec je; do
 	a=$(first "$c/$d") && b=$(last "$c/$d" "$a")
 	[ -n "$a" ] && series "$c/$d" "$a" "$b"
 done
-for f in "$c"/go/g* "$c/dhat/dhat.out"; do
+for f in "$c"/go/g.0* "$c/dhat/dhat.out"; do
 	[ -f "$f" ] || continue
 	run "$(dirname "$f")" top "$f"
 	run "$(dirname "$f")" top --json "$f"
