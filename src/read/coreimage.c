@@ -563,16 +563,15 @@ static const struct core_thread *main_thread(const struct coreimage *c)
 
 /*
  * The name /proc/PID/maps gives an anonymous segment, where a core lets
- * it be known: [stack] holds the main thread's rsp, [vdso] is at
+ * it be known: [stack] holds the main thread's (T's) rsp, [vdso] is at
  * AT_SYSINFO_EHDR, [vsyscall] at its fixed address, [heap] as
  * find_heap says.  [vvar] and the names of anonymous shared memory
  * (/dev/zero, memfd:...) are not in a core; they stay "".
  */
-static const char *anon_name(const struct coreimage *c, uint64_t start,
+static const char *anon_name(const struct coreimage *c,
+			     const struct core_thread *t, uint64_t start,
 			     uint64_t end, uint64_t heap)
 {
-	const struct core_thread *t = main_thread(c);
-
 	if (t && t->regs.rsp >= start && t->regs.rsp < end)
 		return "[stack]";
 	if (c->vdso && c->vdso == start)
@@ -642,6 +641,7 @@ static void add_file_gaps(struct coreimage *c, const struct core_file *f)
 static void build_maps(struct core_open *o)
 {
 	struct coreimage *c = o->core;
+	const struct core_thread *t = main_thread(c);
 	uint64_t heap;
 
 	qsort(o->files, o->nfiles, sizeof(*o->files), cmp_file);
@@ -654,7 +654,7 @@ static void build_maps(struct core_open *o)
 
 		seg_perms(s->flags, perms);
 		add_vma(c, s->vaddr, end, perms, f,
-			f ? NULL : anon_name(c, s->vaddr, end, heap));
+			f ? NULL : anon_name(c, t, s->vaddr, end, heap));
 	}
 	for (size_t i = 0; i < o->nfiles; i++)
 		add_file_gaps(c, &o->files[i]);
