@@ -96,7 +96,6 @@ static int walk_core(struct heap_run *r)
 		return -1;
 	if ((missing = coreimage_missing(&core)))
 		warning("%s", missing);
-	free(missing);
 	r->pid = core.pid;
 	r->threads = core.nthreads;
 	rc = glibc_heap_walk(&r->h, &core.img);
@@ -105,9 +104,11 @@ static int walk_core(struct heap_run *r)
 	r->walk = seconds() - t0;
 	coreimage_close(&core);
 	if (rc < 0) {
-		error("%s", r->h.why);
+		error("%s%s", r->h.why, missing ? " (the core is cut short: "
+				"what it lacks may hold it)" : "");
 		glibc_heap_release(&r->h);
 	}
+	free(missing);
 	return rc;
 }
 

@@ -691,6 +691,9 @@ static void read_segments(struct core_open *o, const Elf64_Phdr *ph,
 	if (!c->nsegs)
 		warning("%s: no PT_LOAD segment: the core holds no memory",
 			c->path);
+	if (!o->nfiles)
+		warning("%s: no NT_FILE note: its mappings are not named (the "
+			"notes cut short, or a kernel before 3.7)", c->path);
 }
 
 static int open_file(struct coreimage *c)
