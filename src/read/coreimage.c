@@ -382,7 +382,8 @@ static void sort_segments(struct coreimage *c)
 {
 	size_t out = 0;
 
-	qsort(c->segs, c->nsegs, sizeof(*c->segs), cmp_seg);
+	if (c->nsegs)
+		qsort(c->segs, c->nsegs, sizeof(*c->segs), cmp_seg);
 	for (size_t i = 0; i < c->nsegs; i++) {
 		const struct core_segment *s = &c->segs[i], *prev;
 
@@ -433,7 +434,11 @@ static const struct core_segment *seg_find(const struct coreimage *c,
 
 /*
  * From ADDR on, through adjacent segments as a live read goes through
- * adjacent mappings, until a byte the core does not hold.
+ * adjacent mappings, until a byte the core does not hold.  File-backed
+ * bytes a core leaves out (code, by coredump_filter; gcore's read-only
+ * mappings) could be read from the NT_FILE path at its offset when the
+ * file is unchanged; not done yet: the heap walk needs none of them
+ * (libc's data is written to, so always dumped).
  */
 static size_t read_core(struct procimage *img, uint64_t addr, void *buf,
 			size_t len)
@@ -644,7 +649,8 @@ static void build_maps(struct core_open *o)
 	const struct core_thread *t = main_thread(c);
 	uint64_t heap;
 
-	qsort(o->files, o->nfiles, sizeof(*o->files), cmp_file);
+	if (o->nfiles)
+		qsort(o->files, o->nfiles, sizeof(*o->files), cmp_file);
 	heap = find_heap(o);
 	for (size_t i = 0; i < c->nsegs; i++) {
 		const struct core_segment *s = &c->segs[i];
