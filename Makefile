@@ -29,7 +29,7 @@ O ?= build
 BUILD_DEPS = libpcre2-dev binutils-dev libcsv-dev libcriterion-dev \
 	     libdebuginfod-dev libdeflate-dev pkg-config
 TEST_DEPS = gcc g++ diffutils libgoogle-perftools4 google-perftools libc6-dbg \
-	    python3 sqlite3 chromium zstd ruby nodejs debuginfod \
+	    python3 sqlite3 chromium zstd ruby nodejs debuginfod gdb \
 	    golang-go valgrind libjemalloc2 libjemalloc-dev dpkg-dev lintian
 BENCH_DEPS = libllvm14 llvm binutils time bc heaptrack g++ \
 	     libgoogle-perftools4

@@ -88,6 +88,10 @@ char *xasprintf(const char *fmt, ...) PRINTF(1, 2);
  */
 void *xcalloc_table(size_t n, size_t size);
 size_t st_add(size_t a, size_t b);
+
+/* Up to LEN bytes at OFF of FD: what pread gives until the end of the
+ * file or an error (EINTR retried). */
+size_t pread_full(int fd, void *buf, size_t len, uint64_t off);
 size_t st_mult(size_t a, size_t b);
 
 /*

@@ -1,9 +1,10 @@
 /*
- * dmprof heap [--json] [--blocks] PID: stop a running process, walk its
- * glibc malloc heap from outside, let it go, and say where every byte of
- * the arenas is: in use, in a tcache, a fastbin, the unsorted bin, a bin,
- * top, the allocator's own headers, or unknown past a corruption.  The
- * groundwork of `dmprof snapshot`, and the way to test the walk.
+ * dmprof heap [--json] [--blocks] PID|CORE: stop a running process, walk
+ * its glibc malloc heap from outside, let it go, and say where every byte
+ * of the arenas is: in use, in a tcache, a fastbin, the unsorted bin, a
+ * bin, top, the allocator's own headers, or unknown past a corruption.
+ * Given an ELF core file instead, the same walk over the core's memory.
+ * The groundwork of `dmprof snapshot`, and the way to test the walk.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "coreimage.h"
 #include "glibc_heap.h"
 #include "json_write.h"
 #include "procimage.h"
@@ -34,6 +36,7 @@ enum {
 #define PROBLEMS_SAID 10
 
 struct heap_run {
+	const char *core; /* the core file walked, or NULL: process PID */
 	pid_t pid;
 	size_t threads;
 	double held, stopping, walk;
@@ -78,6 +81,34 @@ static int walk_once(struct heap_run *r)
 		error("%s", r->h.why);
 	if (rc < 0)
 		glibc_heap_release(&r->h);
+	return rc;
+}
+
+/* Walk the core R->core: 0, or -1 (said).  Nothing to stop or let go. */
+static int walk_core(struct heap_run *r)
+{
+	struct coreimage core;
+	char *missing;
+	double t0 = seconds();
+	int rc;
+
+	if (coreimage_open(&core, r->core) < 0)
+		return -1;
+	if ((missing = coreimage_missing(&core)))
+		warning("%s", missing);
+	r->pid = core.pid;
+	r->threads = core.nthreads;
+	rc = glibc_heap_walk(&r->h, &core.img);
+	r->nreads = core.img.nreads;
+	r->nbytes = core.img.nbytes;
+	r->walk = seconds() - t0;
+	coreimage_close(&core);
+	if (rc < 0) {
+		error("%s%s", r->h.why, missing ? " (the core is cut short: "
+				"what it lacks may hold it)" : "");
+		glibc_heap_release(&r->h);
+	}
+	free(missing);
 	return rc;
 }
 
@@ -155,11 +186,18 @@ static void print_text(const struct heap_run *r, bool blocks)
 	const struct heap_tally *t = &sum.t;
 
 	glibc_heap_summary(h, &sum);
-	printf("process %d: %zu thread%s held %.1f ms (stopping them %.1f ms,"
-	       " the walk %.1f ms, %" PRIu64 " bytes read in %" PRIu64
-	       " reads)\n", (int)r->pid, r->threads, r->threads == 1 ? "" : "s",
-	       r->held * 1e3, r->stopping * 1e3, r->walk * 1e3, r->nbytes,
-	       r->nreads);
+	if (r->core)
+		printf("core %s: process %d, %zu thread%s (the walk %.1f ms,"
+		       " %" PRIu64 " bytes read in %" PRIu64 " reads)\n",
+		       r->core, (int)r->pid, r->threads,
+		       r->threads == 1 ? "" : "s", r->walk * 1e3, r->nbytes,
+		       r->nreads);
+	else
+		printf("process %d: %zu thread%s held %.1f ms (stopping them "
+		       "%.1f ms, the walk %.1f ms, %" PRIu64 " bytes read in "
+		       "%" PRIu64 " reads)\n", (int)r->pid, r->threads,
+		       r->threads == 1 ? "" : "s", r->held * 1e3,
+		       r->stopping * 1e3, r->walk * 1e3, r->nbytes, r->nreads);
 	printf("glibc malloc: main_arena 0x%" PRIx64 ", %zu arena%s, %zu "
 	       "tcache%s\n\n", h->arenas[0].addr, h->narenas,
 	       h->narenas == 1 ? "" : "s", h->ntcaches,
@@ -274,10 +312,14 @@ static void print_json(const struct heap_run *r, bool blocks)
 	glibc_heap_summary(h, &sum);
 	json_write_init(&w, &out, stdout, false);
 	json_object(&w);
+	if (r->core)
+		json_member_string(&w, "core", r->core);
 	json_member_int(&w, "pid", r->pid);
 	json_member_uint(&w, "threads", r->threads);
-	json_member_double(&w, "held_seconds", r->held);
-	json_member_double(&w, "stopping_seconds", r->stopping);
+	if (!r->core) {
+		json_member_double(&w, "held_seconds", r->held);
+		json_member_double(&w, "stopping_seconds", r->stopping);
+	}
 	json_member_double(&w, "walk_seconds", r->walk);
 	json_member_uint(&w, "bytes_read", r->nbytes);
 	json_member_uint(&w, "reads", r->nreads);
@@ -302,14 +344,25 @@ static void print_json(const struct heap_run *r, bool blocks)
 	sb_release(&out);
 }
 
+/* An operand that is not a number but names a file: a core to read. */
+static const char *core_operand(const struct cmd_args *a)
+{
+	const char *arg = a->argc == 1 ? a->argv[0] : NULL;
+
+	if (!arg || !arg[strspn(arg, "0123456789")] || access(arg, F_OK) < 0)
+		return NULL;
+	return arg;
+}
+
 static int cmd_heap_run(struct cmd_args *a)
 {
 	struct heap_run r = { 0 };
 	int status;
 
-	if ((status = setup_pid(a, &r.pid)))
+	r.core = core_operand(a);
+	if (!r.core && (status = setup_pid(a, &r.pid)))
 		return status;
-	if (walk(&r) < 0)
+	if ((r.core ? walk_core(&r) : walk(&r)) < 0)
 		return 1;
 	say_problems(&r.h);
 	if (args_has(a, OPT_JSON))
@@ -327,9 +380,9 @@ static const struct cmd_option options[] = {
 	OPT_END,
 };
 
-static const char *const usage[] = { "PID", NULL };
+static const char *const usage[] = { "PID", "CORE", NULL };
 
 const struct cmd_entry cmd_heap = {
-	"heap", "stop a running process and account for its glibc malloc heap",
+	"heap", "account for the glibc malloc heap of a process or a core",
 	usage, options, 0, NULL, cmd_heap_run,
 };

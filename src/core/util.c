@@ -220,6 +220,23 @@ void *xmemdup(const void *p, size_t n)
 	return q;
 }
 
+size_t pread_full(int fd, void *buf, size_t len, uint64_t off)
+{
+	size_t got = 0;
+
+	while (got < len && off + got >= off && off + got <= INT64_MAX) {
+		ssize_t n = pread(fd, (char *)buf + got, len - got,
+				  (off_t)(off + got));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	return got;
+}
+
 size_t st_add(size_t a, size_t b)
 {
 	if (a > SIZE_MAX - b)

@@ -75,8 +75,6 @@ void procimage_gather(struct procimage *img, const uint64_t *addrs, size_t n,
 static size_t read_mem_file(struct procimage *img, uint64_t addr, void *buf,
 			    size_t len)
 {
-	size_t got = 0;
-
 	if (img->mem_fd < 0) {
 		char path[64];
 
@@ -85,17 +83,7 @@ static size_t read_mem_file(struct procimage *img, uint64_t addr, void *buf,
 		if (img->mem_fd < 0)
 			return 0;
 	}
-	while (got < len && addr + got >= addr && addr + got <= INT64_MAX) {
-		ssize_t n = pread(img->mem_fd, (char *)buf + got, len - got,
-				  (off_t)(addr + got));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	return got;
+	return pread_full(img->mem_fd, buf, len, addr);
 }
 
 /*

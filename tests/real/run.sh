@@ -16,7 +16,8 @@
 #   - dmprof's DWARF reader gives libbfd's answers, address by address
 #     (dwarf.sh);
 #   - dmprof heap accounts for a live process's glibc heap as glibc's own
-#     mallinfo2() does (heap.sh);
+#     mallinfo2() does (heap.sh), and for a core of it that gcore wrote
+#     (core.sh);
 #   - dmprof snapshot of running processes: heapknown's heap as heap and
 #     glibc say it, python3, sqlite3 and a C++ server snapshotted mid-run
 #     unchanged, every byte in a component (snapshot.sh).
@@ -203,6 +204,7 @@ fi
 . "$top/tests/real/jemalloc.sh"
 . "$top/tests/real/dwarf.sh"
 . "$top/tests/real/heap.sh"
+. "$top/tests/real/core.sh"
 . "$top/tests/real/snapshot.sh"
 
 echo "real: $pass passed, $fail failed"

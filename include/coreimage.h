@@ -1,0 +1,81 @@
+/*
+ * ELF core files (x86-64, written by the kernel or by gdb's gcore) as a
+ * process image: the mappings from the NT_FILE note and the PT_LOAD
+ * segments, the memory the segments hold, and each thread's registers
+ * from its NT_PRSTATUS note, for what walks or scans memory afterwards.
+ */
+#ifndef DMPROF_COREIMAGE_H
+#define DMPROF_COREIMAGE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/user.h>
+
+#include "procimage.h"
+
+/* One thread, from its NT_PRSTATUS note. */
+struct core_thread {
+	pid_t pid;
+	int cursig;                   /* the signal it stopped on, or 0 */
+	struct user_regs_struct regs; /* rip, rsp, rbp, fs_base, ... */
+};
+
+/* One PT_LOAD segment: memory at VADDR (first: see count_from), MEMSZ
+ * bytes of it. */
+struct core_segment {
+	uint64_t vaddr, memsz;
+	uint64_t offset;  /* where its bytes start in the core */
+	uint64_t filesz;  /* what the header says the core holds */
+	uint64_t avail;   /* what the core really holds (<= filesz) */
+	uint32_t flags;   /* p_flags: PF_R, PF_W, PF_X */
+};
+
+/* Some segments and their bytes. */
+struct core_lack {
+	size_t count;
+	uint64_t bytes;
+};
+
+struct coreimage {
+	/* First, so that the image's callbacks find the core around it. */
+	struct procimage img;
+	char *path;
+	int fd;
+	uint64_t size;  /* of the core file */
+	/* Sorted by vaddr, overlaps dropped. */
+	struct core_segment *segs;
+	size_t nsegs;
+	struct core_thread *threads;
+	size_t nthreads;
+	pid_t pid;          /* NT_PRPSINFO's, or the first thread's */
+	char command[17];   /* NT_PRPSINFO's pr_fname, "" if absent */
+	/* From NT_AUXV, 0 when absent. */
+	uint64_t entry, vdso;
+	/*
+	 * Bytes not in the core by the writer's choice (p_filesz below
+	 * p_memsz: code read from files, coredump_filter, guard pages),
+	 * and those missing because the core is cut short (RLIMIT_CORE,
+	 * a full disk): segments wholly past the end, and the one cut.
+	 */
+	struct core_lack not_dumped, absent, cut;
+	/* The notes were cut short, or malformed: how many were skipped. */
+	size_t bad_notes;
+};
+
+/*
+ * Open the core at PATH into CORE: 0, or -1 after saying why not ("FILE:
+ * not an ELF file", not a core, not x86-64, headers cut short).  What a
+ * cut core lacks is counted in CORE, not an error; malformed parts are
+ * warnings naming FILE: offset.  CORE->img is what readers are given;
+ * reads outside the segments' bytes give nothing.
+ */
+int coreimage_open(struct coreimage *core, const char *path);
+void coreimage_close(struct coreimage *core);
+
+/*
+ * What a cut core lacks, as a sentence for a warning ("FILE is cut short
+ * at N bytes: ..."), in new memory; NULL when it lacks nothing.
+ */
+char *coreimage_missing(const struct coreimage *core);
+
+#endif

@@ -1,0 +1,764 @@
+/*
+ * ELF core files as process images.  Every read is a pread of the core
+ * checked against its size: a hostile or cut core gives fewer bytes,
+ * never a read outside the file.  The mappings are rebuilt as /proc/PID/
+ * maps would show them, as far as a core says (see build_maps).
+ */
+#include "coreimage.h"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util.h"
+
+/* The x86-64 layouts of the kernel's struct elf_prstatus and
+ * elf_prpsinfo (<linux/elfcore.h>), by offset. */
+#define PRSTATUS_CURSIG 12
+#define PRSTATUS_PID 32
+#define PRSTATUS_REGS 112
+#define PRPSINFO_PID 24
+#define PRPSINFO_FNAME 40
+#define PRPSINFO_FNAME_LEN 16
+/* Where [vsyscall] always is on x86-64. */
+#define VSYSCALL_ADDR 0xffffffffff600000ull
+/* How far past the .bss x86-64's brk randomisation may start [heap]. */
+#define BRK_REACH (1ull << 30)
+
+/* A file mapping from NT_FILE: OFFSET in bytes. */
+struct core_file {
+	uint64_t start, end, offset;
+	const char *path;
+};
+
+/* What opening gathers before the mappings are built. */
+struct core_open {
+	struct coreimage *core;
+	struct core_file *files;
+	size_t nfiles, files_alloc, threads_alloc;
+};
+
+static uint32_t get32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/* Up to LEN bytes at OFF of the core, never past its end: how many. */
+static size_t core_pread(const struct coreimage *c, void *buf, size_t len,
+			 uint64_t off)
+{
+	if (off >= c->size)
+		return 0;
+	if (len > c->size - off)
+		len = (size_t)(c->size - off);
+	return pread_full(c->fd, buf, len, off);
+}
+
+/* --- The ELF header and the program headers ------------------------ */
+
+static const char *type_name(unsigned type)
+{
+	switch (type) {
+	case ET_REL: return ", an object file";
+	case ET_EXEC: return ", an executable";
+	case ET_DYN: return ", a shared library or a PIE";
+	default: return "";
+	}
+}
+
+static int check_header(const struct coreimage *c, const Elf64_Ehdr *eh,
+			size_t got)
+{
+	if (got < SELFMAG || memcmp(eh->e_ident, ELFMAG, SELFMAG))
+		return error("%s: not an ELF file", c->path);
+	if (got > EI_CLASS && eh->e_ident[EI_CLASS] == ELFCLASS32)
+		return error("%s: a 32-bit ELF file: only x86-64 cores are "
+			     "read", c->path);
+	if (got < sizeof(*eh))
+		return error("%s: the ELF header is cut short (%zu of %zu "
+			     "bytes)", c->path, got, sizeof(*eh));
+	if (eh->e_type != ET_CORE)
+		return error("%s: not a core file (ELF type %u%s)", c->path,
+			     eh->e_type, type_name(eh->e_type));
+	if (eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh->e_ident[EI_DATA] != ELFDATA2LSB || eh->e_machine != EM_X86_64)
+		return error("%s: a core of ELF machine %u, not x86-64: not "
+			     "read", c->path, eh->e_machine);
+	if (eh->e_phentsize != sizeof(Elf64_Phdr))
+		return error("%s: program headers of %u bytes, not %zu",
+			     c->path, eh->e_phentsize, sizeof(Elf64_Phdr));
+	return 0;
+}
+
+/* The number of program headers: past 65534, section 0's sh_info. */
+static int count_phdrs(const struct coreimage *c, const Elf64_Ehdr *eh,
+		       uint64_t *n)
+{
+	Elf64_Shdr sh;
+
+	*n = eh->e_phnum;
+	if (eh->e_phnum != PN_XNUM)
+		return 0;
+	if (core_pread(c, &sh, sizeof(sh), eh->e_shoff) != sizeof(sh))
+		return error("%s: offset 0x%" PRIx64 ": the section header "
+			     "holding the number of segments is past the end "
+			     "of the file (%" PRIu64 " bytes)", c->path,
+			     (uint64_t)eh->e_shoff, c->size);
+	*n = sh.sh_info;
+	return 0;
+}
+
+/* All program headers into *OUT (freed by the caller), *N of them. */
+static int read_phdrs(const struct coreimage *c, const Elf64_Ehdr *eh,
+		      Elf64_Phdr **out, size_t *n)
+{
+	uint64_t count, bytes;
+
+	if (count_phdrs(c, eh, &count) < 0)
+		return -1;
+	bytes = count * sizeof(Elf64_Phdr);
+	if (eh->e_phoff > c->size || bytes > c->size - eh->e_phoff)
+		return error("%s: offset 0x%" PRIx64 ": the %" PRIu64
+			     " program headers run past the end of the file "
+			     "(%" PRIu64 " bytes): the core is cut short",
+			     c->path, (uint64_t)eh->e_phoff, count, c->size);
+	*n = (size_t)count;
+	*out = xmalloc(bytes ? (size_t)bytes : 1);
+	if (core_pread(c, *out, (size_t)bytes, eh->e_phoff) != bytes) {
+		free(*out);
+		return error_errno("%s: reading the program headers", c->path);
+	}
+	return 0;
+}
+
+/* --- Notes ---------------------------------------------------------- */
+
+static void note_file(struct core_open *o, const uint8_t *d, size_t len,
+		      uint64_t off)
+{
+	struct coreimage *c = o->core;
+	uint64_t count, page;
+	size_t names;
+
+	if (len < 16 || (count = get64(d)) > (len - 16) / 24) {
+		warning("%s: offset 0x%" PRIx64 ": an NT_FILE note of %zu "
+			"bytes too short for its entries; ignored", c->path,
+			off, len);
+		c->bad_notes++;
+		return;
+	}
+	page = get64(d + 8);
+	names = 16 + (size_t)count * 24;
+	for (uint64_t i = 0; i < count; i++) {
+		const uint8_t *e = d + 16 + i * 24;
+		const char *path = (const char *)d + names;
+		const char *nul = memchr(path, 0, len - names);
+		struct core_file *f;
+
+		if (!nul) {
+			warning("%s: offset 0x%" PRIx64 ": NT_FILE: the path "
+				"of entry %" PRIu64 " runs past the note; the "
+				"rest ignored", c->path, off + names, i);
+			c->bad_notes++;
+			return;
+		}
+		names += (size_t)(nul - path) + 1;
+		if (get64(e + 8) <= get64(e) ||
+		    (page && get64(e + 16) > UINT64_MAX / page))
+			continue;
+		GROW(o->files, o->nfiles + 1, o->files_alloc);
+		f = &o->files[o->nfiles++];
+		f->start = get64(e);
+		f->end = get64(e + 8);
+		f->offset = get64(e + 16) * page;
+		f->path = strtab_intern(&c->img.strings, path,
+					(size_t)(nul - path));
+	}
+}
+
+static void note_prstatus(struct core_open *o, const uint8_t *d, size_t len,
+			  uint64_t off)
+{
+	struct coreimage *c = o->core;
+	struct core_thread *t;
+	int16_t sig;
+
+	if (len < PRSTATUS_REGS + sizeof(t->regs)) {
+		warning("%s: offset 0x%" PRIx64 ": an NT_PRSTATUS note of "
+			"%zu bytes, too short for x86-64's; ignored", c->path,
+			off, len);
+		c->bad_notes++;
+		return;
+	}
+	GROW(c->threads, c->nthreads + 1, o->threads_alloc);
+	t = &c->threads[c->nthreads++];
+	memcpy(&sig, d + PRSTATUS_CURSIG, sizeof(sig));
+	t->cursig = sig;
+	t->pid = (pid_t)get32(d + PRSTATUS_PID);
+	memcpy(&t->regs, d + PRSTATUS_REGS, sizeof(t->regs));
+}
+
+static void note_prpsinfo(struct coreimage *c, const uint8_t *d, size_t len)
+{
+	if (len < PRPSINFO_FNAME + PRPSINFO_FNAME_LEN)
+		return;
+	c->pid = (pid_t)get32(d + PRPSINFO_PID);
+	memcpy(c->command, d + PRPSINFO_FNAME, PRPSINFO_FNAME_LEN);
+	c->command[PRPSINFO_FNAME_LEN] = 0;
+}
+
+static void note_auxv(struct coreimage *c, const uint8_t *d, size_t len)
+{
+	for (size_t i = 0; i + 16 <= len; i += 16) {
+		if (get64(d + i) == AT_ENTRY)
+			c->entry = get64(d + i + 8);
+		else if (get64(d + i) == AT_SYSINFO_EHDR)
+			c->vdso = get64(d + i + 8);
+	}
+}
+
+static void dispatch_note(struct core_open *o, uint32_t type,
+			  const uint8_t *d, size_t len, uint64_t off)
+{
+	switch (type) {
+	case NT_FILE:
+		note_file(o, d, len, off);
+		break;
+	case NT_PRSTATUS:
+		note_prstatus(o, d, len, off);
+		break;
+	case NT_PRPSINFO:
+		note_prpsinfo(o->core, d, len);
+		break;
+	case NT_AUXV:
+		note_auxv(o->core, d, len);
+		break;
+	}
+}
+
+static uint64_t align4(uint64_t n)
+{
+	return (n + 3) & ~(uint64_t)3;
+}
+
+/*
+ * The notes in P (LEN bytes read at OFF; fewer than the segment's when
+ * the core is cut short): "CORE" ones are read, others (gdb's, LINUX's
+ * register sets) skipped.  One that runs past LEN ends the reading.
+ */
+static void parse_notes(struct core_open *o, const uint8_t *p, size_t len,
+			uint64_t off)
+{
+	uint64_t at = 0;
+
+	while (len - at >= sizeof(Elf64_Nhdr)) {
+		uint32_t namesz = get32(p + at), descsz = get32(p + at + 4);
+		uint64_t name = at + sizeof(Elf64_Nhdr);
+		uint64_t desc = name + align4(namesz);
+
+		if (desc > len || descsz > len - desc) {
+			warning("%s: offset 0x%" PRIx64 ": a note (type %u, "
+				"%u bytes) runs past the notes' end (offset "
+				"0x%" PRIx64 "); the rest skipped",
+				o->core->path, off + at, get32(p + at + 8),
+				descsz, off + len);
+			o->core->bad_notes++;
+			return;
+		}
+		if (namesz == 5 && !memcmp(p + name, "CORE", 5))
+			dispatch_note(o, get32(p + at + 8), p + desc, descsz,
+			     off + desc);
+		at = desc + align4(descsz);
+		if (at > len)
+			return;
+	}
+}
+
+static void read_notes(struct core_open *o, const Elf64_Phdr *ph)
+{
+	struct coreimage *c = o->core;
+	size_t len;
+	uint8_t *buf;
+
+	if (ph->p_offset >= c->size)
+		len = 0;
+	else
+		len = (size_t)(ph->p_filesz < c->size - ph->p_offset
+				       ? ph->p_filesz
+				       : c->size - ph->p_offset);
+	if (len < ph->p_filesz)
+		warning("%s: offset 0x%" PRIx64 ": the notes are cut short "
+			"(%zu of %" PRIu64 " bytes in the file)", c->path,
+			(uint64_t)ph->p_offset, len, (uint64_t)ph->p_filesz);
+	if (!len)
+		return;
+	buf = xmalloc(len);
+	len = core_pread(c, buf, len, ph->p_offset);
+	parse_notes(o, buf, len, ph->p_offset);
+	free(buf);
+}
+
+/* --- Segments ------------------------------------------------------- */
+
+/* PH as a segment, and what of it is absent, if it makes sense. */
+static void add_segment(struct core_open *o, const Elf64_Phdr *ph,
+			size_t *alloc)
+{
+	struct coreimage *c = o->core;
+	struct core_segment *s;
+	uint64_t filesz = ph->p_filesz;
+
+	if (!ph->p_memsz)
+		return;
+	if (ph->p_vaddr + ph->p_memsz < ph->p_vaddr) {
+		warning("%s: a segment at 0x%" PRIx64 " of %" PRIu64 " bytes "
+			"wraps around the address space; ignored", c->path,
+			(uint64_t)ph->p_vaddr, (uint64_t)ph->p_memsz);
+		return;
+	}
+	if (filesz > ph->p_memsz) {
+		warning("%s: the segment at 0x%" PRIx64 " says it holds %"
+			PRIu64 " bytes of its %" PRIu64 "; the first %" PRIu64
+			" read", c->path, (uint64_t)ph->p_vaddr, filesz,
+			(uint64_t)ph->p_memsz, (uint64_t)ph->p_memsz);
+		filesz = ph->p_memsz;
+	}
+	GROW(c->segs, c->nsegs + 1, *alloc);
+	s = &c->segs[c->nsegs++];
+	s->vaddr = ph->p_vaddr;
+	s->memsz = ph->p_memsz;
+	s->offset = ph->p_offset;
+	s->filesz = filesz;
+	s->flags = ph->p_flags;
+	if (s->offset >= c->size)
+		s->avail = 0;
+	else
+		s->avail = filesz < c->size - s->offset ? filesz
+							: c->size - s->offset;
+}
+
+/* What each segment lacks, by the writer's choice or by a cut. */
+static void count_lacks(struct coreimage *c)
+{
+	for (size_t i = 0; i < c->nsegs; i++) {
+		const struct core_segment *s = &c->segs[i];
+		struct core_lack *l = s->avail ? &c->cut : &c->absent;
+
+		if (s->filesz < s->memsz) {
+			c->not_dumped.count++;
+			c->not_dumped.bytes += s->memsz - s->filesz;
+		}
+		if (s->avail < s->filesz) {
+			l->count++;
+			l->bytes += s->filesz - s->avail;
+		}
+	}
+}
+
+static int cmp_seg(const void *a, const void *b)
+{
+	const struct core_segment *x = a, *y = b;
+
+	return x->vaddr < y->vaddr ? -1 : x->vaddr > y->vaddr;
+}
+
+/* Sorted by address; of overlapping segments the first is kept. */
+static void sort_segments(struct coreimage *c)
+{
+	size_t out = 0;
+
+	if (c->nsegs)
+		qsort(c->segs, c->nsegs, sizeof(*c->segs), cmp_seg);
+	for (size_t i = 0; i < c->nsegs; i++) {
+		const struct core_segment *s = &c->segs[i], *prev;
+
+		prev = out ? &c->segs[out - 1] : NULL;
+		if (prev && s->vaddr < prev->vaddr + prev->memsz) {
+			warning("%s: the segment at 0x%" PRIx64 " overlaps the "
+				"one at 0x%" PRIx64 "; ignored", c->path,
+				s->vaddr, prev->vaddr);
+			continue;
+		}
+		c->segs[out++] = *s;
+	}
+	c->nsegs = out;
+}
+
+/*
+ * How many of the N elements (SIZE bytes each) at BASE start at or below
+ * ADDR: each starts with its start address, and they are sorted by it.
+ */
+static size_t count_from(const void *base, size_t n, size_t size,
+			 uint64_t addr)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		uint64_t start;
+
+		memcpy(&start, (const char *)base + mid * size, sizeof(start));
+		if (start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The segment holding ADDR, or NULL. */
+static const struct core_segment *seg_find(const struct coreimage *c,
+					   uint64_t addr)
+{
+	size_t i = count_from(c->segs, c->nsegs, sizeof(*c->segs), addr);
+
+	if (!i || addr - c->segs[i - 1].vaddr >= c->segs[i - 1].memsz)
+		return NULL;
+	return &c->segs[i - 1];
+}
+
+/*
+ * From ADDR on, through adjacent segments as a live read goes through
+ * adjacent mappings, until a byte the core does not hold.  File-backed
+ * bytes a core leaves out (code, by coredump_filter; gcore's read-only
+ * mappings) could be read from the NT_FILE path at its offset when the
+ * file is unchanged; not done yet: the heap walk needs none of them
+ * (libc's data is written to, so always dumped).
+ */
+static size_t read_core(struct procimage *img, uint64_t addr, void *buf,
+			size_t len)
+{
+	struct coreimage *c = (struct coreimage *)img;
+	const struct core_segment *s = seg_find(c, addr), *end;
+	size_t got = 0;
+
+	end = c->segs + c->nsegs;
+	while (s && got < len) {
+		uint64_t at = addr + got - s->vaddr;
+		size_t want, n;
+
+		if (at >= s->avail)
+			break;
+		want = len - got < s->avail - at ? len - got
+						  : (size_t)(s->avail - at);
+		n = core_pread(c, (char *)buf + got, want, s->offset + at);
+		got += n;
+		if (n < want)
+			break;
+		if (at + want == s->memsz)
+			s = s + 1 < end && s[1].vaddr == s->vaddr + s->memsz
+				    ? s + 1
+				    : NULL;
+	}
+	return got;
+}
+
+/* --- Mappings ------------------------------------------------------- */
+
+static int cmp_file(const void *a, const void *b)
+{
+	const struct core_file *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* The NT_FILE entry holding ADDR, or NULL (FILES sorted by start). */
+static const struct core_file *file_find(const struct core_open *o,
+					 uint64_t addr)
+{
+	size_t i = count_from(o->files, o->nfiles, sizeof(*o->files), addr);
+
+	if (!i || addr >= o->files[i - 1].end)
+		return NULL;
+	return &o->files[i - 1];
+}
+
+/*
+ * Where the executable's memory ends, its .bss included: the end of its
+ * last PT_LOAD, from its ELF headers as the core holds them (the kernel
+ * and gcore both dump a file's first page), moved by where its first
+ * page (EXE, its mapping at offset 0) is mapped: a PIE's load bias.
+ * 0 when they cannot be read.
+ */
+static uint64_t exe_end(struct coreimage *c, const struct core_file *exe)
+{
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph;
+	uint64_t first = UINT64_MAX, end = 0;
+
+	if (!procimage_read_all(&c->img, exe->start, &eh,
+					       sizeof(eh)) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
+	    eh.e_phentsize != sizeof(ph) || eh.e_phoff > UINT32_MAX)
+		return 0;
+	for (unsigned i = 0; i < eh.e_phnum; i++) {
+		if (!procimage_read_all(&c->img, exe->start + eh.e_phoff +
+					i * sizeof(ph), &ph, sizeof(ph)))
+			return 0;
+		if (ph.p_type != PT_LOAD)
+			continue;
+		if (ph.p_vaddr < first)
+			first = ph.p_vaddr & ~(uint64_t)4095;
+		if (ph.p_vaddr + ph.p_memsz > end)
+			end = ph.p_vaddr + ph.p_memsz;
+	}
+	if (first > end)
+		return 0;
+	return ((end + 4095) & ~(uint64_t)4095) - first + exe->start;
+}
+
+/*
+ * [heap], the brk area, is not named in a core.  The kernel starts it
+ * past the executable's .bss (the executable: the file holding
+ * AT_ENTRY), at a random distance under 1 GiB: the first anonymous
+ * segment there, below the next file mapping.  A process that never
+ * grew its brk has none, and the first mmapped region within that
+ * distance would be taken for it: then the walk finds no main arena's
+ * top in it and says so.
+ */
+static uint64_t find_heap(const struct core_open *o)
+{
+	struct coreimage *c = o->core;
+	const struct core_file *exe = file_find(o, c->entry), *head = NULL;
+	uint64_t end, limit = UINT64_MAX;
+
+	for (size_t i = 0; exe && i < o->nfiles && !head; i++)
+		if (o->files[i].path == exe->path && !o->files[i].offset)
+			head = &o->files[i];
+	if (!c->entry || !head || !(end = exe_end(c, head)))
+		return 0;
+	for (size_t i = 0; i < o->nfiles; i++)
+		if (o->files[i].start >= end && o->files[i].start < limit)
+			limit = o->files[i].start;
+	if (end + BRK_REACH > end && end + BRK_REACH < limit)
+		limit = end + BRK_REACH;
+	for (size_t i = 0; i < c->nsegs; i++) {
+		const struct core_segment *s = &c->segs[i];
+
+		if (s->vaddr >= end && s->vaddr < limit &&
+		    !file_find(o, s->vaddr))
+			return s->vaddr;
+	}
+	return 0;
+}
+
+/* The thread whose pid is the process's (the main one), or the first. */
+static const struct core_thread *main_thread(const struct coreimage *c)
+{
+	for (size_t i = 0; i < c->nthreads; i++)
+		if (c->threads[i].pid == c->pid)
+			return &c->threads[i];
+	return c->nthreads ? &c->threads[0] : NULL;
+}
+
+/*
+ * The name /proc/PID/maps gives an anonymous segment, where a core lets
+ * it be known: [stack] holds the main thread's (T's) rsp, [vdso] is at
+ * AT_SYSINFO_EHDR, [vsyscall] at its fixed address, [heap] as
+ * find_heap says.  [vvar] and the names of anonymous shared memory
+ * (/dev/zero, memfd:...) are not in a core; they stay "".
+ */
+static const char *anon_name(const struct coreimage *c,
+			     const struct core_thread *t, uint64_t start,
+			     uint64_t end, uint64_t heap)
+{
+	if (t && t->regs.rsp >= start && t->regs.rsp < end)
+		return "[stack]";
+	if (c->vdso && c->vdso == start)
+		return "[vdso]";
+	if (start == VSYSCALL_ADDR)
+		return "[vsyscall]";
+	if (heap && heap == start)
+		return "[heap]";
+	return "";
+}
+
+static void add_vma(struct coreimage *c, uint64_t start, uint64_t end,
+		    const char *perms, const struct core_file *f,
+		    const char *name)
+{
+	struct vma v = { 0 };
+
+	v.start = start;
+	v.end = end;
+	memcpy(v.perms, perms, sizeof(v.perms));
+	v.offset = f ? f->offset + (start - f->start) : 0;
+	v.name = f ? f->path : strtab_intern_str(&c->img.strings, name);
+	maps_add(&c->img.maps, &v);
+}
+
+/* "rwxp" from a segment's p_flags. */
+static void seg_perms(uint32_t flags, char perms[5])
+{
+	perms[0] = flags & PF_R ? 'r' : '-';
+	perms[1] = flags & PF_W ? 'w' : '-';
+	perms[2] = flags & PF_X ? 'x' : '-';
+	perms[3] = 'p';
+	perms[4] = 0;
+}
+
+/*
+ * The parts of F that no segment covers: gcore leaves out read-only file
+ * mappings entirely.  Their permissions are not in the core: "---p".
+ */
+static void add_file_gaps(struct coreimage *c, const struct core_file *f)
+{
+	uint64_t pos = f->start;
+	const struct core_segment *s = c->segs, *end = c->segs + c->nsegs;
+
+	while (s < end && s->vaddr + s->memsz <= pos)
+		s++;
+	while (pos < f->end) {
+		uint64_t stop = s < end && s->vaddr < f->end ? s->vaddr
+							     : f->end;
+
+		if (stop > pos)
+			add_vma(c, pos, stop, "---p", f, NULL);
+		if (stop == f->end)
+			break;
+		pos = s->vaddr + s->memsz;
+		s++;
+	}
+}
+
+/*
+ * The mappings: one per segment (the kernel and gcore write one per
+ * VMA), named from NT_FILE, with the file offset; the NT_FILE parts no
+ * segment covers.  Permissions come from p_flags; private or shared is
+ * not in a core, so all read 'p'; so do device and inode numbers (0).
+ * gcore writes PROT_NONE guard pages as readable, the kernel as "---".
+ */
+static void build_maps(struct core_open *o)
+{
+	struct coreimage *c = o->core;
+	const struct core_thread *t = main_thread(c);
+	uint64_t heap;
+
+	if (o->nfiles)
+		qsort(o->files, o->nfiles, sizeof(*o->files), cmp_file);
+	heap = find_heap(o);
+	for (size_t i = 0; i < c->nsegs; i++) {
+		const struct core_segment *s = &c->segs[i];
+		const struct core_file *f = file_find(o, s->vaddr);
+		uint64_t end = s->vaddr + s->memsz;
+		char perms[5];
+
+		seg_perms(s->flags, perms);
+		add_vma(c, s->vaddr, end, perms, f,
+			f ? NULL : anon_name(c, t, s->vaddr, end, heap));
+	}
+	for (size_t i = 0; i < o->nfiles; i++)
+		add_file_gaps(c, &o->files[i]);
+	maps_sort(&c->img.maps, c->path);
+}
+
+/* --- Opening -------------------------------------------------------- */
+
+static void close_core(struct procimage *img)
+{
+	struct coreimage *c = (struct coreimage *)img;
+
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c->segs);
+	free(c->threads);
+	free(c->path);
+	c->fd = -1;
+}
+
+/* Segments and notes from the program headers. */
+static void read_segments(struct core_open *o, const Elf64_Phdr *ph,
+			  size_t n)
+{
+	struct coreimage *c = o->core;
+	size_t alloc = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (ph[i].p_type == PT_NOTE)
+			read_notes(o, &ph[i]);
+	for (size_t i = 0; i < n; i++)
+		if (ph[i].p_type == PT_LOAD)
+			add_segment(o, &ph[i], &alloc);
+	if (!c->nsegs)
+		warning("%s: no PT_LOAD segment: the core holds no memory",
+			c->path);
+	if (!o->nfiles)
+		warning("%s: no NT_FILE note: its mappings are not named (the "
+			"notes cut short, or a kernel before 3.7)", c->path);
+}
+
+static int open_file(struct coreimage *c)
+{
+	struct stat st;
+
+	c->fd = open(c->path, O_RDONLY | O_CLOEXEC);
+	if (c->fd < 0 || fstat(c->fd, &st) < 0)
+		return error_errno("%s", c->path);
+	if (!S_ISREG(st.st_mode))
+		return error("%s: not a regular file", c->path);
+	c->size = (uint64_t)st.st_size;
+	return 0;
+}
+
+int coreimage_open(struct coreimage *core, const char *path)
+{
+	struct core_open o = { core, NULL, 0, 0, 0 };
+	Elf64_Ehdr eh;
+	Elf64_Phdr *ph = NULL;
+	size_t nph = 0;
+
+	memset(core, 0, sizeof(*core));
+	procimage_init(&core->img, "core", read_core);
+	core->img.close = close_core;
+	core->path = xstrdup(path);
+	core->fd = -1;
+	if (open_file(core) < 0 ||
+	    check_header(core, &eh, core_pread(core, &eh, sizeof(eh), 0)) < 0 ||
+	    read_phdrs(core, &eh, &ph, &nph) < 0) {
+		procimage_close(&core->img);
+		return -1;
+	}
+	read_segments(&o, ph, nph);
+	sort_segments(core);
+	if (!core->pid && core->nthreads)
+		core->pid = core->threads[0].pid;
+	count_lacks(core);
+	build_maps(&o);
+	free(ph);
+	free(o.files);
+	free(core->img.name);
+	core->img.name = xasprintf("core %s", path);
+	return 0;
+}
+
+void coreimage_close(struct coreimage *core)
+{
+	procimage_close(&core->img);
+}
+
+char *coreimage_missing(const struct coreimage *core)
+{
+	if (!core->absent.count && !core->cut.count)
+		return NULL;
+	return xasprintf("%s is cut short at %" PRIu64 " bytes: %zu "
+			 "segment%s absent and %zu cut, %" PRIu64 " bytes of "
+			 "memory missing", core->path, core->size,
+			 core->absent.count,
+			 core->absent.count == 1 ? "" : "s", core->cut.count,
+			 core->absent.bytes + core->cut.bytes);
+}

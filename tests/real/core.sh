@@ -1,0 +1,71 @@
+# Sourced by tests/real/run.sh after heap.sh (uses its heapknown and
+# hk_start, hk_stop, hk_check, hk_count): dmprof heap on ELF core files
+# that gdb's gcore and the kernel write.  The checks:
+#   - heapknown's core: every block it holds found in use with its size,
+#     and the walk reconciles with the mallinfo2() heapknown wrote exactly
+#     as the live walk does (hk_check); the same for the kernel's core
+#     of a heapknown killed by SIGSEGV, where the kernel writes one here;
+#   - the text summary names the core, the process and its 9 threads;
+#   - the core cut at half its size: read as far as it goes, what is
+#     missing said, no crash;
+#   - files that are not cores: a clear error naming them.
+cd "$tmp/heap" || exit 1
+
+# dmprof heap --json --blocks on CORE, checked against heapknown's KNOWN.
+core_walk() { # WHAT CORE KNOWN
+	"$bin" heap --json --blocks $2 >core.json 2>core.err &&
+		ok || bad "core: $1: dmprof heap failed: $(cat core.err)"
+	hk_check $3 core.json >checks.out 2>&1 || echo "bad the checker failed" >>checks.out
+	sed "s/^bad /bad core: $1: /" checks.out >core-checks.out
+	hk_count core-checks.out
+}
+
+if ! command -v gcore >/dev/null 2>&1; then
+	echo "real: SKIP core: gdb's gcore is not installed (make check installs it)"
+elif hk_start incore ./heapknown incore; then
+	core=hk.core.$hk_pid
+	gcore -o hk.core $hk_pid >gcore.out 2>&1 && [ -s $core ] &&
+		ok || bad "core: gcore failed: $(tail -3 gcore.out)"
+	pid=$hk_pid
+	hk_stop
+	core_walk "gcore's core" $core incore
+	"$bin" heap $core >core.txt 2>core.err &&
+		grep -q "^core $core: process $pid, 9 threads (the walk .* ms" core.txt &&
+		ok || bad "core: the text summary: $(head -1 core.txt) $(cat core.err)"
+
+	size=$(stat -c %s $core)
+	head -c $((size / 2)) $core >cut.core
+	rm -f $core
+	timeout 60 "$bin" heap cut.core >cut.out 2>cut.err
+	rc=$?
+	{ [ $rc = 0 ] || [ $rc = 1 ]; } &&
+		grep -q "^dmprof: warning: cut.core is cut short at $((size / 2)) bytes: [0-9]* segments absent and [01] cut, [0-9]* bytes of memory missing$" cut.err &&
+		ok || bad "core: cut at half: status $rc: $(head -3 cut.err)"
+	rm -f cut.core
+fi
+
+# A core the kernel writes (where core_pattern names a file here, as
+# "core" does; a pipe to systemd-coredump is skipped): the same walk.
+if [ "$(cat /proc/sys/kernel/core_pattern)" != core ]; then
+	echo "real: SKIP core: core_pattern is not 'core': no kernel core here"
+elif hk_start kcore sh -c 'ulimit -c unlimited && exec ./heapknown kcore'; then
+	rm -f core core.$hk_pid
+	kill -SEGV $hk_pid
+	wait $hk_pid 2>/dev/null
+	kcore=$(ls core core.$hk_pid 2>/dev/null | head -1)
+	if [ -z "$kcore" ]; then
+		echo "real: SKIP core: the kernel wrote no core (ulimit -c? a container?)"
+	else
+		core_walk "the kernel's core" $kcore kcore
+		rm -f $kcore
+	fi
+fi
+
+"$bin" heap heapknown >notcore.out 2>notcore.err
+[ $? = 1 ] && [ ! -s notcore.out ] &&
+	grep -q "^dmprof: heapknown: not a core file (ELF type 3, a shared library or a PIE)$" notcore.err &&
+	ok || bad "core: an executable: $(cat notcore.err)"
+"$bin" heap "$src/heapknown.c" >notcore.out 2>notcore.err
+[ $? = 1 ] && grep -q "^dmprof: $src/heapknown.c: not an ELF file$" notcore.err &&
+	ok || bad "core: a C file: $(cat notcore.err)"
+cd "$tmp" || exit 1
