@@ -2,10 +2,12 @@
 # dmprof html's page in a real browser: Debian's chromium, headless, loads
 # each page from disk and prints the DOM its script built.  Pages: the
 # samples under two policies, a run of tests/real/src/leak.c recorded by
-# dmprof record, and one of the C++ server of tests/real/cxxserver.sh
-# (the page opens on the policy named first, at the answer, which names
-# the program's functions before any std:: frame).  The checks, for each
-# policy's tab:
+# dmprof record, snapshots of a growing heap taken by dmprof snapshot
+# (whose bands have a point per snapshot, the heap's rising, and whose
+# answer names the size class that grew), and one of the C++ server of
+# tests/real/cxxserver.sh (the page opens on the policy named first, at
+# the answer, which names the program's functions before any std::
+# frame).  The checks, for each policy's tab:
 #   - the script ran to its end (body data-ready="1") and logged no error,
 #     in the page or on the browser's console;
 #   - the chart has one band and one legend entry per component of the
@@ -125,6 +127,78 @@ if command -v gcc >/dev/null 2>&1; then
 		check "$tmp/rec.html" 0 linux malloc-app "$last" "1,$last"
 	else
 		bad "dmprof record ./leak wrote no dump"
+	fi
+fi
+
+# A run of dmprof snapshot (-i 0.2 -n 5) of a program whose heap grows
+# by a block of 10000 bytes every ms: besides the checks of any page,
+# the chart's bands have a point per snapshot, malloc-app's rising at
+# each, the data table a row per snapshot, and the answer names the
+# size class of those blocks as what grew.
+if command -v gcc >/dev/null 2>&1; then
+	cat >grow.c <<'C'
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+char *volatile last; /* (so that no compiler drops a block unused) */
+int main(void)
+{
+	for (int n = 0; n < 60000; n++) { /* a minute at most */
+		if (n < 10000 && (last = malloc(10000)))
+			memset(last, n, 10000);
+		usleep(1000);
+	}
+	return 0;
+}
+C
+	gcc -O1 grow.c -o grow || bad "grow.c does not build"
+	./grow &
+	grower=$!
+	for _ in $(seq 300); do
+		[ "$(cat /proc/$grower/comm 2>/dev/null)" = grow ] && break
+		sleep 0.01
+	done
+	"$bin" snapshot -o "$tmp/snaps/" -i 0.2 -n 5 $grower 2>"$tmp/snap.err" ||
+		bad "dmprof snapshot of grow failed: $(cat "$tmp/snap.err")"
+	kill $grower
+	wait $grower 2>/dev/null
+	first=$(ls "$tmp"/snaps/grow.*.0001.snap 2>/dev/null)
+	if [ -n "$first" ]; then
+		"$bin" html -o "$tmp/snap.html" "$first" 2>/dev/null ||
+			bad "html on the snapshot run failed"
+		selfcontained "$tmp/snap.html"
+		check "$tmp/snap.html" 0 linux malloc-app 5 1,5
+		out=$tmp/dom.0.snap.html
+		python3 - "$out" <<'PY' >"$tmp/snap.checks" 2>&1 ||
+import re, sys
+dom = open(sys.argv[1]).read()
+def check(cond, why):
+    print("ok" if cond else "bad snap.html linux: " + why)
+bands = re.findall(r'<path d="([^"]*)"[^>]* class="band" '
+                   r'data-component="([^"]*)"', dom)
+points = {name: re.findall(r"[ML]([0-9.]+),([0-9.]+)", d) for d, name in bands}
+check(bands and all(len(p) == 10 for p in points.values()),
+      "the bands do not have 5 points each, top and bottom: %s" %
+      {n: len(p) for n, p in points.items()})
+top = [float(y) for x, y in points.get("malloc-app", [])[:5]]
+check(len(top) == 5 and all(a > b for a, b in zip(top, top[1:])),
+      "malloc-app's band does not rise at each snapshot: y %s" % top)
+table = dom.split('id="datatable"', 1)[-1].split("</table>", 1)[0]
+rows = re.findall(r'<tr><td class="l">([^<]*)</td>', table)
+check([r[-9:] for r in rows] == ["%04d.snap" % k for k in range(1, 6)],
+      "the data table's rows: %s" % rows)
+grew = re.search(r'<ol id="growers">(.*?)</ol>', dom)
+check(grew and re.search(r'class="owner">size-8193\.\.10240</a>: \* \+[0-9.]* '
+                         r'MiB in malloc-app', grew.group(1)),
+      "the answer does not name size-8193..10240 as what grew: %s" %
+      (grew and grew.group(1)[:300]))
+PY
+			echo "bad snap.html: the checker failed" >>"$tmp/snap.checks"
+		while read -r verdict why; do
+			if [ "$verdict" = ok ]; then ok; else bad "$why"; fi
+		done <"$tmp/snap.checks"
+	else
+		bad "dmprof snapshot of grow wrote nothing: $(cat "$tmp/snap.err")"
 	fi
 fi
 

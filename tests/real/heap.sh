@@ -9,6 +9,10 @@
 #     = hblks (hblkhd); the arenas' system memory = arena; ...
 #   - 9 arenas (main and 8 threads), 9 tcaches, every kind of free chunk
 #     seen, and no problem;
+#   - the same walk with libc's debug file hidden (an empty tmpfs on
+#     /usr/lib/debug in a mount namespace of its own, root only; no
+#     DEBUGINFOD_URLS): the same JSON, as exact; and, under strace, no
+#     debug file looked for at all;
 #   - a free chunk whose size field the program zeroed: its heap's walk
 #     stops there, said with the address, the rest counted as unknown;
 #   - refusals: no such process, a zombie, a process traced already, a
@@ -103,6 +107,59 @@ hk_count() { # FILE: the lines of hk_check
 	done <"$1"
 }
 
+# The walk of hk_pid again, with libc's debug file out of reach: a mount
+# namespace of its own (root only) lays an empty tmpfs over
+# /usr/lib/debug, where libc6-dbg puts it by build-id, and no
+# DEBUGINFOD_URLS fetches it.  main_arena, mp_ and the tcaches are found
+# by structure, so the JSON is the same but for the times it took, and
+# as exact against glibc's mallinfo2 (hk_check).  Where strace is
+# installed: the walk opens no debug file at all, hidden or not.
+hk_nodebug() { # KNOWN
+	if command -v strace >/dev/null 2>&1; then
+		strace -f -qq -e trace=%file -o nodebug.trace \
+			"$bin" heap --json $hk_pid >/dev/null 2>&1
+		grep -q '^[0-9]* *execve(' nodebug.trace &&
+			! grep -q '/usr/lib/debug\|\.debug"\|debuginfod' nodebug.trace &&
+			ok || bad "heap: the walk looks for a debug file: $(grep 'debug' nodebug.trace | head -3)"
+	fi
+	if [ "$(id -u)" != 0 ] || ! unshare -m true 2>/dev/null; then
+		echo "real: SKIP heap without libc's debug file: not root, or no mount namespace here (unshare -m)"
+		return
+	fi
+	libc=$(awk '$6 ~ /\/libc\.so\.6$/ { print $6; exit }' /proc/$hk_pid/maps)
+	build_id=$(readelf -n "$libc" 2>/dev/null | sed -n 's/^ *Build ID: *//p')
+	debug=/usr/lib/debug/.build-id/$(echo "$build_id" | cut -c1-2)/$(echo "$build_id" | cut -c3-).debug
+	[ -n "$build_id" ] && [ -e "$debug" ] ||
+		echo "real: note: libc's debug file ($debug) is not installed (libc6-dbg; make check installs it): the walk above was without it already"
+	env -u DEBUGINFOD_URLS unshare -m sh -c '
+		if [ -d /usr/lib/debug ]; then
+			mount -t tmpfs none /usr/lib/debug || exit 99
+		fi
+		[ ! -e "$1" ] || exit 98
+		exec "$2" heap --json --blocks "$3"' sh "$debug" "$bin" $hk_pid \
+		>nodebug.json 2>nodebug.err
+	case $? in
+	0) ;;
+	98) bad "heap: $debug is still there under the tmpfs"; return ;;
+	99) echo "real: SKIP heap without libc's debug file: no tmpfs can be mounted on /usr/lib/debug: $(cat nodebug.err)"; return ;;
+	*) bad "heap: without libc's debug file: dmprof heap failed: $(cat nodebug.err)"; return ;;
+	esac
+	python3 - heap.json nodebug.json >checks.out 2>&1 <<'PY' ||
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+for d in (a, b):
+    for k in ("held_seconds", "stopping_seconds", "walk_seconds"):
+        d.pop(k)
+keys = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+print("ok" if a == b else "bad its JSON differs in %s" % keys)
+PY
+		echo "bad the checker failed" >>checks.out
+	hk_check "$1" nodebug.json >>checks.out 2>&1 ||
+		echo "bad the checker failed" >>checks.out
+	sed "s/^bad /bad without libc's debug file: /" checks.out >checks.nodebug
+	hk_count checks.nodebug
+}
+
 if ! command -v python3 >/dev/null 2>&1; then
 	bad "heap: python3 is not installed (make check installs it)"
 elif hk_start known ./heapknown known; then
@@ -112,6 +169,7 @@ elif hk_start known ./heapknown known; then
 		grep -q "^process $hk_pid: 9 threads held .* ms" heap.txt &&
 		grep -q '^mmapped  *72 ' heap.txt &&
 		ok || bad "heap: the text summary: $(head -3 heap.txt)"
+	hk_nodebug known
 	hk_stop
 	hk_check known heap.json >checks.out 2>&1 || echo "bad the checker failed" >>checks.out
 	hk_count checks.out

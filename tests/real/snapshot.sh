@@ -10,6 +10,12 @@
 #     0.5% (the snapshot's own, and heapknown's smaps_rollup read apart);
 #   - a run: -i 0.2 -n 3 goes on with the numbers already there, and csv
 #     and diff read it as one;
+#   - a heap that grows (grow, built here, counts its blocks): -i 0.25
+#     -n 5 writes 5 snapshots, each holding the blocks grow had made by
+#     its Time (within the one being made); csv's malloc components grow
+#     at each, diff's malloc-app and size class grew by what grow made
+#     from the first to the last (within a block), and html's data has
+#     the 5 snapshots and csv's numbers;
 #   - python3, sqlite3 and a C++ server snapshotted every 0.1 s while they
 #     run: the same output and exit status as without, every snapshot
 #     adding up;
@@ -124,6 +130,139 @@ if hk_start snapknown "$tmp/heap/heapknown" snapknown; then
 		grep -q "^A .*\.0001\.snap -> B .*\.0004\.snap: " diff.out &&
 		ok || bad "snapshot: diff of the run: $(cat diff.err)"
 	hk_stop
+fi
+
+# A heap that grows: grow mallocs a block of 10000 bytes every ms, fills
+# it, and then writes "COUNT TIME" (CLOCK_REALTIME, as the snapshot's
+# Time: is read once every thread is held).  So a count written before
+# a snapshot's Time is in its heap, and at most one block more (allocated,
+# perhaps half filled, not yet written): each end of the run is off by
+# a block at most, and its growth is what grow says within one chunk
+# (10016 bytes) either way.  -i 0.25 -n 5: a second, some 900 blocks.
+cat >grow.c <<'C'
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#define SIZE 10000
+#define MAX 10000 /* blocks (100 MB, 10 s or more); a minute later, gone */
+char *volatile last; /* (so that no compiler drops a block unused) */
+static void put(int fd, const char *s) /* not stdio: it would allocate */
+{
+	if (write(fd, s, strlen(s)) != (ssize_t)strlen(s))
+		abort();
+}
+int main(int argc, char **argv)
+{
+	struct timespec t, ms = { 0, 1000000 };
+	char line[64];
+	int fd = argc > 1 ? open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644) : -1;
+	if (fd < 0)
+		return 2;
+	put(1, "ready\n");
+	for (long n = 1; n <= MAX + 60000; n++) {
+		if (n <= MAX) {
+			char *p = malloc(SIZE);
+			if (!p)
+				abort();
+			memset(p, n, SIZE);
+			last = p;
+			clock_gettime(CLOCK_REALTIME, &t);
+			snprintf(line, sizeof(line), "%ld %lld.%09ld\n", n,
+				 (long long)t.tv_sec, t.tv_nsec);
+			put(fd, line);
+		}
+		nanosleep(&ms, NULL);
+	}
+	return 0;
+}
+C
+if ! gcc -O1 grow.c -o grow; then
+	bad "snapshot: grow.c does not build"
+elif hk_start growlog ./grow growlog; then
+	"$bin" snapshot -o growing/ -i 0.25 -n 5 $hk_pid 2>grow.err
+	rc=$?
+	hk_stop
+	run=growing/grow.$(printf %05d $hk_pid)
+	ls growing/*.snap 2>/dev/null >grow.files
+	printf "$run.%04d.snap\n" 1 2 3 4 5 >grow.want
+	[ $rc = 0 ] && cmp -s grow.files grow.want &&
+		grep -q "^dmprof snapshot: 5 snapshots of process $hk_pid: $run\.0001\.snap \.\. $run\.0005\.snap; " grow.err &&
+		ok || bad "snapshot: grow -i 0.25 -n 5: status $rc, $(wc -l <grow.files) files: $(cat grow.err)"
+	"$bin" csv -b $run.0001.snap >grow.csv 2>grow.err ||
+		bad "snapshot: grow: csv failed: $(cat grow.err)"
+	"$bin" diff -b $run.0001.snap $run.0005.snap >grow.diff 2>grow.err ||
+		bad "snapshot: grow: diff failed: $(cat grow.err)"
+	"$bin" html -o grow.html $run.0001.snap >/dev/null 2>grow.err &&
+		grep -q "^dmprof: wrote grow.html ([0-9.]* [KM]iB, 5 snapshots)" grow.err ||
+		bad "snapshot: grow: html failed: $(cat grow.err)"
+	python3 - $run growlog >checks.out 2>&1 <<'PY' ||
+import csv, json, re, sys
+run, log = sys.argv[1], sys.argv[2]
+def check(cond, why):
+    print("ok" if cond else "bad grow: " + why)
+chunk = (10000 + 8 + 15) & ~15  # malloc(10000)'s chunk: 10016 bytes
+said = [(float(t), int(n)) for n, t in (l.split() for l in open(log))]
+def logged(time):  # the last count grow wrote before TIME
+    return max([n for t, n in said if t < time] or [0])
+# Each snapshot: its blocks of grow's size class, against grow's count.
+held, counted = [], []
+for k in range(1, 6):
+    snap = open("%s.%04d.snap" % (run, k)).read()
+    time = float(re.search(r"^Time: ([0-9.]+)$", snap, re.M).group(1))
+    blocks = sum(int(m.group(3)) for m in re.finditer(
+        r"^in-use (\d+)\.\.(\d+) arena-0 (\d+) ", snap, re.M)
+        if int(m.group(1)) <= 10008 <= int(m.group(2)))
+    held.append(blocks)
+    counted.append(logged(time))
+    check(counted[-1] <= blocks <= counted[-1] + 1,
+          "snapshot %d holds %d blocks of 10000 bytes, grow had written "
+          "%d before its Time" % (k, blocks, counted[-1]))
+# csv: a row per snapshot, the malloc components growing.
+rows = list(csv.DictReader(open("grow.csv")))
+check(len(rows) == 5, "csv: %d rows, not 5" % len(rows))
+app = [int(r["malloc-app"]) for r in rows]
+total = [int(r["malloc-total"]) for r in rows]
+check(all(a < b for a, b in zip(app, app[1:])) and
+      all(a < b for a, b in zip(total, total[1:])),
+      "csv: malloc-app %s, malloc-total %s do not grow at each snapshot" %
+      (app, total))
+# diff: malloc-app grew by what grow allocated between the first and
+# the last, named by its size class.
+diff = open("grow.diff").read()
+check(re.match(r"A %s\.0001\.snap -> B %s\.0005\.snap: " % (run, run), diff),
+      "diff: its first line: %s" % diff.split("\n")[0])
+grew = diff.split("components that grew")[1].split("\n\n")[0]
+m = re.search(r"^ *([-+]\d+) +(\d+) +(\d+) .* malloc-app$", grew, re.M)
+want = (counted[4] - counted[0]) * chunk
+check(m and int(m.group(1)) > 0 and
+      int(m.group(1)) == int(m.group(3)) - int(m.group(2)) ==
+      app[4] - app[0] and abs(int(m.group(1)) - want) <= chunk,
+      "diff: malloc-app grew %s; csv says %d; grow wrote %d blocks "
+      "(%d bytes) between the first snapshot and the last" %
+      (m and m.group(1), app[4] - app[0], counted[4] - counted[0], want))
+fn = diff.split("functions that grew")[1].split("\n\n")[0]
+f = re.search(r"^ *\+(\d+) .* size-(\d+)\.\.(\d+)$", fn, re.M)
+check(f and int(f.group(2)) <= 10008 <= int(f.group(3)) and
+      abs(int(f.group(1)) - want) <= chunk,
+      "diff: the function that grew is not grow's size class, by grow's "
+      "%d bytes: %s" % (want, fn.strip()))
+# html: the page's data, 5 snapshots and the csv's numbers.
+page = open("grow.html").read()
+data = json.loads(page.split('id="data">\n', 1)[1].split("\n", 1)[0])
+comps = {c["name"]: c["values"] for c in data["policies"][0]["components"]}
+check(len(data["snapshots"]) == 5 and comps.get("malloc-app") == app,
+      "html: %d snapshots, malloc-app %s (csv: %s)" %
+      (len(data["snapshots"]), comps.get("malloc-app"), app))
+g = data["answer"]["grew"]
+check(g and f and g[0]["name"] == "size-%s..%s" % f.group(2, 3) and
+      g[0]["bytes"] == int(f.group(1)) and g[0]["component"] == "malloc-app",
+      "html: what grew is not grow's size class: %s" % g[:2])
+PY
+		echo "bad grow: the checker failed" >>checks.out
+	snap_count checks.out
 fi
 
 # PROGRAM's output and status with snapshots every 0.1 s as without, and
