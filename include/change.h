@@ -1,12 +1,14 @@
 /*
  * What changed between two snapshots, stack by stack: the bytes each
  * stack kept at A and at B, what it allocated and freed in between where
- * the format counts that, and whether it is a leak suspect: from A to B
- * it never shrank and grew at more than half the steps from a snapshot
- * to the next.  A and B are two dumps of one run (every dump between them
- * is read) or of two runs of one program, whose stacks are matched by
- * their symbolized frames.  Only the stacks of the components that partition
- * the process count (as in top), classified as csv classifies them.
+ * the format counts that, the blocks it had in use at A and at B where
+ * the format counts those instead (dmprof snapshot's), and whether it is
+ * a leak suspect: from A to B it never shrank and grew at more than half
+ * the steps from a snapshot to the next.  A and B are two dumps of one
+ * run (every dump between them is read) or of two runs of one program,
+ * whose stacks are matched by their symbolized frames.  Only the stacks
+ * of the components that partition the process count (as in top),
+ * classified as csv classifies them.
  */
 #ifndef DMPROF_CHANGE_H
 #define DMPROF_CHANGE_H
@@ -27,6 +29,7 @@ struct change {
 	int64_t a, b;             /* bytes kept at A, at B */
 	int64_t allocs, frees;    /* blocks allocated, freed from A to B */
 	int64_t allocated;        /* bytes allocated from A to B */
+	int64_t blocks_a, blocks_b; /* blocks in use at A, at B */
 	bool suspect;             /* a leak suspect: from A to B it never
 				     shrank, and grew at more than half
 				     the steps from one snapshot to the
@@ -39,6 +42,8 @@ enum {
 	CHANGES_ALLOC_BYTES = 1 << 1, /* allocated, so freed bytes too */
 	CHANGES_SERIES = 1 << 2,      /* suspect (3 snapshots or more) */
 	CHANGES_RUN = 1 << 3,         /* A and B are of one run */
+	CHANGES_LIVE = 1 << 4,        /* blocks_a, blocks_b (both ends
+					 count blocks in use) */
 };
 
 /* One end: a snapshot's path, time and every column's value. */
@@ -53,6 +58,7 @@ struct change_end {
 	 * the format counts them (counted). */
 	int64_t allocs, frees;
 	bool counted;
+	bool live;                    /* it counts blocks in use */
 };
 
 /* The dump with the most bytes with stacks among those read. */

@@ -168,6 +168,11 @@ struct snapshot {
 	 * is its blocks in use and free 0, and nobody prints them as
 	 * counts. */
 	bool counts_unknown;
+	/* What such a profile may count instead: a line's alloc is the
+	 * number of blocks in use at the instant (dmprof snapshot's, whose
+	 * free chunks' lines count chunks), free 0; two snapshots' counts
+	 * compare as bytes do. */
+	bool counts_live;
 	/* The lines of unknown buckets, in order. */
 	struct unknown_line *unknown;
 	size_t nunknown, unknown_alloc;

@@ -34,7 +34,8 @@ struct step {
 	uint32_t grown;
 };
 
-/* Block counts by stack id, at one end. */
+/* Block counts by stack id, at one end (allocs: the blocks in use, where
+ * the lines count those). */
 struct counts {
 	int64_t *allocs, *frees, *alloc_bytes;
 	bool *line;               /* a stack line had the stack */
@@ -180,6 +181,7 @@ static int end_of(struct change_end *e, struct classifier *cls,
 	e->allocs = s->allocs;
 	e->frees = s->frees;
 	e->counted = !snap->counts_unknown;
+	e->live = snap->counts_live;
 	e->path = xstrdup(snap->path);
 	e->time = snap->time;
 	e->instructions = snap->time_instructions;
@@ -223,18 +225,21 @@ static struct change *add_change(struct changes *c)
 	return ch;
 }
 
-/* The changes of a run, from what the passes kept. */
+/* The changes of a run, from what the passes kept; CA and CB are the
+ * counts of A and B. */
 static void collect(struct changes *c, const struct pass *s,
+		    const struct counts *ca, const struct counts *cb,
 		    const struct model *m, const int64_t *a_bytes,
 		    const int *a_col, const struct step *step, size_t steps)
 {
-	const struct counts *ca = &s->ends[0], *cb = &s->ends[1];
+	bool live = c->has & CHANGES_LIVE;
 
 	for (size_t id = 0; id < s->n; id++) {
 		int64_t a = a_bytes[id], b = at(&s->cur, (uint32_t)id, s->k);
 		bool counted = (c->has & CHANGES_COUNTS) && id < s->ncounts &&
 			       (cb->line[id] || !ca->line[id]);
 		int64_t allocs = 0, frees = 0, bytes = 0;
+		int64_t blocks_a = 0, blocks_b = 0;
 		struct change *ch;
 
 		if (counted) {
@@ -249,7 +254,12 @@ static void collect(struct changes *c, const struct pass *s,
 			if (o || allocs < 0 || frees < 0 || bytes < 0)
 				allocs = frees = bytes = 0;
 		}
-		if (!a && !b && !allocs && !frees && !bytes)
+		if (live && id < s->ncounts) {
+			blocks_a = ca->allocs[id];
+			blocks_b = cb->allocs[id];
+		}
+		if (!a && !b && !allocs && !frees && !bytes && !blocks_a &&
+		    !blocks_b)
 			continue;
 		c->stacks_a += a != 0;
 		c->stacks_b += b != 0;
@@ -264,6 +274,8 @@ static void collect(struct changes *c, const struct pass *s,
 		ch->allocs = allocs;
 		ch->frees = frees;
 		ch->allocated = bytes;
+		ch->blocks_a = blocks_a;
+		ch->blocks_b = blocks_b;
 		/* Never shrank, and grew at more than half the steps. */
 		ch->suspect = (c->has & CHANGES_SERIES) &&
 			      !(step[id].grown & SHRANK) &&
@@ -300,10 +312,13 @@ int change_walk_add(struct change_walk *w, size_t k,
 	/* (Counts that a profile does not keep say nothing.) */
 	if (snap->counts_unknown)
 		w->count = false;
-	s->counting = !w->count	  ? NULL
-		      : k == 0	  ? &s->ends[0]
-		      : k == w->steps ? &s->ends[1]
-				  : NULL;
+	/* The ends are counted: what was allocated and freed in between
+	 * is the difference, and blocks in use are what they are then (in
+	 * either direction). */
+	s->counting = !w->count && !snap->counts_live ? NULL
+		      : k == 0			    ? &s->ends[0]
+		      : k == w->steps		    ? &s->ends[1]
+						    : NULL;
 	rc = pass_run(s, w->cls, w->m, snap);
 	if (!rc && k == 0)
 		rc = end_of(&c->a, w->cls, snap, s);
@@ -369,8 +384,11 @@ int change_walk_end(struct change_walk *w, int rc)
 		c->snapshots = s->k;
 		c->has = CHANGES_RUN | (w->count ? CHANGES_COUNTS : 0) |
 			 (w->count && w->alloc_bytes ? CHANGES_ALLOC_BYTES : 0) |
-			 (w->forward && s->k >= 3 ? CHANGES_SERIES : 0);
-		collect(c, s, w->m, w->a_bytes, w->a_col, w->step, s->k - 1);
+			 (w->forward && s->k >= 3 ? CHANGES_SERIES : 0) |
+			 (c->a.live && c->b.live ? CHANGES_LIVE : 0);
+		/* (From A to A, A's counts are B's.) */
+		collect(c, s, &s->ends[0], &s->ends[w->steps ? 1 : 0], w->m,
+			w->a_bytes, w->a_col, w->step, s->k - 1);
 	} else {
 		changes_free(c);
 	}
@@ -433,16 +451,20 @@ static int side(struct changes *c, struct tally *texts, struct run *r,
 	if (run_load_dump(r, 0, &snap) < 0)
 		return -1;
 	run_symbolize_snapshot(r, &snap);
+	if (snap.counts_live)
+		s.counting = &s.ends[0];
 	rc = pass_run(&s, cls, &r->model, &snap);
 	if (!rc)
 		rc = end_of(is_b ? &c->b : &c->a, cls, &snap, &s);
 	for (size_t t = 0; !rc && t < s.cur.ntouched; t++) {
 		uint32_t id = s.cur.touched[t];
 		const struct stack *st = r->model.stacks.v[id];
+		int64_t bytes = s.cur.v[id].bytes;
+		int64_t blocks = s.counting ? s.ends[0].allocs[id] : 0;
 		struct tally_entry *e;
 		struct change *ch;
 
-		if (!s.cur.v[id].bytes)
+		if (!bytes && !blocks)
 			continue;
 		sb_reset(&key);
 		stack_match_text(&key, &r->model, st,
@@ -455,19 +477,25 @@ static int side(struct changes *c, struct tally *texts, struct run *r,
 			e->ref = c->n;
 		}
 		ch = &c->v[e->ref - 1];
-		if (is_b && !ch->b)
+		if (bytes && is_b && !ch->b)
 			c->stacks_b++;
-		else if (!is_b && !ch->a)
+		else if (bytes && !is_b && !ch->a)
 			c->stacks_a++;
-		if (is_b && !ch->b && ch->a)
+		if (bytes && is_b && !ch->b && ch->a)
 			c->shared++;
-		ch->m = &r->model;
-		ch->st = st;
-		ch->col = s.cur.v[id].col;
-		if (is_b)
-			ch->b = add64(ch->b, s.cur.v[id].bytes, &s.overflow);
-		else
-			ch->a = add64(ch->a, s.cur.v[id].bytes, &s.overflow);
+		/* (At B, unless it has no bytes there: see change.h.) */
+		if (bytes || !ch->st) {
+			ch->m = &r->model;
+			ch->st = st;
+			ch->col = s.cur.v[id].col;
+		}
+		if (is_b) {
+			ch->b = add64(ch->b, bytes, &s.overflow);
+			ch->blocks_b = add64(ch->blocks_b, blocks, &s.overflow);
+		} else {
+			ch->a = add64(ch->a, bytes, &s.overflow);
+			ch->blocks_a = add64(ch->blocks_a, blocks, &s.overflow);
+		}
 	}
 	if (!rc && s.overflow)
 		rc = -sizes_overflow(&snap);
@@ -494,6 +522,8 @@ int changes_across(struct changes *c, struct run *ra, struct classifier *ca,
 		return -1;
 	}
 	c->snapshots = 2;
+	if (c->a.live && c->b.live)
+		c->has |= CHANGES_LIVE;
 	return 0;
 }
 

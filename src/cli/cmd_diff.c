@@ -8,9 +8,10 @@
  * stacks and functions that never shrank and grew at more than half the
  * steps between them are marked as leak suspects, and what the format
  * counts (blocks allocated and freed; gperftools' allocated bytes) is
- * shown between A and B.  A and B of two runs (a baseline and a
- * candidate) are matched by their stacks' function names (see
- * stack_match_text).
+ * shown between A and B.  Where both ends count the blocks in use at the
+ * instant instead (dmprof snapshot's), the change in those is shown.  A
+ * and B of two runs (a baseline and a candidate) are matched by their
+ * stacks' function names (see stack_match_text).
  */
 #include <inttypes.h>
 #include <limits.h>
@@ -48,6 +49,8 @@ struct row {
 	int64_t allocs, frees;  /* blocks, between A and B */
 	int64_t allocated;      /* bytes, between A and B */
 	int64_t freed;          /* allocated - change */
+	int64_t blocks_a, blocks_b; /* in use, at A and at B */
+	int64_t blocks;         /* blocks_b - blocks_a */
 	int component;          /* of a stack: its column */
 	const struct change *ch; /* of a stack */
 	bool suspect;           /* a leak suspect */
@@ -160,6 +163,7 @@ static void finish(struct table *t, size_t rows, bool all, bool *overflow)
 
 		r->change = sub64(r->b, r->a, overflow);
 		r->freed = sub64(r->allocated, r->change, overflow);
+		r->blocks = sub64(r->blocks_b, r->blocks_a, overflow);
 		n[group_of(r)]++;
 	}
 	/* The groups in turn, each in the order the rows came. */
@@ -216,19 +220,30 @@ static struct row *add_row(struct table *t)
 	return &t->v[t->n++];
 }
 
+/* Do both ends count the blocks in use (and so no allocs or frees)? */
+static bool has_live(const struct diff *d)
+{
+	return d->c.has & CHANGES_LIVE;
+}
+
 /* ---- building the tables ---- */
 
-/* The sums a stack's change adds to the functions' tally. */
+/*
+ * The sums a stack's change adds to the functions' tally: flat change
+ * (and cum), a, b, allocated, and a pair of block counts: allocs and
+ * frees, or, where the ends count blocks in use instead, those at A and
+ * at B.  (A tally entry has room for one pair, and no format counts
+ * both.)
+ */
 static void change_sums(struct diff *d, const struct change *ch,
 			int64_t add[6])
 {
-	/* flat change (and cum), a, b, allocated, allocs, frees */
 	add[0] = sub64(ch->b, ch->a, &d->overflow);
 	add[1] = ch->a;
 	add[2] = ch->b;
 	add[3] = ch->allocated;
-	add[4] = ch->allocs;
-	add[5] = ch->frees;
+	add[4] = has_live(d) ? ch->blocks_a : ch->allocs;
+	add[5] = has_live(d) ? ch->blocks_b : ch->frees;
 }
 
 /* Does any frame of M know its source file? */
@@ -301,6 +316,8 @@ static void build_stacks_and_functions(struct diff *d)
 		r->allocs = ch->allocs;
 		r->frees = ch->frees;
 		r->allocated = ch->allocated;
+		r->blocks_a = ch->blocks_a;
+		r->blocks_b = ch->blocks_b;
 		r->component = ch->col;
 		r->suspect = ch->suspect;
 		r->ch = ch;
@@ -312,7 +329,10 @@ static void build_stacks_and_functions(struct diff *d)
 		const struct tally_entry *e = d->ftally.v[i];
 		struct row *r;
 
-		if (!e->v[0] && !e->v[4] && !e->v[5] && !e->v[6])
+		/* (Blocks in use are held, not allocated: a function whose
+		 * bytes did not change has no row, as a stack has none.) */
+		if (!e->v[0] && !e->v[4] &&
+		    (has_live(d) || (!e->v[5] && !e->v[6])))
 			continue;
 		r = add_row(&d->funcs);
 		r->name = e->key;
@@ -321,8 +341,13 @@ static void build_stacks_and_functions(struct diff *d)
 		r->a = e->v[2];
 		r->b = e->v[3];
 		r->allocated = e->v[4];
-		r->allocs = e->v[5];
-		r->frees = e->v[6];
+		if (has_live(d)) {
+			r->blocks_a = e->v[5];
+			r->blocks_b = e->v[6];
+		} else {
+			r->allocs = e->v[5];
+			r->frees = e->v[6];
+		}
 		r->suspect = e->flags & SUSPECT;
 	}
 	sb_release(&text);
@@ -426,6 +451,8 @@ static void print_header(struct diff *d, const struct table *t,
 		printf(" %10s %10s", "allocated", "freed");
 	else if (has_counts(d))
 		printf(" %8s %8s", "allocs", "frees");
+	else if (has_live(d))
+		printf(" %8s", "blocks");
 	printf("  %s%s\n", d->c.has & CHANGES_SERIES ? "  " : "", t->noun);
 }
 
@@ -469,6 +496,9 @@ static void print_row(struct diff *d, const struct table *t,
 		printf(" %10s", bytes(d, &sb, r->freed, false));
 	} else if (has_counts(d)) {
 		printf(" %8" PRId64 " %8" PRId64, r->allocs, r->frees);
+	} else if (has_live(d)) {
+		printf(r->blocks > 0 ? " %+8" PRId64 : " %8" PRId64,
+		       r->blocks);
 	}
 	printf("  %s", !(d->c.has & CHANGES_SERIES) ? ""
 		       : r->suspect			   ? "* "
@@ -659,6 +689,10 @@ static void json_rows(struct diff *d, struct json_writer *w, const char *key,
 		if (t != &d->comps && has_bytes(d)) {
 			json_member_int(w, "allocated", r->allocated);
 			json_member_int(w, "freed", r->freed);
+		}
+		if (t != &d->comps && has_live(d)) {
+			json_member_int(w, "blocks_a", r->blocks_a);
+			json_member_int(w, "blocks_b", r->blocks_b);
 		}
 		if (t != &d->comps && (d->c.has & CHANGES_SERIES))
 			json_member_bool(w, "leak_suspect", r->suspect);

@@ -688,6 +688,7 @@ int snapfile_parse(struct snapshot *snap, struct filebuf *fb,
 	snap->kernel_view = true;
 	snap->mmap_by_regions = true;
 	snap->counts_unknown = true;
+	snap->counts_live = true;
 	snap->has_meta = snap->has_mmap_list = true;
 	rc = parse_lines(&p, fb);
 	if (rc == 0) {
