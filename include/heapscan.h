@@ -1,0 +1,127 @@
+/*
+ * Who points at a heap's blocks: every aligned word of every block in
+ * use, and of the roots (threads' registers and stacks, the binaries'
+ * writable data, TLS, other writable memory the heap does not own), that
+ * holds an address inside a block in use is a reference to it.  From the
+ * roots, transitively, blocks are reachable; the rest are leaked; a
+ * leaked block no other leaked block refers to is unreferenced (chap's
+ * words: anchored, leaked, unreferenced).
+ *
+ * The rule is chap's: a reference is any aligned word whose value lies
+ * in [user pointer, user pointer + usable size) of a block in use, so an
+ * interior pointer keeps a block as a pointer to its start does.  Free
+ * chunks (tcache, fastbin, bins, top) are never scanned: what they hold
+ * is stale.
+ *
+ * The memory is read once, in address order, in large windows (a live
+ * process: few process_vm_readv calls; a core: its segments), and each
+ * block's bytes are offered to a visitor on the way (the typing of
+ * heaptype.h reads them there), so nothing is read twice.
+ */
+#ifndef DMPROF_HEAPSCAN_H
+#define DMPROF_HEAPSCAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "glibc_heap.h"
+#include "procimage.h"
+
+enum heap_root_kind {
+	ROOT_REGISTERS,  /* a thread's general registers */
+	ROOT_STACK,      /* a thread's stack, from its stack pointer up */
+	ROOT_DATA,       /* a binary's writable data (and .bss after it) */
+	ROOT_OTHER,      /* other writable memory the heap does not own:
+			    anonymous mappings (the main thread's TLS, the
+			    program's own mmaps) */
+	ROOT_NKINDS
+};
+
+/* Memory to scan for references from outside the heap. */
+struct heap_root_range {
+	uint64_t start, end;
+	enum heap_root_kind kind;
+};
+
+struct heap_roots {
+	struct heap_root_range *ranges;  /* sorted by start, no overlaps */
+	size_t nranges, alloc;
+	uint64_t *values;                /* register values */
+	size_t nvalues, values_alloc;
+};
+
+/*
+ * The roots of IMG whose heap H was walked: each thread's registers
+ * (REGS[i], NREGS words each of NTHREADS threads) and its stack from
+ * SPS[i] less the 128-byte red zone to the end of the mapping it is in;
+ * every readable and writable mapping that is no thread's stack, less
+ * the heap's extents (arenas' heaps, mmapped chunks), as ROOT_DATA when
+ * file-backed or the anonymous mapping right after a binary's (.bss),
+ * else ROOT_OTHER.  Mappings that cannot be read (guard pages, [vvar])
+ * are left out.
+ */
+void heap_roots_build(struct heap_roots *r, const struct procimage *img,
+		      const struct glibc_heap *h, const uint64_t *sps,
+		      const uint64_t *regs, size_t nregs, size_t nthreads);
+void heap_roots_release(struct heap_roots *r);
+
+/* What is known of one block after the scan (heap_scan.state[i]). */
+enum heap_reach {
+	REACH_NONE = 0,      /* not in use (free), or not scanned */
+	REACH_ANCHORED,      /* reachable from a root */
+	REACH_LEAKED,        /* in use, reachable from no root */
+	REACH_UNREFERENCED,  /* leaked, and no leaked block refers to it */
+};
+
+/*
+ * Offered the bytes of every block in use, in address order (a block
+ * larger than a window in several pieces: OFFSET is where the piece
+ * starts in the block's user bytes), and of every root range, while the
+ * scan reads them.  WORDS are the aligned words of the piece; a piece
+ * that could not be read is not offered.  Either callback may be NULL.
+ */
+struct heap_visitor {
+	void (*block)(void *ctx, size_t i, uint64_t offset,
+		      const uint64_t *words, size_t nwords);
+	void (*root)(void *ctx, const struct heap_root_range *range,
+		     uint64_t addr, const uint64_t *words, size_t nwords);
+	void *ctx;
+};
+
+struct heap_scan {
+	size_t nblocks;          /* as the heap's */
+	uint8_t *state;          /* enum heap_reach, per block */
+	/* References between blocks, as a graph: block I refers to
+	 * to[first[i] .. first[i + 1]) (block indexes, each once). */
+	uint64_t *first;
+	uint32_t *to;
+	uint64_t nedges;
+	/* Per root kind: references found, and blocks directly referred
+	 * to from it (anchor points). */
+	uint64_t root_refs[ROOT_NKINDS];
+	/* Totals: blocks and bytes (chunk sizes) anchored, leaked, and of
+	 * those unreferenced. */
+	uint64_t count[4], bytes[4];
+	/* What could not be read: blocks (then counted anchored, so that
+	 * nothing is called leaked for want of bytes) and root bytes. */
+	uint64_t unread_blocks, unread_root_bytes;
+};
+
+/*
+ * The in-use block of H whose user bytes hold ADDR: its index, or -1.
+ * (A sorted search; heap_scan_run builds a faster index of its own.)
+ */
+ptrdiff_t heap_find_block(const struct glibc_heap *h, uint64_t addr);
+
+/*
+ * Scan H's blocks in use and the roots R through IMG into S, offering
+ * the bytes to V (may be NULL).  0, or -1 after saying why (out of
+ * memory for the graph: more than 2^32 blocks).
+ */
+int heap_scan_run(struct heap_scan *s, const struct glibc_heap *h,
+		  struct procimage *img, const struct heap_roots *r,
+		  const struct heap_visitor *v);
+void heap_scan_release(struct heap_scan *s);
+
+#endif
