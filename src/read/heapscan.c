@@ -234,7 +234,8 @@ ptrdiff_t heap_find_block(const struct glibc_heap *h, uint64_t addr)
 
 	if (addr < CHUNK_HDR)
 		return -1;
-	i = PARTITION_POINT(h->nblocks, k, h->blocks[k].chunk <= addr - CHUNK_HDR);
+	i = PARTITION_POINT(h->nblocks, k,
+			    h->blocks[k].chunk <= addr - CHUNK_HDR);
 	if (!i)
 		return -1;
 	b = &h->blocks[i - 1];
@@ -290,8 +291,14 @@ struct scan {
 	size_t nspans, last_span;
 	struct group *groups;
 	uint32_t *granules;
-	/* The window. */
+	/* The window, and the words of it that may be references, with
+	 * where they are (blocks' indexes in ranges), to look up together:
+	 * blocks are small, and one's words alone are too few to overlap
+	 * the misses of their lookups. */
 	uint64_t *buf;
+	uint64_t cand[CHUNK_WORDS];
+	uint32_t from[CHUNK_WORDS];
+	size_t ncand;
 	/* The graph being built (in ranges' indexes until the blocks are
 	 * read): the block whose references are being collected, and up
 	 * to which block first[] is filled. */
@@ -381,7 +388,8 @@ static void cover(struct group *g, uint64_t u0, uint64_t u1)
 		uint64_t stop = (u | 63) + 1 < u1 ? (u | 63) + 1 : u1;
 		unsigned from = u & 63, n = (unsigned)(stop - u);
 
-		g[u >> 6].covered |= n == 64 ? ~0ull : ((1ull << n) - 1) << from;
+		g[u >> 6].covered |=
+			n == 64 ? ~0ull : ((1ull << n) - 1) << from;
 		u = stop;
 	}
 }
@@ -413,7 +421,8 @@ static void index_granules(struct scan *sc, const struct span *sp,
 	size_t i = 0;
 
 	for (uint32_t k = first; k <= sp->last; k++) {
-		uint64_t upto = ((sc->ranges[k].end - 1) >> sp->shift) - sp->base;
+		uint64_t upto =
+			((sc->ranges[k].end - 1) >> sp->shift) - sp->base;
 
 		while (i <= upto)
 			g[i++] = k;
@@ -489,16 +498,26 @@ static inline const struct span *find_span(struct scan *sc, uint64_t x)
 	return &sc->spans[i];
 }
 
+/* (Without -mpopcnt GCC calls libgcc for __builtin_popcountll.) */
+static inline unsigned popcount64(uint64_t x)
+{
+#ifdef __POPCNT__
+	return (unsigned)__builtin_popcountll(x);
+#else
+	x -= (x >> 1) & 0x5555555555555555ull;
+	x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+	x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+	return (unsigned)((x * 0x0101010101010101ull) >> 56);
+#endif
+}
+
 /* The block holding X, word BIT of group G, or NONE. */
 static inline uint32_t in_group(const struct group *g, unsigned bit)
 {
 	uint64_t starts = g->covered & ~(g->covered << 1 | g->carry);
+	uint32_t k = g->before + popcount64(starts & (~0ull >> (63 - bit))) - 1;
 
-	if (!(g->covered >> bit & 1))
-		return NONE;
-	return g->before +
-	       (uint32_t)__builtin_popcountll(starts & (~0ull >> (63 - bit))) -
-	       1;
+	return g->covered >> bit & 1 ? k : NONE;
 }
 
 /*
@@ -533,67 +552,59 @@ static inline uint32_t in_granule(const struct scan *sc, uint64_t x,
 }
 
 /*
- * The blocks (indexes in ranges) the N words at W refer to, in order,
- * into OUT (room for N): how many.  The index is far larger than the
- * caches, and lookups one after the other would each wait for memory:
- * so a batch of words that pass the bounds is looked up in rounds, each
- * asking for the cache lines the next one reads (the group; or the
- * granule, then the block).
+ * The blocks (indexes in ranges) holding the N (at most CHUNK_WORDS)
+ * addresses X, NONE where none does, into OUT.  The index is far larger
+ * than the caches, and lookups one after the other would each wait for
+ * memory: so they go in batches, in rounds, each asking for the cache
+ * lines the next one reads (the group; or the granule, then the block).
  */
-static size_t resolve(struct scan *sc, const uint64_t *w, size_t n,
-		      uint32_t *out)
+static void resolve(struct scan *sc, const uint64_t *x, size_t n,
+		    uint32_t *out)
 {
 	struct {
-		uint64_t x;
 		size_t at;      /* the group's or granule's index */
 		uint32_t k;     /* the block, or NONE; or its span's last */
 		unsigned bit;   /* the word in the group; 64: a granule */
 	} p[BATCH];
-	uint64_t lo = sc->lo, len = sc->hi - sc->lo;
-	size_t nout = 0;
 
-	for (size_t i = 0; i < n;) {
-		size_t m = 0;
+	for (size_t i0 = 0; i0 < n; i0 += BATCH) {
+		size_t m = n - i0 < BATCH ? n - i0 : BATCH;
 
-		for (; i < n && m < BATCH; i++) {
-			const struct span *sp;
-			uint64_t x = w[i], u;
+		for (size_t j = 0; j < m; j++) {
+			const struct span *sp = find_span(sc, x[i0 + j]);
+			uint64_t u;
 
-			if (x - lo >= len || !(sp = find_span(sc, x)))
-				continue;
-			p[m].x = x;
-			if (!sp->shift) {
-				u = (x - sp->base) >> 3;
-				p[m].at = sp->ibase + (u >> 6);
-				p[m].bit = u & 63;
-				prefetch(&sc->groups[p[m++].at]);
+			if (!sp) {
+				p[j].at = 0;
+				p[j].k = NONE;
+				p[j].bit = 65;
+			} else if (!sp->shift) {
+				u = (x[i0 + j] - sp->base) >> 3;
+				p[j].at = sp->ibase + (u >> 6);
+				p[j].bit = u & 63;
+				prefetch(&sc->groups[p[j].at]);
 			} else {
-				p[m].at = sp->ibase + (x >> sp->shift) - sp->base;
-				p[m].k = sp->last;
-				p[m].bit = 64;
-				prefetch(&sc->granules[p[m++].at]);
+				p[j].at = sp->ibase + (x[i0 + j] >> sp->shift) -
+					  sp->base;
+				p[j].k = sp->last;
+				p[j].bit = 64;
+				prefetch(&sc->granules[p[j].at]);
 			}
 		}
 		for (size_t j = 0; j < m; j++) {
 			if (p[j].bit < 64) {
 				p[j].k = in_group(&sc->groups[p[j].at],
 						  p[j].bit);
-			} else {
+			} else if (p[j].bit == 64) {
 				p[j].at = sc->granules[p[j].at];
 				prefetch(&sc->ranges[p[j].at]);
 			}
 		}
-		for (size_t j = 0; j < m; j++) {
-			uint32_t k = p[j].k;
-
-			if (p[j].bit == 64)
-				k = in_granule(sc, p[j].x, (uint32_t)p[j].at,
-					       k);
-			if (k != NONE)
-				out[nout++] = k;
-		}
+		for (size_t j = 0; j < m; j++)
+			out[i0 + j] = p[j].bit != 64 ? p[j].k
+				      : in_granule(sc, x[i0 + j],
+						   (uint32_t)p[j].at, p[j].k);
 	}
-	return nout;
 }
 
 static int cmp_u32(const void *x, const void *y)
@@ -649,31 +660,51 @@ static void start_block(struct scan *sc, size_t k)
 	sc->cur = i;
 }
 
-/* The words of block K at ADDR (8-aligned), N of them. */
+/* The candidates looked up: the references of their blocks. */
+static void flush_blocks(struct scan *sc)
+{
+	struct heap_scan *s = sc->s;
+	uint32_t res[CHUNK_WORDS];
+	uint64_t e;
+	uint32_t *to;
+
+	resolve(sc, sc->cand, sc->ncand, res);
+	GROW(s->to, s->nedges + sc->ncand, sc->to_alloc);
+	to = s->to;
+	for (size_t j = 0; j < sc->ncand; j++) {
+		uint32_t t = res[j], k = sc->from[j];
+
+		if (t == NONE || t == k)
+			continue;
+		if (sc->bidx[k] != sc->cur)
+			start_block(sc, k);
+		/* (A repeat of the last one is cheap to drop here.) */
+		e = s->nedges;
+		if (e == s->first[sc->cur] || to[e - 1] != t)
+			to[s->nedges++] = t;
+	}
+	sc->ncand = 0;
+}
+
+/* The N words of block K at ADDR (8-aligned): offered, and gathered
+ * (without a branch: whether a word is one is anybody's guess). */
 static void scan_piece(struct scan *sc, size_t k, uint64_t addr,
 		       const uint64_t *w, size_t n)
 {
-	struct heap_scan *s = sc->s;
-	uint32_t self = sc->bidx[k], t[CHUNK_WORDS];
+	uint64_t lo = sc->lo, len = sc->hi - sc->lo;
+	uint32_t self = sc->bidx[k];
 
-	start_block(sc, k);
-	for (size_t i = 0; i < n; i += CHUNK_WORDS) {
-		size_t m = resolve(sc, w + i, n - i < CHUNK_WORDS ? n - i
-								  : CHUNK_WORDS,
-				   t);
-
-		GROW(s->to, s->nedges + m, sc->to_alloc);
-		for (size_t j = 0; j < m; j++) {
-			if (t[j] == k || (s->nedges > s->first[self] &&
-					  s->to[s->nedges - 1] == t[j]))
-				continue;
-			s->to[s->nedges++] = t[j];
-		}
-	}
 	if (sc->v && sc->v->block && n)
 		sc->v->block(sc->v->ctx, self,
 			     addr - (sc->h->blocks[self].chunk + CHUNK_HDR), w,
 			     n);
+	for (size_t i = 0; i < n; i++) {
+		sc->cand[sc->ncand] = w[i];
+		sc->from[sc->ncand] = (uint32_t)k;
+		sc->ncand += w[i] - lo < len;
+		if (sc->ncand == CHUNK_WORDS)
+			flush_blocks(sc);
+	}
 }
 
 /* The words in [START, END) of the window read at BASE, as pointers. */
@@ -821,12 +852,16 @@ static void scan_blocks(struct scan *sc)
 		if (k < sc->n)
 			a = r[k].start > skip_to ? r[k].start : skip_to;
 	}
+	flush_blocks(sc);
 	finish_block(sc);
 	for (; sc->filled <= sc->h->nblocks; sc->filled++)
 		sc->s->first[sc->filled] = sc->s->nedges;
 	/* (Independent reads: the processor overlaps their misses.) */
 	for (uint64_t e = 0; e < sc->s->nedges; e++)
 		sc->s->to[e] = sc->bidx[sc->s->to[e]];
+	if (sc->s->nedges)
+		sc->s->to = xreallocarray(sc->s->to, sc->s->nedges,
+					  sizeof(*sc->s->to));
 }
 
 /* A reference from a root of KIND to block K (in ranges). */
@@ -846,15 +881,20 @@ static void root_ref(struct scan *sc, enum heap_root_kind kind, uint32_t k)
 static void root_words(struct scan *sc, enum heap_root_kind kind,
 		       const uint64_t *w, size_t n)
 {
-	uint32_t t[CHUNK_WORDS];
+	uint64_t lo = sc->lo, len = sc->hi - sc->lo;
+	uint32_t res[CHUNK_WORDS];
 
-	for (size_t i = 0; i < n; i += CHUNK_WORDS) {
-		size_t m = resolve(sc, w + i, n - i < CHUNK_WORDS ? n - i
-								  : CHUNK_WORDS,
-				   t);
+	for (size_t i = 0; i < n;) {
+		size_t m = 0;
 
+		for (; i < n && m < CHUNK_WORDS; i++) {
+			sc->cand[m] = w[i];
+			m += w[i] - lo < len;
+		}
+		resolve(sc, sc->cand, m, res);
 		for (size_t j = 0; j < m; j++)
-			root_ref(sc, kind, t[j]);
+			if (res[j] != NONE)
+				root_ref(sc, kind, res[j]);
 	}
 }
 
@@ -906,10 +946,11 @@ static void mark(struct scan *sc)
 			prefetch(&to[first[q[head + 8]]]);
 		if (head + 4 < sc->nqueue) {
 			uint32_t j = q[head + 4];
-
 			uint64_t e = first[j], stop = first[j + 1];
 
-			for (stop = stop - e > 16 ? e + 16 : stop; e < stop; e++)
+			if (stop - e > 16)
+				stop = e + 16;
+			for (; e < stop; e++)
 				prefetch(&state[to[e]]);
 		}
 		for (uint64_t e = first[i]; e < first[i + 1]; e++)
@@ -918,26 +959,34 @@ static void mark(struct scan *sc)
 	sc->nqueue = 0;
 }
 
-/* Leaked, and of those unreferenced; then the totals. */
+/*
+ * Leaked, and of those unreferenced; then the totals.  Every block not
+ * anchored is leaked; those a leaked block refers to are marked (REFD,
+ * for the while), the others are unreferenced.
+ */
 static void settle(struct scan *sc)
 {
 	struct heap_scan *s = sc->s;
 	const struct heap_block *b = sc->h->blocks;
+	const uint32_t *to = s->to;
+	uint8_t *state = s->state;
+	enum { REFD = 0x80 };
 
-	for (size_t i = 0; i < s->nblocks; i++)
-		if (s->state[i] == REACH_LEAKED)
-			s->state[i] = REACH_UNREFERENCED;
 	for (size_t i = 0; i < s->nblocks; i++) {
-		if (s->state[i] != REACH_LEAKED &&
-		    s->state[i] != REACH_UNREFERENCED)
+		if ((state[i] & ~REFD) != REACH_LEAKED)
 			continue;
-		for (uint64_t e = s->first[i]; e < s->first[i + 1]; e++)
-			if (s->state[s->to[e]] == REACH_UNREFERENCED)
-				s->state[s->to[e]] = REACH_LEAKED;
+		for (uint64_t e = s->first[i]; e < s->first[i + 1]; e++) {
+			if (e + 32 < s->nedges)
+				prefetch(&state[to[e + 32]]);
+			state[to[e]] |= REFD;
+		}
 	}
 	for (size_t i = 0; i < s->nblocks; i++) {
-		unsigned st = s->state[i];
+		unsigned st = state[i] & ~REFD;
 
+		if (st == REACH_LEAKED && !(state[i] & REFD))
+			st = REACH_UNREFERENCED;
+		state[i] = (uint8_t)st;
 		s->count[st]++;
 		s->bytes[st] += b[i].size;
 		if (st == REACH_UNREFERENCED) {
