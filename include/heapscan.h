@@ -59,7 +59,10 @@ struct heap_roots {
  * the heap's extents (arenas' heaps, mmapped chunks), as ROOT_DATA when
  * file-backed or the anonymous mapping right after a binary's (.bss),
  * else ROOT_OTHER.  Mappings that cannot be read (guard pages, [vvar])
- * are left out.
+ * are left out; so are a stack's bytes below its red zone (a mapping
+ * several threads' stack pointers are in: from the lowest), and a
+ * thread's stack outside any readable and writable mapping.  R is
+ * filled anew (the caller's REGS copied), sorted, with no overlaps.
  */
 void heap_roots_build(struct heap_roots *r, const struct procimage *img,
 		      const struct glibc_heap *h, const uint64_t *sps,
@@ -75,11 +78,13 @@ enum heap_reach {
 };
 
 /*
- * Offered the bytes of every block in use, in address order (a block
- * larger than a window in several pieces: OFFSET is where the piece
- * starts in the block's user bytes), and of every root range, while the
- * scan reads them.  WORDS are the aligned words of the piece; a piece
- * that could not be read is not offered.  Either callback may be NULL.
+ * Offered the bytes of every block in use, in address order, each byte
+ * once (a block larger than a window in several pieces, in order:
+ * OFFSET is where the piece starts in the block's user bytes), and of
+ * every root range (ADDR: where the piece starts), while the scan reads
+ * them.  WORDS are the aligned words of the piece, valid during the call
+ * only; bytes that could not be read are not offered (a block's pieces
+ * then stop short, or skip).  Either callback may be NULL.
  */
 struct heap_visitor {
 	void (*block)(void *ctx, size_t i, uint64_t offset,
@@ -93,31 +98,40 @@ struct heap_scan {
 	size_t nblocks;          /* as the heap's */
 	uint8_t *state;          /* enum heap_reach, per block */
 	/* References between blocks, as a graph: block I refers to
-	 * to[first[i] .. first[i + 1]) (block indexes, each once). */
+	 * to[first[i] .. first[i + 1]) (block indexes, each once, in
+	 * increasing order; never I itself). */
 	uint64_t *first;
 	uint32_t *to;
 	uint64_t nedges;
-	/* Per root kind: references found, and blocks directly referred
-	 * to from it (anchor points). */
+	/* Per root kind: references found, and the blocks directly
+	 * referred to from it (anchor points; a block referred to from
+	 * several kinds counts in each). */
 	uint64_t root_refs[ROOT_NKINDS];
-	/* Totals: blocks and bytes (chunk sizes) anchored, leaked, and of
-	 * those unreferenced. */
+	uint64_t root_blocks[ROOT_NKINDS];
+	/* Totals by enum heap_reach: blocks and bytes (chunk sizes)
+	 * anchored, leaked (unreferenced ones included), and of those
+	 * unreferenced; [REACH_NONE]: the blocks not in use. */
 	uint64_t count[4], bytes[4];
-	/* What could not be read: blocks (then counted anchored, so that
-	 * nothing is called leaked for want of bytes) and root bytes. */
+	/* What could not be read: blocks in use (then counted anchored, so
+	 * that nothing is called leaked for want of bytes; so are blocks
+	 * with no bytes to scan: a size too small, or lying inside the
+	 * block before, as only hostile memory makes them) and root bytes. */
 	uint64_t unread_blocks, unread_root_bytes;
 };
 
 /*
  * The in-use block of H whose user bytes hold ADDR: its index, or -1.
- * (A sorted search; heap_scan_run builds a faster index of its own.)
+ * (A sorted search; heap_scan_run builds a faster index of its own.  On
+ * blocks that overlap, as only hostile memory makes them, the last one
+ * starting before ADDR.)
  */
 ptrdiff_t heap_find_block(const struct glibc_heap *h, uint64_t addr);
 
 /*
  * Scan H's blocks in use and the roots R through IMG into S, offering
- * the bytes to V (may be NULL).  0, or -1 after saying why (out of
- * memory for the graph: more than 2^32 blocks).
+ * the bytes to V (may be NULL).  0, or -1 after saying why (more than
+ * 2^32 - 2 blocks: the graph's block indexes are 32 bits).  Either way S
+ * is released with heap_scan_release.
  */
 int heap_scan_run(struct heap_scan *s, const struct glibc_heap *h,
 		  struct procimage *img, const struct heap_roots *r,
