@@ -30,6 +30,14 @@ struct core_segment {
 	uint32_t flags;   /* p_flags: PF_R, PF_W, PF_X */
 };
 
+/* A file mapping from NT_FILE: OFFSET in bytes. */
+struct core_file {
+	uint64_t start, end, offset;
+	const char *path;
+	int fd;           /* for the bytes the core left out: -2 not
+			     opened yet, -1 not to be read */
+};
+
 /* Some segments and their bytes. */
 struct core_lack {
 	size_t count;
@@ -47,8 +55,15 @@ struct coreimage {
 	size_t nsegs;
 	struct core_thread *threads;
 	size_t nthreads;
+	/* NT_FILE's mappings, sorted by start: file-backed bytes the core
+	 * left out (code, read-only data) are read from these files, when
+	 * each still starts as the core says it did. */
+	struct core_file *files;
+	size_t nfiles;
 	pid_t pid;          /* NT_PRPSINFO's, or the first thread's */
 	char command[17];   /* NT_PRPSINFO's pr_fname, "" if absent */
+	char args[81];      /* its pr_psargs: the command line's first 80
+			       bytes, "" if absent */
 	/* From NT_AUXV, 0 when absent. */
 	uint64_t entry, vdso;
 	/*
@@ -71,6 +86,11 @@ struct coreimage {
  */
 int coreimage_open(struct coreimage *core, const char *path);
 void coreimage_close(struct coreimage *core);
+
+/* The bytes of [START, END) the core holds (its committed bytes, as far
+ * as a core can tell). */
+uint64_t coreimage_held(const struct coreimage *core, uint64_t start,
+			uint64_t end);
 
 /*
  * What a cut core lacks, as a sentence for a warning ("FILE is cut short

@@ -17,6 +17,8 @@
 
 #define HEAP_MMAPPED_ARENA 4095 /* the arena of an mmapped chunk */
 #define HEAP_MAX_ARENAS 4095
+/* sizeof(struct malloc_state), an arena's own struct (2.36, x86-64). */
+#define HEAP_ARENA_SIZE 2200
 
 /* One chunk.  The user's pointer is CHUNK + 16. */
 struct heap_block {

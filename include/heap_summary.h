@@ -51,6 +51,13 @@ struct heap_summary {
 	uint64_t mmapped_count, mmapped_bytes;
 	size_t narenas, ntcaches;
 	size_t nproblems;         /* corruptions met, things unread */
+	/* Who points at the blocks in use (heapscan.h), when scanned:
+	 * anchored (reachable from the roots), leaked, and of the leaked
+	 * the unreferenced; counts and chunk bytes. */
+	bool scanned;
+	uint64_t anchored_count, anchored_bytes;
+	uint64_t leaked_count, leaked_bytes;
+	uint64_t unreferenced_count, unreferenced_bytes;
 };
 
 /* What mallinfo2() would return, field by field. */
@@ -73,8 +80,9 @@ void heap_tally_json(struct json_writer *w, const struct heap_tally *t);
 
 /*
  * S as the members "total" (system_mem, then count and bytes by state,
- * overhead, unknown), "mmapped" and "mallinfo2" of the object W is in:
- * what `dmprof heap --json` and `dmprof top --json` both say.
+ * overhead, unknown), "mmapped", "reach" (when scanned: anchored, leaked
+ * and unreferenced, count and bytes) and "mallinfo2" of the object W is
+ * in: what `dmprof heap --json` and `dmprof top --json` both say.
  */
 void heap_summary_json(struct json_writer *w, const struct heap_summary *s);
 

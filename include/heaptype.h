@@ -33,8 +33,9 @@ enum heap_type_kind {
 struct heap_type {
 	enum heap_type_kind kind;
 	/* The class ("Session", "ns::Conn<int>") or the layout's name
-	 * ("std::string body", "std::vector body", "std::unordered_map/set
-	 * buckets", "std::unordered_map/set node", "std::map/set node"). */
+	 * ("string body", "vector body", "unordered_map/set buckets",
+	 * "unordered_map/set node", "map/set node": no "std::", which
+	 * owners pass over as the C++ runtime's). */
 	const char *name;
 	uint64_t typeinfo;  /* a class's std::type_info, else 0 */
 	uint64_t count, bytes;  /* blocks of it, chunk sizes summed */

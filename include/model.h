@@ -72,6 +72,14 @@ struct bucket *model_intern_bucket(struct model *m, enum alloc_kind kind,
 				   const uint64_t *frames, uint32_t depth,
 				   const char *source, unsigned long line);
 
+/*
+ * Give bucket B the type a reader knows by name: SYM (interned in M), a
+ * class's std::type_info at TYPEINFO (0: none, a layout's name).  It is
+ * not symbolized again.
+ */
+void model_bucket_type(struct model *m, struct bucket *b, uint64_t typeinfo,
+		       const char *sym);
+
 /* The same for a stack interned already. */
 struct bucket *model_stack_bucket(struct model *m, enum alloc_kind kind,
 				  const struct stack *stack,

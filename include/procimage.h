@@ -17,6 +17,15 @@
 #include "maps.h"
 #include "strtab.h"
 
+/* x86-64's struct user_regs_struct holds 27 words. */
+#define IMAGE_NREGS 27
+
+struct image_thread {
+	pid_t tid;
+	uint64_t sp;
+	uint64_t regs[IMAGE_NREGS];
+};
+
 struct procimage {
 	/* "process 1234", a core's path: the subject of messages. */
 	char *name;
@@ -42,6 +51,13 @@ struct procimage {
 		       size_t len, uint8_t *out, bool *ok);
 	/* Release what the provider keeps (called by procimage_close). */
 	void (*close)(struct procimage *img);
+	/*
+	 * The threads at the instant, where known (a held process, a
+	 * core's NT_PRSTATUS notes): each one's stack pointer and general
+	 * registers (x86-64's struct user_regs_struct as words).
+	 */
+	struct image_thread *threads;
+	size_t nthreads;
 	/* What reads cost: calls to READ and the bytes they gave. */
 	uint64_t nreads, nbytes;
 	/* A live process: its pid, /proc/PID/mem once needed and
@@ -67,6 +83,11 @@ void procimage_init(struct procimage *img, const char *name,
 int procimage_open_pid(struct procimage *img, pid_t pid);
 
 void procimage_close(struct procimage *img);
+
+/* Add thread TID with stack pointer SP and NREGS registers REGS (at most
+ * IMAGE_NREGS are kept). */
+void procimage_add_thread(struct procimage *img, pid_t tid, uint64_t sp,
+			  const uint64_t *regs, size_t nregs);
 
 /* Up to LEN bytes at ADDR (counted in nreads, nbytes): how many. */
 size_t procimage_read(struct procimage *img, uint64_t addr, void *buf,

@@ -13,9 +13,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
+#include "coreimage.h"
 #include "glibc_heap.h"
+#include "heapscan.h"
+#include "heaptype.h"
 #include "procimage.h"
 #include "resident.h"
 
@@ -37,12 +41,23 @@ struct procsnap_vma {
 	struct page_counts pages;  /* of a split VMA */
 };
 
-/* The blocks of one kind: state, size class (in use) and arena. */
+/* The blocks of one kind: state, size class, type and reach (in use),
+ * and arena. */
 struct procsnap_bucket {
 	enum heap_state state;
 	unsigned cls;         /* snap_size_class() of blocks in use */
 	unsigned arena;       /* or HEAP_MMAPPED_ARENA */
+	uint32_t type;        /* in the snapshot's types; 0: unknown */
+	bool leaked;
 	uint64_t count, bytes, committed;
+};
+
+/* A leaked block, listed one by one: its first bytes read. */
+#define PROCSNAP_HEAD 64
+struct procsnap_leak {
+	size_t block;         /* in h.blocks */
+	uint8_t head[PROCSNAP_HEAD];
+	uint8_t nhead;        /* bytes of head read */
 };
 
 struct procsnap {
@@ -52,18 +67,29 @@ struct procsnap {
 	size_t threads;
 	double held;          /* how long the process stood still, s */
 	unsigned tries;       /* stops it took (an arena was locked) */
-	struct procimage img; /* its maps */
-	uint64_t *sps;        /* its threads' stack pointers */
-	size_t nsps;
-	struct procsnap_vma *vmas; /* as img.maps */
+	/* Its memory, maps and threads: LIVE's, or a core's. */
+	struct procimage *img;
+	struct procimage live;
+	struct coreimage *core;
+	struct procsnap_vma *vmas; /* as img->maps */
 	struct procsnap_part *parts;
 	size_t nparts, parts_alloc;
 	struct resident total;
 	bool walked;          /* else h.why says why not */
 	struct glibc_heap h;
+	/* Who points at the blocks, and what they are (when walked). */
+	struct heap_roots roots;
+	struct heap_scan scan;
+	struct heap_types types;
+	bool scanned;
+	struct procsnap_leak *leaks;  /* the largest leaked blocks */
+	size_t nleaks;
 	struct procsnap_bucket *buckets;
 	size_t nbuckets;
 };
+
+/* How many leaked blocks a snapshot lists one by one, the largest. */
+#define PROCSNAP_MAX_LEAKS 100000
 
 /*
  * Take a snapshot of process PID into S: -1 after saying why not (it
@@ -71,6 +97,13 @@ struct procsnap {
  * walked (not glibc's) is no error: S says so.
  */
 int procsnap_take(struct procsnap *s, pid_t pid);
+
+/*
+ * The same of the ELF core file at PATH: what the core holds of each
+ * mapping stands for its committed bytes (a core has no residency).
+ * -1 after saying why not (not a core, unreadable).
+ */
+int procsnap_take_core(struct procsnap *s, const char *path);
 void procsnap_free(struct procsnap *s);
 
 /*
@@ -78,6 +111,8 @@ void procsnap_free(struct procsnap *s);
  * half a file).  -1 after saying why not.
  */
 int procsnap_write(const struct procsnap *s, const char *path);
+/* The same to F: 0, or -1 (a write failed; errno says why). */
+int procsnap_write_stream(const struct procsnap *s, FILE *f);
 
 /*
  * Size classes of blocks in use, by usable bytes: one per chunk size up

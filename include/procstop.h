@@ -39,9 +39,14 @@ int procstop_stop(struct procstop *s, pid_t pid, unsigned timeout_ms);
  */
 void procstop_release(struct procstop *s);
 
-/* The stack pointer of held thread I, where the architecture's registers
- * are known (x86-64, arm64): the mapping it is in is the thread's stack. */
-bool procstop_stack_pointer(const struct procstop *s, size_t i, uint64_t *sp);
+/*
+ * The registers of held thread I, where the architecture's are known
+ * (x86-64, arm64): its stack pointer (the mapping it is in is the
+ * thread's stack) and its general registers as words, at most MAX of
+ * them into REGS, their number into *NREGS.
+ */
+bool procstop_registers(const struct procstop *s, size_t i, uint64_t *sp,
+			uint64_t *regs, size_t max, size_t *nregs);
 
 /* Has process PID exited: gone, its memory let go, or no thread of it
  * alive (a zombie)? */

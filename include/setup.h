@@ -104,6 +104,10 @@ int setup_owners(struct cmd_args *a, struct owners *o);
 char *setup_output_prefix(const char *output, const char *name);
 /* The one operand of a command on a live process (heap, snapshot): its
  * process id into *PID; 0, or a usage error's status. */
+/* The operand when it is not a number but names a file (a core to
+ * read), or NULL. */
+const char *setup_core_operand(const struct cmd_args *a);
+
 int setup_pid(struct cmd_args *a, pid_t *pid);
 /* S as a number of seconds, 0 to 1e9 (an interval: -i). */
 bool setup_seconds(const char *s, double *out);

@@ -116,7 +116,21 @@ enum dump_format {
 	FORMAT_PROTO,      /* pprof profile.proto, gzipped or not */
 	FORMAT_DHAT,       /* Valgrind DHAT's JSON (heap mode) */
 	FORMAT_SNAP,       /* dmprof snapshot's, of a running process */
+	FORMAT_CORE,       /* an ELF core file, read as a snapshot */
 	FORMAT_ANY = -1,   /* (to profile_load_part_as: whatever it is) */
+};
+
+/*
+ * A block listed one by one (a leaked block of a heap walked from
+ * outside): where, how big (its chunk), its bucket, its first bytes.
+ */
+#define LISTED_HEAD 64
+struct listed_block {
+	uint64_t addr, size;
+	const struct bucket *bucket;
+	bool unreferenced;
+	uint8_t nhead;
+	uint8_t head[LISTED_HEAD];
 };
 
 struct snapshot {
@@ -190,6 +204,9 @@ struct snapshot {
 	 * (its blocks are the stack lines): what top says first. */
 	bool has_heap;
 	struct heap_summary heap;
+	/* Its leaked blocks (the largest, when too many to list all). */
+	struct listed_block *listed;
+	size_t nlisted, listed_alloc;
 };
 
 /* An empty snapshot of PATH (page size 4096, no maps of its own). */

@@ -133,6 +133,85 @@ static void print(const struct expand *x)
 	}
 }
 
+/* Up to LISTED_HEAD bytes as hexdump -C shows them, indented. */
+static void hexdump(const uint8_t *p, size_t n)
+{
+	for (size_t off = 0; off < n; off += 16) {
+		printf("    %08zx ", off);
+		for (size_t i = off; i < off + 16; i++) {
+			if (i == off + 8)
+				putchar(' ');
+			if (i < n)
+				printf(" %02x", p[i]);
+			else
+				fputs("   ", stdout);
+		}
+		fputs("  |", stdout);
+		for (size_t i = off; i < off + 16 && i < n; i++)
+			putchar(p[i] >= 32 && p[i] < 127 ? p[i] : '.');
+		puts("|");
+	}
+}
+
+/* Largest first, then by address. */
+static int cmp_listed(const void *x, const void *y)
+{
+	const struct listed_block *a = *(const struct listed_block *const *)x;
+	const struct listed_block *b = *(const struct listed_block *const *)y;
+
+	if (a->size != b->size)
+		return a->size > b->size ? -1 : 1;
+	return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+/*
+ * The blocks of the component the snapshot lists one by one (the leaked
+ * blocks of a heap scanned from outside): address, size, what it is,
+ * and its first bytes, largest first.  0, or -1 when a rule failed.
+ */
+static int print_listed(struct expand *x, const struct snapshot *snap)
+{
+	const struct listed_block **v;
+	size_t n = 0;
+	uint64_t bytes = 0;
+
+	if (!snap->nlisted)
+		return 0;
+	v = xcalloc(snap->nlisted, sizeof(*v));
+	for (size_t i = 0; i < snap->nlisted; i++) {
+		const struct listed_block *b = &snap->listed[i];
+		int col = classify_malloc(&x->o->cls, b->bucket);
+
+		if (col == -2) {
+			free(v);
+			return -1;
+		}
+		if (column_counts(x->o->policy, x->col, ITEM_MALLOC, col)) {
+			v[n++] = b;
+			bytes += b->size;
+		}
+	}
+	if (n) {
+		qsort(v, n, sizeof(*v), cmp_listed);
+		printf("\n%zu leaked block%s, %" PRIu64 " bytes%s:\n", n,
+		       n == 1 ? "" : "s", bytes,
+		       snap->heap.leaked_count > snap->nlisted
+			       ? " (the largest leaked blocks are listed)"
+			       : "");
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct listed_block *b = v[i];
+		const char *type = bucket_type_sym(b->bucket);
+
+		printf("  0x%" PRIx64 "  %" PRIu64 " bytes  %s%s\n", b->addr,
+		       b->size, type ? type : "unknown",
+		       b->unreferenced ? "  (unreferenced)" : "");
+		hexdump(b->head, b->nhead);
+	}
+	free(v);
+	return 0;
+}
+
 /*
  * The operands: DUMP COMPONENT [DEPTH] with -p or the default policy, or
  * the original's DUMP POLICY COMPONENT [DEPTH].  Three operands without
@@ -213,8 +292,11 @@ static int cmd_expand_run(struct cmd_args *a)
 		tally_sort(&x.sums, tally_cmp_bytes);
 		if (!status && (x.sums.overflow || snap.overflow))
 			status = sizes_overflow(&snap);
-		if (!status)
+		if (!status) {
 			print(&x);
+			if (!x.original && print_listed(&x, &snap) < 0)
+				status = 1;
+		}
 	}
 	tally_free(&x.sums);
 	sb_release(&x.key);

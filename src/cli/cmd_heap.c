@@ -344,22 +344,12 @@ static void print_json(const struct heap_run *r, bool blocks)
 	sb_release(&out);
 }
 
-/* An operand that is not a number but names a file: a core to read. */
-static const char *core_operand(const struct cmd_args *a)
-{
-	const char *arg = a->argc == 1 ? a->argv[0] : NULL;
-
-	if (!arg || !arg[strspn(arg, "0123456789")] || access(arg, F_OK) < 0)
-		return NULL;
-	return arg;
-}
-
 static int cmd_heap_run(struct cmd_args *a)
 {
 	struct heap_run r = { 0 };
 	int status;
 
-	r.core = core_operand(a);
+	r.core = setup_core_operand(a);
 	if (!r.core && (status = setup_pid(a, &r.pid)))
 		return status;
 	if ((r.core ? walk_core(&r) : walk(&r)) < 0)

@@ -24,6 +24,7 @@
 /* What the options asked for. */
 struct snapshot_opts {
 	const char *output;   /* -o, or NULL */
+	const char *core;     /* a core file instead of a process */
 	double interval;      /* -i */
 	uint64_t count;       /* -n; 0: until the process ends */
 	pid_t pid;
@@ -64,6 +65,12 @@ static int parse_options(struct cmd_args *a, struct snapshot_opts *o)
 	if (n && (word_u64(n, strlen(n), &o->count) != NUM_OK || !o->count))
 		return cmd_usage_error(a, "bad count '%s' (a number of "
 					  "snapshots, 1 or more)", n);
+	if ((o->core = setup_core_operand(a))) {
+		if (i || (n && o->count != 1))
+			return cmd_usage_error(a, "a core is one instant: no "
+						  "-i, no -n");
+		return 0;
+	}
 	return setup_pid(a, &o->pid);
 }
 
@@ -88,16 +95,31 @@ static char *process_name(pid_t pid)
 	return xstrdup(n ? buf : "process");
 }
 
-/* PREFIX.PID of the run, its next number after those already there. */
-static int start_run(const struct snapshot_opts *o, struct taken *t)
+/* The name a core gives its process, as a file name, or "core". */
+static char *core_name(const struct procsnap *s)
 {
-	char *name = process_name(o->pid);
+	const char *base = strrchr(s->core->command, '/');
+	char *name = xstrdup(s->core->command[0] ? base ? base + 1
+						   : s->core->command
+					   : "core");
+
+	for (char *p = name; *p; p++)
+		if (*p == '/' || *p == ' ' || (unsigned char)*p < 32)
+			*p = '_';
+	return name;
+}
+
+/* PREFIX.PID of the run, its next number after those already there. */
+static int start_run(const struct snapshot_opts *o, const struct procsnap *s,
+		     struct taken *t)
+{
+	char *name = o->core ? core_name(s) : process_name(o->pid);
 	char *prefix = setup_output_prefix(o->output, name);
 
 	free(name);
 	if (!prefix)
 		return -1;
-	t->prefix = xasprintf("%s.%05d", prefix, (int)o->pid);
+	t->prefix = xasprintf("%s.%05d", prefix, (int)s->pid);
 	free(prefix);
 	t->first = t->next = series_last(t->prefix, "snap") + 1;
 	return 0;
@@ -111,6 +133,16 @@ static void say_problems(const char *path, const struct procsnap *s)
 		return;
 	warning("%s: %zu problem%s in the heap walk, the first: %s", path,
 		h->nproblems, h->nproblems == 1 ? "" : "s", h->problems[0].msg);
+}
+
+/* What a cut core lacks. */
+static void say_core(const struct procsnap *s)
+{
+	char *missing = coreimage_missing(s->core);
+
+	if (missing)
+		warning("%s", missing);
+	free(missing);
 }
 
 /* The end of a run: the process exited.  1. */
@@ -127,11 +159,18 @@ static int take_one(const struct snapshot_opts *o, struct taken *t)
 	char *path;
 	int rc;
 
-	if (t->n && procstop_exited(o->pid))
-		return gone(o->pid);
-	if (procsnap_take(&s, o->pid) < 0)
-		return t->n && procstop_exited(o->pid) ? gone(o->pid) : -1;
-	if (!t->prefix && start_run(o, t) < 0) {
+	if (o->core) {
+		if (procsnap_take_core(&s, o->core) < 0)
+			return -1;
+		say_core(&s);
+	} else {
+		if (t->n && procstop_exited(o->pid))
+			return gone(o->pid);
+		if (procsnap_take(&s, o->pid) < 0)
+			return t->n && procstop_exited(o->pid) ? gone(o->pid)
+							       : -1;
+	}
+	if (!t->prefix && start_run(o, &s, t) < 0) {
 		procsnap_free(&s);
 		return -1;
 	}
@@ -176,7 +215,10 @@ static void wait_until(double at)
 
 static void report(const struct snapshot_opts *o, const struct taken *t)
 {
-	if (t->n == 1)
+	if (o->core && t->n)
+		fprintf(stderr, "dmprof snapshot: %s.%04lu.snap: core %s\n",
+			t->prefix, t->first, o->core);
+	else if (t->n == 1)
 		fprintf(stderr, "dmprof snapshot: %s.%04lu.snap: process %d "
 				"stood still %.1f ms\n",
 			t->prefix, t->first, (int)o->pid, t->held_max * 1e3);
@@ -229,7 +271,7 @@ static const struct cmd_option options[] = {
 	OPT_END,
 };
 
-static const char *const usage[] = { "PID", NULL };
+static const char *const usage[] = { "PID", "CORE", NULL };
 
 const struct cmd_entry cmd_snapshot = {
 	"snapshot",

@@ -169,6 +169,15 @@ static void print_heap(struct top *t)
 	if (h->t.unknown)
 		printf("%s %10s  unknown, past a corruption\n",
 		       human(t, (int64_t)h->t.unknown, 10), "");
+	if (h->scanned) {
+		printf("%s %10" PRIu64 "  in use, leaked: nothing reachable "
+		       "points at them\n",
+		       human(t, (int64_t)h->leaked_bytes, 10), h->leaked_count);
+		printf("%s %10" PRIu64 "  of those unreferenced: no leaked "
+		       "block points at them either\n",
+		       human(t, (int64_t)h->unreferenced_bytes, 10),
+		       h->unreferenced_count);
+	}
 	printf("\n");
 }
 
@@ -199,6 +208,9 @@ static void print_text(struct top *t)
 		if (t->builtins.v[B_RSS])
 			printf("; the kernel's Rss %s",
 			       human(t, t->builtins.v[B_RSS], 0));
+		if (snapshot_meta(t->snap, "Core"))
+			printf("; a core: what it holds stands for what was "
+			       "resident");
 		if (profiler >= 0 && t->values[profiler] &&
 		    !policy_in_partition(p, profiler))
 			printf("; not in them: the profiler's own %s",

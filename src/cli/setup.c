@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "aggregate.h"
 #include "suggest.h"
@@ -350,6 +351,15 @@ char *setup_output_prefix(const char *output, const char *name)
 		return NULL;
 	}
 	return prefix;
+}
+
+const char *setup_core_operand(const struct cmd_args *a)
+{
+	const char *arg = a->argc == 1 ? a->argv[0] : NULL;
+
+	if (!arg || !arg[strspn(arg, "0123456789")] || access(arg, F_OK) < 0)
+		return NULL;
+	return arg;
 }
 
 int setup_pid(struct cmd_args *a, pid_t *pid)

@@ -78,15 +78,22 @@ static void json_mallinfo(struct json_writer *w, const struct heap_summary *s)
 	json_end(w);
 }
 
+/* "NAME": { "count": COUNT, "bytes": BYTES } */
+static void count_and_bytes(struct json_writer *w, const char *name,
+			    uint64_t count, uint64_t bytes)
+{
+	json_key(w, name);
+	json_object_line(w);
+	json_member_uint(w, "count", count);
+	json_member_uint(w, "bytes", bytes);
+	json_end(w);
+}
+
 void heap_tally_json(struct json_writer *w, const struct heap_tally *t)
 {
-	for (int s = 0; s < HEAP_NSTATES; s++) {
-		json_key(w, heap_state_name(s));
-		json_object_line(w);
-		json_member_uint(w, "count", t->count[s]);
-		json_member_uint(w, "bytes", t->bytes[s]);
-		json_end(w);
-	}
+	for (int s = 0; s < HEAP_NSTATES; s++)
+		count_and_bytes(w, heap_state_name(s), t->count[s],
+				t->bytes[s]);
 	json_member_uint(w, "overhead", t->overhead);
 	json_member_uint(w, "unknown", t->unknown);
 }
@@ -98,10 +105,16 @@ void heap_summary_json(struct json_writer *w, const struct heap_summary *s)
 	json_member_uint(w, "system_mem", s->system_mem);
 	heap_tally_json(w, &s->t);
 	json_end(w);
-	json_key(w, "mmapped");
-	json_object_line(w);
-	json_member_uint(w, "count", s->mmapped_count);
-	json_member_uint(w, "bytes", s->mmapped_bytes);
-	json_end(w);
+	count_and_bytes(w, "mmapped", s->mmapped_count, s->mmapped_bytes);
+	if (s->scanned) {
+		json_key(w, "reach");
+		json_object(w);
+		count_and_bytes(w, "anchored", s->anchored_count,
+				s->anchored_bytes);
+		count_and_bytes(w, "leaked", s->leaked_count, s->leaked_bytes);
+		count_and_bytes(w, "unreferenced", s->unreferenced_count,
+				s->unreferenced_bytes);
+		json_end(w);
+	}
 	json_mallinfo(w, s);
 }

@@ -139,6 +139,19 @@ struct bucket *model_define_stack_bucket(struct model *m, uint64_t id,
 	return b;
 }
 
+void model_bucket_type(struct model *m, struct bucket *b, uint64_t typeinfo,
+		       const char *sym)
+{
+	if (!b->type) {
+		b->type = arena_alloc(&m->arena, sizeof(*b->type));
+		memset(b->type, 0, sizeof(*b->type));
+	}
+	b->type->has_typeinfo = typeinfo != 0;
+	b->type->typeinfo = typeinfo;
+	b->type->name = sym;
+	b->type->sym = sym;
+}
+
 struct bucket *model_intern_bucket(struct model *m, enum alloc_kind kind,
 				   const uint64_t *frames, uint32_t depth,
 				   const char *source, unsigned long line)

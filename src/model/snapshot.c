@@ -44,6 +44,7 @@ void snapshot_init(struct snapshot *snap, const char *path)
 
 void snapshot_release(struct snapshot *snap)
 {
+	free(snap->listed);
 	free(snap->path);
 	free(snap->run_id);
 	free(snap->command_line);

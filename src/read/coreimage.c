@@ -24,22 +24,17 @@
 #define PRPSINFO_PID 24
 #define PRPSINFO_FNAME 40
 #define PRPSINFO_FNAME_LEN 16
+#define PRPSINFO_ARGS 56
+#define PRPSINFO_ARGS_LEN 80
 /* Where [vsyscall] always is on x86-64. */
 #define VSYSCALL_ADDR 0xffffffffff600000ull
 /* How far past the .bss x86-64's brk randomisation may start [heap]. */
 #define BRK_REACH (1ull << 30)
 
-/* A file mapping from NT_FILE: OFFSET in bytes. */
-struct core_file {
-	uint64_t start, end, offset;
-	const char *path;
-};
-
 /* What opening gathers before the mappings are built. */
 struct core_open {
 	struct coreimage *core;
-	struct core_file *files;
-	size_t nfiles, files_alloc, threads_alloc;
+	size_t files_alloc, threads_alloc;
 };
 
 static uint32_t get32(const uint8_t *p)
@@ -181,13 +176,14 @@ static void note_file(struct core_open *o, const uint8_t *d, size_t len,
 		if (get64(e + 8) <= get64(e) ||
 		    (page && get64(e + 16) > UINT64_MAX / page))
 			continue;
-		GROW(o->files, o->nfiles + 1, o->files_alloc);
-		f = &o->files[o->nfiles++];
+		GROW(c->files, c->nfiles + 1, o->files_alloc);
+		f = &c->files[c->nfiles++];
 		f->start = get64(e);
 		f->end = get64(e + 8);
 		f->offset = get64(e + 16) * page;
 		f->path = strtab_intern(&c->img.strings, path,
 					(size_t)(nul - path));
+		f->fd = -2;
 	}
 }
 
@@ -220,6 +216,15 @@ static void note_prpsinfo(struct coreimage *c, const uint8_t *d, size_t len)
 	c->pid = (pid_t)get32(d + PRPSINFO_PID);
 	memcpy(c->command, d + PRPSINFO_FNAME, PRPSINFO_FNAME_LEN);
 	c->command[PRPSINFO_FNAME_LEN] = 0;
+	if (len < PRPSINFO_ARGS + PRPSINFO_ARGS_LEN)
+		return;
+	/* (Its NULs between arguments, as /proc/PID/cmdline's: spaces.) */
+	for (size_t i = 0; i < PRPSINFO_ARGS_LEN; i++)
+		c->args[i] = d[PRPSINFO_ARGS + i] ? (char)d[PRPSINFO_ARGS + i]
+						  : ' ';
+	c->args[PRPSINFO_ARGS_LEN] = 0;
+	for (size_t n = PRPSINFO_ARGS_LEN; n && c->args[n - 1] == ' '; n--)
+		c->args[n - 1] = 0;
 }
 
 static void note_auxv(struct coreimage *c, const uint8_t *d, size_t len)
@@ -432,44 +437,6 @@ static const struct core_segment *seg_find(const struct coreimage *c,
 	return &c->segs[i - 1];
 }
 
-/*
- * From ADDR on, through adjacent segments as a live read goes through
- * adjacent mappings, until a byte the core does not hold.  File-backed
- * bytes a core leaves out (code, by coredump_filter; gcore's read-only
- * mappings) could be read from the NT_FILE path at its offset when the
- * file is unchanged; not done yet: the heap walk needs none of them
- * (libc's data is written to, so always dumped).
- */
-static size_t read_core(struct procimage *img, uint64_t addr, void *buf,
-			size_t len)
-{
-	struct coreimage *c = (struct coreimage *)img;
-	const struct core_segment *s = seg_find(c, addr), *end;
-	size_t got = 0;
-
-	end = c->segs + c->nsegs;
-	while (s && got < len) {
-		uint64_t at = addr + got - s->vaddr;
-		size_t want, n;
-
-		if (at >= s->avail)
-			break;
-		want = len - got < s->avail - at ? len - got
-						  : (size_t)(s->avail - at);
-		n = core_pread(c, (char *)buf + got, want, s->offset + at);
-		got += n;
-		if (n < want)
-			break;
-		if (at + want == s->memsz)
-			s = s + 1 < end && s[1].vaddr == s->vaddr + s->memsz
-				    ? s + 1
-				    : NULL;
-	}
-	return got;
-}
-
-/* --- Mappings ------------------------------------------------------- */
-
 static int cmp_file(const void *a, const void *b)
 {
 	const struct core_file *x = a, *y = b;
@@ -478,15 +445,116 @@ static int cmp_file(const void *a, const void *b)
 }
 
 /* The NT_FILE entry holding ADDR, or NULL (FILES sorted by start). */
-static const struct core_file *file_find(const struct core_open *o,
+static const struct core_file *file_find(const struct coreimage *c,
 					 uint64_t addr)
 {
-	size_t i = count_from(o->files, o->nfiles, sizeof(*o->files), addr);
+	size_t i = count_from(c->files, c->nfiles, sizeof(*c->files), addr);
 
-	if (!i || addr >= o->files[i - 1].end)
+	if (!i || addr >= c->files[i - 1].end)
 		return NULL;
-	return &o->files[i - 1];
+	return &c->files[i - 1];
 }
+
+/*
+ * The file of mapping F opened for reading what the core left out, or
+ * -1: it cannot be opened, or its first page is no longer what the core
+ * holds of it (the file changed since: its bytes would be wrong).
+ */
+static int file_fd(struct coreimage *c, struct core_file *f)
+{
+	uint8_t a[256], b[256];
+	const struct core_file *head = NULL;
+	const struct core_segment *s;
+	int fd;
+
+	if (f->fd != -2)
+		return f->fd;
+	f->fd = -1;
+	for (size_t i = 0; i < c->nfiles && !head; i++)
+		if (c->files[i].path == f->path && !c->files[i].offset)
+			head = &c->files[i];
+	fd = open(f->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	/* The core holds a file's first page (its ELF header): compare. */
+	if (head && (s = seg_find(c, head->start)) &&
+	    head->start - s->vaddr + sizeof(a) <= s->avail &&
+	    (core_pread(c, a, sizeof(a), s->offset + head->start - s->vaddr) !=
+		     sizeof(a) ||
+	     pread(fd, b, sizeof(b), 0) != (ssize_t)sizeof(b) ||
+	     memcmp(a, b, sizeof(a)))) {
+		warning("%s: %s is not the file the core's process mapped (it "
+			"changed since?): what the core left out of it is not "
+			"read", c->path, f->path);
+		close(fd);
+		for (size_t i = 0; i < c->nfiles; i++)
+			if (c->files[i].path == f->path)
+				c->files[i].fd = -1;
+		return -1;
+	}
+	return f->fd = fd;
+}
+
+/* Up to LEN bytes at ADDR from the file mapped there: how many. */
+static size_t read_file(struct coreimage *c, uint64_t addr, void *buf,
+			size_t len)
+{
+	struct core_file *f = (struct core_file *)file_find(c, addr);
+	uint64_t off;
+	ssize_t n;
+	int fd;
+
+	if (!f || (fd = file_fd(c, f)) < 0)
+		return 0;
+	off = f->offset + (addr - f->start);
+	if (len > f->end - addr)
+		len = (size_t)(f->end - addr);
+	if (off > INT64_MAX - len)
+		return 0;
+	n = pread(fd, buf, len, (off_t)off);
+	return n > 0 ? (size_t)n : 0;
+}
+
+/*
+ * From ADDR on, through adjacent segments as a live read goes through
+ * adjacent mappings, until a byte the core does not hold.  File-backed
+ * bytes a core leaves out (code, by coredump_filter; gcore's read-only
+ * mappings) come from the NT_FILE path at its offset, when the file
+ * still starts as the core says (file_fd).
+ */
+static size_t read_core(struct procimage *img, uint64_t addr, void *buf,
+			size_t len)
+{
+	struct coreimage *c = (struct coreimage *)img;
+	size_t got = 0;
+
+	while (got < len) {
+		uint64_t a = addr + got;
+		const struct core_segment *s = seg_find(c, a);
+		size_t want = len - got, n;
+
+		if (s && a - s->vaddr < s->avail) {
+			uint64_t at = a - s->vaddr;
+
+			if (want > s->avail - at)
+				want = (size_t)(s->avail - at);
+			n = core_pread(c, (char *)buf + got, want,
+				       s->offset + at);
+		} else {
+			/* Not in the core: to the end of the segment (or
+			 * the next one) from the file, if any. */
+			if (s && want > s->vaddr + s->memsz - a)
+				want = (size_t)(s->vaddr + s->memsz - a);
+			n = read_file(c, a, (char *)buf + got, want);
+		}
+		got += n;
+		if (n < want || !n)
+			break;
+	}
+	return got;
+}
+
+/* --- Mappings ------------------------------------------------------- */
 
 /*
  * Where the executable's memory ends, its .bss included: the end of its
@@ -534,24 +602,24 @@ static uint64_t exe_end(struct coreimage *c, const struct core_file *exe)
 static uint64_t find_heap(const struct core_open *o)
 {
 	struct coreimage *c = o->core;
-	const struct core_file *exe = file_find(o, c->entry), *head = NULL;
+	const struct core_file *exe = file_find(c, c->entry), *head = NULL;
 	uint64_t end, limit = UINT64_MAX;
 
-	for (size_t i = 0; exe && i < o->nfiles && !head; i++)
-		if (o->files[i].path == exe->path && !o->files[i].offset)
-			head = &o->files[i];
+	for (size_t i = 0; exe && i < c->nfiles && !head; i++)
+		if (c->files[i].path == exe->path && !c->files[i].offset)
+			head = &c->files[i];
 	if (!c->entry || !head || !(end = exe_end(c, head)))
 		return 0;
-	for (size_t i = 0; i < o->nfiles; i++)
-		if (o->files[i].start >= end && o->files[i].start < limit)
-			limit = o->files[i].start;
+	for (size_t i = 0; i < c->nfiles; i++)
+		if (c->files[i].start >= end && c->files[i].start < limit)
+			limit = c->files[i].start;
 	if (end + BRK_REACH > end && end + BRK_REACH < limit)
 		limit = end + BRK_REACH;
 	for (size_t i = 0; i < c->nsegs; i++) {
 		const struct core_segment *s = &c->segs[i];
 
 		if (s->vaddr >= end && s->vaddr < limit &&
-		    !file_find(o, s->vaddr))
+		    !file_find(c, s->vaddr))
 			return s->vaddr;
 	}
 	return 0;
@@ -649,12 +717,12 @@ static void build_maps(struct core_open *o)
 	const struct core_thread *t = main_thread(c);
 	uint64_t heap;
 
-	if (o->nfiles)
-		qsort(o->files, o->nfiles, sizeof(*o->files), cmp_file);
+	if (c->nfiles)
+		qsort(c->files, c->nfiles, sizeof(*c->files), cmp_file);
 	heap = find_heap(o);
 	for (size_t i = 0; i < c->nsegs; i++) {
 		const struct core_segment *s = &c->segs[i];
-		const struct core_file *f = file_find(o, s->vaddr);
+		const struct core_file *f = file_find(c, s->vaddr);
 		uint64_t end = s->vaddr + s->memsz;
 		char perms[5];
 
@@ -662,8 +730,8 @@ static void build_maps(struct core_open *o)
 		add_vma(c, s->vaddr, end, perms, f,
 			f ? NULL : anon_name(c, t, s->vaddr, end, heap));
 	}
-	for (size_t i = 0; i < o->nfiles; i++)
-		add_file_gaps(c, &o->files[i]);
+	for (size_t i = 0; i < c->nfiles; i++)
+		add_file_gaps(c, &c->files[i]);
 	maps_sort(&c->img.maps, c->path);
 }
 
@@ -675,6 +743,10 @@ static void close_core(struct procimage *img)
 
 	if (c->fd >= 0)
 		close(c->fd);
+	for (size_t i = 0; i < c->nfiles; i++)
+		if (c->files[i].fd >= 0)
+			close(c->files[i].fd);
+	free(c->files);
 	free(c->segs);
 	free(c->threads);
 	free(c->path);
@@ -697,7 +769,7 @@ static void read_segments(struct core_open *o, const Elf64_Phdr *ph,
 	if (!c->nsegs)
 		warning("%s: no PT_LOAD segment: the core holds no memory",
 			c->path);
-	if (!o->nfiles)
+	if (!c->nfiles)
 		warning("%s: no NT_FILE note: its mappings are not named (the "
 			"notes cut short, or a kernel before 3.7)", c->path);
 }
@@ -717,7 +789,7 @@ static int open_file(struct coreimage *c)
 
 int coreimage_open(struct coreimage *core, const char *path)
 {
-	struct core_open o = { core, NULL, 0, 0, 0 };
+	struct core_open o = { core, 0, 0 };
 	Elf64_Ehdr eh;
 	Elf64_Phdr *ph = NULL;
 	size_t nph = 0;
@@ -740,10 +812,37 @@ int coreimage_open(struct coreimage *core, const char *path)
 	count_lacks(core);
 	build_maps(&o);
 	free(ph);
-	free(o.files);
+	for (size_t i = 0; i < core->nthreads; i++) {
+		const struct core_thread *t = &core->threads[i];
+
+		procimage_add_thread(&core->img, t->pid, t->regs.rsp,
+				     (const uint64_t *)&t->regs,
+				     sizeof(t->regs) / sizeof(uint64_t));
+	}
 	free(core->img.name);
 	core->img.name = xasprintf("core %s", path);
 	return 0;
+}
+
+uint64_t coreimage_held(const struct coreimage *core, uint64_t start,
+			uint64_t end)
+{
+	size_t i = count_from(core->segs, core->nsegs, sizeof(*core->segs),
+			      start);
+	uint64_t sum = 0;
+
+	for (i = i ? i - 1 : 0; i < core->nsegs && core->segs[i].vaddr < end;
+	     i++) {
+		const struct core_segment *s = &core->segs[i];
+		uint64_t a = start > s->vaddr ? start : s->vaddr;
+		uint64_t b = s->vaddr + s->avail;
+
+		if (end < b)
+			b = end;
+		if (b > a)
+			sum += b - a;
+	}
+	return sum;
 }
 
 void coreimage_close(struct coreimage *core)

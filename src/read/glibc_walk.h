@@ -41,7 +41,7 @@
 #define MS_NEXT 2160
 #define MS_ATTACHED 2176
 #define MS_SYSTEM_MEM 2184
-#define MS_SIZE 2200
+#define MS_SIZE HEAP_ARENA_SIZE
 
 #define CACHE_PAGES 256
 

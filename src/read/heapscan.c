@@ -90,13 +90,28 @@ static struct heap_extent *merged_extents(const struct glibc_heap *h,
 	struct heap_extent *e;
 	size_t m = 0;
 
-	if (!h->nextents) {
+	size_t total = h->nextents + h->narenas;
+
+	if (!total) {
 		*n = 0;
 		return NULL;
 	}
-	e = xmemdup(h->extents, st_mult(h->nextents, sizeof(*e)));
-	qsort(e, h->nextents, sizeof(*e), cmp_extent);
-	for (size_t i = 0; i < h->nextents; i++) {
+	/*
+	 * The arenas' own structs too: main_arena lies in libc's data, and
+	 * its bins and top point at chunk headers, which are the last
+	 * usable bytes of the blocks before them (chap leaves it out too).
+	 */
+	e = xcalloc(total, sizeof(*e));
+	if (h->nextents)
+		memcpy(e, h->extents, st_mult(h->nextents, sizeof(*e)));
+	for (size_t k = 0; k < h->narenas; k++) {
+		e[h->nextents + k].start = h->arenas[k].addr;
+		e[h->nextents + k].end = h->arenas[k].addr + HEAP_ARENA_SIZE;
+		if (e[h->nextents + k].end < h->arenas[k].addr)
+			e[h->nextents + k].end = UINT64_MAX;
+	}
+	qsort(e, total, sizeof(*e), cmp_extent);
+	for (size_t i = 0; i < total; i++) {
 		if (e[i].end <= e[i].start)
 			continue;
 		if (m && e[i].start <= e[m - 1].end) {

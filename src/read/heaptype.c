@@ -36,11 +36,11 @@ enum layout {
 };
 
 static const char *const layout_names[NLAYOUTS] = {
-	"std::string body",
-	"std::vector body",
-	"std::unordered_map/set buckets",
-	"std::unordered_map/set node",
-	"std::map/set node",
+	"string body",
+	"vector body",
+	"unordered_map/set buckets",
+	"unordered_map/set node",
+	"map/set node",
 };
 
 /* What a vtable address was found to be (TYPE 0: no vtable). */

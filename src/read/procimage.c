@@ -37,11 +37,28 @@ void procimage_close(struct procimage *img)
 	if (img->close)
 		img->close(img);
 	maps_free(&img->maps);
+	free(img->threads);
 	strtab_free(&img->strings);
 	arena_free(&img->arena);
 	free(img->name);
 	memset(img, 0, sizeof(*img));
 	img->mem_fd = img->pagemap_fd = -1;
+}
+
+void procimage_add_thread(struct procimage *img, pid_t tid, uint64_t sp,
+			  const uint64_t *regs, size_t nregs)
+{
+	struct image_thread *t;
+
+	img->threads = xreallocarray(img->threads, img->nthreads + 1,
+				     sizeof(*img->threads));
+	t = &img->threads[img->nthreads++];
+	memset(t, 0, sizeof(*t));
+	t->tid = tid;
+	t->sp = sp;
+	if (nregs > IMAGE_NREGS)
+		nregs = IMAGE_NREGS;
+	memcpy(t->regs, regs, nregs * sizeof(*regs));
 }
 
 size_t procimage_read(struct procimage *img, uint64_t addr, void *buf,

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -111,8 +112,8 @@ static bool thread_stack(const struct procsnap *s, const struct vma *v,
 {
 	if (!strcmp(v->name, "[stack]"))
 		return false;
-	for (size_t i = 0; i < s->nsps; i++)
-		if (s->sps[i] >= a && s->sps[i] < b)
+	for (size_t i = 0; i < s->img->nthreads; i++)
+		if (s->img->threads[i].sp >= a && s->img->threads[i].sp < b)
 			return true;
 	return false;
 }
@@ -120,11 +121,12 @@ static bool thread_stack(const struct procsnap *s, const struct vma *v,
 /* A part of VMA I that is not the heap's: a thread's stack, or not. */
 static void add_gap(struct procsnap *s, size_t i, uint64_t a, uint64_t b)
 {
-	const struct vma *v = &s->img.maps.v[i];
+	const struct vma *v = &s->img->maps.v[i];
 
 	add_part(s, a, b, thread_stack(s, v, a, b) ? PART_THREAD_STACK
 						   : PART_NONE,
-		 page_counts_bytes(&s->vmas[i].pages, a, b));
+		 s->core ? coreimage_held(s->core, a, b)
+			 : page_counts_bytes(&s->vmas[i].pages, a, b));
 }
 
 /*
@@ -134,12 +136,12 @@ static void add_gap(struct procsnap *s, size_t i, uint64_t a, uint64_t b)
 static int split_vma(struct procsnap *s, struct pagemap *pm, size_t i,
 		     size_t *at)
 {
-	const struct vma *v = &s->img.maps.v[i];
+	const struct vma *v = &s->img->maps.v[i];
 	struct procsnap_vma *sv = &s->vmas[i];
 	const struct glibc_heap *h = &s->h;
 	uint64_t pos = v->start;
 
-	if (pagemap_counts(pm, v->start, v->end, &sv->pages) < 0)
+	if (pm && pagemap_counts(pm, v->start, v->end, &sv->pages) < 0)
 		return -1;
 	sv->first_part = s->nparts;
 	for (; *at < h->nextents && h->extents[*at].start < v->end; (*at)++) {
@@ -149,7 +151,8 @@ static int split_vma(struct procsnap *s, struct pagemap *pm, size_t i,
 
 		add_gap(s, i, pos, a);
 		add_part(s, a, b, (int)e->arena,
-			 page_counts_bytes(&sv->pages, a, b));
+			 pm ? page_counts_bytes(&sv->pages, a, b)
+			    : coreimage_held(s->core, a, b));
 		pos = b;
 		/* (An extent past this VMA goes on in the next.) */
 		if (e->end > v->end)
@@ -157,14 +160,15 @@ static int split_vma(struct procsnap *s, struct pagemap *pm, size_t i,
 	}
 	add_gap(s, i, pos, v->end);
 	sv->nparts = s->nparts - sv->first_part;
-	sv->committed = page_counts_bytes(&sv->pages, v->start, v->end);
+	if (pm)
+		sv->committed = page_counts_bytes(&sv->pages, v->start, v->end);
 	return 0;
 }
 
 /* VMA I, a thread's stack, as one part (of smaps' committed bytes). */
 static void stack_vma(struct procsnap *s, size_t i)
 {
-	const struct vma *v = &s->img.maps.v[i];
+	const struct vma *v = &s->img->maps.v[i];
 	struct procsnap_vma *sv = &s->vmas[i];
 
 	sv->first_part = s->nparts;
@@ -173,17 +177,39 @@ static void stack_vma(struct procsnap *s, size_t i)
 }
 
 /*
+ * The mappings the heap's extents lie in, cut into parts, and those the
+ * threads' stacks are in, known by their stack pointers: PM reads a live
+ * process's pages, a core's are what it holds (PM NULL).
+ */
+static int split_vmas(struct procsnap *s, struct pagemap *pm)
+{
+	const struct maps *m = &s->img->maps;
+	const struct glibc_heap *h = &s->h;
+	size_t at = 0;
+	int rc = 0;
+
+	for (size_t i = 0; i < m->n && rc == 0; i++) {
+		const struct vma *v = &m->v[i];
+
+		while (at < h->nextents && h->extents[at].end <= v->start)
+			at++;
+		if (at < h->nextents && h->extents[at].start < v->end)
+			rc = split_vma(s, pm, i, &at);
+		else if (thread_stack(s, v, v->start, v->end))
+			stack_vma(s, i);
+	}
+	return rc;
+}
+
+/*
  * Each mapping's committed bytes: smaps' Rss + Swap, or the pagemap's
- * count of the parts of those the heap lies in; the mappings the threads'
- * stacks are in, known by their stack pointers, as such.
+ * count of the parts of those the heap lies in.
  */
 static int read_resident(struct procsnap *s)
 {
-	const struct maps *m = &s->img.maps;
-	const struct glibc_heap *h = &s->h;
+	const struct maps *m = &s->img->maps;
 	struct resident *r = xcalloc(m->n ? m->n : 1, sizeof(*r));
 	struct pagemap pm;
-	size_t at = 0;
 	int rc;
 
 	s->vmas = xcalloc(m->n ? m->n : 1, sizeof(*s->vmas));
@@ -195,30 +221,138 @@ static int read_resident(struct procsnap *s)
 	free(r);
 	if (rc < 0)
 		return rc;
-	if (h->nextents && pagemap_open(&pm, s->pid) < 0)
+	if (s->h.nextents && pagemap_open(&pm, s->pid) < 0)
 		return -1;
-	for (size_t i = 0; i < m->n && rc == 0; i++) {
-		const struct vma *v = &m->v[i];
-
-		while (at < h->nextents && h->extents[at].end <= v->start)
-			at++;
-		if (at < h->nextents && h->extents[at].start < v->end)
-			rc = split_vma(s, &pm, i, &at);
-		else if (thread_stack(s, v, v->start, v->end))
-			stack_vma(s, i);
-	}
-	if (h->nextents)
+	rc = split_vmas(s, &pm);
+	if (s->h.nextents)
 		pagemap_close(&pm);
 	return rc;
 }
 
-/* Where the held threads' stacks are. */
-static void stack_pointers(struct procsnap *s, const struct procstop *stop)
+/* A core's mappings: what it holds of each is their committed bytes. */
+static void core_held(struct procsnap *s)
 {
-	s->sps = xcalloc(stop->n ? stop->n : 1, sizeof(*s->sps));
+	const struct maps *m = &s->img->maps;
+
+	s->vmas = xcalloc(m->n ? m->n : 1, sizeof(*s->vmas));
+	for (size_t i = 0; i < m->n; i++) {
+		s->vmas[i].committed =
+			coreimage_held(s->core, m->v[i].start, m->v[i].end);
+		s->total.rss += s->vmas[i].committed;
+	}
+	split_vmas(s, NULL);
+}
+
+/* Largest first, then by address. */
+static int cmp_leak(const void *x, const void *y, void *arg)
+{
+	const struct heap_block *b = arg;
+	const struct procsnap_leak *p = x, *q = y;
+
+	if (b[p->block].size != b[q->block].size)
+		return b[p->block].size > b[q->block].size ? -1 : 1;
+	return p->block < q->block ? -1 : p->block > q->block;
+}
+
+static int cmp_leak_addr(const void *x, const void *y)
+{
+	const struct procsnap_leak *p = x, *q = y;
+
+	return p->block < q->block ? -1 : p->block > q->block;
+}
+
+/* The leaked blocks to list (the largest), their first bytes read. */
+static void read_leaks(struct procsnap *s)
+{
+	const struct glibc_heap *h = &s->h;
+	size_t n = 0, alloc = 0;
+	uint64_t *addrs;
+	uint8_t *out;
+	bool *ok;
+
+	for (size_t i = 0; i < h->nblocks; i++) {
+		if (s->scan.state[i] != REACH_LEAKED &&
+		    s->scan.state[i] != REACH_UNREFERENCED)
+			continue;
+		GROW(s->leaks, n + 1, alloc);
+		memset(&s->leaks[n], 0, sizeof(s->leaks[n]));
+		s->leaks[n++].block = i;
+	}
+	if (n > PROCSNAP_MAX_LEAKS) {
+		qsort_r(s->leaks, n, sizeof(*s->leaks), cmp_leak,
+			(void *)h->blocks);
+		n = PROCSNAP_MAX_LEAKS;
+		qsort(s->leaks, n, sizeof(*s->leaks), cmp_leak_addr);
+	}
+	s->nleaks = n;
+	if (!n)
+		return;
+	addrs = xcalloc(n, sizeof(*addrs));
+	out = xcalloc(n, PROCSNAP_HEAD);
+	ok = xcalloc(n, sizeof(*ok));
+	for (size_t i = 0; i < n; i++)
+		addrs[i] = h->blocks[s->leaks[i].block].chunk + 16;
+	procimage_gather(s->img, addrs, n, PROCSNAP_HEAD, out, ok);
+	for (size_t i = 0; i < n; i++) {
+		const struct heap_block *b = &h->blocks[s->leaks[i].block];
+		uint64_t usable = heap_block_usable(b);
+
+		if (!ok[i])
+			continue;
+		s->leaks[i].nhead = (uint8_t)(usable < PROCSNAP_HEAD
+						      ? usable
+						      : PROCSNAP_HEAD);
+		memcpy(s->leaks[i].head, out + i * PROCSNAP_HEAD,
+		       s->leaks[i].nhead);
+	}
+	free(addrs);
+	free(out);
+	free(ok);
+}
+
+/*
+ * With the image at one instant: the heap walked, who points at its
+ * blocks and what they are, the leaked ones' first bytes.
+ */
+static void read_heap(struct procsnap *s)
+{
+	struct procimage *img = s->img;
+	uint64_t *sps = xcalloc(img->nthreads + 1, sizeof(*sps));
+	uint64_t *regs = xcalloc(img->nthreads + 1, IMAGE_NREGS * 8);
+	struct heap_visitor v;
+
+	s->walked = glibc_heap_walk(&s->h, img) == 0;
+	if (s->walked) {
+		for (size_t i = 0; i < img->nthreads; i++) {
+			sps[i] = img->threads[i].sp;
+			memcpy(regs + i * IMAGE_NREGS, img->threads[i].regs,
+			       sizeof(img->threads[i].regs));
+		}
+		heap_roots_build(&s->roots, img, &s->h, sps, regs, IMAGE_NREGS,
+				 img->nthreads);
+		heap_types_init(&s->types, &s->h, img);
+		v = heap_types_visitor(&s->types);
+		s->scanned = heap_scan_run(&s->scan, &s->h, img, &s->roots,
+					   &v) == 0;
+		if (s->scanned) {
+			heap_types_finish(&s->types, &s->scan);
+			read_leaks(s);
+		}
+	}
+	free(sps);
+	free(regs);
+}
+
+/* The held threads, their stack pointers and registers, in the image. */
+static void held_threads(struct procsnap *s, const struct procstop *stop)
+{
+	uint64_t regs[IMAGE_NREGS], sp;
+	size_t n;
+
 	for (size_t i = 0; i < stop->n; i++)
-		if (procstop_stack_pointer(stop, i, &s->sps[s->nsps]))
-			s->nsps++;
+		if (procstop_registers(stop, i, &sp, regs, IMAGE_NREGS, &n))
+			procimage_add_thread(s->img, stop->tids[i], sp, regs,
+					     n);
 }
 
 /*
@@ -240,12 +374,13 @@ static int take_once(struct procsnap *s)
 	rc = procstop_stop(&stop, s->pid, STOP_TIMEOUT_MS);
 	if (rc == 0) {
 		s->threads = stop.n;
-		stack_pointers(s, &stop);
 		clock_gettime(CLOCK_REALTIME, &now);
 		s->time = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
-		rc = procimage_open_pid(&s->img, s->pid);
+		rc = procimage_open_pid(&s->live, s->pid);
 		if (rc == 0) {
-			s->walked = glibc_heap_walk(&s->h, &s->img) == 0;
+			s->img = &s->live;
+			held_threads(s, &stop);
+			read_heap(s);
 			rc = read_resident(s);
 		}
 		procstop_release(&stop);
@@ -261,20 +396,33 @@ static int take_once(struct procsnap *s)
 /* What one try read, gone (the command line stays). */
 static void drop_reading(struct procsnap *s)
 {
-	for (size_t i = 0; s->vmas && i < s->img.maps.n; i++)
+	for (size_t i = 0; s->vmas && i < s->img->maps.n; i++)
 		page_counts_free(&s->vmas[i].pages);
 	free(s->vmas);
 	s->vmas = NULL;
 	free(s->parts);
 	s->parts = NULL;
 	s->nparts = s->parts_alloc = 0;
-	free(s->sps);
-	s->sps = NULL;
-	s->nsps = 0;
+	if (s->scanned) {
+		heap_scan_release(&s->scan);
+		free(s->leaks);
+		s->leaks = NULL;
+		s->nleaks = 0;
+	}
+	if (s->walked) {
+		heap_types_release(&s->types);
+		heap_roots_release(&s->roots);
+	}
 	glibc_heap_release(&s->h);
-	if (s->img.name)
-		procimage_close(&s->img);
-	s->walked = false;
+	if (s->core) {
+		coreimage_close(s->core);
+		free(s->core);
+		s->core = NULL;
+	} else if (s->live.name) {
+		procimage_close(&s->live);
+	}
+	s->img = NULL;
+	s->walked = s->scanned = false;
 }
 
 /* ---- after ---- */
@@ -289,9 +437,11 @@ struct counting {
 /* The committed bytes of [A, B), in the split VMAs from C->vma on. */
 static uint64_t committed(struct counting *c, uint64_t a, uint64_t b)
 {
-	const struct maps *m = &c->s->img.maps;
+	const struct maps *m = &c->s->img->maps;
 	uint64_t sum = 0;
 
+	if (c->s->core)
+		return coreimage_held(c->s->core, a, b);
 	while (c->vma < m->n && m->v[c->vma].end <= a)
 		c->vma++;
 	for (size_t i = c->vma; i < m->n && m->v[i].start < b; i++) {
@@ -305,14 +455,37 @@ static uint64_t committed(struct counting *c, uint64_t a, uint64_t b)
 	return sum;
 }
 
-static void count_block(struct counting *c, const struct heap_block *b)
+/* What block I of S is known by, besides its state and arena. */
+static void block_kind(const struct procsnap *s, size_t i, unsigned *cls,
+		       uint32_t *type, bool *leaked)
+{
+	const struct heap_block *b = &s->h.blocks[i];
+
+	*cls = 0;
+	*type = 0;
+	*leaked = false;
+	if (b->state != HEAP_IN_USE)
+		return;
+	*cls = snap_size_class(heap_block_usable(b));
+	if (s->scanned) {
+		*type = s->types.of[i];
+		*leaked = s->scan.state[i] == REACH_LEAKED ||
+			  s->scan.state[i] == REACH_UNREFERENCED;
+	}
+}
+
+static void count_block(struct counting *c, size_t i)
 {
 	struct procsnap *s = c->s;
-	unsigned cls = b->state == HEAP_IN_USE
-			       ? snap_size_class(heap_block_usable(b))
-			       : 0;
-	uint64_t key = (uint64_t)b->arena << 16 | (uint64_t)b->state << 8 |
-		       cls;
+	const struct heap_block *b = &s->h.blocks[i];
+	unsigned cls;
+	uint32_t type;
+	bool leaked;
+	uint64_t key;
+
+	block_kind(s, i, &cls, &type, &leaked);
+	key = (uint64_t)type << 32 | (uint64_t)leaked << 31 |
+	      (uint64_t)b->arena << 16 | (uint64_t)b->state << 12 | cls;
 	uint64_t hash = hash_u64(key);
 	uintptr_t idx = (uintptr_t)hashmap_get(&c->keys, hash, NULL, NULL);
 	struct procsnap_bucket *k;
@@ -324,6 +497,8 @@ static void count_block(struct counting *c, const struct heap_block *b)
 		k->state = b->state;
 		k->cls = cls;
 		k->arena = b->arena;
+		k->type = type;
+		k->leaked = leaked;
 		hashmap_put(&c->keys, hash, (void *)(uintptr_t)s->nbuckets);
 	} else {
 		k = &s->buckets[idx - 1];
@@ -342,7 +517,11 @@ static int cmp_bucket(const void *x, const void *y)
 		return a->arena < b->arena ? -1 : 1;
 	if (a->state != b->state)
 		return a->state < b->state ? -1 : 1;
-	return a->cls < b->cls ? -1 : a->cls > b->cls;
+	if (a->cls != b->cls)
+		return a->cls < b->cls ? -1 : 1;
+	if (a->leaked != b->leaked)
+		return a->leaked ? 1 : -1;
+	return a->type < b->type ? -1 : a->type > b->type;
 }
 
 static void count_blocks(struct procsnap *s)
@@ -351,7 +530,7 @@ static void count_blocks(struct procsnap *s)
 
 	hashmap_init(&c.keys, 64);
 	for (size_t i = 0; i < s->h.nblocks; i++)
-		count_block(&c, &s->h.blocks[i]);
+		count_block(&c, i);
 	hashmap_free(&c.keys);
 	if (s->nbuckets)
 		qsort(s->buckets, s->nbuckets, sizeof(*s->buckets),
@@ -375,6 +554,32 @@ int procsnap_take(struct procsnap *s, pid_t pid)
 		drop_reading(s);
 		usleep(1000u << s->tries);
 	}
+	if (s->walked)
+		count_blocks(s);
+	return 0;
+}
+
+int procsnap_take_core(struct procsnap *s, const char *path)
+{
+	struct stat st;
+
+	memset(s, 0, sizeof(*s));
+	s->core = xcalloc(1, sizeof(*s->core));
+	if (coreimage_open(s->core, path) < 0) {
+		free(s->core);
+		s->core = NULL;
+		return -1;
+	}
+	s->img = &s->core->img;
+	s->pid = s->core->pid;
+	s->command_line = xstrdup(s->core->args[0] ? s->core->args
+						     : s->core->command);
+	s->threads = s->core->nthreads;
+	if (stat(path, &st) == 0)
+		s->time = (double)st.st_mtim.tv_sec +
+			  (double)st.st_mtim.tv_nsec / 1e9;
+	read_heap(s);
+	core_held(s);
 	if (s->walked)
 		count_blocks(s);
 	return 0;
@@ -406,11 +611,18 @@ static void put_meta(FILE *f, const struct procsnap *s)
 	fprintf(f, "Pid: %d\n", (int)s->pid);
 	fprintf(f, "CommandLine: %s\n", s->command_line);
 	fprintf(f, "Reason: snapshot\n");
-	fprintf(f, "HeldSeconds: %.6f\n", s->held);
+	if (s->core) {
+		fprintf(f, "Core: %s\n", s->core->path);
+		fprintf(f, "Committed: what the core holds (a core has no "
+			   "residency)\n");
+	} else {
+		fprintf(f, "HeldSeconds: %.6f\n", s->held);
+	}
 	fprintf(f, "Threads: %zu\n", s->threads);
 	fprintf(f, "PageSize: %ld\n", sysconf(_SC_PAGESIZE));
-	fprintf(f, "Rss: %" PRIu64 "\nPss: %" PRIu64 "\nSwap: %" PRIu64 "\n",
-		s->total.rss, s->total.pss, s->total.swap);
+	if (!s->core)
+		fprintf(f, "Rss: %" PRIu64 "\nPss: %" PRIu64 "\nSwap: %" PRIu64
+			   "\n", s->total.rss, s->total.pss, s->total.swap);
 	if (!s->walked)
 		fprintf(f, "Heap: none (%s)\n", s->h.why);
 	else
@@ -420,6 +632,53 @@ static void put_meta(FILE *f, const struct procsnap *s)
 			s->h.narenas == 1 ? "" : "s", s->h.ntcaches,
 			s->h.ntcaches == 1 ? "" : "s", s->h.mmapped_count,
 			s->h.mmapped_count == 1 ? "" : "s");
+}
+
+/* " class 0xTYPEINFO NAME" or " layout NAME": what type T is. */
+static void put_type(FILE *f, const struct procsnap *s, uint32_t t)
+{
+	const struct heap_type *ty;
+
+	if (!t || !s->scanned || t >= s->types.ntypes)
+		return;
+	ty = &s->types.types[t];
+	if (ty->kind == TYPE_CLASS)
+		fprintf(f, " class 0x%" PRIx64 " %s", ty->typeinfo, ty->name);
+	else
+		fprintf(f, " layout %s", ty->name);
+}
+
+/* What the scan found: totals, then the leaked blocks listed. */
+static void put_reach(FILE *f, const struct procsnap *s)
+{
+	const struct heap_scan *sc = &s->scan;
+
+	fprintf(f, "reach anchored %" PRIu64 " %" PRIu64 " leaked %" PRIu64
+		   " %" PRIu64 " unreferenced %" PRIu64 " %" PRIu64
+		   " listed %zu\n",
+		sc->count[REACH_ANCHORED], sc->bytes[REACH_ANCHORED],
+		sc->count[REACH_LEAKED], sc->bytes[REACH_LEAKED],
+		sc->count[REACH_UNREFERENCED], sc->bytes[REACH_UNREFERENCED],
+		s->nleaks);
+	fprintf(f, "# block ADDRESS SIZE WHERE leaked|unreferenced "
+		   "FIRST-BYTES [class TYPEINFO NAME | layout NAME]\n");
+	for (size_t i = 0; i < s->nleaks; i++) {
+		const struct procsnap_leak *l = &s->leaks[i];
+		const struct heap_block *b = &s->h.blocks[l->block];
+
+		fprintf(f, "block 0x%" PRIx64 " %" PRIu64 " ", b->chunk + 16,
+			(uint64_t)b->size);
+		put_where(f, b->arena);
+		fputs(s->scan.state[l->block] == REACH_UNREFERENCED
+			      ? " unreferenced "
+			      : " leaked ", f);
+		for (unsigned k = 0; k < l->nhead; k++)
+			fprintf(f, "%02x", l->head[k]);
+		if (!l->nhead)
+			fputc('-', f);
+		put_type(f, s, s->types.of[l->block]);
+		fputc('\n', f);
+	}
 }
 
 static void put_heap(FILE *f, const struct glibc_heap *h,
@@ -437,7 +696,8 @@ static void put_heap(FILE *f, const struct glibc_heap *h,
 			a->corrupt ? " corrupt" : "");
 	}
 	fprintf(f, "tcaches %zu\n", h->ntcaches);
-	fprintf(f, "# STATE [SIZES] WHERE BLOCKS BYTES COMMITTED\n");
+	fprintf(f, "# STATE [SIZES] WHERE BLOCKS BYTES COMMITTED [leaked] "
+		   "[class TYPEINFO NAME | layout NAME]\n");
 	for (size_t i = 0; i < s->nbuckets; i++) {
 		const struct procsnap_bucket *b = &s->buckets[i];
 		uint64_t lo, hi;
@@ -449,9 +709,15 @@ static void put_heap(FILE *f, const struct glibc_heap *h,
 		}
 		fputc(' ', f);
 		put_where(f, b->arena);
-		fprintf(f, " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", b->count,
+		fprintf(f, " %" PRIu64 " %" PRIu64 " %" PRIu64, b->count,
 			b->bytes, b->committed);
+		if (b->leaked)
+			fputs(" leaked", f);
+		put_type(f, s, b->type);
+		fputc('\n', f);
 	}
+	if (s->scanned)
+		put_reach(f, s);
 	for (size_t i = 0; i < h->nproblems; i++)
 		fprintf(f, "problem 0x%" PRIx64 " %d %s\n", h->problems[i].addr,
 			h->problems[i].arena, h->problems[i].msg);
@@ -469,7 +735,7 @@ static void put_vma(FILE *f, const struct vma *v)
 
 static void put_maps(FILE *f, const struct procsnap *s)
 {
-	const struct maps *m = &s->img.maps;
+	const struct maps *m = &s->img->maps;
 
 	fprintf(f, "MAPS:\n# COMMITTED RSS SWAP MAPPING, then the parts of "
 		   "those the heap or a thread's stack lies in:\n#   "
@@ -497,6 +763,15 @@ static void put_maps(FILE *f, const struct procsnap *s)
 	}
 }
 
+int procsnap_write_stream(const struct procsnap *s, FILE *f)
+{
+	put_meta(f, s);
+	if (s->walked)
+		put_heap(f, &s->h, s);
+	put_maps(f, s);
+	return ferror(f) ? -1 : 0;
+}
+
 int procsnap_write(const struct procsnap *s, const char *path)
 {
 	char *tmp = xasprintf("%s.tmp", path);
@@ -508,11 +783,7 @@ int procsnap_write(const struct procsnap *s, const char *path)
 		free(tmp);
 		return rc;
 	}
-	put_meta(f, s);
-	if (s->walked)
-		put_heap(f, &s->h, s);
-	put_maps(f, s);
-	if (ferror(f) | fclose(f))
+	if (procsnap_write_stream(s, f) | fclose(f))
 		rc = error_errno("cannot write %s", tmp);
 	else if (rename(tmp, path) < 0)
 		rc = error_errno("cannot rename %s to %s", tmp, path);

@@ -374,20 +374,26 @@ void procstop_release(struct procstop *s)
 	s->n = s->alloc = s->nskipped = s->skipped_alloc = 0;
 }
 
-bool procstop_stack_pointer(const struct procstop *s, size_t i, uint64_t *sp)
+bool procstop_registers(const struct procstop *s, size_t i, uint64_t *sp,
+			uint64_t *regs, size_t max, size_t *nregs)
 {
-	struct user_regs_struct regs;
-	struct iovec iov = { &regs, sizeof(regs) };
+	struct user_regs_struct r;
+	struct iovec iov = { &r, sizeof(r) };
+	size_t n = sizeof(r) / sizeof(uint64_t);
 
 	if (ptrace(PTRACE_GETREGSET, s->tids[i], (void *)NT_PRSTATUS, &iov) < 0)
 		return false;
 #if defined(__x86_64__)
-	*sp = regs.rsp;
+	*sp = r.rsp;
 #elif defined(__aarch64__)
-	*sp = regs.sp;
+	*sp = r.sp;
 #else
 	return false;
 #endif
+	if (n > max)
+		n = max;
+	memcpy(regs, &r, n * sizeof(uint64_t));
+	*nregs = n;
 	return true;
 }
 

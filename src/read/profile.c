@@ -14,6 +14,7 @@
 #include "jemalloc.h"
 #include "pbread.h"
 #include "scan.h"
+#include "corefile.h"
 #include "snapfile.h"
 #include "util.h"
 
@@ -33,6 +34,9 @@ static const struct reader {
 		     struct model *m, struct read_run *run);
 	int (*parse_stream)(struct snapshot *snap, struct line_stream *s,
 			    struct model *m, struct read_run *run);
+	/* Or (a reader that reads a file its own way): its path. */
+	int (*parse_path)(struct snapshot *snap, const char *path,
+			  struct model *m, struct read_run *run);
 	struct profile_traits traits;
 } readers[] = {
 	{ .what = "deep heap dumps (DUMP_DEEP_5, DUMP_DEEP_6)",
@@ -66,6 +70,10 @@ static const struct reader {
 	  .traits = { .format = FORMAT_SNAP, .name = "snap",
 		      .suffixes = snap_suffixes, .self_contained = true,
 		      .parts = 1 } },
+	{ .what = "ELF core files (x86-64: the kernel's, gcore's)",
+	  .claims_file = corefile_claims, .parse_path = corefile_parse,
+	  .traits = { .format = FORMAT_CORE, .name = "core",
+		      .self_contained = true, .parts = 1 } },
 };
 
 const struct profile_traits *profile_traits(enum dump_format format)
@@ -229,7 +237,11 @@ int profile_load_part_as(struct snapshot *snap, const char *path, int part,
 		snapshot_release(snap);
 		return -2;
 	}
-	if (rd && rd->parse_stream) {
+	if (rd && rd->parse_path) {
+		stream_close(&s);
+		snap->format = rd->traits.format;
+		rc = rd->parse_path(snap, path, m, run);
+	} else if (rd && rd->parse_stream) {
 		snap->format = rd->traits.format;
 		rc = rd->parse_stream(snap, &s, m, run);
 		stream_close(&s);

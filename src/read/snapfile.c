@@ -1,16 +1,19 @@
 /*
  * The files of dmprof snapshot (written by src/read/procsnap.c): a
- * running process as it was found, its heap walked, with no allocation
- * stacks.
+ * running process (or a core) as it was found, its heap walked, with no
+ * allocation stacks.
  *
  *   dmprof-snapshot 1
  *   META:   "Key: value": Time, Pid, CommandLine, Reason, HeldSeconds,
- *           Threads, PageSize, Rss, Pss, Swap, Heap
+ *           Threads, PageSize, Rss, Pss, Swap, Heap (a core's: Core and
+ *           Committed, no HeldSeconds, Rss, Pss or Swap)
  *   HEAP:   (when a glibc heap was walked)
  *           arena K ADDRESS heaps N system B overhead B unknown B [locked]
  *             [corrupt]
  *           tcaches N
- *           STATE [LO..HI] WHERE BLOCKS BYTES COMMITTED
+ *           STATE [LO..HI] WHERE BLOCKS BYTES COMMITTED [KIND]
+ *           reach anchored N B leaked N B unreferenced N B listed N
+ *           block ADDRESS SIZE WHERE leaked|unreferenced HEX|- [KIND]
  *           problem ADDRESS ARENA MESSAGE
  *   MAPS:   COMMITTED RSS SWAP START-END PERMS OFFSET DEV INODE [PATH]
  *           and, indented, the parts of a mapping the heap or a thread's
@@ -18,12 +21,22 @@
  *             START-END COMMITTED WHERE
  *
  * WHERE is arena-K, mmapped (a chunk glibc mapped alone), thread-stack or
- * - (none of those).  In the model a mapping is an unhooked region, but
- * the heap's parts, which are hooked regions of the stack dmprof record
- * gives glibc's arenas (the frame dmprof_glibc_malloc_arena, then arena-K
- * or mmapped), and the threads' stacks (dmprof_thread_stack).  A line of blocks is a malloc stack line whose frames say
- * what is known of them: size-LO..HI and where they are (in use), or
- * free-STATE and the arena (free chunks, which policies may count apart).
+ * - (none of those).  KIND, of blocks in use, is what the scan of the
+ * heap (heapscan.h, heaptype.h) found: "leaked" (on a line of blocks:
+ * the block line says it before), then "class TYPEINFO NAME" (a C++
+ * class, by its vtable) or "layout NAME" (string body, ...).  The
+ * reach line sums the scan up; a block line lists one leaked block (the
+ * largest ones, up to a limit) with its first bytes.
+ *
+ * In the model a mapping is an unhooked region, but the heap's parts,
+ * which are hooked regions of the stack dmprof record gives glibc's
+ * arenas (the frame dmprof_glibc_malloc_arena, then arena-K or mmapped),
+ * and the threads' stacks (dmprof_thread_stack).  A line of blocks is a
+ * malloc stack line whose frames say what is known of them: the type
+ * (where known: what a block is, standing where an owner does), then
+ * size-LO..HI, dmprof_leaked when leaked, and where they are (in use);
+ * or free-STATE and the arena (free chunks, which policies may count
+ * apart).  The type is the bucket's type too, for rules on types.
  */
 #include "snapfile.h"
 
@@ -32,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "procsnap.h"
 #include "reader.h"
 #include "scan.h"
 #include "util.h"
@@ -187,22 +201,46 @@ static uint64_t where_frame(struct sparser *p, int where)
 	return named(p, name);
 }
 
-/* The bucket of stack FIRST, then WHERE's frame (none for WHERE_NONE). */
+/* What a line says of blocks in use besides their size: leaked or
+ * not, and their type (a class by its typeinfo, or a layout). */
+struct block_kind {
+	bool leaked;
+	const char *type;     /* interned, or NULL: unknown */
+	uint64_t typeinfo;
+};
+
+/*
+ * The bucket of stack TYPE (if known), FIRST, dmprof_leaked (if so), then
+ * WHERE's frame (none for WHERE_NONE): the type is what a block is known
+ * by, so it stands where an allocation's owner does.
+ */
+static struct bucket *kind_bucket(struct sparser *p, enum alloc_kind kind,
+				  const char *first, int where,
+				  const struct block_kind *k)
+{
+	uint64_t frames[4];
+	uint32_t n = 0;
+	struct bucket *b;
+
+	if (k && k->type)
+		frames[n++] = named(p, k->type);
+	frames[n++] = named(p, first);
+	if (k && k->leaked)
+		frames[n++] = named(p, "dmprof_leaked");
+	if (where != WHERE_NONE)
+		frames[n++] = where_frame(p, where);
+	b = model_intern_bucket(p->m, kind, frames, n, p->pos.path, p->l->no);
+	if (!b)
+		read_error(&p->pos, "too many stacks");
+	else if (k && k->type)
+		model_bucket_type(p->m, b, k->typeinfo, k->type);
+	return b;
+}
+
 static struct bucket *bucket(struct sparser *p, enum alloc_kind kind,
 			     const char *first, int where)
 {
-	uint64_t frames[2];
-	struct bucket *b;
-
-	frames[0] = named(p, first);
-	if (where != WHERE_NONE)
-		frames[1] = where_frame(p, where);
-	b = model_intern_bucket(p->m, kind, frames,
-				where != WHERE_NONE ? 2 : 1, p->pos.path,
-				p->l->no);
-	if (!b)
-		read_error(&p->pos, "too many stacks");
-	return b;
+	return kind_bucket(p, kind, first, where, NULL);
 }
 
 /* ---- META ---- */
@@ -340,9 +378,48 @@ static int size_class(struct sparser *p, char *name, size_t size)
 	return 0;
 }
 
-/* "STATE [LO..HI] WHERE BLOCKS BYTES COMMITTED" */
+/*
+ * The rest of a line of blocks in use: "[leaked] [class 0xTYPEINFO NAME
+ * | layout NAME]" (LEAKED_WORD false: the state was said before), into K.
+ */
+static int parse_kind(struct sparser *p, bool leaked_word,
+		      struct block_kind *k)
+{
+	const char *w;
+	size_t len;
+	bool class;
+
+	memset(k, 0, sizeof(*k));
+	if (!word(p, &w, &len))
+		return 0;
+	if (leaked_word && len == 6 && !memcmp(w, "leaked", 6)) {
+		k->leaked = true;
+		if (!word(p, &w, &len))
+			return 0;
+	}
+	class = len == 5 && !memcmp(w, "class", 5);
+	if (!class && !(len == 6 && !memcmp(w, "layout", 6)))
+		return read_error(&p->pos, "unexpected '%s' (leaked, class "
+					   "TYPEINFO NAME or layout NAME)",
+				  read_quote(&p->pos, w, len));
+	if (class && hex_number(p, "typeinfo address", &k->typeinfo) < 0)
+		return -1;
+	cursor_skip_space(&p->c);
+	len = (size_t)(p->c.end - p->c.p);
+	while (len && is_space(p->c.p[len - 1]))
+		len--;
+	if (!len)
+		return read_error(&p->pos, "%s without a name",
+				  class ? "class" : "layout");
+	k->type = strtab_intern(&p->m->strings, p->c.p, len);
+	p->c.p = p->c.end;
+	return 0;
+}
+
+/* "STATE [LO..HI] WHERE BLOCKS BYTES COMMITTED [KIND]" */
 static int parse_blocks(struct sparser *p, int state)
 {
+	struct block_kind k = { 0 };
 	struct heap_summary *h = &p->snap->heap;
 	struct sample_counts c = { 0 };
 	struct stack_line *sl;
@@ -360,14 +437,15 @@ static int parse_blocks(struct sparser *p, int state)
 	}
 	if (where(p, false, &at) < 0 || number(p, "block count", &count) < 0 ||
 	    number(p, "bytes", &bytes) < 0 ||
-	    number(p, "committed bytes", &committed) < 0 || line_end(p) < 0)
+	    number(p, "committed bytes", &committed) < 0 ||
+	    (state == HEAP_IN_USE ? parse_kind(p, true, &k) : line_end(p)) < 0)
 		return -1;
 	if (committed > bytes)
 		return read_error(&p->pos, "%" PRIu64 " bytes committed of %"
 					   PRIu64, committed, bytes);
 	if (at == WHERE_MMAPPED && state != HEAP_IN_USE)
 		return read_error(&p->pos, "mmapped chunks are in use");
-	if (!(b = bucket(p, ALLOC_MALLOC, first, at)))
+	if (!(b = kind_bucket(p, ALLOC_MALLOC, first, at, &k)))
 		return -1;
 	c.objs = (int64_t)count;
 	c.bytes = (int64_t)bytes;
@@ -383,6 +461,98 @@ static int parse_blocks(struct sparser *p, int state)
 	heap_tally_add(&h->t, state, count, bytes);
 	if (state == HEAP_TOP && at == 0)
 		h->main_top += bytes;
+	return 0;
+}
+
+/* "reach anchored N B leaked N B unreferenced N B listed N" */
+static int parse_reach(struct sparser *p)
+{
+	struct heap_summary *h = &p->snap->heap;
+	uint64_t listed;
+
+	if (keyed(p, "anchored", &h->anchored_count) < 0 ||
+	    number(p, "bytes", &h->anchored_bytes) < 0 ||
+	    keyed(p, "leaked", &h->leaked_count) < 0 ||
+	    number(p, "bytes", &h->leaked_bytes) < 0 ||
+	    keyed(p, "unreferenced", &h->unreferenced_count) < 0 ||
+	    number(p, "bytes", &h->unreferenced_bytes) < 0 ||
+	    keyed(p, "listed", &listed) < 0 || line_end(p) < 0)
+		return -1;
+	if (h->unreferenced_count > h->leaked_count ||
+	    h->unreferenced_bytes > h->leaked_bytes || listed > h->leaked_count)
+		return read_error(&p->pos, "more unreferenced or listed blocks "
+					   "than leaked ones");
+	h->scanned = true;
+	return 0;
+}
+
+/* Hex digits of the first bytes, or "-", into B. */
+static int head_bytes(struct sparser *p, struct listed_block *b)
+{
+	const char *w;
+	size_t len;
+
+	if (!word(p, &w, &len))
+		return read_error(&p->pos, "first bytes missing");
+	if (len == 1 && w[0] == '-')
+		return 0;
+	if (len % 2 || len / 2 > LISTED_HEAD)
+		return read_error(&p->pos, "bad first bytes (up to %d, in "
+					   "hex, or -)", LISTED_HEAD);
+	for (size_t i = 0; i < len; i += 2) {
+		uint64_t v;
+
+		if (word_hex(w + i, 2, &v, false) != NUM_OK)
+			return read_error(&p->pos, "bad first bytes (up to "
+						   "%d, in hex, or -)",
+					  LISTED_HEAD);
+		b->head[i / 2] = (uint8_t)v;
+	}
+	b->nhead = (uint8_t)(len / 2);
+	return 0;
+}
+
+/* "block 0xADDRESS SIZE WHERE leaked|unreferenced HEX [KIND]" */
+static int parse_listed(struct sparser *p)
+{
+	struct snapshot *snap = p->snap;
+	struct listed_block b = { 0 };
+	struct block_kind k;
+	char first[64];
+	uint64_t usable, lo, hi;
+	const char *w;
+	size_t len;
+	int at;
+
+	if (hex_number(p, "block address", &b.addr) < 0 ||
+	    number(p, "block size", &b.size) < 0)
+		return -1;
+	if (b.size < 32 || b.size % 16)
+		return read_error(&p->pos, "bad block size %" PRIu64 " (a "
+					   "chunk's: 32 or more, a multiple "
+					   "of 16)", b.size);
+	if (where(p, false, &at) < 0)
+		return -1;
+	if (!word(p, &w, &len) ||
+	    !((len == 6 && !memcmp(w, "leaked", 6)) ||
+	      (len == 12 && !memcmp(w, "unreferenced", 12))))
+		return read_error(&p->pos, "expected leaked or unreferenced");
+	b.unreferenced = len == 12;
+	if (head_bytes(p, &b) < 0)
+		return -1;
+	usable = b.size - (at == WHERE_MMAPPED ? 16 : 8);
+	if (b.nhead > usable)
+		return read_error(&p->pos, "%u first bytes of a block of %"
+					   PRIu64 " usable", b.nhead, usable);
+	if (parse_kind(p, false, &k) < 0)
+		return -1;
+	k.leaked = true;
+	snap_size_bounds(snap_size_class(usable), &lo, &hi);
+	snprintf(first, sizeof(first), "size-%" PRIu64 "..%" PRIu64, lo, hi);
+	if (!(b.bucket = kind_bucket(p, ALLOC_MALLOC, first, at, &k)))
+		return -1;
+	GROW(snap->listed, snap->nlisted + 1, snap->listed_alloc);
+	snap->listed[snap->nlisted++] = b;
 	return 0;
 }
 
@@ -404,6 +574,10 @@ static int parse_heap(struct sparser *p)
 		h->ntcaches = (size_t)v;
 		return 0;
 	}
+	if (len == 5 && !memcmp(w, "reach", 5))
+		return parse_reach(p);
+	if (len == 5 && !memcmp(w, "block", 5))
+		return parse_listed(p);
 	if (len == 7 && !memcmp(w, "problem", 7)) {
 		/* (Its arena and message: for people to read.) */
 		if (hex_number(p, "problem address", &v) < 0)
@@ -415,8 +589,9 @@ static int parse_heap(struct sparser *p)
 	if (state < 0)
 		return read_error(&p->pos, "expected an arena, tcaches, "
 					   "blocks (in-use, tcache, fastbin, "
-					   "unsorted, bin, top, unlisted) or a "
-					   "problem, found '%s'",
+					   "unsorted, bin, top, unlisted), "
+					   "reach, a block or a problem, found "
+					   "'%s'",
 				  read_quote(&p->pos, w, len));
 	return parse_blocks(p, state);
 }

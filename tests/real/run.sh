@@ -205,6 +205,7 @@ fi
 . "$top/tests/real/dwarf.sh"
 . "$top/tests/real/heap.sh"
 . "$top/tests/real/core.sh"
+. "$top/tests/real/objects.sh"
 . "$top/tests/real/snapshot.sh"
 
 echo "real: $pass passed, $fail failed"

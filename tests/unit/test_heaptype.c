@@ -357,33 +357,33 @@ Test(heaptype, not_classes)
 Test(heaptype, string_and_vector_bodies)
 {
 	type_all(0, false);
-	cr_assert_str_eq(type_of(body1), "std::string body");
-	cr_assert_str_eq(type_of(body2), "std::string body");
-	cr_assert_str_eq(type_of(vec), "std::vector body");
-	cr_assert_str_eq(type_of(vec_empty), "std::vector body");
+	cr_assert_str_eq(type_of(body1), "string body");
+	cr_assert_str_eq(type_of(body2), "string body");
+	cr_assert_str_eq(type_of(vec), "vector body");
+	cr_assert_str_eq(type_of(vec_empty), "vector body");
 	cr_assert_str_eq(type_of(s1), "Session", "a layout beat a class");
-	cr_assert_eq(type_named("std::string body")->count, 2);
-	cr_assert_eq(type_named("std::string body")->bytes, 0x50);
+	cr_assert_eq(type_named("string body")->count, 2);
+	cr_assert_eq(type_named("string body")->bytes, 0x50);
 }
 
 Test(heaptype, unordered_map)
 {
 	type_all(0, false);
-	cr_assert_str_eq(type_of(buckets), "std::unordered_map/set buckets");
-	cr_assert_str_eq(type_of(n1), "std::unordered_map/set node");
-	cr_assert_str_eq(type_of(n2), "std::unordered_map/set node");
-	cr_assert_str_eq(type_of(n3), "std::unordered_map/set node");
-	cr_assert_eq(type_named("std::unordered_map/set node")->count, 3);
+	cr_assert_str_eq(type_of(buckets), "unordered_map/set buckets");
+	cr_assert_str_eq(type_of(n1), "unordered_map/set node");
+	cr_assert_str_eq(type_of(n2), "unordered_map/set node");
+	cr_assert_str_eq(type_of(n3), "unordered_map/set node");
+	cr_assert_eq(type_named("unordered_map/set node")->count, 3);
 }
 
 Test(heaptype, map)
 {
 	type_all(0, false);
-	cr_assert_str_eq(type_of(r), "std::map/set node");
-	cr_assert_str_eq(type_of(a), "std::map/set node");
-	cr_assert_str_eq(type_of(b), "std::map/set node");
+	cr_assert_str_eq(type_of(r), "map/set node");
+	cr_assert_str_eq(type_of(a), "map/set node");
+	cr_assert_str_eq(type_of(b), "map/set node");
 	cr_assert_str_eq(type_of(holder), "unknown");
-	cr_assert_eq(type_named("std::map/set node")->count, 3);
+	cr_assert_eq(type_named("map/set node")->count, 3);
 }
 
 Test(heaptype, hostile_containers)

@@ -23,6 +23,7 @@ static const struct {
 	{ FORMAT_PROTO, "p.pb", "\x0a\x04\x08\x01\x10\x02", 6 },
 	{ FORMAT_DHAT, "dhat.out.1", "{\"dhatFileVersion\":2}\n", -1 },
 	{ FORMAT_SNAP, "s.00001.0001.snap", "dmprof-snapshot 1\n", -1 },
+	{ FORMAT_CORE, "core.1234", "\177ELF\002\001\001", 7 },
 };
 
 Test(profile, each_row_sniffs_its_own_sample_only)
@@ -62,7 +63,7 @@ Test(profile, traits_say_what_a_run_needs)
 	cr_assert_not_null(gperf->last_at_exit);
 	cr_assert_eq(profile_traits(FORMAT_DHAT)->parts, 2);
 	cr_assert(profile_traits(FORMAT_SNAP)->self_contained);
-	for (int f = FORMAT_DEEP; f <= FORMAT_SNAP; f++)
+	for (int f = FORMAT_DEEP; f <= FORMAT_CORE; f++)
 		cr_assert_geq(profile_traits((enum dump_format)f)->parts, 1);
 }
 
@@ -83,8 +84,11 @@ Test(profile, rows_are_named_once_and_name_their_dumps)
 		}
 		for (const char *const *s = t->suffixes; s && *s; s++)
 			cr_assert((*s)[0] && (*s)[0] != '.', "%s", t->name);
-		/* A run in one file has its parts, not a series' names. */
-		cr_assert(t->suffixes || t->parts > 1, "%s", t->name);
+		/* A run in one file has its parts, not a series' names
+		 * (but a core: one instant, named as its writer likes). */
+		cr_assert(t->suffixes || t->parts > 1 ||
+				  t->format == FORMAT_CORE,
+			  "%s", t->name);
 	}
 }
 

@@ -1,0 +1,116 @@
+# Sourced by tests/real/run.sh after core.sh (uses heap.sh's hk_start and
+# hk_stop): what a heap's blocks are and which of them are leaked, found
+# from outside, on src/heapobjs.cc, which knows (its KNOWN file).  A
+# snapshot of the live process and the core gcore writes of it must both
+# say:
+#   - 75 blocks leaked, 65 of them unreferenced, with their bytes (the
+#     chunks': KNOWN's usable sizes + 8); every one listed at its address
+#     with its first bytes; none of the blocks anchored only from another
+#     thread's stack, its TLS, a global or through an interior pointer;
+#   - the classes by their vtables: 100 Session, 37 ns::Conn<int>, 250
+#     Shape; the layouts: 50 string bodies, 31 vector bodies, one hash
+#     table's buckets and its 90 nodes, 70 tree nodes (all exact);
+#   - the same blocks, types and leaks in both (the HEAP sections equal
+#     but for committed bytes);
+# and top names malloc-leaked, expand lists the leaked blocks' bytes, a
+# core read directly by top says what its snapshot says.
+cd "$tmp/heap" || exit 1
+
+# The blocks in use of SNAP by type: "TYPE COUNT" lines, sorted (leaked
+# ones too; types named as the snapshot names them, unknown ones left
+# out).
+snap_types() { # SNAP
+	awk '/^in-use / {
+		n = $4; i = 7
+		if ($i == "leaked") i++
+		if ($i == "class") { i += 2 } else if ($i == "layout") { i++ } else next
+		t = $i; for (k = i + 1; k <= NF; k++) t = t " " $k
+		sum[t] += n
+	} END { for (t in sum) print t " " sum[t] }' "$1" | sort
+}
+
+# The checks of SNAP (WHAT says which) against KNOWN.
+objs_check() { # WHAT SNAP KNOWN
+	what=$1 snap=$2 known=$3
+	want=$(awk '$1 == "total" && $2 == "leaked" { l = $3 }
+		$1 == "total" && $2 == "unreferenced" { u = $3 }
+		$1 == "leaked" { lb += $3 + 8 }
+		$1 == "unreferenced" { ub += $3 + 8 }
+		END { printf "leaked %d %d unreferenced %d %d listed %d", l, lb, u, ub, l }' $known)
+	got=$(sed -n 's/^reach anchored [0-9]* [0-9]* //p' $snap)
+	[ "$got" = "$want" ] && ok || bad "objects: $what: reach '$got', KNOWN says '$want'"
+	awk '$1 == "leaked" { print $2 " " $3 + 8 }' $known | sort >want.leaked
+	awk '$1 == "block" { print $2 " " $3 }' $snap | sort >got.leaked
+	cmp -s want.leaked got.leaked && ok ||
+		bad "objects: $what: the leaked blocks listed are not KNOWN's: $(diff want.leaked got.leaked | head -5)"
+	awk '$1 == "unreferenced" { print $2 }' $known | sort >want.unref
+	awk '$1 == "block" && $5 == "unreferenced" { print $2 }' $snap | sort >got.unref
+	cmp -s want.unref got.unref && ok ||
+		bad "objects: $what: the unreferenced blocks are not KNOWN's: $(diff want.unref got.unref | head -5)"
+	n=$(awk '$1 == "block" && $6 ~ /^4c45414b45442d/' $snap | wc -l)
+	[ "$n" = 64 ] && ok || bad "objects: $what: $n leaked blocks start with LEAKED-, not 64"
+	for a in $(awk '$1 == "anchored-by" { print $3 }' $known); do
+		grep -q "^block $a " $snap && bad "objects: $what: $a, anchored, called leaked"
+	done
+	snap_types $snap >got.types
+	cat >want.types <<-EOT
+	Session 100
+	Shape 250
+	map/set node 70
+	ns::Conn<int> 37
+	string body 50
+	unordered_map/set buckets 1
+	unordered_map/set node 90
+	vector body 31
+	EOT
+	sort want.types -o want.types
+	cmp -s want.types got.types && ok ||
+		bad "objects: $what: types: $(diff want.types got.types | grep '^[<>]' | tr '\n' ';')"
+}
+
+if ! command -v g++ >/dev/null 2>&1; then
+	echo "real: SKIP objects: no g++"
+elif ! g++ -g -O1 -pthread "$src/heapobjs.cc" -o heapobjs 2>build.err; then
+	bad "objects: heapobjs does not build: $(head -3 build.err)"
+elif hk_start objs ./heapobjs objs; then
+	rm -rf osnap && mkdir osnap
+	"$bin" snapshot -o osnap/ $hk_pid >osnap.out 2>osnap.err &&
+		ok || bad "objects: snapshot failed: $(cat osnap.err)"
+	live=$(ls osnap/*.snap | head -1)
+	objs_check "the live snapshot" "$live" objs
+	if command -v gcore >/dev/null 2>&1; then
+		gcore -o ho.core $hk_pid >gcore.out 2>&1
+		core=ho.core.$hk_pid
+		hk_stop
+		rm -rf csnap && mkdir csnap
+		"$bin" snapshot -o csnap/ $core >csnap.out 2>csnap.err &&
+			ok || bad "objects: snapshot of the core failed: $(cat csnap.err)"
+		csnap=$(ls csnap/*.snap | head -1)
+		objs_check "gcore's core" "$csnap" objs
+		# The same heap: the HEAP sections but for committed bytes.
+		strip() { sed -n '/^HEAP:/,/^MAPS:/p' $1 | awk '$1 == "in-use" || $1 ~ /^(tcache|fastbin|unsorted|bin|top|unlisted)$/ { $6 = "-" } { print }'; }
+		strip $live >live.heap
+		strip $csnap >core.heap
+		cmp -s live.heap core.heap && ok ||
+			bad "objects: the live snapshot and the core differ: $(diff live.heap core.heap | head -6 | tr '\n' ';')"
+		# The core read directly: top and expand.
+		"$bin" top --json $core >core-top.json 2>core-top.err &&
+			python3 - core-top.json <<-'EOPY' && ok || bad "objects: top --json of the core: $(cat core-top.err)"
+			import json, sys
+			t = json.load(open(sys.argv[1]))
+			r = t["heap"]["reach"]
+			assert r["leaked"]["count"] == 75, r
+			assert r["unreferenced"]["count"] == 65, r
+			names = [c["name"] for c in t["components"]]
+			assert "malloc-leaked" in names, names
+			EOPY
+		"$bin" expand $core malloc-leaked >core-expand.out 2>core-expand.err &&
+			grep -q '^75 leaked blocks, ' core-expand.out &&
+			[ "$(grep -c '|LEAKED-0' core-expand.out)" = 64 ] &&
+			ok || bad "objects: expand of the core: $(head -3 core-expand.err) $(grep -c LEAKED core-expand.out)"
+		rm -f $core
+	else
+		hk_stop
+		echo "real: SKIP objects: no gcore"
+	fi
+fi
