@@ -60,6 +60,9 @@ struct coreimage {
 	 * each still starts as the core says it did. */
 	struct core_file *files;
 	size_t nfiles;
+	/* Where those files are here (NULL: as named). */
+	char *(*host_path)(const void *ctx, const char *path);
+	const void *host_ctx;
 	pid_t pid;          /* NT_PRPSINFO's, or the first thread's */
 	char command[17];   /* NT_PRPSINFO's pr_fname, "" if absent */
 	char args[81];      /* its pr_psargs: the command line's first 80
@@ -85,6 +88,11 @@ struct coreimage {
  * reads outside the segments' bytes give nothing.
  */
 int coreimage_open(struct coreimage *core, const char *path);
+/* The same, the files the core names found where HOST_PATH says (a new
+ * string; NULL: as named) with CTX. */
+int coreimage_open_at(struct coreimage *core, const char *path,
+		      char *(*host_path)(const void *ctx, const char *path),
+		      const void *ctx);
 void coreimage_close(struct coreimage *core);
 
 /* The bytes of [START, END) the core holds (its committed bytes, as far

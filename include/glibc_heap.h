@@ -17,6 +17,9 @@
 
 #define HEAP_MMAPPED_ARENA 4095 /* the arena of an mmapped chunk */
 #define HEAP_MAX_ARENAS 4095
+/* A thread arena's heaps: this big at most, and aligned to it (the rest
+ * of each such stretch is reserved PROT_NONE). */
+#define HEAP_THREAD_HEAP_MAX (64ull << 20)
 /* sizeof(struct malloc_state), an arena's own struct (2.36, x86-64). */
 #define HEAP_ARENA_SIZE 2200
 

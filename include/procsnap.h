@@ -21,6 +21,7 @@
 #include "heapscan.h"
 #include "heaptype.h"
 #include "procimage.h"
+#include "profile.h"
 #include "resident.h"
 
 /*
@@ -100,10 +101,12 @@ int procsnap_take(struct procsnap *s, pid_t pid);
 
 /*
  * The same of the ELF core file at PATH: what the core holds of each
- * mapping stands for its committed bytes (a core has no residency).
+ * mapping stands for its committed bytes (a core has no residency); the
+ * files it names found as RO says (may be NULL).
  * -1 after saying why not (not a core, unreadable).
  */
-int procsnap_take_core(struct procsnap *s, const char *path);
+int procsnap_take_core(struct procsnap *s, const char *path,
+		       const struct read_options *ro);
 void procsnap_free(struct procsnap *s);
 
 /*

@@ -57,6 +57,10 @@ struct read_options {
 	const char *sample_type; /* --sample-type: the values of pprof
 				    protobuf profiles to read (NULL: in-use
 				    bytes) */
+	/* Where a file that a core names is on this machine (--symfs,
+	 * --alternative-dirs), in new memory; NULL: as named. */
+	char *(*host_path)(const void *ctx, const char *path);
+	const void *host_ctx;
 };
 
 /*

@@ -417,6 +417,14 @@ static int parse(struct cmd_args *a, int argc, char **argv)
 	return 0;
 }
 
+
+/* A file a core names, where --symfs and --alternative-dirs say it is
+ * (the readers' host_path). */
+static char *host_path(const void *ctx, const char *path)
+{
+	return sym_host_path(ctx, path);
+}
+
 /* The symbol options into a->sym (and --sample-type, the readers', into
  * a->read); 0 or EXIT_USAGE. */
 static int symbol_args(struct cmd_args *a)
@@ -449,6 +457,8 @@ static int symbol_args(struct cmd_args *a)
 			break;
 		}
 	}
+	a->read.host_path = host_path;
+	a->read.host_ctx = &a->sym;
 	return 0;
 }
 

@@ -160,7 +160,7 @@ static int take_one(const struct snapshot_opts *o, struct taken *t)
 	int rc;
 
 	if (o->core) {
-		if (procsnap_take_core(&s, o->core) < 0)
+		if (procsnap_take_core(&s, o->core, NULL) < 0)
 			return -1;
 		say_core(&s);
 	} else {

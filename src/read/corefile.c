@@ -29,7 +29,7 @@ int corefile_parse(struct snapshot *snap, const char *path, struct model *m,
 	FILE *f;
 	int rc;
 
-	if (procsnap_take_core(&s, path) < 0)
+	if (procsnap_take_core(&s, path, run->opts) < 0)
 		return -1;
 	if (!s.walked)
 		warning("%s: %s; its memory is classed by mapping only", path,

@@ -473,7 +473,14 @@ static int file_fd(struct coreimage *c, struct core_file *f)
 	for (size_t i = 0; i < c->nfiles && !head; i++)
 		if (c->files[i].path == f->path && !c->files[i].offset)
 			head = &c->files[i];
-	fd = open(f->path, O_RDONLY | O_CLOEXEC);
+	if (c->host_path) {
+		char *host = c->host_path(c->host_ctx, f->path);
+
+		fd = open(host ? host : f->path, O_RDONLY | O_CLOEXEC);
+		free(host);
+	} else {
+		fd = open(f->path, O_RDONLY | O_CLOEXEC);
+	}
 	if (fd < 0)
 		return -1;
 	/* The core holds a file's first page (its ELF header): compare. */
@@ -681,13 +688,59 @@ static void seg_perms(uint32_t flags, char perms[5])
 }
 
 /*
- * The parts of F that no segment covers: gcore leaves out read-only file
- * mappings entirely.  Their permissions are not in the core: "---p".
+ * The permissions a file mapping at file offset OFF had, from the ELF
+ * file's program headers: its PT_LOAD's, read-only where PT_GNU_RELRO
+ * made it so after relocation.  "---p" when the file does not say (not
+ * an ELF file, not the core's).
  */
-static void add_file_gaps(struct coreimage *c, const struct core_file *f)
+static void file_perms(struct coreimage *c, struct core_file *f, uint64_t off,
+		       char perms[5])
+{
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph;
+	uint32_t flags = 0;
+	bool load = false, relro = false;
+	int fd = file_fd(c, f);
+
+	memcpy(perms, "---p", 5);
+	if (fd < 0 || pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
+	    eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_phentsize != sizeof(ph) || eh.e_phoff > INT32_MAX)
+		return;
+	for (unsigned i = 0; i < eh.e_phnum; i++) {
+		uint64_t lo, hi;
+
+		if (pread(fd, &ph, sizeof(ph),
+			  (off_t)(eh.e_phoff + i * sizeof(ph))) !=
+		    (ssize_t)sizeof(ph))
+			return;
+		lo = ph.p_offset & ~(uint64_t)4095;
+		hi = ph.p_offset + ph.p_filesz;
+		if (off < lo || off >= hi)
+			continue;
+		if (ph.p_type == PT_LOAD && !load) {
+			load = true;
+			flags = ph.p_flags;
+		} else if (ph.p_type == PT_GNU_RELRO) {
+			relro = true;
+		}
+	}
+	if (!load)
+		return;
+	seg_perms(relro ? flags & ~(uint32_t)PF_W : flags, perms);
+}
+
+/*
+ * The parts of F that no segment covers: gcore leaves out read-only file
+ * mappings entirely.  Their permissions are not in the core: the file's
+ * program headers say them (file_perms).
+ */
+static void add_file_gaps(struct coreimage *c, struct core_file *f)
 {
 	uint64_t pos = f->start;
 	const struct core_segment *s = c->segs, *end = c->segs + c->nsegs;
+	char perms[5];
 
 	while (s < end && s->vaddr + s->memsz <= pos)
 		s++;
@@ -695,8 +748,10 @@ static void add_file_gaps(struct coreimage *c, const struct core_file *f)
 		uint64_t stop = s < end && s->vaddr < f->end ? s->vaddr
 							     : f->end;
 
-		if (stop > pos)
-			add_vma(c, pos, stop, "---p", f, NULL);
+		if (stop > pos) {
+			file_perms(c, f, f->offset + (pos - f->start), perms);
+			add_vma(c, pos, stop, perms, f, NULL);
+		}
 		if (stop == f->end)
 			break;
 		pos = s->vaddr + s->memsz;
@@ -789,6 +844,13 @@ static int open_file(struct coreimage *c)
 
 int coreimage_open(struct coreimage *core, const char *path)
 {
+	return coreimage_open_at(core, path, NULL, NULL);
+}
+
+int coreimage_open_at(struct coreimage *core, const char *path,
+		      char *(*host_path)(const void *ctx, const char *path),
+		      const void *ctx)
+{
 	struct core_open o = { core, 0, 0 };
 	Elf64_Ehdr eh;
 	Elf64_Phdr *ph = NULL;
@@ -799,6 +861,8 @@ int coreimage_open(struct coreimage *core, const char *path)
 	core->img.close = close_core;
 	core->path = xstrdup(path);
 	core->fd = -1;
+	core->host_path = host_path;
+	core->host_ctx = ctx;
 	if (open_file(core) < 0 ||
 	    check_header(core, &eh, core_pread(core, &eh, sizeof(eh), 0)) < 0 ||
 	    read_phdrs(core, &eh, &ph, &nph) < 0) {

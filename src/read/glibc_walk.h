@@ -29,7 +29,7 @@
 #define TCACHE_MAX_BINS 64
 #define TCACHE_STRUCT_CHUNK 0x290
 #define TCACHE_STRUCT_SIZE 640 /* uint16_t counts[64]; entries[64] */
-#define HEAP_MAX_SIZE (64u << 20)
+#define HEAP_MAX_SIZE HEAP_THREAD_HEAP_MAX
 
 /* struct malloc_state. */
 #define MS_MUTEX 0

@@ -229,13 +229,37 @@ static int read_resident(struct procsnap *s)
 	return rc;
 }
 
-/* A core's mappings: what it holds of each is their committed bytes. */
+/*
+ * Does mapping V lie in the reservation of a thread arena's heap, past
+ * the heap (PROT_NONE, never committed: gcore writes it all the same, as
+ * zeros)?
+ */
+static bool arena_reserve(const struct procsnap *s, const struct vma *v)
+{
+	const struct glibc_heap *h = &s->h;
+	uint64_t base = v->start & ~(HEAP_THREAD_HEAP_MAX - 1);
+
+	for (size_t i = 0; s->walked && i < h->nextents; i++) {
+		const struct heap_extent *e = &h->extents[i];
+
+		if (e->arena && e->arena != HEAP_MMAPPED_ARENA &&
+		    (e->start & ~(HEAP_THREAD_HEAP_MAX - 1)) == base &&
+		    v->start >= e->end)
+			return true;
+	}
+	return false;
+}
+
+/* A core's mappings: what it holds of each is their committed bytes
+ * (but the arenas' reservations). */
 static void core_held(struct procsnap *s)
 {
 	const struct maps *m = &s->img->maps;
 
 	s->vmas = xcalloc(m->n ? m->n : 1, sizeof(*s->vmas));
 	for (size_t i = 0; i < m->n; i++) {
+		if (arena_reserve(s, &m->v[i]))
+			continue;
 		s->vmas[i].committed =
 			coreimage_held(s->core, m->v[i].start, m->v[i].end);
 		s->total.rss += s->vmas[i].committed;
@@ -559,13 +583,15 @@ int procsnap_take(struct procsnap *s, pid_t pid)
 	return 0;
 }
 
-int procsnap_take_core(struct procsnap *s, const char *path)
+int procsnap_take_core(struct procsnap *s, const char *path,
+		       const struct read_options *ro)
 {
 	struct stat st;
 
 	memset(s, 0, sizeof(*s));
 	s->core = xcalloc(1, sizeof(*s->core));
-	if (coreimage_open(s->core, path) < 0) {
+	if (coreimage_open_at(s->core, path, ro ? ro->host_path : NULL,
+			      ro ? ro->host_ctx : NULL) < 0) {
 		free(s->core);
 		s->core = NULL;
 		return -1;

@@ -44,21 +44,33 @@ elif hk_start incore ./heapknown incore; then
 	rm -f cut.core
 fi
 
-# A core the kernel writes (where core_pattern names a file here, as
-# "core" does; a pipe to systemd-coredump is skipped): the same walk.
-if [ "$(cat /proc/sys/kernel/core_pattern)" != core ]; then
-	echo "real: SKIP core: core_pattern is not 'core': no kernel core here"
-elif hk_start kcore sh -c 'ulimit -c unlimited && exec ./heapknown kcore'; then
+# The core the kernel writes of PROGRAM (started as hk_start starts it,
+# with "ulimit -c unlimited", then killed by SIGSEGV), where core_pattern
+# names a file here, as "core" does (a pipe to systemd-coredump is
+# skipped): its path in kcore, or kcore empty after saying why (WHAT
+# names the test).
+kernel_core() { # WHAT OUT PROGRAM [ARGS...]
+	kwhat=$1 kout=$2
+	shift 2
+	kcore=
+	if [ "$(cat /proc/sys/kernel/core_pattern)" != core ]; then
+		echo "real: SKIP $kwhat: core_pattern is not 'core': no kernel core here"
+		return
+	fi
+	hk_start $kout sh -c 'ulimit -c unlimited && exec "$@"' sh "$@" || return
 	rm -f core core.$hk_pid
 	kill -SEGV $hk_pid
 	wait $hk_pid 2>/dev/null
 	kcore=$(ls core core.$hk_pid 2>/dev/null | head -1)
-	if [ -z "$kcore" ]; then
-		echo "real: SKIP core: the kernel wrote no core (ulimit -c? a container?)"
-	else
-		core_walk "the kernel's core" $kcore kcore
-		rm -f $kcore
-	fi
+	[ -n "$kcore" ] ||
+		echo "real: SKIP $kwhat: the kernel wrote no core (ulimit -c? a container?)"
+}
+
+# The kernel's core of heapknown: the same walk.
+kernel_core core kcore ./heapknown kcore
+if [ -n "$kcore" ]; then
+	core_walk "the kernel's core" $kcore kcore
+	rm -f $kcore
 fi
 
 "$bin" heap heapknown >notcore.out 2>notcore.err

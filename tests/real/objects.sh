@@ -1,5 +1,5 @@
 # Sourced by tests/real/run.sh after core.sh (uses heap.sh's hk_start and
-# hk_stop): what a heap's blocks are and which of them are leaked, found
+# hk_stop, core.sh's kernel_core): what a heap's blocks are and which of them are leaked, found
 # from outside, on src/heapobjs.cc, which knows (its KNOWN file).  A
 # snapshot of the live process and the core gcore writes of it must both
 # say:
@@ -88,7 +88,7 @@ elif hk_start objs ./heapobjs objs; then
 		csnap=$(ls csnap/*.snap | head -1)
 		objs_check "gcore's core" "$csnap" objs
 		# The same heap: the HEAP sections but for committed bytes.
-		strip() { sed -n '/^HEAP:/,/^MAPS:/p' $1 | awk '$1 == "in-use" || $1 ~ /^(tcache|fastbin|unsorted|bin|top|unlisted)$/ { $6 = "-" } { print }'; }
+		strip() { sed -n '/^HEAP:/,/^MAPS:/p' $1 | awk '$1 == "in-use" { $6 = "-" } $1 ~ /^(tcache|fastbin|unsorted|bin|top|unlisted)$/ { $5 = "-" } { print }'; }
 		strip $live >live.heap
 		strip $csnap >core.heap
 		cmp -s live.heap core.heap && ok ||
@@ -106,11 +106,32 @@ elif hk_start objs ./heapobjs objs; then
 			EOPY
 		"$bin" expand $core malloc-leaked >core-expand.out 2>core-expand.err &&
 			grep -q '^75 leaked blocks, ' core-expand.out &&
-			[ "$(grep -c '|LEAKED-0' core-expand.out)" = 64 ] &&
+			[ "$(grep -c '^    00000000  4c 45 41 4b 45 44 2d 30 ' core-expand.out)" = 64 ] &&
 			ok || bad "objects: expand of the core: $(head -3 core-expand.err) $(grep -c LEAKED core-expand.out)"
+		# The binary elsewhere (another machine's core): --symfs finds it.
+		rm -rf symfs && mkdir -p "symfs$PWD" && cp heapobjs "symfs$PWD/" &&
+			mv heapobjs heapobjs.away
+		"$bin" top -n 40 $core >nosym.out 2>&1
+		"$bin" top -n 40 --symfs symfs $core >symfs.out 2>&1
+		mv heapobjs.away heapobjs
+		! grep -q ' Session$' nosym.out && grep -q ' Session$' symfs.out &&
+			ok || bad "objects: --symfs: the classes not found in the binary moved there"
 		rm -f $core
 	else
 		hk_stop
 		echo "real: SKIP objects: no gcore"
 	fi
+fi
+
+# The kernel's core of heapobjs crashed (where core_pattern names a file
+# here): its file-backed pages are not in it, so the classes' vtables and
+# names come from the files.
+kcore=
+[ -x heapobjs ] && kernel_core objects kobjs ./heapobjs kobjs
+if [ -n "$kcore" ]; then
+	rm -rf ksnap && mkdir ksnap
+	"$bin" snapshot -o ksnap/ $kcore >ksnap.out 2>ksnap.err &&
+		ok || bad "objects: snapshot of the kernel's core failed: $(cat ksnap.err)"
+	objs_check "the kernel's core" "$(ls ksnap/*.snap | head -1)" kobjs
+	rm -f $kcore
 fi

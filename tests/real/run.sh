@@ -18,6 +18,9 @@
 #   - dmprof heap accounts for a live process's glibc heap as glibc's own
 #     mallinfo2() does (heap.sh), and for a core of it that gcore wrote
 #     (core.sh);
+#   - a C++ program's classes, layouts and leaked blocks, each found from
+#     outside in a snapshot and in gcore's and the kernel's cores
+#     (objects.sh);
 #   - dmprof snapshot of running processes: heapknown's heap as heap and
 #     glibc say it, python3, sqlite3 and a C++ server snapshotted mid-run
 #     unchanged, every byte in a component (snapshot.sh).

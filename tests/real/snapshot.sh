@@ -149,6 +149,7 @@ cat >grow.c <<'C'
 #define SIZE 10000
 #define MAX 10000 /* blocks (100 MB, 10 s or more); a minute later, gone */
 char *volatile last; /* (so that no compiler drops a block unused) */
+char *kept[MAX]; /* (and none is leaked: not static, not optimised away) */
 static void put(int fd, const char *s) /* not stdio: it would allocate */
 {
 	if (write(fd, s, strlen(s)) != (ssize_t)strlen(s))
@@ -168,7 +169,7 @@ int main(int argc, char **argv)
 			if (!p)
 				abort();
 			memset(p, n, SIZE);
-			last = p;
+			last = kept[n - 1] = p;
 			clock_gettime(CLOCK_REALTIME, &t);
 			snprintf(line, sizeof(line), "%ld %lld.%09ld\n", n,
 				 (long long)t.tv_sec, t.tv_nsec);
