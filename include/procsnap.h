@@ -83,6 +83,7 @@ struct procsnap {
 	struct heap_scan scan;
 	struct heap_types types;
 	bool scanned;
+	bool no_scan;         /* asked not to scan (walk only) */
 	struct procsnap_leak *leaks;  /* the largest leaked blocks */
 	size_t nleaks;
 	struct procsnap_bucket *buckets;
@@ -90,14 +91,15 @@ struct procsnap {
 };
 
 /* How many leaked blocks a snapshot lists one by one, the largest. */
-#define PROCSNAP_MAX_LEAKS 100000
+#define PROCSNAP_MAX_LEAKS 10000
 
 /*
  * Take a snapshot of process PID into S: -1 after saying why not (it
- * may not be stopped, it exited meanwhile).  A heap that cannot be
+ * may not be stopped, it exited meanwhile).  SCAN: the blocks in use read
+ * too, for their types and leaks (a longer stop).  A heap that cannot be
  * walked (not glibc's) is no error: S says so.
  */
-int procsnap_take(struct procsnap *s, pid_t pid);
+int procsnap_take(struct procsnap *s, pid_t pid, bool scan);
 
 /*
  * The same of the ELF core file at PATH: what the core holds of each

@@ -21,10 +21,15 @@
 #include "setup.h"
 #include "util.h"
 
+enum {
+	OPT_NO_SCAN = OPT_LONG_ONLY,
+};
+
 /* What the options asked for. */
 struct snapshot_opts {
 	const char *output;   /* -o, or NULL */
 	const char *core;     /* a core file instead of a process */
+	bool scan;            /* not --no-scan */
 	double interval;      /* -i */
 	uint64_t count;       /* -n; 0: until the process ends */
 	pid_t pid;
@@ -52,6 +57,7 @@ static int parse_options(struct cmd_args *a, struct snapshot_opts *o)
 
 	memset(o, 0, sizeof(*o));
 	o->output = args_get(a, 'o');
+	o->scan = !args_has(a, OPT_NO_SCAN);
 	o->interval = 1;
 	o->count = 1;
 	if (o->output && !*o->output)
@@ -166,7 +172,7 @@ static int take_one(const struct snapshot_opts *o, struct taken *t)
 	} else {
 		if (t->n && procstop_exited(o->pid))
 			return gone(o->pid);
-		if (procsnap_take(&s, o->pid) < 0)
+		if (procsnap_take(&s, o->pid, o->scan) < 0)
 			return t->n && procstop_exited(o->pid) ? gone(o->pid)
 							       : -1;
 	}
@@ -268,6 +274,8 @@ static const struct cmd_option options[] = {
 	  "ends or dmprof is interrupted" },
 	{ 'n', "count", "COUNT", OPT_VALUE | OPT_SYNOPSIS,
 	  "how many snapshots (default 1)" },
+	{ OPT_NO_SCAN, "no-scan", NULL, 0,
+	  "walk the heap only: no types, no leaks, a shorter stop" },
 	OPT_END,
 };
 

@@ -267,29 +267,51 @@ static void core_held(struct procsnap *s)
 	split_vmas(s, NULL);
 }
 
-/* Largest first, then by address. */
-static int cmp_leak(const void *x, const void *y, void *arg)
+/* Does leaked block I of H come before J in the listing (larger, or as
+ * large and first)? */
+static bool leak_before(const struct heap_block *b, size_t i, size_t j)
 {
-	const struct heap_block *b = arg;
-	const struct procsnap_leak *p = x, *q = y;
-
-	if (b[p->block].size != b[q->block].size)
-		return b[p->block].size > b[q->block].size ? -1 : 1;
-	return p->block < q->block ? -1 : p->block > q->block;
+	return b[i].size != b[j].size ? b[i].size > b[j].size : i < j;
 }
 
-static int cmp_leak_addr(const void *x, const void *y)
+/* Sift the min-heap of N block indexes V down from K (its root: the one
+ * listed last). */
+static void sift_down(const struct heap_block *b, size_t *v, size_t n,
+		      size_t k)
 {
-	const struct procsnap_leak *p = x, *q = y;
+	for (;;) {
+		size_t c = 2 * k + 1;
 
-	return p->block < q->block ? -1 : p->block > q->block;
+		if (c >= n)
+			return;
+		if (c + 1 < n && leak_before(b, v[c], v[c + 1]))
+			c++;
+		if (!leak_before(b, v[k], v[c]))
+			return;
+		size_t t = v[k];
+
+		v[k] = v[c];
+		v[c] = t;
+		k = c;
+	}
 }
 
-/* The leaked blocks to list (the largest), their first bytes read. */
+static int cmp_index(const void *x, const void *y)
+{
+	size_t a = *(const size_t *)x, b = *(const size_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+/*
+ * The leaked blocks to list: all of them, or the PROCSNAP_MAX_LEAKS
+ * largest (a heap of that many, in one pass: millions may be leaked),
+ * in address order; their first bytes read.
+ */
 static void read_leaks(struct procsnap *s)
 {
 	const struct glibc_heap *h = &s->h;
-	size_t n = 0, alloc = 0;
+	size_t *v = NULL, n = 0, alloc = 0;
 	uint64_t *addrs;
 	uint8_t *out;
 	bool *ok;
@@ -298,24 +320,30 @@ static void read_leaks(struct procsnap *s)
 		if (s->scan.state[i] != REACH_LEAKED &&
 		    s->scan.state[i] != REACH_UNREFERENCED)
 			continue;
-		GROW(s->leaks, n + 1, alloc);
-		memset(&s->leaks[n], 0, sizeof(s->leaks[n]));
-		s->leaks[n++].block = i;
+		if (n < PROCSNAP_MAX_LEAKS) {
+			GROW(v, n + 1, alloc);
+			v[n++] = i;
+			if (n == PROCSNAP_MAX_LEAKS)
+				for (size_t k = n / 2; k-- > 0;)
+					sift_down(h->blocks, v, n, k);
+		} else if (leak_before(h->blocks, i, v[0])) {
+			v[0] = i;
+			sift_down(h->blocks, v, n, 0);
+		}
 	}
-	if (n > PROCSNAP_MAX_LEAKS) {
-		qsort_r(s->leaks, n, sizeof(*s->leaks), cmp_leak,
-			(void *)h->blocks);
-		n = PROCSNAP_MAX_LEAKS;
-		qsort(s->leaks, n, sizeof(*s->leaks), cmp_leak_addr);
-	}
-	s->nleaks = n;
 	if (!n)
 		return;
+	qsort(v, n, sizeof(*v), cmp_index);
+	s->leaks = xcalloc(n, sizeof(*s->leaks));
+	s->nleaks = n;
 	addrs = xcalloc(n, sizeof(*addrs));
 	out = xcalloc(n, PROCSNAP_HEAD);
 	ok = xcalloc(n, sizeof(*ok));
-	for (size_t i = 0; i < n; i++)
-		addrs[i] = h->blocks[s->leaks[i].block].chunk + 16;
+	for (size_t i = 0; i < n; i++) {
+		s->leaks[i].block = v[i];
+		addrs[i] = h->blocks[v[i]].chunk + 16;
+	}
+	free(v);
 	procimage_gather(s->img, addrs, n, PROCSNAP_HEAD, out, ok);
 	for (size_t i = 0; i < n; i++) {
 		const struct heap_block *b = &h->blocks[s->leaks[i].block];
@@ -346,7 +374,7 @@ static void read_heap(struct procsnap *s)
 	struct heap_visitor v;
 
 	s->walked = glibc_heap_walk(&s->h, img) == 0;
-	if (s->walked) {
+	if (s->walked && !s->no_scan) {
 		for (size_t i = 0; i < img->nthreads; i++) {
 			sps[i] = img->threads[i].sp;
 			memcpy(regs + i * IMAGE_NREGS, img->threads[i].regs,
@@ -358,10 +386,8 @@ static void read_heap(struct procsnap *s)
 		v = heap_types_visitor(&s->types);
 		s->scanned = heap_scan_run(&s->scan, &s->h, img, &s->roots,
 					   &v) == 0;
-		if (s->scanned) {
-			heap_types_finish(&s->types, &s->scan);
+		if (s->scanned)
 			read_leaks(s);
-		}
 	}
 	free(sps);
 	free(regs);
@@ -433,7 +459,7 @@ static void drop_reading(struct procsnap *s)
 		s->leaks = NULL;
 		s->nleaks = 0;
 	}
-	if (s->walked) {
+	if (s->walked && !s->no_scan) {
 		heap_types_release(&s->types);
 		heap_roots_release(&s->roots);
 	}
@@ -561,10 +587,23 @@ static void count_blocks(struct procsnap *s)
 		      cmp_bucket);
 }
 
-int procsnap_take(struct procsnap *s, pid_t pid)
+/*
+ * What needs no memory read, once the process goes on: the layouts
+ * typed from the words kept, and the blocks counted.
+ */
+static void after(struct procsnap *s)
+{
+	if (s->scanned)
+		heap_types_finish(&s->types, &s->scan);
+	if (s->walked)
+		count_blocks(s);
+}
+
+int procsnap_take(struct procsnap *s, pid_t pid, bool scan)
 {
 	memset(s, 0, sizeof(*s));
 	s->pid = pid;
+	s->no_scan = !scan;
 	s->command_line = command_line(pid);
 	for (;;) {
 		s->tries++;
@@ -578,8 +617,7 @@ int procsnap_take(struct procsnap *s, pid_t pid)
 		drop_reading(s);
 		usleep(1000u << s->tries);
 	}
-	if (s->walked)
-		count_blocks(s);
+	after(s);
 	return 0;
 }
 
@@ -606,8 +644,7 @@ int procsnap_take_core(struct procsnap *s, const char *path,
 			  (double)st.st_mtim.tv_nsec / 1e9;
 	read_heap(s);
 	core_held(s);
-	if (s->walked)
-		count_blocks(s);
+	after(s);
 	return 0;
 }
 

@@ -207,6 +207,20 @@ if hk_start traced ./heapknown traced traced; then
 	refused "traced" "^dmprof: process $hk_pid is traced already, by process [0-9]* (a debugger, strace?): detach that first" $hk_pid
 	hk_stop
 fi
+
+# Another user's process: dmprof run as nobody on root's heapknown (as
+# root only; setpriv from util-linux).
+if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null 2>&1; then
+	echo "real: SKIP heap: another user's process (not root, or no setpriv)"
+elif hk_start otheruser ./heapknown otheruser; then
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$bin" heap $hk_pid \
+		>other.out 2>other.err
+	rc=$?
+	[ $rc = 1 ] && [ ! -s other.out ] &&
+		grep -q "^dmprof: process $hk_pid belongs to user 0: run dmprof as that user, or as root" other.err &&
+		ok || bad "heap: another user's process: status $rc: $(cat other.err)"
+	hk_stop
+fi
 for lib in $tcmalloc $(ls /usr/lib/*/libjemalloc.so.2 2>/dev/null | head -1); do
 	if hk_start other env LD_PRELOAD=$lib ./heapknown other; then
 		refused "$(basename $lib)" "^dmprof: process $hk_pid: .*another allocator (tcmalloc, jemalloc?)" $hk_pid
