@@ -24,7 +24,6 @@
 /* The first words of a block kept while it is offered: a tree node's. */
 #define HEAD_WORDS 4
 /* A size or a count beyond this is no library's. */
-#define SANE_SIZE (1ull << 47)
 
 enum layout {
 	L_STRING,
@@ -90,6 +89,12 @@ struct typer {
 	const struct glibc_heap *h;
 	struct procimage *img;
 	uint64_t lo, hi;          /* the user bytes of the blocks in use */
+	uint64_t max_usable;      /* of the largest of them */
+	/* Where to look for a block: the heap's extents, and for each
+	 * 4 KiB page of one, the first block whose chunk starts at or past
+	 * the page (a look-up is a search among a page's blocks). */
+	struct page_index *pages;
+	size_t npages_idx;
 	uint64_t *first;          /* per block: its first word ... */
 	uint8_t *have;            /* ... when this bit is set */
 	uint32_t layout[NLAYOUTS]; /* type indexes; 0 until one is found */
@@ -103,6 +108,11 @@ struct typer {
 	size_t ncands, cands_alloc;
 	struct header *hdrs;
 	size_t nhdrs, hdrs_alloc;
+};
+
+struct page_index {
+	uint64_t start, end;
+	uint32_t *first;          /* (end - start) / 4 KiB + 1 entries */
 };
 
 /* Could ADDR be a block's user pointer (a cheap test before looking)? */
@@ -120,6 +130,28 @@ static ptrdiff_t block_at(const struct typer *ty, uint64_t addr)
 
 	if (!maybe_ptr(ty, addr))
 		return -1;
+	if (ty->npages_idx) {
+		/* The extent, then the page: a few blocks to search. */
+		size_t el = 0, eh = ty->npages_idx;
+
+		while (el < eh) {
+			size_t mid = el + (eh - el) / 2;
+
+			if (ty->pages[mid].start <= chunk)
+				el = mid + 1;
+			else
+				eh = mid;
+		}
+		if (el && chunk < ty->pages[el - 1].end) {
+			const struct page_index *x = &ty->pages[el - 1];
+			uint64_t pg = (chunk - x->start) >> 12;
+
+			lo = x->first[pg];
+			hi = x->first[pg + 1] + 1;
+			if (hi > ty->h->nblocks)
+				hi = ty->h->nblocks;
+		}
+	}
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -422,7 +454,7 @@ static void scan_words(struct heap_types *t, uint64_t addr,
 #define WANT(len) (k + (len) <= n && k + (len) > fit)
 	for (size_t k = 0; k < kend; k++) {
 		uint64_t a = w[k], at = addr + 8 * k;
-		ptrdiff_t b;
+		ptrdiff_t b, found = -2; /* -2: not looked up yet */
 
 		/*
 		 * {begin, length, capacity}: a long std::string, whose
@@ -433,16 +465,16 @@ static void scan_words(struct heap_types *t, uint64_t addr,
 		 * at every possible length is out of the question.)
 		 */
 		if (WANT(3) && maybe_ptr(ty, a) && w[k + 1] <= w[k + 2] &&
-		    w[k + 2] > 15 && w[k + 2] < SANE_SIZE) {
-			b = block_at(ty, a);
+		    w[k + 2] > 15 && w[k + 2] < ty->max_usable) {
+			b = found = block_at(ty, a);
 			if (b >= 0 && request_fits(&blocks[b], w[k + 2] + 1))
 				claim(t, (size_t)b, L_STRING);
 		}
 		/* {begin, end, end of storage}: a std::vector. */
 		if (WANT(3) && maybe_ptr(ty, a) && a <= w[k + 1] &&
 		    w[k + 1] <= w[k + 2] && w[k + 2] > a &&
-		    w[k + 2] - a < SANE_SIZE) {
-			b = block_at(ty, a);
+		    w[k + 2] - a <= ty->max_usable) {
+			b = found != -2 ? found : block_at(ty, a);
 			if (b >= 0 && request_fits(&blocks[b], w[k + 2] - a))
 				claim(t, (size_t)b, L_VECTOR);
 		}
@@ -453,7 +485,7 @@ static void scan_words(struct heap_types *t, uint64_t addr,
 		 * single_bucket: nothing to find.
 		 */
 		if (WANT(7) && maybe_ptr(ty, a) && w[k + 1] > 1 &&
-		    w[k + 1] < SANE_SIZE / 8 &&
+		    w[k + 1] <= ty->max_usable / 8 &&
 		    (!w[k + 2] || maybe_ptr(ty, w[k + 2])) &&
 		    !w[k + 2] == !w[k + 3] && w[k + 3] <= ty->h->nblocks) {
 			uint32_t bits = (uint32_t)w[k + 4];
@@ -545,6 +577,61 @@ static void visit_root(void *ctx, const struct heap_root_range *range,
 	scan_piece(t, false, range ? range->start : 0, addr, words, nwords);
 }
 
+/* Extents sorted by start. */
+static int cmp_page_index(const void *a, const void *b)
+{
+	const struct page_index *x = a, *y = b;
+
+	return (x->start > y->start) - (x->start < y->start);
+}
+
+/*
+ * The page index of TY's heap: its extents (those that do not overlap,
+ * as only hostile memory makes them: else none, and block_at searches
+ * every block), each page's first block.
+ */
+static void index_pages(struct typer *ty)
+{
+	const struct glibc_heap *h = ty->h;
+	size_t n = 0, at = 0;
+
+	if (!h->nextents || h->nblocks > UINT32_MAX)
+		return;
+	ty->pages = xcalloc(h->nextents, sizeof(*ty->pages));
+	for (size_t i = 0; i < h->nextents; i++) {
+		const struct heap_extent *e = &h->extents[i];
+
+		if (e->end <= e->start || e->end - e->start > (1ull << 40))
+			continue;
+		ty->pages[n].start = e->start;
+		ty->pages[n++].end = e->end;
+	}
+	qsort(ty->pages, n, sizeof(*ty->pages), cmp_page_index);
+	for (size_t i = 1; i < n; i++)
+		if (ty->pages[i].start < ty->pages[i - 1].end)
+			n = 0; /* (overlapping: no index) */
+	for (size_t i = 0; i < n; i++) {
+		struct page_index *x = &ty->pages[i];
+		size_t np = (size_t)((x->end - x->start + 4095) >> 12);
+
+		x->first = xcalloc(np + 1, sizeof(*x->first));
+		while (at && h->blocks[at - 1].chunk >= x->start)
+			at--;
+		for (size_t p = 0; p <= np; p++) {
+			uint64_t pos = x->start + ((uint64_t)p << 12);
+
+			while (at < h->nblocks && h->blocks[at].chunk < pos)
+				at++;
+			x->first[p] = (uint32_t)at;
+		}
+	}
+	if (!n) {
+		free(ty->pages);
+		ty->pages = NULL;
+	}
+	ty->npages_idx = n;
+}
+
 void heap_types_init(struct heap_types *t, const struct glibc_heap *h,
 		     struct procimage *img)
 {
@@ -581,7 +668,10 @@ void heap_types_init(struct heap_types *t, const struct glibc_heap *h,
 			ty->lo = u;
 		if (u + heap_block_usable(b) > ty->hi)
 			ty->hi = u + heap_block_usable(b);
+		if (heap_block_usable(b) > ty->max_usable)
+			ty->max_usable = heap_block_usable(b);
 	}
+	index_pages(ty);
 }
 
 struct heap_visitor heap_types_visitor(struct heap_types *t)
@@ -772,6 +862,9 @@ static void typer_free(struct heap_types *t)
 		return;
 	free(ty->first);
 	free(ty->have);
+	for (size_t i = 0; i < ty->npages_idx; i++)
+		free(ty->pages[i].first);
+	free(ty->pages);
 	free(ty->cands);
 	free(ty->hdrs);
 	hashmap_free(&ty->names);
