@@ -17,7 +17,7 @@ work=${BENCH_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/dmprof-bench.XXXXXX")}
 [ -n "${BENCH_DIR:-}" ] || trap 'rm -rf "$work"' EXIT INT TERM
 mkdir -p "$work"
 export LC_ALL=C DMPROF_POLICY_PATH="$top/policies" XDG_CACHE_HOME="$work/cache"
-cases=${*:-gperf-1m deep parse gperf-series symbolize-dynsym symbolize-dwarf recorder snapshot}
+cases=${*:-gperf-1m deep parse gperf-series symbolize-dynsym symbolize-dwarf recorder snapshot core}
 
 # measure NAME COMMAND...: run it, set $secs (wall, to the millisecond:
 # time(1) says only hundredths), $rss_kb (peak) and $cpu (percent of one
@@ -397,7 +397,7 @@ snapshot() {
 	d=$work/snapshot
 	mkdir -p "$d"
 	gcc -O2 -pthread "$top/tests/real/src/heapknown.c" -o "$d/heapknown" &&
-		gcc -O2 "$here/vmread.c" -o "$d/vmread" || return
+		gcc -O2 "$here/heapread.c" -o "$d/heapread" || return
 	"$d/heapknown" "$d/known" big 10000000 >"$d/ready" 2>&1 &
 	pid=$!
 	for _ in $(seq 600); do
@@ -406,7 +406,7 @@ snapshot() {
 	done
 	floor= walk= held= rss=$(awk '/^VmRSS/ { print $2 }' /proc/$pid/status)
 	for i in 1 2 3; do
-		f=$("$d/vmread" $pid | awk '{ print $2 / 1000 }')
+		f=$("$d/heapread" $pid | awk '{ print $2 / 1000 }')
 		w=$("$bin" heap $pid 2>/dev/null |
 			sed -n '1s/.* held \([0-9.]*\) ms.*/\1/p' |
 			awk '{ print $1 / 1000 }')
@@ -424,10 +424,91 @@ snapshot() {
 		"$(ratio_of "$held" "$floor")" "$(at_most "$held" "$(echo "2 * $floor" | bc -l)")"
 }
 
+# A core of a C++ program's 1 GB heap of 10 M blocks that point at each
+# other (tests/bench/core_heap.cc: objects of four classes with vtables,
+# std::string bodies, vectors, hash tables, trees, C lists, and leaked
+# groups of them), written by gdb's gcore: dmprof snapshot and top read,
+# walk, type and leak-scan it, against reading the heap's bytes from the
+# core once (the core's PT_LOAD segments over [heap], with pread:
+# tests/bench/heapread.c).  The page cache is warm for every run: the
+# core is read whole before.  The core (1 GB) is deleted at the end, and
+# the case skipped with under 4 GB free.
+core() {
+	d=$work/core
+	if ! command -v gcore >/dev/null 2>&1; then
+		echo "bench: core: gdb's gcore is missing (make bench installs gdb)"
+		return
+	fi
+	mkdir -p "$d"
+	free_kb=$(df -Pk "$d" | awk 'NR == 2 { print $4 }')
+	if [ "$free_kb" -lt $((4 << 20)) ]; then
+		echo "bench: core: skipped: $((free_kb >> 20)) GB free in $d, not 4"
+		return
+	fi
+	g++ -O2 -g "$here/core_heap.cc" -o "$d/core_heap" &&
+		gcc -O2 "$here/heapread.c" -o "$d/heapread" || return
+	"$d/core_heap" >"$d/ready" 2>&1 &
+	pid=$!
+	for _ in $(seq 600); do
+		grep -q '^ready$' "$d/ready" 2>/dev/null && break
+		sleep 0.1
+	done
+	heap=$(awk '$NF == "[heap]" { print $1 }' /proc/$pid/maps)
+	gcore -o "$d/core" $pid >"$d/gcore.out" 2>&1
+	kill $pid
+	wait $pid 2>/dev/null
+	if [ -s "$d/core.$pid" ] && [ -n "$heap" ]; then
+		core_run "$d/core.$pid" "$heap"
+	else
+		echo "bench: core: gcore failed: $(tail -2 "$d/gcore.out")"
+	fi
+	rm -f "$d/core.$pid"
+}
+
+core_run() { # CORE START-END
+	cat "$1" >/dev/null
+	best3 core-floor "$d/heapread" "$1" "$2" || return
+	base_s=$secs base_kb=$rss_kb
+	read -r heap_bytes _ <"$work/out.core-floor"
+	# (snapshot numbers its files on from those in the directory.)
+	fresh_out() { rm -rf "$d/out" && mkdir -p "$d/out"; }
+	before=fresh_out
+	best3 core-snapshot "$bin" snapshot -o "$d/out/" "$1"
+	rc=$?
+	before=
+	[ $rc = 0 ] || return
+	snap_s=$secs snap_kb=$rss_kb
+	blocks=$(awk '$1 == "in-use" { n += $4 } END { print n }' "$d"/out/*.snap)
+	mb=$((heap_bytes >> 20))
+	mblocks=$(echo "$blocks / 1000000" | bc -l)
+	row core "$mb MB, $(printf %.1f "$mblocks") M blocks: snapshot, vs read" \
+		$base_s $base_kb $snap_s $snap_kb
+	measure core-heap "$bin" heap "$1" || return
+	row core "the same: heap (the walk only)" $base_s $base_kb $secs $rss_kb
+	best3 core-top "$bin" top "$1" || return
+	row core "the same: top" $base_s $base_kb $secs $rss_kb
+	gb=$(echo "$heap_bytes / 1073741824" | bc -l)
+	printf '%-22s %-34s %9.3f s %11s %9.3f s\n' core "per GB of heap" \
+		"$(echo "$base_s / $gb" | bc -l)" "" "$(echo "$snap_s / $gb" | bc -l)"
+	printf '%-22s %-34s %8.1f ms %11s %8.0f ms\n' core "per million blocks" \
+		"$(echo "1000 * $base_s / $mblocks" | bc -l)" "" \
+		"$(echo "1000 * $snap_s / $mblocks" | bc -l)"
+	printf '%-22s %-34s %9d MB %11s %6d MB %8.2fx\n' core \
+		"heap size; snapshot's peak RSS" $mb "" $((snap_kb >> 10)) \
+		"$(echo "$snap_kb / 1024 / $mb" | bc -l)"
+	target "core: snapshot of 1 GB, 10 M blocks, vs reading it" \
+		"$(printf '%.1fx its time' "$(echo "$snap_s / ($base_s + 0.0005)" | bc -l)")" \
+		stated
+	target "core: snapshot's peak RSS over the heap's size" \
+		"$(printf '%.2fx' "$(echo "$snap_kb / 1024 / $mb" | bc -l)")" stated
+}
+
 for c in $cases; do
 	case $c in
 	snapshot)
 		snapshot ;;
+	core)
+		core ;;
 	symbolize-dynsym)
 		# A large Debian binary: 110 MB, 35,000 exported functions.
 		symbolize $c /usr/lib/x86_64-linux-gnu/libLLVM-14.so.1 ;;
