@@ -9,6 +9,9 @@
  * aggregation that csv prints, the functions from the same
  * classification, so the numbers agree with csv's.  Rows past N go into
  * one "<other>" row that says how many it holds.
+ *
+ * --tree shows the components alone, as the tree of their names
+ * (comptree.h) with a subtotal at every level, instead of the tables.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -17,6 +20,7 @@
 
 #include "aggregate.h"
 #include "change.h"
+#include "comptree.h"
 #include "numfmt.h"
 #include "json_write.h"
 #include "profile.h"
@@ -27,6 +31,7 @@
 
 enum {
 	OPT_JSON = OPT_LONG_ONLY,
+	OPT_TREE,
 };
 
 struct top {
@@ -36,6 +41,8 @@ struct top {
 	size_t n;              /* rows before <other> */
 	bool json;
 	bool exact;            /* -b */
+	bool tree;             /* --tree */
+	struct comptree ctree;
 	int64_t *values;       /* the csv row */
 	struct agg_builtins builtins;
 	int64_t total;         /* of the components of the partition */
@@ -181,11 +188,31 @@ static void print_heap(struct top *t)
 	printf("\n");
 }
 
-static void print_text(struct top *t)
+/* The line that says what the components add up to, and what is not in
+ * them. */
+static void print_heading(struct top *t)
 {
 	const struct policy *p = t->o->policy;
 	/* (Outside the components, in the kernel's Rss: say how much.) */
 	int profiler = policy_column(p, "profiler");
+
+	printf("%s in the components of policy %s (%s)",
+	       human(t, t->total, 0), p->label, t->snap->path);
+	if (t->builtins.v[B_RSS])
+		printf("; the kernel's Rss %s",
+		       human(t, t->builtins.v[B_RSS], 0));
+	if (snapshot_meta(t->snap, "Core"))
+		printf("; a core: what it holds stands for what was resident");
+	if (profiler >= 0 && t->values[profiler] &&
+	    !policy_in_partition(p, profiler))
+		printf("; not in them: the profiler's own %s",
+		       human(t, t->values[profiler], 0));
+	printf("\n");
+}
+
+static void print_text(struct top *t)
+{
+	const struct policy *p = t->o->policy;
 	int64_t sum = 0;
 	struct strbuf share = STRBUF_INIT;
 
@@ -203,19 +230,8 @@ static void print_text(struct top *t)
 		       share.buf, human(t, t->total, 0), p->label,
 		       t->snap->path);
 	} else {
-		printf("%s in the components of policy %s (%s)",
-		       human(t, t->total, 0), p->label, t->snap->path);
-		if (t->builtins.v[B_RSS])
-			printf("; the kernel's Rss %s",
-			       human(t, t->builtins.v[B_RSS], 0));
-		if (snapshot_meta(t->snap, "Core"))
-			printf("; a core: what it holds stands for what was "
-			       "resident");
-		if (profiler >= 0 && t->values[profiler] &&
-		    !policy_in_partition(p, profiler))
-			printf("; not in them: the profiler's own %s",
-			       human(t, t->values[profiler], 0));
-		printf("\n\n%10s %6s  %s\n", "bytes", "%", "component");
+		print_heading(t);
+		printf("\n%10s %6s  %s\n", "bytes", "%", "component");
 		for (size_t i = 0; i < t->comps.shown; i++) {
 			int64_t v = t->values[t->cols[i]];
 
@@ -268,16 +284,23 @@ static void print_text(struct top *t)
 	sb_release(&share);
 }
 
+/* Both documents' start: what was read, under which policy. */
+static void json_begin(struct top *t, struct json_writer *w,
+		       struct strbuf *out)
+{
+	json_write_init(w, out, stdout, false);
+	json_object(w);
+	json_member_string(w, "dump", t->snap->path);
+	json_member_string(w, "policy", t->o->policy->label);
+}
+
 static void print_json(struct top *t)
 {
 	const struct policy *p = t->o->policy;
 	struct strbuf out = STRBUF_INIT;
 	struct json_writer w;
 
-	json_write_init(&w, &out, stdout, false);
-	json_object(&w);
-	json_member_string(&w, "dump", t->snap->path);
-	json_member_string(&w, "policy", p->label);
+	json_begin(t, &w, &out);
 	if (t->col >= 0)
 		json_member_string(&w, "component", p->cols[t->col].name);
 	if (t->snap->has_heap) {
@@ -335,6 +358,161 @@ static void print_json(struct top *t)
 	json_member_uint(&w, "count", t->fns.n - t->fns.shown);
 	json_member_int(&w, "flat", t->fns.rest);
 	json_end(&w);
+	json_end(&w);
+	json_write_finish(&w);
+	sb_release(&out);
+}
+
+/*
+ * The children of N worth a row of their own, into KIDS: those that hold
+ * a byte, largest first, down to 1% of the total and at most T's N, and
+ * the unclassified one whatever it holds (the part a policy's author
+ * works to shrink); the rest go into one <other> row, *MORE of them
+ * holding *REST (never one alone: that one is shown instead).  Returns
+ * how many are shown, the first of KIDS.
+ */
+static size_t tree_cut(const struct top *t, const struct comptree_node *n,
+		       const struct comptree_node **kids, size_t *more,
+		       int64_t *rest)
+{
+	size_t nkids = 0, shown = 0, big = 0;
+	bool overflow = false; /* (parts of a sum that fits) */
+
+	for (size_t i = 0; i < n->nchildren; i++) {
+		const struct comptree_node *c = n->children[i];
+
+		if (comptree_empty(c))
+			continue;
+		if (big == nkids && big < t->n &&
+		    (double)c->bytes * 100 >= (double)t->total)
+			big++;
+		kids[nkids++] = c;
+	}
+	/* The unclassified ones past the big ones move up, in order. */
+	shown = big;
+	for (size_t i = big; i < nkids; i++)
+		if (kids[i]->unclassified) {
+			const struct comptree_node *c = kids[i];
+
+			memmove(&kids[shown + 1], &kids[shown],
+				(i - shown) * sizeof(*kids));
+			kids[shown++] = c;
+		}
+	if (nkids - shown == 1)
+		shown++;
+	*more = nkids - shown;
+	*rest = 0;
+	for (size_t i = shown; i < nkids; i++)
+		*rest = add64(*rest, kids[i]->bytes, &overflow);
+	return shown;
+}
+
+/* One row of the tree: a node (or <other>) under PARENT. */
+static void tree_row(struct top *t, const struct comptree_node *parent,
+		     int64_t bytes, const char *prefix, bool last,
+		     const char *label, const char *note)
+{
+	printf("%s ", human(t, bytes, 10));
+	printf("%s ", pct(t, bytes, t->total));
+	if (parent->depth)
+		printf(" %s", pct(t, bytes, parent->bytes));
+	else
+		printf("%7s", ""); /* (the top level's parent is the total) */
+	printf("  %s%s%s%s\n", prefix,
+	       !parent->depth ? "" : last ? "`-- " : "|-- ", label, note);
+}
+
+/*
+ * N's children, drawn as tree(1) draws directories (in ASCII): PREFIX
+ * holds the bars of the levels above.  The top level has no bars.
+ */
+static void tree_text(struct top *t, const struct comptree_node *n,
+		      struct strbuf *prefix)
+{
+	const struct comptree_node **kids;
+	struct strbuf label = STRBUF_INIT;
+	size_t shown, more;
+	int64_t rest;
+
+	kids = xcalloc(n->nchildren + 1, sizeof(*kids));
+	shown = tree_cut(t, n, kids, &more, &rest);
+	for (size_t i = 0; i < shown; i++) {
+		const struct comptree_node *c = kids[i];
+		bool last = i + 1 == shown && !more;
+		size_t len = prefix->len;
+
+		tree_row(t, n, c->bytes, prefix->buf ? prefix->buf : "", last,
+			 c->name, c->unclassified ? " (unclassified)" : "");
+		if (!c->nchildren)
+			continue;
+		if (n->depth)
+			sb_addstr(prefix, last ? "    " : "|   ");
+		tree_text(t, c, prefix);
+		if (prefix->buf) {
+			prefix->len = len;
+			prefix->buf[len] = '\0';
+		}
+	}
+	if (more) {
+		sb_addf(&label, "<other: %zu more>", more);
+		tree_row(t, n, rest, prefix->buf ? prefix->buf : "", true,
+			 label.buf, "");
+	}
+	sb_release(&label);
+	free(kids);
+}
+
+static void print_tree_text(struct top *t)
+{
+	struct strbuf prefix = STRBUF_INIT;
+
+	print_heading(t);
+	printf("\n%10s %6s %7s  %s\n", "bytes", "%", "parent%", "component");
+	if (comptree_empty(t->ctree.root))
+		printf("  (none: no component holds a byte)\n");
+	tree_text(t, t->ctree.root, &prefix);
+	sb_release(&prefix);
+}
+
+/* N and every node under it that holds a byte, exactly. */
+static void tree_json(struct json_writer *w, const struct comptree_node *n)
+{
+	bool leaf = !n->nchildren;
+
+	if (leaf)
+		json_object_line(w);
+	else
+		json_object(w);
+	json_member_string(w, "name", n->name);
+	json_member_string(w, "path", n->path);
+	json_member_int(w, "bytes", n->bytes);
+	if (n->unclassified)
+		json_member_bool(w, "unclassified", true);
+	if (n->self)
+		json_member_bool(w, "self", true);
+	json_key(w, "children");
+	if (leaf)
+		json_array_line(w);
+	else
+		json_array(w);
+	for (size_t i = 0; i < n->nchildren; i++)
+		if (!comptree_empty(n->children[i]))
+			tree_json(w, n->children[i]);
+	json_end(w);
+	json_end(w);
+}
+
+static void print_tree_json(struct top *t)
+{
+	struct strbuf out = STRBUF_INIT;
+	struct json_writer w;
+
+	json_begin(t, &w, &out);
+	json_member_int(&w, "total", t->total);
+	if (t->builtins.v[B_RSS])
+		json_member_int(&w, "rss", t->builtins.v[B_RSS]);
+	json_key(&w, "tree");
+	tree_json(&w, t->ctree.root);
 	json_end(&w);
 	json_write_finish(&w);
 	sb_release(&out);
@@ -443,6 +621,15 @@ static int cmd_top_run(struct cmd_args *a)
 						    : "which dump?");
 		goto early;
 	}
+	/* (The tree is every component's, and has no functions to own.) */
+	t.tree = args_has(a, OPT_TREE);
+	if (t.tree && (component || args_has(a, OPT_OWNER) ||
+		       args_has(a, OPT_OWN))) {
+		status = cmd_usage_error(a, "--tree shows every component and "
+					    "no function: not with %s",
+					 component ? "-c" : "--owner or --own");
+		goto early;
+	}
 	/* file:line where the binaries say (the owner rule reads files). */
 	a->sym.want_source = true;
 	if (open_dump(&t, &o, &snap, a, a->argv[0], policy) < 0) {
@@ -466,7 +653,8 @@ static int cmd_top_run(struct cmd_args *a)
 	snapshot_warn_unknown_buckets(&snap, "counted as no-bucket");
 	if (aggregate_snapshot(&o.cls, &snap, NULL, t.values, &t.builtins,
 			       &stats) < 0 ||
-	    aggregate_items(&o.cls, &snap, NULL, true, add_item, &t) < 0) {
+	    (!t.tree &&
+	     aggregate_items(&o.cls, &snap, NULL, true, add_item, &t) < 0)) {
 		status = 1;
 		goto out;
 	}
@@ -476,6 +664,17 @@ static int cmd_top_run(struct cmd_args *a)
 			t.total = add64(t.total, t.values[c], &t.funcs.overflow);
 	if (t.funcs.overflow) {
 		status = sizes_overflow(&snap);
+		goto out;
+	}
+	if (t.tree) {
+		if (comptree_build(&t.ctree, o.policy, t.values) < 0) {
+			status = 1;
+			goto out;
+		}
+		if (t.json)
+			print_tree_json(&t);
+		else
+			print_tree_text(&t);
 		goto out;
 	}
 	t.comps = cut(&t, components(&t, t.cols), comp_bytes);
@@ -490,6 +689,7 @@ static int cmd_top_run(struct cmd_args *a)
 	else
 		print_text(&t);
 out:
+	comptree_free(&t.ctree);
 	free(t.cols);
 	free(t.values);
 	tally_free(&t.funcs);
@@ -505,10 +705,13 @@ early:
 static const struct cmd_option options[] = {
 	OPTION_POLICY,
 	OPTION_COMPONENT("only this component, and the functions of its stacks"),
-	OPTION_ROWS("rows in each table before the rest goes into <other> "
-		    "(default 15)"),
+	OPTION_ROWS("rows in each table (with --tree, children of each "
+		    "node) before the rest goes into <other> (default 15)"),
 	OPTION_BYTES,
 	{ OPT_JSON, "json", NULL, OPT_SYNOPSIS, "exact numbers, as JSON" },
+	{ OPT_TREE, "tree", NULL, 0,
+	  "the components alone, as a tree of their names' parts split at "
+	  "'-' (or '/'), with subtotals" },
 	OPTION_OWNERS,
 	OPT_END,
 };
