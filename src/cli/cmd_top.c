@@ -709,7 +709,7 @@ static const struct cmd_option options[] = {
 		    "node) before the rest goes into <other> (default 15)"),
 	OPTION_BYTES,
 	{ OPT_JSON, "json", NULL, OPT_SYNOPSIS, "exact numbers, as JSON" },
-	{ OPT_TREE, "tree", NULL, 0,
+	{ OPT_TREE, "tree", NULL, OPT_SYNOPSIS,
 	  "the components alone, as a tree of their names' parts split at "
 	  "'-' (or '/'), with subtotals" },
 	OPTION_OWNERS,

@@ -404,7 +404,7 @@ snapshot() {
 		grep -q '^ready$' "$d/ready" 2>/dev/null && break
 		sleep 0.1
 	done
-	floor= walk= held= rss=$(awk '/^VmRSS/ { print $2 }' /proc/$pid/status)
+	floor= walk= held= noscan= rss=$(awk '/^VmRSS/ { print $2 }' /proc/$pid/status)
 	for i in 1 2 3; do
 		f=$("$d/heapread" $pid | awk '{ print $2 / 1000 }')
 		w=$("$bin" heap $pid 2>/dev/null |
@@ -413,15 +413,21 @@ snapshot() {
 		h=$("$bin" snapshot -o "$d/out/" $pid 2>&1 |
 			sed -n 's/.* stood still \([0-9.]*\) ms$/\1/p' |
 			awk '{ print $1 / 1000 }')
+		n=$("$bin" snapshot --no-scan -o "$d/out/" $pid 2>&1 |
+			sed -n 's/.* stood still \([0-9.]*\) ms$/\1/p' |
+			awk '{ print $1 / 1000 }')
 		floor=$(least "$floor" "$f") walk=$(least "$walk" "$w")
-		held=$(least "$held" "$h")
+		held=$(least "$held" "$h") noscan=$(least "$noscan" "$n")
 	done
 	kill $pid
 	wait $pid 2>/dev/null
 	stop_row "$((rss / 1024)) MB heap, 10M blocks: heap" "$floor" "$walk"
-	stop_row "the same: snapshot, vs vm_readv" "$floor" "$held"
-	target "snapshot: a stop within 2x reading the heap" \
-		"$(ratio_of "$held" "$floor")" "$(at_most "$held" "$(echo "2 * $floor" | bc -l)")"
+	stop_row "the same: snapshot --no-scan" "$floor" "$noscan"
+	stop_row "the same: snapshot (types, leaks)" "$floor" "$held"
+	target "snapshot --no-scan: a stop within 2x reading the heap" \
+		"$(ratio_of "$noscan" "$floor")" "$(at_most "$noscan" "$(echo "2 * $floor" | bc -l)")"
+	target "snapshot with the scan: its stop against reading the heap" \
+		"$(ratio_of "$held" "$floor")" stated
 }
 
 # A core of a C++ program's 1 GB heap of 10 M blocks that point at each
@@ -487,6 +493,21 @@ core_run() { # CORE START-END
 	row core "the same: heap (the walk only)" $base_s $base_kb $secs $rss_kb
 	best3 core-top "$bin" top "$1" || return
 	row core "the same: top" $base_s $base_kb $secs $rss_kb
+	# chap (VMware's core analyzer: not a Debian package; CHAP=PATH, or
+	# on PATH), its leak count, which walks, scans and anchors as
+	# snapshot does.
+	chap=${CHAP:-$(command -v chap || true)}
+	if [ -n "$chap" ] && [ -x "$chap" ]; then
+		best3 core-chap sh -c 'echo "count leaked" | "$0" "$1"' \
+			"$chap" "$1" || return
+		row core "the same: chap's count leaked" $base_s $base_kb \
+			$secs $rss_kb
+		target "core: snapshot against chap's count leaked" \
+			"$(printf '%.2fx its time' "$(echo "$snap_s / ($secs + 0.0005)" | bc -l)")" \
+			stated
+	else
+		echo "bench: core: no chap (CHAP=PATH, or on PATH): not compared"
+	fi
 	gb=$(echo "$heap_bytes / 1073741824" | bc -l)
 	printf '%-22s %-34s %9.3f s %11s %9.3f s\n' core "per GB of heap" \
 		"$(echo "$base_s / $gb" | bc -l)" "" "$(echo "$snap_s / $gb" | bc -l)"
