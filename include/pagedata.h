@@ -1,11 +1,12 @@
 /*
  * The data behind dmprof html's page, as one JSON object: every
  * snapshot's components under each policy (the components that partition
- * the process, as top shows them), and, at a few snapshots (the first,
- * the peak, the last and some between), each component's largest stacks
- * with their bytes at every one of those snapshots, so that the page can
- * show them, draw their flame graph and diff two of those snapshots
- * exactly.  What a component holds beyond its kept stacks is its
+ * the process, as top shows them), those components as top --tree's tree
+ * of their names (comptree.h) with every node's bytes at every snapshot,
+ * and, at a few snapshots (the first, the peak, the last and some
+ * between), each component's largest stacks with their bytes at every
+ * one of those snapshots, so that the page can show them, draw their
+ * flame graph and diff two of those snapshots exactly.  What a component holds beyond its kept stacks is its
  * "other".  Classified as csv classifies, so the numbers add up to
  * csv's.  First, the answer, as top and diff give it, for the policy
  * named first: the owners at the peak, what grew up to the last dump

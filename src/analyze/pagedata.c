@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comptree.h"
 #include "numfmt.h"
 #include "json_write.h"
 #include "stacktext.h"
@@ -528,6 +529,132 @@ static void json_component(struct page *pg, struct json_writer *w, size_t p,
 	free(k.bytes);
 }
 
+/* ---- the tree of the components ---- */
+
+/* A node's index in T->all, where its bytes at each snapshot are kept. */
+static size_t tree_index(const struct comptree *t,
+			 const struct comptree_node *n)
+{
+	size_t k = 0;
+
+	while (k < t->nall && t->all[k] != n)
+		k++;
+	if (k == t->nall)
+		BUG("a node of the components' tree is not among its nodes");
+	return k;
+}
+
+/* Siblings in policy order: by the first column under each. */
+static int cmp_first(const void *a, const void *b)
+{
+	const struct comptree_node *x = *(const struct comptree_node *const *)a;
+	const struct comptree_node *y = *(const struct comptree_node *const *)b;
+
+	return (x->first > y->first) - (x->first < y->first);
+}
+
+/*
+ * The bytes of the nodes of T at every snapshot: node k's at snapshot i
+ * in V[k * NSNAPS + i]; HELD[k]: a component under node k holds a byte
+ * at some snapshot (the tree at each snapshot shows it, as
+ * comptree_empty says).
+ */
+struct tree_values {
+	const struct comptree *t;
+	int64_t *v;
+	bool *held;
+	size_t nsnaps;
+};
+
+static bool tree_held(struct tree_values *tv, const struct comptree_node *n)
+{
+	size_t k = tree_index(tv->t, n);
+	bool held = false;
+
+	for (size_t i = 0; i < n->nchildren; i++)
+		held |= tree_held(tv, n->children[i]);
+	for (size_t s = 0; s < tv->nsnaps && !n->nchildren && !held; s++)
+		held = tv->v[k * tv->nsnaps + s] != 0;
+	return tv->held[k] = held;
+}
+
+/* N's children that hold a byte at some snapshot, each with its bytes at
+ * every snapshot and its own children. */
+static void json_tree_children(struct json_writer *w,
+			       const struct tree_values *tv,
+			       const struct comptree_node *n)
+{
+	const struct comptree_node **kids;
+
+	kids = xcalloc(n->nchildren + 1, sizeof(*kids));
+	memcpy(kids, n->children, n->nchildren * sizeof(*kids));
+	qsort(kids, n->nchildren, sizeof(*kids), cmp_first);
+	json_array(w);
+	for (size_t i = 0; i < n->nchildren; i++) {
+		const struct comptree_node *c = kids[i];
+		size_t k = tree_index(tv->t, c);
+
+		if (!tv->held[k])
+			continue;
+		json_object(w);
+		json_member_string(w, "name", c->name);
+		json_member_string(w, "path", c->path);
+		json_key(w, "values");
+		json_i64s(w, tv->v + k * tv->nsnaps, tv->nsnaps, 1);
+		if (c->unclassified)
+			json_member_bool(w, "unclassified", true);
+		if (c->self)
+			json_member_bool(w, "self", true);
+		if (c->nchildren) {
+			json_key(w, "children");
+			json_tree_children(w, tv, c);
+		}
+		json_end(w);
+	}
+	json_end(w);
+	free(kids);
+}
+
+/*
+ * Policy P's components as the tree top --tree shows (comptree.h), each
+ * node with its bytes at every snapshot (comptree_fill at each), so that
+ * the page shows it at whichever snapshot it shows.  Children in policy
+ * order: the page sorts them by their bytes there, largest first, ties
+ * in that order, as comptree_fill does.  Nodes with no byte at any
+ * snapshot are left out, as the components are.  A policy whose names
+ * make one node of two components has no tree (the page says so): its
+ * chart and the rest are still worth a page.
+ */
+static void json_tree(struct page *pg, struct json_writer *w, size_t p)
+{
+	const struct timeline *tl = pg->tl;
+	const struct policy *pol = tl->set.v[p];
+	struct comptree t;
+	struct tree_values tv;
+
+	if (comptree_build(&t, pol, NULL) < 0) {
+		warning("%s: the page shows no tree of policy '%s'",
+			pg->opt->title, pol->label);
+		return;
+	}
+	tv.t = &t;
+	tv.nsnaps = tl->n;
+	tv.v = xcalloc(t.nall * tl->n + 1, sizeof(*tv.v));
+	tv.held = xcalloc(t.nall + 1, sizeof(*tv.held));
+	for (size_t i = 0; i < tl->n; i++) {
+		if (comptree_fill(&t, tl->rows[p] + i * pol->ncols) < 0)
+			pg->overflow = true;
+		for (size_t k = 0; k < t.nall; k++)
+			tv.v[k * tl->n + i] = t.all[k]->bytes;
+	}
+	tree_held(&tv, t.root);
+	json_key(w, "tree");
+	json_tree_children(w, &tv, t.root);
+	free(tv.v);
+	free(tv.held);
+	comptree_free(&t);
+}
+
 static void json_policy(struct page *pg, struct json_writer *w, size_t p)
 {
 	const struct timeline *tl = pg->tl;
@@ -550,6 +677,7 @@ static void json_policy(struct page *pg, struct json_writer *w, size_t p)
 			json_component(pg, w, p, (uint32_t)c);
 	}
 	json_end(w);
+	json_tree(pg, w, p);
 	for (size_t i = 0; i < tl->n; i++)
 		v[i] = total_at(tl, p, i, &pg->overflow);
 	json_key(w, "total");

@@ -16,6 +16,14 @@
 #     shows that component's stacks, its flame graph and the diff's
 #     tables;
 #   - the page refers to nothing outside itself.
+# And the tree of the components (tree.py): at the snapshot the URL picks
+# (else the last), the nodes, exact bytes, marks and order of top --tree
+# --json at that snapshot, inner nodes that fold, leaves in their bands'
+# colours; and, by tests/golden/top-tree/check.py, every node the sum of
+# its children and each leaf csv --bytes's component, malloc = malloc-*,
+# malloc-cxx = string + containers, file under unhooked; the catch-alls
+# marked unclassified.  Wrong expectations, and a page whose numbers were
+# tampered with, must fail those checks.
 # Usage: tests/browser/run.sh DMPROF_BINARY
 set -u
 bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -37,14 +45,16 @@ render() {
 		--dump-dom "file://$1#$2" >"$3" 2>"$3.log"
 }
 
-# The names of the components of policy N (0, 1...) in PAGE's data.
+# The names of the components of policy N (0, 1...) in PAGE's data (not
+# the nodes of its tree, which follows them).
 components() {
 	sed -n '/id="data">$/{n;p;}' "$1" | tr '{' '\n' |
 		awk -v want="$2" '
-			/^"label":/ { p++ }
-			p == want + 1 && /^"name":/ {
-				sub(/^"name":"/, ""); sub(/".*/, ""); print
-			}'
+			/^"label":/ { p++; tree = 0 }
+			p == want + 1 && !tree && /^"name":/ {
+				s = $0; sub(/^"name":"/, "", s); sub(/".*/, "", s); print s
+			}
+			/"tree":\[$/ { tree = 1 }'
 }
 
 # check PAGE POLICY_INDEX POLICY COMPONENT SNAPSHOT DIFF: render and check.
@@ -94,6 +104,55 @@ selfcontained() {
 	fi
 }
 
+# tree PAGE HASH POLICY DUMP SNAPSHOT UNCLASSIFIED [CLAIM...]: render PAGE
+# at HASH and check its tree against top --tree --json and csv --bytes of
+# policy POLICY from DUMP (the run's dump of SNAPSHOT).  Leaves the DOM in
+# $tmp/tree.dom, the tree in $tmp/tree.top.json and the csv row in
+# $tmp/tree.csv.
+tree() {
+	page=$1 hash=$2 policy=$3 dump=$4 snap=$5 unclassified=$6
+	shift 6
+	what="$(basename "$page") $policy tree at #$snap"
+	render "$page" "$hash" "$tmp/tree.dom" ||
+		{ bad "$what: chromium failed: $(tail -3 "$tmp/tree.dom.log")"; return; }
+	grep -q 'data-ready="1"' "$tmp/tree.dom" && ok ||
+		bad "$what: the script did not finish"
+	"$bin" top --tree --json -p "$policy" "$dump" >"$tmp/tree.top.json" 2>/dev/null &&
+		"$bin" csv --bytes -p "$policy" "$dump" >"$tmp/tree.csv" 2>/dev/null ||
+		bad "$what: top --tree --json or csv failed"
+	tree_verdict "$what" python3 "$top/tests/browser/tree.py" "$tmp/tree.dom" "$snap" \
+		"$tmp/tree.top.json" "$tmp/tree.json" "unclassified=$unclassified"
+	tree_verdict "$what" python3 "$top/tests/golden/top-tree/check.py" \
+		"$tmp/tree.json" "$tmp/tree.csv" "$@"
+}
+
+# tree_verdict WHAT CHECKER...: one ok or bad a line of CHECKER's; bad if
+# it fails with none.
+tree_verdict() {
+	what=$1
+	shift
+	"$@" >"$tmp/tree.out" 2>&1 || grep -q '^FAIL' "$tmp/tree.out" ||
+		echo "FAIL: $* failed: $(tail -2 "$tmp/tree.out")" >>"$tmp/tree.out"
+	while read -r verdict why; do
+		case $verdict in
+		ok:) ok ;;
+		*) bad "$what: $why" ;;
+		esac
+	done <"$tmp/tree.out"
+}
+
+# tree_fails WHY CHECKER...: CHECKER must fail (it checks something).
+tree_fails() {
+	why=$1
+	shift
+	if "$@" >"$tmp/tree.out" 2>&1; then
+		bad "the tree's checks pass $why: $*"
+	else
+		grep -q "^FAIL" "$tmp/tree.out" && ok ||
+			bad "the tree's checks fail $why, but not as checks: $(tail -2 "$tmp/tree.out")"
+	fi
+}
+
 # The samples, two policies.
 "$bin" html -p l1,linux -o "$tmp/samples.html" \
 	"$top/samples/cachesrv.04242.0001.heap" 2>/dev/null ||
@@ -101,6 +160,49 @@ selfcontained() {
 selfcontained "$tmp/samples.html"
 check "$tmp/samples.html" 0 l1 tc-catch-all 3 1,3
 check "$tmp/samples.html" 1 linux malloc-cxx-string 2 1,3
+
+# Their tree: linux at the snapshot the URL picks, l1 at the last (no
+# snapshot picked), and a policy whose components are also parents
+# (their own bytes in a <self> leaf).
+samples=$top/samples/cachesrv.04242
+tree "$tmp/samples.html" "policy=linux&snapshot=2" linux "$samples.0002.heap" 2 \
+	malloc-app,mmap-app,unhooked-other \
+	'malloc=malloc-*' 'malloc-cxx=malloc-cxx-string+malloc-cxx-containers' \
+	'unhooked-file<unhooked' 'unhooked=unhooked-*'
+# (Wrong expectations fail: a sum, a parent, the unclassified marks; so
+# do a page's bytes made one digit longer.)
+tree_fails "with malloc-cxx = string alone" python3 "$top/tests/golden/top-tree/check.py" \
+	"$tmp/tree.json" "$tmp/tree.csv" 'malloc-cxx=malloc-cxx-string'
+tree_fails "with unhooked-file under malloc" python3 "$top/tests/golden/top-tree/check.py" \
+	"$tmp/tree.json" "$tmp/tree.csv" 'unhooked-file<malloc'
+tree_fails "with malloc-unused unclassified" python3 "$top/tests/browser/tree.py" \
+	"$tmp/tree.dom" 2 "$tmp/tree.top.json" "$tmp/tree.bad.json" \
+	unclassified=malloc-app,malloc-unused,mmap-app,unhooked-other
+tree_fails "at another snapshot" python3 "$top/tests/browser/tree.py" \
+	"$tmp/tree.dom" 3 "$tmp/tree.top.json" "$tmp/tree.bad.json"
+sed 's/\(data-path="malloc" data-bytes="\)/\11/' "$tmp/tree.dom" >"$tmp/tree.bad.dom"
+tree_fails "on a page whose malloc is off" python3 "$top/tests/browser/tree.py" \
+	"$tmp/tree.bad.dom" 2 "$tmp/tree.top.json" "$tmp/tree.bad.json"
+tree_fails "on a page whose malloc is off" python3 "$top/tests/golden/top-tree/check.py" \
+	"$tmp/tree.bad.json" "$tmp/tree.csv"
+tree "$tmp/samples.html" "policy=l1" l1 "$samples.0003.heap" 3 \
+	mmap-catch-all,tc-catch-all,unhooked-other \
+	'tc=tc-*' 'unhooked-file<unhooked'
+"$bin" html -p "$top/tests/golden/top-tree-self/self.policy" -o "$tmp/self.html" \
+	"$samples.0001.heap" 2>/dev/null || bad "html -p self.policy failed"
+tree "$tmp/self.html" "snapshot=1" "$top/tests/golden/top-tree-self/self.policy" \
+	"$samples.0001.heap" 1 'malloc/<self>,mmap/<self>,unhooked/<self>' \
+	'malloc=malloc+malloc-*' 'unhooked=unhooked+unhooked-*'
+# A policy whose names make one node of two components: a page all the
+# same, whose tree view says it has none, and html says why.
+"$bin" html -p "$top/tests/golden/top-tree-bad/clash.policy" -o "$tmp/clash.html" \
+	"$samples.0001.heap" 2>"$tmp/clash.err" || bad "html -p clash.policy failed"
+grep -q "components 'unhooked-file' and 'unhooked/file' make one node" "$tmp/clash.err" &&
+	grep -q "warning: .*: the page shows no tree of policy 'clash'" "$tmp/clash.err" && ok ||
+	bad "html -p clash.policy does not say why the page has no tree: $(cat "$tmp/clash.err")"
+render "$tmp/clash.html" "" "$tmp/clash.dom" && grep -q 'data-ready="1"' "$tmp/clash.dom" &&
+	grep -q '<div id="tree"[^>]*><div class="note">No tree: ' "$tmp/clash.dom" && ok ||
+	bad "clash.html: no page, or a tree view that does not say it has no tree"
 
 # Names the page's data carries may hold HTML: a run in a directory
 # named "<!--<script>" must not stop the page's script.
