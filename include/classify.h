@@ -87,6 +87,15 @@ struct classifier {
 	 * thread (see classify_snapshot): classifiers of their own. */
 	struct classifier *helpers;
 	size_t nhelpers;
+	/*
+	 * Optional: told of each region the first time its subject (B:
+	 * NULL for an unhooked one, V's path and permissions, SHARING) is
+	 * classified, and its column: every distinct subject once (policy
+	 * check with dumps).  V is the snapshot's: copy what is kept.
+	 */
+	void (*on_region)(void *ctx, const struct bucket *b,
+			  const struct vma *v, unsigned sharing, int col);
+	void *on_region_ctx;
 };
 
 void classifier_init(struct classifier *c, struct policy *p,
@@ -136,5 +145,42 @@ int classify_unhooked(struct classifier *c, const struct vma *v,
 /* The joined function names of a stack, as policies see them. */
 void stack_functions(struct strbuf *sb, const struct model *m,
 		     const struct stack *s);
+
+/* Where each logical frame starts in a joined field. */
+struct frame_starts {
+	size_t *v;
+	size_t n, alloc;
+};
+
+/*
+ * The joined FIELD (COND_STACK or COND_SOURCE) of S, as rules see it,
+ * appended to SB; with STARTS, where each of its logical frames starts
+ * (an offset from where SB was).
+ */
+void stack_field(struct strbuf *sb, const struct model *m,
+		 const struct stack *s, enum cond_field field,
+		 struct frame_starts *starts);
+
+/* The string type= patterns see for bucket B: its symbolized type, the
+ * mangled name when that failed, "no typeinfo" without one. */
+const char *bucket_type_subject(const struct bucket *b);
+
+/* The joined fields of a subject, and where their frames start. */
+struct subject_text {
+	struct strbuf field[2];         /* COND_STACK, COND_SOURCE */
+	struct frame_starts starts[2];
+};
+
+/*
+ * The whole subject C's rules see, as classify_malloc (B, V NULL),
+ * classify_hooked (B and V) and classify_unhooked (V, B NULL) match it,
+ * but every field built in full, in T (the function names always, the
+ * source files if a rule looks at them): for policy_rule_test.  SUBJ
+ * points into T and B's and V's strings.
+ */
+void classify_subject(const struct classifier *c, const struct bucket *b,
+		      const struct vma *v, unsigned sharing,
+		      struct subject *subj, struct subject_text *t);
+void subject_text_release(struct subject_text *t);
 
 #endif

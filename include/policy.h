@@ -276,6 +276,55 @@ int policy_match_with(const struct policy *p, struct matcher *mt,
 		      const char *what);
 
 /*
+ * A regular expression read for its structure, a character at a time:
+ * re_cursor_next gives the next character that stands for itself there
+ * (its offset in *AT): not escaped ("\x" is passed over whole), not in
+ * a character class ("[...]", "[]...]", "[^]...]").  DEPTH is how deep
+ * in groups that character is: a '(' is at the depth outside it, a ')'
+ * at the depth it closes to.  False at the end; IN_CLASS then says the
+ * class was never closed.
+ */
+struct re_cursor {
+	const char *re;
+	size_t len, i;
+	int depth, opened;
+	bool in_class;
+};
+
+void re_cursor_init(struct re_cursor *c, const char *re, size_t len);
+bool re_cursor_next(struct re_cursor *c, size_t *at);
+
+/*
+ * Does R match everything of its allocator: no shared= list, and only
+ * conditions of the ".*" kind (see dmprof-policy(5))?
+ */
+bool rule_is_catch_all(const struct rule *r);
+
+/*
+ * The earlier rule that takes everything rule I would, whatever the
+ * memory, or -1: a rule of the same allocator whose conditions are all
+ * among I's, word for word (a catch-all has none), and whose shared=
+ * list, if any, holds I's.  Patterns are compared as text, not as
+ * languages: a rule shadowed otherwise is found on dumps (policy check
+ * -p POLICY DUMP...).
+ */
+long policy_rule_shadowed_by(const struct policy *p, size_t i);
+
+/*
+ * Does rule R take SUBJ, every field of which is given whole (a NULL
+ * string reads as "")?  No prefilter, nothing built on demand: what
+ * `policy explain` and `policy check` with dumps replay, rule by rule.
+ * 1 when every condition holds; 0 when one does not, with *FAILED the
+ * first that failed in the order policy_match tries them (a field, or
+ * -1 for the sharing condition); -2 after a pattern failed (said unless
+ * MT is quiet, WHAT or SUBJ's describe naming the subject).  R's
+ * allocator is not compared.
+ */
+int policy_rule_test(const struct policy *p, struct matcher *mt,
+		     const struct rule *r, const struct subject *subj,
+		     const char *what, int *failed);
+
+/*
  * How many of PAT's pieces (PAT->seq) a field holds after a frame whose
  * text is S[0..LEN), if it held J before them: J to PAT->seq->k.  -1
  * after an error (a match limit), printed unless MT is quiet, with WHAT

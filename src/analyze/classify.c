@@ -55,33 +55,7 @@ void classifier_free(struct classifier *c)
 	sb_release(&c->what);
 }
 
-/* Every logical frame of S, written by ADD, space-separated. */
-static void stack_join(struct strbuf *sb, const struct model *m,
-		       const struct stack *s,
-		       void (*add)(struct strbuf *, const struct frame *,
-				   uint32_t))
-{
-	size_t start = sb->len;
-
-	for (uint32_t i = 0; i < s->depth; i++) {
-		const struct frame *f = frame_get(&m->frames, s->frames[i]);
-
-		for (uint32_t k = 0; k < frame_nlogical(f); k++) {
-			if (sb->len > start)
-				sb_addch(sb, ' ');
-			add(sb, f, k);
-		}
-	}
-}
-
-void stack_functions(struct strbuf *sb, const struct model *m,
-		     const struct stack *s)
-{
-	stack_join(sb, m, s, frame_add_func);
-}
-
-/* Add logical frame K's string for FIELD (as stack_functions and
- * stack_sources write it). */
+/* Add logical frame K's string for FIELD (as stack_field writes it). */
 static void frame_add(struct strbuf *sb, const struct frame *f, uint32_t k,
 		      int field)
 {
@@ -89,6 +63,38 @@ static void frame_add(struct strbuf *sb, const struct frame *f, uint32_t k,
 		frame_add_func(sb, f, k);
 	else
 		frame_add_file(sb, f, k);
+}
+
+void stack_functions(struct strbuf *sb, const struct model *m,
+		     const struct stack *s)
+{
+	stack_field(sb, m, s, COND_STACK, NULL);
+}
+
+void stack_field(struct strbuf *sb, const struct model *m,
+		 const struct stack *s, enum cond_field field,
+		 struct frame_starts *starts)
+{
+	size_t start = sb->len, n = 0;
+
+	if (starts)
+		starts->n = 0;
+	for (uint32_t i = 0; i < s->depth; i++) {
+		const struct frame *f = frame_get(&m->frames, s->frames[i]);
+
+		for (uint32_t k = 0; k < frame_nlogical(f); k++) {
+			if (sb->len > start)
+				sb_addch(sb, ' ');
+			if (starts) {
+				GROW(starts->v, n + 1, starts->alloc);
+				starts->v[n] = sb->len - start;
+			}
+			n++;
+			frame_add(sb, f, k, field);
+		}
+	}
+	if (starts)
+		starts->n = n;
 }
 
 /* The same, alone in SB. */
@@ -487,6 +493,18 @@ static void prefix_add(struct classifier *c, const struct stack *s, int col)
 	}
 }
 
+const char *bucket_type_subject(const struct bucket *b)
+{
+	/*
+	 * An unresolved type (its address) is matched by the mangled name
+	 * the producer recorded, as the original did.
+	 */
+	const char *t = bucket_type_sym(b) ? bucket_type_sym(b)
+					   : "no typeinfo";
+
+	return starts_with(t, "0x") ? bucket_type_name(b) : t;
+}
+
 /* The column of bucket B, without the memo. */
 static int classify_stack(struct classifier *c, const struct bucket *b)
 {
@@ -496,15 +514,8 @@ static int classify_stack(struct classifier *c, const struct bucket *b)
 	memset(&subj, 0, sizeof(subj));
 	stack_subject(c, b, &subj);
 	if (c->p->uses[COND_TYPE]) {
-		/*
-		 * An unresolved type (its address) is matched by the mangled
-		 * name the producer recorded, as the original did.
-		 */
-		const char *t = bucket_type_sym(b) ? bucket_type_sym(b)
-						   : "no typeinfo";
+		const char *t = bucket_type_subject(b);
 
-		if (starts_with(t, "0x"))
-			t = bucket_type_name(b);
 		subj.s[COND_TYPE] = t;
 		subj.len[COND_TYPE] = strlen(t);
 	}
@@ -757,7 +768,56 @@ static int classify_region(struct classifier *c, const struct bucket *b,
 	memo->key = key;
 	memo->col = col;
 	hashmap_put(&c->regions, h, memo);
+	if (c->on_region)
+		c->on_region(c->on_region_ctx, hooked ? b : NULL, v, sharing,
+			     col);
 	return col;
+}
+
+void classify_subject(const struct classifier *c, const struct bucket *b,
+		      const struct vma *v, unsigned sharing,
+		      struct subject *subj, struct subject_text *t)
+{
+	const struct policy *p = c->p;
+
+	memset(subj, 0, sizeof(*subj));
+	for (int i = 0; i < 2; i++) {
+		sb_reset(&t->field[i]);
+		t->starts[i].n = 0;
+	}
+	if (b) {
+		/* (The function names always: they say where a match is.) */
+		stack_field(&t->field[0], c->m, b->stack, COND_STACK,
+			    &t->starts[0]);
+		subj->s[COND_STACK] = sb_str(&t->field[0]);
+		subj->len[COND_STACK] = t->field[0].len;
+		if (p->uses[COND_SOURCE]) {
+			stack_field(&t->field[1], c->m, b->stack, COND_SOURCE,
+				    &t->starts[1]);
+			subj->s[COND_SOURCE] = sb_str(&t->field[1]);
+			subj->len[COND_SOURCE] = t->field[1].len;
+		}
+	}
+	if (b && !v) {
+		subj->s[COND_TYPE] = bucket_type_subject(b);
+		subj->len[COND_TYPE] = strlen(subj->s[COND_TYPE]);
+	}
+	if (v) {
+		subj->s[COND_PATH] = v->name;
+		subj->len[COND_PATH] = strlen(v->name);
+		subj->s[COND_PERM] = v->perms;
+		subj->len[COND_PERM] = 4;
+		subj->sharing = sharing;
+	}
+}
+
+void subject_text_release(struct subject_text *t)
+{
+	for (int i = 0; i < 2; i++) {
+		sb_release(&t->field[i]);
+		free(t->starts[i].v);
+	}
+	memset(t, 0, sizeof(*t));
 }
 
 const struct vma vma_unknown = { 0, 0, 0, 0, 0, 0, "----", "" };

@@ -493,3 +493,74 @@ int policy_match_with(const struct policy *p, struct matcher *mt,
 	}
 	return -1;
 }
+
+int policy_rule_test(const struct policy *p, struct matcher *mt,
+		     const struct rule *r, const struct subject *subj,
+		     const char *what, int *failed)
+{
+	/* (The order policy_match_with tries them in.) */
+	if (r->sharing && !(r->sharing & subj->sharing)) {
+		*failed = -1;
+		return 0;
+	}
+	for (int f = 0; f < COND_NFIELDS; f++) {
+		const struct pattern *pat = r->cond[f];
+		int m;
+
+		if (!pat)
+			continue;
+		m = run_pattern(p, mt, pat, subj->s[f] ? subj->s[f] : "",
+				subj->s[f] ? subj->len[f] : 0, what, subj);
+		if (m < 0)
+			return -2;
+		if (!m) {
+			*failed = f;
+			return 0;
+		}
+	}
+	return 1;
+}
+
+void re_cursor_init(struct re_cursor *c, const char *re, size_t len)
+{
+	memset(c, 0, sizeof(*c));
+	c->re = re;
+	c->len = len;
+}
+
+bool re_cursor_next(struct re_cursor *c, size_t *at)
+{
+	const char *re = c->re;
+
+	c->depth += c->opened;
+	c->opened = 0;
+	while (c->i < c->len) {
+		size_t i = c->i++;
+
+		if (re[i] == '\\') {
+			c->i++; /* (and what it escapes) */
+			continue;
+		}
+		if (c->in_class) {
+			if (re[i] == ']')
+				c->in_class = false;
+			continue;
+		}
+		if (re[i] == '[') {
+			c->in_class = true;
+			/* "[]...]" and "[^]...]": that ']' is a member. */
+			if (c->i < c->len && re[c->i] == '^')
+				c->i++;
+			if (c->i < c->len && re[c->i] == ']')
+				c->i++;
+			continue;
+		}
+		if (re[i] == '(')
+			c->opened = 1;
+		else if (re[i] == ')' && c->depth > 0)
+			c->depth--;
+		*at = i;
+		return true;
+	}
+	return false;
+}

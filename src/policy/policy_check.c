@@ -2,7 +2,8 @@
  * The checks that make a loaded policy safe to apply: every rule names a
  * column, every column has a meaning, the markers pair up, every
  * allocator has a catch-all (so every byte lands in a component), and the
- * components between the markers count no byte twice.
+ * components between the markers count no byte twice; and, for `policy
+ * check`, the rules an earlier one shadows whatever the memory.
  */
 #include "policy_load.h"
 
@@ -12,7 +13,7 @@
 #include "snapshot.h"
 #include "util.h"
 
-static bool rule_is_catch_all(const struct rule *r)
+bool rule_is_catch_all(const struct rule *r)
 {
 	if (r->sharing || r->broken)
 		return false;
@@ -135,6 +136,38 @@ static void check_partition(struct loader *ld)
 		     p->cols[p->rules[first_malloc].column].name,
 		     p->cols[r->column].name);
 	}
+}
+
+/*
+ * Does rule J take everything rule R would?  It does when it applies to
+ * the same memory and each of its conditions is either no condition at
+ * all or one of R's, word for word: whatever matches R matches J.  (A
+ * catch-all is the case of no conditions.)  Only the text is compared:
+ * whether one regular expression holds another is not asked.
+ */
+static bool rule_covers(const struct rule *j, const struct rule *r)
+{
+	if (j->broken || j->alloc != r->alloc)
+		return false;
+	if (j->sharing && (!r->sharing || (r->sharing & ~j->sharing)))
+		return false;
+	for (int f = 0; f < COND_NFIELDS; f++) {
+		const struct pattern *a = j->cond[f], *b = r->cond[f];
+
+		if (!a || a->match_all)
+			continue;
+		if (!b || a->len != b->len || memcmp(a->text, b->text, a->len))
+			return false;
+	}
+	return true;
+}
+
+long policy_rule_shadowed_by(const struct policy *p, size_t i)
+{
+	for (size_t j = 0; j < i; j++)
+		if (rule_covers(&p->rules[j], &p->rules[i]))
+			return (long)j;
+	return -1;
 }
 
 void policy_check(struct loader *ld)
