@@ -11,23 +11,12 @@
 
 bool comptree_unclassified(const struct policy *p, int c)
 {
-	/*
-	 * As policy check's catch-all: no condition (or only ones that
-	 * match anything), no sharing, no error.  Its column is where the
-	 * bytes go that the rules before it did not claim.
-	 */
-	for (size_t i = 0; i < p->nrules; i++) {
-		const struct rule *r = &p->rules[i];
-		bool any = !r->sharing && !r->broken;
-
-		if (r->column != (uint32_t)c)
-			continue;
-		for (int f = 0; any && f < COND_NFIELDS; f++)
-			if (r->cond[f] && !r->cond[f]->match_all)
-				any = false;
-		if (any)
+	/* (As policy check's catch-all: where the bytes go that the rules
+	 * before it did not claim.) */
+	for (size_t i = 0; i < p->nrules; i++)
+		if (p->rules[i].column == (uint32_t)c &&
+		    rule_is_catch_all(&p->rules[i]))
 			return true;
-	}
 	return false;
 }
 
