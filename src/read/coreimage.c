@@ -455,16 +455,28 @@ static const struct core_file *file_find(const struct coreimage *c,
 	return &c->files[i - 1];
 }
 
+/* No mapping of PATH is to be read from it. */
+static void file_refuse(struct coreimage *c, const char *path)
+{
+	for (size_t i = 0; i < c->nfiles; i++)
+		if (c->files[i].path == path)
+			c->files[i].fd = -1;
+}
+
 /*
  * The file of mapping F opened for reading what the core left out, or
- * -1: it cannot be opened, or its first page is no longer what the core
- * holds of it (the file changed since: its bytes would be wrong).
+ * -1: it cannot be opened, it is not a regular file, or its first page
+ * is no longer what the core holds of it (the file changed since: its
+ * bytes would be wrong).  The path is the core's to name: it is opened
+ * without waiting (a FIFO would wait for a writer) and read only if it
+ * is a regular file (a device's reads may do anything).
  */
 static int file_fd(struct coreimage *c, struct core_file *f)
 {
 	uint8_t a[256], b[256];
 	const struct core_file *head = NULL;
 	const struct core_segment *s;
+	struct stat st;
 	int fd;
 
 	if (f->fd != -2)
@@ -473,9 +485,16 @@ static int file_fd(struct coreimage *c, struct core_file *f)
 	for (size_t i = 0; i < c->nfiles && !head; i++)
 		if (c->files[i].path == f->path && !c->files[i].offset)
 			head = &c->files[i];
-	fd = open(f->path, O_RDONLY | O_CLOEXEC);
+	fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return -1;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		warning("%s: %s is not a regular file: what the core left out "
+			"of it is not read", c->path, f->path);
+		close(fd);
+		file_refuse(c, f->path);
+		return -1;
+	}
 	/* The core holds a file's first page (its ELF header): compare. */
 	if (head && (s = seg_find(c, head->start)) &&
 	    head->start - s->vaddr + sizeof(a) <= s->avail &&
@@ -487,9 +506,7 @@ static int file_fd(struct coreimage *c, struct core_file *f)
 			"changed since?): what the core left out of it is not "
 			"read", c->path, f->path);
 		close(fd);
-		for (size_t i = 0; i < c->nfiles; i++)
-			if (c->files[i].path == f->path)
-				c->files[i].fd = -1;
+		file_refuse(c, f->path);
 		return -1;
 	}
 	return f->fd = fd;
@@ -687,20 +704,21 @@ static void seg_perms(uint32_t flags, char perms[5])
 static void add_file_gaps(struct coreimage *c, const struct core_file *f)
 {
 	uint64_t pos = f->start;
-	const struct core_segment *s = c->segs, *end = c->segs + c->nsegs;
+	size_t i = 0;
 
-	while (s < end && s->vaddr + s->memsz <= pos)
-		s++;
+	/* (By index: a core without segments has c->segs NULL.) */
+	while (i < c->nsegs && c->segs[i].vaddr + c->segs[i].memsz <= pos)
+		i++;
 	while (pos < f->end) {
-		uint64_t stop = s < end && s->vaddr < f->end ? s->vaddr
-							     : f->end;
+		const struct core_segment *s = i < c->nsegs ? &c->segs[i] : NULL;
+		uint64_t stop = s && s->vaddr < f->end ? s->vaddr : f->end;
 
 		if (stop > pos)
 			add_vma(c, pos, stop, "---p", f, NULL);
 		if (stop == f->end)
 			break;
 		pos = s->vaddr + s->memsz;
-		s++;
+		i++;
 	}
 }
 
