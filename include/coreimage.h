@@ -11,6 +11,7 @@
 #include <sys/types.h>
 #include <sys/user.h>
 
+#include "hashmap.h"
 #include "procimage.h"
 
 /* One thread, from its NT_PRSTATUS note. */
@@ -30,12 +31,19 @@ struct core_segment {
 	uint32_t flags;   /* p_flags: PF_R, PF_W, PF_X */
 };
 
+/* A file the core names, once however many mappings it has. */
+struct core_path {
+	const char *path;
+	int fd;           /* for the bytes the core left out: -2 not
+			     opened yet, -1 not to be read */
+	const struct core_file *head; /* its mapping at offset 0, if any */
+};
+
 /* A file mapping from NT_FILE: OFFSET in bytes. */
 struct core_file {
 	uint64_t start, end, offset;
 	const char *path;
-	int fd;           /* for the bytes the core left out: -2 not
-			     opened yet, -1 not to be read */
+	struct core_path *file;
 };
 
 /* Some segments and their bytes. */
@@ -60,6 +68,7 @@ struct coreimage {
 	 * each still starts as the core says it did. */
 	struct core_file *files;
 	size_t nfiles;
+	struct hashmap paths;   /* path (interned) -> struct core_path */
 	/* Where those files are here (NULL: as named). */
 	char *(*host_path)(const void *ctx, const char *path);
 	const void *host_ctx;

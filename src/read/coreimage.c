@@ -183,7 +183,7 @@ static void note_file(struct core_open *o, const uint8_t *d, size_t len,
 		f->offset = get64(e + 16) * page;
 		f->path = strtab_intern(&c->img.strings, path,
 					(size_t)(nul - path));
-		f->fd = -2;
+		f->file = NULL;
 	}
 }
 
@@ -455,34 +455,77 @@ static const struct core_file *file_find(const struct coreimage *c,
 	return &c->files[i - 1];
 }
 
+static bool same_path(const void *item, const void *key)
+{
+	return ((const struct core_path *)item)->path == key;
+}
+
+/*
+ * The files the core names, each once (a hostile core may name one in
+ * 100,000 mappings), with its mapping at offset 0: after the mappings
+ * are sorted, before anything is read.
+ */
+static void index_paths(struct coreimage *c)
+{
+	hashmap_init(&c->paths, c->nfiles);
+	for (size_t i = 0; i < c->nfiles; i++) {
+		struct core_file *f = &c->files[i];
+		uint64_t h = hash_u64((uint64_t)(uintptr_t)f->path);
+		struct core_path *p = hashmap_get(&c->paths, h, same_path,
+						  f->path);
+
+		if (!p) {
+			p = arena_alloc(&c->img.arena, sizeof(*p));
+			p->path = f->path;
+			p->fd = -2;
+			p->head = NULL;
+			hashmap_put(&c->paths, h, p);
+		}
+		if (!f->offset && !p->head)
+			p->head = f;
+		f->file = p;
+	}
+}
+
 /*
  * The file of mapping F opened for reading what the core left out, or
- * -1: it cannot be opened, or its first page is no longer what the core
- * holds of it (the file changed since: its bytes would be wrong).
+ * -1: it cannot be opened, it is not a regular file, or its first page
+ * is no longer what the core holds of it (the file changed since: its
+ * bytes would be wrong).  The path is the core's to name: it is opened
+ * without waiting (a FIFO would wait for a writer) and read only if it
+ * is a regular file (a device's reads may do anything).
  */
 static int file_fd(struct coreimage *c, struct core_file *f)
 {
 	uint8_t a[256], b[256];
-	const struct core_file *head = NULL;
+	struct core_path *p = f->file;
+	const struct core_file *head = p ? p->head : NULL;
 	const struct core_segment *s;
+	struct stat st;
 	int fd;
 
-	if (f->fd != -2)
-		return f->fd;
-	f->fd = -1;
-	for (size_t i = 0; i < c->nfiles && !head; i++)
-		if (c->files[i].path == f->path && !c->files[i].offset)
-			head = &c->files[i];
-	if (c->host_path) {
-		char *host = c->host_path(c->host_ctx, f->path);
+	if (!p)
+		return -1;
+	if (p->fd != -2)
+		return p->fd;
+	p->fd = -1;
+	{
+		char *host = c->host_path ? c->host_path(c->host_ctx, f->path)
+					  : NULL;
 
-		fd = open(host ? host : f->path, O_RDONLY | O_CLOEXEC);
+		/* (Not waiting on a FIFO a hostile core may name.) */
+		fd = open(host ? host : f->path,
+			  O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 		free(host);
-	} else {
-		fd = open(f->path, O_RDONLY | O_CLOEXEC);
 	}
 	if (fd < 0)
 		return -1;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		warning("%s: %s is not a regular file: what the core left out "
+			"of it is not read", c->path, f->path);
+		close(fd);
+		return -1;
+	}
 	/* The core holds a file's first page (its ELF header): compare. */
 	if (head && (s = seg_find(c, head->start)) &&
 	    head->start - s->vaddr + sizeof(a) <= s->avail &&
@@ -494,12 +537,9 @@ static int file_fd(struct coreimage *c, struct core_file *f)
 			"changed since?): what the core left out of it is not "
 			"read", c->path, f->path);
 		close(fd);
-		for (size_t i = 0; i < c->nfiles; i++)
-			if (c->files[i].path == f->path)
-				c->files[i].fd = -1;
 		return -1;
 	}
-	return f->fd = fd;
+	return p->fd = fd;
 }
 
 /* Up to LEN bytes at ADDR from the file mapped there: how many. */
@@ -739,14 +779,15 @@ static void file_perms(struct coreimage *c, struct core_file *f, uint64_t off,
 static void add_file_gaps(struct coreimage *c, struct core_file *f)
 {
 	uint64_t pos = f->start;
-	const struct core_segment *s = c->segs, *end = c->segs + c->nsegs;
+	size_t i = 0;
 	char perms[5];
 
-	while (s < end && s->vaddr + s->memsz <= pos)
-		s++;
+	/* (By index: a core without segments has c->segs NULL.) */
+	while (i < c->nsegs && c->segs[i].vaddr + c->segs[i].memsz <= pos)
+		i++;
 	while (pos < f->end) {
-		uint64_t stop = s < end && s->vaddr < f->end ? s->vaddr
-							     : f->end;
+		const struct core_segment *s = i < c->nsegs ? &c->segs[i] : NULL;
+		uint64_t stop = s && s->vaddr < f->end ? s->vaddr : f->end;
 
 		if (stop > pos) {
 			file_perms(c, f, f->offset + (pos - f->start), perms);
@@ -755,7 +796,7 @@ static void add_file_gaps(struct coreimage *c, struct core_file *f)
 		if (stop == f->end)
 			break;
 		pos = s->vaddr + s->memsz;
-		s++;
+		i++;
 	}
 }
 
@@ -774,6 +815,7 @@ static void build_maps(struct core_open *o)
 
 	if (c->nfiles)
 		qsort(c->files, c->nfiles, sizeof(*c->files), cmp_file);
+	index_paths(c);
 	heap = find_heap(o);
 	for (size_t i = 0; i < c->nsegs; i++) {
 		const struct core_segment *s = &c->segs[i];
@@ -798,9 +840,15 @@ static void close_core(struct procimage *img)
 
 	if (c->fd >= 0)
 		close(c->fd);
-	for (size_t i = 0; i < c->nfiles; i++)
-		if (c->files[i].fd >= 0)
-			close(c->files[i].fd);
+	{
+		size_t pos = 0;
+		void *item;
+
+		while (hashmap_next(&c->paths, &pos, &item))
+			if (((struct core_path *)item)->fd >= 0)
+				close(((struct core_path *)item)->fd);
+		hashmap_free(&c->paths);
+	}
 	free(c->files);
 	free(c->segs);
 	free(c->threads);

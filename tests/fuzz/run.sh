@@ -132,6 +132,26 @@ seed() {
 			awk 'NR % 13 == 0 { print $2 }' | while read -r f; do
 			cp "$f" "$d/"
 		done ;;
+	core)
+		# Small synthetic cores (tests/fuzz/coreseeds.py), and a core
+		# gcore took of tests/hostile/coreprog.c made small.
+		python3 tests/fuzz/coreseeds.py "$d"
+		if command -v gcore >/dev/null &&
+			gcc -O0 -o "$d/prog" tests/hostile/coreprog.c; then
+			"$d/prog" 50 >"$d/out" 2>/dev/null &
+			p=$!
+			for i in 1 2 3 4 5 6 7 8 9 10; do
+				[ -s "$d/out" ] && break
+				sleep 0.2
+			done
+			gcore -o "$d/g" $p >/dev/null 2>&1
+			kill $p
+			wait $p 2>/dev/null
+			[ -s "$d/g.$p" ] && python3 tests/fuzz/coreseeds.py \
+				--from "$d/g.$p" "$(cut -d' ' -f2 "$d/out")" \
+				"$d/gcore-small.core"
+			rm -f "$d/prog" "$d/out" "$d/g.$p"
+		fi ;;
 	json)
 		find samples tests/golden -name '*.json' -size -200k -exec cp {} "$d"/ \; 2>/dev/null
 		[ -n "$shared" ] && cp "$shared"/compat/chromium/policy.*.json "$d"/ 2>/dev/null

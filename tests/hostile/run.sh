@@ -1,10 +1,10 @@
 #!/bin/sh
 # Hostile inputs, generated here (nothing large is committed): deep
 # nesting, a stack of a million frames, 10 MB lines, NUL bytes, numbers at
-# and past 2^64, a dump that claims 10^12 buckets, and inputs fuzzing
-# found.  Each command must end within its time limit, with status 0 or 1
-# (and a message on stderr for 1), within its memory limit, and never by a
-# signal.
+# and past 2^64, a dump that claims 10^12 buckets, hostile cores, and
+# inputs fuzzing found.  Each command must end within its time limit, with
+# status 0 or 1 (and a message on stderr for 1), within its memory limit,
+# and never by a signal.
 # Usage: tests/hostile/run.sh DMPROF_BINARY
 set -u
 bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -299,7 +299,149 @@ else
 	fail=$((fail + 1))
 fi
 
-# 9. Inputs the fuzzers found (tests/hostile/found/NAME.KIND, run by kind).
+# 9. Cores: gcore's of a small program (tests/hostile/coreprog.c), a
+#    kernel's of it crashing, a static binary's, a 32-bit one's, and the
+#    hostile ones tests/hostile/cores.py makes of them (cut short, heap
+#    bytes replaced, chunk headers and main_arena garbled, notes and
+#    program headers lying), each read by every command a core serves.
+#    said PATTERN: the last command's stderr says it.
+said() {
+	if grep -q "$1" "$tmp/err"; then pass=$((pass + 1)); else
+		echo "FAIL $name: stderr does not say '$1'"
+		sed 's/^/    /' "$tmp/err" | head -5
+		fail=$((fail + 1)); fi
+}
+core_checks() { # NAME WANT CORE
+	check "core-$1-top" "$2" "$bin" top "$3"
+	rm -rf snapdir && mkdir snapdir
+	check "core-$1-snapshot" "$2" "$bin" snapshot -o snapdir "$3"
+	check "core-$1-expand" "$2" "$bin" expand "$3" malloc-leaked
+	check "core-$1-heap" "$2" "$bin" heap --blocks "$3"
+}
+# take_core PROGRAM PREFIX ARGS...: run PROGRAM, gcore it into
+# PREFIX.core once it has written its line (coreprog's: "PID HEAP_BLOCK
+# MMAPPED_BLOCK") into PREFIX.out.
+take_core() {
+	prog=$1 out=$2
+	shift 2
+	"$prog" "$@" >"$out.out" 2>/dev/null &
+	cpid=$!
+	for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+		[ -s "$out.out" ] && break
+		sleep 0.25
+	done
+	gcore -o "$out" $cpid >/dev/null 2>&1 && mv "$out.$cpid" "$out.core"
+	kill $cpid 2>/dev/null
+	wait $cpid 2>/dev/null
+	[ -s "$out.core" ] && [ -s "$out.out" ]
+}
+# cases LIST DIR PREFIX: the cores cores.py listed ("NAME WANT
+# [SECONDS]": a tighter time limit, four times longer with a sanitizer).
+cases() {
+	while read -r cname cwant csecs; do
+		save=$limit
+		if [ -n "$csecs" ]; then
+			case $bin in */asan/*) limit=$((4 * csecs)) ;;
+			*) limit=$csecs ;; esac
+		fi
+		core_checks "$3-$cname" "$cwant" "$2/$cname.core"
+		limit=$save
+	done <"$1"
+}
+if ! command -v gcore >/dev/null || ! command -v python3 >/dev/null; then
+	echo "skip cores: no gcore (gdb) or no python3"
+elif ! gcc -O0 -o coreprog "$here/coreprog.c" ||
+	! take_core ./coreprog gc 300; then
+	echo "FAIL cores: cannot build coreprog or gcore it"
+	fail=$((fail + 1))
+else
+	core_checks gcore 0 gc.core
+	check core-gcore-leaks 0 "$bin" top gc.core
+	if grep -q '^ *[0-9.]* [KMG]*i*B *100  in use, leaked' "$tmp/out"; then
+		pass=$((pass + 1)); else
+		echo "FAIL core-gcore-leaks: not the 100 blocks it dropped"
+		sed 's/^/    /' "$tmp/out" | head -14
+		fail=$((fail + 1)); fi
+	mkdir -p gv
+	# shellcheck disable=SC2046
+	python3 "$here/cores.py" gc.core gv $(cut -d' ' -f2,3 gc.out) >gv.list
+	cases gv.list gv gc
+	check core-cut-half-heap 1 "$bin" heap gv/cut-half.core
+	said 'cut short'
+	check core-elf32-flipped 1 "$bin" top gv/hdr-elf32.core
+	said '32-bit'
+	# A dense graph: 200,000 blocks, every word of them a pointer into
+	# one of them; the scan must stay within its limits.
+	if take_core ./coreprog dense 200000; then
+		# shellcheck disable=SC2046
+		python3 "$here/cores.py" dense.core . $(cut -d' ' -f2,3 \
+			dense.out) dense >/dev/null
+		core_checks dense-graph 0 dense.core
+	else
+		echo "FAIL cores: cannot gcore coreprog 200000"
+		fail=$((fail + 1))
+	fi
+	# A static binary's: no libc.so, so no heap walk, and why.
+	if gcc -static -O0 -o coreprog-static "$here/coreprog.c" 2>/dev/null &&
+		take_core ./coreprog-static st 300; then
+		core_checks static any st.core
+		check core-static-why 1 "$bin" heap st.core
+		said 'static binary'
+	else
+		echo "skip core-static: gcc -static or gcore of it failed"
+	fi
+fi
+# The kernel's core of the program crashing (and cut, and its NT_FILE
+# lying: a kernel's core leaves code out, which is read from the files).
+# (The shell's stderr away meanwhile: it says "Segmentation fault".)
+kc=
+if [ "$(cat /proc/sys/kernel/core_pattern 2>/dev/null)" = core ] &&
+	[ -x coreprog ] && mkdir -p kc; then
+	exec 3>&2 2>/dev/null
+	(cd kc && ulimit -c unlimited && exec ../coreprog 300 crash >out)
+	exec 2>&3 3>&-
+	[ -s kc/out ] && kc=$(ls kc/core* 2>/dev/null | head -1)
+fi
+if [ "$(cat /proc/sys/kernel/core_pattern 2>/dev/null)" != core ]; then
+	echo "skip core-kernel: core_pattern is not 'core'" \
+		"('$(cat /proc/sys/kernel/core_pattern 2>/dev/null)')"
+elif [ -z "$kc" ] || [ ! -s "$kc" ]; then
+	echo "skip core-kernel: no core written (ulimit -c, or a container?)"
+else
+	core_checks kernel 0 "$kc"
+	mkdir -p kv
+	# shellcheck disable=SC2046
+	python3 "$here/cores.py" "$kc" kv $(cut -d' ' -f2,3 kc/out) kernel \
+		>kv.list
+	cases kv.list kv kc
+fi
+# A 32-bit program's core: said, not read.  (Without gcc -m32's
+# libraries, a program of a few instructions: it writes a line, waits.)
+cat >pause32.s <<'S'
+	.globl _start
+_start:	movl $4, %eax
+	movl $1, %ebx
+	movl $line, %ecx
+	movl $2, %edx
+	int $0x80
+	movl $29, %eax
+	int $0x80
+line:	.ascii "x\n"
+S
+if command -v gcore >/dev/null &&
+	{ gcc -m32 -O0 -o prog32 "$here/coreprog.c" 2>/dev/null ||
+	  gcc -m32 -nostdlib -static -o prog32 pause32.s 2>/dev/null; } &&
+	take_core ./prog32 c32; then
+	check core-32-bit 1 "$bin" top c32.core
+	said '32-bit'
+else
+	echo "skip core-32-bit: no 32-bit program could be built or gcored"
+fi
+# An ELF file that is not a core (garbage: cores.py's garbage-*).
+check core-not-a-core 1 "$bin" top "$bin"
+said 'not a core file'
+
+# 10. Inputs the fuzzers found (tests/hostile/found/NAME.KIND, run by kind).
 for f in "$here"/found/*; do
 	[ -f "$f" ] || continue
 	name=$(basename "$f")
@@ -314,7 +456,7 @@ for f in "$here"/found/*; do
 		check "found-$name" any "$bin" csv found2.0001.heap ;;
 	*.policy)
 		check "found-$name" any "$bin" policy check "$f" ;;
-	*.pb)
+	*.pb | *.core)
 		check "found-$name" any "$bin" top "$f" ;;
 	esac
 done
