@@ -171,20 +171,82 @@ static bool read_arena(struct walk *w, uint64_t a, uint8_t ms[MS_SIZE])
 	return procimage_read_all(w->img, a, ms, MS_SIZE) && arena_shape(ms, a);
 }
 
-/* Does the next chain from the arena at A (read as MS) come back to A
- * through arenas of the same shape?  Their number in *N. */
+static bool same_addr(const void *item, const void *key)
+{
+	return ((const struct chain_known *)item)->addr ==
+	       *(const uint64_t *)key;
+}
+
+static const struct chain_known *chain_lookup(const struct walk *w,
+					      uint64_t a)
+{
+	return w->chains.slots ? hashmap_get(&w->chains, hash_u64(a),
+					     same_addr, &a)
+			       : NULL;
+}
+
+/* Remember that the chains of the N arenas at V come back (in a ring of
+ * RING), or (RING 0) that they do not. */
+static void chain_remember(struct walk *w, const uint64_t *v, size_t n,
+			   size_t ring)
+{
+	if (!w->chains.slots)
+		hashmap_init(&w->chains, 64);
+	for (size_t i = 0; i < n; i++) {
+		struct chain_known *k;
+
+		if (chain_lookup(w, v[i]))
+			continue;
+		k = xmalloc(sizeof(*k));
+		k->addr = v[i];
+		k->returns = ring != 0;
+		k->n = ring;
+		hashmap_put(&w->chains, hash_u64(v[i]), k);
+	}
+}
+
+/*
+ * Does the next chain from the arena at A (read as MS) come back to A
+ * through arenas of the same shape?  Their number in *N.  Each arena's
+ * answer is remembered: the members of a ring come back in it, those of
+ * a chain that meets a bad arena, or a known ring, do not (a chain too
+ * long says nothing of its members: it may end in a ring of its own).
+ */
 static bool chain_returns(struct walk *w, uint64_t a, const uint8_t *ms,
 			  size_t *n)
 {
+	const struct chain_known *k = chain_lookup(w, a);
 	uint8_t other[MS_SIZE];
-	uint64_t p = get64(ms, MS_NEXT);
+	uint64_t p = get64(ms, MS_NEXT), *seen;
+	bool bad = false;
 
+	if (k) {
+		*n = k->n;
+		return k->returns;
+	}
+	seen = xcalloc(HEAP_MAX_ARENAS + 1, sizeof(*seen));
+	seen[0] = a;
 	for (*n = 1; p != a; (*n)++) {
-		if (*n >= HEAP_MAX_ARENAS || !read_arena(w, p, other))
-			return false;
+		if (*n >= HEAP_MAX_ARENAS)
+			break;
+		/* (A ring that is known and is not A's: A leads into it.) */
+		if ((k = chain_lookup(w, p))) {
+			bad = true;
+			break;
+		}
+		if (!read_arena(w, p, other)) {
+			bad = true;
+			break;
+		}
+		seen[*n] = p;
 		p = get64(other, MS_NEXT);
 	}
-	return true;
+	if (p == a)
+		chain_remember(w, seen, *n, *n);
+	else if (bad)
+		chain_remember(w, seen, *n, 0);
+	free(seen);
+	return p == a;
 }
 
 /* main_arena's address, or 0 with why there is none in W->h->why. */
@@ -665,6 +727,14 @@ static void walk_release(struct walk *w)
 	free(w->first_chunks);
 	free(w->win.buf);
 	free(w->cache);
+	if (w->chains.slots) {
+		size_t pos = 0;
+		void *item;
+
+		while (hashmap_next(&w->chains, &pos, &item))
+			free(item);
+		hashmap_free(&w->chains);
+	}
 }
 
 int glibc_heap_walk(struct glibc_heap *h, struct procimage *img)

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "glibc_heap.h"
+#include "hashmap.h"
 #include "util.h"
 
 /* Chunks. */
@@ -81,6 +82,17 @@ struct walk {
 	} win;
 	uint8_t *cache;
 	uint64_t cache_tag[CACHE_PAGES]; /* page + 1; 0: empty */
+	/* Arenas whose next chain was followed: whether it came back (a
+	 * ring of look-alikes is followed once, not once per member). */
+	struct hashmap chains;
+	struct chain_known *known;
+	size_t nknown, known_alloc;
+};
+
+struct chain_known {
+	uint64_t addr;
+	bool returns;
+	size_t n;        /* the chain's arenas, when it returns */
 };
 
 static inline uint64_t get64(const uint8_t *p, size_t off)
