@@ -57,7 +57,7 @@ struct procimage {
 	 * registers (x86-64's struct user_regs_struct as words).
 	 */
 	struct image_thread *threads;
-	size_t nthreads;
+	size_t nthreads, threads_alloc;
 	/* What reads cost: calls to READ and the bytes they gave. */
 	uint64_t nreads, nbytes;
 	/* A live process: its pid, /proc/PID/mem once needed and

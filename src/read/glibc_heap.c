@@ -697,7 +697,9 @@ static void walk_all(struct walk *w, uint64_t main_arena)
 			     " of %" PRIu64,
 			     h->mmapped_count, h->mmapped_bytes, h->mp.n_mmaps,
 			     h->mp.mmapped_mem);
-	qsort(w->regions, w->nregions, sizeof(*w->regions), cmp_region);
+	if (w->nregions)
+		qsort(w->regions, w->nregions, sizeof(*w->regions),
+		      cmp_region);
 	h->extents = xcalloc(w->nregions ? w->nregions : 1,
 			     sizeof(*h->extents));
 	for (size_t i = 0; i < w->nregions; i++) {

@@ -50,8 +50,7 @@ void procimage_add_thread(struct procimage *img, pid_t tid, uint64_t sp,
 {
 	struct image_thread *t;
 
-	img->threads = xreallocarray(img->threads, img->nthreads + 1,
-				     sizeof(*img->threads));
+	GROW(img->threads, img->nthreads + 1, img->threads_alloc);
 	t = &img->threads[img->nthreads++];
 	memset(t, 0, sizeof(*t));
 	t->tid = tid;
