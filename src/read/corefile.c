@@ -24,16 +24,22 @@ int corefile_parse(struct snapshot *snap, const char *path, struct model *m,
 {
 	struct procsnap s;
 	struct filebuf fb;
-	char *text = NULL;
+	char *text = NULL, *missing;
 	size_t len = 0;
 	FILE *f;
 	int rc;
 
 	if (procsnap_take_core(&s, path, run->opts) < 0)
 		return -1;
+	/* (A cut core says so first: it is why its heap is not found, not
+	 * "a static binary" or "another allocator".) */
+	if ((missing = coreimage_missing(s.core)))
+		warning("%s", missing);
 	if (!s.walked)
-		warning("%s: %s; its memory is classed by mapping only", path,
-			s.h.why);
+		warning("%s: %s%s; its memory is classed by mapping only", path,
+			s.h.why, missing ? " (the core is cut short: what it "
+					   "lacks may hold it)" : "");
+	free(missing);
 	f = open_memstream(&text, &len);
 	if (!f)
 		die_errno("open_memstream");

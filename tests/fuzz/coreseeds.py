@@ -6,12 +6,14 @@ Synthetic ones hold what dmprof reads of a core: NT_PRSTATUS, NT_PRPSINFO,
 NT_AUXV and NT_FILE notes; the executable's first page (its ELF header,
 for where [heap] starts); [heap] with glibc 2.36 chunks (the tcache, in
 use ones pointing at each other, one in the tcache, one in the unsorted
-bin, top); libc's writable data holding main_arena and mp_; a mapped
-chunk; a stack pointing at some blocks; and, in some, a thread arena in
-a 64 MiB-aligned heap, code left out as a kernel leaves it, no libc (a
-static binary's).  With --from CORE, a real core made small: notes right
-after the program headers, at most the first 4 KiB of each segment (the
-first 16 KiB of [heap]: the one holding HEAP_BLOCK).
+bin, top; one an object of a C++ class, its vtable in the executable);
+libc's writable data holding main_arena and mp_; a mapped chunk; a stack
+pointing at some blocks; and, in some, a thread arena in a 64 MiB-aligned
+heap, code left out as a kernel leaves it, no libc (a static binary's).
+With --from CORE, a real core made small: its CORE notes right after the
+program headers, the first 16 KiB of [heap] (the segment holding
+HEAP_BLOCK), small writable segments whole, the first 1 KiB of read-only
+ones, nothing of the others.
 
 Usage: coreseeds.py DIR
        coreseeds.py --from CORE HEAP_BLOCK OUT
@@ -30,6 +32,7 @@ EXE, HEAP, LIBC, MMAPPED = 0x400000, 0x402000, 0x7f0000001000, 0x7f0000100000
 STACK, THREAD_HEAP = 0x7ffff0000000, 0x7f0008000000
 PAGE = 4096
 TCACHE_KEY = 0x1234567890abcdef
+VTABLE = EXE + 0x210
 
 
 def note(typ, desc, name=b"CORE\0"):
@@ -98,6 +101,7 @@ def main_heap(heap, arena):
     heap.q(blocks["a"], blocks["b"], blocks["f"] + 8)
     heap.q(blocks["b"], blocks["a"])
     heap.q(blocks["d"], blocks["a"], 0x6f6c6c6568)
+    heap.q(blocks["f"], VTABLE)
     # c in the tcache: counts[0] 1, entries[0] c; its next mangled NULL.
     heap.h(tcache, 1)
     heap.q(tcache + 128, blocks["c"])
@@ -140,6 +144,11 @@ def exe_page():
     # (Two pages: its code, which a kernel's core leaves out, after.)
     m.data[64:120] = PHDR.pack(PT_LOAD, PF_R | PF_X, 0, EXE, EXE, 2 * PAGE,
                                2 * PAGE, PAGE)
+    # A C++ class's vtable (VTABLE), after its offset to top and its
+    # typeinfo, whose name is "7Session".
+    m.q(VTABLE - 16, 0, EXE + 0x300)
+    m.q(EXE + 0x300, EXE + 0x400, EXE + 0x320)
+    m.data[0x320:0x329] = b"7Session\0"
     return m
 
 
@@ -225,18 +234,32 @@ def from_core(path, heap_block, out):
     phoff, phnum = struct.unpack_from("<Q", data, 32)[0], \
         struct.unpack_from("<H", data, 56)[0]
     ph = [list(PHDR.unpack_from(data, phoff + 56 * i)) for i in range(phnum)]
-    notes = b"".join(data[p[2]:p[2] + p[5]] for p in ph if p[0] == PT_NOTE)
-    pos = 64 + 56 * len(ph)
-    body = bytearray(notes)
-    new = []
+    notes = b""
     for p in ph:
-        if p[0] == PT_NOTE:
-            new.append([PT_NOTE, p[1], pos, 0, 0, len(notes), 0, p[7]])
-            pos += len(notes)
+        at, end = p[2], p[2] + p[5]
+        while p[0] == PT_NOTE and at + 12 <= end:
+            nsz, dsz, _ = struct.unpack_from("<III", data, at)
+            size = 12 + (nsz + 3 & ~3) + (dsz + 3 & ~3)
+            if data[at + 12:at + 12 + nsz] == b"CORE\0":
+                notes += data[at:at + size]
+            at += size
+    pos = 64 + 56 * (1 + sum(p[0] == PT_LOAD for p in ph))
+    new = [[PT_NOTE, 0, pos, 0, 0, len(notes), 0, 4]]
+    body = bytearray(notes)
+    pos += len(notes)
     for p in ph:
         if p[0] != PT_LOAD:
             continue
-        keep = 16384 if p[3] <= heap_block < p[3] + p[6] else PAGE
+        # What dmprof reads most: [heap]'s start, small writable data
+        # (libc's: main_arena, mp_), the ELF headers at files' starts.
+        if p[3] <= heap_block < p[3] + p[6]:
+            keep = 16384
+        elif p[1] & PF_W:
+            keep = p[6] if p[6] <= 8192 else 0
+        elif p[1] & PF_X:
+            keep = 0
+        else:
+            keep = 1024
         keep = min(keep, p[5])
         new.append([PT_LOAD, p[1], pos, p[3], 0, keep, p[6], p[7]])
         body += data[p[2]:p[2] + keep]

@@ -375,7 +375,7 @@ class Maker:
         d = self.with_phdrs(d, ph)
         files = self.c.files() + [(base, base + len(mem), 0, libc[3])]
         self.emit("arena-ring-%d" % n, self.with_notes(
-            d, self.notes_but(NT_FILE, [nt_file(files)])), "any", 10)
+            d, self.notes_but(NT_FILE, [nt_file(files)])), "any", 5)
 
     def file_notes(self):
         """NT_FILE lying.  Every block's first word points into some file

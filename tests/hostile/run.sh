@@ -368,6 +368,10 @@ else
 	cases gv.list gv gc
 	check core-cut-half-heap 1 "$bin" heap gv/cut-half.core
 	said 'cut short'
+	# (Every command that reads it as a snapshot says so too.)
+	check core-cut-half-top 0 "$bin" top gv/cut-half.core
+	said 'is cut short at'
+	said 'its malloc heap cannot be walked (the core is cut short'
 	check core-elf32-flipped 1 "$bin" top gv/hdr-elf32.core
 	said '32-bit'
 	# A dense graph: 200,000 blocks, every word of them a pointer into
