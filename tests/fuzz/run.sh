@@ -140,7 +140,7 @@ seed() {
 			gcc -O0 -o "$d/prog" tests/hostile/coreprog.c; then
 			"$d/prog" 50 >"$d/out" 2>/dev/null &
 			p=$!
-			for i in 1 2 3 4 5 6 7 8 9 10; do
+			for _ in 1 2 3 4 5 6 7 8 9 10; do
 				[ -s "$d/out" ] && break
 				sleep 0.2
 			done

@@ -326,7 +326,7 @@ take_core() {
 	shift 2
 	"$prog" "$@" >"$out.out" 2>/dev/null &
 	cpid=$!
-	for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+	for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
 		[ -s "$out.out" ] && break
 		sleep 0.25
 	done
@@ -402,6 +402,7 @@ kc=
 if [ "$(cat /proc/sys/kernel/core_pattern 2>/dev/null)" = core ] &&
 	[ -x coreprog ] && mkdir -p kc; then
 	exec 3>&2 2>/dev/null
+	# shellcheck disable=SC3045 # (dash's, bash's and busybox's have -c)
 	(cd kc && ulimit -c unlimited && exec ../coreprog 300 crash >out)
 	exec 2>&3 3>&-
 	[ -s kc/out ] && kc=$(ls kc/core* 2>/dev/null | head -1)
