@@ -36,9 +36,10 @@ int corefile_parse(struct snapshot *snap, const char *path, struct model *m,
 	if ((missing = coreimage_missing(s.core)))
 		warning("%s", missing);
 	if (!s.walked)
-		warning("%s: %s%s; its memory is classed by mapping only", path,
-			s.h.why, missing ? " (the core is cut short: what it "
-					   "lacks may hold it)" : "");
+		/* (WHY names the core already.) */
+		warning("%s%s; its memory is classed by mapping only", s.h.why,
+			missing ? " (the core is cut short: what it lacks may "
+				  "hold it)" : "");
 	free(missing);
 	f = open_memstream(&text, &len);
 	if (!f)
