@@ -1,6 +1,7 @@
 /* Unit-test helpers (see helpers.h). */
 #include "helpers.h"
 
+#include <criterion/criterion.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,4 +84,64 @@ void capture_stderr(void)
 const char *stderr_text(void)
 {
 	return sb_str(&diagnostics);
+}
+
+size_t fake_image_read(struct procimage *img, uint64_t addr, void *buf,
+		       size_t len)
+{
+	struct fake_image *fk = (struct fake_image *)img;
+
+	for (size_t i = 0; i < fk->nsegs; i++) {
+		const struct fake_seg *s = &fk->segs[i];
+
+		if (addr >= s->addr && addr - s->addr < s->len) {
+			size_t n = s->len - (addr - s->addr);
+
+			n = n < len ? n : len;
+			memcpy(buf, s->data + (addr - s->addr), n);
+			return n;
+		}
+	}
+	return 0;
+}
+
+void fake_image_init(struct fake_image *f, const char *name)
+{
+	memset(f, 0, sizeof(*f));
+	procimage_init(&f->img, name, fake_image_read);
+}
+
+void fake_image_release(struct fake_image *f)
+{
+	for (size_t i = 0; i < f->nsegs; i++)
+		free(f->segs[i].data);
+	procimage_close(&f->img);
+	f->nsegs = 0;
+}
+
+void fake_image_add(struct fake_image *f, uint64_t addr, size_t len,
+		    const char *perms, const char *name)
+{
+	struct vma v = { 0 };
+
+	cr_assert_lt(f->nsegs, sizeof(f->segs) / sizeof(f->segs[0]));
+	v.start = addr;
+	v.end = addr + len;
+	memcpy(v.perms, perms, 5);
+	v.name = strtab_intern_str(&f->img.strings, name);
+	maps_add(&f->img.maps, &v);
+	f->segs[f->nsegs].addr = addr;
+	f->segs[f->nsegs].len = len;
+	f->segs[f->nsegs++].data = xcalloc(1, len);
+	maps_sort(&f->img.maps, "fake");
+}
+
+uint8_t *fake_image_at(struct fake_image *f, uint64_t addr)
+{
+	for (size_t i = 0; i < f->nsegs; i++)
+		if (addr >= f->segs[i].addr &&
+		    addr - f->segs[i].addr < f->segs[i].len)
+			return f->segs[i].data + (addr - f->segs[i].addr);
+	cr_assert_fail("no segment at 0x%llx", (unsigned long long)addr);
+	return NULL;
 }

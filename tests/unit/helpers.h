@@ -6,6 +6,9 @@
 #define DMPROF_TEST_HELPERS_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+#include "procimage.h"
 
 /* A fresh scratch directory for this test process (created once). */
 const char *tmpdir(void);
@@ -17,5 +20,35 @@ const char *write_file(const char *name, const char *content, long len);
  */
 void capture_stderr(void);
 const char *stderr_text(void);
+
+/*
+ * A process image over a few buffers of the test's (zeroed, owned), for
+ * what reads memory through one (the heap walk, the scan, the typing).
+ * IMG is first: a callback's image pointer is the fake's.
+ */
+struct fake_seg {
+	uint64_t addr;
+	size_t len;
+	uint8_t *data;
+};
+
+struct fake_image {
+	struct procimage img;
+	struct fake_seg segs[8];
+	size_t nsegs;
+};
+
+/* Start F, named NAME, with no mappings. */
+void fake_image_init(struct fake_image *f, const char *name);
+/* Free F's buffers and its image. */
+void fake_image_release(struct fake_image *f);
+/* A mapping of LEN zero bytes at ADDR, PERMS ("rw-p"), named NAME. */
+void fake_image_add(struct fake_image *f, uint64_t addr, size_t len,
+		    const char *perms, const char *name);
+/* Where ADDR's byte is kept (the test fails if nowhere). */
+uint8_t *fake_image_at(struct fake_image *f, uint64_t addr);
+/* The read callback of F's image (procimage_init's). */
+size_t fake_image_read(struct procimage *img, uint64_t addr, void *buf,
+		       size_t len);
 
 #endif

@@ -39,63 +39,17 @@
 #define C_H (HEAP + 0x4e0)           /* in use, 0x20 */
 #define C_TOP (HEAP + 0x500)
 
-struct seg {
-	uint64_t addr;
-	size_t len;
-	uint8_t *data;
-};
-
-struct fake {
-	struct procimage img; /* first: the walker's pointer is ours */
-	struct seg segs[8];
-	size_t nsegs;
-};
-
-static struct fake f;
+static struct fake_image f;
 static struct glibc_heap h;
-
-static size_t fake_read(struct procimage *img, uint64_t addr, void *buf,
-			size_t len)
-{
-	struct fake *fk = (struct fake *)img;
-
-	for (size_t i = 0; i < fk->nsegs; i++) {
-		const struct seg *s = &fk->segs[i];
-
-		if (addr >= s->addr && addr - s->addr < s->len) {
-			size_t n = s->len - (addr - s->addr);
-
-			n = n < len ? n : len;
-			memcpy(buf, s->data + (addr - s->addr), n);
-			return n;
-		}
-	}
-	return 0;
-}
 
 static void add_seg(uint64_t addr, size_t len, const char *name)
 {
-	struct vma v = { 0 };
-
-	v.start = addr;
-	v.end = addr + len;
-	memcpy(v.perms, "rw-p", 5);
-	v.name = strtab_intern_str(&f.img.strings, name);
-	maps_add(&f.img.maps, &v);
-	f.segs[f.nsegs].addr = addr;
-	f.segs[f.nsegs].len = len;
-	f.segs[f.nsegs++].data = xcalloc(1, len);
-	maps_sort(&f.img.maps, "fake");
+	fake_image_add(&f, addr, len, "rw-p", name);
 }
 
 static uint8_t *at(uint64_t addr)
 {
-	for (size_t i = 0; i < f.nsegs; i++)
-		if (addr >= f.segs[i].addr &&
-		    addr - f.segs[i].addr < f.segs[i].len)
-			return f.segs[i].data + (addr - f.segs[i].addr);
-	cr_assert_fail("no segment at 0x%llx", (unsigned long long)addr);
-	return NULL;
+	return fake_image_at(&f, addr);
 }
 
 static void put(uint64_t addr, uint64_t v)
@@ -163,8 +117,7 @@ static void build(void)
 	uint64_t b = C_B + 16, tc = C_TCACHE + 16;
 	uint16_t one = 1;
 
-	memset(&f, 0, sizeof(f));
-	procimage_init(&f.img, "fake", fake_read);
+	fake_image_init(&f, "fake");
 	add_seg(LIBC, 0x4000, "/usr/lib/x86_64-linux-gnu/libc.so.6");
 	add_seg(HEAP, HEAP_LEN, "[heap]");
 	put(KEY_AT, KEY);
@@ -195,9 +148,7 @@ static void build(void)
 static void teardown(void)
 {
 	glibc_heap_release(&h);
-	for (size_t i = 0; i < f.nsegs; i++)
-		free(f.segs[i].data);
-	procimage_close(&f.img);
+	fake_image_release(&f);
 }
 
 TestSuite(glibc_heap, .init = build, .fini = teardown);
@@ -387,7 +338,7 @@ Test(glibc_heap, no_libc_is_a_static_binary)
 {
 	struct procimage img;
 
-	procimage_init(&img, "process 1", fake_read);
+	procimage_init(&img, "process 1", fake_image_read);
 	cr_assert_eq(glibc_heap_walk(&h, &img), -1);
 	cr_assert(strstr(h.why, "process 1 has no libc.so mapped"), "%s",
 		  h.why);

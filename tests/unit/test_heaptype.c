@@ -21,66 +21,20 @@
 
 #define TI_VTABLE (BIN + 0x10)  /* __cxxabiv1::__class_type_info's */
 
-struct seg {
-	uint64_t addr;
-	size_t len;
-	uint8_t *data;
-};
-
-struct fake {
-	struct procimage img; /* first: the typing's pointer is ours */
-	struct seg segs[4];
-	size_t nsegs;
-};
-
-static struct fake f;
+static struct fake_image f;
 static struct glibc_heap h;
 static struct heap_types t;
 static uint64_t cursor = HEAP;
 
-static size_t fake_read(struct procimage *img, uint64_t addr, void *buf,
-			size_t len)
-{
-	struct fake *fk = (struct fake *)img;
-
-	for (size_t i = 0; i < fk->nsegs; i++) {
-		const struct seg *s = &fk->segs[i];
-
-		if (addr >= s->addr && addr - s->addr < s->len) {
-			size_t n = s->len - (addr - s->addr);
-
-			n = n < len ? n : len;
-			memcpy(buf, s->data + (addr - s->addr), n);
-			return n;
-		}
-	}
-	return 0;
-}
-
 static void add_seg(uint64_t addr, size_t len, const char *perms,
 		    const char *name)
 {
-	struct vma v = { 0 };
-
-	v.start = addr;
-	v.end = addr + len;
-	memcpy(v.perms, perms, 5);
-	v.name = strtab_intern_str(&f.img.strings, name);
-	maps_add(&f.img.maps, &v);
-	f.segs[f.nsegs].addr = addr;
-	f.segs[f.nsegs].len = len;
-	f.segs[f.nsegs++].data = xcalloc(1, len);
-	maps_sort(&f.img.maps, "fake");
+	fake_image_add(&f, addr, len, perms, name);
 }
 
 static uint8_t *at(uint64_t addr)
 {
-	for (size_t i = 0; i < f.nsegs; i++)
-		if (addr >= f.segs[i].addr &&
-		    addr - f.segs[i].addr < f.segs[i].len)
-			return f.segs[i].data + (addr - f.segs[i].addr);
-	cr_assert_fail("no segment at 0x%llx", (unsigned long long)addr);
-	return NULL;
+	return fake_image_at(&f, addr);
 }
 
 static void put(uint64_t addr, uint64_t v)
@@ -154,10 +108,9 @@ static void build(void)
 {
 	uint64_t w_second, w_badname, nothing = BIN + 0x900;
 
-	memset(&f, 0, sizeof(f));
 	memset(&h, 0, sizeof(h));
 	cursor = HEAP;
-	procimage_init(&f.img, "fake", fake_read);
+	fake_image_init(&f, "fake");
 	add_seg(BIN, BIN_LEN, "r--p", "/usr/bin/prog");
 	add_seg(DATA, DATA_LEN, "rw-p", "/usr/bin/prog");
 	add_seg(HEAP, HEAP_LEN, "rw-p", "[heap]");
@@ -263,9 +216,7 @@ static void teardown(void)
 	heap_types_release(&t);
 	free(h.blocks);
 	memset(&h, 0, sizeof(h));
-	for (size_t i = 0; i < f.nsegs; i++)
-		free(f.segs[i].data);
-	procimage_close(&f.img);
+	fake_image_release(&f);
 }
 
 /* WORDS (N) at ADDR to the visitor in pieces of PIECE words (0: whole). */
