@@ -30,7 +30,8 @@ BUILD_DEPS = libpcre2-dev binutils-dev libcsv-dev libcriterion-dev \
 	     libdebuginfod-dev libdeflate-dev pkg-config
 TEST_DEPS = gcc g++ diffutils libgoogle-perftools4 google-perftools libc6-dbg \
 	    python3 sqlite3 chromium zstd ruby nodejs debuginfod gdb \
-	    golang-go valgrind libjemalloc2 libjemalloc-dev dpkg-dev lintian
+	    golang-go valgrind libjemalloc2 libjemalloc-dev dpkg-dev lintian \
+	    libglib2.0-dev redis-server redis-tools
 BENCH_DEPS = libllvm14 llvm binutils time bc heaptrack g++ \
 	     libgoogle-perftools4
 FUZZ_DEPS = clang libclang-rt-14-dev

@@ -14,9 +14,23 @@
 
 #include "model.h"
 
+struct strbuf;
+
 enum owner_rule {
 	OWNER_PROGRAM, /* the first frame of the program's own code */
 	OWNER_PPROF,   /* the first frame past the allocator, as pprof */
+};
+
+/*
+ * An allocator wrapper: a function that only passes an allocation on
+ * (redis's zmalloc, GLib's g_malloc, xmalloc), named by a PCRE2 pattern
+ * on the function's name, whole.  Its frames own nothing under the
+ * program rule: their caller does.
+ */
+struct alloc_fn {
+	char *pattern;
+	char *origin;      /* "built-in redis", "--alloc-fn", "FILE:LINE" */
+	void *code;        /* (pcre2_code *) */
 };
 
 struct owners {
@@ -26,7 +40,22 @@ struct owners {
 	 * is a prefix: a directory, a path). */
 	const char **own;
 	size_t nown;
+	/* Allocator wrappers: the built-in list, then --alloc-fn's, then
+	 * the policies'.  (Empty: none.) */
+	struct alloc_fn *fns;
+	size_t nfns;
+	void *any;         /* (pcre2_code *) all of them in one pattern */
+	void *mctx;        /* (pcre2_match_context *) with limits */
+	void *md;          /* (pcre2_match_data *): one thread at a time */
 };
+
+/* The built-in allocator wrappers: a family's name and its pattern, for
+ * owners_builtin_wrappers() and the man page; NULL-terminated. */
+struct wrapper_family {
+	const char *family;
+	const char *pattern;
+};
+extern const struct wrapper_family owner_wrapper_families[];
 
 /* pprof's rule: what struct owners is when zeroed, too. */
 extern const struct owners owners_pprof;
@@ -39,7 +68,9 @@ extern const struct owners owners_pprof;
  * file, where known, is outside the system's include directories, and
  * whose function is not of the C++ runtime (std::, __gnu_cxx::, __cxa_).
  * A --own pattern that matches the binary or the source file makes a
- * frame the program's whatever its directory.
+ * frame the program's whatever its directory.  (An allocator wrapper of
+ * the program's is its own code, shown as such; only the owner passes
+ * over it: see owner_wrapper.)
  */
 bool owner_frame_is_own(const struct owners *o, const struct model *m,
 			const struct frame *f, uint32_t k);
@@ -54,6 +85,23 @@ bool owner_runtime_name(const char *func);
  * Parse "program" or "pprof" into O's rule; -1 if it is neither.
  */
 int owners_rule(struct owners *o, const char *name);
+
+/*
+ * Add allocator wrapper PATTERN (a PCRE2 pattern that must match a
+ * function's whole name), said to come from ORIGIN, to O.  0, or -1 with
+ * what is wrong with the pattern in ERR (PCRE2's message and the offset).
+ */
+int owners_add_wrapper(struct owners *o, const char *pattern,
+		       const char *origin, struct strbuf *err);
+/* Add the built-in wrappers (owner_wrapper_families). */
+void owners_builtin_wrappers(struct owners *o);
+/*
+ * Which of O's wrappers FUNC (LEN bytes; its parameters, from "(" on,
+ * are left out) is: its index, or -1 when it is none.
+ */
+long owner_wrapper(const struct owners *o, const char *func, size_t len);
+/* Free what O holds (not O). */
+void owners_release(struct owners *o);
 
 /* The system's: binaries, then source files (for the man page, tests). */
 extern const char *const owner_system_lib_dirs[];

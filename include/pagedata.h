@@ -21,11 +21,16 @@
 #include "owner.h"
 #include "timeline.h"
 
+struct tally;
+
 struct pagedata_options {
 	size_t stacks;     /* kept per component at each of those snapshots */
 	size_t snapshots;  /* how many snapshots keep stacks, at most */
 	const char *title;
 	const struct owners *owners; /* who owns a stack's bytes */
+	/* Where the owners at the peak count the allocator wrappers they
+	 * passed over (tally.h), or NULL. */
+	struct tally *passed;
 	/* Where the run's teardown is, and what grew from its first dump
 	 * to the last before teardown (else its last) under the policy
 	 * named first: html walks them while the timeline reads the dumps;

@@ -153,6 +153,10 @@ struct policy {
 	struct acm *acm[COND_NFIELDS];
 	uint64_t *found[COND_NFIELDS];
 	uint32_t nseq;        /* patterns with a seq */
+	/* alloc-fn: the allocator wrappers the policy names (owner.h),
+	 * patterns on a function's name, in order. */
+	struct pattern **alloc_fns;
+	size_t nalloc_fns;
 };
 
 /* Builtin semantics of a column name (B_NONE if it is an ordinary one). */

@@ -15,6 +15,8 @@
 #include "run.h"
 #include "timeline.h"
 
+struct tally;
+
 struct setup {
 	struct run run;
 	struct policy *policy;
@@ -78,14 +80,25 @@ int setup_rows(struct cmd_args *a, size_t dflt, size_t *rows);
 /* -n, --rows, with what it does in the command. */
 #define OPTION_ROWS(help) { 'n', "rows", "N", OPT_VALUE | OPT_SYNOPSIS, help }
 /*
- * --owner RULE and --own PATTERN (OPTION_OWNERS): whose frame owns a
- * stack's bytes.  Sets O (its patterns point into A's values; free O->own
- * after), or returns a usage error.
+ * --owner RULE, --own PATTERN and --alloc-fn REGEX (OPTION_OWNERS): whose
+ * frame owns a stack's bytes.  Sets O, with the built-in allocator
+ * wrappers and --alloc-fn's (its --own patterns point into A's values;
+ * owners_release(O) after), or returns a usage error.
  */
 int setup_owners(struct cmd_args *a, struct owners *o);
+/* The allocator wrappers policy P declares, added to O. */
+void setup_owners_policy(struct owners *o, const struct policy *p);
+/*
+ * With -v: say on stderr which frames PASSED (a tally by function name:
+ * what BYTES names, and stacks in allocs) were passed over as O's
+ * allocator wrappers, and by which pattern.
+ */
+void setup_say_passed(const struct cmd_args *a, const struct owners *o,
+		      const struct tally *passed, const char *bytes);
 
 #define OPT_OWNER (OPT_LONG_ONLY + 500)
 #define OPT_OWN (OPT_LONG_ONLY + 501)
+#define OPT_ALLOC_FN (OPT_LONG_ONLY + 502)
 #define OPTION_OWNERS                                                       \
 	{ OPT_OWNER, "owner", "RULE", OPT_VALUE,                            \
 	  "who owns a stack's bytes: program (its first frame of the "      \
@@ -93,7 +106,11 @@ int setup_owners(struct cmd_args *a, struct owners *o);
 	  "past the allocator, as google-pprof)" },                         \
 	{ OPT_OWN, "own", "PATTERN", OPT_VALUE,                             \
 	  "binaries or source files matching PATTERN (a glob, or a path "   \
-	  "prefix) are the program's own code too" }
+	  "prefix) are the program's own code too" },                      \
+	{ OPT_ALLOC_FN, "alloc-fn", "REGEX", OPT_VALUE,                     \
+	  "functions whose whole name matches REGEX wrap the allocator: "   \
+	  "their callers own what they allocate (besides the built-in "     \
+	  "list: zmalloc, g_malloc, xmalloc, palloc...)" }
 
 /*
  * Where a command that writes a run (record, snapshot) puts its files,

@@ -45,6 +45,10 @@ struct tally {
 	/* tally_functions': whose frame owns a stack's bytes (NULL:
 	 * pprof's rule); the user's. */
 	const struct owners *owners;
+	/* tally_functions': where it counts the allocator wrappers it passed
+	 * over to find an owner, by function (bytes; allocs: stacks), or
+	 * NULL; the user's. */
+	struct tally *passed;
 	/* tally_functions' scratch: a stack's logical frames. */
 	struct lframe *lframes;
 	size_t lframes_alloc;

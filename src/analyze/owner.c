@@ -6,13 +6,54 @@
  */
 #include "owner.h"
 
+#define PCRE2_CODE_UNIT_WIDTH 8
 #include <fnmatch.h>
+#include <pcre2.h>
 #include <string.h>
 
 #include "stacktext.h"
 #include "util.h"
 
-const struct owners owners_pprof = { OWNER_PPROF, NULL, 0 };
+/*
+ * The allocator wrappers of well-known C programs and libraries, by
+ * family (dmprof(1) lists them).  Each wraps malloc to add accounting,
+ * out-of-memory handling or pools, and sits between the allocator and
+ * the code that wanted the memory: in the program's own binary where
+ * the project builds it in (redis, git, postgres, nginx, python3,
+ * sqlite3's amalgamation), so the location rule alone would name it the
+ * owner of everything.  Containers (g_ptr_array_add, std::vector) are
+ * not here: they are code the caller chose, and a library's.
+ */
+const struct wrapper_family owner_wrapper_families[] = {
+	{ "redis", "z(?:try)?(?:m|c|re)alloc(?:_[a-z_]+)?|zstrdup" },
+	{ "glib", "g_(?:try_)?(?:malloc0?|realloc)(?:_n)?|g_(?:new0?|renew)|"
+		  "g_slice_(?:alloc0?|copy)|g_aligned_alloc0?|"
+		  "g_(?:strn?dup|strdupv|memdup2?|strdup_v?printf|strconcat|"
+		  "strjoinv?)" },
+	{ "xmalloc", "(?:do_)?x(?:m|c|re|z|n|nre|2n?re|i|ic|ire|iz|p)alloc"
+		     "(?:z|array)?(?:_gently|_nofail)?|"
+		     "x(?:strn?dup|memdupz?|charalloc|reallocarray)" },
+	{ "postgres", "palloc(?:0|_extended|_aligned)?|"
+		      "repalloc(?:0|_huge|_extended)?|MemoryContextAlloc\\w*|"
+		      "pn?strdup|psprintf|AllocSet(?:Alloc|Realloc)\\w*|"
+		      "(?:Generation|Slab|Bump)(?:Alloc|Realloc)\\w*" },
+	{ "nginx", "ngx_(?:alloc|calloc|memalign|p(?:n|c|mem)?alloc|"
+		   "palloc_(?:small|large|block))" },
+	{ "python", "_?Py(?:Mem|Object)_(?:Raw)?(?:Malloc|Calloc|Realloc)|"
+		    "_PyMem_\\w*(?:Malloc|Calloc|Realloc)|pymalloc_\\w+|"
+		    "_PyObject_(?:GC_)?(?:New|NewVar|Alloc)\\w*|gc_alloc|"
+		    "PyType_GenericAlloc|_PyType_AllocNoTrack" },
+	{ "openssl", "CRYPTO_(?:secure_)?(?:malloc|zalloc|realloc|"
+		     "clear_realloc|strn?dup|memdup)" },
+	{ "sqlite", "sqlite3(?:_malloc(?:64)?|_realloc(?:64)?|Malloc\\w*|"
+		    "Realloc|Mem(?:Malloc|Realloc)|DbMalloc\\w*|DbRealloc\\w*|"
+		    "DbStrN?Dup|PageMalloc)|mallocWithAlarm|dbMallocRawFinish|"
+		    "dbReallocFinish|pcache1Alloc" },
+	{ "lua", "luaM_\\w+|l_alloc" },
+	{ NULL, NULL },
+};
+
+const struct owners owners_pprof = { .rule = OWNER_PPROF };
 
 /* Where Debian (and most distributions) install libraries. */
 const char *const owner_system_lib_dirs[] = {
@@ -102,4 +143,117 @@ int owners_rule(struct owners *o, const char *name)
 	else
 		return -1;
 	return 0;
+}
+
+static pcre2_code *compile(const char *pattern, struct strbuf *err)
+{
+	PCRE2_SIZE off;
+	int code;
+	/* Whole names, as a policy's patterns match whole fields. */
+	pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern,
+				       PCRE2_ZERO_TERMINATED,
+				       PCRE2_ANCHORED | PCRE2_ENDANCHORED |
+					       PCRE2_DOTALL,
+				       &code, &off, NULL);
+
+	if (!re) {
+		PCRE2_UCHAR msg[256];
+
+		pcre2_get_error_message(code, msg, sizeof(msg));
+		if (err)
+			sb_addf(err, "%s at offset %zu", (char *)msg,
+				(size_t)off);
+		return NULL;
+	}
+	pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);
+	return re;
+}
+
+int owners_add_wrapper(struct owners *o, const char *pattern,
+		       const char *origin, struct strbuf *err)
+{
+	struct strbuf all = STRBUF_INIT;
+	pcre2_code *re = compile(pattern, err);
+	struct alloc_fn *fn;
+
+	if (!re)
+		return -1;
+	o->fns = xreallocarray(o->fns, o->nfns + 1, sizeof(*o->fns));
+	fn = &o->fns[o->nfns++];
+	fn->pattern = xstrdup(pattern);
+	fn->origin = xstrdup(origin);
+	fn->code = re;
+	/*
+	 * All of them in one pattern, asked first: one match per frame
+	 * whatever their number, and which one only when it matched.
+	 */
+	for (size_t i = 0; i < o->nfns; i++)
+		sb_addf(&all, "%s(?:%s)", i ? "|" : "", o->fns[i].pattern);
+	pcre2_code_free(o->any);
+	o->any = compile(all.buf, NULL);
+	sb_release(&all);
+	if (!o->mctx) {
+		o->mctx = pcre2_match_context_create(NULL);
+		pcre2_set_match_limit(o->mctx, 1000000);
+		pcre2_set_depth_limit(o->mctx, 10000);
+		o->md = pcre2_match_data_create(1, NULL);
+	}
+	return 0;
+}
+
+void owners_builtin_wrappers(struct owners *o)
+{
+	struct strbuf origin = STRBUF_INIT;
+
+	for (const struct wrapper_family *w = owner_wrapper_families;
+	     w->family; w++) {
+		sb_reset(&origin);
+		sb_addf(&origin, "built-in %s", w->family);
+		if (owners_add_wrapper(o, w->pattern, origin.buf, NULL) < 0)
+			BUG("built-in wrapper pattern of %s", w->family);
+	}
+	sb_release(&origin);
+}
+
+static bool matches(const struct owners *o, const void *code,
+		    const char *func, size_t len)
+{
+	int rc = pcre2_match(code, (PCRE2_SPTR)func, len, 0, 0, o->md,
+			     o->mctx);
+
+	/* (An error, the limits met: no match, as for a policy's rule.) */
+	return rc >= 0;
+}
+
+long owner_wrapper(const struct owners *o, const char *func, size_t len)
+{
+	const char *paren;
+
+	if (!o || !o->any || !func)
+		return -1;
+	/* "xmalloc(unsigned long)" with --full-names is xmalloc. */
+	paren = memchr(func, '(', len);
+	if (paren && paren > func)
+		len = (size_t)(paren - func);
+	if (!matches(o, o->any, func, len))
+		return -1;
+	for (size_t i = 0; i < o->nfns; i++)
+		if (matches(o, o->fns[i].code, func, len))
+			return (long)i;
+	return -1;
+}
+
+void owners_release(struct owners *o)
+{
+	for (size_t i = 0; i < o->nfns; i++) {
+		free(o->fns[i].pattern);
+		free(o->fns[i].origin);
+		pcre2_code_free(o->fns[i].code);
+	}
+	free(o->fns);
+	pcre2_code_free(o->any);
+	pcre2_match_context_free(o->mctx);
+	pcre2_match_data_free(o->md);
+	free(o->own);
+	memset(o, 0, sizeof(*o));
 }

@@ -779,6 +779,7 @@ static void peak_owners(struct page *pg, struct json_writer *w, size_t p)
 	cs = &pg->cells[p * pg->nat + (j < pg->nat ? j : 0)];
 	tally_init(&t);
 	t.owners = pg->opt->owners;
+	t.passed = pg->opt->passed;
 	for (size_t i = 0; i < cs->n; i++) {
 		struct tally_entry *e;
 

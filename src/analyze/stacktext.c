@@ -330,6 +330,7 @@ enum {
 	FRAME_KNOWN = 1,
 	FRAME_ALLOCATOR = 2,
 	FRAME_OWN = 4, /* the program's own code */
+	FRAME_WRAPPER = 8, /* an allocator wrapper (owner.h) */
 };
 
 static uint8_t frame_kind(struct tally *funcs, const struct model *m,
@@ -337,11 +338,16 @@ static uint8_t frame_kind(struct tally *funcs, const struct model *m,
 {
 	uint8_t kind = FRAME_KNOWN;
 
-	if (is_allocator(lf))
+	if (is_allocator(lf)) {
 		kind |= FRAME_ALLOCATOR;
-	else if (funcs->owners && funcs->owners->rule == OWNER_PROGRAM &&
-		 owner_frame_is_own(funcs->owners, m, lf->f, lf->k))
-		kind |= FRAME_OWN;
+	} else if (funcs->owners && funcs->owners->rule == OWNER_PROGRAM) {
+		const char *func = frame_func(lf->f, lf->k);
+
+		if (func && owner_wrapper(funcs->owners, func, strlen(func)) >= 0)
+			kind |= FRAME_WRAPPER;
+		else if (owner_frame_is_own(funcs->owners, m, lf->f, lf->k))
+			kind |= FRAME_OWN;
+	}
 	return kind;
 }
 
@@ -388,6 +394,35 @@ bool tally_placed_flat(const struct tally_entry *e)
 	return e->flags & PLACE_FLAT;
 }
 
+/*
+ * The allocator wrappers V[FROM, TO) passed over on the way to the owner
+ * at TO, into FUNCS->passed: SIZE bytes and one stack each (once, in a
+ * recursion).
+ */
+static void count_passed(struct tally *funcs, const struct model *m,
+			 const struct lframe *v, size_t from, size_t to,
+			 int64_t size)
+{
+	struct strbuf name = STRBUF_INIT;
+	uint64_t stamp = ++funcs->passed->stamp;
+
+	for (size_t i = from; i < to; i++) {
+		struct tally_entry *e;
+
+		if (!(frame_flags(funcs, m, &v[i]) & FRAME_WRAPPER))
+			continue;
+		sb_reset(&name);
+		frame_name(&name, v[i].f, v[i].k);
+		e = tally_get(funcs->passed, name.buf, name.len);
+		if (e->stamp == stamp)
+			continue;
+		e->stamp = stamp;
+		e->bytes = add64(e->bytes, size, &funcs->overflow);
+		e->allocs++;
+	}
+	sb_release(&name);
+}
+
 struct tally_entry *tally_functions(struct tally *funcs, const struct model *m,
 				    const struct stack *st, const int64_t *add,
 				    size_t n, bool cum)
@@ -431,6 +466,8 @@ struct tally_entry *tally_functions(struct tally *funcs, const struct model *m,
 			owner = i;
 			break;
 		}
+	if (funcs->passed)
+		count_passed(funcs, m, v, first, owner, size);
 	for (size_t i = cum ? first : owner;
 	     i < (cum ? nf : owner + (owner < nf)); i++) {
 		struct tally_entry *e;

@@ -201,7 +201,8 @@ struct diff {
 	bool overflow;          /* a sum of sizes saturated */
 	size_t suspects;
 	int64_t suspect_growth;
-	struct owners owners;   /* --owner, --own */
+	struct owners owners;   /* --owner, --own, --alloc-fn */
+	struct tally passed;    /* -v: allocator wrappers passed over */
 	/* diff FIRST: where the run's teardown is, the dump after it
 	 * (has_after), and the run's shape (has_shape). */
 	struct run_teardown td;
@@ -884,12 +885,12 @@ static int cmd_diff_run(struct cmd_args *a)
 	memset(&ob, 0, sizeof(ob));
 	if ((status = setup_one_policy(a, &policy)))
 		return status;
-	if ((status = setup_rows(a, 10, &rows)) ||
-	    (status = setup_owners(a, &d.owners)))
-		return status;
 	if (a->argc < 1 || a->argc > 2)
 		return cmd_usage_error(a, a->argc ? "too many operands"
 						  : "which dumps?");
+	if ((status = setup_rows(a, 10, &rows)) ||
+	    (status = setup_owners(a, &d.owners)))
+		return status;
 	d.rows = rows;
 	d.exact = args_has(a, 'b');
 	d.json = args_has(a, OPT_JSON);
@@ -901,12 +902,15 @@ static int cmd_diff_run(struct cmd_args *a)
 	d.stacks.plural = "stacks";
 	tally_init(&d.ftally);
 	d.ftally.owners = &d.owners;
+	tally_init(&d.passed);
+	d.ftally.passed = a->verbose ? &d.passed : NULL;
 	a->sym.want_source = true;
 	if (a->argc == 1 || one_run(a->argv[0], a->argv[1], &ca, &cb))
 		rc = in_run(&d, &o, a, policy);
 	else
 		rc = across(&d, &o, &ob, a, policy);
 	if (!rc) {
+		setup_owners_policy(&d.owners, d.p);
 		build_components(&d);
 		build_stacks_and_functions(&d);
 		/* (JSON prints every row, in order.) */
@@ -924,6 +928,7 @@ static int cmd_diff_run(struct cmd_args *a)
 			print_json(&d);
 		else
 			print_text(&d);
+		setup_say_passed(a, &d.owners, &d.passed, "bytes changed");
 	}
 	changes_free(&d.c);
 	free(d.comps.v);
@@ -934,7 +939,8 @@ static int cmd_diff_run(struct cmd_args *a)
 	free(d.text_at);
 	sb_release(&d.texts);
 	tally_free(&d.ftally);
-	free(d.owners.own);
+	tally_free(&d.passed);
+	owners_release(&d.owners);
 	change_end_free(&d.after);
 	run_shape_free(&d.shape);
 	setup_close(&ob);

@@ -14,6 +14,7 @@
 #include "pagedata.h"
 #include "series.h"
 #include "setup.h"
+#include "tally.h"
 #include "util.h"
 
 extern const char page_html[];
@@ -137,6 +138,7 @@ static int cmd_html_run(struct cmd_args *a)
 	struct strbuf data = STRBUF_INIT;
 	struct timeline tl;
 	struct owners owners;
+	struct tally passed;
 	struct growth grow;
 	char *policies, *output = NULL, *title = NULL;
 	size_t stacks;
@@ -150,6 +152,7 @@ static int cmd_html_run(struct cmd_args *a)
 		return status;
 	output = args_get(a, 'o') ? xstrdup(args_get(a, 'o'))
 				  : default_output(a->argv[0]);
+	tally_init(&passed);
 	memset(&opt, 0, sizeof(opt));
 	opt.policy = policies = setup_policies(a);
 	opt.dumps = (const char *const *)a->argv;
@@ -165,12 +168,15 @@ static int cmd_html_run(struct cmd_args *a)
 		status = 1;
 		goto out;
 	}
+	for (size_t i = 0; i < tl.set.n; i++)
+		setup_owners_policy(&owners, tl.set.v[i]);
 	title = xstrdup(tl.run.series.prefix);
 	memset(&po, 0, sizeof(po));
 	po.stacks = stacks;
 	po.snapshots = 12;
 	po.title = title;
 	po.owners = &owners;
+	po.passed = a->verbose ? &passed : NULL;
 	if (grow.walking) {
 		grow.walking = false;
 		/* (A or B unread: no growth on the page, the rest is.) */
@@ -178,13 +184,18 @@ static int cmd_html_run(struct cmd_args *a)
 		po.td = &grow.td;
 		po.grew = grow.done ? &grow.c : NULL;
 	}
-	if (pagedata_write(&data, &tl, &po) < 0 || write_page(output, &data) < 0)
+	if (pagedata_write(&data, &tl, &po) < 0 ||
+	    write_page(output, &data) < 0) {
 		status = 1;
-	else if (strcmp(output, "-"))
-		fprintf(stderr, "dmprof: wrote %s (%zu KiB, %zu snapshots): open "
-				"it in a browser\n",
-			output, (strlen(page_html) + data.len + 1023) / 1024,
-			tl.n);
+	} else {
+		setup_say_passed(a, &owners, &passed, "bytes at the peak");
+		if (strcmp(output, "-"))
+			fprintf(stderr, "dmprof: wrote %s (%zu KiB, %zu "
+					"snapshots): open it in a browser\n",
+				output,
+				(strlen(page_html) + data.len + 1023) / 1024,
+				tl.n);
+	}
 	if (!status && tl.skipped_errors)
 		status = 1;
 out:
@@ -197,7 +208,8 @@ out:
 	free(policies);
 	free(output);
 	free(title);
-	free(owners.own);
+	owners_release(&owners);
+	tally_free(&passed);
 	return status;
 }
 

@@ -47,7 +47,8 @@ struct top {
 	struct agg_builtins builtins;
 	int64_t total;         /* of the components of the partition */
 	struct tally funcs;    /* v[0] flat, v[1] cum */
-	struct owners owners;  /* --owner, --own */
+	struct owners owners;  /* --owner, --own, --alloc-fn */
+	struct tally passed;   /* -v: allocator wrappers passed over */
 	int64_t stack_bytes;   /* the bytes with stacks, in scope */
 	struct strbuf sb;
 	int *cols;             /* the components shown, largest first */
@@ -636,6 +637,7 @@ static int cmd_top_run(struct cmd_args *a)
 		status = 1;
 		goto early;
 	}
+	setup_owners_policy(&t.owners, o.policy);
 	t.o = &o;
 	t.snap = &snap;
 	t.col = -1;
@@ -644,6 +646,8 @@ static int cmd_top_run(struct cmd_args *a)
 	t.exact = args_has(a, 'b');
 	tally_init(&t.funcs);
 	t.funcs.owners = &t.owners;
+	tally_init(&t.passed);
+	t.funcs.passed = a->verbose ? &t.passed : NULL;
 	t.values = xcalloc(o.policy->ncols, sizeof(*t.values));
 	memset(&stats, 0, sizeof(stats));
 	if (component && (t.col = setup_component(o.policy, component)) < 0) {
@@ -688,17 +692,19 @@ static int cmd_top_run(struct cmd_args *a)
 		print_json(&t);
 	else
 		print_text(&t);
+	setup_say_passed(a, &t.owners, &t.passed, "bytes");
 out:
 	comptree_free(&t.ctree);
 	free(t.cols);
 	free(t.values);
 	tally_free(&t.funcs);
+	tally_free(&t.passed);
 	sb_release(&t.sb);
 	snapshot_release(&snap);
 	setup_close(&o);
 early:
 	run_shape_free(&t.shape);
-	free(t.owners.own);
+	owners_release(&t.owners);
 	return status;
 }
 

@@ -2,6 +2,7 @@
 #include "setup.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include "aggregate.h"
 #include "suggest.h"
 #include "scan.h"
+#include "tally.h"
 
 int setup_open(struct setup *o, struct cmd_args *a, const char *dump,
 		 const char *policy, bool all)
@@ -270,7 +272,70 @@ int setup_owners(struct cmd_args *a, struct owners *o)
 		o->own = xreallocarray(o->own, o->nown + 1, sizeof(*o->own));
 		o->own[o->nown++] = a->v[i].value;
 	}
+	owners_builtin_wrappers(o);
+	for (size_t i = 0; i < a->nv; i++) {
+		struct strbuf err = STRBUF_INIT;
+		int rc;
+
+		if (a->v[i].key != OPT_ALLOC_FN)
+			continue;
+		if (!*a->v[i].value) {
+			owners_release(o);
+			return cmd_usage_error(a, "--alloc-fn wants a pattern");
+		}
+		if (owners_add_wrapper(o, a->v[i].value, "--alloc-fn", &err) <
+		    0) {
+			rc = cmd_usage_error(a, "--alloc-fn '%s': invalid regex: %s",
+					     a->v[i].value, err.buf);
+			sb_release(&err);
+			owners_release(o);
+			return rc;
+		}
+	}
 	return 0;
+}
+
+void setup_owners_policy(struct owners *o, const struct policy *p)
+{
+	struct strbuf origin = STRBUF_INIT;
+
+	for (size_t i = 0; i < p->nalloc_fns; i++) {
+		sb_reset(&origin);
+		sb_addf(&origin, "%s:%lu", p->path ? p->path : p->label,
+			p->alloc_fns[i]->line);
+		/* (The policy's loader checked it.) */
+		if (owners_add_wrapper(o, p->alloc_fns[i]->text, origin.buf,
+				       NULL) < 0)
+			BUG("%s: alloc-fn pattern not checked", origin.buf);
+	}
+	sb_release(&origin);
+}
+
+void setup_say_passed(const struct cmd_args *a, const struct owners *o,
+		      const struct tally *passed, const char *bytes)
+{
+	struct tally_entry **v;
+
+	if (!a->verbose || o->rule != OWNER_PROGRAM)
+		return;
+	if (!passed->n) {
+		note("owners: no frame passed over as an allocator wrapper");
+		return;
+	}
+	v = xmemdup(passed->v, passed->n * sizeof(*v));
+	qsort(v, passed->n, sizeof(*v), tally_cmp_bytes);
+	note("owners: %zu functions passed over as allocator wrappers "
+	     "(their callers own the bytes):", passed->n);
+	for (size_t i = 0; i < passed->n; i++) {
+		long w = owner_wrapper(o, v[i]->key, v[i]->len);
+
+		note("  %s: %" PRId64 " %s in %" PRId64 " stack%s, by %s '%s'",
+		     v[i]->key, v[i]->bytes, bytes, v[i]->allocs,
+		     v[i]->allocs == 1 ? "" : "s",
+		     w >= 0 ? o->fns[w].origin : "?",
+		     w >= 0 ? o->fns[w].pattern : "?");
+	}
+	free(v);
 }
 
 int setup_rows(struct cmd_args *a, size_t dflt, size_t *rows)

@@ -206,6 +206,9 @@ void policy_free(struct policy *p)
 		for (int f = 0; f < COND_NFIELDS; f++)
 			pattern_free(p->rules[i].cond[f]);
 	free(p->rules);
+	for (size_t i = 0; i < p->nalloc_fns; i++)
+		pattern_free(p->alloc_fns[i]);
+	free(p->alloc_fns);
 	for (int f = 0; f < COND_NFIELDS; f++) {
 		acm_free(p->acm[f]);
 		free(p->found[f]);

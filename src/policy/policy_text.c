@@ -204,6 +204,32 @@ static void parse_rule(struct loader *ld, struct statement *st)
 		r->broken = true;
 }
 
+/*
+ * "alloc-fn PATTERN...": functions that wrap the allocator, whose callers
+ * own what they allocate (owner.h).  Each a whole-name pattern.
+ */
+static void parse_alloc_fn(struct loader *ld, struct statement *st)
+{
+	struct policy *p = ld->p;
+
+	if (st->n < 2) {
+		lerr(ld, st->t[0].line, st->t[0].col,
+		     "'alloc-fn' wants one or more patterns of function names");
+		return;
+	}
+	for (size_t i = 1; i < st->n; i++) {
+		const struct token *t = &st->t[i];
+		struct pattern *pat = compile_pattern(ld, t->s, t->len, t->line,
+						      0, t->cols);
+
+		if (!pat)
+			continue;
+		p->alloc_fns = xreallocarray(p->alloc_fns, p->nalloc_fns + 1,
+					     sizeof(*p->alloc_fns));
+		p->alloc_fns[p->nalloc_fns++] = pat;
+	}
+}
+
 static void parse_statement(struct loader *ld, struct statement *st,
 			    bool *seen_header)
 {
@@ -241,8 +267,13 @@ static void parse_statement(struct loader *ld, struct statement *st,
 		parse_rule(ld, st);
 		return;
 	}
+	if (!strcmp(t[0].s, "alloc-fn")) {
+		parse_alloc_fn(ld, st);
+		return;
+	}
 	lerr(ld, t[0].line, t[0].col,
-	     "unknown keyword '%s' (expected dmprof-policy, columns or rule)",
+	     "unknown keyword '%s' (expected dmprof-policy, columns, rule or "
+	     "alloc-fn)",
 	     t[0].s);
 }
 

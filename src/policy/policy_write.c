@@ -157,6 +157,13 @@ int policy_write(const struct policy *p, struct strbuf *out,
 	}
 	if (col)
 		sb_addch(out, '\n');
+	if (p->nalloc_fns)
+		sb_addch(out, '\n');
+	for (size_t i = 0; i < p->nalloc_fns; i++) {
+		sb_addstr(out, "alloc-fn ");
+		add_pattern(out, p->alloc_fns[i]);
+		sb_addch(out, '\n');
+	}
 	/* Align the allocators for reading down the rules. */
 	for (size_t i = 0; i < p->nrules; i++) {
 		struct strbuf w = STRBUF_INIT;

@@ -23,7 +23,10 @@
 #     (objects.sh);
 #   - dmprof snapshot of running processes: heapknown's heap as heap and
 #     glibc say it, python3, sqlite3 and a C++ server snapshotted mid-run
-#     unchanged, every byte in a component (snapshot.sh).
+#     unchanged, every byte in a component (snapshot.sh);
+#   - allocator wrappers passed over for owners: a GLib program's and its
+#     own (--alloc-fn), and redis-server's zmalloc under redis-benchmark
+#     (wrappers.sh).
 # Usage: tests/real/run.sh DMPROF_BINARY
 set -u
 bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -210,6 +213,7 @@ fi
 . "$top/tests/real/core.sh"
 . "$top/tests/real/objects.sh"
 . "$top/tests/real/snapshot.sh"
+. "$top/tests/real/wrappers.sh"
 
 echo "real: $pass passed, $fail failed"
 [ $fail = 0 ]

@@ -249,6 +249,37 @@ Test(policy, write_round_trip)
 	policy_free(q);
 }
 
+Test(policy, alloc_fn_declarations)
+{
+	struct strbuf a = STRBUF_INIT;
+	struct policy *p, *q;
+
+	capture_stderr();
+	p = parse(HEAD "columns m u\n"
+		       "alloc-fn 'pool_(get|put)' my_alloc\n"
+		       "alloc-fn \"arena_[a-z]+\"\n"
+		       "rule m malloc\n" CATCH);
+	cr_assert_not_null(p, "%s", stderr_text());
+	cr_assert_eq(p->nalloc_fns, 3);
+	cr_assert_str_eq(p->alloc_fns[0]->text, "pool_(get|put)");
+	cr_assert_str_eq(p->alloc_fns[2]->text, "arena_[a-z]+");
+	cr_assert_eq(p->alloc_fns[2]->line, 4);
+	/* Written and read back the same. */
+	policy_write(p, &a, NULL);
+	cr_assert(strstr(a.buf, "\nalloc-fn 'pool_(get|put)'\n"), "%s", a.buf);
+	q = parse(a.buf);
+	cr_assert_not_null(q, "%s", a.buf);
+	cr_assert_eq(q->nalloc_fns, 3);
+	cr_assert_str_eq(q->alloc_fns[1]->text, "my_alloc");
+	sb_release(&a);
+	policy_free(p);
+	policy_free(q);
+	parse_fails(HEAD "columns m u\nalloc-fn 'x('\nrule m malloc\n" CATCH,
+		    "t.policy:3:13: invalid regex 'x(': missing closing");
+	parse_fails(HEAD "columns m u\nalloc-fn\nrule m malloc\n" CATCH,
+		    "t.policy:3:1: 'alloc-fn' wants one or more patterns");
+}
+
 Test(policy, match_limit_is_an_error)
 {
 	struct policy *p = parse(HEAD "columns a b m u\n"

@@ -321,7 +321,7 @@ static const struct stack *cxx_stack(void)
 Test(stacks, owner_is_the_programs_first_frame)
 {
 	const struct stack *st = cxx_stack();
-	struct owners own = { OWNER_PROGRAM, NULL, 0 };
+	struct owners own = { .rule = OWNER_PROGRAM };
 
 	t.owners = &own;
 	tally_functions(&t, &m, st, (int64_t[]){ 4096 }, 1, true);
@@ -346,7 +346,7 @@ Test(stacks, pprof_owner_is_the_first_frame_past_the_allocator)
 Test(stacks, a_stack_without_own_code_keeps_pprofs_owner)
 {
 	const struct stack *st = cxx_stack();
-	struct owners own = { OWNER_PROGRAM, NULL, 0 };
+	struct owners own = { .rule = OWNER_PROGRAM };
 
 	/* The program's frames named as the system's: none is its own. */
 	for (size_t i = 3; i < 5; i++)
@@ -356,9 +356,120 @@ Test(stacks, a_stack_without_own_code_keeps_pprofs_owner)
 	cr_assert_eq(fn("std::__new_allocator::allocate")->v[0], 8);
 }
 
+/* A C stack through redis's wrappers: zmalloc <- zmalloc_usable <- ... */
+static const struct stack *wrapped_stack(void)
+{
+	const char *b = write_file("w.00001.0001.buckets",
+				   "9 malloc 0x100 0x200 0x300 0x400 0x500\n",
+				   -1);
+	uint32_t exe;
+
+	cr_assert_eq(bucketfile_load(&m, b), 0);
+	symbolize_model(&m, NULL, NULL);
+	exe = model_binary(&m, strtab_intern_str(&m.strings, "/opt/r/srv"));
+	m.main_bin = exe;
+	name(0, "malloc", NULL, 0);
+	name(1, "ztrymalloc_usable_internal", "/src/r/zmalloc.c", 120);
+	name(2, "zmalloc_usable", "/src/r/zmalloc.c", 150);
+	name(3, "_sdsnewlen", "/src/r/sds.c", 88);
+	name(4, "main", "/src/r/server.c", 7000);
+	for (size_t i = 0; i < 5; i++)
+		m.frames.v[i]->bin = exe;
+	return stack_of(9);
+}
+
+Test(stacks, allocator_wrappers_pass_their_bytes_to_the_caller)
+{
+	const struct stack *st = wrapped_stack();
+	struct owners own;
+	struct tally passed;
+
+	memset(&own, 0, sizeof(own));
+	owners_builtin_wrappers(&own);
+	tally_init(&passed);
+	t.owners = &own;
+	t.passed = &passed;
+	tally_functions(&t, &m, st, (int64_t[]){ 4096 }, 1, true);
+	cr_assert_eq(fn("_sdsnewlen")->v[0], 4096);
+	cr_assert_eq(fn("zmalloc_usable")->v[0], 0);
+	cr_assert_eq(fn("zmalloc_usable")->v[1], 4096);
+	/* What was passed over, once a stack. */
+	cr_assert_eq(passed.n, 2);
+	cr_assert_eq(tally_find(&passed, "zmalloc_usable", 14)->bytes, 4096);
+	cr_assert_eq(tally_find(&passed, "zmalloc_usable", 14)->allocs, 1);
+	/* The wrappers are still the program's code, shown as such. */
+	cr_assert(owner_frame_is_own(&own, &m, m.frames.v[2], 0));
+	tally_free(&passed);
+	owners_release(&own);
+}
+
+Test(stacks, pprofs_rule_keeps_the_wrapper)
+{
+	const struct stack *st = wrapped_stack();
+	struct owners own;
+
+	memset(&own, 0, sizeof(own));
+	owners_builtin_wrappers(&own);
+	own.rule = OWNER_PPROF;
+	t.owners = &own;
+	tally_functions(&t, &m, st, (int64_t[]){ 64 }, 1, true);
+	cr_assert_eq(fn("ztrymalloc_usable_internal")->v[0], 64);
+	owners_release(&own);
+}
+
+Test(stacks, the_built_in_wrappers)
+{
+	static const char *const wrappers[] = {
+		"zmalloc", "zcalloc_num", "ztryrealloc_usable", "zstrdup",
+		"g_malloc", "g_malloc0_n", "g_try_realloc", "g_strdup",
+		"g_strdup_printf", "g_slice_alloc0", "g_memdup2", "xmalloc",
+		"xmallocz_gently", "xcalloc", "xrealloc", "x2nrealloc",
+		"xstrdup", "xmemdupz", "do_xmalloc", "palloc", "palloc0",
+		"repalloc_huge", "MemoryContextAllocZero", "pstrdup",
+		"ngx_alloc", "ngx_palloc", "ngx_pnalloc", "ngx_pcalloc",
+		"PyMem_Malloc", "PyMem_RawCalloc", "PyObject_Malloc",
+		"_PyObject_GC_New", "pymalloc_alloc", "CRYPTO_malloc",
+		"CRYPTO_zalloc", "CRYPTO_strndup", "sqlite3Malloc",
+		"sqlite3MallocZero", "sqlite3DbMallocRawNN", "sqlite3_malloc64",
+		"luaM_malloc_", "luaM_realloc_", "l_alloc",
+		"xmalloc(unsigned long)", NULL,
+	};
+	static const char *const others[] = {
+		"zaddCommand", "ziplistNew", "malloc_usable_size",
+		"g_ptr_array_add", "g_hash_table_insert", "xz_dec_run",
+		"xmalloc_helper", "main", "palloc_stats", "ngx_array_push",
+		"PyList_New", "CRYPTO_free", "sqlite3VdbeExec", "luaH_new",
+		"(anonymous namespace)::xmalloc", NULL,
+	};
+	struct owners o;
+	struct strbuf err = STRBUF_INIT;
+
+	memset(&o, 0, sizeof(o));
+	cr_assert_eq(owner_wrapper(&o, "zmalloc", 7), -1); /* none yet */
+	owners_builtin_wrappers(&o);
+	for (size_t i = 0; wrappers[i]; i++)
+		cr_assert_geq(owner_wrapper(&o, wrappers[i],
+					    strlen(wrappers[i])), 0, "%s",
+			      wrappers[i]);
+	for (size_t i = 0; others[i]; i++)
+		cr_assert_eq(owner_wrapper(&o, others[i], strlen(others[i])),
+			     -1, "%s", others[i]);
+	cr_assert_str_eq(o.fns[owner_wrapper(&o, "g_new0", 6)].origin,
+			 "built-in glib");
+	/* The program's own, after the built-in ones, whole names only. */
+	cr_assert_eq(owners_add_wrapper(&o, "pool_(get|grow)", "--alloc-fn",
+					&err), 0);
+	cr_assert_eq(owner_wrapper(&o, "pool_get", 8), (long)o.nfns - 1);
+	cr_assert_eq(owner_wrapper(&o, "pool_getter", 11), -1);
+	cr_assert_eq(owners_add_wrapper(&o, "pool_(", "--alloc-fn", &err), -1);
+	cr_assert_str_eq(err.buf, "missing closing parenthesis at offset 6");
+	sb_release(&err);
+	owners_release(&o);
+}
+
 Test(stacks, own_frames_by_where_they_live)
 {
-	struct owners o = { OWNER_PROGRAM, NULL, 0 };
+	struct owners o = { .rule = OWNER_PROGRAM };
 	const char *pats[] = { "/usr/lib/x86_64-linux-gnu/libsqlite3*" };
 	const struct stack *st = cxx_stack();
 	struct frame *lib = m.frames.v[5], *exe = m.frames.v[4];
@@ -403,7 +514,7 @@ Test(stacks, own_frames_by_where_they_live)
 Test(stacks, compact_text_folds_library_runs)
 {
 	const struct stack *st = cxx_stack();
-	struct owners own = { OWNER_PROGRAM, NULL, 0 };
+	struct owners own = { .rule = OWNER_PROGRAM };
 	struct strbuf sb = STRBUF_INIT;
 
 	stack_text_compact(&sb, &m, st, &own, SIZE_MAX);
