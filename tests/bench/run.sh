@@ -150,6 +150,7 @@ deep() {
 	best3 csv-l2 "$bin" csv -p l2 "$d/deep.01234.0001.heap" || return
 	row deep "$deep_mb MB: csv -p l2, vs awk" $base_s $base_kb $secs $rss_kb
 	csv_s=$secs csv_kb=$rss_kb
+	within "deep: csv -p l2 within 0.7x of one awk pass" $base_s $secs 0.7
 	target "deep: csv -p l2 under 2.5 s" "$(printf '%.2f s' "$secs")" \
 		"$(at_most "$secs" 2.5)"
 	target "deep: both cores busy (CPU over 150% of one)" "$cpu%" \
@@ -178,24 +179,36 @@ deep() {
 	row deep "html -p l2,l1, vs csv -p l2,l1" $csv2_s $csv2_kb $secs $rss_kb
 	within "deep: html within 1.2x of csv's time (2 policies)" $csv2_s $secs 1.2
 	html_page "$work/deep.html"
-	# How cost grows: the same million buckets over 10 and 30
+	# How cost grows: the same million buckets over 10, 30 and 1000
 	# snapshots instead of 100 (time should follow the input, memory
-	# the distinct buckets).
-	for k in 10 30; do
+	# the distinct buckets), per snapshot.
+	for k in 10 30 100 1000; do
+		if [ $k = 100 ]; then
+			grow deep "csv -p l2, 100 snapshots" $csv_s $csv_kb 100 \
+				snapshot
+			continue
+		fi
 		dk=$work/deep$k
-		[ -e "$dk/deep.01234.00$k.heap" ] ||
+		last=$(printf '%s/deep.01234.%04d.heap' "$dk" $k)
+		[ -e "$last" ] ||
 			"$work/gen_deep" "$dk" $k 100000 1000000 || return
 		measure csv-l2-$k "$bin" csv -p l2 "$dk/deep.01234.0001.heap" ||
 			return
-		grow deep "csv -p l2, $k snapshots" $secs $rss_kb
+		grow deep "csv -p l2, $k snapshots" $secs $rss_kb $k snapshot
 	done
-	grow deep "csv -p l2, 100 snapshots" $csv_s $csv_kb
 }
 
-# A row of how cost grows: CASE WHAT SECONDS KB.
+# A row of how cost grows: CASE WHAT SECONDS KB [UNITS UNIT]: with
+# UNITS, what one UNIT costs, in time and in peak RSS.
 grow() {
-	printf '%-22s %-34s %22s %9.3f s %6d MB\n' "$1" "$2" "" "$3" \
+	printf '%-22s %-34s %22s %9.3f s %6d MB' "$1" "$2" "" "$3" \
 		$(($4 / 1024))
+	if [ $# -ge 6 ]; then
+		printf '   %8.2f us, %7.1f B per %s' \
+			"$(echo "1000000 * $3 / $5" | bc -l)" \
+			"$(echo "1024 * $4 / $5" | bc -l)" "$6"
+	fi
+	printf '\n'
 }
 
 # The 1,000,000-stack gperftools profile: frames are call sites in real
@@ -221,7 +234,7 @@ gperf_1m() {
 		done
 		mv "$d/addrs.tmp" "$d/addrs"
 	fi
-	for n in 10000 100000 1000000; do
+	for n in 10000 100000 1000000 10000000; do
 		[ -s "$d/p$n.0001.heap" ] ||
 			"$work/gen_gperf" $n "$d/addrs" "$d/maps" >"$d/p$n.0001.heap" ||
 			return
@@ -233,9 +246,9 @@ gperf_1m() {
 	best3 csv-1m "$bin" csv --no-symbol-cache "$f" || return
 	row gperf-1m "$mb MB, 10^6 stacks: csv, vs awk" $base_s $base_kb $secs $rss_kb
 	csv_s=$secs csv_kb=$rss_kb
-	within "gperf-1m: csv within 1.5x of one awk pass" $base_s $secs 1.5
-	target "gperf-1m: peak RSS under 300 MB" "$((rss_kb / 1024)) MB" \
-		"$(at_most $((rss_kb / 1024)) 299)"
+	within "gperf-1m: csv within 1.0x of one awk pass" $base_s $secs 1.0
+	target "gperf-1m: peak RSS below the file's $mb MB" \
+		"$((rss_kb / 1024)) MB" "$(at_most $((rss_kb / 1024)) $((mb - 1)))"
 	if command -v go >/dev/null 2>&1; then
 		export GOCACHE="$work/gocache"
 		measure pprof-1m go tool pprof -top "$f" || return
@@ -244,12 +257,16 @@ gperf_1m() {
 	else
 		echo "bench: gperf-1m: go is missing (make check installs golang-go)"
 	fi
-	for n in 10000 100000; do
+	# How cost grows, per stack: 10^4 to 10^7 stacks of the same kind.
+	for n in 10000 100000 1000000 10000000; do
+		if [ $n = 1000000 ]; then
+			grow gperf-1m "csv, 10^6 stacks" $csv_s $csv_kb $n stack
+			continue
+		fi
 		measure csv-$n "$bin" csv --no-symbol-cache "$d/p$n.0001.heap" ||
 			return
-		grow gperf-1m "csv, 10^$((${#n} - 1)) stacks" $secs $rss_kb
+		grow gperf-1m "csv, 10^$((${#n} - 1)) stacks" $secs $rss_kb $n stack
 	done
-	grow gperf-1m "csv, 10^6 stacks" $csv_s $csv_kb
 }
 
 # The page's size, and how long a headless chromium takes to load it and
