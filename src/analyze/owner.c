@@ -225,20 +225,47 @@ static bool matches(const struct owners *o, const void *code,
 	return rc >= 0;
 }
 
+/*
+ * The length of FUNC without its parameters ("xmalloc(unsigned long)"
+ * with --full-names, DHAT's names, "A::get(int) const"): up to the '('
+ * that opens a trailing "(...)" and its qualifiers, if any, and it is not
+ * the whole name.  ("main.(*T).alloc" and "(anonymous namespace)::f"
+ * have none.)
+ */
+static size_t without_parameters(const char *func, size_t len)
+{
+	size_t depth = 0, end = len;
+
+	/* (Qualifiers: const, volatile, &, &&, noexcept.) */
+	while (end && (func[end - 1] == ' ' || func[end - 1] == '&' ||
+		       (func[end - 1] >= 'a' && func[end - 1] <= 'z')))
+		end--;
+	if (!end || func[end - 1] != ')')
+		return len;
+	for (size_t i = end; i-- > 0;) {
+		if (func[i] == ')')
+			depth++;
+		else if (func[i] == '(' && !--depth)
+			return i ? i : len;
+	}
+	return len;
+}
+
 long owner_wrapper(const struct owners *o, const char *func, size_t len)
 {
-	const char *paren;
+	size_t bare;
 
 	if (!o || !o->any || !func)
 		return -1;
-	/* "xmalloc(unsigned long)" with --full-names is xmalloc. */
-	paren = memchr(func, '(', len);
-	if (paren && paren > func)
-		len = (size_t)(paren - func);
-	if (!matches(o, o->any, func, len))
-		return -1;
+	/* By its bare name, else by its whole name. */
+	bare = without_parameters(func, len);
+	if (!matches(o, o->any, func, bare)) {
+		if (bare == len || !matches(o, o->any, func, len))
+			return -1;
+		bare = len;
+	}
 	for (size_t i = 0; i < o->nfns; i++)
-		if (matches(o, o->fns[i].code, func, len))
+		if (matches(o, o->fns[i].code, func, bare))
 			return (long)i;
 	return -1;
 }

@@ -432,14 +432,16 @@ Test(stacks, the_built_in_wrappers)
 		"CRYPTO_zalloc", "CRYPTO_strndup", "sqlite3Malloc",
 		"sqlite3MallocZero", "sqlite3DbMallocRawNN", "sqlite3_malloc64",
 		"luaM_malloc_", "luaM_realloc_", "l_alloc",
-		"xmalloc(unsigned long)", NULL,
+		"xmalloc(unsigned long)", "g_malloc(unsigned long) const",
+		NULL,
 	};
 	static const char *const others[] = {
 		"zaddCommand", "ziplistNew", "malloc_usable_size",
 		"g_ptr_array_add", "g_hash_table_insert", "xz_dec_run",
 		"xmalloc_helper", "main", "palloc_stats", "ngx_array_push",
 		"PyList_New", "CRYPTO_free", "sqlite3VdbeExec", "luaH_new",
-		"(anonymous namespace)::xmalloc", NULL,
+		"(anonymous namespace)::xmalloc", "xmalloc_stats(int)",
+		"main.(*T).xmalloc", NULL,
 	};
 	struct owners o;
 	struct strbuf err = STRBUF_INIT;
@@ -461,6 +463,15 @@ Test(stacks, the_built_in_wrappers)
 					&err), 0);
 	cr_assert_eq(owner_wrapper(&o, "pool_get", 8), (long)o.nfns - 1);
 	cr_assert_eq(owner_wrapper(&o, "pool_getter", 11), -1);
+	cr_assert_eq(owner_wrapper(&o, "pool_get(int, char*)", 20),
+		     (long)o.nfns - 1);
+	cr_assert_geq(owners_add_wrapper(&o, "main\\.\\(\\*T\\)\\.get",
+					 "--alloc-fn", &err), 0);
+	cr_assert_eq(owner_wrapper(&o, "main.(*T).get", 13), (long)o.nfns - 1);
+	cr_assert_geq(owners_add_wrapper(&o, "get\\(long\\)", "--alloc-fn",
+					 &err), 0);
+	cr_assert_eq(owner_wrapper(&o, "get(long)", 9), (long)o.nfns - 1);
+	cr_assert_eq(owner_wrapper(&o, "get(int)", 8), -1);
 	cr_assert_eq(owners_add_wrapper(&o, "pool_(", "--alloc-fn", &err), -1);
 	cr_assert_str_eq(err.buf, "missing closing parenthesis at offset 6");
 	sb_release(&err);
