@@ -359,40 +359,6 @@ const struct symcache_entry *symcache_get(struct symcache *c, uint64_t addr)
 	return from_file(c, i);
 }
 
-/*
- * LSD radix sort of V by its bits from FROM up, 11 bits a pass, as far as
- * the largest has bits (TMP as large): the addresses of one binary span a
- * few megabytes, two passes.  Returns V or TMP, whichever holds the
- * result.
- */
-static uint64_t *radix_sort(uint64_t *v, uint64_t *tmp, size_t n,
-			    unsigned from)
-{
-	uint64_t max = 0;
-
-	for (size_t i = 0; i < n; i++)
-		max = v[i] > max ? v[i] : max;
-	for (unsigned shift = from; shift < 64 && max >> shift; shift += 11) {
-		size_t count[2048] = { 0 }, sum = 0;
-		uint64_t *t;
-
-		for (size_t i = 0; i < n; i++)
-			count[(v[i] >> shift) & 2047]++;
-		for (size_t d = 0; d < 2048; d++) {
-			size_t c = count[d];
-
-			count[d] = sum;
-			sum += c;
-		}
-		for (size_t i = 0; i < n; i++)
-			tmp[count[(v[i] >> shift) & 2047]++] = v[i];
-		t = v;
-		v = tmp;
-		tmp = t;
-	}
-	return v;
-}
-
 /* The first entry at or after I whose address is not below Q. */
 static size_t gallop(const struct symcache *c, size_t i, uint64_t q)
 {
@@ -441,7 +407,7 @@ void symcache_find_many(struct symcache *c, const uint64_t *addrs, size_t n,
 	tmp = xcalloc(n, sizeof(*tmp));
 	for (size_t i = 0; i < n; i++)
 		v[i] = (addrs[i] - min) << 32 | i;
-	sorted = radix_sort(v, tmp, n, 32);
+	sorted = radix_sort_u64(v, tmp, n, 32);
 	/* The file walked once beside the sorted batch. */
 	for (size_t i = 0; i < n; i++) {
 		uint64_t q = (sorted[i] >> 32) + min;
