@@ -304,6 +304,23 @@ struct dwarf {
 	unsigned nesting; /* prepare_unit's, through other units' DIEs */
 };
 
+/*
+ * The partition point of [I, N) by STARTS_AT_OR_BELOW (a macro of an
+ * index), all before I satisfying it: searched galloping from I, for
+ * addresses that come in increasing order (the next one's answer is
+ * mostly a few entries on).
+ */
+#define GALLOP(n, i, starts_at_or_below)                                  \
+	({                                                                 \
+		size_t step_ = 1, n_ = (n), i_ = (i);                      \
+		while (i_ + step_ <= n_ && starts_at_or_below(i_ + step_ - 1)) { \
+			i_ += step_;                                       \
+			step_ *= 2;                                        \
+		}                                                          \
+		step_ = i_ + step_ - 1 < n_ ? step_ - 1 : n_ - i_;         \
+		i_ + PARTITION_POINT(step_, k_, starts_at_or_below(i_ + k_)); \
+	})
+
 /* ---- reading ---- */
 
 static uint64_t rd(struct cur *c, size_t n)
@@ -2250,12 +2267,52 @@ static bool prepare_unit(struct dwarf *d, struct unit *u)
 
 /* ---- names: libbfd's _bfd_elf_find_function and its cache ---- */
 
-static const struct bsym *find_function(struct dwarf *d, int sec,
-					uint64_t addr)
+/*
+ * The symbol _bfd_elf_find_function finds for ADDR of section SEC when
+ * its cache does not hold it: of the highest start at or below ADDR in
+ * the section, the biggest, then the first (the sort's order).  Searched
+ * from hint H (the section's symbols, and where the last address, at or
+ * below ADDR, was found), which it updates.
+ */
+struct sym_hint {
+	int sec;
+	uint64_t addr;
+	size_t lo, hi, i;
+};
+
+static const struct bsym *sym_search(const struct dwarf *d, int sec,
+				     uint64_t addr, struct sym_hint *h)
 {
-	const struct esec *s = &d->secs[sec];
+	const struct bsym *c;
+
+	if (h->sec != sec || addr < h->addr) {
+		uint16_t index = d->secs[sec].index;
+
+		h->sec = sec;
+		h->lo = PARTITION_POINT(d->nsyms, k, d->syms[k].shndx < index);
+		h->hi = h->lo + PARTITION_POINT(d->nsyms - h->lo, k,
+						d->syms[h->lo + k].shndx == index);
+		h->i = h->lo;
+	}
+	h->addr = addr;
+#define SYM_BELOW(k) (d->syms[k].value <= addr)
+	h->i = GALLOP(h->hi, h->i, SYM_BELOW);
+#undef SYM_BELOW
+	if (h->i == h->lo)
+		return NULL;
+	c = &d->syms[h->i - 1];
+	while (c > d->syms + h->lo && c[-1].value == c->value)
+		c--;
+	return c;
+}
+
+/* _bfd_elf_find_function with its one-entry cache; FOUND: what the
+ * search finds for ADDR, sym_search's. */
+static const struct bsym *find_function(struct dwarf *d, int sec,
+					uint64_t addr,
+					const struct bsym *found)
+{
 	const struct bsym *c = d->cache_sym;
-	size_t lo, i;
 
 	if (!d->have_syms)
 		return NULL;
@@ -2263,21 +2320,8 @@ static const struct bsym *find_function(struct dwarf *d, int sec,
 	    addr - c->value < c->size)
 		return c;
 	d->cache_sec = sec;
-	/* The highest start at or below ADDR in the section; there, the
-	 * biggest, then the first (the sort's order). */
-	lo = PARTITION_POINT(d->nsyms, k, d->syms[k].shndx < s->index);
-	i = lo + PARTITION_POINT(d->nsyms - lo, k,
-				 d->syms[lo + k].shndx == s->index &&
-					 d->syms[lo + k].value <= addr);
-	if (i == lo) {
-		d->cache_sym = NULL;
-		return NULL;
-	}
-	c = &d->syms[i - 1];
-	while (c > d->syms + lo && c[-1].value == c->value)
-		c--;
-	d->cache_sym = c;
-	return c;
+	d->cache_sym = found;
+	return found;
 }
 
 static void push_frame(struct dwarf *d, const char *func, const char *file,
@@ -2295,8 +2339,12 @@ static void push_frame(struct dwarf *d, const char *func, const char *file,
 struct where {
 	struct unit *u;
 	struct func *fn;
-	const struct line_row *row;
+	const struct bsym *sym; /* sym_search's */
 	int sec;
+	/* The line row's (copied: the last part then reads W in order). */
+	bool row;
+	uint32_t line;
+	uint64_t file;
 };
 
 /*
@@ -2329,23 +2377,8 @@ static void locate(struct dwarf *d, uint64_t addr, struct where *w)
 		w->u = u;
 }
 
-/*
- * Galloping searches, from where the last address of the unit was found
- * (the next is mostly a few entries on): the partition point of "starts
- * at or below A" over U's spans, sequences, or the N rows R, from I on
- * (all before I start at or below A).
- */
-#define GALLOP(n, i, starts_at_or_below)                                  \
-	({                                                                 \
-		size_t step_ = 1, n_ = (n), i_ = (i);                      \
-		while (i_ + step_ <= n_ && starts_at_or_below(i_ + step_ - 1)) { \
-			i_ += step_;                                       \
-			step_ *= 2;                                        \
-		}                                                          \
-		step_ = i_ + step_ - 1 < n_ ? step_ - 1 : n_ - i_;         \
-		i_ + PARTITION_POINT(step_, k_, starts_at_or_below(i_ + k_)); \
-	})
-
+/* From I on, the first of U's spans, sequences or the N rows R that
+ * starts above A. */
 static size_t span_after(const struct unit *u, size_t i, uint64_t a)
 {
 #define SPAN_BELOW(k) (u->spans[k].low <= a)
@@ -2398,7 +2431,7 @@ static void find_hinted(struct unit *u, uint64_t addr, struct hint *h,
 	h->span = i ? i - 1 : 0;
 	/* The line: sequences are disjoint and sorted by start, so only
 	 * the last starting at or below can hold ADDR. */
-	w->row = NULL;
+	w->row = false;
 	i = seq_after(u, h->seq, addr);
 	if (!i)
 		return;
@@ -2412,7 +2445,9 @@ static void find_hinted(struct unit *u, uint64_t addr, struct hint *h,
 	if (!i || i == s->n || u->rows[s->first + i - 1].end)
 		return;
 	h->row = i - 1;
-	w->row = &u->rows[s->first + i - 1];
+	w->row = true;
+	w->file = u->rows[s->first + i - 1].file;
+	w->line = u->rows[s->first + i - 1].line;
 }
 
 /*
@@ -2423,14 +2458,28 @@ static void find_hinted(struct unit *u, uint64_t addr, struct hint *h,
  * order asked, the addresses of one unit come each after all the
  * others', and each finds the unit's tables out of the cache.
  */
-static void find_all(const uint64_t *addrs, size_t n, struct where *w)
+/* What the second part finds for ADDR (located as W says). */
+static void find_one(const struct dwarf *d, uint64_t addr, struct hint *h,
+		     struct sym_hint *sh, struct where *w)
+{
+	if (w->sec < 0)
+		return;
+	if (w->u)
+		find_hinted(w->u, addr, h, w);
+	if (d->have_syms)
+		w->sym = sym_search(d, w->sec, addr, sh);
+}
+
+static void find_all(const struct dwarf *d, const uint64_t *addrs, size_t n,
+		     struct where *w)
 {
 	uint64_t min = UINT64_MAX, max = 0, *v, *tmp, *sorted;
 	struct hint h = { 0 };
+	struct sym_hint sh = { .sec = -1 };
 	size_t m = 0;
 
 	for (size_t i = 0; i < n; i++)
-		if (w[i].u) {
+		if (w[i].sec >= 0) {
 			min = addrs[i] < min ? addrs[i] : min;
 			max = addrs[i] > max ? addrs[i] : max;
 			m++;
@@ -2438,22 +2487,24 @@ static void find_all(const uint64_t *addrs, size_t n, struct where *w)
 	if (m < 64 || max - min > UINT32_MAX || n > UINT32_MAX) {
 		/* (A few, or spread over more than 4 GB: as they come.) */
 		for (size_t i = 0; i < n; i++)
-			if (w[i].u)
-				find_hinted(w[i].u, addrs[i], &h, &w[i]);
+			find_one(d, addrs[i], &h, &sh, &w[i]);
 		return;
 	}
 	/* Each address as its offset from the lowest, above its place. */
-	v = xcalloc(m, sizeof(*v));
-	tmp = xcalloc(m, sizeof(*tmp));
+	v = xmalloc(m * sizeof(*v));
+	tmp = xmalloc(m * sizeof(*tmp));
 	m = 0;
 	for (size_t i = 0; i < n; i++)
-		if (w[i].u)
+		if (w[i].sec >= 0)
 			v[m++] = (addrs[i] - min) << 32 | i;
 	sorted = radix_sort_u64(v, tmp, m, 32);
 	for (size_t k = 0; k < m; k++) {
 		size_t i = (uint32_t)sorted[k];
 
-		find_hinted(w[i].u, addrs[i], &h, &w[i]);
+		/* (W is read and written out of order: asked for ahead.) */
+		if (k + 16 < m)
+			prefetch(&w[(uint32_t)sorted[k + 16]]);
+		find_one(d, addrs[i], &h, &sh, &w[i]);
 	}
 	free(v);
 	free(tmp);
@@ -2469,7 +2520,7 @@ static void answer(struct dwarf *d, uint64_t addr, const struct where *w,
 {
 	struct unit *u = w->u;
 	struct func *fn = NULL;
-	const struct line_row *row = NULL;
+	bool row = false;
 	const char *name = NULL;
 
 	out->addr = addr;
@@ -2485,7 +2536,8 @@ static void answer(struct dwarf *d, uint64_t addr, const struct where *w,
 	if (fn && fn->is_linkage) {
 		name = fn->name;
 	} else {
-		const struct bsym *sym = find_function(d, w->sec, addr);
+		const struct bsym *sym = find_function(d, w->sec, addr,
+						       w->sym);
 
 		name = sym ? sym->name : NULL;
 		if (fn) {
@@ -2496,10 +2548,10 @@ static void answer(struct dwarf *d, uint64_t addr, const struct where *w,
 			fn->is_linkage = true;
 		}
 	}
-	if (!row || row->file == NO_FILE || !row->line)
+	if (!row || w->file == NO_FILE || !w->line)
 		return;
 	out->nframes = 1;
-	push_frame(d, name, file_of(d, u, row->file), row->line);
+	push_frame(d, name, file_of(d, u, w->file), w->line);
 	for (struct func *f = fn;
 	     f && f->tag == TAG_inlined_subroutine && f->caller;) {
 		struct func *caller = &u->funcs[f->caller - 1];
@@ -2530,9 +2582,13 @@ int dwarf_lookup(struct dwarf *d, const uint64_t *addrs, size_t n,
 			goto no;
 		}
 	}
-	find_all(addrs, n, w);
-	for (size_t i = 0; i < n; i++)
+	find_all(d, addrs, n, w);
+	for (size_t i = 0; i < n; i++) {
+		/* (The functions are read out of order: asked for ahead.) */
+		if (i + 8 < n && w[i + 8].fn)
+			prefetch(w[i + 8].fn);
 		answer(d, addrs[i], &w[i], &out[i]);
+	}
 	free(w);
 	/* Frames moved as the array grew: point at them now (a batch of
 	 * answers without frames may have no array at all). */
