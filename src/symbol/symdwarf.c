@@ -342,14 +342,11 @@ static uint64_t rd(struct cur *c, size_t n)
 	return v;
 }
 
-static uint64_t uleb(struct cur *c)
+static __attribute__((noinline)) uint64_t uleb_long(struct cur *c)
 {
 	uint64_t v = 0;
 	unsigned shift = 0;
 
-	/* (Most are one byte: abbreviation codes, forms, line opcodes.) */
-	if (c->p < c->end && !(*c->p & 0x80))
-		return *c->p++;
 	while (c->p < c->end) {
 		uint8_t b = *c->p++;
 
@@ -361,6 +358,14 @@ static uint64_t uleb(struct cur *c)
 	}
 	c->bad = true;
 	return v;
+}
+
+/* (Most are one byte: abbreviation codes, forms, line opcodes.) */
+static inline uint64_t uleb(struct cur *c)
+{
+	if (c->p < c->end && !(*c->p & 0x80))
+		return *c->p++;
+	return uleb_long(c);
 }
 
 static int64_t sleb(struct cur *c)
