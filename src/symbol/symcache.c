@@ -86,6 +86,13 @@ struct symcache {
 	struct hashmap added;
 	struct symcache_entry **v;
 	size_t n, alloc;
+	/*
+	 * The last batch's places (symcache_find_many's WHERE), and how far
+	 * symcache_get_at has come in it: its entries are asked for ahead,
+	 * as they lie at random in the file.
+	 */
+	uint32_t *ahead;
+	size_t nahead, pos;
 	/* The answer of the last symcache_get from the file. */
 	struct symcache_entry scratch;
 	struct inline_frame *scratch_inl;
@@ -376,6 +383,17 @@ static size_t gallop(const struct symcache *c, size_t i, uint64_t q)
 	return i + 1 + PARTITION_POINT(hi - i - 1, m, c->ents[i + 1 + m].addr < q);
 }
 
+/* WHERE, the N places of a batch, for follow_batch. */
+static void keep_batch(struct symcache *c, const uint32_t *where, size_t n)
+{
+	if (!c)
+		return;
+	free(c->ahead);
+	c->ahead = n ? xmemdup(where, n * sizeof(*where)) : NULL;
+	c->nahead = n;
+	c->pos = 0;
+}
+
 void symcache_find_many(struct symcache *c, const uint64_t *addrs, size_t n,
 			uint32_t *where)
 {
@@ -399,6 +417,7 @@ void symcache_find_many(struct symcache *c, const uint64_t *addrs, size_t n,
 					   ? (uint32_t)k + 1
 					   : 0;
 		}
+		keep_batch(c, where, n);
 		return;
 	}
 	/* Each address as its offset from the lowest, above its place in
@@ -419,6 +438,36 @@ void symcache_find_many(struct symcache *c, const uint64_t *addrs, size_t n,
 	}
 	free(v);
 	free(tmp);
+	keep_batch(c, where, n);
+}
+
+/*
+ * Where symcache_get_at is in the last batch (the batch may be walked
+ * more than once: a place that is not the next but the first starts
+ * over), and the entries a few places on asked for: the entry 16 on,
+ * and the inlined frames and strings of the one 8 on, whose entry was
+ * asked for 8 calls ago.
+ */
+static void follow_batch(struct symcache *c, uint32_t where)
+{
+	const struct disk_entry *e;
+	uint32_t w;
+
+	if (c->pos >= c->nahead || c->ahead[c->pos] != where) {
+		if (!c->nahead || c->ahead[0] != where)
+			return;
+		c->pos = 0;
+	}
+	c->pos++;
+	if (c->pos + 16 < c->nahead && (w = c->ahead[c->pos + 16]))
+		prefetch(&c->ents[w - 1]);
+	if (c->pos + 8 < c->nahead && (w = c->ahead[c->pos + 8])) {
+		e = &c->ents[w - 1];
+		if (e->ninline)
+			prefetch(&c->inls[e->inl]);
+		if (e->func)
+			prefetch(&c->interned[e->func - 1]);
+	}
 }
 
 const struct symcache_entry *symcache_get_at(struct symcache *c,
@@ -428,6 +477,7 @@ const struct symcache_entry *symcache_get_at(struct symcache *c,
 
 	if (!c)
 		return NULL;
+	follow_batch(c, where);
 	if (c->added.count &&
 	    (e = hashmap_get(&c->added, hash_u64(addr), NULL, NULL)))
 		return e;
@@ -627,6 +677,7 @@ void symcache_close(struct symcache *c)
 	arena_free(&c->arena);
 	free(c->interned);
 	free(c->scratch_inl);
+	free(c->ahead);
 	free(c->v);
 	free(c->path);
 	free(c->identity);
