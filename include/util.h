@@ -89,6 +89,13 @@ char *xasprintf(const char *fmt, ...) PRINTF(1, 2);
 void *xcalloc_table(size_t n, size_t size);
 size_t st_add(size_t a, size_t b);
 
+/*
+ * Sort the N keys V by their bits from FROM up (the bits below are
+ * carried along: an index, say), TMP as large: an LSD radix sort, for the
+ * addresses of a batch.  Returns V or TMP, whichever holds the result.
+ */
+uint64_t *radix_sort_u64(uint64_t *v, uint64_t *tmp, size_t n, unsigned from);
+
 /* Up to LEN bytes at OFF of FD: what pread gives until the end of the
  * file or an error (EINTR retried). */
 size_t pread_full(int fd, void *buf, size_t len, uint64_t off);

@@ -398,3 +398,37 @@ bool ends_with(const char *s, const char *suffix)
 
 	return n >= m && memcmp(s + n - m, suffix, m) == 0;
 }
+
+/*
+ * LSD radix sort of V by its bits from FROM up, 11 bits a pass, as far as
+ * the largest has bits (TMP as large): the addresses of one binary span a
+ * few megabytes, two passes.  Returns V or TMP, whichever holds the
+ * result.
+ */
+uint64_t *radix_sort_u64(uint64_t *v, uint64_t *tmp, size_t n,
+			 unsigned from)
+{
+	uint64_t max = 0;
+
+	for (size_t i = 0; i < n; i++)
+		max = v[i] > max ? v[i] : max;
+	for (unsigned shift = from; shift < 64 && max >> shift; shift += 11) {
+		size_t count[2048] = { 0 }, sum = 0;
+		uint64_t *t;
+
+		for (size_t i = 0; i < n; i++)
+			count[(v[i] >> shift) & 2047]++;
+		for (size_t d = 0; d < 2048; d++) {
+			size_t c = count[d];
+
+			count[d] = sum;
+			sum += c;
+		}
+		for (size_t i = 0; i < n; i++)
+			tmp[count[(v[i] >> shift) & 2047]++] = v[i];
+		t = v;
+		v = tmp;
+		tmp = t;
+	}
+	return v;
+}

@@ -86,6 +86,13 @@ struct symcache {
 	struct hashmap added;
 	struct symcache_entry **v;
 	size_t n, alloc;
+	/*
+	 * The last batch's places (symcache_find_many's WHERE), and how far
+	 * symcache_get_at has come in it: its entries are asked for ahead,
+	 * as they lie at random in the file.
+	 */
+	uint32_t *ahead;
+	size_t nahead, pos;
 	/* The answer of the last symcache_get from the file. */
 	struct symcache_entry scratch;
 	struct inline_frame *scratch_inl;
@@ -359,40 +366,6 @@ const struct symcache_entry *symcache_get(struct symcache *c, uint64_t addr)
 	return from_file(c, i);
 }
 
-/*
- * LSD radix sort of V by its bits from FROM up, 11 bits a pass, as far as
- * the largest has bits (TMP as large): the addresses of one binary span a
- * few megabytes, two passes.  Returns V or TMP, whichever holds the
- * result.
- */
-static uint64_t *radix_sort(uint64_t *v, uint64_t *tmp, size_t n,
-			    unsigned from)
-{
-	uint64_t max = 0;
-
-	for (size_t i = 0; i < n; i++)
-		max = v[i] > max ? v[i] : max;
-	for (unsigned shift = from; shift < 64 && max >> shift; shift += 11) {
-		size_t count[2048] = { 0 }, sum = 0;
-		uint64_t *t;
-
-		for (size_t i = 0; i < n; i++)
-			count[(v[i] >> shift) & 2047]++;
-		for (size_t d = 0; d < 2048; d++) {
-			size_t c = count[d];
-
-			count[d] = sum;
-			sum += c;
-		}
-		for (size_t i = 0; i < n; i++)
-			tmp[count[(v[i] >> shift) & 2047]++] = v[i];
-		t = v;
-		v = tmp;
-		tmp = t;
-	}
-	return v;
-}
-
 /* The first entry at or after I whose address is not below Q. */
 static size_t gallop(const struct symcache *c, size_t i, uint64_t q)
 {
@@ -408,6 +381,17 @@ static size_t gallop(const struct symcache *c, size_t i, uint64_t q)
 	}
 	hi = i + step < c->nents ? i + step : c->nents;
 	return i + 1 + PARTITION_POINT(hi - i - 1, m, c->ents[i + 1 + m].addr < q);
+}
+
+/* WHERE, the N places of a batch, for follow_batch. */
+static void keep_batch(struct symcache *c, const uint32_t *where, size_t n)
+{
+	if (!c)
+		return;
+	free(c->ahead);
+	c->ahead = n ? xmemdup(where, n * sizeof(*where)) : NULL;
+	c->nahead = n;
+	c->pos = 0;
 }
 
 void symcache_find_many(struct symcache *c, const uint64_t *addrs, size_t n,
@@ -433,6 +417,7 @@ void symcache_find_many(struct symcache *c, const uint64_t *addrs, size_t n,
 					   ? (uint32_t)k + 1
 					   : 0;
 		}
+		keep_batch(c, where, n);
 		return;
 	}
 	/* Each address as its offset from the lowest, above its place in
@@ -441,7 +426,7 @@ void symcache_find_many(struct symcache *c, const uint64_t *addrs, size_t n,
 	tmp = xcalloc(n, sizeof(*tmp));
 	for (size_t i = 0; i < n; i++)
 		v[i] = (addrs[i] - min) << 32 | i;
-	sorted = radix_sort(v, tmp, n, 32);
+	sorted = radix_sort_u64(v, tmp, n, 32);
 	/* The file walked once beside the sorted batch. */
 	for (size_t i = 0; i < n; i++) {
 		uint64_t q = (sorted[i] >> 32) + min;
@@ -453,6 +438,36 @@ void symcache_find_many(struct symcache *c, const uint64_t *addrs, size_t n,
 	}
 	free(v);
 	free(tmp);
+	keep_batch(c, where, n);
+}
+
+/*
+ * Where symcache_get_at is in the last batch (the batch may be walked
+ * more than once: a place that is not the next but the first starts
+ * over), and the entries a few places on asked for: the entry 16 on,
+ * and the inlined frames and strings of the one 8 on, whose entry was
+ * asked for 8 calls ago.
+ */
+static void follow_batch(struct symcache *c, uint32_t where)
+{
+	const struct disk_entry *e;
+	uint32_t w;
+
+	if (c->pos >= c->nahead || c->ahead[c->pos] != where) {
+		if (!c->nahead || c->ahead[0] != where)
+			return;
+		c->pos = 0;
+	}
+	c->pos++;
+	if (c->pos + 16 < c->nahead && (w = c->ahead[c->pos + 16]))
+		prefetch(&c->ents[w - 1]);
+	if (c->pos + 8 < c->nahead && (w = c->ahead[c->pos + 8])) {
+		e = &c->ents[w - 1];
+		if (e->ninline)
+			prefetch(&c->inls[e->inl]);
+		if (e->func)
+			prefetch(&c->interned[e->func - 1]);
+	}
 }
 
 const struct symcache_entry *symcache_get_at(struct symcache *c,
@@ -462,6 +477,7 @@ const struct symcache_entry *symcache_get_at(struct symcache *c,
 
 	if (!c)
 		return NULL;
+	follow_batch(c, where);
 	if (c->added.count &&
 	    (e = hashmap_get(&c->added, hash_u64(addr), NULL, NULL)))
 		return e;
@@ -661,6 +677,7 @@ void symcache_close(struct symcache *c)
 	arena_free(&c->arena);
 	free(c->interned);
 	free(c->scratch_inl);
+	free(c->ahead);
 	free(c->v);
 	free(c->path);
 	free(c->identity);

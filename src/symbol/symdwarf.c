@@ -204,9 +204,14 @@ struct func {
 	uint32_t caller_line;
 };
 
-struct lookup {
-	uint64_t low, high;
-	uint32_t idx;
+/*
+ * What libbfd's lookup_address_in_function_table answers over a stretch
+ * of addresses: FUNC (index + 1, 0: none) from LOW up to the next
+ * span's LOW.
+ */
+struct fspan {
+	uint64_t low;
+	uint32_t func;
 };
 
 struct line_row {
@@ -249,7 +254,8 @@ struct unit {
 	size_t nseqs;
 	struct func *funcs;
 	size_t nfuncs;
-	struct lookup *lookup;
+	struct fspan *spans;
+	size_t nspans;
 };
 
 /* A symbol as libbfd's _bfd_elf_find_function sees it. */
@@ -276,6 +282,10 @@ struct dwarf {
 	struct hashmap abbrev_tabs; /* offset -> struct abbrevs */
 	struct abbrev_scratch scratch;
 	struct arange *pool;        /* ranges after a function's first */
+	/* Where a unit's line program is decoded (decode_lines). */
+	struct line_row *rows;
+	struct sequence *seqs;
+	size_t arows, aseqs;
 	size_t npool, apool;
 	/* ELF sections (SHF_ALLOC) in header order, and the symbols. */
 	struct esec {
@@ -298,6 +308,23 @@ struct dwarf {
 	unsigned nesting; /* prepare_unit's, through other units' DIEs */
 };
 
+/*
+ * The partition point of [I, N) by STARTS_AT_OR_BELOW (a macro of an
+ * index), all before I satisfying it: searched galloping from I, for
+ * addresses that come in increasing order (the next one's answer is
+ * mostly a few entries on).
+ */
+#define GALLOP(n, i, starts_at_or_below)                                  \
+	({                                                                 \
+		size_t step_ = 1, n_ = (n), i_ = (i);                      \
+		while (i_ + step_ <= n_ && starts_at_or_below(i_ + step_ - 1)) { \
+			i_ += step_;                                       \
+			step_ *= 2;                                        \
+		}                                                          \
+		step_ = i_ + step_ - 1 < n_ ? step_ - 1 : n_ - i_;         \
+		i_ + PARTITION_POINT(step_, k_, starts_at_or_below(i_ + k_)); \
+	})
+
 /* ---- reading ---- */
 
 static uint64_t rd(struct cur *c, size_t n)
@@ -315,7 +342,7 @@ static uint64_t rd(struct cur *c, size_t n)
 	return v;
 }
 
-static uint64_t uleb(struct cur *c)
+static __attribute__((noinline)) uint64_t uleb_long(struct cur *c)
 {
 	uint64_t v = 0;
 	unsigned shift = 0;
@@ -331,6 +358,14 @@ static uint64_t uleb(struct cur *c)
 	}
 	c->bad = true;
 	return v;
+}
+
+/* (Most are one byte: abbreviation codes, forms, line opcodes.) */
+static inline uint64_t uleb(struct cur *c)
+{
+	if (c->p < c->end && !(*c->p & 0x80))
+		return *c->p++;
+	return uleb_long(c);
 }
 
 static int64_t sleb(struct cur *c)
@@ -942,6 +977,10 @@ static const struct abbrev *abbrev_find(const struct abbrevs *t,
 {
 	size_t i;
 
+	/* (Compilers number a table's codes 1, 2, 3...: the Nth is code N,
+	 * found without the array of codes.) */
+	if (code - 1 < t->n && t->v[code - 1].code == code)
+		return &t->v[code - 1];
 	if (t->by_code)
 		return code <= t->ncodes ? t->by_code[code] : NULL;
 	return (i = abbrev_index(t, code)) ? &t->v[i - 1] : NULL;
@@ -1644,8 +1683,12 @@ static void add_row(struct dwarf *d, struct unit *u, size_t *alloc,
 	s->n++;
 }
 
-/* libbfd's decode_line_info, for U's line program. */
-static bool decode_lines(struct dwarf *d, struct unit *u)
+/*
+ * libbfd's decode_line_info, for U's line program, into U's rows and
+ * sequences of ALLOC and SALLOC (grown as they must).
+ */
+static bool decode_program(struct dwarf *d, struct unit *u, size_t *alloc,
+			   size_t *salloc)
 {
 	const struct section *x = &d->s[S_LINE];
 	struct cur c;
@@ -1653,7 +1696,7 @@ static bool decode_lines(struct dwarf *d, struct unit *u)
 	uint8_t min_insn, max_ops, def_stmt, range, opbase;
 	int8_t line_base;
 	const uint8_t *lengths;
-	size_t alloc = 0, salloc = 0, nlive;
+	size_t nlive;
 	int version, offset_size = 4;
 
 	if (!x->present || x->size < 16 || u->line_off >= x->size)
@@ -1738,7 +1781,7 @@ static bool decode_lines(struct dwarf *d, struct unit *u)
 
 				addr += (uint64_t)(adj / range) * min_insn;
 				line += (uint32_t)(line_base + adj % range);
-				add_row(d, u, &alloc, &salloc, addr, file,
+				add_row(d, u, alloc, salloc, addr, file,
 					line, false);
 				low = addr < low ? addr : low;
 				high = addr > high ? addr : high;
@@ -1752,7 +1795,7 @@ static bool decode_lines(struct dwarf *d, struct unit *u)
 				switch (rd(&c, 1)) {
 				case LNE_end_sequence:
 					end = true;
-					add_row(d, u, &alloc, &salloc, addr,
+					add_row(d, u, alloc, salloc, addr,
 						file, line, true);
 					low = addr < low ? addr : low;
 					high = addr > high ? addr : high;
@@ -1776,7 +1819,7 @@ static bool decode_lines(struct dwarf *d, struct unit *u)
 				break;
 			}
 			case LNS_copy:
-				add_row(d, u, &alloc, &salloc, addr, file,
+				add_row(d, u, alloc, salloc, addr, file,
 					line, false);
 				low = addr < low ? addr : low;
 				high = addr > high ? addr : high;
@@ -1839,29 +1882,24 @@ static bool decode_lines(struct dwarf *d, struct unit *u)
 	return true;
 }
 
-/* libbfd's lookup_address_in_line_info_table. */
-static const struct line_row *line_at(const struct unit *u, uint64_t addr)
+/*
+ * U's line program decoded.  Rows and sequences are decoded into arrays
+ * kept for the next unit, then copied to U's own, of their size: grown
+ * by doubling for each unit, they were allocated, copied and faulted in
+ * over and over (libc's 1,600 units have 110,000 rows).
+ */
+static bool decode_lines(struct dwarf *d, struct unit *u)
 {
-	const struct sequence *s = NULL;
-	size_t lo = 0, hi = u->nseqs, i;
+	bool ok;
 
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		s = &u->seqs[mid];
-		if (addr < s->low)
-			hi = mid;
-		else if (addr >= u->rows[s->first + s->n - 1].addr)
-			lo = mid + 1;
-		else
-			break;
-	}
-	if (!s || addr < s->low || addr >= u->rows[s->first + s->n - 1].addr)
-		return NULL;
-	i = PARTITION_POINT(s->n, k, u->rows[s->first + k].addr <= addr);
-	if (!i || i == s->n || u->rows[s->first + i - 1].end)
-		return NULL;
-	return &u->rows[s->first + i - 1];
+	u->rows = d->rows;
+	u->seqs = d->seqs;
+	ok = decode_program(d, u, &d->arows, &d->aseqs);
+	d->rows = u->rows;
+	d->seqs = u->seqs;
+	u->rows = copy_array(d->rows, u->nrows, sizeof(*u->rows));
+	u->seqs = copy_array(d->seqs, u->nseqs, sizeof(*u->seqs));
+	return ok;
 }
 
 /* ---- functions ---- */
@@ -1964,17 +2002,6 @@ static bool abstract_name(struct dwarf *d, struct unit *u,
 		}
 	}
 	return true;
-}
-
-static int cmp_lookup(const void *a, const void *b)
-{
-	const struct lookup *x = a, *y = b;
-
-	if (x->low != y->low)
-		return x->low < y->low ? -1 : 1;
-	if (x->high != y->high)
-		return x->high < y->high ? -1 : 1;
-	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
 /*
@@ -2117,27 +2144,119 @@ out:
 	return ok;
 }
 
-/* The function table of U, sorted for lookups (build_lookup_funcinfo_table). */
+/* One range of a function, while the spans are built. */
+struct frange {
+	uint64_t low, high;
+	uint32_t func;
+};
+
+/* By length, then the later function first: the order libbfd prefers. */
+static int cmp_frange(const void *a, const void *b)
+{
+	const struct frange *x = a, *y = b;
+	uint64_t lx = x->high - x->low, ly = y->high - y->low;
+
+	if (lx != ly)
+		return lx < ly ? -1 : 1;
+	return x->func > y->func ? -1 : x->func < y->func;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The first of the N points P that is not painted, from K on. */
+static size_t unpainted(size_t *next, size_t k)
+{
+	size_t r = k;
+
+	while (next[r] != r)
+		r = next[r];
+	while (next[k] != r) {
+		size_t t = next[k];
+
+		next[k] = r;
+		k = t;
+	}
+	return r;
+}
+
+/*
+ * U's functions as spans of addresses, each with the function libbfd's
+ * lookup_address_in_function_table gives there: of the functions with a
+ * range holding the address, the one with the smallest such range, the
+ * later one of equal ranges.  libbfd scans every function starting below
+ * the address whose ranges reach past it, which in a unit whose first
+ * function has a cold part far away is all of them, per address; the
+ * spans answer in one search.  They are painted shortest range first,
+ * and a stretch painted once keeps its function.
+ */
+static void build_spans(struct dwarf *d, struct unit *u)
+{
+	struct frange *r = NULL;
+	uint64_t *pts;
+	uint32_t *paint;
+	size_t nr = 0, ar = 0, np = 0, *next;
+
+	for (size_t i = 0; i < u->nfuncs; i++)
+		for (const struct arange *q = &u->funcs[i].ar; q;
+		     q = q->next ? &d->pool[q->next - 1] : NULL)
+			if (q->low < q->high) {
+				GROW(r, nr + 1, ar);
+				r[nr++] = (struct frange){ q->low, q->high,
+							   (uint32_t)i + 1 };
+			}
+	if (!nr)
+		return;
+	pts = xcalloc(2 * nr, sizeof(*pts));
+	for (size_t i = 0; i < nr; i++) {
+		pts[2 * i] = r[i].low;
+		pts[2 * i + 1] = r[i].high;
+	}
+	qsort(pts, 2 * nr, sizeof(*pts), cmp_u64);
+	for (size_t i = 0; i < 2 * nr; i++)
+		if (!np || pts[np - 1] != pts[i])
+			pts[np++] = pts[i];
+	/* Stretch K is [pts[K], pts[K + 1]); NEXT skips painted ones. */
+	paint = xcalloc(np, sizeof(*paint));
+	next = xcalloc(np, sizeof(*next));
+	for (size_t k = 0; k < np; k++)
+		next[k] = k;
+	qsort(r, nr, sizeof(*r), cmp_frange);
+	for (size_t i = 0; i < nr; i++) {
+		size_t k = PARTITION_POINT(np, m, pts[m] < r[i].low);
+		size_t end = PARTITION_POINT(np, m, pts[m] < r[i].high);
+
+		for (k = unpainted(next, k); k < end;
+		     k = unpainted(next, k + 1)) {
+			paint[k] = r[i].func;
+			next[k] = k + 1;
+		}
+	}
+	/* (The last point ends every range: its stretch stays unpainted.) */
+	u->spans = xcalloc(np, sizeof(*u->spans));
+	for (size_t k = 0; k < np; k++)
+		if (!u->nspans || u->spans[u->nspans - 1].func != paint[k])
+			u->spans[u->nspans++] = (struct fspan){ pts[k],
+								paint[k] };
+	free(r);
+	free(pts);
+	free(paint);
+	free(next);
+}
+
+/*
+ * The function table of U, for lookups (build_lookup_funcinfo_table):
+ * its ranges join the unit's.
+ */
 static void build_lookup(struct dwarf *d, struct unit *u)
 {
-	uint64_t high;
-
-	if (!u->nfuncs)
-		return;
-	u->lookup = xcalloc(u->nfuncs, sizeof(*u->lookup));
 	for (size_t i = 0; i < u->nfuncs; i++) {
 		const struct arange *r = &u->funcs[i].ar;
-		struct lookup *l = &u->lookup[i];
 
-		l->low = r->low;
-		l->high = r->high;
-		l->idx = (uint32_t)i;
-		for (uint32_t k = r->next; k; k = d->pool[k - 1].next) {
-			if (d->pool[k - 1].low < l->low)
-				l->low = d->pool[k - 1].low;
-			if (d->pool[k - 1].high > l->high)
-				l->high = d->pool[k - 1].high;
-		}
 		/* Ranges of functions outside the unit's: libbfd would find
 		 * the unit for them too.  Not followed. */
 		for (const struct arange *q = r; q && q->high;
@@ -2148,14 +2267,7 @@ static void build_lookup(struct dwarf *d, struct unit *u)
 			else if (q->low < q->high)
 				extend(d, u, q->low, q->high);
 	}
-	qsort(u->lookup, u->nfuncs, sizeof(*u->lookup), cmp_lookup);
-	high = u->lookup[0].high;
-	for (size_t i = 1; i < u->nfuncs; i++) {
-		if (u->lookup[i].high > high)
-			high = u->lookup[i].high;
-		else
-			u->lookup[i].high = high;
-	}
+	build_spans(d, u);
 }
 
 /*
@@ -2193,52 +2305,54 @@ static bool prepare_unit(struct dwarf *d, struct unit *u)
 	return !d->declined;
 }
 
-/* libbfd's lookup_address_in_function_table: the smallest range. */
-static struct func *func_at(struct dwarf *d, struct unit *u, uint64_t addr)
-{
-	size_t n = u->nfuncs, lo = 0, hi = n, first = n;
-	struct func *best = NULL;
-	uint64_t best_len = ~0ULL;
-
-	if (!n || u->lookup[n - 1].high < addr)
-		return NULL;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (addr < u->lookup[mid].low)
-			hi = mid;
-		else if (addr >= u->lookup[mid].high)
-			lo = mid + 1;
-		else
-			hi = first = mid;
-	}
-	for (; first < n && addr >= u->lookup[first].low; first++) {
-		struct func *f = &u->funcs[u->lookup[first].idx];
-
-		for (const struct arange *r = &f->ar; r;
-		     r = r->next ? &d->pool[r->next - 1] : NULL) {
-			if (addr < r->low || addr >= r->high)
-				continue;
-			/* Equal lengths: the later function (libbfd compares
-			 * the pointers of functions allocated in order). */
-			if (r->high - r->low < best_len ||
-			    (r->high - r->low == best_len && f > best)) {
-				best = f;
-				best_len = r->high - r->low;
-			}
-		}
-	}
-	return best;
-}
-
 /* ---- names: libbfd's _bfd_elf_find_function and its cache ---- */
 
-static const struct bsym *find_function(struct dwarf *d, int sec,
-					uint64_t addr)
+/*
+ * The symbol _bfd_elf_find_function finds for ADDR of section SEC when
+ * its cache does not hold it: of the highest start at or below ADDR in
+ * the section, the biggest, then the first (the sort's order).  Searched
+ * from hint H (the section's symbols, and where the last address, at or
+ * below ADDR, was found), which it updates.
+ */
+struct sym_hint {
+	int sec;
+	uint64_t addr;
+	size_t lo, hi, i;
+};
+
+static const struct bsym *sym_search(const struct dwarf *d, int sec,
+				     uint64_t addr, struct sym_hint *h)
 {
-	const struct esec *s = &d->secs[sec];
+	const struct bsym *c;
+
+	if (h->sec != sec || addr < h->addr) {
+		uint16_t index = d->secs[sec].index;
+
+		h->sec = sec;
+		h->lo = PARTITION_POINT(d->nsyms, k, d->syms[k].shndx < index);
+		h->hi = h->lo + PARTITION_POINT(d->nsyms - h->lo, k,
+						d->syms[h->lo + k].shndx == index);
+		h->i = h->lo;
+	}
+	h->addr = addr;
+#define SYM_BELOW(k) (d->syms[k].value <= addr)
+	h->i = GALLOP(h->hi, h->i, SYM_BELOW);
+#undef SYM_BELOW
+	if (h->i == h->lo)
+		return NULL;
+	c = &d->syms[h->i - 1];
+	while (c > d->syms + h->lo && c[-1].value == c->value)
+		c--;
+	return c;
+}
+
+/* _bfd_elf_find_function with its one-entry cache; FOUND: what the
+ * search finds for ADDR, sym_search's. */
+static const struct bsym *find_function(struct dwarf *d, int sec,
+					uint64_t addr,
+					const struct bsym *found)
+{
 	const struct bsym *c = d->cache_sym;
-	size_t lo, i;
 
 	if (!d->have_syms)
 		return NULL;
@@ -2246,21 +2360,8 @@ static const struct bsym *find_function(struct dwarf *d, int sec,
 	    addr - c->value < c->size)
 		return c;
 	d->cache_sec = sec;
-	/* The highest start at or below ADDR in the section; there, the
-	 * biggest, then the first (the sort's order). */
-	lo = PARTITION_POINT(d->nsyms, k, d->syms[k].shndx < s->index);
-	i = lo + PARTITION_POINT(d->nsyms - lo, k,
-				 d->syms[lo + k].shndx == s->index &&
-					 d->syms[lo + k].value <= addr);
-	if (i == lo) {
-		d->cache_sym = NULL;
-		return NULL;
-	}
-	c = &d->syms[i - 1];
-	while (c > d->syms + lo && c[-1].value == c->value)
-		c--;
-	d->cache_sym = c;
-	return c;
+	d->cache_sym = found;
+	return found;
 }
 
 static void push_frame(struct dwarf *d, const char *func, const char *file,
@@ -2270,25 +2371,40 @@ static void push_frame(struct dwarf *d, const char *func, const char *file,
 	d->frames[d->nframes++] = (struct dwarf_frame){ func, file, line };
 }
 
-/* One question, as _bfd_dwarf2_find_nearest_line and the inliner calls. */
-static void answer(struct dwarf *d, uint64_t addr, struct dwarf_answer *out)
-{
-	struct unit *u = NULL;
-	struct func *fn = NULL;
-	const struct line_row *row = NULL;
-	const char *name = NULL;
-	int sec = -1;
+/*
+ * Where an address of the batch is: its section and unit (found in the
+ * order asked, which decodes units), then its function and line row
+ * (found in the order of addresses).
+ */
+struct where {
+	struct unit *u;
+	struct func *fn;
+	const struct bsym *sym; /* sym_search's */
+	int sec;
+	/* The line row's (copied: the last part then reads W in order). */
+	bool row;
+	uint32_t line;
+	uint64_t file;
+};
 
-	out->addr = addr;
-	out->nframes = 0;
+/*
+ * The first part of a question, in the order asked: libbfd's unit for
+ * ADDR (decoded now, as libbfd decodes it on its first address), or NULL.
+ */
+static void locate(struct dwarf *d, uint64_t addr, struct where *w)
+{
+	struct unit *u;
+
+	w->u = NULL;
+	w->sec = -1;
 	/* symbfd.c's section lookup, before it asks libbfd. */
 	for (size_t i = 0; i < d->nsecs; i++)
 		if (addr >= d->secs[i].addr &&
 		    addr - d->secs[i].addr < d->secs[i].size) {
-			sec = (int)i;
+			w->sec = (int)i;
 			break;
 		}
-	if (sec < 0)
+	if (w->sec < 0)
 		return;
 	if (is_ambiguous(d, addr)) {
 		decline(d, "an address two units claim");
@@ -2297,16 +2413,171 @@ static void answer(struct dwarf *d, uint64_t addr, struct dwarf_answer *out)
 	u = unit_of(d, addr);
 	if (d->declined)
 		return;
-	if (u && prepare_unit(d, u)) {
-		fn = func_at(d, u, addr);
-		row = line_at(u, addr);
+	if (u && prepare_unit(d, u))
+		w->u = u;
+}
+
+/* From I on, the first of U's spans, sequences or the N rows R that
+ * starts above A. */
+static size_t span_after(const struct unit *u, size_t i, uint64_t a)
+{
+#define SPAN_BELOW(k) (u->spans[k].low <= a)
+	return GALLOP(u->nspans, i, SPAN_BELOW);
+#undef SPAN_BELOW
+}
+
+static size_t seq_after(const struct unit *u, size_t i, uint64_t a)
+{
+#define SEQ_BELOW(k) (u->seqs[k].low <= a)
+	return GALLOP(u->nseqs, i, SEQ_BELOW);
+#undef SEQ_BELOW
+}
+
+static size_t row_after(const struct line_row *r, size_t n, size_t i,
+			uint64_t a)
+{
+#define ROW_BELOW(k) (r[k].addr <= a)
+	return GALLOP(n, i, ROW_BELOW);
+#undef ROW_BELOW
+}
+
+/*
+ * Where the last address of a unit was found, for the next one at or
+ * above it: the indices of its span, sequence and row.
+ */
+struct hint {
+	const struct unit *u;
+	uint64_t addr;
+	size_t span, seq, row;
+};
+
+/*
+ * libbfd's lookup_address_in_function_table and
+ * lookup_address_in_line_info_table for ADDR of U, found from hint H.
+ */
+static void find_hinted(struct unit *u, uint64_t addr, struct hint *h,
+			struct where *w)
+{
+	const struct sequence *s;
+	size_t i;
+
+	if (h->u != u || addr < h->addr)
+		*h = (struct hint){ u, addr, 0, 0, 0 };
+	h->addr = addr;
+	/* The function: that of the last span starting at or below. */
+	i = span_after(u, h->span, addr);
+	w->fn = i && u->spans[i - 1].func ? &u->funcs[u->spans[i - 1].func - 1]
+					  : NULL;
+	h->span = i ? i - 1 : 0;
+	/* The line: sequences are disjoint and sorted by start, so only
+	 * the last starting at or below can hold ADDR. */
+	w->row = false;
+	i = seq_after(u, h->seq, addr);
+	if (!i)
+		return;
+	if (i - 1 != h->seq)
+		h->row = 0;
+	h->seq = i - 1;
+	s = &u->seqs[h->seq];
+	if (addr < s->low || addr >= u->rows[s->first + s->n - 1].addr)
+		return;
+	i = row_after(u->rows + s->first, s->n, h->row, addr);
+	if (!i || i == s->n || u->rows[s->first + i - 1].end)
+		return;
+	h->row = i - 1;
+	w->row = true;
+	w->file = u->rows[s->first + i - 1].file;
+	w->line = u->rows[s->first + i - 1].line;
+}
+
+/*
+ * The second part, for the N located addresses of ADDRS: their
+ * functions and line rows.  These depend only on the (decoded) unit, so
+ * they are looked up in the order of addresses, each unit's together
+ * and its tables searched from where the last address was found: in the
+ * order asked, the addresses of one unit come each after all the
+ * others', and each finds the unit's tables out of the cache.
+ */
+/* What the second part finds for ADDR (located as W says). */
+static void find_one(const struct dwarf *d, uint64_t addr, struct hint *h,
+		     struct sym_hint *sh, struct where *w)
+{
+	if (w->sec < 0)
+		return;
+	if (w->u)
+		find_hinted(w->u, addr, h, w);
+	if (d->have_syms)
+		w->sym = sym_search(d, w->sec, addr, sh);
+}
+
+static void find_all(const struct dwarf *d, const uint64_t *addrs, size_t n,
+		     struct where *w)
+{
+	uint64_t min = UINT64_MAX, max = 0, *v, *tmp, *sorted;
+	struct hint h = { 0 };
+	struct sym_hint sh = { .sec = -1 };
+	size_t m = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (w[i].sec >= 0) {
+			min = addrs[i] < min ? addrs[i] : min;
+			max = addrs[i] > max ? addrs[i] : max;
+			m++;
+		}
+	if (m < 64 || max - min > UINT32_MAX || n > UINT32_MAX) {
+		/* (A few, or spread over more than 4 GB: as they come.) */
+		for (size_t i = 0; i < n; i++)
+			find_one(d, addrs[i], &h, &sh, &w[i]);
+		return;
+	}
+	/* Each address as its offset from the lowest, above its place. */
+	v = xmalloc(m * sizeof(*v));
+	tmp = xmalloc(m * sizeof(*tmp));
+	m = 0;
+	for (size_t i = 0; i < n; i++)
+		if (w[i].sec >= 0)
+			v[m++] = (addrs[i] - min) << 32 | i;
+	sorted = radix_sort_u64(v, tmp, m, 32);
+	for (size_t k = 0; k < m; k++) {
+		size_t i = (uint32_t)sorted[k];
+
+		/* (W is read and written out of order: asked for ahead.) */
+		if (k + 16 < m)
+			prefetch(&w[(uint32_t)sorted[k + 16]]);
+		find_one(d, addrs[i], &h, &sh, &w[i]);
+	}
+	free(v);
+	free(tmp);
+}
+
+/*
+ * The last part, in the order asked (libbfd's names depend on the
+ * questions before): the answer, as _bfd_dwarf2_find_nearest_line and
+ * the inliner calls give it.
+ */
+static void answer(struct dwarf *d, uint64_t addr, const struct where *w,
+		   struct dwarf_answer *out)
+{
+	struct unit *u = w->u;
+	struct func *fn = NULL;
+	bool row = false;
+	const char *name = NULL;
+
+	out->addr = addr;
+	out->nframes = 0;
+	if (w->sec < 0)
+		return;
+	if (u) {
+		fn = w->fn;
+		row = w->row;
 		if (!fn && !row)
 			u = NULL;
 	}
 	if (fn && fn->is_linkage) {
 		name = fn->name;
 	} else {
-		const struct bsym *sym = find_function(d, sec, addr);
+		const struct bsym *sym = find_function(d, w->sec, addr,
+						       w->sym);
 
 		name = sym ? sym->name : NULL;
 		if (fn) {
@@ -2317,10 +2588,10 @@ static void answer(struct dwarf *d, uint64_t addr, struct dwarf_answer *out)
 			fn->is_linkage = true;
 		}
 	}
-	if (!row || row->file == NO_FILE || !row->line)
+	if (!row || w->file == NO_FILE || !w->line)
 		return;
 	out->nframes = 1;
-	push_frame(d, name, file_of(d, u, row->file), row->line);
+	push_frame(d, name, file_of(d, u, w->file), w->line);
 	for (struct func *f = fn;
 	     f && f->tag == TAG_inlined_subroutine && f->caller;) {
 		struct func *caller = &u->funcs[f->caller - 1];
@@ -2338,14 +2609,27 @@ int dwarf_lookup(struct dwarf *d, const uint64_t *addrs, size_t n,
 		 struct dwarf_answer *out, const char **why)
 {
 	size_t first = d->nframes;
+	struct where *w;
 
 	if (d->declined)
 		goto no;
+	/* (Whatever declines the file does so in the first part.) */
+	w = xcalloc(n ? n : 1, sizeof(*w));
 	for (size_t i = 0; i < n; i++) {
-		answer(d, addrs[i], &out[i]);
-		if (d->declined)
+		locate(d, addrs[i], &w[i]);
+		if (d->declined) {
+			free(w);
 			goto no;
+		}
 	}
+	find_all(d, addrs, n, w);
+	for (size_t i = 0; i < n; i++) {
+		/* (The functions are read out of order: asked for ahead.) */
+		if (i + 8 < n && w[i + 8].fn)
+			prefetch(w[i + 8].fn);
+		answer(d, addrs[i], &w[i], &out[i]);
+	}
+	free(w);
 	/* Frames moved as the array grew: point at them now (a batch of
 	 * answers without frames may have no array at all). */
 	for (size_t i = 0, k = first; i < n; k += out[i++].nframes)
@@ -2390,7 +2674,7 @@ void dwarf_close(struct dwarf *d)
 		free(u->rows);
 		free(u->seqs);
 		free(u->funcs);
-		free(u->lookup);
+		free(u->spans);
 	}
 	for (int i = 0; i < NSECT; i++)
 		if (d->s[i].mapped)
@@ -2402,6 +2686,8 @@ void dwarf_close(struct dwarf *d)
 	free(d->ext);
 	free(d->amb);
 	free(d->pool);
+	free(d->rows);
+	free(d->seqs);
 	free(d->secs);
 	free(d->syms);
 	free(d->frames);

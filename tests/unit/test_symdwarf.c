@@ -7,6 +7,7 @@
  */
 #include <criterion/criterion.h>
 #include <elf.h>
+#include <inttypes.h>
 #include <libdeflate.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -439,6 +440,65 @@ Test(symdwarf, baseline)
 	cr_assert_eq(a.nframes, 0);
 	answers(0x1008, "f", 1);
 	answers(0x1018, "f", 2);
+}
+
+/*
+ * Functions nested and side by side in one unit: libbfd gives an address
+ * the function with the smallest range holding it, the later of two
+ * equal ones; the same whether asked one at a time or in a batch (whose
+ * functions are found in the order of addresses), in any order.
+ */
+Test(symdwarf, smallest_function_in_any_order)
+{
+	static const struct {
+		const char *name;
+		uint64_t low, len;
+	} funcs[] = {
+		{ "outer", 0x1000, 0x20 },  { "inner", 0x1004, 0x8 },
+		{ "twin_a", 0x1010, 0x8 }, { "twin_b", 0x1010, 0x8 },
+		{ "late", 0x1018, 0x4 },
+	};
+	struct elf e = { .n = 0 };
+	struct dw w = dwarf_sections(&e);
+	struct dwarf_answer one, many[96];
+	uint64_t addrs[96];
+	const char *why = NULL;
+	size_t u;
+
+	abbrev(w.ab, 1, TAG_compile_unit, true, UNIT_ATTRS, 0);
+	abbrev(w.ab, 2, TAG_subprogram, false, FUNC_ATTRS, 0);
+	uleb(w.ab, 0);
+	u = unit_begin(w.in, 4, 0);
+	unit_die(w.in, 1, 0, 0x1000);
+	for (size_t i = 0; i < ARRAY_SIZE(funcs); i++) {
+		uleb(w.in, 2);
+		str(w.in, funcs[i].name);
+		put(w.in, funcs[i].low, 8);
+		put(w.in, funcs[i].len, 8);
+	}
+	uleb(w.in, 0);
+	unit_end(w.in, u);
+	line_program(w.li, 0x1000);
+	open_elf(&e, "nested", 0x100);
+	/* Each byte three times, in an order all over the unit. */
+	for (size_t i = 0; i < ARRAY_SIZE(addrs); i++)
+		addrs[i] = 0x1000 + (i * 37 + i / 32) % 32;
+	cr_assert_eq(dwarf_lookup(dw, addrs, ARRAY_SIZE(addrs), many, &why), 0);
+	for (size_t i = 0; i < ARRAY_SIZE(addrs); i++) {
+		uint64_t a = addrs[i];
+		const char *want = a >= 0x1004 && a < 0x100c   ? "inner"
+				   : a >= 0x1010 && a < 0x1018 ? "twin_b"
+				   : a >= 0x1018 && a < 0x101c ? "late"
+							       : "outer";
+
+		cr_assert_eq(many[i].addr, a);
+		cr_assert_eq(many[i].nframes, 1, "0x%" PRIx64, a);
+		cr_assert_str_eq(many[i].frames[0].func, want, "0x%" PRIx64, a);
+		cr_assert_eq(many[i].frames[0].line, a < 0x1010 ? 1u : 2u);
+		cr_assert_eq(ask(a, &one), 0);
+		cr_assert_eq(one.nframes, 1);
+		cr_assert_str_eq(one.frames[0].func, want, "0x%" PRIx64, a);
+	}
 }
 
 /* A section as SHF_COMPRESSED holds it: claiming SIZE bytes inflated. */
