@@ -5,7 +5,8 @@
  *
  * Rules every recorder file follows: never call the hooked allocator
  * (memory comes from rec_mem, which maps it raw), never use stdio, keep
- * the hooks short, and report nothing but to stderr with write(2).
+ * the hooks short, and report nothing but through rec_say (never on the
+ * program's stderr).
  */
 #ifndef DMPROF_REC_H
 #define DMPROF_REC_H
@@ -379,9 +380,12 @@ void rec_dump_unlock(void);
  * dlclose() unmaps them). */
 void rec_maps_remember(void);
 
-/* Say something on stderr: "dmprof-recorder: " and the strings up to a
- * NULL, and a newline. */
+/* Say something: "dmprof-recorder[PID]: " and the strings up to a NULL,
+ * and a newline, to dmprof record's stderr or the run's log (never the
+ * program's stderr: see rec_dump.c). */
 void rec_say(const char *first, ...) __attribute__((sentinel));
+/* Where to say it, from the environment (once, at start). */
+void rec_say_init(void);
 
 /* Marker functions: their addresses name the synthetic buckets. */
 void dmprof_recorder_self(void);

@@ -27,6 +27,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h> /* rename */
+#include <stdlib.h> /* getenv */
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -50,6 +51,57 @@ static atomic_uint_fast64_t last_seconds;
 static bool write_all(int fd, const char *p, size_t n);
 static void note_seconds(double s);
 
+/*
+ * Where the recorder's notices go: never to the program's own stderr (its
+ * output must be what it would be unrecorded; it may have closed fd 2 or
+ * reused it).  dmprof record passes its own stderr down as a descriptor
+ * of its own, named with what it is in DMPROF_RECORDER_NOTICES
+ * ("FD:DEV:INO"), which the program's children inherit; a notice goes
+ * there while that descriptor is still that file.  Otherwise (the
+ * recorder preloaded alone, or a program that closed or reused the
+ * descriptor) it goes to the run's log, HEAPPROFILE.log, beside the
+ * dumps.
+ */
+static int notice_fd = -1;
+static uint64_t notice_dev, notice_ino;
+
+static const char *parse_u64(const char *s, uint64_t *v)
+{
+	const char *start = s;
+
+	*v = 0;
+	for (; *s >= '0' && *s <= '9'; s++)
+		*v = *v * 10 + (uint64_t)(*s - '0');
+	return s == start ? NULL : s;
+}
+
+void rec_say_init(void)
+{
+	const char *s = getenv("DMPROF_RECORDER_NOTICES");
+	uint64_t fd;
+
+	if (!s || !(s = parse_u64(s, &fd)) || *s++ != ':' ||
+	    !(s = parse_u64(s, &notice_dev)) || *s++ != ':' ||
+	    !(s = parse_u64(s, &notice_ino)) || *s || fd > INT32_MAX)
+		return;
+	notice_fd = (int)fd;
+}
+
+/* Is the descriptor record passed down still its stderr?  (Raw calls:
+ * the tracer says things too.) */
+static bool notice_fd_ok(void)
+{
+	struct stat st;
+	long fl;
+
+	if (notice_fd < 0 || syscall(SYS_fstat, notice_fd, &st) != 0 ||
+	    (uint64_t)st.st_dev != notice_dev ||
+	    (uint64_t)st.st_ino != notice_ino)
+		return false;
+	fl = syscall(SYS_fcntl, notice_fd, F_GETFL);
+	return fl >= 0 && (fl & O_ACCMODE) != O_RDONLY;
+}
+
 static void say_part(char *line, size_t cap, size_t *n, const char *s)
 {
 	size_t len = strlen(s);
@@ -60,20 +112,41 @@ static void say_part(char *line, size_t cap, size_t *n, const char *s)
 	*n += len;
 }
 
-/* "dmprof-recorder: " and the strings up to a NULL, on one line. */
+/* "dmprof-recorder[PID]: " and the strings up to a NULL, on one line. */
 void rec_say(const char *first, ...)
 {
-	char line[1024];
-	size_t n = 0;
+	char line[1024], num[24], path[sizeof(rec_cfg.prefix) + 8];
+	size_t n = 0, w = sizeof(num);
+	long pid = syscall(SYS_getpid);
 	va_list ap;
+	int fd;
 
-	say_part(line, sizeof(line) - 1, &n, "dmprof-recorder: ");
+	num[--w] = 0;
+	do
+		num[--w] = (char)('0' + pid % 10);
+	while ((pid /= 10) && w);
+	say_part(line, sizeof(line) - 1, &n, "dmprof-recorder[");
+	say_part(line, sizeof(line) - 1, &n, num + w);
+	say_part(line, sizeof(line) - 1, &n, "]: ");
 	va_start(ap, first);
 	for (const char *s = first; s; s = va_arg(ap, const char *))
 		say_part(line, sizeof(line) - 1, &n, s);
 	va_end(ap);
 	line[n++] = '\n';
-	write_all(2, line, n);
+	if (notice_fd_ok()) {
+		write_all(notice_fd, line, n);
+		return;
+	}
+	if (!rec_cfg.prefix[0])
+		return; /* (not recording: nowhere to say it) */
+	memcpy(path, rec_cfg.prefix, strlen(rec_cfg.prefix));
+	memcpy(path + strlen(rec_cfg.prefix), ".log", 5);
+	fd = (int)syscall(SYS_openat, AT_FDCWD, path,
+			  O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return;
+	write_all(fd, line, n);
+	rec_raw_close(fd);
 }
 
 /* ---- small helpers ---- */
