@@ -88,6 +88,7 @@ void rec_buf_seconds(struct rec_buf *b, double s);
 void rec_buf_free(struct rec_buf *b);
 bool rec_buf_reserve(struct rec_buf *b, size_t n);
 bool rec_buf_zero(struct rec_buf *b, size_t n);
+bool rec_buf_room(struct rec_buf *b, size_t n);
 
 /* Spin locks: short sections only, never held across a hook's call out. */
 typedef atomic_flag rec_lock;
@@ -159,6 +160,10 @@ void rec_large_add(const struct rec_large *l);
 void rec_large_del(uintptr_t p);
 /* Copy out the live large blocks (for a dump); returns how many. */
 size_t rec_large_snapshot(struct rec_large **out);
+/* Room, in memory, for the copies of the next snapshots (of large blocks
+ * and mappings, a quarter more than now); returns how many records there
+ * are now. */
+size_t rec_table_room(void);
 
 /* Mappings made through the hooks (and the recorder's own). */
 void rec_map_add(uintptr_t start, uintptr_t end, uint32_t bucket);

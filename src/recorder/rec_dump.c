@@ -837,9 +837,10 @@ static bool no_scan; /* the kernel has no PAGEMAP_SCAN */
  * (as the original).  With PF, resident pages are listed as page-frame
  * tokens.  Pagemap is read where the kernel says pages are.
  */
+static struct pm_region reg[PM_SCAN_REGIONS];
+
 static uint64_t committed(uintptr_t lo, uintptr_t hi, struct pf_line *pf)
 {
-	static struct pm_region reg[PM_SCAN_REGIONS];
 	uintptr_t at = lo & ~(uintptr_t)(page - 1), done = lo;
 	uintptr_t end = (hi + page - 1) & ~(uintptr_t)(page - 1);
 	uint64_t total = 0;
@@ -1547,6 +1548,52 @@ static void capture(void *p)
 	}
 }
 
+/*
+ * Room for what the walk writes, made before it, its pages in memory: a
+ * buffer that grows during the walk maps or faults pages after smaps was
+ * read and before Rss is read again, and the walk is done again (twice
+ * or three times in most processes' first dump, each a read of smaps,
+ * pagemap and smaps_rollup, the cost of a short process's dumps).  The
+ * sizes come from the mappings now (/proc/self/maps, which looks at no
+ * page) and the tables, with a quarter more.
+ */
+static void make_room(void)
+{
+	size_t nv = 0, nrec, nb, maps_len = 0, per_vma = 2048;
+	uintptr_t *bases;
+
+	if (read_all("/proc/thread-self/maps", &tmp_buf))
+		for (size_t i = 0; i < tmp_buf.len; i++)
+			nv += tmp_buf.p[i] == '\n';
+	maps_len = tmp_buf.len + tmp_buf.len / 4 + 4096;
+	nv += nv / 4 + 16;
+	if (vmas_buf.len >= sizeof(struct vma) && maps_text.len)
+		per_vma = maps_text.len / (vmas_buf.len / sizeof(struct vma)) +
+			  256;
+	nrec = rec_table_room() + rec_self_count() +
+	       rec_arena_snapshot(&bases) + 64;
+	nrec += nrec / 4 + nv;
+	nb = rec_bucket_count();
+	nb += nb / 4 + 1024;
+	rec_buf_free(&maps_text);
+	rec_buf_room(&maps_text, nv * per_vma + 32768);
+	rec_buf_free(&vmas_buf);
+	rec_buf_room(&vmas_buf, nv * sizeof(struct vma));
+	rec_buf_free(&regions_buf);
+	rec_buf_room(&regions_buf, nrec * sizeof(struct rec_map));
+	rec_buf_free(&tmp_buf);
+	rec_buf_room(&tmp_buf, nrec * sizeof(struct rec_map) + 40000);
+	rec_buf_free(&values_buf);
+	rec_buf_room(&values_buf,
+		     nb * (3 * sizeof(int64_t) + sizeof(struct rec_totals)));
+	rec_buf_free(&mmap_list);
+	rec_buf_room(&mmap_list, 64 + (nrec + 2 * nv + 1) * 100 + maps_len);
+	rec_buf_room(&seen_text, maps_len);
+	rec_buf_room(&seen_buf, nv * sizeof(struct seen));
+	memset(pm_buf, 0, PM_CHUNK * 8);
+	memset(reg, 0, sizeof(reg));
+}
+
 static void do_dump(const char *reason)
 {
 	struct dump d;
@@ -1578,6 +1625,8 @@ static void do_dump(const char *reason)
 	if (!pm_buf)
 		pm_buf = rec_alloc(PM_CHUNK * 8);
 	t0 = monotonic();
+	if (pm_buf)
+		make_room();
 	c.d = &d;
 	if (rec_cfg.no_stop) {
 		how.not_stopped = "DMPROF_NO_STOP is set";
