@@ -906,7 +906,8 @@ static const int cls_np_row[NCLS] = { G_NP_FILE_EXEC, G_NP_FILE_NONEXEC,
 /* Buffers kept from dump to dump (their pages stay the recorder's). */
 static struct rec_buf maps_text, vmas_buf, regions_buf, tmp_buf, mmap_list,
 	stacks, buckets_text, meta, gstats, head, maps_file, values_buf,
-	seen_text, seen_buf, new_ids;
+	seen_text, seen_buf, new_ids,
+	maps_written; /* what this process's .maps file holds */
 
 /* Executable mappings seen at some dump or dlclose(), still named in
  * .maps after they are gone. */
@@ -1500,10 +1501,21 @@ static void write_files(void)
 		memcpy(&id, new_ids.p + i * sizeof(id), sizeof(id));
 		atomic_store(&rec_bucket_by_id(id)->written, true);
 	}
+	/*
+	 * The .maps file again only when it changed: most of a short
+	 * process's dumps (when main returns, at exit) find it as it was,
+	 * and a file made is an inode allocated and one freed.
+	 */
 	file_name(name, 0, ".maps");
 	one[0] = &maps_file;
-	if (!write_file(name, one, 1))
-		return;
+	if (!maps_file.p || maps_file.len != maps_written.len ||
+	    memcmp(maps_file.p, maps_written.p, maps_file.len) ||
+	    access(name, F_OK) != 0) {
+		rec_buf_free(&maps_written);
+		if (!write_file(name, one, 1))
+			return;
+		rec_buf_add(&maps_written, maps_file.p, maps_file.len);
+	}
 	file_name(name, dump_count, ".heap");
 	write_file(name, heap_parts, 5);
 }
@@ -1721,6 +1733,7 @@ void rec_dump_after_fork(void)
 
 	my_pid = getpid();
 	dump_count = 0;
+	rec_buf_free(&maps_written); /* (its .maps is not written yet) */
 	said_write_error = said_limit = false;
 	for (uint32_t id = 0; id < nb; id++) {
 		struct rec_bucket *k = rec_bucket_by_id(id);

@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#define HOLD 500000
+
 static double now(void)
 {
 	struct timespec ts;
@@ -26,7 +28,7 @@ int main(int argc, char **argv)
 {
 	unsigned long rounds = argc > 1 ? strtoul(argv[1], NULL, 10) : 1000;
 	double seconds = argc > 2 ? atof(argv[2]) : 0, start = now();
-	void *keep[256] = { 0 };
+	void *keep[256] = { 0 }, **hold;
 	unsigned long i = 0;
 
 	if (argc > 4 && !strcmp(argv[3], "reuse")) {
@@ -36,6 +38,11 @@ int main(int argc, char **argv)
 			if (open(argv[4], O_WRONLY | O_CREAT | O_APPEND, 0644) < 0)
 				return 1;
 	}
+	/* Half a million blocks held: a dump takes milliseconds, more than
+	 * a tenth of -i 0.001 and of the dump thread's 20 ms naps. */
+	hold = malloc(HOLD * sizeof(*hold));
+	for (int k = 0; hold && k < HOLD; k++)
+		hold[k] = malloc(24);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	while (i < rounds || now() - start < seconds) {
 		for (int k = 0; k < 256; k++) {
@@ -50,6 +57,9 @@ int main(int argc, char **argv)
 	}
 	for (int k = 0; k < 256; k++)
 		free(keep[k]);
+	for (int k = 0; hold && k < HOLD; k++)
+		free(hold[k]);
+	free(hold);
 	puts("out end");
 	fputs("err end\n", stderr);
 	return 0;
