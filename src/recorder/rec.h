@@ -267,6 +267,8 @@ struct rec_frame {
 #endif
 
 void rec_unwind_init(void);
+/* libgcc is loaded (backtrace() has run): what the unwinder needs of it. */
+void rec_unwind_ready(void);
 /* Up to MAX return addresses of the caller's stack, innermost first,
  * without those in [SKIP_LO, SKIP_HI) (the recorder's own frames: its
  * hooks, its thread trampoline). */

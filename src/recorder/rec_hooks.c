@@ -736,6 +736,7 @@ static void init(void)
 		void *warm[4];
 
 		backtrace(warm, 4);
+		rec_unwind_ready();
 	}
 	rec_cfg.active = true;
 	atomic_store(&state, ST_READY);
