@@ -395,6 +395,7 @@ recorder_programs() {
 	{
 		printf 'int f0(int x);\nint main(void) { return f0(1) == 0; }\n'
 	} >"$d/proj/main.c"
+	# shellcheck disable=SC2016 # (make's variables, not the shell's)
 	printf '%s\n' 'SRCS = $(wildcard *.c)' 'prog: $(SRCS:.c=.o)' \
 		'	$(CC) -o $@ $^' '%.o: %.c' '	$(CC) -O1 -c -o $@ $<' \
 		'clean:' '	rm -f *.o prog' >"$d/proj/Makefile"
@@ -423,11 +424,13 @@ recorder_programs() {
 	fi
 }
 
-# Before each run of recorder_programs' programs: no build, no database,
-# no dumps left by the last one.
+# Before each run of recorder_programs' programs: no build, no database.
+# (The dumps stay until the row is done: on ext4 without a journal, a
+# file made within 30 s of many deleted costs a scan past each of them,
+# which a run would pay for the one before it.)
 prog_fresh() {
 	make -s -C "$d/proj" clean >/dev/null 2>&1
-	rm -rf "$d/db" "$d/out" && mkdir -p "$d/out"
+	rm -f "$d/db"
 }
 
 # prog_row NAME WHAT COMMAND...: three runs plain and three recorded,
@@ -437,20 +440,22 @@ prog_row() {
 	shift 2
 	: >"$d/plain.t"
 	: >"$d/rec.t"
+	rm -rf "$d/out"
 	for i in 1 2 3; do
 		for how in plain rec; do
 			prog_fresh
 			if [ $how = plain ]; then
 				set -- env "$@"
 			else
-				set -- "$bin" record -o "$d/out/" -- "$@"
+				mkdir -p "$d/out/$i"
+				set -- "$bin" record -o "$d/out/$i/" -- "$@"
 			fi
 			t0=$(date +%s%N)
 			/usr/bin/time -f '%U %S' -o "$d/cpu" "$@" \
 				>"$d/out.$pname.$how" 2>"$d/err.$pname.$how"
 			rc=$?
 			t1=$(date +%s%N)
-			shift $([ $how = plain ] && echo 1 || echo 5)
+			if [ $how = plain ]; then shift 1; else shift 5; fi
 			if [ $rc != 0 ]; then
 				echo "bench: $pname ($how) failed:"
 				tail -3 "$d/err.$pname.$how"
@@ -461,8 +466,9 @@ prog_row() {
 				>>"$d/$how.t"
 		done
 		[ $i = 1 ] && [ "$pname" = make ] &&
-			nproc_rec=$(ls "$d/out"/*.0001.heap 2>/dev/null | wc -l)
+			nproc_rec=$(find "$d/out/1" -name '*.0001.heap' | wc -l)
 	done
+	rm -rf "$d/out"
 	med() { sort -g -k"$2" "$1" | sed -n '2p' | cut -d' ' -f"$2"; }
 	p_s=$(med "$d/plain.t" 1) r_s=$(med "$d/rec.t" 1)
 	p_c=$(med "$d/plain.t" 2) r_c=$(med "$d/rec.t" 2)
