@@ -766,6 +766,16 @@ static bool zero_page(uint64_t e)
 	return !atomic_load(&rec_forked);
 }
 
+/*
+ * The entries in PM_BUF: of pages [WIN_LO, WIN_LO + WIN_N), read in this
+ * walk (the threads stand still).  A VMA cut into many regions (a
+ * runtime's heap of small mappings, Ruby's: thousands) is read once, not
+ * a read per region; WIN_END (a page number) is how far a read may go,
+ * the end of the VMA at hand, 0 for no further than asked.
+ */
+static uintptr_t win_lo, win_end;
+static size_t win_n;
+
 /* Committed bytes of [LO, HI) as pagemap says them, entry by entry. */
 static uint64_t read_committed(uintptr_t lo, uintptr_t hi,
 			       struct pf_line *pf)
@@ -776,14 +786,23 @@ static uint64_t read_committed(uintptr_t lo, uintptr_t hi,
 	if (pm_fd < 0 || hi <= lo)
 		return 0;
 	for (uintptr_t pg = first; pg <= last;) {
-		size_t want = last - pg + 1 > PM_CHUNK ? PM_CHUNK
-						       : last - pg + 1;
-		long got = rec_raw_pread(pm_fd, pm_buf, want * 8,
-					 (long)(pg * 8));
+		size_t want = last - pg + 1, k, n;
 
-		if (got != (long)(want * 8))
-			return 0;
-		for (size_t k = 0; k < want; k++, pg++) {
+		if (pg < win_lo || pg >= win_lo + win_n) {
+			if (win_end > pg && win_end - pg > want)
+				want = win_end - pg;
+			if (want > PM_CHUNK)
+				want = PM_CHUNK;
+			win_n = 0;
+			if (rec_raw_pread(pm_fd, pm_buf, want * 8,
+					  (long)(pg * 8)) != (long)(want * 8))
+				return 0;
+			win_lo = pg;
+			win_n = want;
+		}
+		k = pg - win_lo;
+		n = win_n - k < last - pg + 1 ? win_n - k : last - pg + 1;
+		for (size_t end = k + n; k < end; k++, pg++) {
 			uint64_t e = pm_buf[k];
 			uintptr_t a = pg * page, b = a + page;
 
@@ -842,13 +861,15 @@ static struct pm_region reg[PM_SCAN_REGIONS];
 static uint64_t committed(uintptr_t lo, uintptr_t hi, struct pf_line *pf)
 {
 	uintptr_t at = lo & ~(uintptr_t)(page - 1), done = lo;
-	uintptr_t end = (hi + page - 1) & ~(uintptr_t)(page - 1);
+	uintptr_t end = (hi + page - 1) & ~(uintptr_t)(page - 1), limit;
 	uint64_t total = 0;
 
 	if (pm_fd < 0 || hi <= lo)
 		return 0;
 	if (no_scan || (end - at) / page < PM_SCAN_PAGES)
 		return read_committed(lo, hi, pf);
+	limit = win_end;
+	win_end = 0; /* (the kernel says where the pages are) */
 	while (at < end) {
 		struct pm_scan a = { sizeof(a), 0, at, end, 0, (uintptr_t)reg,
 				     PM_SCAN_REGIONS, 0, 0, 0,
@@ -858,6 +879,7 @@ static uint64_t committed(uintptr_t lo, uintptr_t hi, struct pf_line *pf)
 
 		if (n < 0 || a.walk_end <= at) {
 			no_scan = n < 0 && (errno == ENOTTY || errno == EINVAL);
+			win_end = limit;
 			return total + read_committed(done, hi, pf);
 		}
 		for (long i = 0; i < n && i < PM_SCAN_REGIONS; i++) {
@@ -872,6 +894,7 @@ static uint64_t committed(uintptr_t lo, uintptr_t hi, struct pf_line *pf)
 		}
 		at = a.walk_end;
 	}
+	win_end = limit;
 	return total;
 }
 
@@ -992,7 +1015,11 @@ static void emit_region(struct rec_buf *b, const struct vma *v,
 			uint32_t nb)
 {
 	struct pf_line pf = { rec_cfg.pageframe ? b : NULL, (size_t)-1 };
-	uint64_t c = v->resident ? committed(lo, hi, &pf) : 0;
+	uint64_t c;
+
+	win_end = (v->end + page - 1) / page;
+	c = v->resident ? committed(lo, hi, &pf) : 0;
+	win_end = 0;
 
 	if (pf.line_start != (size_t)-1)
 		rec_buf_add(b, "\n", 1);
@@ -1347,6 +1374,8 @@ static bool take_stock(struct dump *d)
 /* The files the walk reads: pagemap, and kpagecount for share counts. */
 static void open_page_files(void)
 {
+	win_n = 0;
+	win_end = 0;
 	pm_fd = rec_raw_open("/proc/thread-self/pagemap", O_RDONLY | O_CLOEXEC);
 	if (pm_fd < 0)
 		rec_say("cannot read /proc/self/pagemap: ", why(errno),
@@ -1387,6 +1416,7 @@ static void measure(struct dump *d)
 	build_mmap_list(d->vmas, d->nv, d->regs, d->nr, d->g, d->mv, d->mc,
 			d->nb);
 	rollup(d->kernel);
+	win_n = 0; /* (read again, after the kernel's count, as ever) */
 	for (size_t i = 0; i < d->nlarge; i++) {
 		const struct rec_large *l = &d->large[i];
 		uint64_t c = committed(l->p, l->p + l->size, NULL);
