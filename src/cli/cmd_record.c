@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -403,6 +405,34 @@ static void set_environment(const struct record_opts *o,
 }
 
 /*
+ * The recorder's notices come here, to this command's stderr, never to
+ * the program's (whose output must be what it is unrecorded): a copy of
+ * fd 2 out of the way of the program's own descriptors, which it and its
+ * children inherit, named in DMPROF_RECORDER_NOTICES with what it is
+ * (device and inode), so that a recorder whose program closed or reused
+ * that number writes to the run's log instead.  Returns the copy, or -1
+ * (no stderr: the notices go to the log).
+ */
+static int pass_stderr(void)
+{
+	struct stat st;
+	char val[96];
+	int fd;
+
+	if (fstat(2, &st) < 0)
+		return -1;
+	fd = fcntl(2, F_DUPFD, 100);
+	if (fd < 0)
+		fd = fcntl(2, F_DUPFD, 3);
+	if (fd < 0)
+		return -1;
+	snprintf(val, sizeof(val), "%d:%ju:%ju", fd, (uintmax_t)st.st_dev,
+		 (uintmax_t)st.st_ino);
+	setenv("DMPROF_RECORDER_NOTICES", val, 1);
+	return fd;
+}
+
+/*
  * Run ARGV and wait for it.  Like time(1): ^C and ^\ are for the program;
  * TERM and HUP sent here, and the dump signal SIG, are passed on to it.
  * Returns its pid (its wait status in *WSTATUS), or -1 if it could not
@@ -452,7 +482,7 @@ static int cmd_record_run(struct cmd_args *a)
 {
 	struct record_opts o;
 	char *recorder, *prefix = NULL;
-	int status, wstatus;
+	int status, wstatus, notices;
 	pid_t pid;
 
 	if ((status = parse_options(a, &o)))
@@ -471,7 +501,10 @@ static int cmd_record_run(struct cmd_args *a)
 	}
 	set_environment(&o, recorder, prefix);
 	free(recorder);
+	notices = pass_stderr();
 	pid = run_child(a->argv, o.signal, &wstatus);
+	if (notices >= 0)
+		close(notices);
 	if (pid < 0) {
 		free(prefix);
 		return 1;

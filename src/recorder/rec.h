@@ -5,7 +5,8 @@
  *
  * Rules every recorder file follows: never call the hooked allocator
  * (memory comes from rec_mem, which maps it raw), never use stdio, keep
- * the hooks short, and report nothing but to stderr with write(2).
+ * the hooks short, and report nothing but through rec_say (never on the
+ * program's stderr).
  */
 #ifndef DMPROF_REC_H
 #define DMPROF_REC_H
@@ -87,6 +88,7 @@ void rec_buf_seconds(struct rec_buf *b, double s);
 void rec_buf_free(struct rec_buf *b);
 bool rec_buf_reserve(struct rec_buf *b, size_t n);
 bool rec_buf_zero(struct rec_buf *b, size_t n);
+bool rec_buf_room(struct rec_buf *b, size_t n);
 
 /* Spin locks: short sections only, never held across a hook's call out. */
 typedef atomic_flag rec_lock;
@@ -158,6 +160,10 @@ void rec_large_add(const struct rec_large *l);
 void rec_large_del(uintptr_t p);
 /* Copy out the live large blocks (for a dump); returns how many. */
 size_t rec_large_snapshot(struct rec_large **out);
+/* Room, in memory, for the copies of the next snapshots (of large blocks
+ * and mappings, a quarter more than now); returns how many records there
+ * are now. */
+size_t rec_table_room(void);
 
 /* Mappings made through the hooks (and the recorder's own). */
 void rec_map_add(uintptr_t start, uintptr_t end, uint32_t bucket);
@@ -261,6 +267,8 @@ struct rec_frame {
 #endif
 
 void rec_unwind_init(void);
+/* libgcc is loaded (backtrace() has run): what the unwinder needs of it. */
+void rec_unwind_ready(void);
 /* Up to MAX return addresses of the caller's stack, innermost first,
  * without those in [SKIP_LO, SKIP_HI) (the recorder's own frames: its
  * hooks, its thread trampoline). */
@@ -379,9 +387,12 @@ void rec_dump_unlock(void);
  * dlclose() unmaps them). */
 void rec_maps_remember(void);
 
-/* Say something on stderr: "dmprof-recorder: " and the strings up to a
- * NULL, and a newline. */
+/* Say something: "dmprof-recorder[PID]: " and the strings up to a NULL,
+ * and a newline, to dmprof record's stderr or the run's log (never the
+ * program's stderr: see rec_dump.c). */
 void rec_say(const char *first, ...) __attribute__((sentinel));
+/* Where to say it, from the environment (once, at start). */
+void rec_say_init(void);
 
 /* Marker functions: their addresses name the synthetic buckets. */
 void dmprof_recorder_self(void);

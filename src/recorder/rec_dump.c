@@ -27,6 +27,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h> /* rename */
+#include <stdlib.h> /* getenv */
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -50,6 +51,57 @@ static atomic_uint_fast64_t last_seconds;
 static bool write_all(int fd, const char *p, size_t n);
 static void note_seconds(double s);
 
+/*
+ * Where the recorder's notices go: never to the program's own stderr (its
+ * output must be what it would be unrecorded; it may have closed fd 2 or
+ * reused it).  dmprof record passes its own stderr down as a descriptor
+ * of its own, named with what it is in DMPROF_RECORDER_NOTICES
+ * ("FD:DEV:INO"), which the program's children inherit; a notice goes
+ * there while that descriptor is still that file.  Otherwise (the
+ * recorder preloaded alone, or a program that closed or reused the
+ * descriptor) it goes to the run's log, HEAPPROFILE.log, beside the
+ * dumps.
+ */
+static int notice_fd = -1;
+static uint64_t notice_dev, notice_ino;
+
+static const char *parse_u64(const char *s, uint64_t *v)
+{
+	const char *start = s;
+
+	*v = 0;
+	for (; *s >= '0' && *s <= '9'; s++)
+		*v = *v * 10 + (uint64_t)(*s - '0');
+	return s == start ? NULL : s;
+}
+
+void rec_say_init(void)
+{
+	const char *s = getenv("DMPROF_RECORDER_NOTICES");
+	uint64_t fd;
+
+	if (!s || !(s = parse_u64(s, &fd)) || *s++ != ':' ||
+	    !(s = parse_u64(s, &notice_dev)) || *s++ != ':' ||
+	    !(s = parse_u64(s, &notice_ino)) || *s || fd > INT32_MAX)
+		return;
+	notice_fd = (int)fd;
+}
+
+/* Is the descriptor record passed down still its stderr?  (Raw calls:
+ * the tracer says things too.) */
+static bool notice_fd_ok(void)
+{
+	struct stat st;
+	long fl;
+
+	if (notice_fd < 0 || syscall(SYS_fstat, notice_fd, &st) != 0 ||
+	    (uint64_t)st.st_dev != notice_dev ||
+	    (uint64_t)st.st_ino != notice_ino)
+		return false;
+	fl = syscall(SYS_fcntl, notice_fd, F_GETFL);
+	return fl >= 0 && (fl & O_ACCMODE) != O_RDONLY;
+}
+
 static void say_part(char *line, size_t cap, size_t *n, const char *s)
 {
 	size_t len = strlen(s);
@@ -60,20 +112,41 @@ static void say_part(char *line, size_t cap, size_t *n, const char *s)
 	*n += len;
 }
 
-/* "dmprof-recorder: " and the strings up to a NULL, on one line. */
+/* "dmprof-recorder[PID]: " and the strings up to a NULL, on one line. */
 void rec_say(const char *first, ...)
 {
-	char line[1024];
-	size_t n = 0;
+	char line[1024], num[24], path[sizeof(rec_cfg.prefix) + 8];
+	size_t n = 0, w = sizeof(num);
+	long pid = syscall(SYS_getpid);
 	va_list ap;
+	int fd;
 
-	say_part(line, sizeof(line) - 1, &n, "dmprof-recorder: ");
+	num[--w] = 0;
+	do
+		num[--w] = (char)('0' + pid % 10);
+	while ((pid /= 10) && w);
+	say_part(line, sizeof(line) - 1, &n, "dmprof-recorder[");
+	say_part(line, sizeof(line) - 1, &n, num + w);
+	say_part(line, sizeof(line) - 1, &n, "]: ");
 	va_start(ap, first);
 	for (const char *s = first; s; s = va_arg(ap, const char *))
 		say_part(line, sizeof(line) - 1, &n, s);
 	va_end(ap);
 	line[n++] = '\n';
-	write_all(2, line, n);
+	if (notice_fd_ok()) {
+		write_all(notice_fd, line, n);
+		return;
+	}
+	if (!rec_cfg.prefix[0])
+		return; /* (not recording: nowhere to say it) */
+	memcpy(path, rec_cfg.prefix, strlen(rec_cfg.prefix));
+	memcpy(path + strlen(rec_cfg.prefix), ".log", 5);
+	fd = (int)syscall(SYS_openat, AT_FDCWD, path,
+			  O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return;
+	write_all(fd, line, n);
+	rec_raw_close(fd);
 }
 
 /* ---- small helpers ---- */
@@ -693,6 +766,16 @@ static bool zero_page(uint64_t e)
 	return !atomic_load(&rec_forked);
 }
 
+/*
+ * The entries in PM_BUF: of pages [WIN_LO, WIN_LO + WIN_N), read in this
+ * walk (the threads stand still).  A VMA cut into many regions (a
+ * runtime's heap of small mappings, Ruby's: thousands) is read once, not
+ * a read per region; WIN_END (a page number) is how far a read may go,
+ * the end of the VMA at hand, 0 for no further than asked.
+ */
+static uintptr_t win_lo, win_end;
+static size_t win_n;
+
 /* Committed bytes of [LO, HI) as pagemap says them, entry by entry. */
 static uint64_t read_committed(uintptr_t lo, uintptr_t hi,
 			       struct pf_line *pf)
@@ -703,14 +786,23 @@ static uint64_t read_committed(uintptr_t lo, uintptr_t hi,
 	if (pm_fd < 0 || hi <= lo)
 		return 0;
 	for (uintptr_t pg = first; pg <= last;) {
-		size_t want = last - pg + 1 > PM_CHUNK ? PM_CHUNK
-						       : last - pg + 1;
-		long got = rec_raw_pread(pm_fd, pm_buf, want * 8,
-					 (long)(pg * 8));
+		size_t want = last - pg + 1, k, n;
 
-		if (got != (long)(want * 8))
-			return 0;
-		for (size_t k = 0; k < want; k++, pg++) {
+		if (pg < win_lo || pg >= win_lo + win_n) {
+			if (win_end > pg && win_end - pg > want)
+				want = win_end - pg;
+			if (want > PM_CHUNK)
+				want = PM_CHUNK;
+			win_n = 0;
+			if (rec_raw_pread(pm_fd, pm_buf, want * 8,
+					  (long)(pg * 8)) != (long)(want * 8))
+				return 0;
+			win_lo = pg;
+			win_n = want;
+		}
+		k = pg - win_lo;
+		n = win_n - k < last - pg + 1 ? win_n - k : last - pg + 1;
+		for (size_t end = k + n; k < end; k++, pg++) {
 			uint64_t e = pm_buf[k];
 			uintptr_t a = pg * page, b = a + page;
 
@@ -764,17 +856,20 @@ static bool no_scan; /* the kernel has no PAGEMAP_SCAN */
  * (as the original).  With PF, resident pages are listed as page-frame
  * tokens.  Pagemap is read where the kernel says pages are.
  */
+static struct pm_region reg[PM_SCAN_REGIONS];
+
 static uint64_t committed(uintptr_t lo, uintptr_t hi, struct pf_line *pf)
 {
-	static struct pm_region reg[PM_SCAN_REGIONS];
 	uintptr_t at = lo & ~(uintptr_t)(page - 1), done = lo;
-	uintptr_t end = (hi + page - 1) & ~(uintptr_t)(page - 1);
+	uintptr_t end = (hi + page - 1) & ~(uintptr_t)(page - 1), limit;
 	uint64_t total = 0;
 
 	if (pm_fd < 0 || hi <= lo)
 		return 0;
 	if (no_scan || (end - at) / page < PM_SCAN_PAGES)
 		return read_committed(lo, hi, pf);
+	limit = win_end;
+	win_end = 0; /* (the kernel says where the pages are) */
 	while (at < end) {
 		struct pm_scan a = { sizeof(a), 0, at, end, 0, (uintptr_t)reg,
 				     PM_SCAN_REGIONS, 0, 0, 0,
@@ -784,6 +879,7 @@ static uint64_t committed(uintptr_t lo, uintptr_t hi, struct pf_line *pf)
 
 		if (n < 0 || a.walk_end <= at) {
 			no_scan = n < 0 && (errno == ENOTTY || errno == EINVAL);
+			win_end = limit;
 			return total + read_committed(done, hi, pf);
 		}
 		for (long i = 0; i < n && i < PM_SCAN_REGIONS; i++) {
@@ -798,6 +894,7 @@ static uint64_t committed(uintptr_t lo, uintptr_t hi, struct pf_line *pf)
 		}
 		at = a.walk_end;
 	}
+	win_end = limit;
 	return total;
 }
 
@@ -832,7 +929,8 @@ static const int cls_np_row[NCLS] = { G_NP_FILE_EXEC, G_NP_FILE_NONEXEC,
 /* Buffers kept from dump to dump (their pages stay the recorder's). */
 static struct rec_buf maps_text, vmas_buf, regions_buf, tmp_buf, mmap_list,
 	stacks, buckets_text, meta, gstats, head, maps_file, values_buf,
-	seen_text, seen_buf, new_ids;
+	seen_text, seen_buf, new_ids,
+	maps_written; /* what this process's .maps file holds */
 
 /* Executable mappings seen at some dump or dlclose(), still named in
  * .maps after they are gone. */
@@ -917,7 +1015,11 @@ static void emit_region(struct rec_buf *b, const struct vma *v,
 			uint32_t nb)
 {
 	struct pf_line pf = { rec_cfg.pageframe ? b : NULL, (size_t)-1 };
-	uint64_t c = v->resident ? committed(lo, hi, &pf) : 0;
+	uint64_t c;
+
+	win_end = (v->end + page - 1) / page;
+	c = v->resident ? committed(lo, hi, &pf) : 0;
+	win_end = 0;
 
 	if (pf.line_start != (size_t)-1)
 		rec_buf_add(b, "\n", 1);
@@ -1272,6 +1374,8 @@ static bool take_stock(struct dump *d)
 /* The files the walk reads: pagemap, and kpagecount for share counts. */
 static void open_page_files(void)
 {
+	win_n = 0;
+	win_end = 0;
 	pm_fd = rec_raw_open("/proc/thread-self/pagemap", O_RDONLY | O_CLOEXEC);
 	if (pm_fd < 0)
 		rec_say("cannot read /proc/self/pagemap: ", why(errno),
@@ -1312,6 +1416,7 @@ static void measure(struct dump *d)
 	build_mmap_list(d->vmas, d->nv, d->regs, d->nr, d->g, d->mv, d->mc,
 			d->nb);
 	rollup(d->kernel);
+	win_n = 0; /* (read again, after the kernel's count, as ever) */
 	for (size_t i = 0; i < d->nlarge; i++) {
 		const struct rec_large *l = &d->large[i];
 		uint64_t c = committed(l->p, l->p + l->size, NULL);
@@ -1426,10 +1531,21 @@ static void write_files(void)
 		memcpy(&id, new_ids.p + i * sizeof(id), sizeof(id));
 		atomic_store(&rec_bucket_by_id(id)->written, true);
 	}
+	/*
+	 * The .maps file again only when it changed: most of a short
+	 * process's dumps (when main returns, at exit) find it as it was,
+	 * and a file made is an inode allocated and one freed.
+	 */
 	file_name(name, 0, ".maps");
 	one[0] = &maps_file;
-	if (!write_file(name, one, 1))
-		return;
+	if (!maps_file.p || maps_file.len != maps_written.len ||
+	    memcmp(maps_file.p, maps_written.p, maps_file.len) ||
+	    access(name, F_OK) != 0) {
+		rec_buf_free(&maps_written);
+		if (!write_file(name, one, 1))
+			return;
+		rec_buf_add(&maps_written, maps_file.p, maps_file.len);
+	}
 	file_name(name, dump_count, ".heap");
 	write_file(name, heap_parts, 5);
 }
@@ -1474,6 +1590,52 @@ static void capture(void *p)
 	}
 }
 
+/*
+ * Room for what the walk writes, made before it, its pages in memory: a
+ * buffer that grows during the walk maps or faults pages after smaps was
+ * read and before Rss is read again, and the walk is done again (twice
+ * or three times in most processes' first dump, each a read of smaps,
+ * pagemap and smaps_rollup, the cost of a short process's dumps).  The
+ * sizes come from the mappings now (/proc/self/maps, which looks at no
+ * page) and the tables, with a quarter more.
+ */
+static void make_room(void)
+{
+	size_t nv = 0, nrec, nb, maps_len = 0, per_vma = 2048;
+	uintptr_t *bases;
+
+	if (read_all("/proc/thread-self/maps", &tmp_buf))
+		for (size_t i = 0; i < tmp_buf.len; i++)
+			nv += tmp_buf.p[i] == '\n';
+	maps_len = tmp_buf.len + tmp_buf.len / 4 + 4096;
+	nv += nv / 4 + 16;
+	if (vmas_buf.len >= sizeof(struct vma) && maps_text.len)
+		per_vma = maps_text.len / (vmas_buf.len / sizeof(struct vma)) +
+			  256;
+	nrec = rec_table_room() + rec_self_count() +
+	       rec_arena_snapshot(&bases) + 64;
+	nrec += nrec / 4 + nv;
+	nb = rec_bucket_count();
+	nb += nb / 4 + 1024;
+	rec_buf_free(&maps_text);
+	rec_buf_room(&maps_text, nv * per_vma + 32768);
+	rec_buf_free(&vmas_buf);
+	rec_buf_room(&vmas_buf, nv * sizeof(struct vma));
+	rec_buf_free(&regions_buf);
+	rec_buf_room(&regions_buf, nrec * sizeof(struct rec_map));
+	rec_buf_free(&tmp_buf);
+	rec_buf_room(&tmp_buf, nrec * sizeof(struct rec_map) + 40000);
+	rec_buf_free(&values_buf);
+	rec_buf_room(&values_buf,
+		     nb * (3 * sizeof(int64_t) + sizeof(struct rec_totals)));
+	rec_buf_free(&mmap_list);
+	rec_buf_room(&mmap_list, 64 + (nrec + 2 * nv + 1) * 100 + maps_len);
+	rec_buf_room(&seen_text, maps_len);
+	rec_buf_room(&seen_buf, nv * sizeof(struct seen));
+	memset(pm_buf, 0, PM_CHUNK * 8);
+	memset(reg, 0, sizeof(reg));
+}
+
 static void do_dump(const char *reason)
 {
 	struct dump d;
@@ -1505,6 +1667,8 @@ static void do_dump(const char *reason)
 	if (!pm_buf)
 		pm_buf = rec_alloc(PM_CHUNK * 8);
 	t0 = monotonic();
+	if (pm_buf)
+		make_room();
 	c.d = &d;
 	if (rec_cfg.no_stop) {
 		how.not_stopped = "DMPROF_NO_STOP is set";
@@ -1599,6 +1763,7 @@ void rec_dump_after_fork(void)
 
 	my_pid = getpid();
 	dump_count = 0;
+	rec_buf_free(&maps_written); /* (its .maps is not written yet) */
 	said_write_error = said_limit = false;
 	for (uint32_t id = 0; id < nb; id++) {
 		struct rec_bucket *k = rec_bucket_by_id(id);

@@ -702,6 +702,7 @@ static void init(void)
 		return;
 	}
 	strcpy(rec_cfg.prefix, prefix);
+	rec_say_init();
 	rec_cfg.mmap = env_u64("HEAP_PROFILE_MMAP", 0) != 0;
 	rec_cfg.no_stop = env_u64("DMPROF_NO_STOP", 0) != 0;
 	rec_cfg.pageframe = (int)env_u64("DEEP_HEAP_PROFILE_PAGEFRAME", 0);
@@ -735,6 +736,7 @@ static void init(void)
 		void *warm[4];
 
 		backtrace(warm, 4);
+		rec_unwind_ready();
 	}
 	rec_cfg.active = true;
 	atomic_store(&state, ST_READY);

@@ -353,6 +353,19 @@ bool rec_buf_reserve(struct rec_buf *b, size_t n)
 	return b->cap - b->len >= n;
 }
 
+/*
+ * Room for N bytes past what B holds, its pages in memory now (touched
+ * past the data): writing them later neither maps nor faults a page.
+ */
+bool rec_buf_room(struct rec_buf *b, size_t n)
+{
+	if (!rec_buf_reserve(b, n))
+		return false;
+	for (size_t o = b->len; o < b->len + n; o = (o | 4095) + 1)
+		((volatile char *)b->p)[o] = 0;
+	return true;
+}
+
 /* N more bytes, zeroed; false (and nothing added) without memory. */
 bool rec_buf_zero(struct rec_buf *b, size_t n)
 {

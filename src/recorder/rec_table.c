@@ -292,23 +292,26 @@ void rec_large_del(uintptr_t p)
 	rec_lock_give(&large_lock);
 }
 
+/* The copies the snapshots hand out (kept from dump to dump). */
+static struct rec_buf large_copy, maps_copy;
+
 size_t rec_large_snapshot(struct rec_large **out)
 {
-	static struct rec_buf buf;
+	struct rec_buf *const b = &large_copy;
 	size_t n = 0;
 
-	rec_buf_free(&buf);
+	rec_buf_free(b);
 	rec_lock_take(&large_lock);
 	for (size_t i = 0; i < large_cap; i++) {
 		if (large[i].p <= TOMB)
 			continue;
-		rec_buf_add(&buf, &large[i], sizeof(large[i]));
+		rec_buf_add(b, &large[i], sizeof(large[i]));
 		n++;
 	}
 	rec_lock_give(&large_lock);
-	*out = (struct rec_large *)buf.p;
-	return buf.len / sizeof(struct rec_large) < n
-		       ? buf.len / sizeof(struct rec_large)
+	*out = (struct rec_large *)b->p;
+	return b->len / sizeof(struct rec_large) < n
+		       ? b->len / sizeof(struct rec_large)
 		       : n;
 }
 
@@ -420,18 +423,35 @@ bool rec_map_bucket_at(uintptr_t addr, uint32_t *bucket)
 
 size_t rec_map_snapshot(struct rec_map **out)
 {
-	static struct rec_buf buf;
+	struct rec_buf *const b = &maps_copy;
 	size_t n;
 
-	rec_buf_free(&buf);
+	rec_buf_free(b);
 	rec_lock_take(&maps_lock);
-	rec_buf_add(&buf, maps, nmaps * sizeof(*maps));
+	rec_buf_add(b, maps, nmaps * sizeof(*maps));
 	n = nmaps;
 	rec_lock_give(&maps_lock);
-	*out = (struct rec_map *)buf.p;
-	return buf.len / sizeof(struct rec_map) < n
-		       ? buf.len / sizeof(struct rec_map)
+	*out = (struct rec_map *)b->p;
+	return b->len / sizeof(struct rec_map) < n
+		       ? b->len / sizeof(struct rec_map)
 		       : n;
+}
+
+size_t rec_table_room(void)
+{
+	size_t nl, nm;
+
+	rec_lock_take(&large_lock);
+	nl = large_live;
+	rec_lock_give(&large_lock);
+	rec_lock_take(&maps_lock);
+	nm = nmaps;
+	rec_lock_give(&maps_lock);
+	rec_buf_free(&large_copy);
+	rec_buf_room(&large_copy, (nl + nl / 4 + 64) * sizeof(struct rec_large));
+	rec_buf_free(&maps_copy);
+	rec_buf_room(&maps_copy, (nm + nm / 4 + 64) * sizeof(struct rec_map));
+	return nl + nm;
 }
 
 /* ---- glibc's arena heaps ---- */

@@ -443,6 +443,25 @@ restore:
 	return !c->bad;
 }
 
+/*
+ * libgcc's lookup of an FDE, which backtrace() makes: first among the
+ * frames registered at run time (__register_frame, a JIT's), then in the
+ * loaded objects.  NULL where libgcc is not loaded.
+ */
+struct fde_bases {
+	void *tbase, *dbase, *func;
+};
+static const void *(*libgcc_find_fde)(void *pc, struct fde_bases *bases);
+
+void rec_unwind_ready(void)
+{
+	void *gcc = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_NOLOAD);
+
+	if (gcc)
+		libgcc_find_fde = (const void *(*)(void *, struct fde_bases *))
+			dlsym(gcc, "_Unwind_Find_FDE");
+}
+
 /* Work out the rule for code address PC (a return address minus one, or
  * the exact address of the first frame). */
 static uint64_t compute(uintptr_t pc)
@@ -456,7 +475,20 @@ static uint64_t compute(uintptr_t pc)
 	uint64_t len;
 	uintptr_t begin, range;
 
-	if (_dl_find_object((void *)pc, &fo) != 0 || !fo.dlfo_eh_frame)
+	if (_dl_find_object((void *)pc, &fo) != 0) {
+		struct fde_bases bases;
+
+		/*
+		 * Code of no object (a JIT's, V8's): backtrace() stops at its
+		 * frame, which the walk has kept, unless libgcc knows frames
+		 * registered there.  Stopping here is the same stack without
+		 * unwinding it all again in libgcc.
+		 */
+		if (libgcc_find_fde && !libgcc_find_fde((void *)pc, &bases))
+			r.flags = RULE_END;
+		return pack(&r);
+	}
+	if (!fo.dlfo_eh_frame)
 		return pack(&r);
 	fde = find_fde(fo.dlfo_eh_frame, pc);
 	if (!fde)
@@ -1003,6 +1035,10 @@ rec_unwind_from(const struct rec_frame *from, uintptr_t *frames, unsigned max,
 #else /* not x86-64 with _dl_find_object: glibc's unwinder */
 
 atomic_ulong rec_unwind_fallbacks;
+
+void rec_unwind_ready(void)
+{
+}
 
 void rec_unwind_init(void)
 {

@@ -19,6 +19,11 @@
 # the table still held, before the at-exit one; none before teardown on
 # _exit(), nor in a child of fork() that allocated nothing; an explicit
 # in-use interval, or peaks turned off, gives no peaks.
+# The recorder's notices reach record's stderr (preloaded alone, or where
+# the program closed or reused the descriptor record passed down, the
+# run's log, PREFIX.log), never the program's: a program that writes to
+# both stdout and stderr while a notice is said writes the same bytes as
+# a plain run.
 # With the stop turned off (DMPROF_NO_STOP=1), the writers' dumps must
 # miss: the test can fail.
 # The stress test (8 threads, 10 million malloc/free pairs, fork,
@@ -70,6 +75,7 @@ else
 	gcc -g -O1 -pthread "$src/rec_writers.c" -o writers || exit 1
 	gcc -g -O1 -pthread "$src/rec_paths.c" -o paths || exit 1
 	gcc -g -O1 "$src/rec_sparse.c" -o sparse || exit 1
+	gcc -g -O1 "$src/rec_output.c" -o output || exit 1
 	g++ -g -O2 -pthread "$src/rec_teardown.cc" -o teardown || exit 1
 	gcc -g -O2 -pthread "$src/rec_teardown_c.c" -o teardown_c || exit 1
 fi
@@ -629,10 +635,33 @@ env HEAPPROFILE="$tmp/env/prof" HEAP_PROFILE_TIME_INTERVAL=0.2 \
 	LD_PRELOAD="$rec" ./cxx >/dev/null 2>env.err
 n=$(ls env/prof.*.heap 2>/dev/null | wc -l)
 [ "$n" -ge 3 ] && ok || bad "environment only: $n dumps: $(cat env.err)"
-# Without a directory to write to: one message, the program unharmed.
+# Without a directory to write to: the program unharmed, and nothing on
+# its stderr (the notice has nowhere to go: the log is in that directory).
 env HEAPPROFILE="$tmp/nodir/prof" HEAPPROFILESIGNAL=12 LD_PRELOAD="$rec" ./cxx >/dev/null 2>nd.err
-grep -c 'dmprof-recorder: cannot write .*nodir.*: No such file or directory' nd.err |
-	grep -qx 1 && ok || bad "no directory: $(cat nd.err)"
+[ $? = 0 ] && [ ! -s nd.err ] && ok || bad "no directory: $(cat nd.err)"
+
+# 5b. The recorder's notices go to record's stderr, or preloaded alone to
+#     the run's log, never to the program's: a recorded program's stdout
+#     and stderr are byte for byte those of a plain run.
+./output 2000 >no-plain.out 2>no-plain.err
+"$bin" record -o "$tmp/no/prof" -i 0.001 -- \
+	sh -c './output 2000 0.3 >no-rec.out 2>no-rec.err' >no-record.out 2>no-record.err
+tenth='^dmprof-recorder\[[0-9]*\]: a dump takes .* more than a tenth of the time interval'
+cmp -s no-plain.out no-rec.out && cmp -s no-plain.err no-rec.err && ok ||
+	bad "notices: the program's output differs: $(diff no-plain.err no-rec.err | head -3)"
+grep -q "$tenth" no-record.err && [ ! -s no-record.out ] && [ ! -e no/prof.log ] && ok ||
+	bad "notices: none on record's stderr: $(head -3 no-record.err)"
+mkdir nl
+env HEAPPROFILE="$tmp/nl/prof" HEAP_PROFILE_TIME_INTERVAL=0.001 LD_PRELOAD="$rec" \
+	./output 2000 0.3 >nl.out 2>nl.err
+cmp -s no-plain.out nl.out && cmp -s no-plain.err nl.err && grep -q "$tenth" nl/prof.log && ok ||
+	bad "notices preloaded alone: $(diff no-plain.err nl.err | head -3; cat nl/prof.log 2>&1 | head -2)"
+# A program that closes the descriptor record passed down and opens a file
+# of its own at that number: the notice goes to the log, not that file.
+"$bin" record -o "$tmp/nr/prof" -i 0.001 -- ./output 2000 0.3 reuse "$tmp/mine" \
+	>nr.out 2>nr.err
+cmp -s no-plain.out nr.out && [ ! -s mine ] && grep -q "$tenth" nr/prof.log && ok ||
+	bad "notices, the descriptor reused: $(head -2 mine; cat nr/prof.log 2>&1 | head -2)"
 
 # 6. What programs rely on: allocator semantics, children made without
 #    fork()'s handlers, their own signal handlers, exec() under one pid,
