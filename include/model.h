@@ -62,6 +62,10 @@ struct bucket *model_define_stack_bucket(struct model *m, uint64_t id,
  */
 const struct stack *model_intern_stack(struct model *m,
 				       const uint64_t *frames, uint32_t depth);
+/* The same, of frame ids IDS whose stacks_hash is HASH. */
+const struct stack *model_intern_stack_ids(struct model *m,
+					   const uint32_t *ids, uint32_t depth,
+					   uint64_t hash);
 
 /*
  * The bucket of an allocation site in formats without bucket ids

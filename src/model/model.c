@@ -69,6 +69,19 @@ const struct stack *model_intern_stack(struct model *m,
 	return stack;
 }
 
+const struct stack *model_intern_stack_ids(struct model *m,
+					   const uint32_t *ids, uint32_t depth,
+					   uint64_t hash)
+{
+	const struct stack *stack =
+		stacks_intern_hashed(&m->stacks, depth ? ids : NULL, depth,
+				     hash);
+
+	if (!stack)
+		error("more than %" PRIu32 " distinct stacks", UINT32_MAX);
+	return stack;
+}
+
 struct bucket *model_define_bucket(struct model *m, uint64_t id,
 				   enum alloc_kind kind, bool has_typeinfo,
 				   uint64_t typeinfo, const char *type_name,
