@@ -86,6 +86,10 @@ struct stack_table {
 	struct arena *arena;
 };
 
+/* SLOTS (MASK + 1 of them, ids by hash_u64 of the address), twice as
+ * many (for a table of one's own, as a reader thread keeps). */
+void frame_slots_grow(struct frame_slot **slots, size_t *mask);
+
 void frames_init(struct frame_table *t, struct arena *arena);
 void frames_free(struct frame_table *t);
 /* The id of ADDR's frame; FRAME_NONE when 2^32 - 1 ids are taken. */

@@ -24,24 +24,24 @@ void frames_free(struct frame_table *t)
 	memset(t, 0, sizeof(*t));
 }
 
-static void frames_grow(struct frame_table *t)
+void frame_slots_grow(struct frame_slot **slots, size_t *mask)
 {
-	size_t mask = t->mask * 2 + 1;
-	struct frame_slot *s = xcalloc_table(mask + 1, sizeof(*s));
+	size_t m = *mask * 2 + 1;
+	struct frame_slot *s = xcalloc_table(m + 1, sizeof(*s));
 
-	for (size_t i = 0; i <= t->mask; i++) {
+	for (size_t i = 0; i <= *mask; i++) {
 		size_t k;
 
-		if (!t->slots[i].id)
+		if (!(*slots)[i].id)
 			continue;
-		k = (size_t)hash_u64(t->slots[i].addr) & mask;
+		k = (size_t)hash_u64((*slots)[i].addr) & m;
 		while (s[k].id)
-			k = (k + 1) & mask;
-		s[k] = t->slots[i];
+			k = (k + 1) & m;
+		s[k] = (*slots)[i];
 	}
-	free(t->slots);
-	t->slots = s;
-	t->mask = mask;
+	free(*slots);
+	*slots = s;
+	*mask = m;
 }
 
 uint32_t frames_intern(struct frame_table *t, uint64_t addr)
@@ -65,7 +65,7 @@ uint32_t frames_intern(struct frame_table *t, uint64_t addr)
 	t->slots[k].addr = addr;
 	t->slots[k].id = f->id + 1;
 	if (t->n * 2 > t->mask)
-		frames_grow(t);
+		frame_slots_grow(&t->slots, &t->mask);
 	return f->id;
 }
 

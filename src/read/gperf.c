@@ -1071,27 +1071,6 @@ static bool pipe_put(struct pipe *pp, const struct rec *r, const void *p,
 	return true;
 }
 
-/* The thread's table, twice the size. */
-static void pipe_grow(struct pipe *pp)
-{
-	size_t mask = pp->mask * 2 + 1;
-	struct frame_slot *s = xcalloc_table(mask + 1, sizeof(*s));
-
-	for (size_t i = 0; i <= pp->mask; i++) {
-		size_t k;
-
-		if (!pp->slots[i].id)
-			continue;
-		k = (size_t)hash_u64(pp->slots[i].addr) & mask;
-		while (s[k].id)
-			k = (k + 1) & mask;
-		s[k] = pp->slots[i];
-	}
-	free(pp->slots);
-	pp->slots = s;
-	pp->mask = mask;
-}
-
 /*
  * The ids of the N frames at pp->frames into pp->ids, the addresses met
  * first into pp->met (*NMET of them): false when ids run out (the line
@@ -1123,7 +1102,7 @@ static bool pipe_ids(struct pipe *pp, uint32_t n, uint32_t *nmet)
 			GROW(pp->met, *nmet + 1, pp->met_alloc);
 			pp->met[(*nmet)++] = a[i];
 			if ((size_t)pp->next_id * 2 > pp->mask)
-				pipe_grow(pp);
+				frame_slots_grow(&pp->slots, &pp->mask);
 		}
 		/* (Found again: the table may have grown.) */
 		k = (size_t)hash_u64(a[i]) & pp->mask;
