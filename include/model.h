@@ -35,6 +35,12 @@ struct model {
 
 void model_init(struct model *m);
 void model_free(struct model *m);
+/*
+ * No more frames or stacks are expected: the tables that find them by
+ * content go (tens of MB for a million stacks), to be built again if
+ * some come after all.
+ */
+void model_trim(struct model *m);
 
 /*
  * Define (or redefine: the later definition wins, as in the original) the

@@ -39,6 +39,12 @@ void model_free(struct model *m)
 	arena_free(&m->arena);
 }
 
+void model_trim(struct model *m)
+{
+	frames_trim(&m->frames);
+	stacks_trim(&m->stacks);
+}
+
 const struct stack *model_intern_stack(struct model *m,
 				       const uint64_t *frames, uint32_t depth)
 {

@@ -1273,6 +1273,7 @@ static int parse_lines_on_two(struct gparser *g, bool *in_maps)
 	memset(&pp, 0, sizeof(pp));
 	pp.g = g;
 	/* (The model's frames, before this thread adds any.) */
+	frames_ready(&g->m->frames);
 	pp.mask = g->m->frames.mask;
 	pp.slots = xreallocarray(NULL, pp.mask + 1, sizeof(*pp.slots));
 	memcpy(pp.slots, g->m->frames.slots,
