@@ -28,6 +28,7 @@ struct run {
 	struct symbolizer *sym;  /* NULL: nothing to symbolize with */
 	const struct sym_options *opts; /* the caller's */
 	bool symbolized;
+	size_t snaps_symbolized; /* by run_symbolize_snapshot */
 	enum dump_format format; /* of the first dump */
 	bool self_contained;     /* heap profiles: their own stacks, maps */
 };

@@ -175,10 +175,23 @@ void run_symbolize(struct run *r)
 
 void run_symbolize_snapshot(struct run *r, const struct snapshot *snap)
 {
+	/*
+	 * The run's last snapshot (a command that reads them all): no more
+	 * frames or stacks come, and nothing more will be looked up after
+	 * its frames, so what serves those (the model's tables by content,
+	 * a debug file's DWARF: tens of MB) goes, rather than swell the
+	 * peak with what symbolization and classification add.
+	 */
+	bool last = ++r->snaps_symbolized == r->series.ndumps;
+
+	if (last)
+		model_trim(&r->model);
 	symbolize_model(&r->model, r->sym,
 			snap->has_own_maps ? &snap->own_maps
 					   : r->has_maps ? &r->maps : NULL);
 	r->symbolized = true;
+	if (last)
+		symbolizer_trim(r->sym);
 }
 
 int run_load_dump(struct run *r, size_t i, struct snapshot *snap)
