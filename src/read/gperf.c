@@ -956,12 +956,12 @@ static int parse_lines(struct gparser *g, bool *in_maps)
  *
  * The thread also gives each address its frame id, from a table of its
  * own (the model's, copied when it starts, and the addresses it met
- * since), and hashes the ids of each stack: a million stacks of 17
- * frames look up their frames there, beside this thread, which only
- * interns the stacks and, in order, the frames the thread met first.
- * Those get the ids the thread gave them, unless this thread interned
- * frames of its own meanwhile (a line the fast way did not take): then
- * the thread's ids are translated, and the stacks hashed again.
+ * since): a million stacks of 17 frames look up their frames there,
+ * beside this thread, which only interns the stacks by a hash of their
+ * ids and, in order, the frames the thread met first.  Those get the
+ * ids the thread gave them, unless this thread interned frames of its
+ * own meanwhile (a line the fast way did not take): then the thread's
+ * ids are translated.
  */
 enum rec_kind {
 	REC_STACK,  /* a stack line, parsed: its new frames' addresses,
@@ -975,7 +975,6 @@ struct rec {
 	int which;             /* REC_MAPS: maps_header()'s */
 	struct gline gl;       /* REC_STACK; gl.no is any record's line */
 	uint32_t nnew;         /* REC_STACK: frames the thread met first */
-	uint64_t hash;         /* REC_STACK: stacks_hash of its ids */
 	uint64_t first;        /* REC_STACK: its first frame's address */
 	size_t len;            /* REC_TEXT: its bytes */
 	bool newline;          /* REC_TEXT */
@@ -1006,8 +1005,9 @@ struct pipe {
 	uint64_t *frames;
 	size_t frames_alloc;
 	uint32_t *ids;          /* the line's frames' */
+	uint64_t *hashes;       /* their addresses' */
 	uint64_t *met;          /* the addresses it met first */
-	size_t ids_alloc, met_alloc;
+	size_t ids_alloc, hashes_alloc, met_alloc;
 	struct frame_slot *slots; /* address -> id + 1 (see above) */
 	size_t mask;
 	uint32_t next_id;       /* the next frame's */
@@ -1079,14 +1079,19 @@ static bool pipe_put(struct pipe *pp, const struct rec *r, const void *p,
 static bool pipe_ids(struct pipe *pp, uint32_t n, uint32_t *nmet)
 {
 	const uint64_t *a = pp->frames;
+	uint64_t *h;
 
 	GROW(pp->ids, n, pp->ids_alloc);
+	GROW(pp->hashes, n, pp->hashes_alloc);
+	h = pp->hashes;
 	/* The slots are far apart: ask for them all, then wait once. */
-	for (uint32_t i = 0; i < n; i++)
-		prefetch(&pp->slots[(size_t)hash_u64(a[i]) & pp->mask]);
+	for (uint32_t i = 0; i < n; i++) {
+		h[i] = hash_u64(a[i]);
+		prefetch(&pp->slots[(size_t)h[i] & pp->mask]);
+	}
 	*nmet = 0;
 	for (uint32_t i = 0; i < n; i++) {
-		size_t k = (size_t)hash_u64(a[i]) & pp->mask;
+		size_t k = (size_t)h[i] & pp->mask;
 
 		while (pp->slots[k].id && pp->slots[k].addr != a[i])
 			k = (k + 1) & pp->mask;
@@ -1101,14 +1106,10 @@ static bool pipe_ids(struct pipe *pp, uint32_t n, uint32_t *nmet)
 			pp->slots[k].id = ++pp->next_id;
 			GROW(pp->met, *nmet + 1, pp->met_alloc);
 			pp->met[(*nmet)++] = a[i];
-			if ((size_t)pp->next_id * 2 > pp->mask)
-				frame_slots_grow(&pp->slots, &pp->mask);
 		}
-		/* (Found again: the table may have grown.) */
-		k = (size_t)hash_u64(a[i]) & pp->mask;
-		while (pp->slots[k].addr != a[i])
-			k = (k + 1) & pp->mask;
 		pp->ids[i] = pp->slots[k].id - 1;
+		if ((size_t)pp->next_id * 2 > pp->mask)
+			frame_slots_grow(&pp->slots, &pp->mask);
 	}
 	return true;
 }
@@ -1140,7 +1141,6 @@ static int pipe_main(struct handoff *h, void *arg)
 					  &pp->frames, &pp->frames_alloc) == 0 &&
 		    pipe_ids(pp, r.gl.depth, &r.nnew)) {
 			r.kind = REC_STACK;
-			r.hash = stacks_hash(pp->ids, r.gl.depth);
 			r.first = r.gl.depth ? pp->frames[0] : 0;
 			if (!pipe_put(pp, &r, pp->met,
 				      r.nnew * sizeof(*pp->met), pp->ids,
@@ -1202,12 +1202,11 @@ static int take_stack(struct pipe *pp, const struct rec *r,
 			pp->tmp[i] = ids[i] < pp->base
 					     ? ids[i]
 					     : pp->xlat[ids[i] - pp->base];
-		return fast_ids_line(pp->g, &r->gl, pp->tmp,
-				     stacks_hash(pp->tmp, depth), r->first,
-				     &pp->after_stack);
+		ids = pp->tmp;
 	}
-	return fast_ids_line(pp->g, &r->gl, ids, r->hash, r->first,
-			     &pp->after_stack);
+	/* (Hashed here: the other thread has more to do.) */
+	return fast_ids_line(pp->g, &r->gl, ids, stacks_hash(ids, depth),
+			     r->first, &pp->after_stack);
 }
 
 /* The records of block SLOT: 0 to go on, else TAKEN_ALL (the lines
@@ -1300,6 +1299,7 @@ static int parse_lines_on_two(struct gparser *g, bool *in_maps)
 		free(pp.b[i].buf);
 	free(pp.frames);
 	free(pp.ids);
+	free(pp.hashes);
 	free(pp.met);
 	free(pp.slots);
 	free(pp.xlat);
