@@ -95,6 +95,7 @@ struct classifier {
 		uint32_t sep0;     /* the state after a separator from 0 */
 		uint16_t *e;       /* 2 a frame: state << 1 | found; or
 				      CLEAN_UNKNOWN */
+		uint64_t *plain[2]; /* bits: its entry says 0, not found */
 		size_t nframes;
 		uint64_t *tmp;
 		uint64_t *synth;
