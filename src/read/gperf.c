@@ -1002,12 +1002,17 @@ struct pipe {
 	/* the thread's */
 	struct handoff *h LINE_ALIGNED;
 	struct pipe_block *cur;
-	uint64_t *frames;
-	size_t frames_alloc;
+	/* A line's frames and their hashes, in turn: each line's ids are
+	 * looked up once the next is parsed, so that the slots it asked
+	 * for early are there (see pipe_main). */
+	uint64_t *frames[2], *hashes[2];
+	size_t frames_alloc[2], hashes_alloc[2];
+	int fcur;
+	bool pending;           /* the other is a line's, to send */
+	struct rec pend;        /* its record */
 	uint32_t *ids;          /* the line's frames' */
-	uint64_t *hashes;       /* their addresses' */
 	uint64_t *met;          /* the addresses it met first */
-	size_t ids_alloc, hashes_alloc, met_alloc;
+	size_t ids_alloc, met_alloc;
 	struct frame_slot *slots; /* address -> id + 1 (see above) */
 	size_t mask;
 	uint32_t next_id;       /* the next frame's */
@@ -1071,24 +1076,30 @@ static bool pipe_put(struct pipe *pp, const struct rec *r, const void *p,
 	return true;
 }
 
-/*
- * The ids of the N frames at pp->frames into pp->ids, the addresses met
- * first into pp->met (*NMET of them): false when ids run out (the line
- * goes as text, and this thread says so).
- */
-static bool pipe_ids(struct pipe *pp, uint32_t n, uint32_t *nmet)
+/* Hash line buffer B's N addresses, and ask for their slots. */
+static void pipe_prefetch(struct pipe *pp, int b, uint32_t n)
 {
-	const uint64_t *a = pp->frames;
+	const uint64_t *a = pp->frames[b];
 	uint64_t *h;
 
-	GROW(pp->ids, n, pp->ids_alloc);
-	GROW(pp->hashes, n, pp->hashes_alloc);
-	h = pp->hashes;
-	/* The slots are far apart: ask for them all, then wait once. */
+	GROW(pp->hashes[b], n, pp->hashes_alloc[b]);
+	h = pp->hashes[b];
 	for (uint32_t i = 0; i < n; i++) {
 		h[i] = hash_u64(a[i]);
 		prefetch(&pp->slots[(size_t)h[i] & pp->mask]);
 	}
+}
+
+/*
+ * The ids of line buffer B's N frames into pp->ids, the addresses met
+ * first into pp->met (*NMET of them).  (Room for their ids was made
+ * sure of: see pipe_main.)
+ */
+static void pipe_ids(struct pipe *pp, int b, uint32_t n, uint32_t *nmet)
+{
+	const uint64_t *a = pp->frames[b], *h = pp->hashes[b];
+
+	GROW(pp->ids, n, pp->ids_alloc);
 	*nmet = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		size_t k = (size_t)h[i] & pp->mask;
@@ -1096,12 +1107,6 @@ static bool pipe_ids(struct pipe *pp, uint32_t n, uint32_t *nmet)
 		while (pp->slots[k].id && pp->slots[k].addr != a[i])
 			k = (k + 1) & pp->mask;
 		if (!pp->slots[k].id) {
-			/* (The ids given this line are never used: nor
-			 * any after.) */
-			if (pp->next_id >= FRAME_NONE - 1) {
-				pp->no_ids = true;
-				return false;
-			}
 			pp->slots[k].addr = a[i];
 			pp->slots[k].id = ++pp->next_id;
 			GROW(pp->met, *nmet + 1, pp->met_alloc);
@@ -1111,7 +1116,22 @@ static bool pipe_ids(struct pipe *pp, uint32_t n, uint32_t *nmet)
 		if ((size_t)pp->next_id * 2 > pp->mask)
 			frame_slots_grow(&pp->slots, &pp->mask);
 	}
-	return true;
+}
+
+/* The line parsed before, if any, to this thread: false when it takes
+ * no more. */
+static bool pipe_flush(struct pipe *pp)
+{
+	struct rec *r = &pp->pend;
+	int b = 1 - pp->fcur;
+
+	if (!pp->pending)
+		return true;
+	pp->pending = false;
+	pipe_ids(pp, b, r->gl.depth, &r->nnew);
+	r->first = r->gl.depth ? pp->frames[b][0] : 0;
+	return pipe_put(pp, r, pp->met, r->nnew * sizeof(*pp->met), pp->ids,
+			r->gl.depth * sizeof(*pp->ids));
 }
 
 /* The thread: 0 at the end of the lines or the maps' header, -1 after a
@@ -1134,20 +1154,36 @@ static int pipe_main(struct handoff *h, void *arg)
 	pg.pos.quiet = true;
 	pp->h = h;
 	while ((got = stream_line(g->s, &l)) > 0) {
+		int b = pp->fcur;
+
 		memset(&r, 0, sizeof(r));
 		if (l.newline && !pp->no_ids && stack_start(&l) &&
 		    parse_stack_line_into(&pg, &l, NOT_CUT,
 					  stream_limit(g->s), &r.gl,
-					  &pp->frames, &pp->frames_alloc) == 0 &&
-		    pipe_ids(pp, r.gl.depth, &r.nnew)) {
+					  &pp->frames[b],
+					  &pp->frames_alloc[b]) == 0) {
+			uint64_t ids_at_most = (uint64_t)pp->next_id +
+					       r.gl.depth +
+					       (pp->pending ? pp->pend.gl.depth
+							    : 0);
+
+			/* (Ids for all its frames, and the line's before,
+			 * or it goes as text, and all after it.) */
+			pp->no_ids = ids_at_most >= FRAME_NONE - 1;
+		}
+		if (l.newline && !pp->no_ids && r.gl.no) {
 			r.kind = REC_STACK;
-			r.first = r.gl.depth ? pp->frames[0] : 0;
-			if (!pipe_put(pp, &r, pp->met,
-				      r.nnew * sizeof(*pp->met), pp->ids,
-				      r.gl.depth * sizeof(*pp->ids)))
+			pipe_prefetch(pp, b, r.gl.depth);
+			if (!pipe_flush(pp))
 				break;
+			pp->pend = r;
+			pp->pending = true;
+			pp->fcur = 1 - b;
 			continue;
 		}
+		if (!pipe_flush(pp))
+			break;
+		memset(&r, 0, sizeof(r));
 		r.gl.no = l.no;
 		/* (A line with a NUL is said wrong before it is looked at.) */
 		if (!memchr(l.p, '\0', l.len) && (r.which = maps_header(&l))) {
@@ -1161,6 +1197,8 @@ static int pipe_main(struct handoff *h, void *arg)
 		if (!pipe_put(pp, &r, l.p, l.len, NULL, 0))
 			break;
 	}
+	if (got <= 0)
+		pipe_flush(pp);
 	if (pp->cur)
 		handoff_put(h); /* (the last block) */
 	read_pos_release(&pg.pos);
@@ -1297,9 +1335,11 @@ static int parse_lines_on_two(struct gparser *g, bool *in_maps)
 	}
 	for (size_t i = 0; i < PIPE_BLOCKS; i++)
 		free(pp.b[i].buf);
-	free(pp.frames);
+	for (int i = 0; i < 2; i++) {
+		free(pp.frames[i]);
+		free(pp.hashes[i]);
+	}
 	free(pp.ids);
-	free(pp.hashes);
 	free(pp.met);
 	free(pp.slots);
 	free(pp.xlat);
