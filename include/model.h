@@ -31,6 +31,9 @@ struct model {
 	/* Frames a profile named itself (see model_named_frame). */
 	struct hashmap named;
 	uint64_t next_synthetic;
+	/* The last source model_stack_bucket interned (a reader's million
+	 * lines name one: compared, not hashed), and "". */
+	const char *source, *empty;
 };
 
 void model_init(struct model *m);

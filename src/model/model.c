@@ -200,11 +200,12 @@ struct bucket *model_stack_bucket(struct model *m, enum alloc_kind kind,
 	slot = &m->anon[2 * (size_t)stack->id + (kind == ALLOC_MMAP)];
 	if (*slot)
 		return m->buckets.v[*slot - 1];
+	if (!m->empty)
+		m->empty = strtab_intern_str(&m->strings, "");
+	if (!m->source || strcmp(source, m->source))
+		m->source = strtab_intern_str(&m->strings, source);
 	b = model_define_stack_bucket(m, m->buckets.n + 1, kind, false, 0,
-				      strtab_intern_str(&m->strings, ""),
-				      stack,
-				      strtab_intern_str(&m->strings, source),
-				      line);
+				      m->empty, stack, m->source, line);
 	if (b)
 		*slot = b->index + 1;
 	return b;

@@ -614,6 +614,12 @@ static int intern_held(struct gparser *g)
 	return 0;
 }
 
+/* The mapping of the last line's first frame, and what it is. */
+struct kind_memo {
+	const struct vma *v;
+	bool tcmalloc;
+};
+
 /*
  * gperftools' mmap lines (HEAP_PROFILE_MMAP=1) keep the profiler's hook
  * frames, which live in libtcmalloc, at the top; malloc lines have them
@@ -621,7 +627,8 @@ static int intern_held(struct gparser *g)
  * worked.  Other producers record allocations only.
  */
 static enum alloc_kind line_kind(const struct gparser *g, size_t i,
-				 const struct stack *stack, uint64_t first)
+				 const struct stack *stack, uint64_t first,
+				 struct kind_memo *memo)
 {
 	const struct snapshot *snap = g->snap;
 	const struct vma *v;
@@ -634,10 +641,17 @@ static enum alloc_kind line_kind(const struct gparser *g, size_t i,
 	 */
 	if (!stack->depth)
 		return i == g->cut_line ? ALLOC_MALLOC : ALLOC_MMAP;
-	v = snap->has_own_maps ? maps_find(&snap->own_maps, first) : NULL;
-	if (v && strstr(v->name, "libtcmalloc"))
-		return ALLOC_MMAP;
-	return ALLOC_MALLOC;
+	/* (A million lines' frames are in a few mappings.) */
+	v = memo->v;
+	if (!v || first < v->start || first >= v->end) {
+		v = snap->has_own_maps ? maps_find(&snap->own_maps, first)
+				       : NULL;
+		if (!v)
+			return ALLOC_MALLOC;
+		memo->v = v;
+		memo->tcmalloc = strstr(v->name, "libtcmalloc") != NULL;
+	}
+	return memo->tcmalloc ? ALLOC_MMAP : ALLOC_MALLOC;
 }
 
 /* Each line's bucket, now that the maps are read; 0, or -1 after an
@@ -647,11 +661,13 @@ static int build(struct gparser *g)
 	struct snapshot *snap = g->snap;
 	struct model *m = g->m;
 	int64_t malloc_bytes = 0, mmap_bytes = 0;
+	struct kind_memo memo = { NULL, false };
 
 	for (size_t i = 0; i < snap->nlines; i++) {
 		struct stack_line *sl = &snap->lines[i];
 		const struct stack *stack = m->stacks.v[g->stack_ids[i]];
-		enum alloc_kind kind = line_kind(g, i, stack, g->firsts[i]);
+		enum alloc_kind kind = line_kind(g, i, stack, g->firsts[i],
+						 &memo);
 
 		sl->bucket = model_stack_bucket(m, kind, stack, g->pos.path,
 						g->nos[i]);
