@@ -748,15 +748,13 @@ int classify_malloc(struct classifier *c, const struct bucket *b)
 
 /* ---- every core ---- */
 
-/* Buckets in shares of this many, taken in turn (their costs vary). */
-#define SHARE 512
 /* Fewer new buckets than this: not worth a thread. */
 #define FEW 8192
 
 struct share {
 	struct classifier *c;
 	const uint32_t *v;       /* bucket indexes */
-	size_t n, first, step;   /* shares first, first + step, ... */
+	size_t from, to;         /* its part of them */
 };
 
 static void classify_shares(struct share *s)
@@ -769,13 +767,12 @@ static void classify_shares(struct share *s)
 	matcher_of_policy(&own, c->p, true);
 	if (!c->mt)
 		c->mt = &own;
-	for (size_t at = s->first * SHARE; at < s->n; at += s->step * SHARE)
-		for (size_t i = at; i < at + SHARE && i < s->n; i++) {
-			int col = classify_stack(c, c->m->buckets.v[s->v[i]]);
+	for (size_t i = s->from; i < s->to; i++) {
+		int col = classify_stack(c, c->m->buckets.v[s->v[i]]);
 
-			/* (0: not done; classify_malloc will, and say why.) */
-			c->bucket_col[s->v[i]] = col < 0 ? 0 : col + 1;
-		}
+		/* (0: not done; classify_malloc will, and say why.) */
+		c->bucket_col[s->v[i]] = col < 0 ? 0 : col + 1;
+	}
 	c->mt = was;
 }
 
@@ -785,6 +782,38 @@ static void *helper_main(void *arg)
 	return NULL;
 }
 
+/*
+ * The N buckets of V in NT parts, by their stacks' first frames (*PARTS
+ * of them, part K from STARTS[K]): the columns the first frames decide
+ * are remembered by each thread's classifier, so that a first frame
+ * matched by one thread is not matched again by another.  V is freed.
+ */
+static uint32_t *by_first_frame(const struct classifier *c, uint32_t *v,
+				size_t n, size_t nt, size_t *starts)
+{
+	uint32_t *out = xreallocarray(NULL, n ? n : 1, sizeof(*out));
+	size_t at[16] = { 0 };
+
+	for (size_t i = 0; i < n; i++) {
+		const struct stack *s = c->m->buckets.v[v[i]]->stack;
+
+		at[s->depth ? s->frames[0] % nt : 0]++;
+	}
+	for (size_t k = 0, sum = 0; k < nt; k++) {
+		starts[k] = sum;
+		sum += at[k];
+		at[k] = starts[k];
+	}
+	starts[nt] = n;
+	for (size_t i = 0; i < n; i++) {
+		const struct stack *s = c->m->buckets.v[v[i]]->stack;
+
+		out[at[s->depth ? s->frames[0] % nt : 0]++] = v[i];
+	}
+	free(v);
+	return out;
+}
+
 /* Classify the N buckets of V (indexes, marked -1) with one thread per
  * core, NTHREADS of them; V is freed. */
 static void classify_marked(struct classifier *c, uint32_t *v, size_t n,
@@ -792,7 +821,7 @@ static void classify_marked(struct classifier *c, uint32_t *v, size_t n,
 {
 	pthread_t tid[16];
 	struct share shares[16];
-	size_t started = 0;
+	size_t started = 0, starts[17];
 
 	if (!c->helpers) {
 		c->nhelpers = nthreads - 1;
@@ -804,14 +833,15 @@ static void classify_marked(struct classifier *c, uint32_t *v, size_t n,
 			c->helpers[i].mt->quiet = true;
 		}
 	}
-	for (size_t i = 0; i <= c->nhelpers && i < nthreads; i++) {
+	v = by_first_frame(c, v, n, c->nhelpers + 1, starts);
+	for (size_t i = 0; i <= c->nhelpers; i++) {
 		struct classifier *h = i ? &c->helpers[i - 1] : c;
 
 		if (i) {
 			h->bucket_col = c->bucket_col;
 			h->nbucket_col = c->nbucket_col;
 		}
-		shares[i] = (struct share){ h, v, n, i, c->nhelpers + 1 };
+		shares[i] = (struct share){ h, v, starts[i], starts[i + 1] };
 	}
 	for (size_t i = 1; i <= c->nhelpers; i++)
 		if (pthread_create(&tid[i], NULL, helper_main, &shares[i]) == 0)
