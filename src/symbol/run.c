@@ -184,7 +184,8 @@ void run_symbolize_snapshot(struct run *r, const struct snapshot *snap)
 	 */
 	bool last = ++r->snaps_symbolized == r->series.ndumps;
 
-	if (last)
+	/* (Not while a dump is read ahead: that thread interns.) */
+	if (last && !r->reading_ahead)
 		model_trim(&r->model);
 	symbolize_model(&r->model, r->sym,
 			snap->has_own_maps ? &snap->own_maps
@@ -267,6 +268,7 @@ static bool take(struct run_reader *rr, size_t i, struct snapshot *snap,
 		return false;
 	pthread_join(rr->tid, NULL);
 	rr->busy = false;
+	rr->r->reading_ahead = false;
 	strtab_share(&rr->r->model.strings, false);
 	/* (-2: not of the run's format after all; read as any other.) */
 	if (rr->ahead == i && rr->rc != -2) {
@@ -296,7 +298,7 @@ int run_reader_load(struct run_reader *rr, size_t i, size_t next,
 		rr->ahead = next;
 		strtab_share(&r->model.strings, true);
 		if (pthread_create(&rr->tid, NULL, read_ahead, rr) == 0)
-			rr->busy = true;
+			rr->busy = rr->r->reading_ahead = true;
 		else
 			strtab_share(&r->model.strings, false);
 	}
