@@ -71,11 +71,37 @@ struct classifier {
 	 * sites are matched a hundred thousand times.  Off where a rule
 	 * looks at the type, which the frames do not tell.
 	 */
-	struct hashmap prefix;
-	uint32_t *prefix_root; /* (the root's entries, by frame id) */
-	size_t nprefix_root;
-	uint32_t prefix_nodes;
+	struct prefix_trie {
+		struct hashmap map;
+		uint32_t *root; /* (the root's entries, by frame id) */
+		size_t nroot;
+		uint32_t nodes;
+	} trie[2];            /* [1]: of clean stacks (see below) */
 	bool prefix_off;
+	/*
+	 * The literals of the malloc rules' patterns that look at a whole
+	 * field (neither HEAD nor SEQ) and have some (the others read all of
+	 * it, which USED says), by field (COND_STACK, COND_SOURCE):
+	 * a stack that holds none of them is "clean", and its column
+	 * depends on its first frames alone (those rules cannot match it),
+	 * so trie[1] serves it even where such rules come first.  Their
+	 * automaton, and per frame id what it does from its first state
+	 * and from the one after a separator (see clean_frame).  SYNTH: the
+	 * prefilter's scan of a clean stack (every other literal maybe
+	 * there), so that no rule is decided on frames past its start.
+	 */
+	struct clean_scan {
+		struct acm *a;     /* NULL: no such pattern */
+		uint32_t sep0;     /* the state after a separator from 0 */
+		uint16_t *e;       /* 2 a frame: state << 1 | found; or
+				      CLEAN_UNKNOWN */
+		uint64_t *plain[2]; /* bits: its entry says 0, not found */
+		size_t nframes;
+		uint64_t *tmp;
+		uint64_t *synth;
+	} clean_scan[2];
+	bool clean_done;
+	bool clean;           /* the current bucket's stack is */
 	/* What the current bucket's matching looked at: its first USED
 	 * frames, and the stack's end too if USED_END. */
 	uint32_t used;

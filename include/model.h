@@ -31,10 +31,19 @@ struct model {
 	/* Frames a profile named itself (see model_named_frame). */
 	struct hashmap named;
 	uint64_t next_synthetic;
+	/* The last source model_stack_bucket interned (a reader's million
+	 * lines name one: compared, not hashed), and "". */
+	const char *source, *empty;
 };
 
 void model_init(struct model *m);
 void model_free(struct model *m);
+/*
+ * No more frames or stacks are expected: the tables that find them by
+ * content go (tens of MB for a million stacks), to be built again if
+ * some come after all.
+ */
+void model_trim(struct model *m);
 
 /*
  * Define (or redefine: the later definition wins, as in the original) the
@@ -62,6 +71,10 @@ struct bucket *model_define_stack_bucket(struct model *m, uint64_t id,
  */
 const struct stack *model_intern_stack(struct model *m,
 				       const uint64_t *frames, uint32_t depth);
+/* The same, of frame ids IDS whose stacks_hash is HASH. */
+const struct stack *model_intern_stack_ids(struct model *m,
+					   const uint32_t *ids, uint32_t depth,
+					   uint64_t hash);
 
 /*
  * The bucket of an allocation site in formats without bucket ids

@@ -28,6 +28,8 @@ struct run {
 	struct symbolizer *sym;  /* NULL: nothing to symbolize with */
 	const struct sym_options *opts; /* the caller's */
 	bool symbolized;
+	size_t snaps_symbolized; /* by run_symbolize_snapshot */
+	bool reading_ahead;      /* a thread interns into the model */
 	enum dump_format format; /* of the first dump */
 	bool self_contained;     /* heap profiles: their own stacks, maps */
 };

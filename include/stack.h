@@ -64,6 +64,7 @@ struct frame_table {
 	struct frame **v;   /* dense, by id */
 	size_t n, alloc;
 	struct arena *arena;
+	bool stale;         /* slots let go (see frames_trim) */
 };
 
 struct stack {
@@ -84,7 +85,12 @@ struct stack_table {
 	struct stack **v;
 	size_t n, alloc;
 	struct arena *arena;
+	bool stale;         /* slots let go (see stacks_trim) */
 };
+
+/* SLOTS (MASK + 1 of them, ids by hash_u64 of the address), twice as
+ * many (for a table of one's own, as a reader thread keeps). */
+void frame_slots_grow(struct frame_slot **slots, size_t *mask);
 
 void frames_init(struct frame_table *t, struct arena *arena);
 void frames_free(struct frame_table *t);
@@ -98,6 +104,13 @@ static inline void frames_prefetch(const struct frame_table *t, uint64_t addr)
 }
 /* Forget the frames from id N on (a reader's failed file). */
 void frames_truncate(struct frame_table *t, size_t n);
+/*
+ * Let the address table go while no frame is interned (its frames stay):
+ * it is built again when one is.  frames_ready builds it now, for a
+ * reader of the slots.
+ */
+void frames_trim(struct frame_table *t);
+void frames_ready(struct frame_table *t);
 static inline struct frame *frame_get(const struct frame_table *t, uint32_t id)
 {
 	return t->v[id];
@@ -117,6 +130,8 @@ const struct stack *stacks_intern_hashed(struct stack_table *t,
 
 /* Forget the stacks from id N on. */
 void stacks_truncate(struct stack_table *t, size_t n);
+/* The same as frames_trim, for stacks. */
+void stacks_trim(struct stack_table *t);
 
 /*
  * Append logical frame K of F: its function name ("0x%016x" of the address

@@ -45,6 +45,9 @@ struct symbolizer_ops {
 	 */
 	void (*prepare)(struct symbolizer *s, const struct maps *maps,
 			const uint64_t *addrs, size_t n);
+	/* Optional: let go of what serves only further lookups (read again
+	 * if they come). */
+	void (*trim)(struct symbolizer *s);
 	void (*destroy)(struct symbolizer *s);
 };
 
@@ -86,6 +89,8 @@ void sym_options_release(struct sym_options *o);
 char *sym_host_path(const struct sym_options *o, const char *path);
 
 void symbolizer_destroy(struct symbolizer *s);
+/* No more lookups are expected: what serves them may go (see trim). */
+void symbolizer_trim(struct symbolizer *s);
 
 /*
  * Resolve every frame of M not resolved yet, once each, and every bucket's

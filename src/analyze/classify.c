@@ -21,7 +21,8 @@ void classifier_init(struct classifier *c, struct policy *p,
 	c->p = p;
 	c->m = m;
 	hashmap_init(&c->regions, 256);
-	hashmap_init(&c->prefix, 1024);
+	for (int i = 0; i < 2; i++)
+		hashmap_init(&c->trie[i].map, 1024);
 	c->prefix_off = p->uses[COND_TYPE];
 }
 
@@ -45,10 +46,22 @@ void classifier_free(struct classifier *c)
 	for (size_t i = 0; c->seq && i < c->p->nseq; i++)
 		free(c->seq[i].st);
 	free(c->seq);
+	for (int i = 0; i < 2; i++) {
+		struct clean_scan *cs = &c->clean_scan[i];
+
+		acm_free(cs->a);
+		free(cs->e);
+		free(cs->plain[0]);
+		free(cs->plain[1]);
+		free(cs->tmp);
+		free(cs->synth);
+	}
 	free(c->bucket_col);
 	hashmap_free(&c->regions);
-	hashmap_free(&c->prefix);
-	free(c->prefix_root);
+	for (int i = 0; i < 2; i++) {
+		hashmap_free(&c->trie[i].map);
+		free(c->trie[i].root);
+	}
 	arena_free(&c->arena);
 	sb_release(&c->stack);
 	sb_release(&c->source);
@@ -168,7 +181,13 @@ static void scan_init(struct frame_scan *fs, const struct acm *a)
 	fs->sep_from = UINT32_MAX;
 }
 
-/* Which prefilter literals the joined FIELD of stack S holds. */
+/*
+ * Which prefilter literals the joined FIELD of stack S holds.  A frame
+ * has two entries: one for where it starts a stack (the automaton's
+ * first state), one for where it follows a separator (most often the
+ * same few states): most frames are met both ways, and one entry for
+ * both was rewritten at every turn.
+ */
 static const uint64_t *scan_stack(struct classifier *c, int field,
 				  const struct stack *s)
 {
@@ -180,18 +199,19 @@ static const uint64_t *scan_stack(struct classifier *c, int field,
 	if (fs->nframes < c->m->frames.n) {
 		size_t n = c->m->frames.n;
 
-		fs->e = xreallocarray(fs->e, n, sizeof(*fs->e));
-		for (size_t i = fs->nframes; i < n; i++)
+		fs->e = xreallocarray(fs->e, st_mult(n, 2), sizeof(*fs->e));
+		for (size_t i = 2 * fs->nframes; i < 2 * n; i++)
 			fs->e[i].from = NO_MEMO;
 		fs->nframes = n;
 	}
 	memset(fs->found, 0, fs->words * sizeof(*fs->found));
 	for (uint32_t i = 0; i < s->depth; i++) {
-		struct scan_memo *e = &fs->e[s->frames[i]];
+		struct scan_memo *e = &fs->e[2 * (size_t)s->frames[i] + (i > 0)];
 		const struct frame *f;
+		uint32_t from;
 
 		if (i + 4 < s->depth)
-			prefetch(&fs->e[s->frames[i + 4]]);
+			prefetch(&fs->e[2 * (size_t)s->frames[i + 4] + 1]);
 		if (i) {
 			/* The separator: the same few states, mostly. */
 			if (st != fs->sep_from) {
@@ -205,35 +225,28 @@ static const uint64_t *scan_stack(struct classifier *c, int field,
 			or_set(fs, fs->sep_set);
 		}
 		if (e->from == st) {
-			/* Seen from this state (only plain frames are kept). */
+			/* Seen from this state. */
 			st = e->to;
 			or_set(fs, e->set);
 			continue;
 		}
 		f = frame_get(&c->m->frames, s->frames[i]);
-		if (frame_nlogical(f) == 1) {
-			uint32_t from = st;
-
-			frame_text(&c->what, f, 0, field);
-			memset(fs->tmp, 0, fs->words * sizeof(*fs->tmp));
-			st = acm_feed(fs->a, st, c->what.buf, c->what.len,
-				      fs->tmp);
-			for (size_t w = 0; w < fs->words; w++)
-				fs->found[w] |= fs->tmp[w];
-			if (from < NO_MEMO && st < NO_MEMO) {
-				e->from = (uint16_t)from;
-				e->to = (uint16_t)st;
-				e->set = set_of(fs, fs->tmp);
-			}
-			continue;
-		}
-		/* Inlined frames: through each, as joined. */
+		from = st;
+		memset(fs->tmp, 0, fs->words * sizeof(*fs->tmp));
+		/* (Its logical frames, inlined ones first, as joined.) */
 		for (uint32_t k = 0; k < frame_nlogical(f); k++) {
 			if (k)
-				st = acm_feed(fs->a, st, " ", 1, fs->found);
+				st = acm_feed(fs->a, st, " ", 1, fs->tmp);
 			frame_text(&c->what, f, k, field);
 			st = acm_feed(fs->a, st, c->what.buf, c->what.len,
-				      fs->found);
+				      fs->tmp);
+		}
+		for (size_t w = 0; w < fs->words; w++)
+			fs->found[w] |= fs->tmp[w];
+		if (from < NO_MEMO && st < NO_MEMO) {
+			e->from = (uint16_t)from;
+			e->to = (uint16_t)st;
+			e->set = set_of(fs, fs->tmp);
 		}
 	}
 	return fs->found;
@@ -307,6 +320,9 @@ static const uint64_t *scan_field(void *ctx, int field)
 
 	if (field != COND_STACK && field != COND_SOURCE)
 		return NULL;
+	/* (A clean stack's: see struct classifier.) */
+	if (c->clean)
+		return c->clean_scan[field == COND_STACK ? 0 : 1].synth;
 	used(c, c->cur->stack->depth, true);
 	return scan_stack(c, field, c->cur->stack);
 }
@@ -388,6 +404,7 @@ static void stack_subject(struct classifier *c, const struct bucket *b,
 	c->cur = b;
 	c->used = 0;
 	c->used_end = false;
+	c->clean = false;
 	for (int i = 0; i < 2; i++) {
 		c->join[i] = (struct join_state){ 0, 0, false };
 		sb_reset(i ? &c->source : &c->stack);
@@ -406,51 +423,50 @@ static void stack_subject(struct classifier *c, const struct bucket *b,
 #define PREFIX_MAX 4
 
 /*
- * The entry of (NODE, FRAME) in C's trie: 0 if none.  The root's are in
+ * The entry of (NODE, FRAME) in trie T: 0 if none.  The root's are in
  * an array by frame id (most stacks are decided on their first frame:
  * a hundred thousand of them), the rest in the map.
  */
-static uint32_t prefix_get(const struct classifier *c, uint32_t node,
+static uint32_t prefix_get(const struct prefix_trie *t, uint32_t node,
 			   uint32_t frame)
 {
 	void *v;
 
-	if (!node && frame < c->nprefix_root)
-		return c->prefix_root[frame];
+	if (!node && frame < t->nroot)
+		return t->root[frame];
 	if (!node && frame != PREFIX_END)
 		return 0;
-	v = hashmap_get(&c->prefix, hash_u64((uint64_t)node << 32 | frame),
+	v = hashmap_get(&t->map, hash_u64((uint64_t)node << 32 | frame),
 			NULL, NULL);
 	return (uint32_t)(uintptr_t)v;
 }
 
-static void prefix_put(struct classifier *c, uint32_t node, uint32_t frame,
-		       uint32_t v)
+static void prefix_put(const struct classifier *c, struct prefix_trie *t,
+		       uint32_t node, uint32_t frame, uint32_t v)
 {
 	if (!node && frame != PREFIX_END) {
-		if (frame >= c->nprefix_root) {
+		if (frame >= t->nroot) {
 			size_t n = c->m->frames.n > frame ? c->m->frames.n
 							  : (size_t)frame + 1;
 
-			c->prefix_root = xrecallocarray(c->prefix_root,
-							c->nprefix_root, n,
-							sizeof(*c->prefix_root));
-			c->nprefix_root = n;
+			t->root = xrecallocarray(t->root, t->nroot, n,
+						 sizeof(*t->root));
+			t->nroot = n;
 		}
-		c->prefix_root[frame] = v;
+		t->root[frame] = v;
 		return;
 	}
-	hashmap_put(&c->prefix, hash_u64((uint64_t)node << 32 | frame),
+	hashmap_put(&t->map, hash_u64((uint64_t)node << 32 | frame),
 		    (void *)(uintptr_t)v);
 }
 
-/* The column the first frames of S decided before, or -1. */
-static int prefix_find(const struct classifier *c, const struct stack *s)
+/* The column the first frames of S decided before in T, or -1. */
+static int prefix_find(const struct prefix_trie *t, const struct stack *s)
 {
 	uint32_t node = 0;
 
 	for (uint32_t i = 0; i <= s->depth; i++) {
-		uint32_t v = prefix_get(c, node,
+		uint32_t v = prefix_get(t, node,
 					i < s->depth ? s->frames[i] : PREFIX_END);
 
 		if (!v)
@@ -463,31 +479,32 @@ static int prefix_find(const struct classifier *c, const struct stack *s)
 }
 
 /*
- * The current bucket's stack decided COL on what it looked at.  Only a
- * short start is worth remembering: what looked at the whole stack (a
- * pattern that begins with ".*") is a stack's own.
+ * The current bucket's stack decided COL on what it looked at: into T.
+ * Only a short start is worth remembering: what looked at the whole
+ * stack (a pattern that begins with ".*") is a stack's own.
  */
-static void prefix_add(struct classifier *c, const struct stack *s, int col)
+static void prefix_add(struct classifier *c, struct prefix_trie *t,
+		       const struct stack *s, int col)
 {
 	uint32_t node = 0, n = c->used + c->used_end;
 
-	if (n == 0 || n > PREFIX_MAX || c->prefix_nodes >= PREFIX_COL - 1)
+	if (n == 0 || n > PREFIX_MAX || t->nodes >= PREFIX_COL - 1)
 		return;
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t frame = i < s->depth ? s->frames[i] : PREFIX_END;
-		uint32_t v = prefix_get(c, node, frame);
+		uint32_t v = prefix_get(t, node, frame);
 
 		if (i + 1 == n) {
 			if (!v)
-				prefix_put(c, node, frame,
+				prefix_put(c, t, node, frame,
 					   PREFIX_COL | (uint32_t)col);
 			return;
 		}
 		if (v & PREFIX_COL)
 			return; /* (decided on less: cannot be) */
 		if (!v) {
-			v = ++c->prefix_nodes;
-			prefix_put(c, node, frame, v);
+			v = ++t->nodes;
+			prefix_put(c, t, node, frame, v);
 		}
 		node = v;
 	}
@@ -505,10 +522,176 @@ const char *bucket_type_subject(const struct bucket *b)
 	return starts_with(t, "0x") ? bucket_type_name(b) : t;
 }
 
+#define CLEAN_UNKNOWN UINT16_MAX
+
+/* The automata of C's whole-field malloc patterns (see struct
+ * classifier), and what a clean stack's scan reads as. */
+static void clean_init(struct classifier *c)
+{
+	const struct policy *p = c->p;
+
+	c->clean_done = true;
+	for (int i = 0; i < 2; i++) {
+		int f = i ? COND_SOURCE : COND_STACK;
+		struct clean_scan *cs = &c->clean_scan[i];
+		const struct acm *all = policy_prefilter(p, f);
+		size_t words = all ? acm_words(all) : 0;
+
+		if (all) {
+			cs->synth = xmalloc(words * sizeof(uint64_t));
+			memset(cs->synth, 0xff, words * sizeof(uint64_t));
+		}
+		for (size_t r = 0; r < p->nrules; r++) {
+			const struct pattern *pat = p->rules[r].cond[f];
+			struct literals l;
+
+			/* (One without literals always runs on the whole
+			 * field, which says it looked at it all.) */
+			if (p->rules[r].alloc != RULE_MALLOC || !pat ||
+			    pat->head || pat->seq || !pat->nlits)
+				continue;
+			/* (The prefilter's literals, as it found them.) */
+			if (!regex_literals(pat->text, pat->len, 3, &l))
+				BUG("'%s': its literals are gone", pat->text);
+			if (!cs->a)
+				cs->a = acm_new();
+			for (size_t k = 0; k < l.n; k++)
+				acm_add(cs->a, l.v[k], l.len[k]);
+			for (size_t k = 0; k < pat->nlits; k++)
+				cs->synth[pat->lits[k] / 64] &=
+					~(1ULL << (pat->lits[k] % 64));
+			literals_free(&l);
+		}
+		if (!cs->a)
+			continue;
+		acm_build(cs->a);
+		cs->tmp = xcalloc(acm_words(cs->a), sizeof(uint64_t));
+		cs->sep0 = acm_feed(cs->a, 0, " ", 1, cs->tmp);
+	}
+}
+
+/*
+ * Frame F's logical frames, as joined, through CS's automaton from state
+ * ST: the state after them, and whether a literal was found (*FOUND).
+ */
+static uint32_t clean_feed(struct classifier *c, struct clean_scan *cs,
+			   int field, const struct frame *f, uint32_t st,
+			   bool *found)
+{
+	size_t words = acm_words(cs->a);
+
+	memset(cs->tmp, 0, words * sizeof(*cs->tmp));
+	for (uint32_t k = 0; k < frame_nlogical(f); k++) {
+		if (k)
+			st = acm_feed(cs->a, st, " ", 1, cs->tmp);
+		frame_text(&c->what, f, k, field);
+		st = acm_feed(cs->a, st, c->what.buf, c->what.len, cs->tmp);
+	}
+	*found = false;
+	for (size_t w = 0; w < words; w++)
+		*found |= cs->tmp[w] != 0;
+	return st;
+}
+
+/*
+ * Does FIELD of S hold none of CS's literals?  A frame's answer from
+ * the automaton's first state and from the one after a separator (most
+ * frames start from one of those) is kept: two bytes, and a bit for the
+ * common answer (none found, back to the first state), so that a
+ * hundred thousand frames stay in the nearest cache.
+ */
+static bool field_clean(struct classifier *c, struct clean_scan *cs,
+			int field, const struct stack *s)
+{
+	uint32_t st = 0;
+	bool found;
+
+	if (cs->nframes < c->m->frames.n) {
+		size_t n = c->m->frames.n;
+
+		cs->e = xreallocarray(cs->e, st_mult(n, 2), sizeof(*cs->e));
+		for (size_t i = 2 * cs->nframes; i < 2 * n; i++)
+			cs->e[i] = CLEAN_UNKNOWN;
+		for (int k = 0; k < 2; k++)
+			cs->plain[k] = xrecallocarray(cs->plain[k],
+						      (cs->nframes + 63) / 64,
+						      (n + 63) / 64,
+						      sizeof(uint64_t));
+		cs->nframes = n;
+	}
+	for (uint32_t i = 0; i < s->depth; i++) {
+		uint32_t id = s->frames[i];
+		uint16_t *e;
+
+		if (i) {
+			if (st) {
+				memset(cs->tmp, 0, acm_words(cs->a) *
+							   sizeof(*cs->tmp));
+				st = acm_feed(cs->a, st, " ", 1, cs->tmp);
+				for (size_t w = 0; w < acm_words(cs->a); w++)
+					if (cs->tmp[w])
+						return false;
+			} else {
+				st = cs->sep0;
+			}
+		}
+		if (st != 0 && st != cs->sep0) {
+			st = clean_feed(c, cs, field,
+					frame_get(&c->m->frames, s->frames[i]),
+					st, &found);
+			if (found)
+				return false;
+			continue;
+		}
+		if (cs->plain[st != 0][id / 64] >> (id % 64) & 1) {
+			st = 0;
+			continue;
+		}
+		e = &cs->e[2 * (size_t)id + (st != 0)];
+		if (*e == CLEAN_UNKNOWN) {
+			uint32_t to = clean_feed(
+				c, cs, field,
+				frame_get(&c->m->frames, s->frames[i]), st,
+				&found);
+
+			if (to >= CLEAN_UNKNOWN / 2) {
+				/* (Too many states to keep: as it comes.) */
+				if (found)
+					return false;
+				st = to;
+				continue;
+			}
+			*e = (uint16_t)(to << 1 | found);
+			if (!to && !found)
+				cs->plain[st != 0][id / 64] |= 1ULL << (id % 64);
+		}
+		if (*e & 1)
+			return false;
+		st = *e >> 1;
+	}
+	return true;
+}
+
+/* Is S clean (see struct classifier)? */
+static bool stack_clean(struct classifier *c, const struct stack *s)
+{
+	if (!c->clean_done)
+		clean_init(c);
+	for (int i = 0; i < 2; i++) {
+		struct clean_scan *cs = &c->clean_scan[i];
+
+		if (cs->a && !field_clean(c, cs, i ? COND_SOURCE : COND_STACK,
+					  s))
+			return false;
+	}
+	return true;
+}
+
 /* The column of bucket B, without the memo. */
 static int classify_stack(struct classifier *c, const struct bucket *b)
 {
 	struct subject subj;
+	struct prefix_trie *trie;
 	int col;
 
 	memset(&subj, 0, sizeof(subj));
@@ -519,7 +702,9 @@ static int classify_stack(struct classifier *c, const struct bucket *b)
 		subj.s[COND_TYPE] = t;
 		subj.len[COND_TYPE] = strlen(t);
 	}
-	if (!c->prefix_off && (col = prefix_find(c, b->stack)) >= 0)
+	c->clean = !c->prefix_off && stack_clean(c, b->stack);
+	trie = &c->trie[c->clean];
+	if (!c->prefix_off && (col = prefix_find(trie, b->stack)) >= 0)
 		return col;
 	col = c->mt ? policy_match_with(c->p, c->mt, RULE_MALLOC, &subj, NULL)
 		    : policy_match(c->p, RULE_MALLOC, &subj, NULL);
@@ -529,7 +714,7 @@ static int classify_stack(struct classifier *c, const struct bucket *b)
 	if (col < 0)
 		return -2;
 	if (!c->prefix_off)
-		prefix_add(c, b->stack, col);
+		prefix_add(c, trie, b->stack, col);
 	return col;
 }
 
@@ -563,15 +748,13 @@ int classify_malloc(struct classifier *c, const struct bucket *b)
 
 /* ---- every core ---- */
 
-/* Buckets in shares of this many, taken in turn (their costs vary). */
-#define SHARE 512
 /* Fewer new buckets than this: not worth a thread. */
 #define FEW 8192
 
 struct share {
 	struct classifier *c;
 	const uint32_t *v;       /* bucket indexes */
-	size_t n, first, step;   /* shares first, first + step, ... */
+	size_t from, to;         /* its part of them */
 };
 
 static void classify_shares(struct share *s)
@@ -584,13 +767,12 @@ static void classify_shares(struct share *s)
 	matcher_of_policy(&own, c->p, true);
 	if (!c->mt)
 		c->mt = &own;
-	for (size_t at = s->first * SHARE; at < s->n; at += s->step * SHARE)
-		for (size_t i = at; i < at + SHARE && i < s->n; i++) {
-			int col = classify_stack(c, c->m->buckets.v[s->v[i]]);
+	for (size_t i = s->from; i < s->to; i++) {
+		int col = classify_stack(c, c->m->buckets.v[s->v[i]]);
 
-			/* (0: not done; classify_malloc will, and say why.) */
-			c->bucket_col[s->v[i]] = col < 0 ? 0 : col + 1;
-		}
+		/* (0: not done; classify_malloc will, and say why.) */
+		c->bucket_col[s->v[i]] = col < 0 ? 0 : col + 1;
+	}
 	c->mt = was;
 }
 
@@ -600,6 +782,38 @@ static void *helper_main(void *arg)
 	return NULL;
 }
 
+/*
+ * The N buckets of V in NT parts, by their stacks' first frames (*PARTS
+ * of them, part K from STARTS[K]): the columns the first frames decide
+ * are remembered by each thread's classifier, so that a first frame
+ * matched by one thread is not matched again by another.  V is freed.
+ */
+static uint32_t *by_first_frame(const struct classifier *c, uint32_t *v,
+				size_t n, size_t nt, size_t *starts)
+{
+	uint32_t *out = xreallocarray(NULL, n ? n : 1, sizeof(*out));
+	size_t at[16] = { 0 };
+
+	for (size_t i = 0; i < n; i++) {
+		const struct stack *s = c->m->buckets.v[v[i]]->stack;
+
+		at[s->depth ? s->frames[0] % nt : 0]++;
+	}
+	for (size_t k = 0, sum = 0; k < nt; k++) {
+		starts[k] = sum;
+		sum += at[k];
+		at[k] = starts[k];
+	}
+	starts[nt] = n;
+	for (size_t i = 0; i < n; i++) {
+		const struct stack *s = c->m->buckets.v[v[i]]->stack;
+
+		out[at[s->depth ? s->frames[0] % nt : 0]++] = v[i];
+	}
+	free(v);
+	return out;
+}
+
 /* Classify the N buckets of V (indexes, marked -1) with one thread per
  * core, NTHREADS of them; V is freed. */
 static void classify_marked(struct classifier *c, uint32_t *v, size_t n,
@@ -607,7 +821,7 @@ static void classify_marked(struct classifier *c, uint32_t *v, size_t n,
 {
 	pthread_t tid[16];
 	struct share shares[16];
-	size_t started = 0;
+	size_t started = 0, starts[17];
 
 	if (!c->helpers) {
 		c->nhelpers = nthreads - 1;
@@ -619,14 +833,15 @@ static void classify_marked(struct classifier *c, uint32_t *v, size_t n,
 			c->helpers[i].mt->quiet = true;
 		}
 	}
-	for (size_t i = 0; i <= c->nhelpers && i < nthreads; i++) {
+	v = by_first_frame(c, v, n, c->nhelpers + 1, starts);
+	for (size_t i = 0; i <= c->nhelpers; i++) {
 		struct classifier *h = i ? &c->helpers[i - 1] : c;
 
 		if (i) {
 			h->bucket_col = c->bucket_col;
 			h->nbucket_col = c->nbucket_col;
 		}
-		shares[i] = (struct share){ h, v, n, i, c->nhelpers + 1 };
+		shares[i] = (struct share){ h, v, starts[i], starts[i + 1] };
 	}
 	for (size_t i = 1; i <= c->nhelpers; i++)
 		if (pthread_create(&tid[i], NULL, helper_main, &shares[i]) == 0)

@@ -39,6 +39,12 @@ void model_free(struct model *m)
 	arena_free(&m->arena);
 }
 
+void model_trim(struct model *m)
+{
+	frames_trim(&m->frames);
+	stacks_trim(&m->stacks);
+}
+
 const struct stack *model_intern_stack(struct model *m,
 				       const uint64_t *frames, uint32_t depth)
 {
@@ -66,6 +72,19 @@ const struct stack *model_intern_stack(struct model *m,
 		error("more than %" PRIu32 " distinct stacks", UINT32_MAX);
 	if (ids != stackbuf)
 		free(ids);
+	return stack;
+}
+
+const struct stack *model_intern_stack_ids(struct model *m,
+					   const uint32_t *ids, uint32_t depth,
+					   uint64_t hash)
+{
+	const struct stack *stack =
+		stacks_intern_hashed(&m->stacks, depth ? ids : NULL, depth,
+				     hash);
+
+	if (!stack)
+		error("more than %" PRIu32 " distinct stacks", UINT32_MAX);
 	return stack;
 }
 
@@ -181,11 +200,12 @@ struct bucket *model_stack_bucket(struct model *m, enum alloc_kind kind,
 	slot = &m->anon[2 * (size_t)stack->id + (kind == ALLOC_MMAP)];
 	if (*slot)
 		return m->buckets.v[*slot - 1];
+	if (!m->empty)
+		m->empty = strtab_intern_str(&m->strings, "");
+	if (!m->source || strcmp(source, m->source))
+		m->source = strtab_intern_str(&m->strings, source);
 	b = model_define_stack_bucket(m, m->buckets.n + 1, kind, false, 0,
-				      strtab_intern_str(&m->strings, ""),
-				      stack,
-				      strtab_intern_str(&m->strings, source),
-				      line);
+				      m->empty, stack, m->source, line);
 	if (b)
 		*slot = b->index + 1;
 	return b;

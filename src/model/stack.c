@@ -24,31 +24,33 @@ void frames_free(struct frame_table *t)
 	memset(t, 0, sizeof(*t));
 }
 
-static void frames_grow(struct frame_table *t)
+void frame_slots_grow(struct frame_slot **slots, size_t *mask)
 {
-	size_t mask = t->mask * 2 + 1;
-	struct frame_slot *s = xcalloc_table(mask + 1, sizeof(*s));
+	size_t m = *mask * 2 + 1;
+	struct frame_slot *s = xcalloc_table(m + 1, sizeof(*s));
 
-	for (size_t i = 0; i <= t->mask; i++) {
+	for (size_t i = 0; i <= *mask; i++) {
 		size_t k;
 
-		if (!t->slots[i].id)
+		if (!(*slots)[i].id)
 			continue;
-		k = (size_t)hash_u64(t->slots[i].addr) & mask;
+		k = (size_t)hash_u64((*slots)[i].addr) & m;
 		while (s[k].id)
-			k = (k + 1) & mask;
-		s[k] = t->slots[i];
+			k = (k + 1) & m;
+		s[k] = (*slots)[i];
 	}
-	free(t->slots);
-	t->slots = s;
-	t->mask = mask;
+	free(*slots);
+	*slots = s;
+	*mask = m;
 }
 
 uint32_t frames_intern(struct frame_table *t, uint64_t addr)
 {
-	size_t k = (size_t)hash_u64(addr) & t->mask;
+	size_t k;
 	struct frame *f;
 
+	frames_ready(t);
+	k = (size_t)hash_u64(addr) & t->mask;
 	while (t->slots[k].id) {
 		if (t->slots[k].addr == addr)
 			return t->slots[k].id - 1;
@@ -65,7 +67,7 @@ uint32_t frames_intern(struct frame_table *t, uint64_t addr)
 	t->slots[k].addr = addr;
 	t->slots[k].id = f->id + 1;
 	if (t->n * 2 > t->mask)
-		frames_grow(t);
+		frame_slots_grow(&t->slots, &t->mask);
 	return f->id;
 }
 
@@ -85,8 +87,35 @@ void frames_truncate(struct frame_table *t, size_t n)
 	if (n >= t->n)
 		return;
 	t->n = n;
+	if (t->stale)
+		return;
 	memset(t->slots, 0, (t->mask + 1) * sizeof(*t->slots));
 	for (size_t i = 0; i < n; i++)
+		frames_place(t, t->v[i]);
+}
+
+void frames_trim(struct frame_table *t)
+{
+	/* (A slot of its own: frames_prefetch may still ask for one.) */
+	free(t->slots);
+	t->slots = xcalloc(1, sizeof(*t->slots));
+	t->mask = 0;
+	t->stale = true;
+}
+
+void frames_ready(struct frame_table *t)
+{
+	size_t mask = 4095;
+
+	if (!t->stale)
+		return;
+	while (t->n * 2 > mask)
+		mask = mask * 2 + 1;
+	free(t->slots);
+	t->slots = xcalloc_table(mask + 1, sizeof(*t->slots));
+	t->mask = mask;
+	t->stale = false;
+	for (size_t i = 0; i < t->n; i++)
 		frames_place(t, t->v[i]);
 }
 
@@ -185,13 +214,47 @@ const struct stack *stacks_intern(struct stack_table *t,
 				    stacks_hash(frames, depth));
 }
 
+/* The slots, built again after stacks_trim. */
+static void stacks_ready(struct stack_table *t)
+{
+	size_t nslots = STACK_SLOTS0;
+
+	if (!t->stale)
+		return;
+	while (t->n * 4 > nslots * 3)
+		nslots = st_mult(nslots, 2);
+	free(t->slots);
+	stacks_alloc(t, nslots);
+	t->stale = false;
+	for (size_t i = 0; i < t->n; i++) {
+		const struct stack *s = t->v[i];
+		uint64_t h = stacks_hash(s->depth ? s->frames : NULL, s->depth);
+		size_t k = stack_tag(h) & t->mask;
+
+		while (t->slots[k].id)
+			k = (k + 1) & t->mask;
+		t->slots[k].tag = stack_tag(h);
+		t->slots[k].id = s->id + 1;
+	}
+}
+
+void stacks_trim(struct stack_table *t)
+{
+	/* (A slot of its own: stacks_prefetch may still ask for one.) */
+	free(t->slots);
+	stacks_alloc(t, 1);
+	t->stale = true;
+}
+
 const struct stack *stacks_intern_hashed(struct stack_table *t,
 					 const uint32_t *frames,
 					 uint32_t depth, uint64_t h)
 {
-	struct stack_slot *slot = stacks_slot(t, frames, depth, h);
+	struct stack_slot *slot;
 	struct stack *s;
 
+	stacks_ready(t);
+	slot = stacks_slot(t, frames, depth, h);
 	if (slot->id)
 		return t->v[slot->id - 1];
 	if (t->n >= UINT32_MAX - 1)
@@ -218,6 +281,8 @@ void stacks_truncate(struct stack_table *t, size_t n)
 	if (n >= t->n)
 		return;
 	t->n = n;
+	if (t->stale)
+		return;
 	stacks_rehash(t, t->slots, t->mask + 1, n, t->mask + 1);
 }
 

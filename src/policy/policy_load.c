@@ -43,35 +43,40 @@ static bool trivially_all(const char *re)
 	return false;
 }
 
-/*
- * The length of X if RE is "X.*" with the ".*" at the top level: not
- * escaped, in a class, a group or one branch of an alternation.  0 when
- * it is not, or when an option could change what "." matches.
- */
-static size_t head_len(const char *re, size_t len)
+/* Can "." or the text's shape change under an option or a quote that
+ * the head's search below does not follow? */
+static bool head_unsafe(const char *re, size_t len)
 {
-	int depth = 0;
-	bool in_class = false;
-
 	if (len < 3 || memchr(re, '\0', len) || memmem(re, len, "\\Q", 2) ||
 	    memmem(re, len, "(?-", 3) || memmem(re, len, "(*", 2))
-		return 0;
+		return true;
 	/* (?x): "#" may start a comment that hides the ".*". */
 	for (const char *q = re; (q = memmem(q, len - (size_t)(q - re), "(?",
 					     2)) != NULL; q += 2)
 		for (const char *f = q + 2; f < re + len && *f != ')' &&
 					    *f != ':'; f++)
 			if (*f == 'x')
-				return 0;
+				return true;
+	return false;
+}
+
+/*
+ * Where RE's top-level alternatives end (not escaped, in a class or a
+ * group): at most MAX of them into ENDS; their number, or 0 when RE
+ * does not parse so (or has more).
+ */
+static size_t top_branches(const char *re, size_t len, size_t *ends,
+			   size_t max)
+{
+	int depth = 0;
+	bool in_class = false;
+	size_t n = 0;
+
 	for (size_t i = 0; i < len; i++) {
 		char c = re[i];
 
 		if (c == '\\') {
-			if (i + 1 == len)
-				return 0;
 			i++;
-			if (i >= len - 2)
-				return 0; /* the ".*" is escaped */
 			continue;
 		}
 		if (in_class) {
@@ -91,12 +96,59 @@ static size_t head_len(const char *re, size_t len)
 		} else if (c == ')') {
 			depth--;
 		} else if (c == '|' && depth == 0) {
-			return 0;
+			if (n + 1 >= max)
+				return 0;
+			ends[n++] = i;
 		}
 	}
-	if (in_class || depth != 0 || re[len - 2] != '.' || re[len - 1] != '*')
+	if (in_class || depth != 0)
 		return 0;
-	return len - 2;
+	ends[n++] = len;
+	return n;
+}
+
+/* Does the branch RE[0..LEN) end in a ".*" of its own (not escaped)? */
+static bool ends_in_any(const char *re, size_t len)
+{
+	size_t bs = 0;
+
+	if (len < 3 || re[len - 2] != '.' || re[len - 1] != '*')
+		return false;
+	for (size_t i = len - 2; i > 0 && re[i - 1] == '\\'; i--)
+		bs++;
+	return bs % 2 == 0;
+}
+
+/*
+ * The head of RE into OUT, if RE is "X.*" with the ".*" at the top
+ * level (X), or alternatives that all are ("X.*|Y.*": "(?:X|Y)", which
+ * matches a field's start iff one of them matches the field whole).
+ * False when it is not, or when an option could change what "."
+ * matches.
+ */
+static bool head_of(const char *re, size_t len, struct strbuf *out)
+{
+	size_t ends[64], n, start = 0;
+
+	if (head_unsafe(re, len) ||
+	    !(n = top_branches(re, len, ends, ARRAY_SIZE(ends))))
+		return false;
+	for (size_t k = 0; k < n; start = ends[k++] + 1)
+		if (!ends_in_any(re + start, ends[k] - start))
+			return false;
+	if (n == 1) {
+		sb_add(out, re, len - 2);
+		return true;
+	}
+	sb_addstr(out, "(?:");
+	start = 0;
+	for (size_t k = 0; k < n; start = ends[k++] + 1) {
+		if (k)
+			sb_addch(out, '|');
+		sb_add(out, re + start, ends[k] - start - 2);
+	}
+	sb_addch(out, ')');
+	return true;
 }
 
 /*
@@ -121,18 +173,15 @@ static bool starts_anywhere(const char *re, size_t len)
 
 /*
  * The pattern for partial matching on a field's start (which cannot be
- * end-anchored by option): X of "X.*", else "(?:RE)\z".
+ * end-anchored by option): X of "X.*" (see head_of), else "(?:RE)\z".
  */
 static void compile_head(struct pattern *pat, const char *re, size_t len)
 {
 	struct strbuf sb = STRBUF_INIT;
-	size_t n = head_len(re, len);
 	PCRE2_SIZE off;
 	int err;
 
-	if (n)
-		sb_add(&sb, re, n);
-	else
+	if (!head_of(re, len, &sb))
 		sb_addf(&sb, "(?:%.*s)\\z", (int)len, re);
 	pat->head = pcre2_compile((PCRE2_SPTR)sb.buf, sb.len,
 				  PCRE2_ANCHORED | PCRE2_DOTALL, &err, &off,

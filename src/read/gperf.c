@@ -107,6 +107,13 @@ struct gparser {
 	uint64_t *frames[2];
 	size_t frames_alloc[2];
 	int cur;
+	/* Or, parsed on the other thread (see struct pipe), its frames'
+	 * ids and their hash (HELD_BY_ID). */
+	bool held_by_id;
+	uint32_t *held_ids;
+	size_t held_ids_alloc;
+	uint64_t held_hash;
+	uint64_t held_first; /* its first frame's address */
 	struct gsym *syms;  /* its Go comment lines */
 	size_t nsyms, syms_alloc;
 	struct strbuf symtext;
@@ -387,6 +394,7 @@ static void hold(struct gparser *g, const struct gline *gl)
 	g->cur = 1 - g->cur;
 	g->held = *gl;
 	g->holding = true;
+	g->held_by_id = false;
 }
 
 /* The line that did not parse, parsed again (CUT) and said if wrong. */
@@ -564,7 +572,17 @@ static int intern_held(struct gparser *g)
 	if (!g->holding)
 		return 0;
 	g->holding = false;
-	first = gl->depth ? held_frames(g)[0] : 0;
+	if (g->held_by_id && g->nsyms) {
+		/* Comments name its frames: by address, as they are. */
+		GROW(g->frames[g->cur], gl->depth, g->frames_alloc[g->cur]);
+		for (uint32_t i = 0; i < gl->depth; i++)
+			g->frames[g->cur][i] =
+				frame_get(&g->m->frames, g->held_ids[i])->addr;
+		g->held_by_id = false;
+	}
+	first = !gl->depth	? 0
+		: g->held_by_id ? g->held_first
+				: held_frames(g)[0];
 	if (g->nsyms) {
 		name_frames(g);
 		g->nsyms = 0;
@@ -576,7 +594,11 @@ static int intern_held(struct gparser *g)
 		unsample((double)g->rate, &gl->alloc_objs, &gl->alloc_bytes,
 			 &snap->overflow);
 	}
-	if (!(stack = model_intern_stack(g->m, held_frames(g), gl->depth)))
+	stack = g->held_by_id ? model_intern_stack_ids(g->m, g->held_ids,
+						       gl->depth, g->held_hash)
+			      : model_intern_stack(g->m, held_frames(g),
+						   gl->depth);
+	if (!stack)
 		return -1;
 	if (gl->cut)
 		g->cut_line = snap->nlines;
@@ -592,6 +614,12 @@ static int intern_held(struct gparser *g)
 	return 0;
 }
 
+/* The mapping of the last line's first frame, and what it is. */
+struct kind_memo {
+	const struct vma *v;
+	bool tcmalloc;
+};
+
 /*
  * gperftools' mmap lines (HEAP_PROFILE_MMAP=1) keep the profiler's hook
  * frames, which live in libtcmalloc, at the top; malloc lines have them
@@ -599,7 +627,8 @@ static int intern_held(struct gparser *g)
  * worked.  Other producers record allocations only.
  */
 static enum alloc_kind line_kind(const struct gparser *g, size_t i,
-				 const struct stack *stack, uint64_t first)
+				 const struct stack *stack, uint64_t first,
+				 struct kind_memo *memo)
 {
 	const struct snapshot *snap = g->snap;
 	const struct vma *v;
@@ -612,10 +641,17 @@ static enum alloc_kind line_kind(const struct gparser *g, size_t i,
 	 */
 	if (!stack->depth)
 		return i == g->cut_line ? ALLOC_MALLOC : ALLOC_MMAP;
-	v = snap->has_own_maps ? maps_find(&snap->own_maps, first) : NULL;
-	if (v && strstr(v->name, "libtcmalloc"))
-		return ALLOC_MMAP;
-	return ALLOC_MALLOC;
+	/* (A million lines' frames are in a few mappings.) */
+	v = memo->v;
+	if (!v || first < v->start || first >= v->end) {
+		v = snap->has_own_maps ? maps_find(&snap->own_maps, first)
+				       : NULL;
+		if (!v)
+			return ALLOC_MALLOC;
+		memo->v = v;
+		memo->tcmalloc = strstr(v->name, "libtcmalloc") != NULL;
+	}
+	return memo->tcmalloc ? ALLOC_MMAP : ALLOC_MALLOC;
 }
 
 /* Each line's bucket, now that the maps are read; 0, or -1 after an
@@ -625,11 +661,13 @@ static int build(struct gparser *g)
 	struct snapshot *snap = g->snap;
 	struct model *m = g->m;
 	int64_t malloc_bytes = 0, mmap_bytes = 0;
+	struct kind_memo memo = { NULL, false };
 
 	for (size_t i = 0; i < snap->nlines; i++) {
 		struct stack_line *sl = &snap->lines[i];
 		const struct stack *stack = m->stacks.v[g->stack_ids[i]];
-		enum alloc_kind kind = line_kind(g, i, stack, g->firsts[i]);
+		enum alloc_kind kind = line_kind(g, i, stack, g->firsts[i],
+						 &memo);
 
 		sl->bucket = model_stack_bucket(m, kind, stack, g->pos.path,
 						g->nos[i]);
@@ -841,23 +879,34 @@ static int slow_line(struct gparser *g, const struct line *l,
 	return 0;
 }
 
-/* The stack line GL, of frames FRAMES, parsed the fast way: held. */
+/* The stack line GL, parsed the fast way: held. */
 static int fast_line(struct gparser *g, const struct gline *gl,
-		     const uint64_t *frames, bool *after_stack)
+		     bool *after_stack)
 {
 	/* A stack line that did not parse, and was not cut. */
 	if (g->has_broken)
 		return parse_broken(g, NOT_CUT);
 	if (intern_held(g) < 0)
 		return -1;
-	if (frames && gl->depth) {
-		int spare = 1 - g->cur;
-
-		GROW(g->frames[spare], gl->depth, g->frames_alloc[spare]);
-		memcpy(g->frames[spare], frames, gl->depth * sizeof(*frames));
-	}
 	hold(g, gl);
 	*after_stack = true;
+	return 0;
+}
+
+/* The same, its frames given by id: IDS, hashed as stacks_hash does,
+ * the first at address FIRST. */
+static int fast_ids_line(struct gparser *g, const struct gline *gl,
+			 const uint32_t *ids, uint64_t hash, uint64_t first,
+			 bool *after_stack)
+{
+	if (fast_line(g, gl, after_stack) < 0)
+		return -1;
+	GROW(g->held_ids, gl->depth, g->held_ids_alloc);
+	if (gl->depth)
+		memcpy(g->held_ids, ids, gl->depth * sizeof(*ids));
+	g->held_hash = hash;
+	g->held_first = first;
+	g->held_by_id = true;
 	return 0;
 }
 
@@ -890,7 +939,7 @@ static int parse_lines(struct gparser *g, bool *in_maps)
 					      stream_limit(g->s), &gl);
 			g->pos.quiet = false;
 			if (rc == 0) {
-				if (fast_line(g, &gl, NULL, &after_stack) < 0)
+				if (fast_line(g, &gl, &after_stack) < 0)
 					return -1;
 				continue;
 			}
@@ -920,9 +969,19 @@ static int parse_lines(struct gparser *g, bool *in_maps)
  * does not take goes as text; the thread stops at the maps' header (this
  * one reads the rest of the file) or the end.  So the order of things,
  * and what is said, are the same as on one core.
+ *
+ * The thread also gives each address its frame id, from a table of its
+ * own (the model's, copied when it starts, and the addresses it met
+ * since): a million stacks of 17 frames look up their frames there,
+ * beside this thread, which only interns the stacks by a hash of their
+ * ids and, in order, the frames the thread met first.  Those get the
+ * ids the thread gave them, unless this thread interned frames of its
+ * own meanwhile (a line the fast way did not take): then the thread's
+ * ids are translated.
  */
 enum rec_kind {
-	REC_STACK,  /* a stack line, parsed: its frames follow */
+	REC_STACK,  /* a stack line, parsed: its new frames' addresses,
+		       then its frames' ids follow */
 	REC_TEXT,   /* any other line: its text follows */
 	REC_MAPS,   /* the maps' header; the thread has stopped */
 };
@@ -931,6 +990,8 @@ struct rec {
 	uint32_t kind;
 	int which;             /* REC_MAPS: maps_header()'s */
 	struct gline gl;       /* REC_STACK; gl.no is any record's line */
+	uint32_t nnew;         /* REC_STACK: frames the thread met first */
+	uint64_t first;        /* REC_STACK: its first frame's address */
 	size_t len;            /* REC_TEXT: its bytes */
 	bool newline;          /* REC_TEXT */
 };
@@ -957,14 +1018,34 @@ struct pipe {
 	/* the thread's */
 	struct handoff *h LINE_ALIGNED;
 	struct pipe_block *cur;
-	uint64_t *frames;
-	size_t frames_alloc;
+	/* A line's frames and their hashes, in turn: each line's ids are
+	 * looked up once the next is parsed, so that the slots it asked
+	 * for early are there (see pipe_main). */
+	uint64_t *frames[2], *hashes[2];
+	size_t frames_alloc[2], hashes_alloc[2];
+	int fcur;
+	bool pending;           /* the other is a line's, to send */
+	struct rec pend;        /* its record */
+	uint32_t *ids;          /* the line's frames' */
+	uint64_t *met;          /* the addresses it met first */
+	size_t ids_alloc, met_alloc;
+	struct frame_slot *slots; /* address -> id + 1 (see above) */
+	size_t mask;
+	uint32_t next_id;       /* the next frame's */
+	bool no_ids;            /* ran out of them: all goes as text */
 	/* this one's */
 	bool after_stack LINE_ALIGNED; /* the last line taken was a stack
 					  line */
 	int rc;                 /* TAKEN_ALL: the lines' end */
 	int which;              /* TAKEN_MAPS: maps_header()'s, */
 	unsigned long maps_no;  /* at this line */
+	uint32_t base;          /* the model's frames when the thread began */
+	uint32_t met_next;      /* the thread's id of the next frame met */
+	uint32_t *xlat;         /* its ids from base on: the model's */
+	size_t xlat_alloc;
+	bool translate;         /* some differ */
+	uint32_t *tmp;
+	size_t tmp_alloc;
 };
 
 /* Room for N more bytes of records in the thread's block, which goes to
@@ -991,20 +1072,82 @@ static bool pipe_room(struct pipe *pp, size_t n)
 	return true;
 }
 
-/* Add record R and N bytes at P after it (8-aligned): false when this
- * thread takes no more. */
+/* Add record R and N bytes at P, then N2 at P2, after it (8-aligned):
+ * false when this thread takes no more. */
 static bool pipe_put(struct pipe *pp, const struct rec *r, const void *p,
-		     size_t n)
+		     size_t n, const void *p2, size_t n2)
 {
-	size_t size = sizeof(*r) + ((n + 7) & ~(size_t)7);
+	size_t size = sizeof(*r) + ((n + n2 + 7) & ~(size_t)7);
+	char *at;
 
 	if (!pipe_room(pp, size))
 		return false;
-	memcpy(pp->cur->buf + pp->cur->len, r, sizeof(*r));
+	at = pp->cur->buf + pp->cur->len;
+	memcpy(at, r, sizeof(*r));
 	if (n)
-		memcpy(pp->cur->buf + pp->cur->len + sizeof(*r), p, n);
+		memcpy(at + sizeof(*r), p, n);
+	if (n2)
+		memcpy(at + sizeof(*r) + n, p2, n2);
 	pp->cur->len += size;
 	return true;
+}
+
+/* Hash line buffer B's N addresses, and ask for their slots. */
+static void pipe_prefetch(struct pipe *pp, int b, uint32_t n)
+{
+	const uint64_t *a = pp->frames[b];
+	uint64_t *h;
+
+	GROW(pp->hashes[b], n, pp->hashes_alloc[b]);
+	h = pp->hashes[b];
+	for (uint32_t i = 0; i < n; i++) {
+		h[i] = hash_u64(a[i]);
+		prefetch(&pp->slots[(size_t)h[i] & pp->mask]);
+	}
+}
+
+/*
+ * The ids of line buffer B's N frames into pp->ids, the addresses met
+ * first into pp->met (*NMET of them).  (Room for their ids was made
+ * sure of: see pipe_main.)
+ */
+static void pipe_ids(struct pipe *pp, int b, uint32_t n, uint32_t *nmet)
+{
+	const uint64_t *a = pp->frames[b], *h = pp->hashes[b];
+
+	GROW(pp->ids, n, pp->ids_alloc);
+	*nmet = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		size_t k = (size_t)h[i] & pp->mask;
+
+		while (pp->slots[k].id && pp->slots[k].addr != a[i])
+			k = (k + 1) & pp->mask;
+		if (!pp->slots[k].id) {
+			pp->slots[k].addr = a[i];
+			pp->slots[k].id = ++pp->next_id;
+			GROW(pp->met, *nmet + 1, pp->met_alloc);
+			pp->met[(*nmet)++] = a[i];
+		}
+		pp->ids[i] = pp->slots[k].id - 1;
+		if ((size_t)pp->next_id * 2 > pp->mask)
+			frame_slots_grow(&pp->slots, &pp->mask);
+	}
+}
+
+/* The line parsed before, if any, to this thread: false when it takes
+ * no more. */
+static bool pipe_flush(struct pipe *pp)
+{
+	struct rec *r = &pp->pend;
+	int b = 1 - pp->fcur;
+
+	if (!pp->pending)
+		return true;
+	pp->pending = false;
+	pipe_ids(pp, b, r->gl.depth, &r->nnew);
+	r->first = r->gl.depth ? pp->frames[b][0] : 0;
+	return pipe_put(pp, r, pp->met, r->nnew * sizeof(*pp->met), pp->ids,
+			r->gl.depth * sizeof(*pp->ids));
 }
 
 /* The thread: 0 at the end of the lines or the maps' header, -1 after a
@@ -1027,34 +1170,97 @@ static int pipe_main(struct handoff *h, void *arg)
 	pg.pos.quiet = true;
 	pp->h = h;
 	while ((got = stream_line(g->s, &l)) > 0) {
+		int b = pp->fcur;
+
 		memset(&r, 0, sizeof(r));
-		if (l.newline && stack_start(&l) &&
+		if (l.newline && !pp->no_ids && stack_start(&l) &&
 		    parse_stack_line_into(&pg, &l, NOT_CUT,
 					  stream_limit(g->s), &r.gl,
-					  &pp->frames, &pp->frames_alloc) == 0) {
+					  &pp->frames[b],
+					  &pp->frames_alloc[b]) == 0) {
+			uint64_t ids_at_most = (uint64_t)pp->next_id +
+					       r.gl.depth +
+					       (pp->pending ? pp->pend.gl.depth
+							    : 0);
+
+			/* (Ids for all its frames, and the line's before,
+			 * or it goes as text, and all after it.) */
+			pp->no_ids = ids_at_most >= FRAME_NONE - 1;
+		}
+		if (l.newline && !pp->no_ids && r.gl.no) {
 			r.kind = REC_STACK;
-			if (!pipe_put(pp, &r, pp->frames,
-				      r.gl.depth * sizeof(*pp->frames)))
+			pipe_prefetch(pp, b, r.gl.depth);
+			if (!pipe_flush(pp))
 				break;
+			pp->pend = r;
+			pp->pending = true;
+			pp->fcur = 1 - b;
 			continue;
 		}
+		if (!pipe_flush(pp))
+			break;
+		memset(&r, 0, sizeof(r));
 		r.gl.no = l.no;
 		/* (A line with a NUL is said wrong before it is looked at.) */
 		if (!memchr(l.p, '\0', l.len) && (r.which = maps_header(&l))) {
 			r.kind = REC_MAPS;
-			pipe_put(pp, &r, NULL, 0);
+			pipe_put(pp, &r, NULL, 0, NULL, 0);
 			break;
 		}
 		r.kind = REC_TEXT;
 		r.len = l.len;
 		r.newline = l.newline;
-		if (!pipe_put(pp, &r, l.p, l.len))
+		if (!pipe_put(pp, &r, l.p, l.len, NULL, 0))
 			break;
 	}
+	if (got <= 0)
+		pipe_flush(pp);
 	if (pp->cur)
 		handoff_put(h); /* (the last block) */
 	read_pos_release(&pg.pos);
 	return got < 0 ? -1 : 0;
+}
+
+/*
+ * The frames the thread met first, N at A, in its order: interned (0),
+ * or -1 after saying why not.
+ */
+static int take_met(struct pipe *pp, const uint64_t *a, uint32_t n)
+{
+	struct frame_table *t = &pp->g->m->frames;
+
+	for (uint32_t i = 0; i < n; i++)
+		frames_prefetch(t, a[i]);
+	GROW(pp->xlat, (size_t)pp->met_next - pp->base + n, pp->xlat_alloc);
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t id = frames_intern(t, a[i]);
+
+		if (id == FRAME_NONE)
+			return error("more than %" PRIu32 " distinct frames",
+				     UINT32_MAX - 1);
+		pp->translate |= id != pp->met_next;
+		pp->xlat[pp->met_next++ - pp->base] = id;
+	}
+	return 0;
+}
+
+/* The record R's stack line, of the thread's ids IDS: held. */
+static int take_stack(struct pipe *pp, const struct rec *r,
+		      const uint32_t *ids)
+{
+	uint32_t depth = r->gl.depth;
+
+	if (pp->translate) {
+		GROW(pp->tmp, depth, pp->tmp_alloc);
+		for (uint32_t i = 0; i < depth; i++)
+			pp->tmp[i] = ids[i] < pp->base
+					     ? ids[i]
+					     : pp->xlat[ids[i] - pp->base];
+		ids = pp->tmp;
+	}
+	/* (Hashed here: the other thread has more to do.) */
+	return fast_ids_line(pp->g, &r->gl, ids, stacks_hash(ids, depth),
+			     r->first, &pp->after_stack);
 }
 
 /* The records of block SLOT: 0 to go on, else TAKEN_ALL (the lines
@@ -1075,9 +1281,15 @@ static int take_block(void *arg, size_t slot)
 		at += sizeof(r);
 		switch (r.kind) {
 		case REC_STACK:
-			at += ((r.gl.depth * sizeof(uint64_t)) + 7) & ~(size_t)7;
-			if ((pp->rc = fast_line(g, &r.gl, (const uint64_t *)p,
-						&pp->after_stack)) < 0)
+			at += (r.nnew * sizeof(uint64_t) +
+			       r.gl.depth * sizeof(uint32_t) + 7) &
+			      ~(size_t)7;
+			if ((pp->rc = take_met(pp, (const uint64_t *)p,
+					       r.nnew)) < 0 ||
+			    (pp->rc = take_stack(
+				     pp, &r,
+				     (const uint32_t *)(p + r.nnew *
+								    sizeof(uint64_t)))) < 0)
 				return TAKEN_ALL;
 			break;
 		case REC_TEXT:
@@ -1113,6 +1325,13 @@ static int parse_lines_on_two(struct gparser *g, bool *in_maps)
 
 	memset(&pp, 0, sizeof(pp));
 	pp.g = g;
+	/* (The model's frames, before this thread adds any.) */
+	frames_ready(&g->m->frames);
+	pp.mask = g->m->frames.mask;
+	pp.slots = xreallocarray(NULL, pp.mask + 1, sizeof(*pp.slots));
+	memcpy(pp.slots, g->m->frames.slots,
+	       (pp.mask + 1) * sizeof(*pp.slots));
+	pp.base = pp.met_next = pp.next_id = (uint32_t)g->m->frames.n;
 	switch (handoff_run(PIPE_BLOCKS, pipe_main, take_block, &pp)) {
 	case 0: /* the end of the file */
 		rc = end_of_lines(g);
@@ -1132,7 +1351,15 @@ static int parse_lines_on_two(struct gparser *g, bool *in_maps)
 	}
 	for (size_t i = 0; i < PIPE_BLOCKS; i++)
 		free(pp.b[i].buf);
-	free(pp.frames);
+	for (int i = 0; i < 2; i++) {
+		free(pp.frames[i]);
+		free(pp.hashes[i]);
+	}
+	free(pp.ids);
+	free(pp.met);
+	free(pp.slots);
+	free(pp.xlat);
+	free(pp.tmp);
 	return rc < 0 ? -1 : 0;
 }
 
@@ -1204,6 +1431,7 @@ int gperf_parse(struct snapshot *snap, struct line_stream *s,
 		say_what(&g);
 	free(g.frames[0]);
 	free(g.frames[1]);
+	free(g.held_ids);
 	free(g.stack_ids);
 	free(g.nos);
 	free(g.syms);

@@ -175,10 +175,24 @@ void run_symbolize(struct run *r)
 
 void run_symbolize_snapshot(struct run *r, const struct snapshot *snap)
 {
+	/*
+	 * The run's last snapshot (a command that reads them all): no more
+	 * frames or stacks come, and nothing more will be looked up after
+	 * its frames, so what serves those (the model's tables by content,
+	 * a debug file's DWARF: tens of MB) goes, rather than swell the
+	 * peak with what symbolization and classification add.
+	 */
+	bool last = ++r->snaps_symbolized == r->series.ndumps;
+
+	/* (Not while a dump is read ahead: that thread interns.) */
+	if (last && !r->reading_ahead)
+		model_trim(&r->model);
 	symbolize_model(&r->model, r->sym,
 			snap->has_own_maps ? &snap->own_maps
 					   : r->has_maps ? &r->maps : NULL);
 	r->symbolized = true;
+	if (last)
+		symbolizer_trim(r->sym);
 }
 
 int run_load_dump(struct run *r, size_t i, struct snapshot *snap)
@@ -254,6 +268,7 @@ static bool take(struct run_reader *rr, size_t i, struct snapshot *snap,
 		return false;
 	pthread_join(rr->tid, NULL);
 	rr->busy = false;
+	rr->r->reading_ahead = false;
 	strtab_share(&rr->r->model.strings, false);
 	/* (-2: not of the run's format after all; read as any other.) */
 	if (rr->ahead == i && rr->rc != -2) {
@@ -283,7 +298,7 @@ int run_reader_load(struct run_reader *rr, size_t i, size_t next,
 		rr->ahead = next;
 		strtab_share(&r->model.strings, true);
 		if (pthread_create(&rr->tid, NULL, read_ahead, rr) == 0)
-			rr->busy = true;
+			rr->busy = rr->r->reading_ahead = true;
 		else
 			strtab_share(&r->model.strings, false);
 	}

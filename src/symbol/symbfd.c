@@ -1033,6 +1033,48 @@ static const char *bfd_data(struct symbolizer *s, const struct maps *maps,
 	return demangled(bs, sym->name);
 }
 
+/* A memo's entries, all gone. */
+static void memo_clear(struct memo_map *m)
+{
+	size_t n = m->map.count;
+
+	hashmap_free(&m->map);
+	hashmap_init(&m->map, n);
+	memset(m->front, 0, sizeof(m->front));
+}
+
+/*
+ * The DWARF readers go (libbfd's too), to be opened again if asked.  The
+ * memos keyed by their strings' addresses go with them: those addresses
+ * may come back holding other strings.
+ */
+static void bfd_trim(struct symbolizer *s)
+{
+	struct bfdsym *bs = (struct bfdsym *)s;
+
+	for (size_t i = 0; i < bs->n; i++) {
+		struct binary *b = bs->v[i];
+
+		dwarf_close(b->dw);
+		b->dw = NULL;
+		/* (A reader that declined, or fell out of step, stays off.) */
+		if (!b->dw_off)
+			b->dw_tried = false;
+		free(b->answers);
+		b->answers = NULL;
+		b->nanswers = b->next_answer = 0;
+		b->batch = 0;
+		if (b->abfd)
+			bfd_close(b->abfd);
+		b->abfd = NULL;
+		free(b->bfd_syms);
+		b->bfd_syms = NULL;
+		b->bfd_tried = false;
+	}
+	memo_clear(&bs->demangled);
+	memo_clear(&bs->files);
+}
+
 static void bfd_destroy(struct symbolizer *s)
 {
 	struct bfdsym *bs = (struct bfdsym *)s;
@@ -1082,6 +1124,7 @@ static const struct symbolizer_ops bfd_ops = {
 	.code = bfd_code,
 	.data = bfd_data,
 	.prepare = bfd_prepare,
+	.trim = bfd_trim,
 	.destroy = bfd_destroy,
 };
 

@@ -88,6 +88,12 @@ void symbolizer_destroy(struct symbolizer *s)
 		s->ops->destroy(s);
 }
 
+void symbolizer_trim(struct symbolizer *s)
+{
+	if (s && s->ops->trim)
+		s->ops->trim(s);
+}
+
 static const char *type_symbol(struct model *m, struct symbolizer *s,
 			       const struct maps *maps, uint64_t addr,
 			       struct hashmap *cache)

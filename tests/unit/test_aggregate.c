@@ -372,10 +372,20 @@ Test(aggregate, first_frames_memo_decides_as_matching_does)
 		"rule scan malloc stack='.*Canvas\\b.*'\n" TAIL,
 		"dmprof-policy 1\ncolumns src head any m u\n"
 		"rule src malloc source='(?:\\S+ ){2}v8/.*'\n" TAIL,
+		/* A whole-field rule first, its literal across frames, and
+		 * alternatives that each end in ".*": clean stacks. */
+		"dmprof-policy 1\ncolumns scan alt head any m u\n"
+		"rule scan malloc stack='.* bar::baz\\b.*'\n"
+		"rule alt malloc stack='malloc (?:fopen|__strdup).*|foo .*'\n"
+		TAIL,
+		/* One without literals: no stack is clean. */
+		"dmprof-policy 1\ncolumns scan head any m u\n"
+		"rule scan malloc stack='.*[fb]oo\\b.*'\n" TAIL,
 	};
 #undef TAIL
 	static const char *const pols[] = { "linux", "l0", "l1", "l2", "t0",
-					    "sourcefile", "0", "1", "2" };
+					    "sourcefile", "0", "1", "2", "3",
+					    "4" };
 	static struct inline_frame inl[ARRAY_SIZE(names)];
 	uint64_t x = 0x9e3779b97f4a7c15ULL, frames[8];
 
@@ -436,9 +446,12 @@ Test(aggregate, first_frames_memo_decides_as_matching_does)
 					     classify_malloc(&without, b),
 					     "%s: bucket %zu", pols[k], i);
 			}
-		remembered = with.prefix.count;
-		for (size_t i = 0; i < with.nprefix_root; i++)
-			remembered += with.prefix_root[i] != 0;
+		remembered = 0;
+		for (int t = 0; t < 2; t++) {
+			remembered += with.trie[t].map.count;
+			for (size_t i = 0; i < with.trie[t].nroot; i++)
+				remembered += with.trie[t].root[i] != 0;
+		}
 		/* (Policies with anchored rules remember starts.) */
 		if (!strcmp(pols[k], "linux") || k >= 6)
 			cr_assert_gt(remembered, 0, "%s", pols[k]);

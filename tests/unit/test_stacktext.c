@@ -279,6 +279,45 @@ Test(stacks, table_grows_and_truncates)
 }
 
 /*
+ * A model trimmed once its last stacks are in finds them again, gives
+ * the next ones the next ids, and truncates, as before.
+ */
+Test(stacks, trimmed_tables_come_back)
+{
+	enum { N = 20000 };
+	static const struct stack *got[N];
+	uint32_t frames[4];
+	uint64_t addr[N];
+
+	for (uint32_t i = 0; i < N; i++) {
+		addr[i] = 0x400000 + 16 * (uint64_t)(i * 7919 % N);
+		cr_assert_eq(frames_intern(&m.frames, addr[i]), i);
+	}
+	for (uint32_t i = 0; i < N; i++) {
+		for (uint32_t k = 0; k < 4; k++)
+			frames[k] = (i + k * 31) % N;
+		got[i] = stacks_intern(&m.stacks, frames, i % 5);
+	}
+	model_trim(&m);
+	for (uint32_t i = 0; i < N; i++) {
+		cr_assert_eq(frames_intern(&m.frames, addr[i]), i);
+		cr_assert_eq(stacks_intern(&m.stacks, got[i]->frames,
+					   got[i]->depth),
+			     got[i]);
+	}
+	cr_assert_eq(frames_intern(&m.frames, 0x10), N);
+	model_trim(&m);
+	frames_truncate(&m.frames, 10);
+	stacks_truncate(&m.stacks, 10);
+	cr_assert_eq(frames_intern(&m.frames, addr[11]), 10);
+	frames[0] = 12345;
+	cr_assert_eq(stacks_intern(&m.stacks, frames, 1)->id, 10);
+	cr_assert_eq(stacks_intern(&m.stacks, got[3]->frames,
+				   got[3]->depth),
+		     got[3]);
+}
+
+/*
  * The program's own code: a C++ stack, innermost first, of frames in
  * three binaries (the executable, libstdc++, libc) with functions inlined
  * from the system's headers.
