@@ -8,6 +8,7 @@
 #include "deep.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,22 @@ enum section {
 	SEC_MAPPED_LIBRARIES,
 };
 
+/*
+ * The second half of a big STACKTRACES section, read by a thread of its
+ * own while the parser reads the first: the producer's lines only (the
+ * fast path), up to the first line that is not one, which the parser
+ * then reads the general way.  Its lines' buckets are found there too.
+ */
+struct tail {
+	pthread_t tid;
+	const struct model *m;
+	const char *p, *end;   /* its text: from a line's start */
+	const char *stop;      /* where it stopped: END, or a line not read */
+	struct stack_line *lines;
+	uint64_t *ids;
+	size_t n, alloc;
+};
+
 struct parser {
 	struct snapshot *snap;
 	struct model *m;
@@ -46,6 +63,10 @@ struct parser {
 	uint64_t *ids;
 	unsigned long *nos;
 	size_t ids_alloc, nos_alloc;
+	/* Lines [found_from, found_to) have their buckets already (the
+	 * tail's). */
+	size_t found_from, found_to;
+	struct tail *tail;      /* running, until the first half is read */
 };
 
 static bool line_is(const struct line *l, const char *lit)
@@ -795,9 +816,14 @@ static void find_buckets(struct parser *p)
 	for (size_t i = 0; i < snap->nlines; i++) {
 		struct stack_line *sl = &snap->lines[i];
 
-		if (i + AHEAD < snap->nlines)
-			bucket_set_prefetch(&m->buckets, p->ids[i + AHEAD]);
-		sl->bucket = bucket_set_find(&m->buckets, p->ids[i]);
+		if (i >= p->found_from && i < p->found_to) {
+			/* (The tail's: looked up there.) */
+		} else {
+			if (i + AHEAD < snap->nlines)
+				bucket_set_prefetch(&m->buckets,
+						    p->ids[i + AHEAD]);
+			sl->bucket = bucket_set_find(&m->buckets, p->ids[i]);
+		}
 		if (sl->bucket)
 			continue;
 		if (!snap->nunknown)
@@ -905,6 +931,146 @@ add:
 	return 0;
 }
 
+/* ---- the tail of STACKTRACES, beside ---- */
+
+/* Sections smaller than this are read in one piece. */
+#define TAIL_MIN (1u << 20)
+
+static void *tail_main(void *arg)
+{
+	enum { AHEAD = 16 };
+	struct tail *t = arg;
+	struct line_reader r;
+	struct line l;
+
+	lines_init(&r, t->p, (size_t)(t->end - t->p));
+	t->stop = t->end;
+	while (lines_next(&r, &l)) {
+		struct stack_line sl;
+		uint64_t id;
+
+		if (!l.newline || !fast_stack_line(&l, &sl, &id)) {
+			t->stop = l.p;
+			break;
+		}
+		if (t->n == t->alloc) {
+			GROW(t->lines, t->n + 1, t->alloc);
+			t->ids = xreallocarray(t->ids, t->alloc,
+					       sizeof(*t->ids));
+		}
+		t->lines[t->n] = sl;
+		t->ids[t->n++] = id;
+	}
+	for (size_t i = 0; i < t->n; i++) {
+		if (i + AHEAD < t->n)
+			bucket_set_prefetch(&t->m->buckets, t->ids[i + AHEAD]);
+		t->lines[i].bucket = bucket_set_find(&t->m->buckets, t->ids[i]);
+	}
+	return NULL;
+}
+
+/*
+ * The section STACKTRACES that starts at FROM, to END: room for its
+ * lines, and its second half to a thread when it is big.  The reader R
+ * then stops at the half (see tail_join).
+ */
+static void tail_start(struct parser *p, struct line_reader *r)
+{
+	struct snapshot *snap = p->snap;
+	size_t bytes = (size_t)(r->end - r->p), want;
+	const char *mid;
+	struct tail *t;
+
+	/* (A producer's line is 40 bytes or more: no doubling.) */
+	want = snap->nlines + bytes / 32 + 1;
+	if (want > snap->lines_alloc) {
+		snap->lines = xreallocarray(snap->lines, want,
+					    sizeof(*snap->lines));
+		snap->lines_alloc = want;
+	}
+	if (bytes < TAIL_MIN || threads_wanted() < 2)
+		return;
+	mid = memchr(r->p + bytes / 2, '\n', (size_t)(r->end - r->p) -
+					      bytes / 2);
+	if (!mid || mid + 1 >= r->end)
+		return;
+	mid++;
+	t = xcalloc(1, sizeof(*t));
+	t->m = p->m;
+	t->p = mid;
+	t->end = r->end;
+	t->alloc = (size_t)(t->end - t->p) / 32 + 1;
+	t->lines = xreallocarray(NULL, t->alloc, sizeof(*t->lines));
+	t->ids = xreallocarray(NULL, t->alloc, sizeof(*t->ids));
+	if (pthread_create(&t->tid, NULL, tail_main, t)) {
+		free(t->lines);
+		free(t->ids);
+		free(t);
+		return;
+	}
+	p->tail = t;
+	r->end = mid;
+}
+
+/*
+ * Wait for the tail; its lines are the snapshot's if KEEP, numbered from
+ * NO + 1.  Where it stopped (NULL: no tail).
+ */
+static const char *tail_join(struct parser *p, bool keep, unsigned long no)
+{
+	struct tail *t = p->tail;
+	struct snapshot *snap = p->snap;
+	const char *stop;
+
+	if (!t)
+		return NULL;
+	pthread_join(t->tid, NULL);
+	p->tail = NULL;
+	stop = t->stop;
+	if (keep && t->n) {
+		size_t n = snap->nlines + t->n;
+
+		if (n > snap->lines_alloc) {
+			snap->lines = xreallocarray(snap->lines, n,
+						    sizeof(*snap->lines));
+			snap->lines_alloc = n;
+		}
+		GROW(p->ids, n, p->ids_alloc);
+		GROW(p->nos, n, p->nos_alloc);
+		memcpy(snap->lines + snap->nlines, t->lines,
+		       t->n * sizeof(*t->lines));
+		memcpy(p->ids + snap->nlines, t->ids, t->n * sizeof(*t->ids));
+		for (size_t i = 0; i < t->n; i++)
+			p->nos[snap->nlines + i] = no + 1 + i;
+		p->found_from = snap->nlines;
+		p->found_to = n;
+		snap->nlines = n;
+	}
+	free(t->lines);
+	free(t->ids);
+	free(t);
+	return stop;
+}
+
+/*
+ * The reader R stopped at the half: the tail's lines are the section's
+ * if it goes on there, and R goes on after them.  True if R has more.
+ */
+static bool tail_take(struct parser *p, struct line_reader *r,
+		      const char *end)
+{
+	bool keep = p->sec == SEC_STACKTRACES;
+	size_t before = p->snap->nlines;
+	const char *stop = tail_join(p, keep, r->no);
+
+	if (keep) {
+		r->p = stop;
+		r->no += (unsigned long)(p->snap->nlines - before);
+	}
+	r->end = end;
+	return r->p < r->end;
+}
+
 /* ---- driver ---- */
 
 static const struct {
@@ -949,9 +1115,16 @@ static int parse_lines(struct parser *p, const struct filebuf *fb)
 
 	lines_init(&r, fb->data, fb->size);
 	p->l = &l;
-	while (lines_next(&r, &l)) {
+	for (;;) {
 		struct stack_line sl;
 		uint64_t id;
+
+		if (!lines_next(&r, &l)) {
+			/* (At the half, with a tail: on after it.) */
+			if (p->tail && tail_take(p, &r, fb->data + fb->size))
+				continue;
+			break;
+		}
 
 		/* The common line first: a stack line the producer wrote,
 		 * which holds no NUL and opens no section. */
@@ -998,6 +1171,8 @@ static int parse_lines(struct parser *p, const struct filebuf *fb)
 		if (rc > 0) {
 			if (p->sec == SEC_GLOBAL_STATS)
 				gs_line = l.no;
+			if (p->sec == SEC_STACKTRACES)
+				tail_start(p, &r);
 			continue;
 		}
 		if (line_blank(&l))
@@ -1053,6 +1228,9 @@ int deep_parse(struct snapshot *snap, struct filebuf *fb,
 	snap->kernel_view = true;
 	snap->mmap_by_regions = true;
 	rc = parse_lines(&p, fb);
+	/* (Stopped before the half: the tail's lines are not the
+	 * section's.) */
+	tail_join(&p, false, 0);
 	if (rc == 0)
 		rc = finish_regions(&p);
 	if (rc == 0) {
