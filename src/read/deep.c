@@ -40,9 +40,12 @@ struct tail {
 	const struct model *m;
 	const char *p, *end;   /* its text: from a line's start */
 	const char *stop;      /* where it stopped: END, or a line not read */
+	/* Its room in the parser's arrays (at BASE), written in place: */
 	struct stack_line *lines;
 	uint64_t *ids;
-	size_t n, alloc;
+	unsigned long *nos;
+	size_t base, room, n;
+	unsigned long no;      /* the number of the line before its first */
 };
 
 struct parser {
@@ -949,17 +952,15 @@ static void *tail_main(void *arg)
 		struct stack_line sl;
 		uint64_t id;
 
-		if (!l.newline || !fast_stack_line(&l, &sl, &id)) {
+		if (t->n == t->room || !l.newline ||
+		    !fast_stack_line(&l, &sl, &id)) {
 			t->stop = l.p;
 			break;
 		}
-		if (t->n == t->alloc) {
-			GROW(t->lines, t->n + 1, t->alloc);
-			t->ids = xreallocarray(t->ids, t->alloc,
-					       sizeof(*t->ids));
-		}
 		t->lines[t->n] = sl;
-		t->ids[t->n++] = id;
+		t->ids[t->n] = id;
+		t->nos[t->n] = t->no + t->n + 1;
+		t->n++;
 	}
 	for (size_t i = 0; i < t->n; i++) {
 		if (i + AHEAD < t->n)
@@ -967,6 +968,45 @@ static void *tail_main(void *arg)
 		t->lines[i].bucket = bucket_set_find(&t->m->buckets, t->ids[i]);
 	}
 	return NULL;
+}
+
+/* The newlines in [P, END). */
+static size_t count_newlines(const char *p, const char *end)
+{
+	const uint64_t ones = 0x0101010101010101ULL, high = ones << 7;
+	size_t n = 0;
+
+	for (; end - p >= 8; p += 8) {
+		uint64_t w = load8(p) ^ (ones * '\n');
+		/* (The high bit of each byte that is not 0: exact, no
+		 * borrow from one byte to the next.) */
+		uint64_t nonzero = (((w & ~high) + ~high) | w) & high;
+
+		n += (size_t)__builtin_popcountll(~nonzero & high);
+	}
+	for (; p < end; p++)
+		n += *p == '\n';
+	return n;
+}
+
+/* Room for N lines in the parser's arrays. */
+static void lines_room(struct parser *p, size_t n)
+{
+	struct snapshot *snap = p->snap;
+
+	if (n > snap->lines_alloc) {
+		snap->lines = xreallocarray(snap->lines, n,
+					    sizeof(*snap->lines));
+		snap->lines_alloc = n;
+	}
+	if (n > p->ids_alloc) {
+		p->ids = xreallocarray(p->ids, n, sizeof(*p->ids));
+		p->ids_alloc = n;
+	}
+	if (n > p->nos_alloc) {
+		p->nos = xreallocarray(p->nos, n, sizeof(*p->nos));
+		p->nos_alloc = n;
+	}
 }
 
 /*
@@ -977,39 +1017,43 @@ static void *tail_main(void *arg)
 static void tail_start(struct parser *p, struct line_reader *r)
 {
 	struct snapshot *snap = p->snap;
-	size_t bytes = (size_t)(r->end - r->p), want, head;
-	const char *mid;
+	size_t bytes = (size_t)(r->end - r->p), head, nhead;
+	const char *mid = NULL;
 	struct tail *t;
 
-	/* (A producer's line is 40 bytes or more: no doubling.) */
-	want = snap->nlines + bytes / 32 + 1;
-	if (want > snap->lines_alloc) {
-		snap->lines = xreallocarray(snap->lines, want,
-					    sizeof(*snap->lines));
-		snap->lines_alloc = want;
-	}
-	if (bytes < TAIL_MIN || threads_wanted() < 2)
-		return;
 	/*
 	 * The tail gets the bigger part: this thread has read the file and
 	 * will find its own lines' buckets after, and its part's (the
 	 * bench run's thread times came out even so).
 	 */
 	head = bytes / 5 * 2;
-	mid = memchr(r->p + head, '\n', bytes - head);
-	if (!mid || mid + 1 >= r->end)
+	if (bytes >= TAIL_MIN && threads_wanted() > 1)
+		mid = memchr(r->p + head, '\n', bytes - head);
+	if (!mid || mid + 1 >= r->end) {
+		/* (A producer's line is 40 bytes or more: no doubling.) */
+		lines_room(p, snap->nlines + bytes / 32 + 1);
 		return;
+	}
 	mid++;
+	/*
+	 * The tail's lines go where they will stay if every line before
+	 * them is a stack line (else they move down, see tail_join): after
+	 * room for one line per line of the first part.  A line is 12
+	 * bytes or more ("0 0 0 0 @ 0"): so many may come.
+	 */
+	nhead = count_newlines(r->p, mid);
 	t = xcalloc(1, sizeof(*t));
 	t->m = p->m;
 	t->p = mid;
 	t->end = r->end;
-	t->alloc = (size_t)(t->end - t->p) / 32 + 1;
-	t->lines = xreallocarray(NULL, t->alloc, sizeof(*t->lines));
-	t->ids = xreallocarray(NULL, t->alloc, sizeof(*t->ids));
+	t->base = snap->nlines + nhead;
+	t->room = (size_t)(r->end - mid) / 12 + 1;
+	t->no = r->no + nhead;
+	lines_room(p, t->base + t->room);
+	t->lines = snap->lines + t->base;
+	t->ids = p->ids + t->base;
+	t->nos = p->nos + t->base;
 	if (pthread_create(&t->tid, NULL, tail_main, t)) {
-		free(t->lines);
-		free(t->ids);
 		free(t);
 		return;
 	}
@@ -1018,10 +1062,11 @@ static void tail_start(struct parser *p, struct line_reader *r)
 }
 
 /*
- * Wait for the tail; its lines are the snapshot's if KEEP, numbered from
- * NO + 1.  Where it stopped (NULL: no tail).
+ * Wait for the tail; its lines are the snapshot's if KEEP (then those
+ * before it were all read: none moves the arrays meanwhile, there is
+ * room).  Where it stopped (NULL: no tail).
  */
-static const char *tail_join(struct parser *p, bool keep, unsigned long no)
+static const char *tail_join(struct parser *p, bool keep)
 {
 	struct tail *t = p->tail;
 	struct snapshot *snap = p->snap;
@@ -1033,26 +1078,19 @@ static const char *tail_join(struct parser *p, bool keep, unsigned long no)
 	p->tail = NULL;
 	stop = t->stop;
 	if (keep && t->n) {
-		size_t n = snap->nlines + t->n;
+		size_t at = snap->nlines;
 
-		if (n > snap->lines_alloc) {
-			snap->lines = xreallocarray(snap->lines, n,
-						    sizeof(*snap->lines));
-			snap->lines_alloc = n;
+		/* (Lines before it that were no stack lines: down.) */
+		if (at < t->base) {
+			memmove(snap->lines + at, t->lines,
+				t->n * sizeof(*t->lines));
+			memmove(p->ids + at, t->ids, t->n * sizeof(*t->ids));
+			memmove(p->nos + at, t->nos, t->n * sizeof(*t->nos));
 		}
-		GROW(p->ids, n, p->ids_alloc);
-		GROW(p->nos, n, p->nos_alloc);
-		memcpy(snap->lines + snap->nlines, t->lines,
-		       t->n * sizeof(*t->lines));
-		memcpy(p->ids + snap->nlines, t->ids, t->n * sizeof(*t->ids));
-		for (size_t i = 0; i < t->n; i++)
-			p->nos[snap->nlines + i] = no + 1 + i;
-		p->found_from = snap->nlines;
-		p->found_to = n;
-		snap->nlines = n;
+		p->found_from = at;
+		p->found_to = at + t->n;
+		snap->nlines = at + t->n;
 	}
-	free(t->lines);
-	free(t->ids);
 	free(t);
 	return stop;
 }
@@ -1067,7 +1105,7 @@ static bool tail_take(struct parser *p, struct line_reader *r,
 {
 	bool keep = p->sec == SEC_STACKTRACES;
 	size_t before = p->snap->nlines;
-	const char *stop = tail_join(p, keep, r->no);
+	const char *stop = tail_join(p, keep);
 
 	if (keep) {
 		r->p = stop;
@@ -1236,7 +1274,7 @@ int deep_parse(struct snapshot *snap, struct filebuf *fb,
 	rc = parse_lines(&p, fb);
 	/* (Stopped before the tail: the tail's lines are not the
 	 * section's.) */
-	tail_join(&p, false, 0);
+	tail_join(&p, false);
 	if (rc == 0)
 		rc = finish_regions(&p);
 	if (rc == 0) {
