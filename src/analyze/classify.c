@@ -118,6 +118,29 @@ static void frame_text(struct strbuf *sb, const struct frame *f, uint32_t k,
 	frame_add(sb, f, k, field);
 }
 
+/*
+ * F's whole text for FIELD (its logical frames joined, as in the field):
+ * for the common frame, one symbolized function, its name where it is,
+ * not copied (the copy cost as much as matching it); else built in SB.
+ */
+static const char *frame_whole(struct strbuf *sb, const struct frame *f,
+			       int field, size_t *len)
+{
+	/* (As frame_add_func writes it.) */
+	if (field == COND_STACK && !f->ninline && f->func) {
+		*len = f->func_len ? f->func_len : strlen(f->func);
+		return f->func;
+	}
+	sb_reset(sb);
+	for (uint32_t l = 0; l < frame_nlogical(f); l++) {
+		if (l)
+			sb_addch(sb, ' ');
+		frame_add(sb, f, l, field);
+	}
+	*len = sb->len;
+	return sb->buf;
+}
+
 /* (A state this big is not remembered: slower, as right.) */
 #define NO_MEMO UINT16_MAX
 
@@ -233,13 +256,22 @@ static const uint64_t *scan_stack(struct classifier *c, int field,
 		f = frame_get(&c->m->frames, s->frames[i]);
 		from = st;
 		memset(fs->tmp, 0, fs->words * sizeof(*fs->tmp));
-		/* (Its logical frames, inlined ones first, as joined.) */
-		for (uint32_t k = 0; k < frame_nlogical(f); k++) {
-			if (k)
-				st = acm_feed(fs->a, st, " ", 1, fs->tmp);
-			frame_text(&c->what, f, k, field);
-			st = acm_feed(fs->a, st, c->what.buf, c->what.len,
-				      fs->tmp);
+		if (frame_nlogical(f) == 1) {
+			/* (Its one name matched where it is, not copied.) */
+			size_t len;
+			const char *text = frame_whole(&c->what, f, field, &len);
+
+			st = acm_feed(fs->a, st, text, len, fs->tmp);
+		} else {
+			/* Its logical frames, inlined ones first, as joined. */
+			for (uint32_t k = 0; k < frame_nlogical(f); k++) {
+				if (k)
+					st = acm_feed(fs->a, st, " ", 1,
+						      fs->tmp);
+				frame_text(&c->what, f, k, field);
+				st = acm_feed(fs->a, st, c->what.buf,
+					      c->what.len, fs->tmp);
+			}
 		}
 		for (size_t w = 0; w < fs->words; w++)
 			fs->found[w] |= fs->tmp[w];
@@ -360,6 +392,9 @@ static int seq_field(void *ctx, int field, const struct pattern *pat,
 		used(c, 0, true);
 		return r < 0 ? -1 : (uint32_t)r == k;
 	}
+	/* (The frames' entries are far apart: all asked for at once.) */
+	for (uint32_t i = 0; i < st->depth; i++)
+		prefetch(&sm->st[(size_t)st->frames[i] * k]);
 	for (uint32_t i = 0; i < st->depth && j < k; i++) {
 		/* (All pieces found, or the end: what it looked at.) */
 		used(c, i + 1, i + 1 == st->depth);
@@ -368,17 +403,13 @@ static int seq_field(void *ctx, int field, const struct pattern *pat,
 		if (*e == SEQ_UNKNOWN) {
 			const struct frame *f =
 				frame_get(&c->m->frames, st->frames[i]);
+			size_t len;
+			const char *text = frame_whole(&c->what, f, field,
+						       &len);
 			int r;
 
-			/* (Its logical frames joined, as in the field.) */
-			sb_reset(&c->what);
-			for (uint32_t l = 0; l < frame_nlogical(f); l++) {
-				if (l)
-					sb_addch(&c->what, ' ');
-				frame_add(&c->what, f, l, field);
-			}
-			r = pattern_seq_step(c->p, mt, pat, j, c->what.buf,
-					     c->what.len, what, subj);
+			r = pattern_seq_step(c->p, mt, pat, j, text, len, what,
+					     subj);
 			if (r < 0)
 				return -1;
 			*e = (uint8_t)r;
@@ -757,6 +788,38 @@ struct share {
 	size_t from, to;         /* its part of them */
 };
 
+/*
+ * Bucket I of V (of N) is classified next: fetch what the ones after it
+ * will need, a step further each (the bucket, its stack, the memo
+ * entries of the stack's frames).  A stack is too short for its own
+ * frames to be fetched ahead of each other in time.
+ */
+static void classify_ahead(const struct classifier *c, const uint32_t *v,
+			   size_t i, size_t n)
+{
+	struct bucket *const *b = c->m->buckets.v;
+	const struct frame_scan *fs = &c->scan[0];
+
+	if (i + 3 < n)
+		prefetch(b[v[i + 3]]);
+	if (i + 2 < n) {
+		const char *st = (const char *)b[v[i + 2]]->stack;
+
+		prefetch(st);
+		prefetch(st + 64);
+	}
+	if (i + 1 < n && fs->e) {
+		const struct stack *st = b[v[i + 1]]->stack;
+
+		/* (A frame's entry where it starts the stack, else where it
+		 * follows a separator: see scan_stack.) */
+		for (uint32_t k = 0; k < st->depth; k++)
+			if (st->frames[k] < fs->nframes)
+				prefetch(&fs->e[2 * (size_t)st->frames[k] +
+						(k > 0)]);
+	}
+}
+
 static void classify_shares(struct share *s)
 {
 	struct classifier *c = s->c;
@@ -768,7 +831,10 @@ static void classify_shares(struct share *s)
 	if (!c->mt)
 		c->mt = &own;
 	for (size_t i = s->from; i < s->to; i++) {
-		int col = classify_stack(c, c->m->buckets.v[s->v[i]]);
+		int col;
+
+		classify_ahead(c, s->v, i, s->to);
+		col = classify_stack(c, c->m->buckets.v[s->v[i]]);
 
 		/* (0: not done; classify_malloc will, and say why.) */
 		c->bucket_col[s->v[i]] = col < 0 ? 0 : col + 1;
