@@ -441,16 +441,21 @@ size_t rec_table_room(void)
 {
 	size_t nl, nm;
 
+	/*
+	 * Each copy is made over under its table's lock, as the snapshot
+	 * fills it: the memory a copy lets go of may come back as a table's
+	 * (ThreadSanitizer sees the order through the lock).
+	 */
 	rec_lock_take(&large_lock);
 	nl = large_live;
+	rec_buf_free(&large_copy);
+	rec_buf_room(&large_copy, (nl + nl / 4 + 64) * sizeof(struct rec_large));
 	rec_lock_give(&large_lock);
 	rec_lock_take(&maps_lock);
 	nm = nmaps;
-	rec_lock_give(&maps_lock);
-	rec_buf_free(&large_copy);
-	rec_buf_room(&large_copy, (nl + nl / 4 + 64) * sizeof(struct rec_large));
 	rec_buf_free(&maps_copy);
 	rec_buf_room(&maps_copy, (nm + nm / 4 + 64) * sizeof(struct rec_map));
+	rec_lock_give(&maps_lock);
 	return nl + nm;
 }
 
