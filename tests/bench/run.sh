@@ -192,6 +192,8 @@ deep() {
 		last=$(printf '%s/deep.01234.%04d.heap' "$dk" $k)
 		[ -e "$last" ] ||
 			"$work/gen_deep" "$dk" $k 100000 1000000 || return
+		cat "$dk"/deep.01234.*.heap "$dk"/deep.01234.*.buckets \
+			>/dev/null
 		measure csv-l2-$k "$bin" csv -p l2 "$dk/deep.01234.0001.heap" ||
 			return
 		grow deep "csv -p l2, $k snapshots" $secs $rss_kb $k snapshot
@@ -263,6 +265,9 @@ gperf_1m() {
 			grow gperf-1m "csv, 10^6 stacks" $csv_s $csv_kb $n stack
 			continue
 		fi
+		# (Measured once: read first, so that the page cache is
+		# warm for it as for the best of three.)
+		cat "$d/p$n.0001.heap" >/dev/null
 		measure csv-$n "$bin" csv --no-symbol-cache "$d/p$n.0001.heap" ||
 			return
 		grow gperf-1m "csv, 10^$((${#n} - 1)) stacks" $secs $rss_kb $n stack
