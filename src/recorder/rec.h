@@ -90,8 +90,14 @@ bool rec_buf_reserve(struct rec_buf *b, size_t n);
 bool rec_buf_zero(struct rec_buf *b, size_t n);
 bool rec_buf_room(struct rec_buf *b, size_t n);
 
-/* Spin locks: short sections only, never held across a hook's call out. */
-typedef atomic_flag rec_lock;
+/*
+ * Locks: short sections only, never held across a hook's call out.  A
+ * waiter spins a little, then sleeps on a futex until the holder wakes
+ * it (rec_mem.c): a holder that cannot run (descheduled, stopped, in a
+ * sanitizer's report) costs its waiters no CPU.  Zero is free.
+ */
+typedef atomic_int rec_lock;
+#define REC_LOCK_INIT 0
 void rec_lock_take(rec_lock *l);
 void rec_lock_give(rec_lock *l);
 /* Called by a lock long waited for (set by the hooks). */
@@ -298,6 +304,9 @@ extern atomic_ulong rec_unwind_fallbacks;
  * can turn the memo off, to compare). */
 extern __thread unsigned long rec_unwind_replays, rec_unwind_same;
 extern bool rec_unwind_no_memo;
+
+/* Is PC in a sanitizer runtime's code (its calls are not the program's)? */
+bool rec_from_runtime(uintptr_t pc);
 
 /* ---- rec_tsan.c: the test build for ThreadSanitizer ---- */
 

@@ -43,7 +43,7 @@ struct counters {
 atomic_uint_fast64_t rec_allocated;
 atomic_int_fast64_t rec_inuse;
 
-static struct rec_pool pool = { ATOMIC_FLAG_INIT, NULL, NULL };
+static struct rec_pool pool = { REC_LOCK_INIT, NULL, NULL };
 static pthread_key_t key;
 static bool have_key;
 static __thread struct counters *mine;

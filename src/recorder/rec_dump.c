@@ -38,7 +38,7 @@
 
 #define PAGE_MAX_NAME 4200
 
-static rec_lock dump_lock = ATOMIC_FLAG_INIT;
+static rec_lock dump_lock = REC_LOCK_INIT;
 atomic_bool rec_dumping;
 static unsigned dump_count;   /* dumps written by this process */
 static int my_pid;

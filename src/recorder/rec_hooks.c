@@ -542,6 +542,8 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd,
 	void *r;
 	int e = errno;
 
+	if (rec_from_runtime(at.pc)) /* (not the program's: see above) */
+		return rec_raw_mmap(addr, len, prot, flags, fd, off);
 	wait_dump();
 	r = rec_raw_mmap(addr, len, prot, flags, fd, off); /* sets errno */
 	if (r == MAP_FAILED)
@@ -563,6 +565,8 @@ EXPORT int munmap(void *addr, size_t len)
 {
 	int r, e = errno;
 
+	if (rec_from_runtime((uintptr_t)__builtin_return_address(0)))
+		return rec_raw_munmap(addr, len);
 	wait_dump();
 	r = rec_raw_munmap(addr, len); /* sets errno */
 	if (r < 0)
@@ -586,6 +590,8 @@ EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
 		naddr = va_arg(ap, void *);
 		va_end(ap);
 	}
+	if (rec_from_runtime((uintptr_t)__builtin_return_address(0)))
+		return rec_raw_mremap(old, oldlen, newlen, flags, naddr);
 	wait_dump();
 	r = rec_raw_mremap(old, oldlen, newlen, flags, naddr); /* sets errno */
 	if (r == MAP_FAILED || !rec_cfg.mmap ||
@@ -661,6 +667,69 @@ static int text_range(struct dl_phdr_info *info, size_t size, void *data)
 }
 
 /*
+ * A sanitizer's runtime in the program (the test build's ThreadSanitizer;
+ * UBSan's or LSan's) maps memory for itself, its report symbolizer
+ * (libbacktrace) through mmap() as any caller would: those mappings are
+ * the runtime's, not the program's, and must not enter the tables (a
+ * report's mapping, recorded, took the tables' locks inside the report
+ * and reported again).  Its calls are known by their return address in
+ * the runtime's code.  (A runtime linked into the executable, as clang
+ * does by default, cannot be told apart this way: its mappings are the
+ * program's.)
+ */
+#define RUNTIMES_MAX 8
+
+static struct {
+	uintptr_t lo, hi;
+} runtimes[RUNTIMES_MAX];
+static atomic_int nruntimes;
+
+static bool runtime_name(const char *path)
+{
+	static const char *const names[] = { "libtsan.so", "libasan.so",
+					     "liblsan.so", "libubsan.so",
+					     "libhwasan.so", "libclang_rt." };
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strncmp(base, names[i], strlen(names[i])))
+			return true;
+	return false;
+}
+
+static int runtime_range(struct dl_phdr_info *info, size_t size, void *data)
+{
+	int n = atomic_load_explicit(&nruntimes, memory_order_relaxed);
+
+	(void)size;
+	(void)data;
+	if (!info->dlpi_name || !runtime_name(info->dlpi_name))
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum && n < RUNTIMES_MAX; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+			continue;
+		runtimes[n].lo = info->dlpi_addr + ph->p_vaddr;
+		runtimes[n].hi = runtimes[n].lo + ph->p_memsz;
+		n++;
+	}
+	atomic_store_explicit(&nruntimes, n, memory_order_release);
+	return 0;
+}
+
+bool rec_from_runtime(uintptr_t pc)
+{
+	int n = atomic_load_explicit(&nruntimes, memory_order_acquire);
+
+	for (int i = 0; i < n; i++)
+		if (pc >= runtimes[i].lo && pc < runtimes[i].hi)
+			return true;
+	return false;
+}
+
+/*
  * The in-use triggers.  gperftools' default, a dump each time 100 MiB
  * more are in use than at the last dump, leaves a program that never
  * grows that much with one dump, at exit, after its teardown freed what
@@ -721,6 +790,7 @@ static void init(void)
 	page_size = (size_t)sysconf(_SC_PAGESIZE);
 	owner = getpid();
 	dl_iterate_phdr(text_range, (void *)(uintptr_t)init);
+	dl_iterate_phdr(runtime_range, NULL);
 	if (!rec_table_init()) {
 		rec_say("cannot map memory for its tables; not recording",
 			NULL);
@@ -884,7 +954,7 @@ static atomic_int napping;    /* a futex word: the thread's nap */
 static pthread_t dumper;
 static bool have_dumper;
 static atomic_bool need_dumper;
-static rec_lock start_lock = ATOMIC_FLAG_INIT;
+static rec_lock start_lock = REC_LOCK_INIT;
 
 /* Sleep up to SECONDS, or until rec_stop wakes us. */
 static void nap(double seconds)

@@ -25,7 +25,7 @@ struct table {
 static _Atomic(struct table *) table;
 static _Atomic(_Atomic(struct rec_bucket *) *) by_id[MAX_BUCKETS / ID_PAGE];
 static atomic_uint next_id;
-static rec_lock insert_lock = ATOMIC_FLAG_INIT;
+static rec_lock insert_lock = REC_LOCK_INIT;
 
 struct rec_bucket *rec_self_bucket;
 struct rec_bucket *rec_arena_bucket;
@@ -218,7 +218,7 @@ struct rec_bucket *rec_bucket_by_id(uint32_t id)
 
 static struct rec_large *large;
 static size_t large_cap, large_used, large_live;
-static rec_lock large_lock = ATOMIC_FLAG_INIT;
+static rec_lock large_lock = REC_LOCK_INIT;
 
 static size_t large_slot(uintptr_t p, size_t cap)
 {
@@ -319,7 +319,7 @@ size_t rec_large_snapshot(struct rec_large **out)
 
 static struct rec_map *maps;
 static size_t nmaps, maps_cap;
-static rec_lock maps_lock = ATOMIC_FLAG_INIT;
+static rec_lock maps_lock = REC_LOCK_INIT;
 
 static bool maps_room(size_t need)
 {
@@ -465,7 +465,7 @@ size_t rec_table_room(void)
 
 static uintptr_t arenas[ARENAS_MAX];
 static atomic_size_t narenas;
-static rec_lock arena_lock = ATOMIC_FLAG_INIT;
+static rec_lock arena_lock = REC_LOCK_INIT;
 
 void rec_arena_note(uintptr_t base)
 {
