@@ -15,13 +15,6 @@
 //   - caches the response (ResponseCache::put): the cache is cleared at
 //     the start of the second half of the rounds.
 // Every container is a global, so static destructors free it all at exit.
-// With CXXSERVER_SAVE=1 set, the first of them saves the sessions before
-// they go: session by session, the state is copied into records of
-// SAVE_RECORD bytes (written nowhere) and the session closed, so that the
-// bytes in use do not grow; then the records are freed but the last,
-// which stays.  Freed below one that stays, they stay in the allocator's
-// arena, resident: the components' total is then highest after
-// teardown, the bytes in use are not.
 //
 // Usage: cxxserver [HANDCOUNT]  (or CXXSERVER_HANDCOUNT=FILE).  After
 // the last round the server writes to HANDCOUNT a line "NAME BYTES COUNT"
@@ -58,7 +51,6 @@ enum {
 	REQUEST_SIZE = 512,
 	SCRATCH_SIZE = 16384,
 	RESPONSE_SIZE = 400,
-	SAVE_RECORD = 64 << 10,
 };
 
 // Request lines live here until the round ends: one block for the run.
@@ -103,7 +95,6 @@ class Session {
 public:
 	explicit Session(uint64_t id);
 	size_t state_bytes() const { return state_.capacity(); }
-	const std::vector<char> &state() const { return state_; }
 
 private:
 	uint64_t id_;
@@ -129,7 +120,7 @@ public:
 	size_t size() const { return sessions_.size(); }
 	size_t state_bytes() const;
 	size_t table_bytes() const;
-	void save_and_close();
+	void save_and_close(); // CXXSERVER_SAVE: see below
 
 private:
 	std::mutex mu_;
@@ -160,28 +151,6 @@ size_t SessionStore::table_bytes() const
 
 	return sessions_.size() * sizeof(SessionNode) +
 	       (buckets > 1 ? buckets * sizeof(void *) : 0);
-}
-
-// CXXSERVER_SAVE: see the top of the file.
-void SessionStore::save_and_close()
-{
-	std::vector<std::vector<char>> records;
-
-	records.reserve(sessions_.size() * SESSION_STATE / SAVE_RECORD + 1);
-	for (auto s = sessions_.begin(); s != sessions_.end();
-	     s = sessions_.erase(s)) {
-		const std::vector<char> &state = s->second->state();
-
-		if (records.empty() ||
-		    records.back().size() + state.size() > SAVE_RECORD) {
-			records.emplace_back();
-			records.back().reserve(SAVE_RECORD);
-		}
-		records.back().insert(records.back().end(), state.begin(),
-				      state.end());
-	}
-	if (!records.empty())
-		new std::vector<char>(std::move(records.back())); // stays
 }
 
 using CacheMap = std::map<uint64_t, std::string>;
@@ -236,6 +205,39 @@ size_t ResponseCache::blocks() const
 static Arena arena(ARENA_SIZE);
 static SessionStore sessions;
 static ResponseCache cache;
+
+// With CXXSERVER_SAVE=1 set, the first static destructor saves the
+// sessions before they go: session by session, a record of its id and
+// state (SESSION_STATE bytes) is copied into blocks of SAVE_RECORD bytes,
+// written nowhere, and the session closed, so that the bytes in use do
+// not grow; then the blocks are freed but the last, which stays.  Freed
+// below one that stays, they stay in the allocator's arena, resident: the
+// components' total is then highest after teardown, the bytes in use are
+// not.
+enum { SAVE_RECORD = 64 << 10 };
+
+void SessionStore::save_and_close()
+{
+	std::vector<std::vector<char>> records;
+
+	records.reserve(sessions_.size() * SESSION_STATE / SAVE_RECORD + 1);
+	for (auto s = sessions_.begin(); s != sessions_.end();
+	     s = sessions_.erase(s)) {
+		if (records.empty() ||
+		    records.back().size() + SESSION_STATE > SAVE_RECORD) {
+			records.emplace_back();
+			records.back().reserve(SAVE_RECORD);
+		}
+		std::vector<char> &r = records.back();
+		size_t at = r.size();
+
+		r.resize(at + SESSION_STATE);
+		snprintf(&r[at], SESSION_STATE, "session %llu",
+			 (unsigned long long)s->first);
+	}
+	if (!records.empty())
+		new std::vector<char>(std::move(records.back())); // stays
+}
 
 // Destroyed first (made last): the sessions are still there.
 static struct Saver {
