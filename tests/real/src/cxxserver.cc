@@ -206,50 +206,6 @@ static Arena arena(ARENA_SIZE);
 static SessionStore sessions;
 static ResponseCache cache;
 
-// With CXXSERVER_SAVE=1 set, the first static destructor saves the
-// sessions before they go: session by session, a record of its id and
-// state (SESSION_STATE bytes) is copied into blocks of SAVE_RECORD bytes,
-// written nowhere, and the session closed, so that the bytes in use do
-// not grow; then the blocks are freed but the last, which stays.  Freed
-// below one that stays, they stay in the allocator's arena, resident: the
-// components' total is then highest after teardown, the bytes in use are
-// not.
-enum { SAVE_RECORD = 64 << 10 };
-
-void SessionStore::save_and_close()
-{
-	std::vector<std::vector<char>> records;
-
-	records.reserve(sessions_.size() * SESSION_STATE / SAVE_RECORD + 1);
-	for (auto s = sessions_.begin(); s != sessions_.end();
-	     s = sessions_.erase(s)) {
-		if (records.empty() ||
-		    records.back().size() + SESSION_STATE > SAVE_RECORD) {
-			records.emplace_back();
-			records.back().reserve(SAVE_RECORD);
-		}
-		std::vector<char> &r = records.back();
-		size_t at = r.size();
-
-		r.resize(at + SESSION_STATE);
-		snprintf(&r[at], SESSION_STATE, "session %llu",
-			 (unsigned long long)s->first);
-	}
-	if (!records.empty())
-		new std::vector<char>(std::move(records.back())); // stays
-}
-
-// Destroyed first (made last): the sessions are still there.
-static struct Saver {
-	~Saver()
-	{
-		const char *save = getenv("CXXSERVER_SAVE");
-
-		if (save && atoi(save))
-			sessions.save_and_close();
-	}
-} saver;
-
 static void (*log_request)(uint64_t id, int worker, const char *request);
 static void (*plugin_hand_count)(FILE *out);
 
@@ -353,3 +309,48 @@ int main(int argc, char **argv)
 	       ROUNDS * WORKERS * REQUESTS, sessions.size());
 	return 0;
 }
+
+// With CXXSERVER_SAVE=1 set, the first static destructor saves the
+// sessions before they go: session by session, a record of its id and
+// state (SESSION_STATE bytes) is copied into blocks of SAVE_RECORD bytes,
+// written nowhere, and the session closed, so that the bytes in use do
+// not grow; then the blocks are freed but the last, which stays.  Freed
+// below one that stays, they stay in the allocator's arena, resident: the
+// components' total is then highest after teardown, the bytes in use are
+// not.
+enum { SAVE_RECORD = 64 << 10 };
+
+void SessionStore::save_and_close()
+{
+	std::vector<std::vector<char>> records;
+
+	records.reserve(sessions_.size() * SESSION_STATE / SAVE_RECORD + 1);
+	for (auto s = sessions_.begin(); s != sessions_.end();
+	     s = sessions_.erase(s)) {
+		if (records.empty() ||
+		    records.back().size() + SESSION_STATE > SAVE_RECORD) {
+			records.emplace_back();
+			records.back().reserve(SAVE_RECORD);
+		}
+		std::vector<char> &r = records.back();
+		size_t at = r.size();
+
+		r.resize(at + SESSION_STATE);
+		snprintf(&r[at], SESSION_STATE, "session %llu",
+			 (unsigned long long)s->first);
+	}
+	if (!records.empty())
+		new std::vector<char>(std::move(records.back())); // stays
+}
+
+// Destroyed first (made after the containers): the sessions are still
+// there.
+static struct Saver {
+	~Saver()
+	{
+		const char *save = getenv("CXXSERVER_SAVE");
+
+		if (save && atoi(save))
+			sessions.save_and_close();
+	}
+} saver;
