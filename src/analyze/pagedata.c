@@ -91,7 +91,7 @@ static int cmp_size(const void *a, const void *b)
 }
 
 /* The snapshot of the run shape's peak, or SIZE_MAX. */
-static size_t shape_peak(const struct page *pg)
+static size_t peak_snapshot(const struct page *pg)
 {
 	const struct run_shape *sh = pg->opt->shape;
 
@@ -120,7 +120,7 @@ static void choose(struct page *pg)
 			peak = i;
 	pg->total_peak = peak;
 	/* (The total's, where the run's shape is not known.) */
-	pg->peak = shape_peak(pg) != SIZE_MAX ? shape_peak(pg) : peak;
+	pg->peak = peak_snapshot(pg) != SIZE_MAX ? peak_snapshot(pg) : peak;
 	pg->at = xcalloc(max + 3, sizeof(*pg->at));
 	pg->at[k++] = 0;
 	if (n > 1)
@@ -822,7 +822,8 @@ static void peak_owners(struct page *pg, struct json_writer *w, size_t p)
 	for (size_t i = 0; i < cs->n; i++) {
 		if (!(cs->v[i].id & PSEUDO))
 			st[i] = m->stacks.v[cs->v[i].id];
-		any |= mine[i] = programs(&t, m, st[i], cs->v[i].bytes);
+		mine[i] = programs(&t, m, st[i], cs->v[i].bytes);
+		any |= mine[i];
 	}
 	for (size_t i = 0; i < cs->n; i++) {
 		struct tally_entry *e;
@@ -859,10 +860,14 @@ static void growth(struct page *pg, struct json_writer *w, size_t p)
 	tally_init(&t);
 	t.owners = pg->opt->owners;
 	mine = xcalloc(c->n + 1, sizeof(*mine));
-	for (size_t i = 0; i < c->n; i++)
-		any |= mine[i] = c->v[i].col >= 0 &&
-				 programs(&t, c->v[i].m, c->v[i].st,
-					  c->v[i].b - c->v[i].a);
+	for (size_t i = 0; i < c->n; i++) {
+		const struct change *ch = &c->v[i];
+
+		mine[i] = ch->col >= 0 &&
+			  programs(&t, ch->m, ch->st,
+				   sub64(ch->b, ch->a, &pg->overflow));
+		any |= mine[i];
+	}
 	for (size_t i = 0; i < c->n; i++) {
 		const struct change *ch = &c->v[i];
 		int64_t add = sub64(ch->b, ch->a, &pg->overflow);
@@ -904,7 +909,7 @@ static void json_answer(struct page *pg, struct json_writer *w)
 		json_member_string(w, "run", line.buf);
 	}
 	peak_owners(pg, w, p);
-	if (sh && shape_peak(pg) == pg->peak)
+	if (sh && peak_snapshot(pg) == pg->peak)
 		json_member_int(w, "in_use", sh->peak.heap);
 	if (pg->total_peak != pg->peak)
 		json_member_uint(w, "total_peak", pg->total_peak);
