@@ -169,6 +169,13 @@ void changes_to_shape(struct run_shape *sh, const struct changes *c,
  * it is one.
  */
 void run_shape_note(struct run_shape *sh, const struct change_end *e);
+/*
+ * The same of dumps FROM to TO (not included) of run R, classified by
+ * CLS, read one by one (empty ones left out).  Returns 0, or -1 after
+ * printing why.
+ */
+int changes_shape_between(struct run_shape *sh, struct run *r,
+			  struct classifier *cls, size_t from, size_t to);
 /* One line, for people: "the run: ..."; EXACT: sizes in bytes. */
 void run_shape_text(struct strbuf *sb, const struct run_shape *sh,
 		    bool exact);

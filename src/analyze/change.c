@@ -683,6 +683,23 @@ void run_shape_note(struct run_shape *sh, const struct change_end *e)
 	shape_peak(sh, e->path, e->time, e->heap);
 }
 
+int changes_shape_between(struct run_shape *sh, struct run *r,
+			  struct classifier *cls, size_t from, size_t to)
+{
+	for (size_t i = from; i < to; i++) {
+		struct change_end e;
+
+		/* (A producer killed before it wrote: as changes_shape.) */
+		if (file_empty(r->series.dumps[i].path))
+			continue;
+		if (changes_end_at(&e, r, cls, i) < 0)
+			return -1;
+		run_shape_note(sh, &e);
+		change_end_free(&e);
+	}
+	return 0;
+}
+
 static void shape_bytes(struct strbuf *sb, int64_t v, bool exact)
 {
 	if (exact)
