@@ -90,12 +90,15 @@ static int cmp_size(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The snapshot of the run shape's peak, or SIZE_MAX. */
+/* The snapshot of the run shape's peak, or SIZE_MAX (none: not known,
+ * or no byte in use with a stack at any dump). */
 static size_t peak_snapshot(const struct page *pg)
 {
 	const struct run_shape *sh = pg->opt->shape;
 
-	for (size_t i = 0; sh && sh->peak.path && i < pg->tl->n; i++)
+	if (!sh || !sh->peak.path || sh->peak.heap <= 0)
+		return SIZE_MAX;
+	for (size_t i = 0; i < pg->tl->n; i++)
 		if (!strcmp(pg->tl->snaps[i].path, sh->peak.path))
 			return i;
 	return SIZE_MAX;
