@@ -1,7 +1,8 @@
 # dmprof: one hand-written Makefile.
 #
 #   make            build ./dmprof and the recorder, ./libdmprof-recorder.so
-#   make demo       install missing Debian packages, build, run on samples/
+#   make demo       install missing Debian packages, build, record README's
+#                   C++ server and a Python program, run on them and samples/
 #   make check      install missing Debian packages, build, run every test,
 #                   then the whole suite again under ASan+UBSan
 #   make bench      speed against baselines (see tests/bench/)

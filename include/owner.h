@@ -82,6 +82,14 @@ bool owner_frame_is_own(const struct owners *o, const struct model *m,
 bool owner_runtime_name(const char *func);
 
 /*
+ * Is FUNC the C runtime keeping its own state, whoever called it: stdio
+ * allocating a stream's buffer, the dynamic loader its tables or a
+ * thread's TLS?  (NULL: no.)  A program's function that caused it (main
+ * printing, a dlopen) owns those bytes, but they are not its data.
+ */
+bool owner_runtime_state(const char *func);
+
+/*
  * Parse "program" or "pprof" into O's rule; -1 if it is neither.
  */
 int owners_rule(struct owners *o, const char *name);

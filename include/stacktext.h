@@ -91,6 +91,22 @@ void allocator_pattern(struct strbuf *sb);
 struct tally_entry *tally_functions(struct tally *funcs, const struct model *m,
 				    const struct stack *st, const int64_t *add,
 				    size_t n, bool cum);
+/*
+ * Does ST hold the program's own bytes under FUNCS' owner rule: is its
+ * owner (as tally_functions finds it) a frame of the program's own code,
+ * reached from the allocator through no function of the C runtime
+ * keeping its own state (owner_runtime_state: main's stdout buffer, the
+ * loader's tables for a dlopen)?  No for a stack whose owner is not the
+ * program's (an unresolved address, a library's or the runtime's
+ * function), and for every stack under pprof's rule.
+ */
+bool tally_programs_bytes(struct tally *funcs, const struct model *m,
+			  const struct stack *st);
+/*
+ * Functions by flat bytes (v[0]), then cumulative (v[1]), then name:
+ * pprof's order, top's (on struct tally_entry *const *).
+ */
+int tally_cmp_flat(const void *a, const void *b);
 /* Has E the place of a flat stack of its (else of a call, or none)? */
 bool tally_placed_flat(const struct tally_entry *e);
 

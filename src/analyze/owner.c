@@ -77,6 +77,18 @@ static const char *const runtime_names[] = {
 	NULL,
 };
 
+/*
+ * glibc keeping its own state: stdio's streams allocate their buffers in
+ * _IO_* (and __GI__IO_*, the same functions by their internal names);
+ * the dynamic loader its link maps, lookup tables and threads' TLS in
+ * _dl_* and the few others named here.  (The linux policy's malloc-stdio
+ * and malloc-loader rules name them too, as components.)
+ */
+static const char *const runtime_state_names[] = {
+	"_IO_", "__GI__IO_", "_dl_", "_dlfo_", "dl_open_worker",
+	"allocate_dtv", "__tls_get_addr", "_dlerror_run", NULL,
+};
+
 static bool has_prefix(const char *s, const char *const *prefixes)
 {
 	for (; *prefixes; prefixes++)
@@ -111,6 +123,11 @@ bool owner_runtime_name(const char *func)
 {
 	return func && (has_prefix(func, runtime_names) ||
 			frame_is_allocator(func, strlen(func)));
+}
+
+bool owner_runtime_state(const char *func)
+{
+	return func && has_prefix(func, runtime_state_names);
 }
 
 bool owner_frame_is_own(const struct owners *o, const struct model *m,

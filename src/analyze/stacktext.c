@@ -389,6 +389,18 @@ static struct tally_entry *function_entry(struct tally *funcs,
 	return e;
 }
 
+int tally_cmp_flat(const void *a, const void *b)
+{
+	const struct tally_entry *x = *(const struct tally_entry *const *)a;
+	const struct tally_entry *y = *(const struct tally_entry *const *)b;
+
+	if (x->v[0] != y->v[0])
+		return x->v[0] > y->v[0] ? -1 : 1;
+	if (x->v[1] != y->v[1])
+		return x->v[1] > y->v[1] ? -1 : 1;
+	return strcmp(x->key, y->key);
+}
+
 bool tally_placed_flat(const struct tally_entry *e)
 {
 	return e->flags & PLACE_FLAT;
@@ -423,24 +435,18 @@ static void count_passed(struct tally *funcs, const struct model *m,
 	sb_release(&name);
 }
 
-struct tally_entry *tally_functions(struct tally *funcs, const struct model *m,
-				    const struct stack *st, const int64_t *add,
-				    size_t n, bool cum)
+/*
+ * The owner of the logical frames V[0, NF) of a stack under FUNCS' rule:
+ * its index (0 when NF is), with the first frame past the allocator
+ * (pprof's owner) in *FIRST, and whether the owner is the program's own
+ * code in *OWN (if OWN).
+ */
+static size_t find_owner(struct tally *funcs, const struct model *m,
+			 const struct lframe *v, size_t nf, size_t *first,
+			 bool *own)
 {
-	struct lframe *v = funcs->lframes;
-	size_t nf = logical_frames(m, st, &v, &funcs->lframes_alloc), owner = 0;
-	size_t first;
-	struct strbuf name = STRBUF_INIT;
-	struct tally_entry *own = NULL;
-	int64_t size = add[0] < 0 ? -add[0] : add[0];
-	/* A function met twice in this stack (recursion) counts once. */
-	uint64_t stamp = ++funcs->stamp;
+	size_t owner = 0;
 
-	funcs->lframes = v;
-	if (!nf) {
-		own = tally_get(funcs, "<no stack>", 10);
-		own->v[1] = add64(own->v[1], add[0], &funcs->overflow);
-	}
 	/*
 	 * As pprof prunes: from the root, the first allocator frame below a
 	 * frame of the program ends the stack; what it called (the
@@ -458,14 +464,55 @@ struct tally_entry *tally_functions(struct tally *funcs, const struct model *m,
 		owner++;
 	/* The program's own code, if the stack has any, owns its bytes; the
 	 * frames between (std:: templates, libraries) only pass them on. */
-	first = owner;
+	*first = owner;
 	for (size_t i = owner; funcs->owners &&
 			       funcs->owners->rule == OWNER_PROGRAM && i < nf;
 	     i++)
 		if (frame_flags(funcs, m, &v[i]) & FRAME_OWN) {
-			owner = i;
-			break;
+			if (own)
+				*own = true;
+			return i;
 		}
+	if (own)
+		*own = false;
+	return owner;
+}
+
+bool tally_programs_bytes(struct tally *funcs, const struct model *m,
+			  const struct stack *st)
+{
+	struct lframe *v = funcs->lframes;
+	size_t nf = logical_frames(m, st, &v, &funcs->lframes_alloc), first;
+	size_t owner;
+	bool own;
+
+	funcs->lframes = v;
+	owner = find_owner(funcs, m, v, nf, &first, &own);
+	for (size_t i = first; own && i < owner; i++)
+		if (owner_runtime_state(frame_func(v[i].f, v[i].k)))
+			return false;
+	return own;
+}
+
+struct tally_entry *tally_functions(struct tally *funcs, const struct model *m,
+				    const struct stack *st, const int64_t *add,
+				    size_t n, bool cum)
+{
+	struct lframe *v = funcs->lframes;
+	size_t nf = logical_frames(m, st, &v, &funcs->lframes_alloc), owner;
+	size_t first;
+	struct strbuf name = STRBUF_INIT;
+	struct tally_entry *own = NULL;
+	int64_t size = add[0] < 0 ? -add[0] : add[0];
+	/* A function met twice in this stack (recursion) counts once. */
+	uint64_t stamp = ++funcs->stamp;
+
+	funcs->lframes = v;
+	if (!nf) {
+		own = tally_get(funcs, "<no stack>", 10);
+		own->v[1] = add64(own->v[1], add[0], &funcs->overflow);
+	}
+	owner = find_owner(funcs, m, v, nf, &first, NULL);
 	if (funcs->passed)
 		count_passed(funcs, m, v, first, owner, size);
 	for (size_t i = cum ? first : owner;

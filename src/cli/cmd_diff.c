@@ -851,7 +851,10 @@ static int in_run(struct diff *d, struct setup *o, struct cmd_args *a,
 	changes_to_shape(&d->shape, &d->c, d->has_after ? &d->after : NULL,
 			 &d->td);
 	d->has_shape = true;
-	return 0;
+	/* The dumps between (taken during teardown): the run's peak is
+	 * top's and html's, the most bytes in use among them all. */
+	return changes_shape_between(&d->shape, &o->run, &o->cls, ib + 1,
+				     d->td.last);
 }
 
 static int across(struct diff *d, struct setup *o, struct setup *ob,

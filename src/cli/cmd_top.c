@@ -82,19 +82,6 @@ static int add_item(void *ctx, const struct item *it)
 	return 0;
 }
 
-/* Functions by flat bytes, then cumulative, then name (pprof's order). */
-static int cmp_flat(const void *a, const void *b)
-{
-	const struct tally_entry *x = *(const struct tally_entry *const *)a;
-	const struct tally_entry *y = *(const struct tally_entry *const *)b;
-
-	if (x->v[0] != y->v[0])
-		return x->v[0] > y->v[0] ? -1 : 1;
-	if (x->v[1] != y->v[1])
-		return x->v[1] > y->v[1] ? -1 : 1;
-	return strcmp(x->key, y->key);
-}
-
 /* The components shown, largest first: indices into the policy. */
 static size_t components(const struct top *t, int *out)
 {
@@ -682,7 +669,7 @@ static int cmd_top_run(struct cmd_args *a)
 		goto out;
 	}
 	t.comps = cut(&t, components(&t, t.cols), comp_bytes);
-	tally_sort(&t.funcs, cmp_flat);
+	tally_sort(&t.funcs, tally_cmp_flat);
 	t.fns = cut(&t, t.funcs.n, func_flat);
 	if (t.funcs.overflow) {
 		status = sizes_overflow(&snap);
