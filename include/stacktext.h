@@ -79,6 +79,14 @@ bool frame_is_allocator(const char *func, size_t len);
 void allocator_pattern(struct strbuf *sb);
 
 /*
+ * Is ST a profiler's marker, no code's stack: one frame of a function
+ * whose name starts with "dmprof_" (dmprof record's synthetic buckets:
+ * pymalloc's free space, its own memory)?  Owners and functions leave
+ * such stacks out; the components keep their bytes.
+ */
+bool stack_is_marker(const struct model *m, const struct stack *st);
+
+/*
  * Add stack ST's sums ADD[0..N) to FUNCS, keyed by function name: ADD[0]
  * (its bytes) to v[0] (flat) of the first frame that is not the
  * allocator's (the last frame when all are), its owner, and, if CUM,
@@ -86,7 +94,8 @@ void allocator_pattern(struct strbuf *sb);
  * the owner's v[k + 1].  An entry's file/line is the place of its largest
  * flat stack, or, if it has none, of its largest call (by |ADD[0]|: only
  * with CUM, which visits the calls); bit 0 of the entries' flags is this
- * function's, the others the caller's.  Returns the owner.
+ * function's, the others the caller's.  Returns the owner; NULL, and
+ * nothing added, for a stack that is no code's (stack_is_marker).
  */
 struct tally_entry *tally_functions(struct tally *funcs, const struct model *m,
 				    const struct stack *st, const int64_t *add,

@@ -113,10 +113,31 @@ static bool named_own(const struct owners *o, const char *path)
 	return false;
 }
 
+/*
+ * A Python module of the interpreter's or of an installed package: its
+ * standard library (/usr/lib/python3.11/, or PREFIX/lib/python3.11/ of a
+ * Python built elsewhere, "<frozen importlib._bootstrap>"), and what pip
+ * or the system installed (site-packages, dist-packages), a virtual
+ * environment's included.  The program's own modules are elsewhere.
+ */
+static bool python_library(const char *file)
+{
+	const char *p = file;
+
+	if (!strncmp(file, "<frozen ", 8))
+		return true;
+	while ((p = strstr(p, "/lib/python")) != NULL) {
+		p += 11;
+		if (*p >= '0' && *p <= '9')
+			return true;
+	}
+	return strstr(file, "/site-packages/") || strstr(file, "/dist-packages/");
+}
+
 static bool system_file(const char *file)
 {
 	return has_prefix(file, owner_system_include_dirs) ||
-	       has_prefix(file, owner_system_lib_dirs);
+	       has_prefix(file, owner_system_lib_dirs) || python_library(file);
 }
 
 bool owner_runtime_name(const char *func)
@@ -144,6 +165,10 @@ bool owner_frame_is_own(const struct owners *o, const struct model *m,
 	if (has_prefix(func, runtime_names))
 		return false;
 	if (file && system_file(file))
+		return false;
+	/* An interpreter's own code (CPython's eval loop, its objects):
+	 * the runtime the program's interpreted frames run on. */
+	if (f->bin && f->bin == m->runtime_bin)
 		return false;
 	if (!bin)
 		return true; /* named by the profile (Go, DHAT): by its name */

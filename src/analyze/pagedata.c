@@ -834,7 +834,9 @@ static void peak_owners(struct page *pg, struct json_writer *w, size_t p)
 		if (!st[i] || (any && !mine[i]))
 			continue;
 		e = tally_functions(&t, m, st[i], &cs->v[i].bytes, 1, true);
-		note_stack(e, cs->v[i].comp, cs->v[i].id, cs->v[i].bytes);
+		if (e)
+			note_stack(e, cs->v[i].comp, cs->v[i].id,
+				   cs->v[i].bytes);
 	}
 	json_member_uint(w, "peak", pg->peak);
 	json_owners(pg, w, "owners", &t, pol, false);
@@ -879,6 +881,8 @@ static void growth(struct page *pg, struct json_writer *w, size_t p)
 		if (ch->col < 0 || (any && !mine[i]))
 			continue;
 		e = tally_functions(&t, ch->m, ch->st, &add, 1, false);
+		if (!e)
+			continue;
 		if (ch->suspect && add > 0)
 			e->flags |= 2;
 		if (add > 0)

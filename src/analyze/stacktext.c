@@ -494,6 +494,16 @@ bool tally_programs_bytes(struct tally *funcs, const struct model *m,
 	return own;
 }
 
+bool stack_is_marker(const struct model *m, const struct stack *st)
+{
+	const struct frame *f;
+
+	if (!st || st->depth != 1)
+		return false;
+	f = frame_get(&m->frames, st->frames[0]);
+	return f->func && !f->ninline && !strncmp(f->func, "dmprof_", 7);
+}
+
 struct tally_entry *tally_functions(struct tally *funcs, const struct model *m,
 				    const struct stack *st, const int64_t *add,
 				    size_t n, bool cum)
@@ -508,6 +518,8 @@ struct tally_entry *tally_functions(struct tally *funcs, const struct model *m,
 	uint64_t stamp = ++funcs->stamp;
 
 	funcs->lframes = v;
+	if (stack_is_marker(m, st))
+		return NULL;
 	if (!nf) {
 		own = tally_get(funcs, "<no stack>", 10);
 		own->v[1] = add64(own->v[1], add[0], &funcs->overflow);
@@ -531,6 +543,9 @@ struct tally_entry *tally_functions(struct tally *funcs, const struct model *m,
 		place(e, &v[i], size, i == owner);
 	}
 	own->v[0] = add64(own->v[0], add[0], &funcs->overflow);
+	if (funcs->lines && owner < nf)
+		tally_line_add(funcs, own, frame_file(v[owner].f, v[owner].k),
+			       frame_line(v[owner].f, v[owner].k), add[0]);
 	for (size_t k = 1; k < n && k + 1 < ARRAY_SIZE(own->v); k++)
 		own->v[k + 1] = add64(own->v[k + 1], add[k], &funcs->overflow);
 	sb_release(&name);

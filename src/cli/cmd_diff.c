@@ -295,8 +295,9 @@ static void build_stacks_and_functions(struct diff *d)
 		change_sums(d, ch, add);
 		/* (Flat only: diff shows no cum; see place_calls.) */
 		f = tally_functions(&d->ftally, ch->m, ch->st, add, 6, false);
-		if (!add[0] && !ch->allocated && !ch->allocs && !ch->frees)
-			continue; /* unchanged */
+		if (!f || (!add[0] && !ch->allocated && !ch->allocs &&
+			   !ch->frees))
+			continue; /* unchanged, or no code's */
 		if (ch->suspect) {
 			f->flags |= SUSPECT;
 			d->suspects++;

@@ -140,7 +140,7 @@ struct cost {
 struct reasons {
 	unsigned peaks;          /* at new highs in use */
 	unsigned long teardown;  /* the number of the dump before teardown */
-	char teardown_why[64];   /* "main returned" or "exit called" */
+	char teardown_why[64];   /* "main returned", "exit called"... */
 };
 
 static void add_cost(struct cost *c, const struct deep_meta *m)

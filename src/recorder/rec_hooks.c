@@ -184,9 +184,23 @@ static struct rec_bucket *bucket_at(enum rec_kind kind,
 {
 	uintptr_t frames[REC_MAX_DEPTH];
 	void **note;
-	unsigned n = rec_unwind_from(at, frames, rec_cfg.depth, text_lo,
-				     text_hi, &note);
+	unsigned n;
 	struct rec_bucket *b;
+
+	/*
+	 * In a CPython process the same native stack runs many Python
+	 * stacks: no note (the last bucket from here), and the eval loop's
+	 * frames replaced by the Python frames they run, from a walk that
+	 * went on past the depth (each eval frame stands for one or more).
+	 */
+	if (rec_python_version()) {
+		n = rec_unwind_from(at, frames, REC_MAX_DEPTH, text_lo, text_hi,
+				    NULL);
+		n = rec_python_splice(frames, n, rec_cfg.depth);
+		return rec_bucket_get(kind, frames, n);
+	}
+	n = rec_unwind_from(at, frames, rec_cfg.depth, text_lo, text_hi,
+			    &note);
 
 	/* The stack of the last call from here: its bucket is noted. */
 	if (note && *note) {
@@ -235,6 +249,12 @@ static void *finish(void *raw, size_t size, size_t off,
 	if (atomic_load_explicit(&state, memory_order_acquire) == ST_NEW)
 		init();
 	poll_dumper(size);
+	if (__builtin_expect(atomic_load_explicit(&rec_python_state,
+						  memory_order_relaxed) %
+				     REC_PYTHON_DONE,
+			     0) &&
+	    tracking())
+		rec_python_poll();
 	if (tracking()) {
 		rec_busy++;
 		b = bucket_at(REC_MALLOC, at);
@@ -551,7 +571,9 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd,
 	if (atomic_load(&state) == ST_NEW)
 		init();
 	poll_dumper(0);
-	note_map(r, len, &at);
+	/* (pymalloc's arenas are noted as such: rec_python.c.) */
+	if (!rec_python_inside)
+		note_map(r, len, &at);
 	errno = e;
 	return r;
 }
@@ -571,7 +593,8 @@ EXPORT int munmap(void *addr, size_t len)
 	r = rec_raw_munmap(addr, len); /* sets errno */
 	if (r < 0)
 		return -1;
-	if (rec_cfg.mmap && atomic_load(&state) == ST_READY)
+	if (rec_cfg.mmap && !rec_python_inside &&
+	    atomic_load(&state) == ST_READY)
 		rec_map_del((uintptr_t)addr, page_up((uintptr_t)addr + len));
 	errno = e;
 	return 0;
@@ -620,6 +643,8 @@ EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
 MARKER(dmprof_recorder_self)
 MARKER(dmprof_glibc_malloc_arena)
 MARKER(dmprof_recorder_block_headers)
+MARKER(dmprof_python_object_arena)
+MARKER(dmprof_python_object_free)
 
 /* ---- configuration ---- */
 
@@ -1072,6 +1097,7 @@ static void locks(bool take)
 {
 	if (take) {
 		rec_dump_lock();
+		rec_python_locks(true);
 		rec_count_locks(true);
 		rec_unwind_locks(true);
 		rec_table_locks(true);
@@ -1081,6 +1107,7 @@ static void locks(bool take)
 		rec_table_locks(false);
 		rec_unwind_locks(false);
 		rec_count_locks(false);
+		rec_python_locks(false);
 		rec_dump_unlock();
 	}
 }
@@ -1114,6 +1141,7 @@ static void become_child(void)
 	atomic_store(&rec_forked, true);
 	rec_count_after_fork();
 	rec_unwind_after_fork();
+	rec_python_after_fork();
 	locks(false);
 	atomic_store(&rec_dumping, false);
 	have_dumper = false;
@@ -1211,6 +1239,7 @@ __attribute__((constructor)) static void rec_start(void)
 		}
 	}
 	thread_wanted = rec_cfg.time_interval > 0 || rec_cfg.signal > 0;
+	rec_python_init();
 	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 	rec_lock_stuck = lock_stuck;
 	last_time = now();
@@ -1296,6 +1325,31 @@ static inline void poll_dumper(size_t size)
 	if (!rec_busy && atomic_load_explicit(&started, memory_order_relaxed) &&
 	    (atomic_load_explicit(&need_dumper, memory_order_relaxed) ||
 	     (!thread_wanted && (polls += 1 + (size >> 10)) >= 1024)))
+		poll_now();
+}
+
+/* ---- for the other files' hooks ---- */
+
+bool rec_hooks_tracking(void)
+{
+	return tracking();
+}
+
+void rec_hooks_wait_dump_slow(void)
+{
+	wait_dump_slow();
+}
+
+void rec_hooks_poll(size_t size)
+{
+	poll_dumper(size);
+}
+
+void rec_hooks_poll_calls(size_t calls)
+{
+	if (!rec_busy && atomic_load_explicit(&started, memory_order_relaxed) &&
+	    (atomic_load_explicit(&need_dumper, memory_order_relaxed) ||
+	     (!thread_wanted && (polls += calls) >= 1024)))
 		poll_now();
 }
 

@@ -30,6 +30,8 @@ static rec_lock insert_lock = REC_LOCK_INIT;
 struct rec_bucket *rec_self_bucket;
 struct rec_bucket *rec_arena_bucket;
 struct rec_bucket *rec_header_bucket;
+struct rec_bucket *rec_python_arena_bucket;
+struct rec_bucket *rec_python_free_bucket;
 
 static uint64_t hash_stack(enum rec_kind kind, const uintptr_t *f, unsigned n)
 {
@@ -78,7 +80,10 @@ bool rec_table_init(void)
 	rec_self_bucket = marker(REC_MMAP, dmprof_recorder_self);
 	rec_arena_bucket = marker(REC_MMAP, dmprof_glibc_malloc_arena);
 	rec_header_bucket = marker(REC_MALLOC, dmprof_recorder_block_headers);
-	return rec_self_bucket && rec_arena_bucket && rec_header_bucket;
+	rec_python_arena_bucket = marker(REC_MMAP, dmprof_python_object_arena);
+	rec_python_free_bucket = marker(REC_MALLOC, dmprof_python_object_free);
+	return rec_self_bucket && rec_arena_bucket && rec_header_bucket &&
+	       rec_python_arena_bucket && rec_python_free_bucket;
 }
 
 /* The slot of id ID, its page made if MAKE (insert lock held). */

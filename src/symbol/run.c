@@ -202,6 +202,7 @@ int run_load_dump(struct run *r, size_t i, struct snapshot *snap)
 			      &r->reading) < 0)
 		return -1;
 	snap->counter = r->series.dumps[i].counter;
+	model_note_runtime(&r->model, snap);
 	return 0;
 }
 
@@ -276,6 +277,8 @@ static bool take(struct run_reader *rr, size_t i, struct snapshot *snap,
 		sb_reset(&rr->said);
 		*snap = rr->snap;
 		*rc = rr->rc;
+		if (!*rc)
+			model_note_runtime(&rr->r->model, snap);
 		return true;
 	}
 	/* Not asked for: as if never read. */

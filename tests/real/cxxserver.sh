@@ -41,8 +41,9 @@ cxx_owners() { # WHAT DUMP
 		[ -n "$want" ] && [ "$got" = "$want" ] && ok ||
 			bad "cxxserver $1: top: $fn holds '$got', the program counted '$want'"
 	done
-	order=$("$bin" top --json -n 3 "$2" 2>/dev/null |
-		sed -n '/"functions"/,/\]/s/.*"name": "\([^"]*\)".*/\1/p' | tr '\n' ' ')
+	order=$("$bin" top --json -n 3 "$2" 2>/dev/null | python3 -c '
+import json, sys
+print("".join(f["name"] + " " for f in json.load(sys.stdin)["functions"]), end="")')
 	[ "$order" = "Session::Session plugin_log_request Arena::Arena " ] && ok ||
 		bad "cxxserver $1: top's first three functions are '$order'"
 }
