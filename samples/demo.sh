@@ -2,9 +2,9 @@
 # make demo: README's first example, a small C++ server (tests/real/src,
 # built as tests/real/cxxserver-build.sh builds it) recorded by dmprof
 # record with no options, then read by top, diff and html; then a Python
-# program recorded the same way; then the sample run in samples/ (see
-# samples/README) for expand and csv.  The pages it writes stay in
-# build/demo/.
+# program recorded the same way (its lines named); then the sample run in
+# samples/ (see samples/README) for expand and csv.  The pages it writes
+# stay in build/demo/.
 # Usage: samples/demo.sh DMPROF_BINARY
 set -e
 dmprof=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -46,33 +46,28 @@ else
 	echo "dmprof demo: no g++ here for README's C++ server; on to Python and the samples."
 fi
 
-# A recording of a live Python program, if this machine has python3.
+# A Python program, if this machine has Debian's python3 (3.11).
 py=$(command -v python3 || true)
 [ -x /usr/bin/python3 ] && py=/usr/bin/python3
 if [ -n "$py" ]; then
+	app=$top/tests/real/src/pyapp/app.py
 	echo
-	echo "Now a Python program building lists for 2 s, a dump every half second."
-	echo "dmprof does not name Python's frames yet: a Python program's stacks are"
-	echo "the interpreter's C frames, so the owners below are CPython's own"
-	echo "functions (most '?? after' the exported one before them), not the"
-	echo "script's lines; the components still say what is Python's."
-	run record -o py -i 0.5 -- "$py" -c '
-import time
-keep, t = [], time.time()
-while time.time() - t < 2:
-    keep.append(["row %d" % i for i in range(20000)])
-    time.sleep(0.05)
-'
-	first=$(ls py.*.0001.heap | head -1)
-	last=$(ls "${first%.0001.heap}".*.heap | sort | tail -1)
-	# (At the run's peak, as top names it.)
-	peak=$("$dmprof" top --json "$last" 2>/dev/null |
+	echo "Now a Python program (tests/real/src/pyapp/app.py: words made by a"
+	echo "comprehension, copies made through map(), a cache that grows, records"
+	echo "kept), recorded the same way.  Its Python frames are named: each line"
+	echo "owns the bytes it allocated, as Python's own tracemalloc counts them."
+	echo
+	echo "\$ dmprof record -o py/ -- python3 app.py"
+	"$dmprof" record -o py/ -- "$py" "$app"
+	first=$(ls py/*.0001.heap | head -1)
+	# (At the run's peak, as top names it: before the interpreter's
+	# teardown.)
+	peak=$("$dmprof" top --json "$first" 2>/dev/null |
 		sed -n 's/.*"peak": { "dump": "\([^"]*\)".*/\1/p')
-	run top -n 5 "${peak:-$last}"
+	run top --lines -n 6 "${peak:-$first}"
 	echo
-	echo "\$ dmprof diff -n 3 $first ${peak:-$last} | head -12"
-	"$dmprof" diff -n 3 "$first" "${peak:-$last}" >diff.out 2>&1
-	head -12 diff.out
+	echo "\$ dmprof diff -n 3 $first | sed -n '/functions that grew/,/^\$/p'"
+	"$dmprof" diff -n 3 "$first" 2>&1 | sed -n '/functions that grew/,/^$/p'
 fi
 
 cd "$here"

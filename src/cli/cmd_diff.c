@@ -211,6 +211,9 @@ struct diff {
 	bool has_after;
 	struct run_shape shape;
 	bool has_shape;
+	/* The run's stacks run on an interpreter (Python): its teardown is
+	 * its finalization, not atexit handlers and static destructors. */
+	bool interpreter;
 };
 
 static struct row *add_row(struct table *t)
@@ -586,7 +589,11 @@ static void print_teardown(struct diff *d)
 		       d->td.last_said ? "written" : "which the format writes");
 		return;
 	}
-	if (d->td.said)
+	if (d->td.said && d->interpreter)
+		printf("B is the last dump before teardown; then the "
+		       "interpreter's finalization (its modules cleared), by "
+		       "%s, took ", last);
+	else if (d->td.said)
 		printf("B is the last dump before teardown; then atexit "
 		       "handlers and static destructors, by %s, took ", last);
 	else
@@ -841,6 +848,7 @@ static int in_run(struct diff *d, struct setup *o, struct cmd_args *a,
 	d->p = o->policy;
 	if (changes_in_run(&d->c, &o->run, &o->cls, ia, ib) < 0)
 		return -1;
+	d->interpreter = o->run.model.runtime_bin != 0;
 	if (!d->first_form)
 		return 0;
 	/* What teardown freed: the last dump, read alone. */
