@@ -270,13 +270,14 @@ uintptr_t rec_pyframes_first(uintptr_t tstate);
 unsigned rec_pyframes_walk(uintptr_t *framep, uintptr_t *out, unsigned max,
 			   bool entry_only, bool *broken);
 /*
- * The whole chain from F (a walk without ENTRY_ONLY), up to MAX frames,
+ * The whole chain of the thread whose PyThreadState is TSTATE (a walk
+ * without ENTRY_ONLY from its first frame), up to MAX frames,
  * as fast as the chain is what it was at this thread's last call: its
  * count, and in *ADDRS the thread's own array of them (until its next
  * call).  *GEN changes whenever they may have (the same GEN, the same
  * addresses).
  */
-unsigned rec_pyframes_chain(uintptr_t f, unsigned max,
+unsigned rec_pyframes_chain(uintptr_t tstate, unsigned max,
 			    const uintptr_t **addrs, unsigned *gen);
 /* Find the interpreter (from the constructor): Python frames on. */
 void rec_python_init(void);
@@ -311,6 +312,12 @@ void rec_count_init(void);
 /* A block of SIZE bytes (and HEADER bytes of the recorder's in front). */
 void rec_count_alloc(uint32_t id, uint64_t size, uint64_t header);
 void rec_count_free(uint32_t id, uint64_t size, uint64_t header);
+/* This thread's counters of bucket ID (NULL: no memory), for a hook that
+ * keeps it (valid as long as the thread), and a block counted there. */
+struct rec_cell;
+struct rec_cell *rec_count_cell(uint32_t id);
+void rec_count_alloc_cell(struct rec_cell *cell, uint64_t size,
+			  uint64_t header);
 struct rec_totals {
 	int64_t allocs, frees, live;
 };

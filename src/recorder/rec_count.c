@@ -160,6 +160,26 @@ static inline struct cell *cell(uint32_t id)
 /* Totals the dump thread's triggers look at, a batch at a time. */
 #define BATCH (256 * 1024)
 
+struct rec_cell *rec_count_cell(uint32_t id)
+{
+	return (struct rec_cell *)cell(id);
+}
+
+void rec_count_alloc_cell(struct rec_cell *cell_of, uint64_t size,
+			  uint64_t header)
+{
+	struct cell *k = (struct cell *)cell_of;
+	struct counters *c = mine;
+
+	ADD(k->allocs, 1);
+	ADD(k->live, (int64_t)size);
+	ADD(c->headers, (int64_t)header);
+	c->alloc_pending += (int64_t)size;
+	c->inuse_pending += (int64_t)size;
+	if (c->alloc_pending >= BATCH)
+		flush(c);
+}
+
 void rec_count_alloc(uint32_t id, uint64_t size, uint64_t header)
 {
 	struct cell *k = cell(id);

@@ -457,16 +457,23 @@ static __thread struct {
 	uintptr_t addr[REC_MAX_DEPTH];
 } last;
 
-unsigned rec_pyframes_chain(uintptr_t f, unsigned max,
+unsigned rec_pyframes_chain(uintptr_t tstate, unsigned max,
 			    const uintptr_t **addrs, unsigned *gen)
 {
 	const struct python_offsets *o = rec_py.off;
 	const unsigned fc = o->frame_code, fi = o->frame_prev_instr,
 		       fp = o->frame_previous, cq = o->code_qualname,
 		       cf = o->code_filename;
-	uintptr_t g = f;
+	uintptr_t f = 0, g, cfr;
 	unsigned n, i = 0;
 	bool broken = false;
+
+	if (plausible(tstate)) {
+		cfr = word(tstate, o->tstate_cframe);
+		if (plausible(cfr))
+			f = word(cfr, o->cframe_current_frame);
+	}
+	g = f;
 
 	if (max > REC_MAX_DEPTH)
 		max = REC_MAX_DEPTH;

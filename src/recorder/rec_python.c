@@ -139,26 +139,31 @@ static __thread struct {
 	uintptr_t caller;
 	unsigned gen;
 	struct rec_bucket *b;
+	struct rec_cell *cell; /* b's counters in this thread */
 } by_caller[BY_CALLER];
 static __thread struct rec_bucket *recent[RECENT];
 
-/* The bucket of an object allocated now, asked for by code at CALLER. */
-static struct rec_bucket *object_bucket(uintptr_t caller)
+/* The bucket of an object allocated now, asked for by code at CALLER, and
+ * its counters in *CELL (NULL: none). */
+static inline struct rec_bucket *object_bucket(uintptr_t caller,
+					       struct rec_cell **cell)
 {
 	uintptr_t frames[REC_MAX_DEPTH];
-	uintptr_t f = rec_pyframes_first(atomic_load_explicit(
+	uintptr_t ts = atomic_load_explicit(
 		(const _Atomic uintptr_t *)(rec_py.runtime +
 					    rec_py.off->runtime_tstate_current),
-		memory_order_relaxed));
+		memory_order_relaxed);
 	const uintptr_t *addrs;
 	unsigned n, gen;
 	struct rec_bucket *b, **slot;
 	uint64_t h = caller;
 	__typeof__(by_caller[0]) *c = &by_caller[(caller ^ caller >> 7) % BY_CALLER];
 
-	n = rec_pyframes_chain(f, rec_cfg.depth - 1, &addrs, &gen);
-	if (c->b && c->caller == caller && c->gen == gen)
+	n = rec_pyframes_chain(ts, rec_cfg.depth - 1, &addrs, &gen);
+	if (c->b && c->caller == caller && c->gen == gen) {
+		*cell = c->cell;
 		return c->b;
+	}
 	frames[0] = caller;
 	for (unsigned i = 0; i < n; i++) {
 		frames[i + 1] = addrs[i];
@@ -177,6 +182,7 @@ static struct rec_bucket *object_bucket(uintptr_t caller)
 	c->caller = caller;
 	c->gen = gen;
 	c->b = b;
+	c->cell = *cell = rec_count_cell(b->id);
 	return b;
 }
 
@@ -188,17 +194,18 @@ static void *object(void *raw, size_t n, uintptr_t caller)
 {
 	struct py_hdr *h = raw;
 	struct rec_bucket *b;
+	struct rec_cell *cell = NULL;
 
 	if (!raw)
 		return NULL;
 	rec_busy++;
-	b = object_bucket(caller);
+	b = object_bucket(caller, &cell);
 	rec_busy--;
 	h->size = n;
-	h->bucket = b ? b->id : UINT32_MAX;
+	h->bucket = b && cell ? b->id : UINT32_MAX;
 	h->check = py_check(h);
-	if (b)
-		rec_count_alloc(b->id, n, sizeof(*h));
+	if (b && cell)
+		rec_count_alloc_cell(cell, n, sizeof(*h));
 	/* (The dump triggers every 64 objects, as if each one was looked
 	 * at: objects are small.) */
 	if (__builtin_expect(++polls == 64, 0)) {
