@@ -183,17 +183,9 @@ void rec_count_alloc_cell(struct rec_cell *cell_of, uint64_t size,
 void rec_count_alloc(uint32_t id, uint64_t size, uint64_t header)
 {
 	struct cell *k = cell(id);
-	struct counters *c = mine;
 
-	if (!k)
-		return;
-	ADD(k->allocs, 1);
-	ADD(k->live, (int64_t)size);
-	ADD(c->headers, (int64_t)header);
-	c->alloc_pending += (int64_t)size;
-	c->inuse_pending += (int64_t)size;
-	if (c->alloc_pending >= BATCH)
-		flush(c);
+	if (k)
+		rec_count_alloc_cell((struct rec_cell *)k, size, header);
 }
 
 void rec_count_free(uint32_t id, uint64_t size, uint64_t header)
