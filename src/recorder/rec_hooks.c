@@ -193,7 +193,7 @@ static struct rec_bucket *bucket_at(enum rec_kind kind,
 	 * frames replaced by the Python frames they run, from a walk that
 	 * went on past the depth (each eval frame stands for one or more).
 	 */
-	if (rec_python_version()) {
+	if (rec_py.on) {
 		n = rec_unwind_from(at, frames, REC_MAX_DEPTH, text_lo, text_hi,
 				    NULL);
 		n = rec_python_splice(frames, n, rec_cfg.depth);
