@@ -391,6 +391,23 @@ uintptr_t rec_pyframes_first(uintptr_t tstate)
  * is left where the walk ended; *BROKEN set when a frame failed a check
  * (the last address written is then the unreadable marker).
  */
+/* The address of frame F running CODE (names Q, FN) at INSTR: the memo's,
+ * else the names' (0: unreadable). */
+static inline uintptr_t frame_addr(uintptr_t f, uintptr_t code,
+				   uintptr_t instr, uintptr_t q, uintptr_t fn)
+{
+	struct memo_frame *m = memo_of(f, instr);
+	uintptr_t a;
+
+	if (m->frame == f && m->instr == instr && m->code == code &&
+	    m->qualname == q && m->filename == fn)
+		return m->addr;
+	a = site_addr(code, instr);
+	if (a)
+		*m = (struct memo_frame){ f, instr, code, q, fn, a };
+	return a;
+}
+
 unsigned rec_pyframes_walk(uintptr_t *framep, uintptr_t *out, unsigned max,
 			   bool entry_only, bool *broken)
 {
@@ -403,7 +420,6 @@ unsigned rec_pyframes_walk(uintptr_t *framep, uintptr_t *out, unsigned max,
 	unsigned n = 0;
 
 	while (f && n < max) {
-		struct memo_frame *m;
 		uintptr_t code, instr, q, fn;
 		bool entry;
 
@@ -416,18 +432,9 @@ unsigned rec_pyframes_walk(uintptr_t *framep, uintptr_t *out, unsigned max,
 			goto unreadable;
 		q = word(code, cq);
 		fn = word(code, cf);
-		m = memo_of(f, instr);
-		if (m->frame == f && m->instr == instr && m->code == code &&
-		    m->qualname == q && m->filename == fn) {
-			out[n++] = m->addr;
-		} else {
-			uintptr_t a = site_addr(code, instr);
-
-			if (!a)
-				goto unreadable;
-			*m = (struct memo_frame){ f, instr, code, q, fn, a };
-			out[n++] = a;
-		}
+		out[n] = frame_addr(f, code, instr, q, fn);
+		if (!out[n++])
+			goto unreadable;
 		f = word(f, fp);
 		if (entry && entry_only)
 			break;
@@ -478,22 +485,44 @@ unsigned rec_pyframes_chain(uintptr_t tstate, unsigned max,
 	if (max > REC_MAX_DEPTH)
 		max = REC_MAX_DEPTH;
 	*addrs = last.addr;
-	/* As it was?  (The frames the last walk checked are readable.) */
+	/*
+	 * As it was?  (The frames the last walk checked are readable.)  A
+	 * frame may have moved on to another instruction of its code (a
+	 * loop's body allocates at several): its address is the memo's, and
+	 * the chain stays what it was where that is the same line's.
+	 */
 	if (last.n <= max) {
+		bool moved = false;
+
 		for (; i < last.n && g; i++) {
-			const struct chain_frame *c = &last.fr[i];
-			uintptr_t code;
+			struct chain_frame *c = &last.fr[i];
+			uintptr_t code, instr;
 
 			if (g != c->frame)
 				break;
 			code = word(g, fc);
-			if (code != c->code || word(g, fi) != c->instr ||
-			    word(code, cq) != c->qualname ||
+			if (code != c->code || word(code, cq) != c->qualname ||
 			    word(code, cf) != c->filename)
 				break;
+			instr = word(g, fi);
+			if (instr != c->instr) {
+				uintptr_t a = frame_addr(g, code, instr,
+							 c->qualname,
+							 c->filename);
+
+				if (!a)
+					break;
+				c->instr = instr;
+				if (a != last.addr[i]) {
+					last.addr[i] = a;
+					moved = true;
+				}
+			}
 			g = word(g, fp);
 		}
 		if (i == last.n && (last.whole ? !g : i == max)) {
+			if (moved)
+				last.gen++;
 			*gen = last.gen;
 			return i;
 		}
