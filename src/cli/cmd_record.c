@@ -141,6 +141,8 @@ struct reasons {
 	unsigned peaks;          /* at new highs in use */
 	unsigned long teardown;  /* the number of the dump before teardown */
 	char teardown_why[64];   /* "main returned", "exit called"... */
+	unsigned long crash;     /* the number of the dump of a crash */
+	char crash_why[64];      /* "crash: SIGSEGV" */
 };
 
 static void add_cost(struct cost *c, const struct deep_meta *m)
@@ -163,6 +165,10 @@ static void add_reason(struct reasons *r, const struct deep_meta *m,
 		r->teardown = k;
 		snprintf(r->teardown_why, sizeof(r->teardown_why), "%s",
 			 m->reason);
+	} else if (!strncmp(m->reason, "crash: ", 7)) {
+		r->crash = k;
+		snprintf(r->crash_why, sizeof(r->crash_why), "%s",
+			 m->reason + 7);
 	}
 }
 
@@ -184,6 +190,10 @@ static void say_reasons(const struct reasons *r, const char *prefix)
 	else if (r->peaks)
 		fprintf(stderr, "dmprof record: %u at new peaks in use\n",
 			r->peaks);
+	if (r->crash)
+		fprintf(stderr, "dmprof record: the last one, of the crash "
+				"(%s): %s.%04lu.heap\n",
+			r->crash_why, prefix, r->crash);
 }
 
 static void say_cost(const struct cost *c, size_t dumps)

@@ -101,6 +101,8 @@ typedef atomic_int rec_lock;
 #define REC_LOCK_INIT 0
 void rec_lock_take(rec_lock *l);
 void rec_lock_give(rec_lock *l);
+/* Take L if it is free now; false if not. */
+bool rec_lock_try(rec_lock *l);
 /* Called by a lock long waited for (set by the hooks). */
 extern void (*rec_lock_stuck)(void);
 /* A pause in a spin loop. */
@@ -225,6 +227,17 @@ extern struct rec_config rec_cfg;
  * parent's).
  */
 void rec_dump_before_teardown(const char *reason);
+
+/* ---- rec_crash.c: the last dump before a crash ---- */
+
+/* Install the handlers of the fatal signals (from the constructor). */
+void rec_crash_init(void);
+/*
+ * The dump of a crash by signal SIGNAME ("SIGSEGV"), Reason "crash:
+ * SIGSEGV", from its handler: skipped (and said) in the recorder's own
+ * work, or when another dump does not end in a little while.
+ */
+void rec_dump_crash(const char *signame);
 
 /* For the other files' hooks (rec_python.c): is this thread's call to
  * be recorded; wait while a dump reads the process; the dump triggers
@@ -488,6 +501,9 @@ double rec_last_dump_seconds(void);
 /* Write one dump; REASON goes in META.  Serialized; safe from any thread
  * that is not inside a hook. */
 void rec_dump(const char *reason);
+/* The same, unless another dump holds on for more than MS milliseconds:
+ * then false, and nothing done. */
+bool rec_dump_within(const char *reason, unsigned ms);
 /* After fork(), in the child: start its own files. */
 void rec_dump_after_fork(void);
 /* Around fork(): hold the dump lock so no child inherits it taken. */

@@ -1759,7 +1759,29 @@ static void do_dump(const char *reason)
 	write_files();
 }
 
+static void dump_locked(const char *reason);
+
 void rec_dump(const char *reason)
+{
+	rec_lock_take(&dump_lock);
+	dump_locked(reason);
+}
+
+bool rec_dump_within(const char *reason, unsigned ms)
+{
+	for (unsigned i = 0; !rec_lock_try(&dump_lock); i++) {
+		struct timespec t = { 0, 1000 * 1000 };
+
+		if (i >= ms)
+			return false;
+		syscall(SYS_nanosleep, &t, NULL);
+	}
+	dump_locked(reason);
+	return true;
+}
+
+/* (The dump lock taken: given back.) */
+static void dump_locked(const char *reason)
 {
 	int saved = errno, cancel;
 
@@ -1769,7 +1791,6 @@ void rec_dump(const char *reason)
 	 * empty once a main thread called pthread_exit.
 	 */
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
-	rec_lock_take(&dump_lock);
 	rec_busy++;
 	if (!my_pid)
 		my_pid = getpid();

@@ -1240,6 +1240,7 @@ __attribute__((constructor)) static void rec_start(void)
 	}
 	thread_wanted = rec_cfg.time_interval > 0 || rec_cfg.signal > 0;
 	rec_python_init();
+	rec_crash_init();
 	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 	rec_lock_stuck = lock_stuck;
 	last_time = now();
@@ -1288,6 +1289,26 @@ void rec_dump_before_teardown(const char *reason)
 		return;
 	rec_busy++;
 	rec_dump(reason);
+	rec_busy--;
+}
+
+void rec_dump_crash(const char *signame)
+{
+	char reason[32] = "crash: ";
+
+	if (atomic_load(&state) != ST_READY || !atomic_load(&started))
+		return;
+	if (rec_busy) {
+		rec_say("a crash (", signame, ") inside the recorder's own "
+			"work: no dump of it", NULL);
+		return;
+	}
+	child_unannounced();
+	strncat(reason, signame, sizeof(reason) - strlen(reason) - 1);
+	rec_busy++;
+	if (!rec_dump_within(reason, 200))
+		rec_say("a crash (", signame, ") while another dump held on: "
+			"no dump of it", NULL);
 	rec_busy--;
 }
 

@@ -122,6 +122,14 @@ void rec_lock_give(rec_lock *l)
 			NULL, 0);
 }
 
+bool rec_lock_try(rec_lock *l)
+{
+	int c = 0;
+
+	return atomic_compare_exchange_strong_explicit(
+		l, &c, 1, memory_order_acquire, memory_order_relaxed);
+}
+
 bool rec_lock_free(rec_lock *l)
 {
 	return atomic_load_explicit(l, memory_order_acquire) == 0;

@@ -76,6 +76,7 @@ else
 	gcc -g -O1 -pthread "$src/rec_paths.c" -o paths || exit 1
 	gcc -g -O1 "$src/rec_sparse.c" -o sparse || exit 1
 	gcc -g -O1 "$src/rec_output.c" -o output || exit 1
+	gcc -g -O1 "$src/rec_crash.c" -o crash || exit 1
 	g++ -g -O2 -pthread "$src/rec_teardown.cc" -o teardown || exit 1
 	gcc -g -O2 -pthread "$src/rec_teardown_c.c" -o teardown_c || exit 1
 fi
@@ -703,6 +704,57 @@ grep -q 'redefined\|not defined' ex.list && bad "exec under one pid mixed bucket
 	bad "a missing CMD: $(cat nx.err)"
 "$bin" record -o "$tmp/x/prof" -- sh -c 'kill -9 $$' 2>k.err
 [ $? = 137 ] && grep -q 'killed by signal 9' k.err && ok || bad "a killed CMD: $(cat k.err)"
+
+# 8. A crash: the last dump holds the last allocations (last_work's 123
+#    blocks of 4567 bytes), marked with the signal; the exit status and
+#    the core are those of a plain run; a program's own SIGSEGV handler
+#    is still called (and one that exits without raising leaves no dump).
+#    Python killed by SIGSEGV (through its faulthandler, which reports,
+#    then raises again), perl by SIGABRT, before any other dump.
+crash() { # HOW WANT_OUTPUT WANT_DUMP
+	rm -rf cr core core.*
+	# (The shell says "Segmentation fault (core dumped)": its words.)
+	(ulimit -c unlimited; exec ./crash "$1" >cr.plain)
+	p=$?
+	pcore=$(ls core* 2>/dev/null | head -1)
+	rm -f core core.*
+	(ulimit -c unlimited
+	 exec "$bin" record -o "$tmp/cr/" -- ./crash "$1" >cr.out 2>cr.err)
+	r=$?
+	rcore=$(ls core* 2>/dev/null | head -1)
+	[ $p = $r ] && cmp -s cr.plain cr.out && [ "$(cat cr.out)" = "$2" ] && ok ||
+		bad "crash $1: status $r, output '$(cat cr.out)'; plain $p '$(cat cr.plain)'"
+	if [ "$(cat /proc/sys/kernel/core_pattern)" = core ] || [ "$(cat /proc/sys/kernel/core_pattern)" = core.%p ]; then
+		[ "${pcore:+y}" = "${rcore:+y}" ] && ok || bad "crash $1: a core '$pcore' plain, '$rcore' recorded"
+	fi
+	d=$(ls cr/*.heap 2>/dev/null | tail -1)
+	if [ "$3" = no ]; then
+		[ -z "$d" ] && ok || bad "crash $1: a dump: $d"
+		return
+	fi
+	grep -q "^Reason: crash: $3\$" "$d" 2>/dev/null && ok ||
+		bad "crash $1: the last dump is not the crash's: $d $(grep Reason "$d" 2>/dev/null)"
+	[ "$("$bin" top -b --json "$d" 2>/dev/null | python3 -c '
+import json, sys
+print(sum(f["flat"] for f in json.load(sys.stdin)["functions"] if f["name"] == "last_work"))')" = 561741 ] &&
+		ok || bad "crash $1: last_work's 123 blocks are not in the dump"
+	grep -q "the last one, of the crash ($3)" cr.err && ok || bad "crash $1: record says $(cat cr.err)"
+}
+crash segv "" SIGSEGV
+crash abort "" SIGABRT
+crash kill "" SIGSEGV
+crash reraise handled SIGSEGV
+crash exit handled no
+"$bin" record -o "$tmp/pycr/" -- "$py" -X faulthandler -c 'x = ["y" * 100 for i in range(10000)]
+import ctypes; ctypes.string_at(0)' >/dev/null 2>pycr.err
+[ $? = 139 ] && grep -q 'Fatal Python error: Segmentation fault' pycr.err && ok ||
+	bad "python3 crash: $(head -3 pycr.err)"
+grep -l "^Reason: crash: SIGSEGV$" pycr/*.heap >/dev/null 2>&1 && ok ||
+	bad "python3 crash: no dump of it: $(ls pycr)"
+"$bin" record -o "$tmp/plcr/" -- perl -e 'my @a = map { "x" x 30 } 1..1000; kill "ABRT", $$' 2>/dev/null
+[ $? = 134 ] && ok || bad "perl abort: status $?"
+grep -l "^Reason: crash: SIGABRT$" plcr/*.heap >/dev/null 2>&1 && ok ||
+	bad "perl abort: no dump of it: $(ls plcr)"
 
 echo "recorder: $pass passed, $fail failed"
 [ $fail = 0 ]
