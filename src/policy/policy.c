@@ -336,7 +336,7 @@ static int run_pattern(const struct policy *p, struct matcher *mt,
 
 /*
  * A pattern on a field built as it is asked for: partial matching on
- * the field's start (of X alone for "X.*"), a frame longer until it
+ * the field's start (of X alone for "X.*"), twice as much of it until it
  * decides (a classifier remembers what its first frames decided); the
  * whole pattern on the whole field.
  */
@@ -366,7 +366,14 @@ static int run_head(const struct policy *p, struct matcher *mt,
 			return 0;
 		if (rc != PCRE2_ERROR_PARTIAL)
 			return pattern_failed(p, mt, pat, rc, len, what, subj);
-		min = len + 1;
+		/*
+		 * Twice as long, not a frame longer: a pattern that stays
+		 * undecided over the start of a long field (a loop over the
+		 * frames: the linux policy's first-Python-frame rules) is
+		 * matched over it a few times, not once per frame (a million
+		 * frames, a million matches of a million).
+		 */
+		min = 2 * len + 1;
 	}
 }
 
