@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "profile.h"
+#include "reader.h"
 #include "snapshot.h"
 #include "input.h"
 

@@ -21,8 +21,9 @@
 #include "heapscan.h"
 #include "heaptype.h"
 #include "procimage.h"
-#include "profile.h"
+#include "reader.h"
 #include "resident.h"
+#include "snapfile.h"
 
 /*
  * What a VMA the heap or a thread's stack lies in is made of: its
@@ -118,14 +119,5 @@ void procsnap_free(struct procsnap *s);
 int procsnap_write(const struct procsnap *s, const char *path);
 /* The same to F: 0, or -1 (a write failed; errno says why). */
 int procsnap_write_stream(const struct procsnap *s, FILE *f);
-
-/*
- * Size classes of blocks in use, by usable bytes: one per chunk size up
- * to 1016 (glibc's bins: 0..24, 25..40, ...), then four per power of
- * two (1017..1024, 1025..1280, ...).  The class of USABLE, and the
- * bounds of class CLS.
- */
-unsigned snap_size_class(uint64_t usable);
-void snap_size_bounds(unsigned cls, uint64_t *lo, uint64_t *hi);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * The files of dmprof snapshot (written by src/read/procsnap.c): a
+ * The files of dmprof snapshot (written by src/memory/procsnap.c): a
  * running process (or a core) as it was found, its heap walked, with no
  * allocation stacks.
  *
@@ -45,10 +45,48 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "procsnap.h"
 #include "reader.h"
 #include "scan.h"
 #include "util.h"
+
+/* Size classes: glibc's bins one by one up to this usable size. */
+#define SMALL_MAX 1016
+#define SMALL_CLASSES 63
+
+unsigned snap_size_class(uint64_t usable)
+{
+	unsigned k = 10;
+
+	if (usable <= SMALL_MAX)
+		return usable <= 24 ? 0 : (unsigned)((usable - 9) / 16);
+	if (usable <= 1024)
+		return SMALL_CLASSES;
+	while (k < 63 && (usable - 1) >> (k + 1))
+		k++;
+	return SMALL_CLASSES + (k - 10) * 4 +
+	       (unsigned)((usable - (1ULL << k) + (1ULL << (k - 2)) - 1) >>
+			  (k - 2));
+}
+
+void snap_size_bounds(unsigned cls, uint64_t *lo, uint64_t *hi)
+{
+	unsigned k, j;
+
+	if (cls < SMALL_CLASSES) {
+		*hi = 24 + 16 * (uint64_t)cls;
+		*lo = cls ? *hi - 15 : 0;
+		return;
+	}
+	if (cls == SMALL_CLASSES) {
+		*lo = SMALL_MAX + 1;
+		*hi = 1024;
+		return;
+	}
+	k = 10 + (cls - SMALL_CLASSES - 1) / 4;
+	j = (cls - SMALL_CLASSES - 1) % 4 + 1;
+	*hi = (1ULL << k) + j * (1ULL << (k - 2));
+	*lo = *hi - (1ULL << (k - 2)) + 1;
+}
 
 enum section { S_BEFORE, S_HEAD, S_META, S_HEAP, S_MAPS };
 

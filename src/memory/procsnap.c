@@ -30,45 +30,6 @@
 /* How long a thread may take to stop; tries while an arena is locked. */
 #define STOP_TIMEOUT_MS 2000
 #define LOCKED_TRIES 5
-/* Size classes: glibc's bins one by one up to this usable size. */
-#define SMALL_MAX 1016
-#define SMALL_CLASSES 63
-
-unsigned snap_size_class(uint64_t usable)
-{
-	unsigned k = 10;
-
-	if (usable <= SMALL_MAX)
-		return usable <= 24 ? 0 : (unsigned)((usable - 9) / 16);
-	if (usable <= 1024)
-		return SMALL_CLASSES;
-	while (k < 63 && (usable - 1) >> (k + 1))
-		k++;
-	return SMALL_CLASSES + (k - 10) * 4 +
-	       (unsigned)((usable - (1ULL << k) + (1ULL << (k - 2)) - 1) >>
-			  (k - 2));
-}
-
-void snap_size_bounds(unsigned cls, uint64_t *lo, uint64_t *hi)
-{
-	unsigned k, j;
-
-	if (cls < SMALL_CLASSES) {
-		*hi = 24 + 16 * (uint64_t)cls;
-		*lo = cls ? *hi - 15 : 0;
-		return;
-	}
-	if (cls == SMALL_CLASSES) {
-		*lo = SMALL_MAX + 1;
-		*hi = 1024;
-		return;
-	}
-	k = 10 + (cls - SMALL_CLASSES - 1) / 4;
-	j = (cls - SMALL_CLASSES - 1) % 4 + 1;
-	*hi = (1ULL << k) + j * (1ULL << (k - 2));
-	*lo = *hi - (1ULL << (k - 2)) + 1;
-}
-
 /* /proc/PID/cmdline, its NULs as spaces; "" when it cannot be read. */
 static char *command_line(pid_t pid)
 {

@@ -1,6 +1,7 @@
 /*
  * Opening a run: its dumps, their companion files and a symbolizer (the
- * last step of reading, so of the symbol stage).  Companion files follow
+ * loading stage, above the readers, process memory and symbolization,
+ * which it puts together).  Companion files follow
  * the rule "missing: warn and degrade; present but broken: error", so a
  * user with only the dumps still gets unsymbolized output, while a
  * corrupt file is never half-used.
