@@ -2,8 +2,9 @@
  * A snapshot of a process nobody prepared: held still from outside
  * (procstop.h), its mappings with what the kernel counts of each
  * (resident.h), its glibc heap walked (glibc_heap.h), then let go; and
- * written as a dmprof-snapshot file, which src/read/snapfile.c reads
- * back as every command's snapshot.  Blocks have no allocation stacks
+ * said as the records of a dmprof-snapshot file (snapfile.h): written
+ * to one, or (a core) handed to the snapshot builder with no file in
+ * between.  Blocks have no allocation stacks
  * here: they are counted by what is known of them, their size class and
  * the arena that holds them, free chunks by kind.
  */
@@ -113,11 +114,19 @@ int procsnap_take_core(struct procsnap *s, const char *path,
 void procsnap_free(struct procsnap *s);
 
 /*
+ * What S says, as the records of a snapshot file (snapfile.h), in the
+ * file's order, each handed to PUT with CTX until one fails: to the
+ * snapshot builder (a core read as a snapshot), or to the file's writer.
+ * 0, or what PUT returned.
+ */
+int procsnap_emit(const struct procsnap *s,
+		  int (*put)(void *ctx, const struct snap_record *r),
+		  void *ctx);
+
+/*
  * Write S to PATH (whole, or not at all: a reader of the run never sees
  * half a file).  -1 after saying why not.
  */
 int procsnap_write(const struct procsnap *s, const char *path);
-/* The same to F: 0, or -1 (a write failed; errno says why). */
-int procsnap_write_stream(const struct procsnap *s, FILE *f);
 
 #endif

@@ -1,17 +1,17 @@
 /*
  * An ELF core file as a snapshot: its heap walked, scanned and typed as
- * `dmprof snapshot CORE` does, written as a snapshot file into memory
- * and read back by the snapshot files' reader, so that a core and the
- * snapshot of it are one thing to every command.
+ * `dmprof snapshot CORE` does, and what that capture says handed, record
+ * by record, to the snapshot builder that the snapshot files' reader
+ * fills the model with: a core and the snapshot of it are one thing to
+ * every command, with no text in between.
  */
 #include "corefile.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "procsnap.h"
-#include "snapfile.h"
+#include "snapbuild.h"
 #include "util.h"
 
 bool corefile_claims(const struct filebuf *fb)
@@ -19,14 +19,19 @@ bool corefile_claims(const struct filebuf *fb)
 	return fb->size >= 4 && !memcmp(fb->data, "\177ELF", 4);
 }
 
+/* A capture's record to the builder (no line: the core as a whole). */
+static int build(void *ctx, const struct snap_record *r)
+{
+	return snapbuild_put(ctx, r, 0);
+}
+
 int corefile_parse(struct snapshot *snap, const char *path, struct model *m,
 		   struct read_run *run)
 {
+	struct reader_pos pos = { .path = path };
+	struct snap_builder b;
 	struct procsnap s;
-	struct filebuf fb;
-	char *text = NULL, *missing;
-	size_t len = 0;
-	FILE *f;
+	char *missing;
 	int rc;
 
 	if (procsnap_take_core(&s, path, run->opts) < 0)
@@ -41,18 +46,11 @@ int corefile_parse(struct snapshot *snap, const char *path, struct model *m,
 			missing ? " (the core is cut short: what it lacks may "
 				  "hold it)" : "");
 	free(missing);
-	f = open_memstream(&text, &len);
-	if (!f)
-		die_errno("open_memstream");
-	rc = procsnap_write_stream(&s, f);
-	if (fclose(f) != 0 || rc < 0)
-		die_errno("writing a snapshot in memory");
+	snapbuild_init(&b, snap, m, &pos);
+	rc = procsnap_emit(&s, build, &b);
+	if (rc == 0)
+		rc = snapbuild_finish(&b);
 	procsnap_free(&s);
-	memset(&fb, 0, sizeof(fb));
-	fb.data = text;
-	fb.size = fb.cap = len;
-	fb.path = (char *)path;
-	rc = snapfile_parse(snap, &fb, m, run);
-	free(text);
+	read_pos_release(&pos);
 	return rc;
 }

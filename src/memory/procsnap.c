@@ -14,6 +14,7 @@
 #include "procsnap.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -617,189 +618,240 @@ void procsnap_free(struct procsnap *s)
 	memset(s, 0, sizeof(*s));
 }
 
-/* ---- the file ---- */
+/* ---- what it says, as records ---- */
 
-/* "arena-K" or "mmapped": where a block or a part is. */
-static void put_where(FILE *f, unsigned arena)
+/* Records handed to PUT with CTX, until one fails. */
+struct emit {
+	int (*put)(void *ctx, const struct snap_record *r);
+	void *ctx;
+	int rc;
+	struct strbuf val;
+};
+
+static void put(struct emit *e, const struct snap_record *r)
 {
-	if (arena == HEAP_MMAPPED_ARENA)
-		fputs("mmapped", f);
-	else
-		fprintf(f, "arena-%u", arena);
+	if (e->rc == 0)
+		e->rc = e->put(e->ctx, r);
 }
 
-static void put_meta(FILE *f, const struct procsnap *s)
+static void put_kind(struct emit *e, enum snap_record_kind kind)
 {
-	fprintf(f, "dmprof-snapshot 1\nMETA:\n");
-	fprintf(f, "Time: %.6f\n", s->time);
-	fprintf(f, "Pid: %d\n", (int)s->pid);
-	fprintf(f, "CommandLine: %s\n", s->command_line);
-	fprintf(f, "Reason: snapshot\n");
+	struct snap_record r = { .kind = kind };
+
+	put(e, &r);
+}
+
+/* META's KEY: the value formatted by FMT. */
+PRINTF(3, 4) static void meta(struct emit *e, const char *key,
+			      const char *fmt, ...)
+{
+	struct snap_record r = { .kind = SNAP_META };
+	va_list ap;
+
+	sb_reset(&e->val);
+	va_start(ap, fmt);
+	sb_vaddf(&e->val, fmt, ap);
+	va_end(ap);
+	r.u.meta.key = key;
+	r.u.meta.key_len = strlen(key);
+	r.u.meta.value = e->val.buf;
+	r.u.meta.value_len = e->val.len;
+	put(e, &r);
+}
+
+static void emit_meta(struct emit *e, const struct procsnap *s)
+{
+	meta(e, "Time", "%.6f", s->time);
+	meta(e, "Pid", "%d", (int)s->pid);
+	meta(e, "CommandLine", "%s", s->command_line);
+	meta(e, "Reason", "snapshot");
 	if (s->core) {
-		fprintf(f, "Core: %s\n", s->core->path);
-		fprintf(f, "Committed: what the core holds (a core has no "
-			   "residency)\n");
+		meta(e, "Core", "%s", s->core->path);
+		meta(e, "Committed", "what the core holds (a core has no "
+				     "residency)");
 	} else {
-		fprintf(f, "HeldSeconds: %.6f\n", s->held);
+		meta(e, "HeldSeconds", "%.6f", s->held);
 	}
-	fprintf(f, "Threads: %zu\n", s->threads);
-	fprintf(f, "PageSize: %ld\n", sysconf(_SC_PAGESIZE));
-	if (!s->core)
-		fprintf(f, "Rss: %" PRIu64 "\nPss: %" PRIu64 "\nSwap: %" PRIu64
-			   "\n", s->total.rss, s->total.pss, s->total.swap);
+	meta(e, "Threads", "%zu", s->threads);
+	meta(e, "PageSize", "%ld", sysconf(_SC_PAGESIZE));
+	if (!s->core) {
+		meta(e, "Rss", "%" PRIu64, s->total.rss);
+		meta(e, "Pss", "%" PRIu64, s->total.pss);
+		meta(e, "Swap", "%" PRIu64, s->total.swap);
+	}
 	if (!s->walked)
-		fprintf(f, "Heap: none (%s)\n", s->h.why);
+		meta(e, "Heap", "none (%s)", s->h.why);
 	else
-		fprintf(f, "Heap: glibc 2.36, main_arena 0x%" PRIx64 ", %zu "
-			   "arena%s, %zu tcache%s, %" PRIu64 " mmapped chunk%s\n",
-			s->h.arenas[0].addr, s->h.narenas,
-			s->h.narenas == 1 ? "" : "s", s->h.ntcaches,
-			s->h.ntcaches == 1 ? "" : "s", s->h.mmapped_count,
-			s->h.mmapped_count == 1 ? "" : "s");
+		meta(e, "Heap", "glibc 2.36, main_arena 0x%" PRIx64 ", %zu "
+				"arena%s, %zu tcache%s, %" PRIu64 " mmapped "
+				"chunk%s",
+		     s->h.arenas[0].addr, s->h.narenas,
+		     s->h.narenas == 1 ? "" : "s", s->h.ntcaches,
+		     s->h.ntcaches == 1 ? "" : "s", s->h.mmapped_count,
+		     s->h.mmapped_count == 1 ? "" : "s");
 }
 
-/* " class 0xTYPEINFO NAME" or " layout NAME": what type T is. */
-static void put_type(FILE *f, const struct procsnap *s, uint32_t t)
+/* Type T of the snapshot's, as a record's. */
+static struct snap_type snap_type(const struct procsnap *s, uint32_t t)
 {
+	struct snap_type out = { SNAP_TYPE_NONE, 0, NULL, 0 };
 	const struct heap_type *ty;
 
 	if (!t || !s->scanned || t >= s->types.ntypes)
-		return;
+		return out;
 	ty = &s->types.types[t];
-	if (ty->kind == TYPE_CLASS)
-		fprintf(f, " class 0x%" PRIx64 " %s", ty->typeinfo, ty->name);
-	else
-		fprintf(f, " layout %s", ty->name);
+	out.kind = ty->kind == TYPE_CLASS ? SNAP_TYPE_CLASS : SNAP_TYPE_LAYOUT;
+	out.typeinfo = ty->typeinfo;
+	out.name = ty->name;
+	out.name_len = strlen(ty->name);
+	return out;
+}
+
+static int where_of(unsigned arena)
+{
+	return arena == HEAP_MMAPPED_ARENA ? SNAP_WHERE_MMAPPED : (int)arena;
 }
 
 /* What the scan found: totals, then the leaked blocks listed. */
-static void put_reach(FILE *f, const struct procsnap *s)
+static void emit_reach(struct emit *e, const struct procsnap *s)
 {
 	const struct heap_scan *sc = &s->scan;
+	struct snap_record r = { .kind = SNAP_REACH };
 
-	fprintf(f, "reach anchored %" PRIu64 " %" PRIu64 " leaked %" PRIu64
-		   " %" PRIu64 " unreferenced %" PRIu64 " %" PRIu64
-		   " listed %zu\n",
-		sc->count[REACH_ANCHORED], sc->bytes[REACH_ANCHORED],
-		sc->count[REACH_LEAKED], sc->bytes[REACH_LEAKED],
-		sc->count[REACH_UNREFERENCED], sc->bytes[REACH_UNREFERENCED],
-		s->nleaks);
-	fprintf(f, "# block ADDRESS SIZE WHERE leaked|unreferenced "
-		   "FIRST-BYTES [class TYPEINFO NAME | layout NAME]\n");
+	r.u.reach.anchored_count = sc->count[REACH_ANCHORED];
+	r.u.reach.anchored_bytes = sc->bytes[REACH_ANCHORED];
+	r.u.reach.leaked_count = sc->count[REACH_LEAKED];
+	r.u.reach.leaked_bytes = sc->bytes[REACH_LEAKED];
+	r.u.reach.unreferenced_count = sc->count[REACH_UNREFERENCED];
+	r.u.reach.unreferenced_bytes = sc->bytes[REACH_UNREFERENCED];
+	r.u.reach.listed = s->nleaks;
+	put(e, &r);
 	for (size_t i = 0; i < s->nleaks; i++) {
 		const struct procsnap_leak *l = &s->leaks[i];
 		const struct heap_block *b = &s->h.blocks[l->block];
 
-		fprintf(f, "block 0x%" PRIx64 " %" PRIu64 " ", b->chunk + 16,
-			(uint64_t)b->size);
-		put_where(f, b->arena);
-		fputs(s->scan.state[l->block] == REACH_UNREFERENCED
-			      ? " unreferenced "
-			      : " leaked ", f);
-		for (unsigned k = 0; k < l->nhead; k++)
-			fprintf(f, "%02x", l->head[k]);
-		if (!l->nhead)
-			fputc('-', f);
-		put_type(f, s, s->types.of[l->block]);
-		fputc('\n', f);
+		memset(&r, 0, sizeof(r));
+		r.kind = SNAP_LISTED;
+		r.u.listed.addr = b->chunk + 16;
+		r.u.listed.size = b->size;
+		r.u.listed.where = where_of(b->arena);
+		r.u.listed.unreferenced =
+			s->scan.state[l->block] == REACH_UNREFERENCED;
+		r.u.listed.head = l->head;
+		r.u.listed.nhead = l->nhead;
+		r.u.listed.type = snap_type(s, s->types.of[l->block]);
+		put(e, &r);
 	}
 }
 
-static void put_heap(FILE *f, const struct glibc_heap *h,
-		     const struct procsnap *s)
+static void emit_heap(struct emit *e, const struct procsnap *s)
 {
-	fprintf(f, "HEAP:\n# arena K ADDRESS heaps N system BYTES overhead "
-		   "BYTES unknown BYTES [locked] [corrupt]\n");
+	const struct glibc_heap *h = &s->h;
+	struct snap_record r;
+
+	put_kind(e, SNAP_HEAP);
 	for (size_t k = 0; k < h->narenas; k++) {
 		const struct heap_arena *a = &h->arenas[k];
 
-		fprintf(f, "arena %zu 0x%" PRIx64 " heaps %u system %" PRIu64
-			   " overhead %" PRIu64 " unknown %" PRIu64 "%s%s\n",
-			k, a->addr, a->nheaps, a->system_mem, a->t.overhead,
-			a->t.unknown, a->locked ? " locked" : "",
-			a->corrupt ? " corrupt" : "");
+		memset(&r, 0, sizeof(r));
+		r.kind = SNAP_ARENA;
+		r.u.arena.index = k;
+		r.u.arena.addr = a->addr;
+		r.u.arena.heaps = a->nheaps;
+		r.u.arena.system = a->system_mem;
+		r.u.arena.overhead = a->t.overhead;
+		r.u.arena.unknown = a->t.unknown;
+		r.u.arena.locked = a->locked;
+		r.u.arena.corrupt = a->corrupt;
+		put(e, &r);
 	}
-	fprintf(f, "tcaches %zu\n", h->ntcaches);
-	fprintf(f, "# STATE [SIZES] WHERE BLOCKS BYTES COMMITTED [leaked] "
-		   "[class TYPEINFO NAME | layout NAME]\n");
+	memset(&r, 0, sizeof(r));
+	r.kind = SNAP_TCACHES;
+	r.u.tcaches = h->ntcaches;
+	put(e, &r);
 	for (size_t i = 0; i < s->nbuckets; i++) {
 		const struct procsnap_bucket *b = &s->buckets[i];
-		uint64_t lo, hi;
 
-		fputs(heap_state_name(b->state), f);
-		if (b->state == HEAP_IN_USE) {
-			snap_size_bounds(b->cls, &lo, &hi);
-			fprintf(f, " %" PRIu64 "..%" PRIu64, lo, hi);
-		}
-		fputc(' ', f);
-		put_where(f, b->arena);
-		fprintf(f, " %" PRIu64 " %" PRIu64 " %" PRIu64, b->count,
-			b->bytes, b->committed);
-		if (b->leaked)
-			fputs(" leaked", f);
-		put_type(f, s, b->type);
-		fputc('\n', f);
+		memset(&r, 0, sizeof(r));
+		r.kind = SNAP_BLOCKS;
+		r.u.blocks.state = b->state;
+		if (b->state == HEAP_IN_USE)
+			snap_size_bounds(b->cls, &r.u.blocks.lo,
+					 &r.u.blocks.hi);
+		r.u.blocks.where = where_of(b->arena);
+		r.u.blocks.count = b->count;
+		r.u.blocks.bytes = b->bytes;
+		r.u.blocks.committed = b->committed;
+		r.u.blocks.leaked = b->leaked;
+		r.u.blocks.type = snap_type(s, b->type);
+		put(e, &r);
 	}
 	if (s->scanned)
-		put_reach(f, s);
-	for (size_t i = 0; i < h->nproblems; i++)
-		fprintf(f, "problem 0x%" PRIx64 " %d %s\n", h->problems[i].addr,
-			h->problems[i].arena, h->problems[i].msg);
+		emit_reach(e, s);
+	for (size_t i = 0; i < h->nproblems; i++) {
+		memset(&r, 0, sizeof(r));
+		r.kind = SNAP_PROBLEM;
+		r.u.problem.addr = h->problems[i].addr;
+		r.u.problem.arena = h->problems[i].arena;
+		r.u.problem.msg = h->problems[i].msg;
+		put(e, &r);
+	}
 }
 
-static void put_vma(FILE *f, const struct vma *v)
-{
-	fprintf(f, "%" PRIx64 "-%" PRIx64 " %s %08" PRIx64 " %02x:%02x %" PRIu64,
-		v->start, v->end, v->perms, v->offset, v->major, v->minor,
-		v->inode);
-	if (v->name[0])
-		fprintf(f, " %s", v->name);
-	fputc('\n', f);
-}
-
-static void put_maps(FILE *f, const struct procsnap *s)
+static void emit_maps(struct emit *e, const struct procsnap *s)
 {
 	const struct maps *m = &s->img->maps;
+	struct snap_record r;
 
-	fprintf(f, "MAPS:\n# COMMITTED RSS SWAP MAPPING, then the parts of "
-		   "those the heap or a thread's stack lies in:\n#   "
-		   "START-END COMMITTED WHERE\n");
+	put_kind(e, SNAP_MAPS);
 	for (size_t i = 0; i < m->n; i++) {
 		const struct procsnap_vma *sv = &s->vmas[i];
 
-		fprintf(f, "%" PRIu64 " %" PRIu64 " %" PRIu64 " ",
-			sv->committed, sv->r.rss, sv->r.swap);
-		put_vma(f, &m->v[i]);
+		memset(&r, 0, sizeof(r));
+		r.kind = SNAP_VMA;
+		r.u.vma.committed = sv->committed;
+		r.u.vma.rss = sv->r.rss;
+		r.u.vma.swap = sv->r.swap;
+		r.u.vma.v = m->v[i];
+		put(e, &r);
 		for (size_t k = 0; k < sv->nparts; k++) {
 			const struct procsnap_part *p =
 				&s->parts[sv->first_part + k];
 
-			fprintf(f, "  %" PRIx64 "-%" PRIx64 " %" PRIu64 " ",
-				p->start, p->end, p->committed);
-			if (p->where == PART_NONE)
-				fputc('-', f);
-			else if (p->where == PART_THREAD_STACK)
-				fputs("thread-stack", f);
-			else
-				put_where(f, (unsigned)p->where);
-			fputc('\n', f);
+			memset(&r, 0, sizeof(r));
+			r.kind = SNAP_PART;
+			r.u.part.start = p->start;
+			r.u.part.end = p->end;
+			r.u.part.committed = p->committed;
+			r.u.part.where =
+				p->where == PART_NONE ? SNAP_WHERE_NONE
+				: p->where == PART_THREAD_STACK
+					? SNAP_WHERE_THREAD_STACK
+					: where_of((unsigned)p->where);
+			put(e, &r);
 		}
 	}
 }
 
-int procsnap_write_stream(const struct procsnap *s, FILE *f)
+int procsnap_emit(const struct procsnap *s,
+		  int (*put_record)(void *ctx, const struct snap_record *r),
+		  void *ctx)
 {
-	put_meta(f, s);
+	struct emit e = { put_record, ctx, 0, STRBUF_INIT };
+
+	emit_meta(&e, s);
 	if (s->walked)
-		put_heap(f, &s->h, s);
-	put_maps(f, s);
-	return ferror(f) ? -1 : 0;
+		emit_heap(&e, s);
+	emit_maps(&e, s);
+	sb_release(&e.val);
+	return e.rc;
 }
 
 int procsnap_write(const struct procsnap *s, const char *path)
 {
 	char *tmp = xasprintf("%s.tmp", path);
 	FILE *f = fopen(tmp, "we");
+	struct snap_writer w;
 	int rc = 0;
 
 	if (!f) {
@@ -807,7 +859,9 @@ int procsnap_write(const struct procsnap *s, const char *path)
 		free(tmp);
 		return rc;
 	}
-	if (procsnap_write_stream(s, f) | fclose(f))
+	snapfile_writer_init(&w, f);
+	procsnap_emit(s, snapfile_put, &w);
+	if (ferror(f) | fclose(f))
 		rc = error_errno("cannot write %s", tmp);
 	else if (rename(tmp, path) < 0)
 		rc = error_errno("cannot rename %s to %s", tmp, path);
