@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "elffile.h"
 #include "util.h"
 
 /* The x86-64 layouts of the kernel's struct elf_prstatus and
@@ -76,68 +77,68 @@ static const char *type_name(unsigned type)
 	}
 }
 
-static int check_header(const struct coreimage *c, const Elf64_Ehdr *eh,
-			size_t got)
+/* F, the core mapped: an x86-64 core, or an error saying what it is. */
+static int check_header(const struct coreimage *c, const struct elf_file *f)
 {
-	if (got < SELFMAG || memcmp(eh->e_ident, ELFMAG, SELFMAG))
+	const struct elf_header *eh = &f->h;
+	size_t got = f->size < sizeof(Elf64_Ehdr) ? (size_t)f->size
+						  : sizeof(Elf64_Ehdr);
+
+	if (f->ident == ELF_NOT_ELF)
 		return error("%s: not an ELF file", c->path);
-	if (got > EI_CLASS && eh->e_ident[EI_CLASS] == ELFCLASS32)
+	if (got > EI_CLASS && eh->class == ELFCLASS32)
 		return error("%s: a 32-bit ELF file: only x86-64 cores are "
 			     "read", c->path);
-	if (got < sizeof(*eh))
+	if (got < sizeof(Elf64_Ehdr))
 		return error("%s: the ELF header is cut short (%zu of %zu "
-			     "bytes)", c->path, got, sizeof(*eh));
-	if (eh->e_type != ET_CORE)
+			     "bytes)", c->path, got, sizeof(Elf64_Ehdr));
+	if (eh->type != ET_CORE)
 		return error("%s: not a core file (ELF type %u%s)", c->path,
-			     eh->e_type, type_name(eh->e_type));
-	if (eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh->e_ident[EI_DATA] != ELFDATA2LSB || eh->e_machine != EM_X86_64)
+			     eh->type, type_name(eh->type));
+	if (eh->class != ELFCLASS64 || eh->data != ELFDATA2LSB ||
+	    eh->machine != EM_X86_64)
 		return error("%s: a core of ELF machine %u, not x86-64: not "
-			     "read", c->path, eh->e_machine);
-	if (eh->e_phentsize != sizeof(Elf64_Phdr))
+			     "read", c->path, eh->machine);
+	if (eh->phentsize != sizeof(Elf64_Phdr))
 		return error("%s: program headers of %u bytes, not %zu",
-			     c->path, eh->e_phentsize, sizeof(Elf64_Phdr));
+			     c->path, eh->phentsize, sizeof(Elf64_Phdr));
 	return 0;
 }
 
 /* The number of program headers: past 65534, section 0's sh_info. */
-static int count_phdrs(const struct coreimage *c, const Elf64_Ehdr *eh,
+static int count_phdrs(const struct coreimage *c, const struct elf_file *f,
 		       uint64_t *n)
 {
+	const uint8_t *p;
 	Elf64_Shdr sh;
 
-	*n = eh->e_phnum;
-	if (eh->e_phnum != PN_XNUM)
+	*n = f->h.phnum;
+	if (f->h.phnum != PN_XNUM)
 		return 0;
-	if (core_pread(c, &sh, sizeof(sh), eh->e_shoff) != sizeof(sh))
+	if (!(p = elf_at(f, f->h.shoff, sizeof(sh))))
 		return error("%s: offset 0x%" PRIx64 ": the section header "
 			     "holding the number of segments is past the end "
 			     "of the file (%" PRIu64 " bytes)", c->path,
-			     (uint64_t)eh->e_shoff, c->size);
+			     f->h.shoff, c->size);
+	memcpy(&sh, p, sizeof(sh));
 	*n = sh.sh_info;
 	return 0;
 }
 
-/* All program headers into *OUT (freed by the caller), *N of them. */
-static int read_phdrs(const struct coreimage *c, const Elf64_Ehdr *eh,
-		      Elf64_Phdr **out, size_t *n)
+/* The number of program headers into *N, all of them in the file. */
+static int check_phdrs(const struct coreimage *c, const struct elf_file *f,
+		       size_t *n)
 {
-	uint64_t count, bytes;
+	uint64_t count;
 
-	if (count_phdrs(c, eh, &count) < 0)
+	if (count_phdrs(c, f, &count) < 0)
 		return -1;
-	bytes = count * sizeof(Elf64_Phdr);
-	if (eh->e_phoff > c->size || bytes > c->size - eh->e_phoff)
+	if (!elf_at(f, f->h.phoff, count * sizeof(Elf64_Phdr)))
 		return error("%s: offset 0x%" PRIx64 ": the %" PRIu64
 			     " program headers run past the end of the file "
 			     "(%" PRIu64 " bytes): the core is cut short",
-			     c->path, (uint64_t)eh->e_phoff, count, c->size);
+			     c->path, f->h.phoff, count, c->size);
 	*n = (size_t)count;
-	*out = xmalloc(bytes ? (size_t)bytes : 1);
-	if (core_pread(c, *out, (size_t)bytes, eh->e_phoff) != bytes) {
-		free(*out);
-		return error_errno("%s: reading the program headers", c->path);
-	}
 	return 0;
 }
 
@@ -256,100 +257,84 @@ static void dispatch_note(struct core_open *o, uint32_t type,
 	}
 }
 
-static uint64_t align4(uint64_t n)
-{
-	return (n + 3) & ~(uint64_t)3;
-}
-
 /*
- * The notes in P (LEN bytes read at OFF; fewer than the segment's when
- * the core is cut short): "CORE" ones are read, others (gdb's, LINUX's
- * register sets) skipped.  One that runs past LEN ends the reading.
+ * The notes in P (LEN bytes at OFF of the core; fewer than the segment's
+ * when the core is cut short): "CORE" ones are read, others (gdb's,
+ * LINUX's register sets) skipped.  One that runs past LEN ends the
+ * reading.
  */
-static void parse_notes(struct core_open *o, const uint8_t *p, size_t len,
+static void parse_notes(struct core_open *o, const uint8_t *p, uint64_t len,
 			uint64_t off)
 {
+	struct elf_note n;
 	uint64_t at = 0;
+	enum elf_note_next next;
 
-	while (len - at >= sizeof(Elf64_Nhdr)) {
-		uint32_t namesz = get32(p + at), descsz = get32(p + at + 4);
-		uint64_t name = at + sizeof(Elf64_Nhdr);
-		uint64_t desc = name + align4(namesz);
-
-		if (desc > len || descsz > len - desc) {
-			warning("%s: offset 0x%" PRIx64 ": a note (type %u, "
-				"%u bytes) runs past the notes' end (offset "
-				"0x%" PRIx64 "); the rest skipped",
-				o->core->path, off + at, get32(p + at + 8),
-				descsz, off + len);
-			o->core->bad_notes++;
-			return;
-		}
-		if (namesz == 5 && !memcmp(p + name, "CORE", 5))
-			dispatch_note(o, get32(p + at + 8), p + desc, descsz,
-			     off + desc);
-		at = desc + align4(descsz);
-		if (at > len)
-			return;
+	while ((next = elf_note_next(p, len, &at, &n)) == ELF_NOTE)
+		if (n.namesz == 5 && !memcmp(n.name, "CORE", 5))
+			dispatch_note(o, n.type, n.desc, n.descsz,
+				      off + n.desc_at);
+	if (next == ELF_NOTE_CUT) {
+		warning("%s: offset 0x%" PRIx64 ": a note (type %u, %u bytes) "
+			"runs past the notes' end (offset 0x%" PRIx64 "); the "
+			"rest skipped", o->core->path, off + n.at, n.type,
+			n.descsz, off + len);
+		o->core->bad_notes++;
 	}
 }
 
-static void read_notes(struct core_open *o, const Elf64_Phdr *ph)
+static void read_notes(struct core_open *o, const struct elf_file *f,
+		       const struct elf_phdr *ph)
 {
 	struct coreimage *c = o->core;
-	size_t len;
-	uint8_t *buf;
+	uint64_t len;
 
-	if (ph->p_offset >= c->size)
+	if (ph->offset >= c->size)
 		len = 0;
 	else
-		len = (size_t)(ph->p_filesz < c->size - ph->p_offset
-				       ? ph->p_filesz
-				       : c->size - ph->p_offset);
-	if (len < ph->p_filesz)
+		len = ph->filesz < c->size - ph->offset
+			      ? ph->filesz
+			      : c->size - ph->offset;
+	if (len < ph->filesz)
 		warning("%s: offset 0x%" PRIx64 ": the notes are cut short "
-			"(%zu of %" PRIu64 " bytes in the file)", c->path,
-			(uint64_t)ph->p_offset, len, (uint64_t)ph->p_filesz);
-	if (!len)
-		return;
-	buf = xmalloc(len);
-	len = core_pread(c, buf, len, ph->p_offset);
-	parse_notes(o, buf, len, ph->p_offset);
-	free(buf);
+			"(%" PRIu64 " of %" PRIu64 " bytes in the file)",
+			c->path, ph->offset, len, ph->filesz);
+	if (len)
+		parse_notes(o, elf_at(f, ph->offset, len), len, ph->offset);
 }
 
 /* --- Segments ------------------------------------------------------- */
 
 /* PH as a segment, and what of it is absent, if it makes sense. */
-static void add_segment(struct core_open *o, const Elf64_Phdr *ph,
+static void add_segment(struct core_open *o, const struct elf_phdr *ph,
 			size_t *alloc)
 {
 	struct coreimage *c = o->core;
 	struct core_segment *s;
-	uint64_t filesz = ph->p_filesz;
+	uint64_t filesz = ph->filesz;
 
-	if (!ph->p_memsz)
+	if (!ph->memsz)
 		return;
-	if (ph->p_vaddr + ph->p_memsz < ph->p_vaddr) {
+	if (ph->vaddr + ph->memsz < ph->vaddr) {
 		warning("%s: a segment at 0x%" PRIx64 " of %" PRIu64 " bytes "
 			"wraps around the address space; ignored", c->path,
-			(uint64_t)ph->p_vaddr, (uint64_t)ph->p_memsz);
+			ph->vaddr, ph->memsz);
 		return;
 	}
-	if (filesz > ph->p_memsz) {
+	if (filesz > ph->memsz) {
 		warning("%s: the segment at 0x%" PRIx64 " says it holds %"
 			PRIu64 " bytes of its %" PRIu64 "; the first %" PRIu64
-			" read", c->path, (uint64_t)ph->p_vaddr, filesz,
-			(uint64_t)ph->p_memsz, (uint64_t)ph->p_memsz);
-		filesz = ph->p_memsz;
+			" read", c->path, ph->vaddr, filesz,
+			ph->memsz, ph->memsz);
+		filesz = ph->memsz;
 	}
 	GROW(c->segs, c->nsegs + 1, *alloc);
 	s = &c->segs[c->nsegs++];
-	s->vaddr = ph->p_vaddr;
-	s->memsz = ph->p_memsz;
-	s->offset = ph->p_offset;
+	s->vaddr = ph->vaddr;
+	s->memsz = ph->memsz;
+	s->offset = ph->offset;
 	s->filesz = filesz;
-	s->flags = ph->p_flags;
+	s->flags = ph->flags;
 	if (s->offset >= c->size)
 		s->avail = 0;
 	else
@@ -612,25 +597,31 @@ static size_t read_core(struct procimage *img, uint64_t addr, void *buf,
  */
 static uint64_t exe_end(struct coreimage *c, const struct core_file *exe)
 {
-	Elf64_Ehdr eh;
-	Elf64_Phdr ph;
+	uint8_t buf[sizeof(Elf64_Ehdr)];
+	struct elf_header eh;
+	struct elf_phdr ph;
 	uint64_t first = UINT64_MAX, end = 0;
+	bool is64;
 
-	if (!procimage_read_all(&c->img, exe->start, &eh,
-					       sizeof(eh)) ||
-	    memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
-	    eh.e_phentsize != sizeof(ph) || eh.e_phoff > UINT32_MAX)
+	if (!procimage_read_all(&c->img, exe->start, buf, sizeof(buf)) ||
+	    memcmp(buf, ELFMAG, SELFMAG))
 		return 0;
-	for (unsigned i = 0; i < eh.e_phnum; i++) {
-		if (!procimage_read_all(&c->img, exe->start + eh.e_phoff +
-					i * sizeof(ph), &ph, sizeof(ph)))
+	elf_decode_header(buf, sizeof(buf), &eh, &is64);
+	if (!is64 || eh.phentsize != sizeof(Elf64_Phdr) ||
+	    eh.phoff > UINT32_MAX)
+		return 0;
+	for (unsigned i = 0; i < eh.phnum; i++) {
+		if (!procimage_read_all(&c->img, exe->start + eh.phoff +
+					i * sizeof(Elf64_Phdr), buf,
+					sizeof(Elf64_Phdr)))
 			return 0;
-		if (ph.p_type != PT_LOAD)
+		elf_decode_phdr(buf, true, &ph);
+		if (ph.type != PT_LOAD)
 			continue;
-		if (ph.p_vaddr < first)
-			first = ph.p_vaddr & ~(uint64_t)4095;
-		if (ph.p_vaddr + ph.p_memsz > end)
-			end = ph.p_vaddr + ph.p_memsz;
+		if (ph.vaddr < first)
+			first = ph.vaddr & ~(uint64_t)4095;
+		if (ph.vaddr + ph.memsz > end)
+			end = ph.vaddr + ph.memsz;
 	}
 	if (first > end)
 		return 0;
@@ -736,33 +727,37 @@ static void seg_perms(uint32_t flags, char perms[5])
 static void file_perms(struct coreimage *c, struct core_file *f, uint64_t off,
 		       char perms[5])
 {
-	Elf64_Ehdr eh;
-	Elf64_Phdr ph;
+	uint8_t buf[sizeof(Elf64_Ehdr)];
+	struct elf_header eh;
+	struct elf_phdr ph;
 	uint32_t flags = 0;
-	bool load = false, relro = false;
+	bool load = false, relro = false, is64;
 	int fd = file_fd(c, f);
 
 	memcpy(perms, "---p", 5);
-	if (fd < 0 || pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
-	    memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
-	    eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh.e_phentsize != sizeof(ph) || eh.e_phoff > INT32_MAX)
+	if (fd < 0 || pread(fd, buf, sizeof(buf), 0) != (ssize_t)sizeof(buf) ||
+	    memcmp(buf, ELFMAG, SELFMAG))
 		return;
-	for (unsigned i = 0; i < eh.e_phnum; i++) {
+	elf_decode_header(buf, sizeof(buf), &eh, &is64);
+	if (!is64 || eh.phentsize != sizeof(Elf64_Phdr) ||
+	    eh.phoff > INT32_MAX)
+		return;
+	for (unsigned i = 0; i < eh.phnum; i++) {
 		uint64_t lo, hi;
 
-		if (pread(fd, &ph, sizeof(ph),
-			  (off_t)(eh.e_phoff + i * sizeof(ph))) !=
-		    (ssize_t)sizeof(ph))
+		if (pread(fd, buf, sizeof(Elf64_Phdr),
+			  (off_t)(eh.phoff + i * sizeof(Elf64_Phdr))) !=
+		    (ssize_t)sizeof(Elf64_Phdr))
 			return;
-		lo = ph.p_offset & ~(uint64_t)4095;
-		hi = ph.p_offset + ph.p_filesz;
+		elf_decode_phdr(buf, true, &ph);
+		lo = ph.offset & ~(uint64_t)4095;
+		hi = ph.offset + ph.filesz;
 		if (off < lo || off >= hi)
 			continue;
-		if (ph.p_type == PT_LOAD && !load) {
+		if (ph.type == PT_LOAD && !load) {
 			load = true;
-			flags = ph.p_flags;
-		} else if (ph.p_type == PT_GNU_RELRO) {
+			flags = ph.flags;
+		} else if (ph.type == PT_GNU_RELRO) {
 			relro = true;
 		}
 	}
@@ -856,19 +851,20 @@ static void close_core(struct procimage *img)
 	c->fd = -1;
 }
 
-/* Segments and notes from the program headers. */
-static void read_segments(struct core_open *o, const Elf64_Phdr *ph,
+/* Segments and notes from the N program headers of F. */
+static void read_segments(struct core_open *o, const struct elf_file *f,
 			  size_t n)
 {
 	struct coreimage *c = o->core;
+	struct elf_phdr ph;
 	size_t alloc = 0;
 
 	for (size_t i = 0; i < n; i++)
-		if (ph[i].p_type == PT_NOTE)
-			read_notes(o, &ph[i]);
+		if (elf_phdr(f, i, &ph) && ph.type == PT_NOTE)
+			read_notes(o, f, &ph);
 	for (size_t i = 0; i < n; i++)
-		if (ph[i].p_type == PT_LOAD)
-			add_segment(o, &ph[i], &alloc);
+		if (elf_phdr(f, i, &ph) && ph.type == PT_LOAD)
+			add_segment(o, &ph, &alloc);
 	if (!c->nsegs)
 		warning("%s: no PT_LOAD segment: the core holds no memory",
 			c->path);
@@ -877,7 +873,11 @@ static void read_segments(struct core_open *o, const Elf64_Phdr *ph,
 			"notes cut short, or a kernel before 3.7)", c->path);
 }
 
-static int open_file(struct coreimage *c)
+/*
+ * The core opened (kept for reading memory) and mapped into F (for its
+ * headers and notes, while it is opened).
+ */
+static int open_file(struct coreimage *c, struct elf_file *f)
 {
 	struct stat st;
 
@@ -887,6 +887,8 @@ static int open_file(struct coreimage *c)
 	if (!S_ISREG(st.st_mode))
 		return error("%s: not a regular file", c->path);
 	c->size = (uint64_t)st.st_size;
+	if (elf_open_fd(f, c->fd, c->size) < 0)
+		return error_errno("%s", c->path);
 	return 0;
 }
 
@@ -900,8 +902,7 @@ int coreimage_open_at(struct coreimage *core, const char *path,
 		      const void *ctx)
 {
 	struct core_open o = { core, 0, 0 };
-	Elf64_Ehdr eh;
-	Elf64_Phdr *ph = NULL;
+	struct elf_file f = { 0 };
 	size_t nph = 0;
 
 	memset(core, 0, sizeof(*core));
@@ -911,19 +912,20 @@ int coreimage_open_at(struct coreimage *core, const char *path,
 	core->fd = -1;
 	core->host_path = host_path;
 	core->host_ctx = ctx;
-	if (open_file(core) < 0 ||
-	    check_header(core, &eh, core_pread(core, &eh, sizeof(eh), 0)) < 0 ||
-	    read_phdrs(core, &eh, &ph, &nph) < 0) {
+	if (open_file(core, &f) < 0 || check_header(core, &f) < 0 ||
+	    check_phdrs(core, &f, &nph) < 0) {
+		elf_close(&f);
 		procimage_close(&core->img);
 		return -1;
 	}
-	read_segments(&o, ph, nph);
+	read_segments(&o, &f, nph);
+	/* (The notes are read: what memory holds is read with pread.) */
+	elf_close(&f);
 	sort_segments(core);
 	if (!core->pid && core->nthreads)
 		core->pid = core->threads[0].pid;
 	count_lacks(core);
 	build_maps(&o);
-	free(ph);
 	for (size_t i = 0; i < core->nthreads; i++) {
 		const struct core_thread *t = &core->threads[i];
 

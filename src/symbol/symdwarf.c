@@ -456,13 +456,6 @@ static int refuse(struct dwarf *d, const char *why)
 
 /* ---- the ELF side: sections, symbols, compressed sections ---- */
 
-static const void *at(const struct elf_image *img, uint64_t off, uint64_t len)
-{
-	if (off > img->size || len > img->size - off)
-		return NULL;
-	return (const char *)img->map + off;
-}
-
 static int cmp_bsym(const void *a, const void *b)
 {
 	const struct bsym *x = a, *y = b;
@@ -482,43 +475,36 @@ static int cmp_bsym(const void *a, const void *b)
  * objects or TLS; not the hidden local untyped zero-sized ones annobin
  * makes; sizes of 0 count as 1.
  */
-static void read_symbols(struct dwarf *d, const Elf64_Shdr *sh, size_t shnum,
-			 const Elf64_Shdr *symtab)
+static void read_symbols(struct dwarf *d, const struct elf_shdr *symtab)
 {
-	const Elf64_Shdr *strs;
+	const struct elf_file *f = &d->img->elf;
+	struct elf_shdr strs;
+	struct elf_symbol e;
 	const char *str;
-	const Elf64_Sym *v;
-	size_t n, alloc = 0;
+	size_t alloc = 0;
 
-	if (symtab->sh_link >= shnum)
+	if (symtab->link >= f->h.shnum || !elf_shdr(f, symtab->link, &strs))
 		return;
-	strs = &sh[symtab->sh_link];
-	str = at(d->img, strs->sh_offset, strs->sh_size);
-	v = at(d->img, symtab->sh_offset, symtab->sh_size);
-	if (!str || !v || !strs->sh_size || str[strs->sh_size - 1] ||
-	    symtab->sh_entsize != sizeof(*v))
+	str = elf_at(f, strs.offset, strs.size);
+	if (!str || !elf_at(f, symtab->offset, symtab->size) || !strs.size ||
+	    str[strs.size - 1] || symtab->entsize != elf_sym_size(f))
 		return;
 	d->have_syms = true;
-	n = symtab->sh_size / sizeof(*v);
-	for (size_t i = 1; i < n; i++) {
-		Elf64_Sym e;
-		int type, bind;
+	for (size_t i = 1; elf_symbol(f, symtab, i, &e); i++) {
+		int type = ELF64_ST_TYPE(e.info), bind = ELF64_ST_BIND(e.info);
 
-		memcpy(&e, &v[i], sizeof(e));
-		type = ELF64_ST_TYPE(e.st_info);
-		bind = ELF64_ST_BIND(e.st_info);
 		if (type == STT_SECTION || type == STT_FILE ||
 		    type == STT_OBJECT || type == STT_COMMON ||
-		    type == STT_TLS || e.st_shndx == SHN_UNDEF ||
-		    e.st_shndx >= SHN_LORESERVE || e.st_name >= strs->sh_size)
+		    type == STT_TLS || e.shndx == SHN_UNDEF ||
+		    e.shndx >= SHN_LORESERVE || e.name >= strs.size)
 			continue;
-		if (!e.st_size && bind == STB_LOCAL && type == STT_NOTYPE &&
-		    ELF64_ST_VISIBILITY(e.st_other) == STV_HIDDEN)
+		if (!e.size && bind == STB_LOCAL && type == STT_NOTYPE &&
+		    ELF64_ST_VISIBILITY(e.other) == STV_HIDDEN)
 			continue;
 		GROW(d->syms, d->nsyms + 1, alloc);
 		d->syms[d->nsyms++] = (struct bsym){
-			e.st_value, e.st_size ? e.st_size : 1, (uint32_t)i,
-			e.st_shndx, str + e.st_name
+			e.value, e.size ? e.size : 1, (uint32_t)i, e.shndx,
+			str + e.name
 		};
 	}
 	if (d->nsyms)
@@ -527,36 +513,37 @@ static void read_symbols(struct dwarf *d, const Elf64_Shdr *sh, size_t shnum,
 
 static int read_elf(struct dwarf *d)
 {
-	const struct elf_image *img = d->img;
-	const Elf64_Ehdr *eh = img->map;
-	const Elf64_Shdr *sh, *names;
-	const char *shstr;
+	const struct elf_file *f = &d->img->elf;
+	struct elf_shdr sh, names;
 	size_t alloc = 0;
 
-	if (!img->is64 || img->size < sizeof(*eh))
+	if (!f->is64 || f->size < sizeof(Elf64_Ehdr))
 		return decline(d, "not a 64-bit ELF file");
-	/* (Read in place: they must be aligned, as every linker puts them.) */
-	sh = at(img, eh->e_shoff, (uint64_t)eh->e_shnum * sizeof(*sh));
-	if (!sh || eh->e_shoff % _Alignof(Elf64_Shdr) ||
-	    eh->e_shentsize != sizeof(*sh) || eh->e_shstrndx >= eh->e_shnum)
+	/* (As every linker puts them: other placings are left to libbfd.) */
+	if (!elf_at(f, f->h.shoff, (uint64_t)f->h.shnum * sizeof(Elf64_Shdr)) ||
+	    f->h.shoff % _Alignof(Elf64_Shdr) ||
+	    f->h.shentsize != sizeof(Elf64_Shdr) ||
+	    f->h.shstrndx >= f->h.shnum)
 		return decline(d, "no section headers");
-	names = &sh[eh->e_shstrndx];
-	shstr = at(img, names->sh_offset, names->sh_size);
-	if (!shstr || !names->sh_size || shstr[names->sh_size - 1])
+	if (!elf_shdr(f, f->h.shstrndx, &names) ||
+	    !elf_at(f, names.offset, names.size) || !names.size ||
+	    f->data[names.offset + names.size - 1])
 		return decline(d, "no section names");
-	for (size_t i = 1; i < eh->e_shnum; i++) {
-		const char *name = sh[i].sh_name < names->sh_size
-					   ? shstr + sh[i].sh_name
-					   : "";
+	for (size_t i = 1; i < f->h.shnum; i++) {
+		const char *name;
 
-		if (sh[i].sh_flags & SHF_ALLOC) {
+		elf_shdr(f, i, &sh);
+		name = sh.name < names.size
+			       ? (const char *)f->data + names.offset + sh.name
+			       : "";
+		if (sh.flags & SHF_ALLOC) {
 			GROW(d->secs, d->nsecs + 1, alloc);
 			d->secs[d->nsecs++] = (struct esec){
-				sh[i].sh_addr, sh[i].sh_size, (uint16_t)i
+				sh.addr, sh.size, (uint16_t)i
 			};
 		}
-		if (sh[i].sh_type == SHT_SYMTAB && !d->have_syms)
-			read_symbols(d, sh, eh->e_shnum, &sh[i]);
+		if (sh.type == SHT_SYMTAB && !d->have_syms)
+			read_symbols(d, &sh);
 		if (!strcmp(name, ".gnu_debugaltlink") ||
 		    !strcmp(name, ".debug_types") || !strncmp(name, ".zdebug", 7))
 			return decline(d, "dwz, type units or .zdebug sections");
@@ -565,14 +552,14 @@ static int read_elf(struct dwarf *d)
 
 			if (strcmp(name, section_names[k]) || x->present)
 				continue;
-			if (sh[i].sh_type == SHT_NOBITS)
+			if (sh.type == SHT_NOBITS)
 				break;
-			x->raw = at(img, sh[i].sh_offset, sh[i].sh_size);
+			x->raw = elf_at(f, sh.offset, sh.size);
 			if (!x->raw)
 				return decline(d, "a DWARF section past the "
 						  "end of the file");
-			x->raw_size = sh[i].sh_size;
-			x->compressed = sh[i].sh_flags & SHF_COMPRESSED;
+			x->raw_size = sh.size;
+			x->compressed = sh.flags & SHF_COMPRESSED;
 			x->present = true;
 		}
 	}
@@ -605,8 +592,9 @@ static void *inflated_buffer(struct section *x, size_t size)
 static bool inflate(struct section *x)
 {
 	struct libdeflate_decompressor *z;
-	Elf64_Chdr ch;
-	size_t got;
+	uint32_t type;
+	uint64_t size;
+	size_t hdr, got;
 	bool ok;
 
 	if (!x->present || !x->compressed) {
@@ -614,28 +602,28 @@ static bool inflate(struct section *x)
 		x->size = x->raw_size;
 		return true;
 	}
-	if (x->raw_size < sizeof(ch))
+	/* (The reader takes 64-bit files only.) */
+	if (!elf_chdr(true, x->raw, x->raw_size, &type, &size, &hdr))
 		return false;
-	memcpy(&ch, x->raw, sizeof(ch));
 	/*
 	 * (A section bigger than 4 GiB inflated is not a debug file.)  The
 	 * size is allocated before a byte is inflated: deflate makes at most
 	 * 258 bytes of 2 bits, so more than 1032 bytes a byte is a lie, and
 	 * a few bytes must not cost gigabytes.
 	 */
-	if (ch.ch_type != ELFCOMPRESS_ZLIB || ch.ch_size > (1ULL << 32) ||
-	    ch.ch_size / 1032 > x->raw_size - sizeof(ch))
+	if (type != ELFCOMPRESS_ZLIB || size > (1ULL << 32) ||
+	    size / 1032 > x->raw_size - hdr)
 		return false;
 	if (!(z = libdeflate_alloc_decompressor()))
 		return false;
-	x->owned = inflated_buffer(x, ch.ch_size);
-	ok = libdeflate_zlib_decompress(z, x->raw + sizeof(ch),
-					x->raw_size - sizeof(ch), x->owned,
-					ch.ch_size, &got) == LIBDEFLATE_SUCCESS &&
-	     got == ch.ch_size;
+	x->owned = inflated_buffer(x, size);
+	ok = libdeflate_zlib_decompress(z, x->raw + hdr, x->raw_size - hdr,
+					x->owned, size, &got) ==
+		     LIBDEFLATE_SUCCESS &&
+	     got == size;
 	libdeflate_free_decompressor(z);
 	x->p = x->owned;
-	x->size = ch.ch_size;
+	x->size = size;
 	return ok;
 }
 

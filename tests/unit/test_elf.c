@@ -55,8 +55,8 @@ static struct strbuf why = STRBUF_INIT;
 
 static void teardown(void)
 {
-	elf_close(&img);
-	elf_close(&dbg);
+	elfimage_close(&img);
+	elfimage_close(&dbg);
 	sb_release(&why);
 }
 
@@ -212,7 +212,7 @@ static const struct elf_sym *by_name(const struct elf_sym *v, size_t n,
 static void open_ok(const char *path)
 {
 	sb_reset(&why);
-	cr_assert_eq(elf_open(&img, path, &why), 0, "%s: %s", path,
+	cr_assert_eq(elfimage_open(&img, path, &why), 0, "%s: %s", path,
 		     sb_str(&why));
 }
 
@@ -243,7 +243,7 @@ static void check_build_id(const char *path)
 }
 
 /*
- * elf_find on function NAME of IMG's code, whose nm address and size
+ * elfimage_find on function NAME of IMG's code, whose nm address and size
  * are known: inside, at its start, its last byte, and past its end.
  * False if the past-end case could not be tried.
  */
@@ -261,21 +261,21 @@ static bool check_function(const char *path, const char *name)
 	cr_assert_eq(s->addr, addr);
 	cr_assert_eq(s->size, size);
 
-	s = elf_find(img.code, img.ncode, addr, &past);
+	s = elfimage_find(img.code, img.ncode, addr, &past);
 	cr_assert_not_null(s);
 	cr_assert_str_eq(s->name, name);
 	cr_assert_not(past);
-	s = elf_find(img.code, img.ncode, addr + size / 2, &past);
+	s = elfimage_find(img.code, img.ncode, addr + size / 2, &past);
 	cr_assert_str_eq(s->name, name);
 	cr_assert_not(past);
-	s = elf_find(img.code, img.ncode, addr + size - 1, &past);
+	s = elfimage_find(img.code, img.ncode, addr + size - 1, &past);
 	cr_assert_str_eq(s->name, name);
 	cr_assert_not(past);
 	/*
 	 * The past-end rule: the nearest symbol below, flagged.  Unless a
 	 * neighbour starts right there (i386's get_pc_thunk does).
 	 */
-	s = elf_find(img.code, img.ncode, addr + size, &past);
+	s = elfimage_find(img.code, img.ncode, addr + size, &past);
 	cr_assert_not_null(s);
 	if (s->addr == addr + size) {
 		cr_assert_not(past);
@@ -293,13 +293,13 @@ static void check_object(const char *path, const char *name, uint64_t size)
 	bool past;
 
 	cr_assert(nm_symbol(path, name, &addr, &nsize), "nm lacks %s", name);
-	s = elf_find(img.data, img.ndata, addr, &past);
+	s = elfimage_find(img.data, img.ndata, addr, &past);
 	cr_assert_not_null(s, "no data symbol %s", name);
 	cr_assert_str_eq(s->name, name);
 	cr_assert_eq(s->addr, addr);
 	cr_assert_eq(s->size, size);
 	cr_assert_not(past);
-	s = elf_find(img.data, img.ndata, addr + size - 1, &past);
+	s = elfimage_find(img.data, img.ndata, addr + size - 1, &past);
 	cr_assert_str_eq(s->name, name);
 	cr_assert_not(past);
 	/* Objects are not functions. */
@@ -343,7 +343,7 @@ Test(elf, pie_executable)
 	uint64_t addr, size;
 
 	open_ok(p);
-	cr_assert(img.is64);
+	cr_assert(img.elf.is64);
 	cr_assert(img.is_dyn);
 	cr_assert(img.has_symtab);
 	cr_assert(img.has_debug_info);
@@ -359,7 +359,7 @@ Test(elf, pie_executable)
 	{
 		bool past = true;
 
-		cr_assert_null(elf_find(img.code, img.ncode, 0, &past));
+		cr_assert_null(elfimage_find(img.code, img.ncode, 0, &past));
 		cr_assert_not(past);
 	}
 	/* Sorted by address. */
@@ -376,7 +376,7 @@ Test(elf, non_pie_executable)
 	uint64_t addr, size;
 
 	open_ok(p);
-	cr_assert(img.is64);
+	cr_assert(img.elf.is64);
 	cr_assert_not(img.is_dyn);
 	cr_assert(img.has_symtab);
 	check_loads(p);
@@ -426,7 +426,7 @@ Test(elf, stripped_shared_object_falls_back_to_dynsym)
 	check_loads(s);
 	/* The build-id note is loaded, so strip keeps it. */
 	check_build_id(s);
-	sym = elf_find(img.code, img.ncode, addr + 1, &past);
+	sym = elfimage_find(img.code, img.ncode, addr + 1, &past);
 	cr_assert_not_null(sym);
 	cr_assert_str_eq(sym->name, "lib_function");
 	cr_assert_eq(sym->size, size);
@@ -472,20 +472,20 @@ Test(elf, debuglink_crc_and_taking_symbols_from_the_debug_file)
 	cr_assert_not(img.has_symtab);
 	cr_assert_not_null(img.debuglink);
 	cr_assert_str_eq(img.debuglink, "app.debug");
-	cr_assert_eq(elf_open(&dbg, d, &why2), 0, "%s", sb_str(&why2));
+	cr_assert_eq(elfimage_open(&dbg, d, &why2), 0, "%s", sb_str(&why2));
 	/* The CRC objcopy wrote is the CRC of the whole debug file. */
-	cr_assert_eq(img.debuglink_crc, libdeflate_crc32(0, dbg.map, dbg.size),
+	cr_assert_eq(img.debuglink_crc, libdeflate_crc32(0, dbg.elf.data, dbg.elf.size),
 		     "%#x != %#x", img.debuglink_crc,
-		     libdeflate_crc32(0, dbg.map, dbg.size));
+		     libdeflate_crc32(0, dbg.elf.data, dbg.elf.size));
 	cr_assert(dbg.has_symtab);
 	cr_assert(dbg.has_debug_info);
 	cr_assert_eq(dbg.build_id_len, img.build_id_len);
 	cr_assert_arr_eq(dbg.build_id, img.build_id, img.build_id_len);
 
 	cr_assert_null(by_name(img.code, img.ncode, "local_function"));
-	elf_take_symbols(&img, &dbg);
+	elfimage_take_symbols(&img, &dbg);
 	cr_assert(img.has_symtab);
-	sym = elf_find(img.code, img.ncode, addr, &past);
+	sym = elfimage_find(img.code, img.ncode, addr, &past);
 	cr_assert_not_null(sym);
 	cr_assert_str_eq(sym->name, "local_function");
 	cr_assert_eq(sym->size, size);
@@ -504,7 +504,7 @@ Test(elf, elf32_shared_object)
 	if (!p)
 		cr_skip_test("gcc -m32 cannot link here");
 	open_ok(p);
-	cr_assert_not(img.is64);
+	cr_assert_not(img.elf.is64);
 	cr_assert(img.is_dyn);
 	check_loads(p);
 	check_build_id(p);
@@ -523,38 +523,38 @@ Test(elf, find_rules_on_a_table)
 	const struct elf_sym *s;
 	bool past;
 
-	cr_assert_null(elf_find(v, 3, 0xfff, &past));
-	cr_assert_null(elf_find(v, 0, 0x1000, &past));
-	s = elf_find(v, 3, 0x100f, &past);
+	cr_assert_null(elfimage_find(v, 3, 0xfff, &past));
+	cr_assert_null(elfimage_find(v, 0, 0x1000, &past));
+	s = elfimage_find(v, 3, 0x100f, &past);
 	cr_assert_str_eq(s->name, "sized");
 	cr_assert_not(past);
-	s = elf_find(v, 3, 0x1010, &past);
+	s = elfimage_find(v, 3, 0x1010, &past);
 	cr_assert_str_eq(s->name, "sized");
 	cr_assert(past);
 	/* A symbol without a size extends to the next one. */
-	s = elf_find(v, 3, 0x10ff, &past);
+	s = elfimage_find(v, 3, 0x10ff, &past);
 	cr_assert_str_eq(s->name, "unsized");
 	cr_assert_not(past);
-	s = elf_find(v, 3, 0x1100, &past);
+	s = elfimage_find(v, 3, 0x1100, &past);
 	cr_assert_str_eq(s->name, "last");
 	cr_assert_not(past);
-	s = elf_find(v, 3, UINT64_MAX, &past);
+	s = elfimage_find(v, 3, UINT64_MAX, &past);
 	cr_assert_str_eq(s->name, "last");
 	cr_assert(past);
 }
 
-/* elf_open on bytes that are not a usable ELF file: an error, a reason. */
+/* elfimage_open on bytes that are not a usable ELF file: an error, a reason. */
 static void open_fails(const char *name, const char *data, long len,
 		       const char *reason)
 {
 	const char *p = write_file(name, data, len);
 
-	elf_close(&img);
+	elfimage_close(&img);
 	sb_reset(&why);
-	cr_assert_eq(elf_open(&img, p, &why), -1, "%s opened", name);
+	cr_assert_eq(elfimage_open(&img, p, &why), -1, "%s opened", name);
 	cr_assert(strstr(sb_str(&why), reason), "%s: '%s', want '%s'", name,
 		  sb_str(&why), reason);
-	elf_close(&img);
+	elfimage_close(&img);
 }
 
 Test(elf, not_elf_files)
@@ -583,11 +583,11 @@ Test(elf, not_elf_files)
 	open_fails("class7", hdr, 64, "not a little-endian ELF file");
 
 	sb_reset(&why);
-	cr_assert_eq(elf_open(&img, "/nonexistent/binary", &why), -1);
+	cr_assert_eq(elfimage_open(&img, "/nonexistent/binary", &why), -1);
 	cr_assert(strstr(sb_str(&why), "No such file or directory"));
-	elf_close(&img);
+	elfimage_close(&img);
 	sb_reset(&why);
-	cr_assert_eq(elf_open(&img, tmpdir(), &why), -1);
+	cr_assert_eq(elfimage_open(&img, tmpdir(), &why), -1);
 	cr_assert(strstr(sb_str(&why), "not an ELF file"), "%s",
 		  sb_str(&why));
 }
@@ -643,9 +643,9 @@ static int open_damaged(const char *name, const char *data, size_t len)
 	const char *p = write_file(name, data, (long)len);
 	int rc;
 
-	elf_close(&img);
+	elfimage_close(&img);
 	sb_reset(&why);
-	rc = elf_open(&img, p, &why);
+	rc = elfimage_open(&img, p, &why);
 	if (rc < 0)
 		cr_assert_gt(why.len, 0, "%s: error without a reason", name);
 	return rc;
@@ -769,7 +769,7 @@ Test(elf, truncated_binary_is_an_error)
 		     img.ncode);
 }
 
-/* PATH opened with its symbols read later: the tables elf_open reads,
+/* PATH opened with its symbols read later: the tables elfimage_open reads,
  * and has_code saying beforehand whether there are functions. */
 static void lazy_matches_eager(const char *path)
 {
@@ -777,14 +777,14 @@ static void lazy_matches_eager(const char *path)
 	struct strbuf why2 = STRBUF_INIT;
 
 	open_ok(path);
-	cr_assert_eq(elf_open_headers(&lazy, path, &why2), 0, "%s: %s", path,
+	cr_assert_eq(elfimage_open_headers(&lazy, path, &why2), 0, "%s: %s", path,
 		     sb_str(&why2));
 	cr_assert_eq(lazy.ncode, 0);
 	cr_assert_eq(lazy.ndata, 0);
 	cr_assert_eq(lazy.has_code, img.ncode > 0, "%s", path);
 	cr_assert_eq(lazy.has_symtab, img.has_symtab, "%s", path);
-	elf_load_symbols(&lazy);
-	elf_load_symbols(&lazy); /* (twice: once) */
+	elfimage_load_symbols(&lazy);
+	elfimage_load_symbols(&lazy); /* (twice: once) */
 	cr_assert_eq(lazy.has_symtab, img.has_symtab, "%s", path);
 	cr_assert_eq(lazy.ncode, img.ncode, "%s", path);
 	cr_assert_eq(lazy.ndata, img.ndata, "%s", path);
@@ -795,8 +795,8 @@ static void lazy_matches_eager(const char *path)
 	}
 	for (size_t i = 0; i < img.ndata; i++)
 		cr_assert_str_eq(lazy.data[i].name, img.data[i].name);
-	elf_close(&lazy);
-	elf_close(&img);
+	elfimage_close(&lazy);
+	elfimage_close(&img);
 	sb_release(&why2);
 }
 
