@@ -6,7 +6,6 @@
 #ifndef DMPROF_RUN_H
 #define DMPROF_RUN_H
 
-#include <pthread.h>
 #include <stdbool.h>
 
 #include "profile.h"
@@ -14,6 +13,7 @@
 #include "model.h"
 #include "series.h"
 #include "symbol.h"
+#include "threads.h"
 
 enum run_flags {
 	RUN_ALL_DUMPS = 1 << 0, /* the named dump and every later one */
@@ -90,12 +90,11 @@ int run_load_dump(struct run *r, size_t i, struct snapshot *snap);
  */
 struct run_reader {
 	struct run *r;
-	pthread_t tid;
-	bool busy;            /* a dump is being read ahead */
+	struct task task;     /* a dump being read ahead, and what reading
+				 it said */
 	size_t ahead;         /* which */
 	struct snapshot snap; /* its snapshot, */
-	int rc;               /* its run_load_dump result, */
-	struct strbuf said;   /* and what reading it said */
+	int rc;               /* its run_load_dump result */
 };
 
 void run_reader_init(struct run_reader *rr, struct run *r);

@@ -51,9 +51,6 @@ struct strbuf;
 void report_capture(struct strbuf *sb);
 void report_replay(const struct strbuf *sb);
 
-/* Threads worth running: online cores, or DMPROF_THREADS (1 to 16). */
-size_t threads_wanted(void);
-
 /*
  * Ask for the cache line at P, to read it soon.  (GCC 12 silently drops
  * __builtin_prefetch when the address comes out of a hash computation;

@@ -47,14 +47,6 @@ void report_replay(const struct strbuf *sb)
 	}
 }
 
-size_t threads_wanted(void)
-{
-	const char *env = getenv("DMPROF_THREADS");
-	long n = env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
-
-	return n < 1 ? 1 : n > 16 ? 16 : (size_t)n;
-}
-
 static void vreport(const char *prefix, const char *fmt, va_list ap,
 		    const char *suffix)
 {

@@ -246,35 +246,30 @@ void run_reader_init(struct run_reader *rr, struct run *r)
 	rr->r = r;
 }
 
-static void *read_ahead(void *arg)
+static void read_ahead(void *arg)
 {
 	struct run_reader *rr = arg;
 	const struct series_file *d = &rr->r->series.dumps[rr->ahead];
 
-	report_capture(&rr->said);
 	rr->rc = profile_load_part_as(&rr->snap, d->path, d->part,
 				      &rr->r->model, &rr->r->reading,
 				      rr->r->format);
 	if (rr->rc == 0)
 		rr->snap.counter = d->counter;
-	report_capture(NULL);
-	return NULL;
 }
 
 /* Wait for the dump read ahead; true if it is I, then in SNAP. */
 static bool take(struct run_reader *rr, size_t i, struct snapshot *snap,
 		 int *rc)
 {
-	if (!rr->busy)
+	if (!rr->task.running)
 		return false;
-	pthread_join(rr->tid, NULL);
-	rr->busy = false;
+	task_join(&rr->task);
 	rr->r->reading_ahead = false;
 	strtab_share(&rr->r->model.strings, false);
 	/* (-2: not of the run's format after all; read as any other.) */
 	if (rr->ahead == i && rr->rc != -2) {
-		report_replay(&rr->said);
-		sb_reset(&rr->said);
+		report_replay(&rr->task.said);
 		*snap = rr->snap;
 		*rc = rr->rc;
 		return true;
@@ -282,7 +277,6 @@ static bool take(struct run_reader *rr, size_t i, struct snapshot *snap,
 	/* Not asked for: as if never read. */
 	if (rr->rc == 0)
 		snapshot_release(&rr->snap);
-	sb_reset(&rr->said);
 	return false;
 }
 
@@ -295,11 +289,11 @@ int run_reader_load(struct run_reader *rr, size_t i, size_t next,
 	if (!take(rr, i, snap, &rc))
 		rc = run_load_dump(r, i, snap);
 	if (next < r->series.ndumps && profile_traits(r->format)->read_ahead &&
-	    threads_wanted() > 1 && !file_empty(r->series.dumps[next].path)) {
+	    !file_empty(r->series.dumps[next].path)) {
 		rr->ahead = next;
 		strtab_share(&r->model.strings, true);
-		if (pthread_create(&rr->tid, NULL, read_ahead, rr) == 0)
-			rr->busy = rr->r->reading_ahead = true;
+		if (task_start(&rr->task, read_ahead, rr, true))
+			rr->r->reading_ahead = true;
 		else
 			strtab_share(&r->model.strings, false);
 	}
@@ -312,7 +306,7 @@ void run_reader_end(struct run_reader *rr)
 	int rc;
 
 	take(rr, SIZE_MAX, &unused, &rc);
-	sb_release(&rr->said);
+	task_release(&rr->task);
 }
 
 void run_close(struct run *r)

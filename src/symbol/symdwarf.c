@@ -27,7 +27,6 @@
 
 #include <elf.h>
 #include <libdeflate.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -35,6 +34,7 @@
 #include "arena.h"
 #include "hashmap.h"
 #include "search.h"
+#include "threads.h"
 #include "util.h"
 
 /* The DWARF constants used here (dwarf.h is not installed). */
@@ -629,21 +629,27 @@ static bool inflate(struct section *x)
 
 static void read_all_abbrevs(struct dwarf *d);
 
-static void *inflate_thread(void *arg)
+struct inflating {
+	struct section *x;
+	bool ok;
+};
+
+static void inflate_task(void *arg)
 {
-	return inflate(arg) ? arg : NULL;
+	struct inflating *in = arg;
+
+	in->ok = inflate(in->x);
 }
 
 static int inflate_all(struct dwarf *d)
 {
-	pthread_t tid;
+	struct inflating info = { &d->s[S_INFO], false };
+	struct task t = { 0 };
 	bool threaded, ok = true;
-	void *r = NULL;
 
 	/* .debug_info is most of the work: on another core. */
-	threaded = d->s[S_INFO].compressed && threads_wanted() > 1 &&
-		   pthread_create(&tid, NULL, inflate_thread,
-				  &d->s[S_INFO]) == 0;
+	threaded = d->s[S_INFO].compressed &&
+		   task_start(&t, inflate_task, &info, false);
 	if (!threaded)
 		ok = inflate(&d->s[S_INFO]);
 	/* (.debug_abbrev first: its tables are read in the meantime.) */
@@ -654,8 +660,8 @@ static int inflate_all(struct dwarf *d)
 			read_all_abbrevs(d);
 	}
 	if (threaded) {
-		pthread_join(tid, &r);
-		ok &= r != NULL;
+		task_release(&t);
+		ok &= info.ok;
 	}
 	if (!ok)
 		return decline(d, "a compressed DWARF section that does not "

@@ -1,16 +1,108 @@
 /*
- * One thread produces blocks, another consumes them (see handoff.h): the
- * ring's counters under one lock, a condition both sides wait on, and
- * what the producer says kept per slot, so that a run says the same
- * thing in the same order on one core as on two.
+ * Work on the other cores (see threads.h): a task, a pool, and the
+ * hand-off, where one thread produces blocks and another consumes them
+ * (the ring's counters under one lock, a condition both sides wait on,
+ * and what the producer says kept per slot, so that a run says the same
+ * thing in the same order on one core as on two).
  */
-#include "handoff.h"
+#include "threads.h"
 
-#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <unistd.h>
 
-#include "util.h"
+size_t threads_wanted(void)
+{
+	const char *env = getenv("DMPROF_THREADS");
+	long n = env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n < 1 ? 1 : n > 16 ? 16 : (size_t)n;
+}
+
+/* ---- a task ---- */
+
+static void *task_main(void *arg)
+{
+	struct task *t = arg;
+
+	if (t->capture)
+		report_capture(&t->said);
+	t->fn(t->arg);
+	if (t->capture)
+		report_capture(NULL);
+	return NULL;
+}
+
+bool task_start(struct task *t, void (*fn)(void *arg), void *arg,
+		bool capture)
+{
+	t->running = false;
+	t->fn = fn;
+	t->arg = arg;
+	t->capture = capture;
+	sb_reset(&t->said);
+	if (threads_wanted() < 2 ||
+	    pthread_create(&t->tid, NULL, task_main, t) != 0)
+		return false;
+	t->running = true;
+	return true;
+}
+
+void task_join(struct task *t)
+{
+	if (!t->running)
+		return;
+	pthread_join(t->tid, NULL);
+	t->running = false;
+}
+
+void task_release(struct task *t)
+{
+	task_join(t);
+	sb_release(&t->said);
+}
+
+/* ---- a pool ---- */
+
+struct share {
+	void (*fn)(void *ctx, size_t i, bool here);
+	void *ctx;
+	size_t i;
+};
+
+static void *share_main(void *arg)
+{
+	struct share *s = arg;
+
+	s->fn(s->ctx, s->i, false);
+	return NULL;
+}
+
+void pool_run(size_t n, void (*fn)(void *ctx, size_t i, bool here),
+	      void *ctx)
+{
+	pthread_t tid[16];
+	struct share shares[16];
+	size_t started = 0;
+
+	if (n > 16)
+		BUG("a pool of %zu threads", n);
+	for (size_t i = 1; i < n; i++) {
+		shares[i] = (struct share){ fn, ctx, i };
+		if (pthread_create(&tid[i], NULL, share_main, &shares[i]))
+			break;
+		started = i;
+	}
+	/* This thread takes its share, and those of threads not started. */
+	if (n)
+		fn(ctx, 0, true);
+	for (size_t i = started + 1; i < n; i++)
+		fn(ctx, i, true);
+	for (size_t i = 1; i <= started; i++)
+		pthread_join(tid[i], NULL);
+}
+
+/* ---- the hand-off ---- */
 
 struct handoff {
 	pthread_mutex_t lock;

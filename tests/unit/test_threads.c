@@ -1,14 +1,16 @@
 /*
- * The hand-off between two threads (handoff.h): blocks in order, a
- * consumer that stops the producer, and what the producer says said in
- * order with the rest, the same on one thread as on two.
+ * Work on other threads (threads.h): a task, started or done here, what
+ * it says kept for the caller; a pool's every share done once, on its
+ * own thread or here; the hand-off between two threads: blocks in
+ * order, a consumer that stops the producer, and what the producer says
+ * said in order with the rest, the same on one thread as on two.
  */
 #include <criterion/criterion.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "handoff.h"
+#include "threads.h"
 #include "helpers.h"
 #include "util.h"
 
@@ -152,4 +154,85 @@ Test(handoff, a_producer_that_fails_at_once)
 	cr_assert_eq(handoff_run(SLOTS, produce_nothing, consume, &c), -1);
 	cr_assert_str_eq(stderr_text(), "dmprof: cannot read\n");
 	cr_assert_eq(c.next, 0);
+}
+
+/* ---- a task ---- */
+
+struct job {
+	int in, out;
+};
+
+static void square(void *arg)
+{
+	struct job *j = arg;
+
+	warning("squaring %d", j->in);
+	j->out = j->in * j->in;
+}
+
+Test(task, runs_on_a_thread_and_keeps_what_it_says)
+{
+	struct task t = { 0 };
+	struct job j = { 7, 0 };
+
+	on_threads("2");
+	capture_stderr();
+	cr_assert(task_start(&t, square, &j, true));
+	task_join(&t);
+	cr_assert_eq(j.out, 49);
+	/* Kept, not said, until the caller says it. */
+	cr_assert_str_eq(stderr_text(), "");
+	report_replay(&t.said);
+	cr_assert_str_eq(stderr_text(), "dmprof: warning: squaring 7\n");
+	/* Started again, what the last one said is gone. */
+	j.in = 3;
+	cr_assert(task_start(&t, square, &j, true));
+	task_release(&t);
+	cr_assert_eq(j.out, 9);
+}
+
+Test(task, one_thread_wanted_starts_nothing)
+{
+	struct task t = { 0 };
+	struct job j = { 7, 0 };
+
+	on_threads("1");
+	cr_assert_not(task_start(&t, square, &j, false));
+	cr_assert_not(t.running);
+	cr_assert_eq(j.out, 0);
+	/* (Joining what was not started is nothing.) */
+	task_release(&t);
+}
+
+/* ---- a pool ---- */
+
+struct pool_ctx {
+	int done[16];
+	bool here[16];
+};
+
+static void mark(void *ctx, size_t i, bool here)
+{
+	struct pool_ctx *p = ctx;
+
+	p->done[i]++;
+	p->here[i] = here;
+}
+
+Test(pool, every_share_once)
+{
+	struct pool_ctx p;
+
+	memset(&p, 0, sizeof(p));
+
+	pool_run(16, mark, &p);
+	for (int i = 0; i < 16; i++)
+		cr_assert_eq(p.done[i], 1, "share %d done %d times", i,
+			     p.done[i]);
+	/* Share 0 is this thread's. */
+	cr_assert(p.here[0]);
+	pool_run(0, mark, &p);
+	pool_run(1, mark, &p);
+	cr_assert_eq(p.done[0], 2);
+	cr_assert_eq(p.done[1], 1);
 }
