@@ -119,15 +119,16 @@ static int cmd_buckets_run(struct cmd_args *a)
 	return status;
 }
 
-static const struct cmd_option options[] = {
-	{ OPT_POLICY, "policy", "POLICY", OPT_VALUE | OPT_SYNOPSIS,
-	  "also print the component each bucket lands in" },
-	OPT_END,
-};
-
-static const char *const usage[] = { "DUMP", NULL };
-
 const struct cmd_entry cmd_buckets = {
-	"buckets", "print every bucket of the run with its symbolized stack",
-	usage, options, CMD_READS_DUMPS, NULL, cmd_buckets_run,
+	.name = "buckets",
+	.summary = "print every bucket of the run with its symbolized stack",
+	.usage = (const char *const[]){ "DUMP", NULL },
+	.options = (const struct cmd_option[]){
+		{ .key = OPT_POLICY, .name = "policy", .arg = "POLICY",
+		  .type = OPT_STRING, .flags = OPT_SYNOPSIS,
+		  .help = "also print the component each bucket lands in" },
+		OPT_END,
+	},
+	.flags = CMD_READS_DUMPS,
+	.run = cmd_buckets_run,
 };

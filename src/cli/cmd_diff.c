@@ -888,9 +888,8 @@ static int cmd_diff_run(struct cmd_args *a)
 	if (a->argc < 1 || a->argc > 2)
 		return cmd_usage_error(a, a->argc ? "too many operands"
 						  : "which dumps?");
-	if ((status = setup_rows(a, 10, &rows)) ||
-	    (status = setup_owners(a, &d.owners)))
-		return status;
+	rows = setup_rows(a, 10);
+	setup_owners(a, &d.owners);
 	d.rows = rows;
 	d.exact = args_has(a, 'b');
 	d.json = args_has(a, OPT_JSON);
@@ -948,20 +947,20 @@ static int cmd_diff_run(struct cmd_args *a)
 	return rc ? 1 : 0;
 }
 
-static const struct cmd_option options[] = {
-	OPTION_POLICY,
-	OPTION_ROWS("rows in each group of a table before the rest goes into "
-		    "<other> (default 10)"),
-	OPTION_BYTES,
-	{ OPT_JSON, "json", NULL, OPT_SYNOPSIS,
-	  "every row, exact numbers, as JSON" },
-	OPTION_OWNERS,
-	OPT_END,
-};
-
-static const char *const usage[] = { "A B", "FIRST_DUMP", NULL };
-
 const struct cmd_entry cmd_diff = {
-	"diff", "print what grew between two dumps, or over a run",
-	usage, options, CMD_READS_DUMPS, NULL, cmd_diff_run,
+	.name = "diff",
+	.summary = "print what grew between two dumps, or over a run",
+	.usage = (const char *const[]){ "A B", "FIRST_DUMP", NULL },
+	.options = (const struct cmd_option[]){
+		OPTION_POLICY,
+		OPTION_ROWS("rows in each group of a table before the rest "
+			    "goes into <other> (default 10)"),
+		OPTION_BYTES,
+		{ .key = OPT_JSON, .name = "json", .flags = OPT_SYNOPSIS,
+		  .help = "every row, exact numbers, as JSON" },
+		OPTION_OWNERS,
+		OPT_END,
+	},
+	.flags = CMD_READS_DUMPS,
+	.run = cmd_diff_run,
 };

@@ -305,23 +305,22 @@ static int cmd_expand_run(struct cmd_args *a)
 	return status;
 }
 
-static const struct cmd_option options[] = {
-	OPTION_POLICY,
-	{ 'l', "lines", NULL, OPT_SYNOPSIS,
-	  "with --original: the line of each source file" },
-	{ OPT_ORIGINAL, "original", NULL, OPT_SYNOPSIS,
-	  "the original's lines, keyed by frames and counts, \"func(@file)\" "
-	  "frames" },
-	OPT_END,
-};
-
-static const char *const usage[] = {
-	"DUMP COMPONENT [DEPTH]",
-	"DUMP POLICY COMPONENT [DEPTH]",
-	NULL,
-};
-
 const struct cmd_entry cmd_expand = {
-	"expand", "print the stacks behind one component of a dump", usage,
-	options, CMD_READS_DUMPS, NULL, cmd_expand_run,
+	.name = "expand",
+	.summary = "print the stacks behind one component of a dump",
+	.usage = (const char *const[]){ "DUMP COMPONENT [DEPTH]",
+					"DUMP POLICY COMPONENT [DEPTH]",
+					NULL },
+	.options = (const struct cmd_option[]){
+		OPTION_POLICY,
+		{ .key = 'l', .name = "lines", .flags = OPT_SYNOPSIS,
+		  .help = "with --original: the line of each source file" },
+		{ .key = OPT_ORIGINAL, .name = "original",
+		  .flags = OPT_SYNOPSIS,
+		  .help = "the original's lines, keyed by frames and counts, "
+			  "\"func(@file)\" frames" },
+		OPT_END,
+	},
+	.flags = CMD_READS_DUMPS,
+	.run = cmd_expand_run,
 };

@@ -104,15 +104,16 @@ static int cmd_folded_run(struct cmd_args *a)
 	return status;
 }
 
-static const struct cmd_option options[] = {
-	OPTION_POLICY,
-	OPTION_COMPONENT("only this component's stacks (and no component frame)"),
-	OPT_END,
-};
-
-static const char *const usage[] = { "DUMP", NULL };
-
 const struct cmd_entry cmd_folded = {
-	"folded", "print a dump's stacks folded, for flame graphs", usage,
-	options, CMD_READS_DUMPS, NULL, cmd_folded_run,
+	.name = "folded",
+	.summary = "print a dump's stacks folded, for flame graphs",
+	.usage = (const char *const[]){ "DUMP", NULL },
+	.options = (const struct cmd_option[]){
+		OPTION_POLICY,
+		OPTION_COMPONENT("only this component's stacks (and no "
+				 "component frame)"),
+		OPT_END,
+	},
+	.flags = CMD_READS_DUMPS,
+	.run = cmd_folded_run,
 };

@@ -363,16 +363,17 @@ static int cmd_heap_run(struct cmd_args *a)
 	return 0;
 }
 
-static const struct cmd_option options[] = {
-	{ OPT_JSON, "json", NULL, OPT_SYNOPSIS, "exact numbers, as JSON" },
-	{ OPT_BLOCKS, "blocks", NULL, OPT_SYNOPSIS,
-	  "every block too: address, usable size, chunk size, state, arena" },
-	OPT_END,
-};
-
-static const char *const usage[] = { "PID", "CORE", NULL };
-
 const struct cmd_entry cmd_heap = {
-	"heap", "account for the glibc malloc heap of a process or a core",
-	usage, options, 0, NULL, cmd_heap_run,
+	.name = "heap",
+	.summary = "account for the glibc malloc heap of a process or a core",
+	.usage = (const char *const[]){ "PID", "CORE", NULL },
+	.options = (const struct cmd_option[]){
+		{ .key = OPT_JSON, .name = "json", .flags = OPT_SYNOPSIS,
+		  .help = "exact numbers, as JSON" },
+		{ .key = OPT_BLOCKS, .name = "blocks", .flags = OPT_SYNOPSIS,
+		  .help = "every block too: address, usable size, chunk size, "
+			  "state, arena" },
+		OPT_END,
+	},
+	.run = cmd_heap_run,
 };

@@ -147,9 +147,8 @@ static int cmd_html_run(struct cmd_args *a)
 	if (a->argc != 1)
 		return cmd_usage_error(a, a->argc ? "too many operands"
 						  : "which dump?");
-	if ((status = setup_rows(a, 40, &stacks)) ||
-	    (status = setup_owners(a, &owners)))
-		return status;
+	stacks = setup_rows(a, 40);
+	setup_owners(a, &owners);
 	output = args_get(a, 'o') ? xstrdup(args_get(a, 'o'))
 				  : default_output(a->argv[0]);
 	tally_init(&passed);
@@ -213,20 +212,22 @@ out:
 	return status;
 }
 
-static const struct cmd_option options[] = {
-	OPTION_POLICIES,
-	{ 'o', "output", "FILE", OPT_VALUE | OPT_SYNOPSIS,
-	  "write the page to FILE ('-': standard output; default: the run's "
-	  "name.html, here)" },
-	OPTION_ROWS("stacks kept per component at each snapshot that keeps "
-		    "stacks (default 40)"),
-	OPTION_OWNERS,
-	OPT_END,
-};
-
-static const char *const usage[] = { "FIRST_DUMP", NULL };
-
 const struct cmd_entry cmd_html = {
-	"html", "write the run as one HTML page: chart, stacks, flame graphs",
-	usage, options, CMD_READS_DUMPS, NULL, cmd_html_run,
+	.name = "html",
+	.summary = "write the run as one HTML page: chart, stacks, flame "
+		   "graphs",
+	.usage = (const char *const[]){ "FIRST_DUMP", NULL },
+	.options = (const struct cmd_option[]){
+		OPTION_POLICIES,
+		{ .key = 'o', .name = "output", .arg = "FILE",
+		  .type = OPT_STRING, .flags = OPT_SYNOPSIS,
+		  .help = "write the page to FILE ('-': standard output; "
+			  "default: the run's name.html, here)" },
+		OPTION_ROWS("stacks kept per component at each snapshot that "
+			    "keeps stacks (default 40)"),
+		OPTION_OWNERS,
+		OPT_END,
+	},
+	.flags = CMD_READS_DUMPS,
+	.run = cmd_html_run,
 };

@@ -142,14 +142,14 @@ static int cmd_json_run(struct cmd_args *a)
 	return setup_timeline(a, false, json_out);
 }
 
-static const struct cmd_option options[] = {
-	OPTION_POLICIES,
-	OPT_END,
-};
-
-static const char *const usage[] = { "DUMP [DUMP...]", NULL };
-
 const struct cmd_entry cmd_json = {
-	"json", "print the timeline as JSON (JSON_DEEP_2)", usage, options,
-	CMD_READS_DUMPS, NULL, cmd_json_run,
+	.name = "json",
+	.summary = "print the timeline as JSON (JSON_DEEP_2)",
+	.usage = (const char *const[]){ "DUMP [DUMP...]", NULL },
+	.options = (const struct cmd_option[]){
+		OPTION_POLICIES,
+		OPT_END,
+	},
+	.flags = CMD_READS_DUMPS,
+	.run = cmd_json_run,
 };

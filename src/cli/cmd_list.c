@@ -39,14 +39,14 @@ static int cmd_list_run(struct cmd_args *a)
 	return setup_timeline(a, false, list_out);
 }
 
-static const struct cmd_option options[] = {
-	OPTION_POLICIES,
-	OPT_END,
-};
-
-static const char *const usage[] = { "DUMP [DUMP...]", NULL };
-
 const struct cmd_entry cmd_list = {
-	"list", "print every component of every snapshot, in bytes", usage,
-	options, CMD_READS_DUMPS, NULL, cmd_list_run,
+	.name = "list",
+	.summary = "print every component of every snapshot, in bytes",
+	.usage = (const char *const[]){ "DUMP [DUMP...]", NULL },
+	.options = (const struct cmd_option[]){
+		OPTION_POLICIES,
+		OPT_END,
+	},
+	.flags = CMD_READS_DUMPS,
+	.run = cmd_list_run,
 };

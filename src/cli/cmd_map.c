@@ -169,14 +169,14 @@ out:
 	return status;
 }
 
-static const struct cmd_option options[] = {
-	OPTION_POLICY,
-	OPT_END,
-};
-
-static const char *const usage[] = { "DUMP", "DUMP POLICY", NULL };
-
 const struct cmd_entry cmd_map = {
-	"map", "print what each address range was in each snapshot", usage,
-	options, CMD_READS_DUMPS, NULL, cmd_map_run,
+	.name = "map",
+	.summary = "print what each address range was in each snapshot",
+	.usage = (const char *const[]){ "DUMP", "DUMP POLICY", NULL },
+	.options = (const struct cmd_option[]){
+		OPTION_POLICY,
+		OPT_END,
+	},
+	.flags = CMD_READS_DUMPS,
+	.run = cmd_map_run,
 };

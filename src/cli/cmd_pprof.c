@@ -307,21 +307,24 @@ out:
 	return status;
 }
 
-static const struct cmd_option options[] = {
-	OPTION_COMPONENT("only this component"),
-	OPTION_POLICY,
-	{ OPT_PROTO, "proto", NULL, OPT_SYNOPSIS,
-	  "a gzipped profile.proto, component and policy as sample labels "
-	  "(go tool pprof, speedscope, Pyroscope open it)" },
-	{ OPT_ORIGINAL, "original", NULL, OPT_SYNOPSIS,
-	  "the original's text: every hooked region and malloc line, the "
-	  "allocator's arenas beside the blocks they hold" },
-	OPT_END,
-};
-
-static const char *const usage[] = { "DUMP", "DUMP POLICY", NULL };
-
 const struct cmd_entry cmd_pprof = {
-	"pprof", "convert a dump to a pprof heap profile (text or protobuf)",
-	usage, options, CMD_READS_DUMPS, NULL, cmd_pprof_run,
+	.name = "pprof",
+	.summary = "convert a dump to a pprof heap profile (text or protobuf)",
+	.usage = (const char *const[]){ "DUMP", "DUMP POLICY", NULL },
+	.options = (const struct cmd_option[]){
+		OPTION_COMPONENT("only this component"),
+		OPTION_POLICY,
+		{ .key = OPT_PROTO, .name = "proto", .flags = OPT_SYNOPSIS,
+		  .help = "a gzipped profile.proto, component and policy as "
+			  "sample labels (go tool pprof, speedscope, "
+			  "Pyroscope open it)" },
+		{ .key = OPT_ORIGINAL, .name = "original",
+		  .flags = OPT_SYNOPSIS,
+		  .help = "the original's text: every hooked region and "
+			  "malloc line, the allocator's arenas beside the "
+			  "blocks they hold" },
+		OPT_END,
+	},
+	.flags = CMD_READS_DUMPS,
+	.run = cmd_pprof_run,
 };

@@ -53,26 +53,14 @@ static void ask_stop(int sig)
 
 static int parse_options(struct cmd_args *a, struct snapshot_opts *o)
 {
-	const char *n = args_get(a, 'n'), *i = args_get(a, 'i');
-
 	memset(o, 0, sizeof(*o));
 	o->output = args_get(a, 'o');
 	o->scan = !args_has(a, OPT_NO_SCAN);
-	o->interval = 1;
-	o->count = 1;
-	if (o->output && !*o->output)
-		return cmd_usage_error(a, "bad output prefix '' (a path and a "
-					  "file name start, or a directory)");
-	if (i && !setup_seconds(i, &o->interval))
-		return cmd_usage_error(a, "bad interval '%s' (seconds)", i);
+	o->interval = args_seconds(a, 'i', 1);
 	/* -i alone: until the process ends, or dmprof is interrupted. */
-	if (i && !n)
-		o->count = 0;
-	if (n && (word_u64(n, strlen(n), &o->count) != NUM_OK || !o->count))
-		return cmd_usage_error(a, "bad count '%s' (a number of "
-					  "snapshots, 1 or more)", n);
+	o->count = args_count(a, 'n', args_has(a, 'i') ? 0 : 1);
 	if ((o->core = setup_core_operand(a))) {
-		if (i || (n && o->count != 1))
+		if (args_has(a, 'i') || (args_has(a, 'n') && o->count != 1))
 			return cmd_usage_error(a, "a core is one instant: no "
 						  "-i, no -n");
 		return 0;
@@ -265,24 +253,31 @@ static int cmd_snapshot_run(struct cmd_args *a)
 	return rc < 0 ? 1 : 0;
 }
 
-static const struct cmd_option options[] = {
-	{ 'o', "output", "PREFIX", OPT_VALUE | OPT_SYNOPSIS,
-	  "snapshots go to PREFIX.PID.NNNN.snap; a directory: "
-	  "DIR/NAME.PID..., NAME the process's" },
-	{ 'i', "interval", "SECONDS", OPT_VALUE | OPT_SYNOPSIS,
-	  "a snapshot every SECONDS (default 1); alone, until the process "
-	  "ends or dmprof is interrupted" },
-	{ 'n', "count", "COUNT", OPT_VALUE | OPT_SYNOPSIS,
-	  "how many snapshots (default 1)" },
-	{ OPT_NO_SCAN, "no-scan", NULL, 0,
-	  "walk the heap only: no types, no leaks, a shorter stop" },
-	OPT_END,
-};
-
-static const char *const usage[] = { "PID", "CORE", NULL };
-
 const struct cmd_entry cmd_snapshot = {
-	"snapshot",
-	"hold a running process still and write what its memory holds",
-	usage, options, 0, NULL, cmd_snapshot_run,
+	.name = "snapshot",
+	.summary = "hold a running process still and write what its memory "
+		   "holds",
+	.usage = (const char *const[]){ "PID", "CORE", NULL },
+	.options = (const struct cmd_option[]){
+		{ .key = 'o', .name = "output", .arg = "PREFIX",
+		  .type = OPT_STRING, .flags = OPT_SYNOPSIS,
+		  .empty = "bad output prefix '' (a path and a file name "
+			   "start, or a directory)",
+		  .help = "snapshots go to PREFIX.PID.NNNN.snap; a directory: "
+			  "DIR/NAME.PID..., NAME the process's" },
+		{ .key = 'i', .name = "interval", .arg = "SECONDS",
+		  .type = OPT_SECONDS, .flags = OPT_SYNOPSIS,
+		  .bad = "bad interval '%s' (seconds)",
+		  .help = "a snapshot every SECONDS (default 1); alone, until "
+			  "the process ends or dmprof is interrupted" },
+		{ .key = 'n', .name = "count", .arg = "COUNT",
+		  .type = OPT_COUNT, .flags = OPT_SYNOPSIS, .min = 1,
+		  .bad = "bad count '%s' (a number of snapshots, 1 or more)",
+		  .help = "how many snapshots (default 1)" },
+		{ .key = OPT_NO_SCAN, .name = "no-scan",
+		  .help = "walk the heap only: no types, no leaks, a shorter "
+			  "stop" },
+		OPT_END,
+	},
+	.run = cmd_snapshot_run,
 };

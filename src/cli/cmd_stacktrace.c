@@ -79,9 +79,10 @@ static int cmd_stacktrace_run(struct cmd_args *a)
 	return 0;
 }
 
-static const char *const usage[] = { "DUMP", NULL };
-
 const struct cmd_entry cmd_stacktrace = {
-	"stacktrace", "print each stack line of a dump with its stack", usage,
-	NULL, CMD_READS_DUMPS, NULL, cmd_stacktrace_run,
+	.name = "stacktrace",
+	.summary = "print each stack line of a dump with its stack",
+	.usage = (const char *const[]){ "DUMP", NULL },
+	.flags = CMD_READS_DUMPS,
+	.run = cmd_stacktrace_run,
 };

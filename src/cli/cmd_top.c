@@ -614,9 +614,8 @@ static int cmd_top_run(struct cmd_args *a)
 	memset(&t, 0, sizeof(t));
 	if ((status = setup_one_policy(a, &policy)))
 		return status;
-	if ((status = setup_rows(a, 15, &rows)) ||
-	    (status = setup_owners(a, &t.owners)))
-		goto early;
+	rows = setup_rows(a, 15);
+	setup_owners(a, &t.owners);
 	if (a->argc != 1) {
 		status = cmd_usage_error(a, a->argc ? "too many operands"
 						    : "which dump?");
@@ -708,23 +707,27 @@ early:
 	return status;
 }
 
-static const struct cmd_option options[] = {
-	OPTION_POLICY,
-	OPTION_COMPONENT("only this component, and the functions of its stacks"),
-	OPTION_ROWS("rows in each table (with --tree, children of each "
-		    "node) before the rest goes into <other> (default 15)"),
-	OPTION_BYTES,
-	{ OPT_JSON, "json", NULL, OPT_SYNOPSIS, "exact numbers, as JSON" },
-	{ OPT_TREE, "tree", NULL, OPT_SYNOPSIS,
-	  "the components alone, as a tree of their names' parts split at "
-	  "'-' (or '/'), with subtotals" },
-	OPTION_OWNERS,
-	OPT_END,
-};
-
-static const char *const usage[] = { "DUMP", NULL };
-
 const struct cmd_entry cmd_top = {
-	"top", "print what is eating memory in a dump: components, functions",
-	usage, options, CMD_READS_DUMPS, NULL, cmd_top_run,
+	.name = "top",
+	.summary = "print what is eating memory in a dump: components, "
+		   "functions",
+	.usage = (const char *const[]){ "DUMP", NULL },
+	.options = (const struct cmd_option[]){
+		OPTION_POLICY,
+		OPTION_COMPONENT("only this component, and the functions of "
+				 "its stacks"),
+		OPTION_ROWS("rows in each table (with --tree, children of "
+			    "each node) before the rest goes into <other> "
+			    "(default 15)"),
+		OPTION_BYTES,
+		{ .key = OPT_JSON, .name = "json", .flags = OPT_SYNOPSIS,
+		  .help = "exact numbers, as JSON" },
+		{ .key = OPT_TREE, .name = "tree", .flags = OPT_SYNOPSIS,
+		  .help = "the components alone, as a tree of their names' "
+			  "parts split at '-' (or '/'), with subtotals" },
+		OPTION_OWNERS,
+		OPT_END,
+	},
+	.flags = CMD_READS_DUMPS,
+	.run = cmd_top_run,
 };
