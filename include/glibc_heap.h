@@ -46,11 +46,11 @@ struct heap_arena {
 	struct heap_tally t;
 };
 
-/* A corruption found, or what could not be read: where, and what. */
+/* A corruption found, or what could not be read: where (the image and
+ * an address), and what (its words whole, the address in them). */
 struct heap_problem {
-	uint64_t addr;
+	struct fault f;
 	int arena;            /* -1: not an arena's */
-	char *msg;
 };
 
 /* glibc's struct malloc_par, mp_, when found: the mmapped chunks as
@@ -88,15 +88,16 @@ struct glibc_heap {
 	uint64_t tcache_key;
 	struct heap_problem *problems;
 	size_t nproblems, problems_alloc;
-	char *why;                 /* why there was nothing to walk */
+	struct fault why;          /* why there was nothing to walk */
 };
 
 /*
  * Walk the glibc heap of IMG into H.  0 with H filled (corruption is not
  * an error: it is in H->problems, and what could not be walked is counted
- * as unknown); -1 with H->why saying why there is nothing to walk (for
- * the caller to say, as an error or not): no libc mapped (a static
- * binary?), no main_arena (another allocator, or glibc's never used).
+ * as unknown); -1 with the fault H->why saying why there is nothing to
+ * walk (for the caller to say, as an error or not): no libc mapped (a
+ * static binary?), no main_arena (another allocator, or glibc's never
+ * used).
  * Either way H is released with glibc_heap_release.
  */
 int glibc_heap_walk(struct glibc_heap *h, struct procimage *img);

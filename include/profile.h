@@ -66,11 +66,12 @@ int profile_load(struct snapshot *snap, const char *path, struct model *m,
 int profile_load_part(struct snapshot *snap, const char *path, int part,
 		      struct model *m, struct read_run *run);
 /*
- * The same if the file is in format ONLY; else -2, with nothing read
- * or said.
+ * The same if the file is in format ONLY; else -1 with *OTHER set and
+ * nothing read or said (a reader ahead, that reads only the run's
+ * format, leaves any other to be read in turn).
  */
 int profile_load_part_as(struct snapshot *snap, const char *path, int part,
 			 struct model *m, struct read_run *run,
-			 enum dump_format only);
+			 enum dump_format only, bool *other);
 
 #endif

@@ -95,6 +95,7 @@ struct run_reader {
 	size_t ahead;         /* which */
 	struct snapshot snap; /* its snapshot, */
 	int rc;               /* its run_load_dump result */
+	bool other;           /* not of the run's format: not read */
 };
 
 void run_reader_init(struct run_reader *rr, struct run *r);

@@ -295,8 +295,7 @@ int cmd_usage_error(const struct cmd_args *a, const char *fmt, ...)
 	va_start(ap, fmt);
 	sb_vaddf(&sb, fmt, ap);
 	va_end(ap);
-	fflush(stdout);
-	fprintf(stderr, "dmprof: %s: %s\n", a->path, sb.buf);
+	error("%s: %s", a->path, sb.buf);
 	print_usage(stderr, a->cmd, a->path);
 	sb_release(&sb);
 	return EXIT_USAGE;

@@ -37,6 +37,8 @@ enum {
 
 struct heap_run {
 	const char *core; /* the core file walked, or NULL: process PID */
+	/* Where the files the core names are (the symbol options). */
+	const struct read_options *read;
 	pid_t pid;
 	size_t threads;
 	double held, stopping, walk;
@@ -77,8 +79,8 @@ static int walk_once(struct heap_run *r)
 	r->stopping = procstop_stopping_seconds(&stop);
 	if (procstop_exited(r->pid))
 		rc = error("process %d exited during the walk", (int)r->pid);
-	else if (rc < 0 && r->h.why)
-		error("%s", r->h.why);
+	else if (rc < 0 && r->h.why.what)
+		fault_error(&r->h.why, NULL);
 	if (rc < 0)
 		glibc_heap_release(&r->h);
 	return rc;
@@ -88,14 +90,16 @@ static int walk_once(struct heap_run *r)
 static int walk_core(struct heap_run *r)
 {
 	struct coreimage core;
-	char *missing;
+	struct fault missing = { 0 };
+	bool cut;
 	double t0 = seconds();
 	int rc;
 
-	if (coreimage_open(&core, r->core) < 0)
+	if (coreimage_open_at(&core, r->core, r->read->host_path,
+			      r->read->host_ctx) < 0)
 		return -1;
-	if ((missing = coreimage_missing(&core)))
-		warning("%s", missing);
+	if ((cut = coreimage_missing(&core, &missing)))
+		fault_warning(&missing, NULL);
 	r->pid = core.pid;
 	r->threads = core.nthreads;
 	rc = glibc_heap_walk(&r->h, &core.img);
@@ -104,11 +108,11 @@ static int walk_core(struct heap_run *r)
 	r->walk = seconds() - t0;
 	coreimage_close(&core);
 	if (rc < 0) {
-		error("%s%s", r->h.why, missing ? " (the core is cut short: "
-				"what it lacks may hold it)" : "");
+		fault_error(&r->h.why, cut ? " (the core is cut short: what "
+					     "it lacks may hold it)" : NULL);
 		glibc_heap_release(&r->h);
 	}
-	free(missing);
+	fault_release(&missing);
 	return rc;
 }
 
@@ -131,7 +135,7 @@ static int walk(struct heap_run *r)
 static void say_problems(const struct glibc_heap *h)
 {
 	for (size_t i = 0; i < h->nproblems && i < PROBLEMS_SAID; i++)
-		warning("%s", h->problems[i].msg);
+		fault_warning(&h->problems[i].f, NULL);
 	if (h->nproblems > PROBLEMS_SAID)
 		warning("%zu more problems (--json lists them all)",
 			h->nproblems - PROBLEMS_SAID);
@@ -273,9 +277,9 @@ static void json_problems(struct json_writer *w, const struct glibc_heap *h)
 	json_array(w);
 	for (size_t i = 0; i < h->nproblems; i++) {
 		json_object_line(w);
-		json_hex(w, "address", h->problems[i].addr);
+		json_hex(w, "address", h->problems[i].f.where.addr);
 		json_member_int(w, "arena", h->problems[i].arena);
-		json_member_string(w, "message", h->problems[i].msg);
+		json_member_string(w, "message", h->problems[i].f.what);
 		json_end(w);
 	}
 	json_end(w);
@@ -350,6 +354,7 @@ static int cmd_heap_run(struct cmd_args *a)
 	int status;
 
 	r.core = setup_core_operand(a);
+	r.read = &a->read;
 	if (!r.core && (status = setup_pid(a, &r.pid)))
 		return status;
 	if ((r.core ? walk_core(&r) : walk(&r)) < 0)
@@ -375,5 +380,7 @@ const struct cmd_entry cmd_heap = {
 			  "state, arena" },
 		OPT_END,
 	},
+	/* (A core's files are found as the symbol options say.) */
+	.flags = CMD_READS_DUMPS,
 	.run = cmd_heap_run,
 };

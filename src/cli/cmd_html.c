@@ -189,11 +189,11 @@ static int cmd_html_run(struct cmd_args *a)
 	} else {
 		setup_say_passed(a, &owners, &passed, "bytes at the peak");
 		if (strcmp(output, "-"))
-			fprintf(stderr, "dmprof: wrote %s (%zu KiB, %zu "
-					"snapshots): open it in a browser\n",
-				output,
-				(strlen(page_html) + data.len + 1023) / 1024,
-				tl.n);
+			note("wrote %s (%zu KiB, %zu snapshots): open it in "
+			     "a browser",
+			     output,
+			     (strlen(page_html) + data.len + 1023) / 1024,
+			     tl.n);
 	}
 	if (!status && tl.skipped_errors)
 		status = 1;

@@ -155,34 +155,33 @@ static void add_reason(struct reasons *r, const struct deep_meta *m,
 static void say_reasons(const struct reasons *r, const char *prefix)
 {
 	if (r->peaks && r->teardown)
-		fprintf(stderr, "dmprof record: %u at new peaks in use; before "
-				"teardown (%s): %s.%04lu.heap\n",
-			r->peaks, r->teardown_why, prefix, r->teardown);
+		inform("record", "%u at new peaks in use; before teardown "
+				 "(%s): %s.%04lu.heap",
+		       r->peaks, r->teardown_why, prefix, r->teardown);
 	else if (r->teardown)
-		fprintf(stderr, "dmprof record: before teardown (%s): "
-				"%s.%04lu.heap\n",
-			r->teardown_why, prefix, r->teardown);
+		inform("record", "before teardown (%s): %s.%04lu.heap",
+		       r->teardown_why, prefix, r->teardown);
 	else if (r->peaks)
-		fprintf(stderr, "dmprof record: %u at new peaks in use\n",
-			r->peaks);
+		inform("record", "%u at new peaks in use", r->peaks);
 }
 
 static void say_cost(const struct cost *c, size_t dumps)
 {
+	struct strbuf sb = STRBUF_INIT;
+
 	if (!dumps || c->dump <= 0)
 		return;
-	fprintf(stderr, "dmprof record: a dump took up to %.3f s", c->dump);
+	sb_addf(&sb, "a dump took up to %.3f s", c->dump);
 	if (c->running < dumps)
-		fprintf(stderr, ", the program's threads standing still up to "
-				"%.3f s",
+		sb_addf(&sb, ", the program's threads standing still up to "
+			     "%.3f s",
 			c->stopped);
-	fputc('\n', stderr);
+	inform("record", "%s", sb.buf);
+	sb_release(&sb);
 	if (c->running)
-		fprintf(stderr,
-			"dmprof record: %u dump%s read with the threads "
-			"running: %s\n",
-			c->running, c->running == 1 ? " was" : "s were",
-			c->why);
+		inform("record", "%u dump%s read with the threads running: %s",
+		       c->running, c->running == 1 ? " was" : "s were",
+		       c->why);
 }
 
 /*
@@ -211,21 +210,19 @@ static size_t report(const char *prefix, pid_t main_pid)
 		add_reason(&why, &m, s.dumps[i].counter);
 	}
 	if (s.ndumps == 1)
-		fprintf(stderr, "dmprof record: 1 dump of pid %d: "
-				"%s.%04lu.heap\n",
-			(int)main_pid, mine, s.first);
+		inform("record", "1 dump of pid %d: %s.%04lu.heap",
+		       (int)main_pid, mine, s.first);
 	else if (s.ndumps)
-		fprintf(stderr, "dmprof record: %zu dumps of pid %d: "
-				"%s.0001.heap .. %s.%04lu.heap\n",
-			s.ndumps, (int)main_pid, mine, mine,
-			s.dumps[s.ndumps - 1].counter);
+		inform("record", "%zu dumps of pid %d: %s.0001.heap .. "
+				 "%s.%04lu.heap",
+		       s.ndumps, (int)main_pid, mine, mine,
+		       s.dumps[s.ndumps - 1].counter);
 	say_reasons(&why, mine);
 	say_cost(&cost, s.ndumps);
 	if (others)
-		fprintf(stderr,
-			"dmprof record: %zu more dump%s by other processes "
-			"(children, or earlier runs) under %s.*.heap\n",
-			others, others == 1 ? "" : "s", prefix);
+		inform("record", "%zu more dump%s by other processes "
+				 "(children, or earlier runs) under %s.*.heap",
+		       others, others == 1 ? "" : "s", prefix);
 	total = s.ndumps + others;
 	series_free(&s);
 	free(mine);
@@ -399,8 +396,7 @@ static pid_t run_child(char **argv, int sig, int *wstatus)
 	}
 	if (!pid) {
 		execvp(argv[0], argv);
-		fprintf(stderr, "dmprof: record: cannot run %s: %s\n", argv[0],
-			strerror(errno));
+		error("record: cannot run %s: %s", argv[0], strerror(errno));
 		_exit(errno == ENOENT ? 127 : 126);
 	}
 	child = pid;
@@ -459,16 +455,15 @@ static int cmd_record_run(struct cmd_args *a)
 	}
 	if (!report(prefix, pid) &&
 	    !(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) >= 126))
-		fprintf(stderr,
-			"dmprof record: %s wrote no dumps (a static binary, "
-			"a set-user-ID one, or one that never called malloc "
-			"and did not exit normally?)\n",
-			a->argv[0]);
+		inform("record", "%s wrote no dumps (a static binary, a "
+				 "set-user-ID one, or one that never called "
+				 "malloc and did not exit normally?)",
+		       a->argv[0]);
 	free(prefix);
 	if (WIFSIGNALED(wstatus)) {
-		fprintf(stderr, "dmprof record: %s killed by signal %d%s\n",
-			a->argv[0], WTERMSIG(wstatus),
-			WCOREDUMP(wstatus) ? " (core dumped)" : "");
+		inform("record", "%s killed by signal %d%s", a->argv[0],
+		       WTERMSIG(wstatus),
+		       WCOREDUMP(wstatus) ? " (core dumped)" : "");
 		return 128 + WTERMSIG(wstatus);
 	}
 	return WEXITSTATUS(wstatus);

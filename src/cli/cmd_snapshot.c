@@ -33,6 +33,8 @@ struct snapshot_opts {
 	double interval;      /* -i */
 	uint64_t count;       /* -n; 0: until the process ends */
 	pid_t pid;
+	/* Where the files a core names are (the symbol options). */
+	const struct read_options *read;
 };
 
 /* What the run of snapshots left, for the last word. */
@@ -55,6 +57,7 @@ static int parse_options(struct cmd_args *a, struct snapshot_opts *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->output = args_get(a, 'o');
+	o->read = &a->read;
 	o->scan = !args_has(a, OPT_NO_SCAN);
 	o->interval = args_seconds(a, 'i', 1);
 	/* -i alone: until the process ends, or dmprof is interrupted. */
@@ -126,23 +129,24 @@ static void say_problems(const char *path, const struct procsnap *s)
 	if (!h->nproblems)
 		return;
 	warning("%s: %zu problem%s in the heap walk, the first: %s", path,
-		h->nproblems, h->nproblems == 1 ? "" : "s", h->problems[0].msg);
+		h->nproblems, h->nproblems == 1 ? "" : "s",
+		h->problems[0].f.what);
 }
 
 /* What a cut core lacks. */
 static void say_core(const struct procsnap *s)
 {
-	char *missing = coreimage_missing(s->core);
+	struct fault missing = { 0 };
 
-	if (missing)
-		warning("%s", missing);
-	free(missing);
+	if (coreimage_missing(s->core, &missing))
+		fault_warning(&missing, NULL);
+	fault_release(&missing);
 }
 
 /* The end of a run: the process exited.  1. */
 static int gone(pid_t pid)
 {
-	fprintf(stderr, "dmprof snapshot: process %d has exited\n", (int)pid);
+	inform("snapshot", "process %d has exited", (int)pid);
 	return 1;
 }
 
@@ -154,7 +158,7 @@ static int take_one(const struct snapshot_opts *o, struct taken *t)
 	int rc;
 
 	if (o->core) {
-		if (procsnap_take_core(&s, o->core, NULL) < 0)
+		if (procsnap_take_core(&s, o->core, o->read) < 0)
 			return -1;
 		say_core(&s);
 	} else {
@@ -169,7 +173,8 @@ static int take_one(const struct snapshot_opts *o, struct taken *t)
 		return -1;
 	}
 	if (!s.walked && !t->n)
-		warning("%s; its memory is classed by mapping only", s.h.why);
+		fault_warning(&s.h.why, "; its memory is classed by mapping "
+					"only");
 	path = xasprintf("%s.%04lu.snap", t->prefix, t->next);
 	rc = procsnap_write(&s, path);
 	if (rc == 0) {
@@ -210,19 +215,19 @@ static void wait_until(double at)
 static void report(const struct snapshot_opts *o, const struct taken *t)
 {
 	if (o->core && t->n)
-		fprintf(stderr, "dmprof snapshot: %s.%04lu.snap: core %s\n",
-			t->prefix, t->first, o->core);
+		inform("snapshot", "%s.%04lu.snap: core %s", t->prefix,
+		       t->first, o->core);
 	else if (t->n == 1)
-		fprintf(stderr, "dmprof snapshot: %s.%04lu.snap: process %d "
-				"stood still %.1f ms\n",
-			t->prefix, t->first, (int)o->pid, t->held_max * 1e3);
+		inform("snapshot", "%s.%04lu.snap: process %d stood still "
+				   "%.1f ms",
+		       t->prefix, t->first, (int)o->pid, t->held_max * 1e3);
 	else if (t->n)
-		fprintf(stderr, "dmprof snapshot: %zu snapshots of process %d: "
-				"%s.%04lu.snap .. %s.%04lu.snap; it stood "
-				"still up to %.1f ms (%.1f ms on average)\n",
-			t->n, (int)o->pid, t->prefix, t->first, t->prefix,
-			t->next - 1, t->held_max * 1e3,
-			t->held_sum / (double)t->n * 1e3);
+		inform("snapshot", "%zu snapshots of process %d: %s.%04lu.snap "
+				   ".. %s.%04lu.snap; it stood still up to "
+				   "%.1f ms (%.1f ms on average)",
+		       t->n, (int)o->pid, t->prefix, t->first, t->prefix,
+		       t->next - 1, t->held_max * 1e3,
+		       t->held_sum / (double)t->n * 1e3);
 }
 
 static int cmd_snapshot_run(struct cmd_args *a)
@@ -279,5 +284,7 @@ const struct cmd_entry cmd_snapshot = {
 			  "stop" },
 		OPT_END,
 	},
+	/* (A core's files are found as the symbol options say.) */
+	.flags = CMD_READS_DUMPS,
 	.run = cmd_snapshot_run,
 };

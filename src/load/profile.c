@@ -204,12 +204,15 @@ int profile_load(struct snapshot *snap, const char *path, struct model *m,
 int profile_load_part(struct snapshot *snap, const char *path, int part,
 		      struct model *m, struct read_run *run)
 {
-	return profile_load_part_as(snap, path, part, m, run, FORMAT_ANY);
+	bool other;
+
+	return profile_load_part_as(snap, path, part, m, run, FORMAT_ANY,
+				    &other);
 }
 
 int profile_load_part_as(struct snapshot *snap, const char *path, int part,
 			 struct model *m, struct read_run *run,
-			 enum dump_format only)
+			 enum dump_format only, bool *other)
 {
 	const struct reader *rd;
 	struct line_stream s;
@@ -217,6 +220,7 @@ int profile_load_part_as(struct snapshot *snap, const char *path, int part,
 	struct read_run alone;
 	int rc = -1;
 
+	*other = false;
 	if (!run) {
 		memset(&alone, 0, sizeof(alone));
 		run = &alone;
@@ -235,7 +239,8 @@ int profile_load_part_as(struct snapshot *snap, const char *path, int part,
 	if (only != FORMAT_ANY && (!rd || rd->traits.format != only)) {
 		stream_close(&s);
 		snapshot_release(snap);
-		return -2;
+		*other = true;
+		return -1;
 	}
 	if (rd && rd->parse_path) {
 		stream_close(&s);

@@ -253,7 +253,7 @@ static void read_ahead(void *arg)
 
 	rr->rc = profile_load_part_as(&rr->snap, d->path, d->part,
 				      &rr->r->model, &rr->r->reading,
-				      rr->r->format);
+				      rr->r->format, &rr->other);
 	if (rr->rc == 0)
 		rr->snap.counter = d->counter;
 }
@@ -267,8 +267,8 @@ static bool take(struct run_reader *rr, size_t i, struct snapshot *snap,
 	task_join(&rr->task);
 	rr->r->reading_ahead = false;
 	strtab_share(&rr->r->model.strings, false);
-	/* (-2: not of the run's format after all; read as any other.) */
-	if (rr->ahead == i && rr->rc != -2) {
+	/* (Not of the run's format after all: read as any other.) */
+	if (rr->ahead == i && !rr->other) {
 		report_replay(&rr->task.said);
 		*snap = rr->snap;
 		*rc = rr->rc;

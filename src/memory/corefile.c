@@ -29,23 +29,26 @@ int corefile_parse(struct snapshot *snap, const char *path, struct model *m,
 		   struct read_run *run)
 {
 	struct reader_pos pos = { .path = path };
+	struct fault missing = { 0 };
 	struct snap_builder b;
 	struct procsnap s;
-	char *missing;
+	bool cut;
 	int rc;
 
 	if (procsnap_take_core(&s, path, run->opts) < 0)
 		return -1;
 	/* (A cut core says so first: it is why its heap is not found, not
 	 * "a static binary" or "another allocator".) */
-	if ((missing = coreimage_missing(s.core)))
-		warning("%s", missing);
+	if ((cut = coreimage_missing(s.core, &missing)))
+		fault_warning(&missing, NULL);
 	if (!s.walked)
 		/* (WHY names the core already.) */
-		warning("%s%s; its memory is classed by mapping only", s.h.why,
-			missing ? " (the core is cut short: what it lacks may "
-				  "hold it)" : "");
-	free(missing);
+		fault_warning(&s.h.why,
+			      cut ? " (the core is cut short: what it lacks "
+				    "may hold it); its memory is classed by "
+				    "mapping only"
+				  : "; its memory is classed by mapping only");
+	fault_release(&missing);
 	snapbuild_init(&b, snap, m, &pos);
 	rc = procsnap_emit(&s, build, &b);
 	if (rc == 0)

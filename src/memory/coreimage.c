@@ -964,14 +964,16 @@ void coreimage_close(struct coreimage *core)
 	procimage_close(&core->img);
 }
 
-char *coreimage_missing(const struct coreimage *core)
+bool coreimage_missing(const struct coreimage *core, struct fault *f)
 {
 	if (!core->absent.count && !core->cut.count)
-		return NULL;
-	return xasprintf("%s is cut short at %" PRIu64 " bytes: %zu "
-			 "segment%s absent and %zu cut, %" PRIu64 " bytes of "
-			 "memory missing", core->path, core->size,
-			 core->absent.count,
-			 core->absent.count == 1 ? "" : "s", core->cut.count,
-			 core->absent.bytes + core->cut.bytes);
+		return false;
+	fault_set(f, &(struct where){ .path = core->path, .has_addr = true,
+				      .addr = core->size },
+		  "%s is cut short at %" PRIu64 " bytes: %zu segment%s absent "
+		  "and %zu cut, %" PRIu64 " bytes of memory missing",
+		  core->path, core->size, core->absent.count,
+		  core->absent.count == 1 ? "" : "s", core->cut.count,
+		  core->absent.bytes + core->cut.bytes);
+	return true;
 }

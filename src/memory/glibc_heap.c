@@ -131,9 +131,10 @@ static int read_libc_data(struct walk *w)
 		w->nlibc++;
 	}
 	if (!any) {
-		w->h->why = xasprintf("%s has no libc.so mapped (a static "
-				      "binary, or not glibc): its malloc heap "
-				      "cannot be walked", w->img->name);
+		fault_set(&w->h->why, &(struct where){ .path = w->img->name },
+			  "%s has no libc.so mapped (a static binary, or not "
+			  "glibc): its malloc heap cannot be walked",
+			  w->img->name);
 		return -1;
 	}
 	return 0;
@@ -272,16 +273,18 @@ static uint64_t find_main_arena(struct walk *w)
 				return a;
 		}
 	if (unused)
-		w->h->why = xasprintf("%s: glibc's malloc has never been used "
-				      "(its main arena at 0x%" PRIx64 " is "
-				      "empty): the process allocates with "
-				      "another allocator (tcmalloc, jemalloc?)",
-				      w->img->name, unused);
+		fault_set(&w->h->why,
+			  &(struct where){ .path = w->img->name,
+					   .has_addr = true, .addr = unused },
+			  "%s: glibc's malloc has never been used (its main "
+			  "arena at 0x%" PRIx64 " is empty): the process "
+			  "allocates with another allocator (tcmalloc, "
+			  "jemalloc?)", w->img->name, unused);
 	else
-		w->h->why = xasprintf("%s: no glibc malloc arena found in "
-				      "libc's data: another allocator "
-				      "(tcmalloc, jemalloc?), or a glibc "
-				      "other than 2.36", w->img->name);
+		fault_set(&w->h->why, &(struct where){ .path = w->img->name },
+			  "%s: no glibc malloc arena found in libc's data: "
+			  "another allocator (tcmalloc, jemalloc?), or a "
+			  "glibc other than 2.36", w->img->name);
 	return 0;
 }
 
@@ -770,11 +773,11 @@ int glibc_heap_walk(struct glibc_heap *h, struct procimage *img)
 void glibc_heap_release(struct glibc_heap *h)
 {
 	for (size_t i = 0; i < h->nproblems; i++)
-		free(h->problems[i].msg);
+		fault_release(&h->problems[i].f);
 	free(h->problems);
 	free(h->blocks);
 	free(h->extents);
-	free(h->why);
+	fault_release(&h->why);
 	free(h->arenas);
 	free(h->tcaches);
 	memset(h, 0, sizeof(*h));

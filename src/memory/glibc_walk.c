@@ -26,9 +26,13 @@ void walk_problem(struct walk *w, int arena, uint64_t addr, const char *fmt,
 	sb_vaddf(&sb, fmt, ap);
 	va_end(ap);
 	GROW(h->problems, h->nproblems + 1, h->problems_alloc);
-	h->problems[h->nproblems].addr = addr;
-	h->problems[h->nproblems].arena = arena;
-	h->problems[h->nproblems++].msg = sb_detach(&sb);
+	memset(&h->problems[h->nproblems], 0, sizeof(*h->problems));
+	fault_set(&h->problems[h->nproblems].f,
+		  &(struct where){ .path = w->img->name, .has_addr = true,
+				   .addr = addr },
+		  "%s", sb.buf);
+	h->problems[h->nproblems++].arena = arena;
+	sb_release(&sb);
 }
 
 bool walk_read(struct walk *w, uint64_t addr, void *out, size_t len)

@@ -680,7 +680,7 @@ static void emit_meta(struct emit *e, const struct procsnap *s)
 		meta(e, "Swap", "%" PRIu64, s->total.swap);
 	}
 	if (!s->walked)
-		meta(e, "Heap", "none (%s)", s->h.why);
+		meta(e, "Heap", "none (%s)", s->h.why.what);
 	else
 		meta(e, "Heap", "glibc 2.36, main_arena 0x%" PRIx64 ", %zu "
 				"arena%s, %zu tcache%s, %" PRIu64 " mmapped "
@@ -791,9 +791,9 @@ static void emit_heap(struct emit *e, const struct procsnap *s)
 	for (size_t i = 0; i < h->nproblems; i++) {
 		memset(&r, 0, sizeof(r));
 		r.kind = SNAP_PROBLEM;
-		r.u.problem.addr = h->problems[i].addr;
+		r.u.problem.addr = h->problems[i].f.where.addr;
 		r.u.problem.arena = h->problems[i].arena;
-		r.u.problem.msg = h->problems[i].msg;
+		r.u.problem.msg = h->problems[i].f.what;
 		put(e, &r);
 	}
 }

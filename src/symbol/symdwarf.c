@@ -2370,7 +2370,7 @@ static void push_frame(struct dwarf *d, const char *func, const char *file,
  * order asked, which decodes units), then its function and line row
  * (found in the order of addresses).
  */
-struct where {
+struct locus {
 	struct unit *u;
 	struct func *fn;
 	const struct bsym *sym; /* sym_search's */
@@ -2385,7 +2385,7 @@ struct where {
  * The first part of a question, in the order asked: libbfd's unit for
  * ADDR (decoded now, as libbfd decodes it on its first address), or NULL.
  */
-static void locate(struct dwarf *d, uint64_t addr, struct where *w)
+static void locate(struct dwarf *d, uint64_t addr, struct locus *w)
 {
 	struct unit *u;
 
@@ -2450,7 +2450,7 @@ struct hint {
  * lookup_address_in_line_info_table for ADDR of U, found from hint H.
  */
 static void find_hinted(struct unit *u, uint64_t addr, struct hint *h,
-			struct where *w)
+			struct locus *w)
 {
 	const struct sequence *s;
 	size_t i;
@@ -2494,7 +2494,7 @@ static void find_hinted(struct unit *u, uint64_t addr, struct hint *h,
  */
 /* What the second part finds for ADDR (located as W says). */
 static void find_one(const struct dwarf *d, uint64_t addr, struct hint *h,
-		     struct sym_hint *sh, struct where *w)
+		     struct sym_hint *sh, struct locus *w)
 {
 	if (w->sec < 0)
 		return;
@@ -2505,7 +2505,7 @@ static void find_one(const struct dwarf *d, uint64_t addr, struct hint *h,
 }
 
 static void find_all(const struct dwarf *d, const uint64_t *addrs, size_t n,
-		     struct where *w)
+		     struct locus *w)
 {
 	uint64_t min = UINT64_MAX, max = 0, *v, *tmp, *sorted;
 	struct hint h = { 0 };
@@ -2549,7 +2549,7 @@ static void find_all(const struct dwarf *d, const uint64_t *addrs, size_t n,
  * questions before): the answer, as _bfd_dwarf2_find_nearest_line and
  * the inliner calls give it.
  */
-static void answer(struct dwarf *d, uint64_t addr, const struct where *w,
+static void answer(struct dwarf *d, uint64_t addr, const struct locus *w,
 		   struct dwarf_answer *out)
 {
 	struct unit *u = w->u;
@@ -2603,7 +2603,7 @@ int dwarf_lookup(struct dwarf *d, const uint64_t *addrs, size_t n,
 		 struct dwarf_answer *out, const char **why)
 {
 	size_t first = d->nframes;
-	struct where *w;
+	struct locus *w;
 
 	if (d->declined)
 		goto no;
