@@ -88,11 +88,11 @@ void allocator_pattern(struct strbuf *sb);
  * with CUM, which visits the calls); bit 0 of the entries' flags is this
  * function's, the others the caller's.  Returns the owner.
  */
-struct tally_entry *tally_functions(struct tally *funcs, const struct model *m,
+struct tally_entry *stacktext_tally_functions(struct tally *funcs, const struct model *m,
 				    const struct stack *st, const int64_t *add,
 				    size_t n, bool cum);
 /* Has E the place of a flat stack of its (else of a call, or none)? */
-bool tally_placed_flat(const struct tally_entry *e);
+bool stacktext_placed_flat(const struct tally_entry *e);
 
 /*
  * Call FN with the text of each logical frame of ST, innermost first, as

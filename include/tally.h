@@ -42,14 +42,14 @@ struct tally {
 	uint8_t *flag_by_id;    /* and what it is (FRAME_*: 0, not yet) */
 	size_t nby_id;
 	const void *by_id_of;
-	/* tally_functions': whose frame owns a stack's bytes (NULL:
+	/* stacktext_tally_functions': whose frame owns a stack's bytes (NULL:
 	 * pprof's rule); the user's. */
 	const struct owners *owners;
-	/* tally_functions': where it counts the allocator wrappers it passed
+	/* stacktext_tally_functions': where it counts the allocator wrappers it passed
 	 * over to find an owner, by function (bytes; allocs: stacks), or
 	 * NULL; the user's. */
 	struct tally *passed;
-	/* tally_functions' scratch: a stack's logical frames. */
+	/* stacktext_tally_functions' scratch: a stack's logical frames. */
 	struct lframe *lframes;
 	size_t lframes_alloc;
 };

@@ -389,7 +389,7 @@ static struct tally_entry *function_entry(struct tally *funcs,
 	return e;
 }
 
-bool tally_placed_flat(const struct tally_entry *e)
+bool stacktext_placed_flat(const struct tally_entry *e)
 {
 	return e->flags & PLACE_FLAT;
 }
@@ -423,7 +423,7 @@ static void count_passed(struct tally *funcs, const struct model *m,
 	sb_release(&name);
 }
 
-struct tally_entry *tally_functions(struct tally *funcs, const struct model *m,
+struct tally_entry *stacktext_tally_functions(struct tally *funcs, const struct model *m,
 				    const struct stack *st, const int64_t *add,
 				    size_t n, bool cum)
 {

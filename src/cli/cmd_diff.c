@@ -32,7 +32,7 @@ enum {
 };
 
 /* A function some stack of which is a leak suspect (bit 0 of a
- * tally entry's flags is tally_functions'). */
+ * tally entry's flags is stacktext_tally_functions'). */
 #define SUSPECT 2u
 
 /* Frames of a stack in the text tables; the JSON has them all. */
@@ -294,7 +294,7 @@ static void build_stacks_and_functions(struct diff *d)
 
 		change_sums(d, ch, add);
 		/* (Flat only: diff shows no cum; see place_calls.) */
-		f = tally_functions(&d->ftally, ch->m, ch->st, add, 6, false);
+		f = stacktext_tally_functions(&d->ftally, ch->m, ch->st, add, 6, false);
 		if (!add[0] && !ch->allocated && !ch->allocs && !ch->frees)
 			continue; /* unchanged */
 		if (ch->suspect) {
@@ -379,7 +379,7 @@ static void place_calls(struct diff *d)
 
 	for (size_t i = 0; i < d->funcs.n && !want; i++)
 		want = printed(d, &d->funcs, i) &&
-		       !tally_placed_flat(tally_find(
+		       !stacktext_placed_flat(tally_find(
 			       &d->ftally, d->funcs.v[i].name,
 			       strlen(d->funcs.v[i].name)));
 	for (size_t i = 0; want && i < d->c.n && !source; i++) {
@@ -398,14 +398,14 @@ static void place_calls(struct diff *d)
 		int64_t add[6];
 
 		change_sums(d, &d->c.v[i], add);
-		tally_functions(&all, d->c.v[i].m, d->c.v[i].st, add, 6, true);
+		stacktext_tally_functions(&all, d->c.v[i].m, d->c.v[i].st, add, 6, true);
 	}
 	for (size_t i = 0; i < d->funcs.n; i++) {
 		struct row *r = &d->funcs.v[i];
 		const struct tally_entry *e;
 
 		if (!printed(d, &d->funcs, i) ||
-		    tally_placed_flat(tally_find(&d->ftally, r->name,
+		    stacktext_placed_flat(tally_find(&d->ftally, r->name,
 						 strlen(r->name))))
 			continue;
 		e = tally_find(&all, r->name, strlen(r->name));

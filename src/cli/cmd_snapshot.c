@@ -14,7 +14,7 @@
 #include <time.h>
 
 #include "cli.h"
-#include "procsnap.h"
+#include "capture.h"
 #include "procstop.h"
 #include "scan.h"
 #include "series.h"
@@ -93,7 +93,7 @@ static char *process_name(pid_t pid)
 }
 
 /* The name a core gives its process, as a file name, or "core". */
-static char *core_name(const struct procsnap *s)
+static char *core_name(const struct capture *s)
 {
 	const char *base = strrchr(s->core->command, '/');
 	char *name = xstrdup(s->core->command[0] ? base ? base + 1
@@ -107,7 +107,7 @@ static char *core_name(const struct procsnap *s)
 }
 
 /* PREFIX.PID of the run, its next number after those already there. */
-static int start_run(const struct snapshot_opts *o, const struct procsnap *s,
+static int start_run(const struct snapshot_opts *o, const struct capture *s,
 		     struct taken *t)
 {
 	char *name = o->core ? core_name(s) : process_name(o->pid);
@@ -122,7 +122,7 @@ static int start_run(const struct snapshot_opts *o, const struct procsnap *s,
 	return 0;
 }
 
-static void say_problems(const char *path, const struct procsnap *s)
+static void say_problems(const char *path, const struct capture *s)
 {
 	const struct glibc_heap *h = &s->h;
 
@@ -134,7 +134,7 @@ static void say_problems(const char *path, const struct procsnap *s)
 }
 
 /* What a cut core lacks. */
-static void say_core(const struct procsnap *s)
+static void say_core(const struct capture *s)
 {
 	struct fault missing = { 0 };
 
@@ -153,30 +153,30 @@ static int gone(pid_t pid)
 /* One snapshot, written: 0, 1 when the process is gone, -1 (said). */
 static int take_one(const struct snapshot_opts *o, struct taken *t)
 {
-	struct procsnap s;
+	struct capture s;
 	char *path;
 	int rc;
 
 	if (o->core) {
-		if (procsnap_take_core(&s, o->core, o->read) < 0)
+		if (capture_core(&s, o->core, o->read) < 0)
 			return -1;
 		say_core(&s);
 	} else {
 		if (t->n && procstop_exited(o->pid))
 			return gone(o->pid);
-		if (procsnap_take(&s, o->pid, o->scan) < 0)
+		if (capture_process(&s, o->pid, o->scan) < 0)
 			return t->n && procstop_exited(o->pid) ? gone(o->pid)
 							       : -1;
 	}
 	if (!t->prefix && start_run(o, &s, t) < 0) {
-		procsnap_free(&s);
+		capture_free(&s);
 		return -1;
 	}
 	if (!s.walked && !t->n)
 		fault_warning(&s.h.why, "; its memory is classed by mapping "
 					"only");
 	path = xasprintf("%s.%04lu.snap", t->prefix, t->next);
-	rc = procsnap_write(&s, path);
+	rc = capture_write(&s, path);
 	if (rc == 0) {
 		say_problems(path, &s);
 		t->next++;
@@ -186,7 +186,7 @@ static int take_one(const struct snapshot_opts *o, struct taken *t)
 			t->held_max = s.held;
 	}
 	free(path);
-	procsnap_free(&s);
+	capture_free(&s);
 	return rc;
 }
 

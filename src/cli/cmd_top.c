@@ -76,7 +76,7 @@ static int add_item(void *ctx, const struct item *it)
 		return 0;
 	if (!it->bytes)
 		return 0;
-	tally_functions(&t->funcs, &t->o->run.model, it->bucket->stack,
+	stacktext_tally_functions(&t->funcs, &t->o->run.model, it->bucket->stack,
 			&it->bytes, 1, true);
 	t->stack_bytes = add64(t->stack_bytes, it->bytes, &t->funcs.overflow);
 	return 0;

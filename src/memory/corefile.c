@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "procsnap.h"
+#include "capture.h"
 #include "snapbuild.h"
 #include "util.h"
 
@@ -31,11 +31,11 @@ int corefile_parse(struct snapshot *snap, const char *path, struct model *m,
 	struct reader_pos pos = { .path = path };
 	struct fault missing = { 0 };
 	struct snap_builder b;
-	struct procsnap s;
+	struct capture s;
 	bool cut;
 	int rc;
 
-	if (procsnap_take_core(&s, path, run->opts) < 0)
+	if (capture_core(&s, path, run->opts) < 0)
 		return -1;
 	/* (A cut core says so first: it is why its heap is not found, not
 	 * "a static binary" or "another allocator".) */
@@ -50,10 +50,10 @@ int corefile_parse(struct snapshot *snap, const char *path, struct model *m,
 				  : "; its memory is classed by mapping only");
 	fault_release(&missing);
 	snapbuild_init(&b, snap, m, &pos);
-	rc = procsnap_emit(&s, build, &b);
+	rc = capture_emit(&s, build, &b);
 	if (rc == 0)
 		rc = snapbuild_finish(&b);
-	procsnap_free(&s);
+	capture_free(&s);
 	read_pos_release(&pos);
 	return rc;
 }

@@ -22,7 +22,7 @@
  *
  * WHERE is arena-K, mmapped (a chunk glibc mapped alone), thread-stack or
  * - (none of those).  KIND, of blocks in use, is what the scan of the
- * heap (heapscan.h, heaptype.h) found: "leaked" (on a line of blocks:
+ * heap (reach.h, typing.h) found: "leaked" (on a line of blocks:
  * the block line says it before), then "class TYPEINFO NAME" (a C++
  * class, by its vtable) or "layout NAME" (string body, ...).  The
  * reach line sums the scan up; a block line lists one leaked block (the
@@ -30,7 +30,7 @@
  *
  * The reader checks each line's shape and hands it, as a record, to the
  * snapshot builder (snapbuild.c), which fills the model; the writer
- * prints the records a capture gives (memory/procsnap.c), in the same
+ * prints the records a capture gives (memory/capture.c), in the same
  * words.
  */
 #include "snapfile.h"

@@ -33,6 +33,7 @@
 
 #include "arena.h"
 #include "hashmap.h"
+#include "leb128.h"
 #include "search.h"
 #include "threads.h"
 #include "util.h"
@@ -132,10 +133,6 @@ static const char *const section_names[NSECT] = {
 };
 
 /* A bounded reader: running past the end sets BAD and reads zeros. */
-struct cur {
-	const uint8_t *p, *end;
-	bool bad;
-};
 
 struct abbrev_attr {
 	uint32_t name, form;
@@ -327,7 +324,7 @@ struct dwarf {
 
 /* ---- reading ---- */
 
-static uint64_t rd(struct cur *c, size_t n)
+static uint64_t rd(struct byte_cur *c, size_t n)
 {
 	uint64_t v = 0;
 
@@ -342,54 +339,7 @@ static uint64_t rd(struct cur *c, size_t n)
 	return v;
 }
 
-static __attribute__((noinline)) uint64_t uleb_long(struct cur *c)
-{
-	uint64_t v = 0;
-	unsigned shift = 0;
-
-	while (c->p < c->end) {
-		uint8_t b = *c->p++;
-
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80))
-			return v;
-	}
-	c->bad = true;
-	return v;
-}
-
-/* (Most are one byte: abbreviation codes, forms, line opcodes.) */
-static inline uint64_t uleb(struct cur *c)
-{
-	if (c->p < c->end && !(*c->p & 0x80))
-		return *c->p++;
-	return uleb_long(c);
-}
-
-static int64_t sleb(struct cur *c)
-{
-	uint64_t v = 0;
-	unsigned shift = 0;
-	uint8_t b = 0;
-
-	while (c->p < c->end) {
-		b = *c->p++;
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80)) {
-			if (shift < 64 && (b & 0x40))
-				v |= ~(uint64_t)0 << shift;
-			return (int64_t)v;
-		}
-	}
-	c->bad = true;
-	return (int64_t)v;
-}
-
-static void skip(struct cur *c, uint64_t n)
+static void skip(struct byte_cur *c, uint64_t n)
 {
 	if ((uint64_t)(c->end - c->p) < n) {
 		c->bad = true;
@@ -400,7 +350,7 @@ static void skip(struct cur *c, uint64_t n)
 }
 
 /* A NUL-terminated string at C, or NULL (empty, as libbfd: none). */
-static const char *cstr(struct cur *c)
+static const char *cstr(struct byte_cur *c)
 {
 	const uint8_t *z = memchr(c->p, 0, (size_t)(c->end - c->p));
 	const char *s = (const char *)c->p;
@@ -824,7 +774,7 @@ static struct abbrevs *read_abbrevs(struct dwarf *d, const struct unit *u,
 	struct abbrev_scratch *s = &d->scratch;
 	struct abbrevs *t;
 	struct akey *k;
-	struct cur c;
+	struct byte_cur c;
 	size_t n = 0, nattrs = 0;
 	uint32_t maxcode = 0;
 	bool zero = false;
@@ -832,9 +782,9 @@ static struct abbrevs *read_abbrevs(struct dwarf *d, const struct unit *u,
 	*next = 0;
 	if (off >= d->s[S_ABBREV].size)
 		return NULL;
-	c = (struct cur){ d->s[S_ABBREV].p + off,
+	c = (struct byte_cur){ d->s[S_ABBREV].p + off,
 			  d->s[S_ABBREV].p + d->s[S_ABBREV].size, false };
-	for (uint64_t code = uleb(&c); !c.bad;) {
+	for (uint64_t code = leb128_u(&c); !c.bad;) {
 		struct abbrev *a;
 
 		if (!code) {
@@ -847,19 +797,19 @@ static struct abbrevs *read_abbrevs(struct dwarf *d, const struct unit *u,
 		a = &s->v[n++];
 		memset(a, 0, sizeof(*a));
 		a->code = (uint32_t)code;
-		a->tag = (uint32_t)uleb(&c);
+		a->tag = (uint32_t)leb128_u(&c);
 		a->children = rd(&c, 1) != 0;
 		a->fixed = 0;
 		/* (Attributes of all the table's abbreviations in one
 		 * array: a->attr is set once it is the table's own.) */
 		a->first = (uint32_t)nattrs;
 		for (;;) {
-			uint64_t name = uleb(&c), form = uleb(&c);
+			uint64_t name = leb128_u(&c), form = leb128_u(&c);
 			int64_t imp = 0;
 			int sz;
 
 			if (form == FORM_implicit_const)
-				imp = sleb(&c);
+				imp = leb128_s(&c);
 			if (!name || c.bad)
 				break;
 			if (!form_known((uint32_t)form) || name > UINT32_MAX) {
@@ -887,7 +837,7 @@ static struct abbrevs *read_abbrevs(struct dwarf *d, const struct unit *u,
 		code_add(s, a->code, n);
 		if (c.p >= c.end)
 			break;
-		code = uleb(&c);
+		code = leb128_u(&c);
 		/* A code seen already starts the next table. */
 		if (code_seen(s, code))
 			break;
@@ -990,7 +940,7 @@ struct attr {
 };
 
 /* Read one attribute value as libbfd's read_attribute_value would. */
-static bool read_value(struct dwarf *d, const struct unit *u, struct cur *c,
+static bool read_value(struct dwarf *d, const struct unit *u, struct byte_cur *c,
 		       const struct abbrev_attr *aa, struct attr *v)
 {
 	bool bad = false;
@@ -1057,18 +1007,18 @@ static bool read_value(struct dwarf *d, const struct unit *u, struct cur *c,
 			return false;
 		break;
 	case FORM_sdata:
-		v->val = (uint64_t)sleb(c);
+		v->val = (uint64_t)leb128_s(c);
 		v->is_int = true;
 		break;
 	case FORM_udata: case FORM_ref_udata:
-		v->val = uleb(c);
+		v->val = leb128_u(c);
 		v->is_int = true;
 		break;
 	case FORM_loclistx:
-		v->val = uleb(c);
+		v->val = leb128_u(c);
 		break;
 	case FORM_block: case FORM_exprloc:
-		skip(c, uleb(c));
+		skip(c, leb128_u(c));
 		break;
 	case FORM_block1:
 		skip(c, rd(c, 1));
@@ -1086,7 +1036,7 @@ static bool read_value(struct dwarf *d, const struct unit *u, struct cur *c,
 }
 
 /* Skip a DIE's attributes; false when they do not fit. */
-static bool skip_attrs(struct dwarf *d, const struct unit *u, struct cur *c,
+static bool skip_attrs(struct dwarf *d, const struct unit *u, struct byte_cur *c,
 		       const struct abbrev *a)
 {
 	struct attr v;
@@ -1140,14 +1090,14 @@ static bool read_rangelist(struct dwarf *d, const struct unit *u,
 			   struct arange *ar, uint64_t off)
 {
 	uint64_t base = u->base;
-	struct cur c;
+	struct byte_cur c;
 
 	if (u->version <= 4) {
 		const struct section *x = &d->s[S_RANGES];
 
 		if (!x->present || off > x->size)
 			return false;
-		c = (struct cur){ x->p + off, x->p + x->size, false };
+		c = (struct byte_cur){ x->p + off, x->p + x->size, false };
 		for (;;) {
 			uint64_t lo, hi;
 
@@ -1169,7 +1119,7 @@ static bool read_rangelist(struct dwarf *d, const struct unit *u,
 
 		if (!x->present || off > x->size)
 			return false;
-		c = (struct cur){ x->p + off, x->p + x->size, false };
+		c = (struct byte_cur){ x->p + off, x->p + x->size, false };
 	}
 	for (;;) {
 		uint64_t lo, hi;
@@ -1186,11 +1136,11 @@ static bool read_rangelist(struct dwarf *d, const struct unit *u,
 			continue;
 		case RLE_start_length:
 			lo = rd(&c, u->addr_size);
-			hi = lo + uleb(&c);
+			hi = lo + leb128_u(&c);
 			break;
 		case RLE_offset_pair:
-			lo = base + uleb(&c);
-			hi = base + uleb(&c);
+			lo = base + leb128_u(&c);
+			hi = base + leb128_u(&c);
 			break;
 		case RLE_start_end:
 			lo = rd(&c, u->addr_size);
@@ -1236,7 +1186,7 @@ static bool plain_names(int lang)
 static int read_unit(struct dwarf *d, struct unit *u)
 {
 	const struct section *x = &d->s[S_INFO];
-	struct cur c = { x->p + u->off, x->p + u->end, false };
+	struct byte_cur c = { x->p + u->off, x->p + u->end, false };
 	uint64_t low = 0, high = 0, len;
 	bool high_rel = false;
 	const struct abbrev *a;
@@ -1270,7 +1220,7 @@ static int read_unit(struct dwarf *d, struct unit *u)
 	if (!u->abbrevs)
 		return decline(d, "a bad abbreviation table");
 	u->die = (size_t)(c.p - x->p);
-	a = abbrev_find(u->abbrevs, uleb(&c));
+	a = abbrev_find(u->abbrevs, leb128_u(&c));
 	if (c.bad || !a)
 		return decline(d, "a unit without a DIE");
 	for (uint32_t i = 0; i < a->nattr; i++) {
@@ -1386,7 +1336,7 @@ static int read_units(struct dwarf *d)
 	size_t off = 0, alloc = 0, ralloc = 0, n = 0;
 
 	while (off < x->size) {
-		struct cur c = { x->p + off, x->p + x->size, false };
+		struct byte_cur c = { x->p + off, x->p + x->size, false };
 		uint64_t len = rd(&c, 4);
 		struct unit *u;
 
@@ -1587,28 +1537,28 @@ static const char *file_of(struct dwarf *d, struct unit *u, uint64_t file)
 
 /* DWARF 5's directory or file table; NAMES gets (name, dir) pairs or
  * names alone. */
-static bool read_entries(struct dwarf *d, const struct unit *u, struct cur *c,
+static bool read_entries(struct dwarf *d, const struct unit *u, struct byte_cur *c,
 			 const char ***names, uint32_t *n, bool files)
 {
 	uint8_t nformat = (uint8_t)rd(c, 1);
-	struct cur fmt = *c;
+	struct byte_cur fmt = *c;
 	uint64_t count;
 	size_t alloc = 0;
 
 	for (int i = 0; i < nformat; i++) {
-		uleb(c);
-		uleb(c);
+		leb128_u(c);
+		leb128_u(c);
 	}
-	count = uleb(c);
+	count = leb128_u(c);
 	if (c->bad || (!nformat && count) || count > (uint64_t)(c->end - c->p))
 		return false;
 	for (uint64_t k = 0; k < count; k++) {
 		const char *name = NULL;
 		uint64_t dir = 0;
-		struct cur f = fmt;
+		struct byte_cur f = fmt;
 
 		for (int i = 0; i < nformat; i++) {
-			uint64_t type = uleb(&f), form = uleb(&f);
+			uint64_t type = leb128_u(&f), form = leb128_u(&f);
 			struct abbrev_attr aa = { 0, (uint32_t)form, 0 };
 			struct attr v;
 
@@ -1685,7 +1635,7 @@ static bool decode_program(struct dwarf *d, struct unit *u, size_t *alloc,
 			   size_t *salloc)
 {
 	const struct section *x = &d->s[S_LINE];
-	struct cur c;
+	struct byte_cur c;
 	uint64_t len, hdr;
 	uint8_t min_insn, max_ops, def_stmt, range, opbase;
 	int8_t line_base;
@@ -1695,7 +1645,7 @@ static bool decode_program(struct dwarf *d, struct unit *u, size_t *alloc,
 
 	if (!x->present || x->size < 16 || u->line_off >= x->size)
 		return false;
-	c = (struct cur){ x->p + u->line_off, x->p + x->size, false };
+	c = (struct byte_cur){ x->p + u->line_off, x->p + x->size, false };
 	len = rd(&c, 4);
 	if (len == 0xffffffff) {
 		len = rd(&c, 8);
@@ -1746,10 +1696,10 @@ static bool decode_program(struct dwarf *d, struct unit *u, size_t *alloc,
 			u->dirs[u->ndirs++] = s;
 		}
 		while (!c.bad && (s = cstr(&c)) != NULL) {
-			uint64_t dir = uleb(&c);
+			uint64_t dir = leb128_u(&c);
 
-			uleb(&c);
-			uleb(&c);
+			leb128_u(&c);
+			leb128_u(&c);
 			GROW(u->files, (u->nfiles + 1) * 2, fa);
 			u->files[u->nfiles * 2] = s;
 			u->files[u->nfiles * 2 + 1] =
@@ -1783,7 +1733,7 @@ static bool decode_program(struct dwarf *d, struct unit *u, size_t *alloc,
 			}
 			switch (op) {
 			case 0: {
-				uint64_t n = uleb(&c);
+				uint64_t n = leb128_u(&c);
 
 				(void)n;
 				switch (rd(&c, 1)) {
@@ -1802,7 +1752,7 @@ static bool decode_program(struct dwarf *d, struct unit *u, size_t *alloc,
 					addr = rd(&c, u->addr_size);
 					break;
 				case LNE_set_discriminator:
-					uleb(&c);
+					leb128_u(&c);
 					break;
 				default:
 					/* define_file, HP's, unknown ones. */
@@ -1819,16 +1769,16 @@ static bool decode_program(struct dwarf *d, struct unit *u, size_t *alloc,
 				high = addr > high ? addr : high;
 				break;
 			case LNS_advance_pc:
-				addr += min_insn * uleb(&c);
+				addr += min_insn * leb128_u(&c);
 				break;
 			case LNS_advance_line:
-				line += (uint32_t)sleb(&c);
+				line += (uint32_t)leb128_s(&c);
 				break;
 			case LNS_set_file:
-				file = (uint32_t)uleb(&c);
+				file = (uint32_t)leb128_u(&c);
 				break;
 			case LNS_set_column:
-				uleb(&c);
+				leb128_u(&c);
 				break;
 			case LNS_negate_stmt:
 			case LNS_set_basic_block:
@@ -1842,7 +1792,7 @@ static bool decode_program(struct dwarf *d, struct unit *u, size_t *alloc,
 				break;
 			default:
 				for (int i = 0; i < lengths[op]; i++)
-					uleb(&c);
+					leb128_u(&c);
 				break;
 			}
 		}
@@ -1920,7 +1870,7 @@ static bool abstract_name(struct dwarf *d, struct unit *u,
 	const struct section *x = &d->s[S_INFO];
 	uint64_t off;
 	const struct abbrev *a;
-	struct cur c;
+	struct byte_cur c;
 	struct attr v;
 
 	if (++*calls > 100)
@@ -1948,9 +1898,9 @@ static bool abstract_name(struct dwarf *d, struct unit *u,
 			return false;
 		off = u->off + ref->val;
 	}
-	c = (struct cur){ x->p + off, x->p + u->end, false };
+	c = (struct byte_cur){ x->p + off, x->p + u->end, false };
 	{
-		uint64_t code = uleb(&c);
+		uint64_t code = leb128_u(&c);
 
 		if (c.bad)
 			return false;
@@ -2007,7 +1957,7 @@ static bool abstract_name(struct dwarf *d, struct unit *u,
 static bool scan_functions(struct dwarf *d, struct unit *u)
 {
 	const struct section *x = &d->s[S_INFO];
-	struct cur c = { x->p + u->die, x->p + u->end, false };
+	struct byte_cur c = { x->p + u->die, x->p + u->end, false };
 	uint32_t *nest = NULL;
 	size_t anest = 0, alloc = 0;
 	int level = 0;
@@ -2015,7 +1965,7 @@ static bool scan_functions(struct dwarf *d, struct unit *u)
 	bool ok = false;
 
 	/* The unit DIE: skipped (its children are what is scanned). */
-	a = abbrev_find(u->abbrevs, uleb(&c));
+	a = abbrev_find(u->abbrevs, leb128_u(&c));
 	if (!a || !skip_attrs(d, u, &c, a))
 		return false;
 	if (c.p >= c.end)
@@ -2029,7 +1979,7 @@ static bool scan_functions(struct dwarf *d, struct unit *u)
 		if (c.p >= c.end)
 			goto out;
 		off = (uint64_t)(c.p - x->p);
-		code = uleb(&c);
+		code = leb128_u(&c);
 		if (!code) {
 			level--;
 			continue;

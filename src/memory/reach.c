@@ -1,5 +1,5 @@
 /*
- * Who points at a heap's blocks (see heapscan.h): the roots taken from
+ * Who points at a heap's blocks (see reach.h): the roots taken from
  * the mappings, then one pass over the blocks in use in large reads, each
  * aligned word looked up in an index of the blocks' user bytes, the
  * references kept as a graph in two arrays, then the marking from the
@@ -24,7 +24,7 @@
  * probes a page, then ever further apart, then back, mapping by mapping:
  * bounded on a core whose mappings are declared terabytes long.
  */
-#include "heapscan.h"
+#include "reach.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -125,7 +125,7 @@ static struct heap_extent *merged_extents(const struct glibc_heap *h,
 	return e;
 }
 
-static void add_range(struct heap_roots *r, uint64_t start, uint64_t end,
+static void add_range(struct reach_roots *r, uint64_t start, uint64_t end,
 		      enum heap_root_kind kind)
 {
 	if (start >= end)
@@ -137,7 +137,7 @@ static void add_range(struct heap_roots *r, uint64_t start, uint64_t end,
 }
 
 /* [START, END) less the extents E (sorted, merged) as roots of KIND. */
-static void add_less_extents(struct heap_roots *r, uint64_t start,
+static void add_less_extents(struct reach_roots *r, uint64_t start,
 			     uint64_t end, enum heap_root_kind kind,
 			     const struct heap_extent *e, size_t ne)
 {
@@ -159,7 +159,7 @@ static int cmp_range(const void *x, const void *y)
 }
 
 /* Sorted, no overlaps, whatever order the maps were in. */
-static void normalize_ranges(struct heap_roots *r)
+static void normalize_ranges(struct reach_roots *r)
 {
 	size_t m = 0;
 
@@ -177,7 +177,7 @@ static void normalize_ranges(struct heap_roots *r)
 	r->nranges = m;
 }
 
-void heap_roots_build(struct heap_roots *r, const struct procimage *img,
+void reach_roots_build(struct reach_roots *r, const struct procimage *img,
 		      const struct glibc_heap *h, const uint64_t *sps,
 		      const uint64_t *regs, size_t nregs, size_t nthreads)
 {
@@ -227,7 +227,7 @@ void heap_roots_build(struct heap_roots *r, const struct procimage *img,
 	normalize_ranges(r);
 }
 
-void heap_roots_release(struct heap_roots *r)
+void reach_roots_release(struct reach_roots *r)
 {
 	free(r->ranges);
 	free(r->values);
@@ -294,8 +294,8 @@ struct span {
 struct scan {
 	const struct glibc_heap *h;
 	struct procimage *img;
-	const struct heap_visitor *v;
-	struct heap_scan *s;
+	const struct reach_visitor *v;
+	struct reach_scan *s;
 	/* The blocks in use that have bytes, in address order, and their
 	 * indexes in h->blocks. */
 	struct range *ranges;
@@ -632,7 +632,7 @@ static int cmp_u32(const void *x, const void *y)
 /* The references of the current block collected: each target once. */
 static void finish_block(struct scan *sc)
 {
-	struct heap_scan *s = sc->s;
+	struct reach_scan *s = sc->s;
 	uint64_t from;
 	uint32_t *t;
 	size_t n, m = 0;
@@ -678,7 +678,7 @@ static void start_block(struct scan *sc, size_t k)
 /* The candidates looked up: the references of their blocks. */
 static void flush_blocks(struct scan *sc)
 {
-	struct heap_scan *s = sc->s;
+	struct reach_scan *s = sc->s;
 	uint32_t res[CHUNK_WORDS];
 	uint64_t e;
 	uint32_t *to;
@@ -981,7 +981,7 @@ static void mark(struct scan *sc)
  */
 static void settle(struct scan *sc)
 {
-	struct heap_scan *s = sc->s;
+	struct reach_scan *s = sc->s;
 	const struct heap_block *b = sc->h->blocks;
 	const uint32_t *to = s->to;
 	uint8_t *state = s->state;
@@ -1011,9 +1011,9 @@ static void settle(struct scan *sc)
 	}
 }
 
-int heap_scan_run(struct heap_scan *s, const struct glibc_heap *h,
-		  struct procimage *img, const struct heap_roots *r,
-		  const struct heap_visitor *v)
+int reach_scan_run(struct reach_scan *s, const struct glibc_heap *h,
+		  struct procimage *img, const struct reach_roots *r,
+		  const struct reach_visitor *v)
 {
 	struct scan sc = { 0 };
 
@@ -1052,7 +1052,7 @@ int heap_scan_run(struct heap_scan *s, const struct glibc_heap *h,
 	return 0;
 }
 
-void heap_scan_release(struct heap_scan *s)
+void reach_scan_release(struct reach_scan *s)
 {
 	free(s->state);
 	free(s->first);

@@ -4,9 +4,9 @@
  */
 #include <criterion/criterion.h>
 
-#include "procsnap.h"
+#include "capture.h"
 
-Test(procsnap, size_classes_cover_every_size_once)
+Test(snapfile, size_classes_cover_every_size_once)
 {
 	uint64_t lo, hi, last = 0;
 	unsigned prev = 0;

@@ -1,4 +1,4 @@
-/* Lines, words and numbers. */
+/* Input: lines, words and numbers. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +14,7 @@ static enum num_status u64(const char *s, uint64_t *v)
 	return word_u64(s, strlen(s), v);
 }
 
-Test(text, u64_limits)
+Test(input, u64_limits)
 {
 	uint64_t v;
 
@@ -29,7 +29,7 @@ Test(text, u64_limits)
 	cr_assert_eq(u64("-1", &v), NUM_NONE);
 }
 
-Test(text, i64_limits)
+Test(input, i64_limits)
 {
 	int64_t v;
 
@@ -42,7 +42,7 @@ Test(text, i64_limits)
 	cr_assert_eq(word_i64("-", 1, &v), NUM_NONE);
 }
 
-Test(text, hex)
+Test(input, hex)
 {
 	uint64_t v;
 
@@ -57,7 +57,7 @@ Test(text, hex)
 	cr_assert_eq(v, 0xdeadbeef);
 }
 
-Test(text, lines_crlf_and_unterminated)
+Test(input, lines_crlf_and_unterminated)
 {
 	static const char data[] = "a\r\nbb\n\nlast";
 	struct line_reader r;
@@ -79,7 +79,7 @@ Test(text, lines_crlf_and_unterminated)
 	cr_assert_not(lines_next(&r, &l));
 }
 
-Test(text, words)
+Test(input, words)
 {
 	struct line l = { " \t one  two\tthree ", 18, 1, true };
 	struct cursor c = cursor_of(&l);
@@ -96,7 +96,7 @@ Test(text, words)
 }
 
 /* Eight bytes at a time says what a byte at a time says. */
-Test(text, eight_bytes_at_a_time)
+Test(input, eight_bytes_at_a_time)
 {
 	static const char *const cases[] = {
 		"0 ", "7@", "12345678", "1234567 ", "99999999", "00000010",
@@ -144,7 +144,7 @@ Test(text, eight_bytes_at_a_time)
 }
 
 /* What a thread keeps (report_capture) is said later, the same, in order. */
-Test(text, reports_kept_then_said)
+Test(input, reports_kept_then_said)
 {
 	struct strbuf kept = STRBUF_INIT;
 
@@ -165,7 +165,7 @@ Test(text, reports_kept_then_said)
 }
 
 /* Hex words 8 bytes at a time: what word_hex says, or "not mine". */
-Test(text, hex_words_eight_bytes_at_a_time)
+Test(input, hex_words_eight_bytes_at_a_time)
 {
 	static const char pool[] = "0123456789abcdefABCDEFxX gG/:@`\t";
 	uint64_t seed = 2463534242ULL;
@@ -247,7 +247,7 @@ static void stream_matches(const char *path, const char *text, size_t len)
 	stream_close(&s);
 }
 
-Test(text, stream_lines_across_blocks)
+Test(input, stream_lines_across_blocks)
 {
 	size_t len = 3 * STREAM_BLOCK + 12345;
 	char *text = xmalloc(len);
@@ -277,7 +277,7 @@ Test(text, stream_lines_across_blocks)
 	free(text);
 }
 
-Test(text, stream_rest_and_whole_file)
+Test(input, stream_rest_and_whole_file)
 {
 	static const char text[] = "one\ntwo\r\nthree\nfour";
 	const char *path = write_file("s", text, -1), *rest;
@@ -311,7 +311,7 @@ Test(text, stream_rest_and_whole_file)
 }
 
 /* A pipe: read as it comes, short reads and all. */
-Test(text, stream_from_a_pipe)
+Test(input, stream_from_a_pipe)
 {
 	size_t len = STREAM_BLOCK + 300000;
 	char *text = xmalloc(len);
@@ -337,7 +337,7 @@ Test(text, stream_from_a_pipe)
 }
 
 /* digits_at() against a digit at a time, on runs of 0 to 24 digits. */
-Test(text, digits_at_as_a_digit_at_a_time)
+Test(input, digits_at_as_a_digit_at_a_time)
 {
 	uint64_t seed = 0x9e3779b97f4a7c15ULL;
 

@@ -1,9 +1,9 @@
 /*
- * What a heap's blocks are (see heaptype.h): classes by their vtables,
+ * What a heap's blocks are (see typing.h): classes by their vtables,
  * read through the image once per vtable; library layouts by the words
  * that point at them, seen as the scan offers every block and root.
  */
-#include "heaptype.h"
+#include "typing.h"
 
 #include <bfd.h>
 #include <stdlib.h>
@@ -185,13 +185,13 @@ static bool request_fits(const struct heap_block *b, uint64_t r)
 	return u - r < 32;
 }
 
-static uint32_t type_add(struct heap_types *t, enum heap_type_kind kind,
+static uint32_t type_add(struct typing *t, enum block_type_kind kind,
 			 const char *name, uint64_t typeinfo)
 {
 	struct typer *ty = t->priv;
 	uint64_t hash = hash_u64((uintptr_t)name);
 	uintptr_t found = (uintptr_t)hashmap_get(&ty->names, hash, NULL, NULL);
-	struct heap_type *tp;
+	struct block_type *tp;
 
 	/* The same class from two binaries (vague linkage) is one type. */
 	if (found) {
@@ -212,7 +212,7 @@ static uint32_t type_add(struct heap_types *t, enum heap_type_kind kind,
 	return (uint32_t)t->ntypes++;
 }
 
-static uint32_t layout_type(struct heap_types *t, enum layout l)
+static uint32_t layout_type(struct typing *t, enum layout l)
 {
 	struct typer *ty = t->priv;
 
@@ -237,7 +237,7 @@ static bool weak_layout(const struct typer *ty, uint32_t k)
  * capacity} pointing at the next node, never the reverse.  A class is
  * never claimed over.
  */
-static void claim(struct heap_types *t, size_t i, enum layout l)
+static void claim(struct typing *t, size_t i, enum layout l)
 {
 	struct typer *ty = t->priv;
 
@@ -246,7 +246,7 @@ static void claim(struct heap_types *t, size_t i, enum layout l)
 }
 
 /* Is block I a class, or already another container's node? */
-static bool taken_as_node(const struct heap_types *t, size_t i)
+static bool taken_as_node(const struct typing *t, size_t i)
 {
 	const struct typer *ty = t->priv;
 	uint32_t k = t->of[i];
@@ -315,7 +315,7 @@ static bool mangled_type_name(const char *s, size_t len)
  * whose first word is its own vtable (__class_type_info & co) and whose
  * second the mangled name.  All of them in binaries' mappings.
  */
-static uint32_t class_of_vtable(struct heap_types *t, uint64_t w)
+static uint32_t class_of_vtable(struct typing *t, uint64_t w)
 {
 	static const char prefix[] = "typeinfo name for ";
 	struct typer *ty = t->priv;
@@ -349,7 +349,7 @@ static uint32_t class_of_vtable(struct heap_types *t, uint64_t w)
 }
 
 /* W's class through the cache: each vtable is read once. */
-static uint32_t vtable_type(struct heap_types *t, uint64_t w)
+static uint32_t vtable_type(struct typing *t, uint64_t w)
 {
 	struct typer *ty = t->priv;
 	struct vtable_entry *e;
@@ -395,7 +395,7 @@ static void tree_candidate(struct typer *ty, size_t i, const uint64_t *hd)
 }
 
 /* The first words of block I as they come, whatever the pieces. */
-static void take_head(struct heap_types *t, size_t i, uint64_t offset,
+static void take_head(struct typing *t, size_t i, uint64_t offset,
 		      const uint64_t *words, size_t n)
 {
 	struct typer *ty = t->priv;
@@ -445,7 +445,7 @@ static void add_header(struct typer *ty, enum header_kind kind, uint64_t at,
  * vectors claim their bodies at once, in the order the scan offers
  * them; tables and trees need their nodes' words, so they wait.
  */
-static void scan_words(struct heap_types *t, uint64_t addr,
+static void scan_words(struct typing *t, uint64_t addr,
 		       const uint64_t *w, size_t n, size_t kend, size_t fit)
 {
 	struct typer *ty = t->priv;
@@ -519,7 +519,7 @@ static void scan_words(struct heap_types *t, uint64_t addr,
  * it comes right after it) and end in this one, then this piece's own;
  * then keep its last words for the next.
  */
-static void scan_piece(struct heap_types *t, bool block, uint64_t owner,
+static void scan_piece(struct typing *t, bool block, uint64_t owner,
 		       uint64_t addr, const uint64_t *words, size_t n)
 {
 	struct typer *ty = t->priv;
@@ -552,7 +552,7 @@ static void scan_piece(struct heap_types *t, bool block, uint64_t owner,
 static void visit_block(void *ctx, size_t i, uint64_t offset,
 			const uint64_t *words, size_t nwords)
 {
-	struct heap_types *t = ctx;
+	struct typing *t = ctx;
 	struct typer *ty = t->priv;
 	const struct heap_block *b;
 
@@ -568,7 +568,7 @@ static void visit_block(void *ctx, size_t i, uint64_t offset,
 static void visit_root(void *ctx, const struct heap_root_range *range,
 		       uint64_t addr, const uint64_t *words, size_t nwords)
 {
-	struct heap_types *t = ctx;
+	struct typing *t = ctx;
 
 	/* Registers are values, not memory: no structure to find there. */
 	if (!t->priv || !nwords || addr & 7 ||
@@ -632,7 +632,7 @@ static void index_pages(struct typer *ty)
 	ty->npages_idx = n;
 }
 
-void heap_types_init(struct heap_types *t, const struct glibc_heap *h,
+void typing_init(struct typing *t, const struct glibc_heap *h,
 		     struct procimage *img)
 {
 	struct typer *ty;
@@ -674,9 +674,9 @@ void heap_types_init(struct heap_types *t, const struct glibc_heap *h,
 	index_pages(ty);
 }
 
-struct heap_visitor heap_types_visitor(struct heap_types *t)
+struct reach_visitor typing_visitor(struct typing *t)
 {
-	struct heap_visitor v = { visit_block, visit_root, t };
+	struct reach_visitor v = { visit_block, visit_root, t };
 
 	return v;
 }
@@ -717,7 +717,7 @@ static const struct tree_cand *cand_at(const struct typer *ty, uint64_t addr)
  * that many headers claiming one long chain cannot make the work
  * quadratic.
  */
-static void hash_table(struct heap_types *t, const struct header *hd,
+static void hash_table(struct typing *t, const struct header *hd,
 		       uint64_t *budget)
 {
 	struct typer *ty = t->priv;
@@ -753,7 +753,7 @@ static void hash_table(struct heap_types *t, const struct header *hd,
  * only from its parent, a walk ends after node_count + 1 nodes at the
  * most, whatever the memory says.  All or nothing, as a hash table.
  */
-static void rb_tree(struct heap_types *t, const struct header *hd,
+static void rb_tree(struct typing *t, const struct header *hd,
 		    size_t **nodes, size_t *nodes_alloc,
 		    const struct tree_cand ***stack, size_t *stack_alloc)
 {
@@ -811,21 +811,21 @@ static void rb_tree(struct heap_types *t, const struct header *hd,
 
 static int cmp_type(const void *a, const void *b, void *types)
 {
-	const struct heap_type *x =
-		(const struct heap_type *)types + *(const uint32_t *)a;
-	const struct heap_type *y =
-		(const struct heap_type *)types + *(const uint32_t *)b;
+	const struct block_type *x =
+		(const struct block_type *)types + *(const uint32_t *)a;
+	const struct block_type *y =
+		(const struct block_type *)types + *(const uint32_t *)b;
 
 	return strcmp(x->name, y->name);
 }
 
 /* Types 1.. by name, the same heap giving the same indexes. */
-static void sort_by_name(struct heap_types *t)
+static void sort_by_name(struct typing *t)
 {
 	struct typer *ty = t->priv;
 	uint32_t *order = xcalloc(t->ntypes, sizeof(*order));
 	uint32_t *to = xcalloc(t->ntypes, sizeof(*to));
-	struct heap_type *sorted = xcalloc(t->ntypes, sizeof(*sorted));
+	struct block_type *sorted = xcalloc(t->ntypes, sizeof(*sorted));
 	struct vtable_entry *e;
 	size_t pos = 0;
 	void *item;
@@ -854,7 +854,7 @@ static void sort_by_name(struct heap_types *t)
 	free(to);
 }
 
-static void typer_free(struct heap_types *t)
+static void typer_free(struct typing *t)
 {
 	struct typer *ty = t->priv;
 
@@ -872,7 +872,7 @@ static void typer_free(struct heap_types *t)
 	t->priv = NULL;
 }
 
-void heap_types_finish(struct heap_types *t, const struct heap_scan *s)
+void typing_finish(struct typing *t, const struct reach_scan *s)
 {
 	struct typer *ty = t->priv;
 	const struct tree_cand **stack = NULL;
@@ -910,7 +910,7 @@ void heap_types_finish(struct heap_types *t, const struct heap_scan *s)
 	typer_free(t);
 }
 
-void heap_types_release(struct heap_types *t)
+void typing_release(struct typing *t)
 {
 	typer_free(t);
 	free(t->of);

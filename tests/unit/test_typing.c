@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "heaptype.h"
+#include "typing.h"
 #include "helpers.h"
 #include "util.h"
 
@@ -23,7 +23,7 @@
 
 static struct fake_image f;
 static struct glibc_heap h;
-static struct heap_types t;
+static struct typing t;
 static uint64_t cursor = HEAP;
 
 static void add_seg(uint64_t addr, size_t len, const char *perms,
@@ -213,14 +213,14 @@ static void build(void)
 
 static void teardown(void)
 {
-	heap_types_release(&t);
+	typing_release(&t);
 	free(h.blocks);
 	memset(&h, 0, sizeof(h));
 	fake_image_release(&f);
 }
 
 /* WORDS (N) at ADDR to the visitor in pieces of PIECE words (0: whole). */
-static void offer_words(const struct heap_visitor *v, bool block, size_t i,
+static void offer_words(const struct reach_visitor *v, bool block, size_t i,
 			const struct heap_root_range *range, uint64_t addr,
 			size_t n, size_t piece)
 {
@@ -240,11 +240,11 @@ static void offer_words(const struct heap_visitor *v, bool block, size_t i,
 	free(w);
 }
 
-/* The scan, as heap_scan_run offers it: the blocks in use in address
+/* The scan, as reach_scan_run offers it: the blocks in use in address
  * order, then the root (or the root first). */
 static void offer(size_t piece, bool root_first)
 {
-	struct heap_visitor v = heap_types_visitor(&t);
+	struct reach_visitor v = typing_visitor(&t);
 	struct heap_root_range range = { DATA, DATA + DATA_LEN, ROOT_DATA };
 
 	if (root_first)
@@ -262,12 +262,12 @@ static void offer(size_t piece, bool root_first)
 
 static void type_all(size_t piece, bool root_first)
 {
-	heap_types_init(&t, &h, &f.img);
+	typing_init(&t, &h, &f.img);
 	offer(piece, root_first);
-	heap_types_finish(&t, NULL);
+	typing_finish(&t, NULL);
 }
 
-static const struct heap_type *type_named(const char *name)
+static const struct block_type *type_named(const char *name)
 {
 	for (size_t k = 0; k < t.ntypes; k++)
 		if (!strcmp(t.types[k].name, name))
@@ -275,11 +275,11 @@ static const struct heap_type *type_named(const char *name)
 	return NULL;
 }
 
-TestSuite(heaptype, .init = build, .fini = teardown);
+TestSuite(typing, .init = build, .fini = teardown);
 
-Test(heaptype, classes_by_vtable)
+Test(typing, classes_by_vtable)
 {
-	const struct heap_type *k;
+	const struct block_type *k;
 
 	type_all(0, false);
 	cr_assert_str_eq(type_of(s1), "Session");
@@ -296,7 +296,7 @@ Test(heaptype, classes_by_vtable)
 	cr_assert_eq(t.vtables.count, 6);
 }
 
-Test(heaptype, not_classes)
+Test(typing, not_classes)
 {
 	type_all(0, false);
 	cr_assert_str_eq(type_of(second), "unknown", "secondary vtable");
@@ -305,7 +305,7 @@ Test(heaptype, not_classes)
 	cr_assert_eq(t.of[idx(freed)], 0, "a free block is typed");
 }
 
-Test(heaptype, string_and_vector_bodies)
+Test(typing, string_and_vector_bodies)
 {
 	type_all(0, false);
 	cr_assert_str_eq(type_of(body1), "string body");
@@ -317,7 +317,7 @@ Test(heaptype, string_and_vector_bodies)
 	cr_assert_eq(type_named("string body")->bytes, 0x50);
 }
 
-Test(heaptype, unordered_map)
+Test(typing, unordered_map)
 {
 	type_all(0, false);
 	cr_assert_str_eq(type_of(buckets), "unordered_map/set buckets");
@@ -327,7 +327,7 @@ Test(heaptype, unordered_map)
 	cr_assert_eq(type_named("unordered_map/set node")->count, 3);
 }
 
-Test(heaptype, map)
+Test(typing, map)
 {
 	type_all(0, false);
 	cr_assert_str_eq(type_of(r), "map/set node");
@@ -337,7 +337,7 @@ Test(heaptype, map)
 	cr_assert_eq(type_named("map/set node")->count, 3);
 }
 
-Test(heaptype, hostile_containers)
+Test(typing, hostile_containers)
 {
 	type_all(0, false);
 	cr_assert_str_eq(type_of(hb2), "unknown", "a looping chain");
@@ -351,7 +351,7 @@ Test(heaptype, hostile_containers)
 	cr_assert_str_eq(type_of(a3), "unknown");
 }
 
-Test(heaptype, counts_and_sorted_names)
+Test(typing, counts_and_sorted_names)
 {
 	uint64_t count = 0, bytes = 0, used = 0, used_bytes = 0;
 
@@ -377,7 +377,7 @@ Test(heaptype, counts_and_sorted_names)
 }
 
 /* Cut anywhere, offered in any order, the same heap types the same. */
-Test(heaptype, pieces_change_nothing)
+Test(typing, pieces_change_nothing)
 {
 	static const size_t pieces[] = { 1, 2, 3, 5, 6, 7 };
 	uint32_t *want;
@@ -390,7 +390,7 @@ Test(heaptype, pieces_change_nothing)
 	names = xcalloc(ntypes, sizeof(*names));
 	for (size_t k = 0; k < ntypes; k++)
 		names[k] = xstrdup(t.types[k].name);
-	heap_types_release(&t);
+	typing_release(&t);
 	for (size_t p = 0; p < ARRAY_SIZE(pieces) * 2; p++) {
 		type_all(pieces[p / 2], p % 2);
 		cr_assert_eq(t.ntypes, ntypes, "pieces of %zu",
@@ -399,7 +399,7 @@ Test(heaptype, pieces_change_nothing)
 			cr_assert_str_eq(t.types[k].name, names[k]);
 		cr_assert_eq(memcmp(t.of, want, h.nblocks * sizeof(*want)), 0,
 			     "pieces of %zu", pieces[p / 2]);
-		heap_types_release(&t);
+		typing_release(&t);
 	}
 	for (size_t k = 0; k < ntypes; k++)
 		free((char *)names[k]);
@@ -407,11 +407,20 @@ Test(heaptype, pieces_change_nothing)
 	free(want);
 }
 
-Test(heaptype, released_unfinished)
+Test(typing, released_unfinished)
 {
-	heap_types_init(&t, &h, &f.img);
+	typing_init(&t, &h, &f.img);
 	offer(0, false);
-	/* teardown releases it: nothing leaks (ASan says). */
+	cr_assert_not_null(t.priv, "a typing under way keeps its state");
+	/* Released before typing_finish: all of it goes (ASan says
+	 * nothing leaks), and T is empty, as if never started. */
+	typing_release(&t);
+	cr_assert_null(t.priv);
+	cr_assert_null(t.of);
+	cr_assert_null(t.types);
+	cr_assert_eq(t.ntypes, 0);
+	cr_assert_eq(t.vtables.count, 0);
+	/* (teardown releases it again: nothing to do.) */
 }
 
 /*
@@ -419,7 +428,7 @@ Test(heaptype, released_unfinished)
  * pointer, a pointer into one, into the binary, a small number or noise.
  * Whatever it makes, typing ends and counts every block in use once.
  */
-Test(heaptype, garbage)
+Test(typing, garbage)
 {
 	uint64_t x = 0x9e3779b97f4a7c15ull, count = 0, used = 0;
 

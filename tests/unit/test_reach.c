@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "heapscan.h"
+#include "reach.h"
 #include "helpers.h"
 #include "util.h"
 
@@ -46,8 +46,8 @@ struct fake {
 
 static struct fake f;
 static struct glibc_heap h;
-static struct heap_roots r;
-static struct heap_scan s;
+static struct reach_roots r;
+static struct reach_scan s;
 
 /* (The last one added wins: a hole in a mapping.) */
 static const struct seg *seg_at(uint64_t addr)
@@ -153,8 +153,8 @@ static void setup(void)
 
 static void teardown(void)
 {
-	heap_scan_release(&s);
-	heap_roots_release(&r);
+	reach_scan_release(&s);
+	reach_roots_release(&r);
 	free(h.blocks);
 	free(h.extents);
 	for (size_t i = 0; i < f.nsegs; i++)
@@ -162,7 +162,7 @@ static void teardown(void)
 	procimage_close(&f.img);
 }
 
-TestSuite(heapscan, .init = setup, .fini = teardown);
+TestSuite(reach, .init = setup, .fini = teardown);
 
 static uint8_t *at(uint64_t addr)
 {
@@ -211,7 +211,7 @@ static void roots(const uint64_t *sps, const uint64_t *regs, size_t nregs,
 		  size_t nthreads)
 {
 	have_roots = true;
-	heap_roots_build(&r, &f.img, &h, sps, regs, nregs, nthreads);
+	reach_roots_build(&r, &f.img, &h, sps, regs, nregs, nthreads);
 }
 
 /* The pieces the visitor was offered. */
@@ -246,13 +246,13 @@ static void on_root(void *ctx, const struct heap_root_range *range,
  * roots() was called. */
 static void scan(void)
 {
-	struct heap_visitor v = { on_block, on_root, NULL };
+	struct reach_visitor v = { on_block, on_root, NULL };
 	uint64_t sp = SP;
 
 	if (!have_roots)
 		roots(&sp, NULL, 0, 1);
 	npieces = 0;
-	cr_assert_eq(heap_scan_run(&s, &h, &f.img, &r, &v), 0);
+	cr_assert_eq(reach_scan_run(&s, &h, &f.img, &r, &v), 0);
 }
 
 static enum heap_reach reach(size_t i)
@@ -284,7 +284,7 @@ static const struct heap_root_range *range_at(uint64_t addr)
 
 /* --- The roots ---------------------------------------------------------- */
 
-Test(heapscan, roots_by_kind_less_the_heap)
+Test(reach, roots_by_kind_less_the_heap)
 {
 	uint64_t sp = SP, regs[3] = { 1, 2, 3 };
 
@@ -313,7 +313,7 @@ Test(heapscan, roots_by_kind_less_the_heap)
 	cr_assert_eq(r.values[2], 3);
 }
 
-Test(heapscan, roots_stack_from_the_lowest_sp_and_not_below_its_mapping)
+Test(reach, roots_stack_from_the_lowest_sp_and_not_below_its_mapping)
 {
 	uint64_t sps[3] = { SP, STACK + 0x40, ANON + 0x800 };
 
@@ -325,13 +325,13 @@ Test(heapscan, roots_stack_from_the_lowest_sp_and_not_below_its_mapping)
 	cr_assert_eq(range_at(ANON + 0x800 - 128)->start, ANON + 0x800 - 128);
 }
 
-Test(heapscan, roots_with_no_threads_and_a_stack_pointer_nowhere)
+Test(reach, roots_with_no_threads_and_a_stack_pointer_nowhere)
 {
 	uint64_t sp = 0x1234;
 
 	roots(&sp, NULL, 0, 1);
 	cr_assert_eq(range_at(SP)->kind, ROOT_OTHER, "no thread's");
-	heap_roots_release(&r);
+	reach_roots_release(&r);
 	roots(NULL, NULL, 0, 0);
 	cr_assert_eq(r.nvalues, 0);
 	cr_assert(range_at(PROG));
@@ -339,7 +339,7 @@ Test(heapscan, roots_with_no_threads_and_a_stack_pointer_nowhere)
 
 /* --- Finding a block ---------------------------------------------------- */
 
-Test(heapscan, find_block_by_any_byte_of_its_user_bytes)
+Test(reach, find_block_by_any_byte_of_its_user_bytes)
 {
 	size_t a = blk(HEAP + 0x10, 0x20, HEAP_IN_USE);
 	size_t b = blk(HEAP + 0x30, 0x30, HEAP_TCACHE);
@@ -365,7 +365,7 @@ Test(heapscan, find_block_by_any_byte_of_its_user_bytes)
 
 /* --- The scan ----------------------------------------------------------- */
 
-Test(heapscan, chain_from_a_root_with_pointers_back)
+Test(reach, chain_from_a_root_with_pointers_back)
 {
 	size_t a = blk(HEAP + 0x10, 0x20, HEAP_IN_USE);
 	size_t b = blk(HEAP + 0x30, 0x30, HEAP_IN_USE);
@@ -405,7 +405,7 @@ Test(heapscan, chain_from_a_root_with_pointers_back)
 	cr_assert_eq(s.unread_root_bytes, 0);
 }
 
-Test(heapscan, leaked_cycle_is_leaked_not_unreferenced)
+Test(reach, leaked_cycle_is_leaked_not_unreferenced)
 {
 	size_t a = blk(HEAP + 0x10, 0x20, HEAP_IN_USE);
 	size_t b = blk(HEAP + 0x30, 0x20, HEAP_IN_USE);
@@ -427,7 +427,7 @@ Test(heapscan, leaked_cycle_is_leaked_not_unreferenced)
 	cr_assert_eq(s.count[REACH_ANCHORED], 0);
 }
 
-Test(heapscan, interior_pointers_and_their_limits)
+Test(reach, interior_pointers_and_their_limits)
 {
 	size_t a = blk(HEAP + 0x10, 0x30, HEAP_IN_USE);
 	size_t b = blk(HEAP + 0x40, 0x30, HEAP_IN_USE);
@@ -449,7 +449,7 @@ Test(heapscan, interior_pointers_and_their_limits)
 	cr_assert_eq(s.root_refs[ROOT_OTHER], 2);
 }
 
-Test(heapscan, free_chunks_neither_refer_nor_are_referred_to)
+Test(reach, free_chunks_neither_refer_nor_are_referred_to)
 {
 	size_t a = blk(HEAP + 0x10, 0x20, HEAP_IN_USE);
 	size_t fr = blk(HEAP + 0x30, 0x100, HEAP_BIN);
@@ -468,7 +468,7 @@ Test(heapscan, free_chunks_neither_refer_nor_are_referred_to)
 	cr_assert_eq(s.bytes[REACH_NONE], 0x100);
 }
 
-Test(heapscan, registers_alone_anchor)
+Test(reach, registers_alone_anchor)
 {
 	size_t a = blk(HEAP + 0x10, 0x20, HEAP_IN_USE);
 	size_t b = blk(THREAD + 0x10, 0x40, HEAP_IN_USE);
@@ -487,7 +487,7 @@ Test(heapscan, registers_alone_anchor)
 	cr_assert_eq(s.root_blocks[ROOT_REGISTERS], 1);
 }
 
-Test(heapscan, stack_from_its_red_zone_only)
+Test(reach, stack_from_its_red_zone_only)
 {
 	size_t a = blk(HEAP + 0x10, 0x20, HEAP_IN_USE);
 	size_t b = blk(HEAP + 0x30, 0x20, HEAP_IN_USE);
@@ -505,7 +505,7 @@ Test(heapscan, stack_from_its_red_zone_only)
 	cr_assert_eq(s.root_blocks[ROOT_STACK], 2);
 }
 
-Test(heapscan, unreadable_block_is_anchored_and_counted)
+Test(reach, unreadable_block_is_anchored_and_counted)
 {
 	size_t a, b, c, d;
 
@@ -529,7 +529,7 @@ Test(heapscan, unreadable_block_is_anchored_and_counted)
 		cr_assert(pieces[i].root || pieces[i].i != c);
 }
 
-Test(heapscan, block_partly_unreadable_keeps_what_was_read)
+Test(reach, block_partly_unreadable_keeps_what_was_read)
 {
 	uint64_t m = 0x7f4000000000ull;
 	size_t a, big;
@@ -589,17 +589,17 @@ static void blocks_around_a_hole(bool one_mapping)
 	cr_assert_lt(f.img.nreads, 30);
 }
 
-Test(heapscan, unreadable_mapping_amid_blocks)
+Test(reach, unreadable_mapping_amid_blocks)
 {
 	blocks_around_a_hole(false);
 }
 
-Test(heapscan, unreadable_stretch_inside_a_mapping)
+Test(reach, unreadable_stretch_inside_a_mapping)
 {
 	blocks_around_a_hole(true);
 }
 
-Test(heapscan, unreadable_roots_counted_and_bounded)
+Test(reach, unreadable_roots_counted_and_bounded)
 {
 	/* A mapping a core declares, a terabyte, with no bytes. */
 	map(0x100000000000ull, 1ull << 40, "rw-p", "", false);
@@ -609,7 +609,7 @@ Test(heapscan, unreadable_roots_counted_and_bounded)
 	cr_assert_lt(f.img.nreads, 500);
 }
 
-Test(heapscan, visitor_sees_every_block_once_in_order)
+Test(reach, visitor_sees_every_block_once_in_order)
 {
 	uint64_t big = 0x7f5000000000ull, len = 40ull << 20;
 	size_t nb, want = 0, p = 0, nblockpieces = 0;
@@ -658,7 +658,7 @@ Test(heapscan, visitor_sees_every_block_once_in_order)
 	}
 }
 
-Test(heapscan, large_reads_but_no_free_pages)
+Test(reach, large_reads_but_no_free_pages)
 {
 	uint64_t c = HEAP + 0x10, gap = 0x8000;
 	size_t nheap = 0;
@@ -690,7 +690,7 @@ Test(heapscan, large_reads_but_no_free_pages)
 	cr_assert_eq(s.count[REACH_UNREFERENCED], h.nblocks - 2);
 }
 
-Test(heapscan, hostile_blocks_never_crash)
+Test(reach, hostile_blocks_never_crash)
 {
 	uint64_t sp = SP, regs[2] = { user(HEAP + 0x100), UINT64_MAX - 3 };
 	uint64_t total = 0;
@@ -858,7 +858,7 @@ static void check_against_plain_search(void)
  * crowd of small ones after a big one (granules, and a granule holding
  * many blocks), mmapped chunks, random pointers everywhere.
  */
-Test(heapscan, random_heaps_as_a_plain_search_finds)
+Test(reach, random_heaps_as_a_plain_search_finds)
 {
 	uint64_t sp = SP, regs[8];
 	uint64_t m = 0x7f6000000000ull, mlen = 0x400000;
@@ -869,8 +869,8 @@ Test(heapscan, random_heaps_as_a_plain_search_finds)
 		uint64_t c = HEAP + 0x10;
 
 		h.nblocks = 0;
-		heap_roots_release(&r);
-		heap_scan_release(&s);
+		reach_roots_release(&r);
+		reach_scan_release(&s);
 		while (c < HEAP + HEAP_LEN - 0x400) {
 			uint64_t size = 0x20 + 0x10 * (rnd() % 12);
 

@@ -30,7 +30,7 @@ static void teardown(void)
 	model_free(&m);
 }
 
-TestSuite(dump, .init = setup, .fini = teardown);
+TestSuite(deep, .init = setup, .fini = teardown);
 
 #define GS_ALL                                                               \
 	"GLOBAL_STATS:\n"                                                    \
@@ -73,7 +73,7 @@ static void load_fails(const char *text, const char *msg)
 	cr_assert(strstr(stderr_text(), msg), "stderr: %s", stderr_text());
 }
 
-Test(dump, deep6_full)
+Test(deep, deep6_full)
 {
 	cr_assert_eq(load("heap profile: DUMP_DEEP_6\n"
 			  "META:\n"
@@ -127,7 +127,7 @@ Test(dump, deep6_full)
 	cr_assert_eq(snap.nunknown, 0);
 }
 
-Test(dump, deep5_no_meta_tolerant_gstats)
+Test(deep, deep5_no_meta_tolerant_gstats)
 {
 	/* The original's own test dumps lack 'absent'. */
 	capture_stderr();
@@ -147,7 +147,7 @@ Test(dump, deep5_no_meta_tolerant_gstats)
 					"'absent', 'file-exec'"));
 }
 
-Test(dump, time_forms)
+Test(deep, time_forms)
 {
 	setenv("TZ", "UTC", 1);
 	cr_assert_eq(load("heap profile: DUMP_DEEP_6\nMETA:\n"
@@ -176,7 +176,7 @@ Test(dump, time_forms)
 	cr_assert_not(snap.time_from_meta);
 }
 
-Test(dump, pageframe_tokens)
+Test(deep, pageframe_tokens)
 {
 	struct pageframe pf;
 
@@ -195,7 +195,7 @@ Test(dump, pageframe_tokens)
 	cr_assert_not(pageframe_parse("><ASNF", 6, &pf, 4096));
 }
 
-Test(dump, pageframe_sizes_at_unaligned_edges)
+Test(deep, pageframe_sizes_at_unaligned_edges)
 {
 	cr_assert_eq(load("heap profile: DUMP_DEEP_6\nMETA:\nPageSize: 4096\n"
 			  "MMAP_LIST:\n"
@@ -211,7 +211,7 @@ Test(dump, pageframe_sizes_at_unaligned_edges)
 	cr_assert_eq(snap.pfs[3].size, 4096);
 }
 
-Test(dump, region_details)
+Test(deep, region_details)
 {
 	capture_stderr();
 	cr_assert_eq(load("heap profile: DUMP_DEEP_6\nMETA:\n"
@@ -231,7 +231,7 @@ Test(dump, region_details)
 					"repeats line 6"));
 }
 
-Test(dump, legacy_regions)
+Test(deep, legacy_regions)
 {
 	capture_stderr();
 	cr_assert_eq(load("heap profile: DUMP_DEEP_6\nMMAP_LIST:\n"
@@ -246,7 +246,7 @@ Test(dump, legacy_regions)
 	cr_assert(strstr(stderr_text(), "legacy region line"));
 }
 
-Test(dump, unknown_bucket_warns_and_keeps_line)
+Test(deep, unknown_bucket_warns_and_keeps_line)
 {
 	capture_stderr();
 	cr_assert_eq(load("heap profile: DUMP_DEEP_6\n" GS_ALL
@@ -265,7 +265,7 @@ Test(dump, unknown_bucket_warns_and_keeps_line)
 			 "left out)"));
 }
 
-Test(dump, comments_crlf_blank_lines)
+Test(deep, comments_crlf_blank_lines)
 {
 	cr_assert_eq(load("# a comment\r\n\r\nheap profile: DUMP_DEEP_6\r\n"
 			  "GLOBAL_STATS:\r\n\r\n"
@@ -276,7 +276,7 @@ Test(dump, comments_crlf_blank_lines)
 	cr_assert_eq(snap.nlines, 1);
 }
 
-Test(dump, truncated_last_line_skipped)
+Test(deep, truncated_last_line_skipped)
 {
 	capture_stderr();
 	cr_assert_eq(load("heap profile: DUMP_DEEP_6\n" GS_ALL
@@ -288,7 +288,7 @@ Test(dump, truncated_last_line_skipped)
 					"newline (dump truncated?); skipped"));
 }
 
-Test(dump, errors)
+Test(deep, errors)
 {
 	load_fails("", "d.0001.heap:1: empty dump");
 	load_fails("\n\n# only comments\n", "empty dump");
@@ -363,7 +363,7 @@ Test(dump, errors)
 		   "of line 4");
 }
 
-Test(dump, nul_byte)
+Test(deep, nul_byte)
 {
 	const char *p = write_file("n.0001.heap",
 				   "heap profile: DUMP_DEEP_6\nGLOB\0AL\n", 34);
@@ -373,7 +373,7 @@ Test(dump, nul_byte)
 	cr_assert(strstr(stderr_text(), "n.0001.heap:2: NUL byte"));
 }
 
-Test(dump, mapped_libraries_trailer)
+Test(deep, mapped_libraries_trailer)
 {
 	cr_assert_eq(load("heap profile: DUMP_DEEP_6\n" GS_ALL STACKS
 			  "\nMAPPED_LIBRARIES:\n"
@@ -382,7 +382,7 @@ Test(dump, mapped_libraries_trailer)
 	cr_assert_eq(snap.own_maps.n, 1);
 }
 
-Test(dump, missing_file)
+Test(deep, missing_file)
 {
 	capture_stderr();
 	cr_assert_eq(profile_load(&snap, "/nonexistent/x.0001.heap", &m, &run),
@@ -399,7 +399,7 @@ static struct deep_meta meta_of(const char *text)
 	return mt;
 }
 
-Test(dump, meta_of_the_head)
+Test(deep, meta_of_the_head)
 {
 	struct deep_meta mt;
 

@@ -60,7 +60,7 @@ static void teardown(void)
 	sb_release(&why);
 }
 
-TestSuite(elf, .fini = teardown);
+TestSuite(elfimage, .fini = teardown);
 
 static const char *scratch(const char *name)
 {
@@ -337,7 +337,7 @@ static void check_address_rule(uint64_t base, uint64_t addr)
 	cr_assert_eq(got, addr, "%#" PRIx64 " != %#" PRIx64, got, addr);
 }
 
-Test(elf, pie_executable)
+Test(elfimage, pie_executable)
 {
 	const char *p = must_compile("pie", exe_src, CFLAGS "-fPIE -pie");
 	uint64_t addr, size;
@@ -369,7 +369,7 @@ Test(elf, pie_executable)
 	check_address_rule(0x555555554000ULL, addr + 4);
 }
 
-Test(elf, non_pie_executable)
+Test(elfimage, non_pie_executable)
 {
 	const char *p = must_compile("nopie", exe_src,
 				     CFLAGS "-fno-pie -no-pie");
@@ -390,7 +390,7 @@ Test(elf, non_pie_executable)
 	check_address_rule(0, addr + 1);
 }
 
-Test(elf, shared_object)
+Test(elfimage, shared_object)
 {
 	const char *p = must_compile("libx.so", lib_src,
 				     CFLAGS "-shared -fPIC");
@@ -408,7 +408,7 @@ Test(elf, shared_object)
 	check_address_rule(0x7f0000000000ULL, addr + 2);
 }
 
-Test(elf, stripped_shared_object_falls_back_to_dynsym)
+Test(elfimage, stripped_shared_object_falls_back_to_dynsym)
 {
 	const char *p = must_compile("liby.so", lib_src,
 				     CFLAGS "-shared -fPIC");
@@ -437,7 +437,7 @@ Test(elf, stripped_shared_object_falls_back_to_dynsym)
 	cr_assert_not_null(by_name(img.data, img.ndata, "lib_object"));
 }
 
-Test(elf, stripped_executable_has_no_local_functions)
+Test(elfimage, stripped_executable_has_no_local_functions)
 {
 	const char *p = must_compile("nopie2", exe_src,
 				     CFLAGS "-fno-pie -no-pie");
@@ -452,7 +452,7 @@ Test(elf, stripped_executable_has_no_local_functions)
 	check_loads(s);
 }
 
-Test(elf, debuglink_crc_and_taking_symbols_from_the_debug_file)
+Test(elfimage, debuglink_crc_and_taking_symbols_from_the_debug_file)
 {
 	const char *p = must_compile("app", exe_src, CFLAGS "-fPIE -pie");
 	const char *d = scratch("app.debug");
@@ -495,7 +495,7 @@ Test(elf, debuglink_crc_and_taking_symbols_from_the_debug_file)
 	sb_release(&why2);
 }
 
-Test(elf, elf32_shared_object)
+Test(elfimage, elf32_shared_object)
 {
 	const char *p = compile("lib32.so", lib_src,
 				"-m32 -shared -nostdlib -fPIC -O1 "
@@ -513,7 +513,7 @@ Test(elf, elf32_shared_object)
 	check_object(p, "lib_object", 64);
 }
 
-Test(elf, find_rules_on_a_table)
+Test(elfimage, find_rules_on_a_table)
 {
 	static const struct elf_sym v[] = {
 		{ 0x1000, 0x10, "sized" },
@@ -557,7 +557,7 @@ static void open_fails(const char *name, const char *data, long len,
 	elfimage_close(&img);
 }
 
-Test(elf, not_elf_files)
+Test(elfimage, not_elf_files)
 {
 	char hdr[64];
 
@@ -592,7 +592,7 @@ Test(elf, not_elf_files)
 		  sb_str(&why));
 }
 
-Test(elf, header_only_file_has_nothing)
+Test(elfimage, header_only_file_has_nothing)
 {
 	char hdr[64];
 
@@ -651,7 +651,7 @@ static int open_damaged(const char *name, const char *data, size_t len)
 	return rc;
 }
 
-Test(elf, hostile_headers_never_crash)
+Test(elfimage, hostile_headers_never_crash)
 {
 	const char *p = must_compile("victim", exe_src, CFLAGS "-fPIE -pie");
 	size_t size;
@@ -745,7 +745,7 @@ Test(elf, hostile_headers_never_crash)
  * looking for a debug file instead of a good copy).  The same for
  * e_shoff pointing past the end.
  */
-Test(elf, truncated_binary_is_an_error)
+Test(elfimage, truncated_binary_is_an_error)
 {
 	const char *p = must_compile("whole", exe_src, CFLAGS "-fPIE -pie");
 	size_t size;
@@ -800,7 +800,7 @@ static void lazy_matches_eager(const char *path)
 	sb_release(&why2);
 }
 
-Test(elf, symbols_read_when_asked_for)
+Test(elfimage, symbols_read_when_asked_for)
 {
 	const char *p = must_compile("lazy", exe_src, CFLAGS "-fPIE -pie");
 	const char *l = must_compile("liblazy.so", lib_src,

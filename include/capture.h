@@ -1,15 +1,16 @@
 /*
- * A snapshot of a process nobody prepared: held still from outside
- * (procstop.h), its mappings with what the kernel counts of each
- * (resident.h), its glibc heap walked (glibc_heap.h), then let go; and
- * said as the records of a dmprof-snapshot file (snapfile.h): written
- * to one, or (a core) handed to the snapshot builder with no file in
- * between.  Blocks have no allocation stacks
- * here: they are counted by what is known of them, their size class and
- * the arena that holds them, free chunks by kind.
+ * A capture of a process nobody prepared (what dmprof snapshot takes):
+ * held still from outside (procstop.h), its mappings with what the
+ * kernel counts of each (resident.h), its glibc heap walked
+ * (glibc_heap.h), then let go; or of a core.  It is said as the records
+ * of a dmprof-snapshot file (snapfile.h): written to one, or (a core)
+ * handed to the snapshot builder with no file in between.  Blocks have
+ * no allocation stacks here: they are counted by what is known of them,
+ * their size class and the arena that holds them, free chunks by kind.
+ * ("Snapshot" is the model's: one dump in memory, snapshot.h.)
  */
-#ifndef DMPROF_PROCSNAP_H
-#define DMPROF_PROCSNAP_H
+#ifndef DMPROF_CAPTURE_H
+#define DMPROF_CAPTURE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -19,8 +20,8 @@
 
 #include "coreimage.h"
 #include "glibc_heap.h"
-#include "heapscan.h"
-#include "heaptype.h"
+#include "reach.h"
+#include "typing.h"
 #include "procimage.h"
 #include "reader.h"
 #include "resident.h"
@@ -31,13 +32,13 @@
  * stretches, in order.
  */
 enum { PART_NONE = -1, PART_THREAD_STACK = -2 };
-struct procsnap_part {
+struct capture_part {
 	uint64_t start, end;
 	uint64_t committed;
 	int where;            /* an arena, HEAP_MMAPPED_ARENA, or PART_* */
 };
 
-struct procsnap_vma {
+struct capture_vma {
 	uint64_t committed;   /* Rss + Swap, or (split) pagemap's count */
 	struct resident r;
 	size_t first_part, nparts; /* nparts 0: whole */
@@ -46,7 +47,7 @@ struct procsnap_vma {
 
 /* The blocks of one kind: state, size class, type and reach (in use),
  * and arena. */
-struct procsnap_bucket {
+struct capture_bucket {
 	enum heap_state state;
 	unsigned cls;         /* snap_size_class() of blocks in use */
 	unsigned arena;       /* or HEAP_MMAPPED_ARENA */
@@ -56,14 +57,14 @@ struct procsnap_bucket {
 };
 
 /* A leaked block, listed one by one: its first bytes read. */
-#define PROCSNAP_HEAD 64
-struct procsnap_leak {
+#define CAPTURE_HEAD 64
+struct capture_leak {
 	size_t block;         /* in h.blocks */
-	uint8_t head[PROCSNAP_HEAD];
+	uint8_t head[CAPTURE_HEAD];
 	uint8_t nhead;        /* bytes of head read */
 };
 
-struct procsnap {
+struct capture {
 	pid_t pid;
 	char *command_line;
 	double time;          /* the instant, seconds since the epoch */
@@ -74,26 +75,26 @@ struct procsnap {
 	struct procimage *img;
 	struct procimage live;
 	struct coreimage *core;
-	struct procsnap_vma *vmas; /* as img->maps */
-	struct procsnap_part *parts;
+	struct capture_vma *vmas; /* as img->maps */
+	struct capture_part *parts;
 	size_t nparts, parts_alloc;
 	struct resident total;
 	bool walked;          /* else h.why says why not */
 	struct glibc_heap h;
 	/* Who points at the blocks, and what they are (when walked). */
-	struct heap_roots roots;
-	struct heap_scan scan;
-	struct heap_types types;
+	struct reach_roots roots;
+	struct reach_scan scan;
+	struct typing types;
 	bool scanned;
 	bool no_scan;         /* asked not to scan (walk only) */
-	struct procsnap_leak *leaks;  /* the largest leaked blocks */
+	struct capture_leak *leaks;  /* the largest leaked blocks */
 	size_t nleaks;
-	struct procsnap_bucket *buckets;
+	struct capture_bucket *buckets;
 	size_t nbuckets;
 };
 
 /* How many leaked blocks a snapshot lists one by one, the largest. */
-#define PROCSNAP_MAX_LEAKS 10000
+#define CAPTURE_MAX_LEAKS 10000
 
 /*
  * Take a snapshot of process PID into S: -1 after saying why not (it
@@ -101,7 +102,7 @@ struct procsnap {
  * too, for their types and leaks (a longer stop).  A heap that cannot be
  * walked (not glibc's) is no error: S says so.
  */
-int procsnap_take(struct procsnap *s, pid_t pid, bool scan);
+int capture_process(struct capture *s, pid_t pid, bool scan);
 
 /*
  * The same of the ELF core file at PATH: what the core holds of each
@@ -109,9 +110,9 @@ int procsnap_take(struct procsnap *s, pid_t pid, bool scan);
  * files it names found as RO says (may be NULL).
  * -1 after saying why not (not a core, unreadable).
  */
-int procsnap_take_core(struct procsnap *s, const char *path,
+int capture_core(struct capture *s, const char *path,
 		       const struct read_options *ro);
-void procsnap_free(struct procsnap *s);
+void capture_free(struct capture *s);
 
 /*
  * What S says, as the records of a snapshot file (snapfile.h), in the
@@ -119,7 +120,7 @@ void procsnap_free(struct procsnap *s);
  * snapshot builder (a core read as a snapshot), or to the file's writer.
  * 0, or what PUT returned.
  */
-int procsnap_emit(const struct procsnap *s,
+int capture_emit(const struct capture *s,
 		  int (*put)(void *ctx, const struct snap_record *r),
 		  void *ctx);
 
@@ -127,6 +128,6 @@ int procsnap_emit(const struct procsnap *s,
  * Write S to PATH (whole, or not at all: a reader of the run never sees
  * half a file).  -1 after saying why not.
  */
-int procsnap_write(const struct procsnap *s, const char *path);
+int capture_write(const struct capture *s, const char *path);
 
 #endif

@@ -11,7 +11,7 @@
  * its lists perhaps half-updated: as `dmprof heap` does, the process is
  * let go a little and held again, a few times at most.
  */
-#include "procsnap.h"
+#include "capture.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -52,10 +52,10 @@ static char *command_line(pid_t pid)
 
 /* ---- while held ---- */
 
-static void add_part(struct procsnap *s, uint64_t start, uint64_t end,
+static void add_part(struct capture *s, uint64_t start, uint64_t end,
 		     int where, uint64_t committed)
 {
-	struct procsnap_part *p;
+	struct capture_part *p;
 
 	if (end <= start)
 		return;
@@ -69,7 +69,7 @@ static void add_part(struct procsnap *s, uint64_t start, uint64_t end,
 
 /* Does a held thread's stack pointer lie in [A, B) of VMA V (not the
  * main thread's [stack])? */
-static bool thread_stack(const struct procsnap *s, const struct vma *v,
+static bool thread_stack(const struct capture *s, const struct vma *v,
 			 uint64_t a, uint64_t b)
 {
 	if (!strcmp(v->name, "[stack]"))
@@ -81,7 +81,7 @@ static bool thread_stack(const struct procsnap *s, const struct vma *v,
 }
 
 /* A part of VMA I that is not the heap's: a thread's stack, or not. */
-static void add_gap(struct procsnap *s, size_t i, uint64_t a, uint64_t b)
+static void add_gap(struct capture *s, size_t i, uint64_t a, uint64_t b)
 {
 	const struct vma *v = &s->img->maps.v[i];
 
@@ -95,11 +95,11 @@ static void add_gap(struct procsnap *s, size_t i, uint64_t a, uint64_t b)
  * VMA I cut by the heap's extents from *AT on (sorted): its parts, each
  * with its committed bytes, from its pagemap.
  */
-static int split_vma(struct procsnap *s, struct pagemap *pm, size_t i,
+static int split_vma(struct capture *s, struct pagemap *pm, size_t i,
 		     size_t *at)
 {
 	const struct vma *v = &s->img->maps.v[i];
-	struct procsnap_vma *sv = &s->vmas[i];
+	struct capture_vma *sv = &s->vmas[i];
 	const struct glibc_heap *h = &s->h;
 	uint64_t pos = v->start;
 
@@ -128,10 +128,10 @@ static int split_vma(struct procsnap *s, struct pagemap *pm, size_t i,
 }
 
 /* VMA I, a thread's stack, as one part (of smaps' committed bytes). */
-static void stack_vma(struct procsnap *s, size_t i)
+static void stack_vma(struct capture *s, size_t i)
 {
 	const struct vma *v = &s->img->maps.v[i];
-	struct procsnap_vma *sv = &s->vmas[i];
+	struct capture_vma *sv = &s->vmas[i];
 
 	sv->first_part = s->nparts;
 	add_part(s, v->start, v->end, PART_THREAD_STACK, sv->committed);
@@ -143,7 +143,7 @@ static void stack_vma(struct procsnap *s, size_t i)
  * threads' stacks are in, known by their stack pointers: PM reads a live
  * process's pages, a core's are what it holds (PM NULL).
  */
-static int split_vmas(struct procsnap *s, struct pagemap *pm)
+static int split_vmas(struct capture *s, struct pagemap *pm)
 {
 	const struct maps *m = &s->img->maps;
 	const struct glibc_heap *h = &s->h;
@@ -167,7 +167,7 @@ static int split_vmas(struct procsnap *s, struct pagemap *pm)
  * Each mapping's committed bytes: smaps' Rss + Swap, or the pagemap's
  * count of the parts of those the heap lies in.
  */
-static int read_resident(struct procsnap *s)
+static int read_resident(struct capture *s)
 {
 	const struct maps *m = &s->img->maps;
 	struct resident *r = xcalloc(m->n ? m->n : 1, sizeof(*r));
@@ -196,7 +196,7 @@ static int read_resident(struct procsnap *s)
  * the heap (PROT_NONE, never committed: gcore writes it all the same, as
  * zeros)?
  */
-static bool arena_reserve(const struct procsnap *s, const struct vma *v)
+static bool arena_reserve(const struct capture *s, const struct vma *v)
 {
 	const struct glibc_heap *h = &s->h;
 	uint64_t base = v->start & ~(HEAP_THREAD_HEAP_MAX - 1);
@@ -214,7 +214,7 @@ static bool arena_reserve(const struct procsnap *s, const struct vma *v)
 
 /* A core's mappings: what it holds of each is their committed bytes
  * (but the arenas' reservations). */
-static void core_held(struct procsnap *s)
+static void core_held(struct capture *s)
 {
 	const struct maps *m = &s->img->maps;
 
@@ -266,11 +266,11 @@ static int cmp_index(const void *x, const void *y)
 }
 
 /*
- * The leaked blocks to list: all of them, or the PROCSNAP_MAX_LEAKS
+ * The leaked blocks to list: all of them, or the CAPTURE_MAX_LEAKS
  * largest (a heap of that many, in one pass: millions may be leaked),
  * in address order; their first bytes read.
  */
-static void read_leaks(struct procsnap *s)
+static void read_leaks(struct capture *s)
 {
 	const struct glibc_heap *h = &s->h;
 	size_t *v = NULL, n = 0, alloc = 0;
@@ -282,10 +282,10 @@ static void read_leaks(struct procsnap *s)
 		if (s->scan.state[i] != REACH_LEAKED &&
 		    s->scan.state[i] != REACH_UNREFERENCED)
 			continue;
-		if (n < PROCSNAP_MAX_LEAKS) {
+		if (n < CAPTURE_MAX_LEAKS) {
 			GROW(v, n + 1, alloc);
 			v[n++] = i;
-			if (n == PROCSNAP_MAX_LEAKS)
+			if (n == CAPTURE_MAX_LEAKS)
 				for (size_t k = n / 2; k-- > 0;)
 					sift_down(h->blocks, v, n, k);
 		} else if (leak_before(h->blocks, i, v[0])) {
@@ -299,24 +299,24 @@ static void read_leaks(struct procsnap *s)
 	s->leaks = xcalloc(n, sizeof(*s->leaks));
 	s->nleaks = n;
 	addrs = xcalloc(n, sizeof(*addrs));
-	out = xcalloc(n, PROCSNAP_HEAD);
+	out = xcalloc(n, CAPTURE_HEAD);
 	ok = xcalloc(n, sizeof(*ok));
 	for (size_t i = 0; i < n; i++) {
 		s->leaks[i].block = v[i];
 		addrs[i] = h->blocks[v[i]].chunk + 16;
 	}
 	free(v);
-	procimage_gather(s->img, addrs, n, PROCSNAP_HEAD, out, ok);
+	procimage_gather(s->img, addrs, n, CAPTURE_HEAD, out, ok);
 	for (size_t i = 0; i < n; i++) {
 		const struct heap_block *b = &h->blocks[s->leaks[i].block];
 		uint64_t usable = heap_block_usable(b);
 
 		if (!ok[i])
 			continue;
-		s->leaks[i].nhead = (uint8_t)(usable < PROCSNAP_HEAD
+		s->leaks[i].nhead = (uint8_t)(usable < CAPTURE_HEAD
 						      ? usable
-						      : PROCSNAP_HEAD);
-		memcpy(s->leaks[i].head, out + i * PROCSNAP_HEAD,
+						      : CAPTURE_HEAD);
+		memcpy(s->leaks[i].head, out + i * CAPTURE_HEAD,
 		       s->leaks[i].nhead);
 	}
 	free(addrs);
@@ -328,12 +328,12 @@ static void read_leaks(struct procsnap *s)
  * With the image at one instant: the heap walked, who points at its
  * blocks and what they are, the leaked ones' first bytes.
  */
-static void read_heap(struct procsnap *s)
+static void read_heap(struct capture *s)
 {
 	struct procimage *img = s->img;
 	uint64_t *sps = xcalloc(img->nthreads + 1, sizeof(*sps));
 	uint64_t *regs = xcalloc(img->nthreads + 1, IMAGE_NREGS * 8);
-	struct heap_visitor v;
+	struct reach_visitor v;
 
 	s->walked = glibc_heap_walk(&s->h, img) == 0;
 	if (s->walked && !s->no_scan) {
@@ -342,11 +342,11 @@ static void read_heap(struct procsnap *s)
 			memcpy(regs + i * IMAGE_NREGS, img->threads[i].regs,
 			       sizeof(img->threads[i].regs));
 		}
-		heap_roots_build(&s->roots, img, &s->h, sps, regs, IMAGE_NREGS,
+		reach_roots_build(&s->roots, img, &s->h, sps, regs, IMAGE_NREGS,
 				 img->nthreads);
-		heap_types_init(&s->types, &s->h, img);
-		v = heap_types_visitor(&s->types);
-		s->scanned = heap_scan_run(&s->scan, &s->h, img, &s->roots,
+		typing_init(&s->types, &s->h, img);
+		v = typing_visitor(&s->types);
+		s->scanned = reach_scan_run(&s->scan, &s->h, img, &s->roots,
 					   &v) == 0;
 		if (s->scanned)
 			read_leaks(s);
@@ -356,7 +356,7 @@ static void read_heap(struct procsnap *s)
 }
 
 /* The held threads, their stack pointers and registers, in the image. */
-static void held_threads(struct procsnap *s, const struct procstop *stop)
+static void held_threads(struct capture *s, const struct procstop *stop)
 {
 	uint64_t regs[IMAGE_NREGS], sp;
 	size_t n;
@@ -371,7 +371,7 @@ static void held_threads(struct procsnap *s, const struct procstop *stop)
  * Hold the process, read what must be one instant, let it go.  Signals
  * that would end dmprof wait meanwhile: the process is let go first.
  */
-static int take_once(struct procsnap *s)
+static int take_once(struct capture *s)
 {
 	struct procstop stop;
 	struct timespec now;
@@ -406,7 +406,7 @@ static int take_once(struct procsnap *s)
 }
 
 /* What one try read, gone (the command line stays). */
-static void drop_reading(struct procsnap *s)
+static void drop_reading(struct capture *s)
 {
 	for (size_t i = 0; s->vmas && i < s->img->maps.n; i++)
 		page_counts_free(&s->vmas[i].pages);
@@ -416,14 +416,14 @@ static void drop_reading(struct procsnap *s)
 	s->parts = NULL;
 	s->nparts = s->parts_alloc = 0;
 	if (s->scanned) {
-		heap_scan_release(&s->scan);
+		reach_scan_release(&s->scan);
 		free(s->leaks);
 		s->leaks = NULL;
 		s->nleaks = 0;
 	}
 	if (s->walked && !s->no_scan) {
-		heap_types_release(&s->types);
-		heap_roots_release(&s->roots);
+		typing_release(&s->types);
+		reach_roots_release(&s->roots);
 	}
 	glibc_heap_release(&s->h);
 	if (s->core) {
@@ -440,7 +440,7 @@ static void drop_reading(struct procsnap *s)
 /* ---- after ---- */
 
 struct counting {
-	struct procsnap *s;
+	struct capture *s;
 	struct hashmap keys;   /* key -> bucket index + 1 */
 	size_t alloc;
 	size_t vma;            /* where the last block was */
@@ -457,7 +457,7 @@ static uint64_t committed(struct counting *c, uint64_t a, uint64_t b)
 	while (c->vma < m->n && m->v[c->vma].end <= a)
 		c->vma++;
 	for (size_t i = c->vma; i < m->n && m->v[i].start < b; i++) {
-		const struct procsnap_vma *sv = &c->s->vmas[i];
+		const struct capture_vma *sv = &c->s->vmas[i];
 		uint64_t lo = a > m->v[i].start ? a : m->v[i].start;
 		uint64_t hi = b < m->v[i].end ? b : m->v[i].end;
 
@@ -468,7 +468,7 @@ static uint64_t committed(struct counting *c, uint64_t a, uint64_t b)
 }
 
 /* What block I of S is known by, besides its state and arena. */
-static void block_kind(const struct procsnap *s, size_t i, unsigned *cls,
+static void block_kind(const struct capture *s, size_t i, unsigned *cls,
 		       uint32_t *type, bool *leaked)
 {
 	const struct heap_block *b = &s->h.blocks[i];
@@ -488,7 +488,7 @@ static void block_kind(const struct procsnap *s, size_t i, unsigned *cls,
 
 static void count_block(struct counting *c, size_t i)
 {
-	struct procsnap *s = c->s;
+	struct capture *s = c->s;
 	const struct heap_block *b = &s->h.blocks[i];
 	unsigned cls;
 	uint32_t type;
@@ -500,7 +500,7 @@ static void count_block(struct counting *c, size_t i)
 	      (uint64_t)b->arena << 16 | (uint64_t)b->state << 12 | cls;
 	uint64_t hash = hash_u64(key);
 	uintptr_t idx = (uintptr_t)hashmap_get(&c->keys, hash, NULL, NULL);
-	struct procsnap_bucket *k;
+	struct capture_bucket *k;
 
 	if (!idx) {
 		GROW(s->buckets, s->nbuckets + 1, c->alloc);
@@ -523,7 +523,7 @@ static void count_block(struct counting *c, size_t i)
 /* Arenas first (mmapped chunks last), then state, then size. */
 static int cmp_bucket(const void *x, const void *y)
 {
-	const struct procsnap_bucket *a = x, *b = y;
+	const struct capture_bucket *a = x, *b = y;
 
 	if (a->arena != b->arena)
 		return a->arena < b->arena ? -1 : 1;
@@ -536,7 +536,7 @@ static int cmp_bucket(const void *x, const void *y)
 	return a->type < b->type ? -1 : a->type > b->type;
 }
 
-static void count_blocks(struct procsnap *s)
+static void count_blocks(struct capture *s)
 {
 	struct counting c = { s, HASHMAP_INIT, 0, 0 };
 
@@ -553,15 +553,15 @@ static void count_blocks(struct procsnap *s)
  * What needs no memory read, once the process goes on: the layouts
  * typed from the words kept, and the blocks counted.
  */
-static void after(struct procsnap *s)
+static void after(struct capture *s)
 {
 	if (s->scanned)
-		heap_types_finish(&s->types, &s->scan);
+		typing_finish(&s->types, &s->scan);
 	if (s->walked)
 		count_blocks(s);
 }
 
-int procsnap_take(struct procsnap *s, pid_t pid, bool scan)
+int capture_process(struct capture *s, pid_t pid, bool scan)
 {
 	memset(s, 0, sizeof(*s));
 	s->pid = pid;
@@ -570,7 +570,7 @@ int procsnap_take(struct procsnap *s, pid_t pid, bool scan)
 	for (;;) {
 		s->tries++;
 		if (take_once(s) < 0) {
-			procsnap_free(s);
+			capture_free(s);
 			return -1;
 		}
 		if (!s->walked || !glibc_heap_locked(&s->h) ||
@@ -583,7 +583,7 @@ int procsnap_take(struct procsnap *s, pid_t pid, bool scan)
 	return 0;
 }
 
-int procsnap_take_core(struct procsnap *s, const char *path,
+int capture_core(struct capture *s, const char *path,
 		       const struct read_options *ro)
 {
 	struct stat st;
@@ -610,7 +610,7 @@ int procsnap_take_core(struct procsnap *s, const char *path,
 	return 0;
 }
 
-void procsnap_free(struct procsnap *s)
+void capture_free(struct capture *s)
 {
 	drop_reading(s);
 	free(s->buckets);
@@ -659,7 +659,7 @@ PRINTF(3, 4) static void meta(struct emit *e, const char *key,
 	put(e, &r);
 }
 
-static void emit_meta(struct emit *e, const struct procsnap *s)
+static void emit_meta(struct emit *e, const struct capture *s)
 {
 	meta(e, "Time", "%.6f", s->time);
 	meta(e, "Pid", "%d", (int)s->pid);
@@ -692,10 +692,10 @@ static void emit_meta(struct emit *e, const struct procsnap *s)
 }
 
 /* Type T of the snapshot's, as a record's. */
-static struct snap_type snap_type(const struct procsnap *s, uint32_t t)
+static struct snap_type snap_type(const struct capture *s, uint32_t t)
 {
 	struct snap_type out = { SNAP_TYPE_NONE, 0, NULL, 0 };
-	const struct heap_type *ty;
+	const struct block_type *ty;
 
 	if (!t || !s->scanned || t >= s->types.ntypes)
 		return out;
@@ -713,9 +713,9 @@ static int where_of(unsigned arena)
 }
 
 /* What the scan found: totals, then the leaked blocks listed. */
-static void emit_reach(struct emit *e, const struct procsnap *s)
+static void emit_reach(struct emit *e, const struct capture *s)
 {
-	const struct heap_scan *sc = &s->scan;
+	const struct reach_scan *sc = &s->scan;
 	struct snap_record r = { .kind = SNAP_REACH };
 
 	r.u.reach.anchored_count = sc->count[REACH_ANCHORED];
@@ -727,7 +727,7 @@ static void emit_reach(struct emit *e, const struct procsnap *s)
 	r.u.reach.listed = s->nleaks;
 	put(e, &r);
 	for (size_t i = 0; i < s->nleaks; i++) {
-		const struct procsnap_leak *l = &s->leaks[i];
+		const struct capture_leak *l = &s->leaks[i];
 		const struct heap_block *b = &s->h.blocks[l->block];
 
 		memset(&r, 0, sizeof(r));
@@ -744,7 +744,7 @@ static void emit_reach(struct emit *e, const struct procsnap *s)
 	}
 }
 
-static void emit_heap(struct emit *e, const struct procsnap *s)
+static void emit_heap(struct emit *e, const struct capture *s)
 {
 	const struct glibc_heap *h = &s->h;
 	struct snap_record r;
@@ -770,7 +770,7 @@ static void emit_heap(struct emit *e, const struct procsnap *s)
 	r.u.tcaches = h->ntcaches;
 	put(e, &r);
 	for (size_t i = 0; i < s->nbuckets; i++) {
-		const struct procsnap_bucket *b = &s->buckets[i];
+		const struct capture_bucket *b = &s->buckets[i];
 
 		memset(&r, 0, sizeof(r));
 		r.kind = SNAP_BLOCKS;
@@ -798,14 +798,14 @@ static void emit_heap(struct emit *e, const struct procsnap *s)
 	}
 }
 
-static void emit_maps(struct emit *e, const struct procsnap *s)
+static void emit_maps(struct emit *e, const struct capture *s)
 {
 	const struct maps *m = &s->img->maps;
 	struct snap_record r;
 
 	put_kind(e, SNAP_MAPS);
 	for (size_t i = 0; i < m->n; i++) {
-		const struct procsnap_vma *sv = &s->vmas[i];
+		const struct capture_vma *sv = &s->vmas[i];
 
 		memset(&r, 0, sizeof(r));
 		r.kind = SNAP_VMA;
@@ -815,7 +815,7 @@ static void emit_maps(struct emit *e, const struct procsnap *s)
 		r.u.vma.v = m->v[i];
 		put(e, &r);
 		for (size_t k = 0; k < sv->nparts; k++) {
-			const struct procsnap_part *p =
+			const struct capture_part *p =
 				&s->parts[sv->first_part + k];
 
 			memset(&r, 0, sizeof(r));
@@ -833,7 +833,7 @@ static void emit_maps(struct emit *e, const struct procsnap *s)
 	}
 }
 
-int procsnap_emit(const struct procsnap *s,
+int capture_emit(const struct capture *s,
 		  int (*put_record)(void *ctx, const struct snap_record *r),
 		  void *ctx)
 {
@@ -847,7 +847,7 @@ int procsnap_emit(const struct procsnap *s,
 	return e.rc;
 }
 
-int procsnap_write(const struct procsnap *s, const char *path)
+int capture_write(const struct capture *s, const char *path)
 {
 	char *tmp = xasprintf("%s.tmp", path);
 	FILE *f = fopen(tmp, "we");
@@ -860,7 +860,7 @@ int procsnap_write(const struct procsnap *s, const char *path)
 		return rc;
 	}
 	snapfile_writer_init(&w, f);
-	procsnap_emit(s, snapfile_put, &w);
+	capture_emit(s, snapfile_put, &w);
 	if (ferror(f) | fclose(f))
 		rc = error_errno("cannot write %s", tmp);
 	else if (rename(tmp, path) < 0)

@@ -7,12 +7,12 @@
  * them (a long std::string's body, a std::vector's body, a hash table's
  * buckets and nodes, a tree's nodes), as chap does; the rest is unknown.
  *
- * The typing reads block bytes as heapscan.h's scan offers them (one
+ * The typing reads block bytes as reach.h's scan offers them (one
  * read of the heap serves both), and memory outside the heap (vtables,
  * typeinfos, names: the binaries' mappings) through the image.
  */
-#ifndef DMPROF_HEAPTYPE_H
-#define DMPROF_HEAPTYPE_H
+#ifndef DMPROF_TYPING_H
+#define DMPROF_TYPING_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -20,18 +20,18 @@
 #include "arena.h"
 #include "glibc_heap.h"
 #include "hashmap.h"
-#include "heapscan.h"
+#include "reach.h"
 #include "procimage.h"
 #include "strtab.h"
 
-enum heap_type_kind {
+enum block_type_kind {
 	TYPE_UNKNOWN,   /* types[0], the only one */
 	TYPE_CLASS,     /* by its vtable */
 	TYPE_LAYOUT,    /* by who points at it */
 };
 
-struct heap_type {
-	enum heap_type_kind kind;
+struct block_type {
+	enum block_type_kind kind;
 	/* The class ("Session", "ns::Conn<int>") or the layout's name
 	 * ("string body", "vector body", "unordered_map/set buckets",
 	 * "unordered_map/set node", "map/set node": no "std::", which
@@ -41,12 +41,12 @@ struct heap_type {
 	uint64_t count, bytes;  /* blocks of it, chunk sizes summed */
 };
 
-struct heap_types {
+struct typing {
 	uint32_t *of;            /* per block of the heap: index in types */
 	size_t nblocks;
-	struct heap_type *types; /* [0]: unknown */
+	struct block_type *types; /* [0]: unknown */
 	size_t ntypes, alloc;
-	/* Private to heaptype.c (candidates, caches). */
+	/* Private to typing.c (candidates, caches). */
 	struct arena arena;
 	struct strtab strings;
 	struct hashmap vtables;  /* vtable address -> its entry (arena) */
@@ -55,11 +55,11 @@ struct heap_types {
 
 /*
  * Start typing the blocks of H (read through IMG, which must outlive
- * T until heap_types_finish).  The visitor to give heap_scan_run.
+ * T until typing_finish).  The visitor to give reach_scan_run.
  */
-void heap_types_init(struct heap_types *t, const struct glibc_heap *h,
+void typing_init(struct typing *t, const struct glibc_heap *h,
 		     struct procimage *img);
-struct heap_visitor heap_types_visitor(struct heap_types *t);
+struct reach_visitor typing_visitor(struct typing *t);
 
 /*
  * After the scan: the layouts that need every block's first words (the
@@ -69,8 +69,8 @@ struct heap_visitor heap_types_visitor(struct heap_types *t);
  * S may be NULL (nothing of it is needed yet).  OF and TYPES are
  * meaningful only after this.
  */
-void heap_types_finish(struct heap_types *t, const struct heap_scan *s);
+void typing_finish(struct typing *t, const struct reach_scan *s);
 
-void heap_types_release(struct heap_types *t);
+void typing_release(struct typing *t);
 
 #endif

@@ -16,10 +16,10 @@
  * The memory is read once, in address order, in large windows (a live
  * process: few process_vm_readv calls; a core: its segments), and each
  * block's bytes are offered to a visitor on the way (the typing of
- * heaptype.h reads them there), so nothing is read twice.
+ * typing.h reads them there), so nothing is read twice.
  */
-#ifndef DMPROF_HEAPSCAN_H
-#define DMPROF_HEAPSCAN_H
+#ifndef DMPROF_REACH_H
+#define DMPROF_REACH_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -44,7 +44,7 @@ struct heap_root_range {
 	enum heap_root_kind kind;
 };
 
-struct heap_roots {
+struct reach_roots {
 	struct heap_root_range *ranges;  /* sorted by start, no overlaps */
 	size_t nranges, alloc;
 	uint64_t *values;                /* register values */
@@ -64,10 +64,10 @@ struct heap_roots {
  * thread's stack outside any readable and writable mapping.  R is
  * filled anew (the caller's REGS copied), sorted, with no overlaps.
  */
-void heap_roots_build(struct heap_roots *r, const struct procimage *img,
+void reach_roots_build(struct reach_roots *r, const struct procimage *img,
 		      const struct glibc_heap *h, const uint64_t *sps,
 		      const uint64_t *regs, size_t nregs, size_t nthreads);
-void heap_roots_release(struct heap_roots *r);
+void reach_roots_release(struct reach_roots *r);
 
 /* What is known of one block after the scan (heap_scan.state[i]). */
 enum heap_reach {
@@ -86,7 +86,7 @@ enum heap_reach {
  * only; bytes that could not be read are not offered (a block's pieces
  * then stop short, or skip).  Either callback may be NULL.
  */
-struct heap_visitor {
+struct reach_visitor {
 	void (*block)(void *ctx, size_t i, uint64_t offset,
 		      const uint64_t *words, size_t nwords);
 	void (*root)(void *ctx, const struct heap_root_range *range,
@@ -94,7 +94,7 @@ struct heap_visitor {
 	void *ctx;
 };
 
-struct heap_scan {
+struct reach_scan {
 	size_t nblocks;          /* as the heap's */
 	uint8_t *state;          /* enum heap_reach, per block */
 	/* References between blocks, as a graph: block I refers to
@@ -121,7 +121,7 @@ struct heap_scan {
 
 /*
  * The in-use block of H whose user bytes hold ADDR: its index, or -1.
- * (A sorted search; heap_scan_run builds a faster index of its own.  On
+ * (A sorted search; reach_scan_run builds a faster index of its own.  On
  * blocks that overlap, as only hostile memory makes them, the last one
  * starting before ADDR.)
  */
@@ -131,11 +131,11 @@ ptrdiff_t heap_find_block(const struct glibc_heap *h, uint64_t addr);
  * Scan H's blocks in use and the roots R through IMG into S, offering
  * the bytes to V (may be NULL).  0, or -1 after saying why (more than
  * 2^32 - 2 blocks: the graph's block indexes are 32 bits).  Either way S
- * is released with heap_scan_release.
+ * is released with reach_scan_release.
  */
-int heap_scan_run(struct heap_scan *s, const struct glibc_heap *h,
-		  struct procimage *img, const struct heap_roots *r,
-		  const struct heap_visitor *v);
-void heap_scan_release(struct heap_scan *s);
+int reach_scan_run(struct reach_scan *s, const struct glibc_heap *h,
+		  struct procimage *img, const struct reach_roots *r,
+		  const struct reach_visitor *v);
+void reach_scan_release(struct reach_scan *s);
 
 #endif
