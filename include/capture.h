@@ -80,7 +80,7 @@ struct capture {
 	size_t nparts, parts_alloc;
 	struct resident total;
 	bool walked;          /* else h.why says why not */
-	struct glibc_heap h;
+	struct heap h;
 	/* Who points at the blocks, and what they are (when walked). */
 	struct reach_roots roots;
 	struct reach_scan scan;

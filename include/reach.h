@@ -65,7 +65,7 @@ struct reach_roots {
  * filled anew (the caller's REGS copied), sorted, with no overlaps.
  */
 void reach_roots_build(struct reach_roots *r, const struct procimage *img,
-		      const struct glibc_heap *h, const uint64_t *sps,
+		      const struct heap *h, const uint64_t *sps,
 		      const uint64_t *regs, size_t nregs, size_t nthreads);
 void reach_roots_release(struct reach_roots *r);
 
@@ -125,7 +125,7 @@ struct reach_scan {
  * blocks that overlap, as only hostile memory makes them, the last one
  * starting before ADDR.)
  */
-ptrdiff_t heap_find_block(const struct glibc_heap *h, uint64_t addr);
+ptrdiff_t heap_find_block(const struct heap *h, uint64_t addr);
 
 /*
  * Scan H's blocks in use and the roots R through IMG into S, offering
@@ -133,7 +133,7 @@ ptrdiff_t heap_find_block(const struct glibc_heap *h, uint64_t addr);
  * 2^32 - 2 blocks: the graph's block indexes are 32 bits).  Either way S
  * is released with reach_scan_release.
  */
-int reach_scan_run(struct reach_scan *s, const struct glibc_heap *h,
+int reach_scan_run(struct reach_scan *s, const struct heap *h,
 		  struct procimage *img, const struct reach_roots *r,
 		  const struct reach_visitor *v);
 void reach_scan_release(struct reach_scan *s);

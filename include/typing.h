@@ -57,7 +57,7 @@ struct typing {
  * Start typing the blocks of H (read through IMG, which must outlive
  * T until typing_finish).  The visitor to give reach_scan_run.
  */
-void typing_init(struct typing *t, const struct glibc_heap *h,
+void typing_init(struct typing *t, const struct heap *h,
 		     struct procimage *img);
 struct reach_visitor typing_visitor(struct typing *t);
 

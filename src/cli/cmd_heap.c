@@ -43,7 +43,7 @@ struct heap_run {
 	size_t threads;
 	double held, stopping, walk;
 	uint64_t nreads, nbytes;
-	struct glibc_heap h;
+	struct heap h;
 };
 
 static double seconds(void)
@@ -68,7 +68,7 @@ static int walk_once(struct heap_run *r)
 	t0 = seconds();
 	rc = procimage_open_pid(&img, r->pid);
 	if (rc == 0) {
-		rc = glibc_heap_walk(&r->h, &img);
+		rc = heap_walk(&r->h, &img);
 		r->nreads = img.nreads;
 		r->nbytes = img.nbytes;
 		procimage_close(&img);
@@ -82,7 +82,7 @@ static int walk_once(struct heap_run *r)
 	else if (rc < 0 && r->h.why.what)
 		fault_error(&r->h.why, NULL);
 	if (rc < 0)
-		glibc_heap_release(&r->h);
+		heap_release(&r->h);
 	return rc;
 }
 
@@ -102,7 +102,7 @@ static int walk_core(struct heap_run *r)
 		fault_warning(&missing, NULL);
 	r->pid = core.pid;
 	r->threads = core.nthreads;
-	rc = glibc_heap_walk(&r->h, &core.img);
+	rc = heap_walk(&r->h, &core.img);
 	r->nreads = core.img.nreads;
 	r->nbytes = core.img.nbytes;
 	r->walk = seconds() - t0;
@@ -110,7 +110,7 @@ static int walk_core(struct heap_run *r)
 	if (rc < 0) {
 		fault_error(&r->h.why, cut ? " (the core is cut short: what "
 					     "it lacks may hold it)" : NULL);
-		glibc_heap_release(&r->h);
+		heap_release(&r->h);
 	}
 	fault_release(&missing);
 	return rc;
@@ -125,14 +125,14 @@ static int walk(struct heap_run *r)
 	for (int try = 0;; try++) {
 		if (walk_once(r) < 0)
 			return -1;
-		if (!glibc_heap_locked(&r->h) || try + 1 == LOCKED_TRIES)
+		if (!heap_locked(&r->h) || try + 1 == LOCKED_TRIES)
 			return 0;
-		glibc_heap_release(&r->h);
+		heap_release(&r->h);
 		usleep(1000u << try);
 	}
 }
 
-static void say_problems(const struct glibc_heap *h)
+static void say_problems(const struct heap *h)
 {
 	for (size_t i = 0; i < h->nproblems && i < PROBLEMS_SAID; i++)
 		fault_warning(&h->problems[i].f, NULL);
@@ -151,7 +151,7 @@ static void print_row(const char *name, uint64_t count, uint64_t bytes,
 		printf("%-20s %12s %16" PRIu64 "\n", name, "", bytes);
 }
 
-static void print_arena(const struct glibc_heap *h, size_t k)
+static void print_arena(const struct heap *h, size_t k)
 {
 	const struct heap_arena *a = &h->arenas[k];
 	const struct heap_tally *t = &a->t;
@@ -166,7 +166,7 @@ static void print_arena(const struct glibc_heap *h, size_t k)
 	       a->corrupt ? "  corrupt" : a->locked ? "  locked" : "");
 }
 
-static void print_blocks(const struct glibc_heap *h)
+static void print_blocks(const struct heap *h)
 {
 	printf("\n%-18s %12s %12s %-8s %s\n", "address", "usable", "chunk",
 	       "state", "arena");
@@ -185,11 +185,11 @@ static void print_blocks(const struct glibc_heap *h)
 
 static void print_text(const struct heap_run *r, bool blocks)
 {
-	const struct glibc_heap *h = &r->h;
+	const struct heap *h = &r->h;
 	struct heap_summary sum;
 	const struct heap_tally *t = &sum.t;
 
-	glibc_heap_summary(h, &sum);
+	heap_summarize(h, &sum);
 	if (r->core)
 		printf("core %s: process %d, %zu thread%s (the walk %.1f ms,"
 		       " %" PRIu64 " bytes read in %" PRIu64 " reads)\n",
@@ -232,7 +232,7 @@ static void json_hex(struct json_writer *w, const char *key, uint64_t v)
 	json_member_string(w, key, buf);
 }
 
-static void json_arenas(struct json_writer *w, const struct glibc_heap *h)
+static void json_arenas(struct json_writer *w, const struct heap *h)
 {
 	json_key(w, "arenas");
 	json_array(w);
@@ -271,7 +271,7 @@ static void json_params(struct json_writer *w, const struct heap_params *mp)
 	json_end(w);
 }
 
-static void json_problems(struct json_writer *w, const struct glibc_heap *h)
+static void json_problems(struct json_writer *w, const struct heap *h)
 {
 	json_key(w, "problems");
 	json_array(w);
@@ -285,7 +285,7 @@ static void json_problems(struct json_writer *w, const struct glibc_heap *h)
 	json_end(w);
 }
 
-static void json_blocks(struct json_writer *w, const struct glibc_heap *h)
+static void json_blocks(struct json_writer *w, const struct heap *h)
 {
 	json_key(w, "blocks");
 	json_array(w);
@@ -308,12 +308,12 @@ static void json_blocks(struct json_writer *w, const struct glibc_heap *h)
 
 static void print_json(const struct heap_run *r, bool blocks)
 {
-	const struct glibc_heap *h = &r->h;
+	const struct heap *h = &r->h;
 	struct strbuf out = STRBUF_INIT;
 	struct json_writer w;
 	struct heap_summary sum;
 
-	glibc_heap_summary(h, &sum);
+	heap_summarize(h, &sum);
 	json_write_init(&w, &out, stdout, false);
 	json_object(&w);
 	if (r->core)
@@ -364,7 +364,7 @@ static int cmd_heap_run(struct cmd_args *a)
 		print_json(&r, args_has(a, OPT_BLOCKS));
 	else
 		print_text(&r, args_has(a, OPT_BLOCKS));
-	glibc_heap_release(&r.h);
+	heap_release(&r.h);
 	return 0;
 }
 

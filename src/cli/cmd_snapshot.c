@@ -124,7 +124,7 @@ static int start_run(const struct snapshot_opts *o, const struct capture *s,
 
 static void say_problems(const char *path, const struct capture *s)
 {
-	const struct glibc_heap *h = &s->h;
+	const struct heap *h = &s->h;
 
 	if (!h->nproblems)
 		return;

@@ -100,7 +100,7 @@ static int split_vma(struct capture *s, struct pagemap *pm, size_t i,
 {
 	const struct vma *v = &s->img->maps.v[i];
 	struct capture_vma *sv = &s->vmas[i];
-	const struct glibc_heap *h = &s->h;
+	const struct heap *h = &s->h;
 	uint64_t pos = v->start;
 
 	if (pm && pagemap_counts(pm, v->start, v->end, &sv->pages) < 0)
@@ -146,7 +146,7 @@ static void stack_vma(struct capture *s, size_t i)
 static int split_vmas(struct capture *s, struct pagemap *pm)
 {
 	const struct maps *m = &s->img->maps;
-	const struct glibc_heap *h = &s->h;
+	const struct heap *h = &s->h;
 	size_t at = 0;
 	int rc = 0;
 
@@ -198,7 +198,7 @@ static int read_resident(struct capture *s)
  */
 static bool arena_reserve(const struct capture *s, const struct vma *v)
 {
-	const struct glibc_heap *h = &s->h;
+	const struct heap *h = &s->h;
 	uint64_t base = v->start & ~(HEAP_THREAD_HEAP_MAX - 1);
 
 	for (size_t i = 0; s->walked && i < h->nextents; i++) {
@@ -272,7 +272,7 @@ static int cmp_index(const void *x, const void *y)
  */
 static void read_leaks(struct capture *s)
 {
-	const struct glibc_heap *h = &s->h;
+	const struct heap *h = &s->h;
 	size_t *v = NULL, n = 0, alloc = 0;
 	uint64_t *addrs;
 	uint8_t *out;
@@ -335,7 +335,7 @@ static void read_heap(struct capture *s)
 	uint64_t *regs = xcalloc(img->nthreads + 1, IMAGE_NREGS * 8);
 	struct reach_visitor v;
 
-	s->walked = glibc_heap_walk(&s->h, img) == 0;
+	s->walked = heap_walk(&s->h, img) == 0;
 	if (s->walked && !s->no_scan) {
 		for (size_t i = 0; i < img->nthreads; i++) {
 			sps[i] = img->threads[i].sp;
@@ -425,7 +425,7 @@ static void drop_reading(struct capture *s)
 		typing_release(&s->types);
 		reach_roots_release(&s->roots);
 	}
-	glibc_heap_release(&s->h);
+	heap_release(&s->h);
 	if (s->core) {
 		coreimage_close(s->core);
 		free(s->core);
@@ -573,7 +573,7 @@ int capture_process(struct capture *s, pid_t pid, bool scan)
 			capture_free(s);
 			return -1;
 		}
-		if (!s->walked || !glibc_heap_locked(&s->h) ||
+		if (!s->walked || !heap_locked(&s->h) ||
 		    s->tries == LOCKED_TRIES)
 			break;
 		drop_reading(s);
@@ -746,7 +746,7 @@ static void emit_reach(struct emit *e, const struct capture *s)
 
 static void emit_heap(struct emit *e, const struct capture *s)
 {
-	const struct glibc_heap *h = &s->h;
+	const struct heap *h = &s->h;
 	struct snap_record r;
 
 	put_kind(e, SNAP_HEAP);

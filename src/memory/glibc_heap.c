@@ -63,13 +63,6 @@
 #define MAX_HEAPS_PER_ARENA 65536
 #define MAX_LIBC_DATA (64u << 20)
 
-uint64_t heap_block_usable(const struct heap_block *b)
-{
-	if (b->arena == HEAP_MMAPPED_ARENA)
-		return b->size - CHUNK_HDR;
-	return b->size - CHUNK_HDR / 2;
-}
-
 /*
  * The header of chunk C for the walk by size, read a window at a time
  * but never past LIMIT (the top chunk's pages past its header are
@@ -470,7 +463,7 @@ static void thread_heaps(struct walk *w, unsigned k, uint64_t a,
 /* Every arena along main_arena's next chain. */
 static void find_arenas(struct walk *w, uint64_t main_arena)
 {
-	struct glibc_heap *h = w->h;
+	struct heap *h = w->h;
 	uint8_t ms[MS_SIZE];
 	uint64_t a = main_arena;
 
@@ -508,7 +501,7 @@ static void find_arenas(struct walk *w, uint64_t main_arena)
 
 /* --- The walk by size ----------------------------------------------- */
 
-static size_t add_block(struct glibc_heap *h, uint64_t chunk, uint64_t size,
+static size_t add_block(struct heap *h, uint64_t chunk, uint64_t size,
 			enum heap_state state, unsigned arena)
 {
 	GROW(h->blocks, h->nblocks + 1, h->alloc);
@@ -658,7 +651,7 @@ static int cmp_region(const void *x, const void *y)
 	return a->start < b->start ? -1 : a->start > b->start;
 }
 
-static void tally(struct glibc_heap *h, struct walk *w)
+static void tally(struct heap *h, struct walk *w)
 {
 	uint64_t unlisted = 0, first = 0;
 
@@ -689,7 +682,7 @@ static void tally(struct glibc_heap *h, struct walk *w)
 
 static void walk_all(struct walk *w, uint64_t main_arena)
 {
-	struct glibc_heap *h = w->h;
+	struct heap *h = w->h;
 
 	find_arenas(w, main_arena);
 	glibc_mmapped_find(w);
@@ -742,7 +735,7 @@ static void walk_release(struct walk *w)
 	}
 }
 
-int glibc_heap_walk(struct glibc_heap *h, struct procimage *img)
+int glibc_heap_walk(struct heap *h, struct procimage *img)
 {
 	struct walk w = { 0 };
 	const struct vma *heap = NULL;
@@ -770,43 +763,8 @@ int glibc_heap_walk(struct glibc_heap *h, struct procimage *img)
 	return rc;
 }
 
-void glibc_heap_release(struct glibc_heap *h)
-{
-	for (size_t i = 0; i < h->nproblems; i++)
-		fault_release(&h->problems[i].f);
-	free(h->problems);
-	free(h->blocks);
-	free(h->extents);
-	fault_release(&h->why);
-	free(h->arenas);
-	free(h->tcaches);
-	memset(h, 0, sizeof(*h));
-}
-
-bool glibc_heap_locked(const struct glibc_heap *h)
-{
-	for (size_t k = 0; k < h->narenas; k++)
-		if (h->arenas[k].locked)
-			return true;
-	return false;
-}
-
-void glibc_heap_summary(const struct glibc_heap *h, struct heap_summary *out)
-{
-	memset(out, 0, sizeof(*out));
-	for (size_t k = 0; k < h->narenas; k++) {
-		const struct heap_tally *t = &h->arenas[k].t;
-
-		for (int s = 0; s < HEAP_NSTATES; s++)
-			heap_tally_add(&out->t, s, t->count[s], t->bytes[s]);
-		out->t.overhead += t->overhead;
-		out->t.unknown += t->unknown;
-		out->system_mem += h->arenas[k].system_mem;
-	}
-	out->main_top = h->narenas ? h->arenas[0].t.bytes[HEAP_TOP] : 0;
-	out->mmapped_count = h->mmapped_count;
-	out->mmapped_bytes = h->mmapped_bytes;
-	out->narenas = h->narenas;
-	out->ntcaches = h->ntcaches;
-	out->nproblems = h->nproblems;
-}
+/* glibc's row of the walkers' table (heap.c). */
+const struct walker walker_glibc = {
+	.name = "glibc 2.36",
+	.walk = glibc_heap_walk,
+};

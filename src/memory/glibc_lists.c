@@ -22,7 +22,7 @@
 #define MIN_LARGE_SIZE 1024
 
 /* The block whose chunk is at C, or NULL. */
-static struct heap_block *find_block(const struct glibc_heap *h, uint64_t c)
+static struct heap_block *find_block(const struct heap *h, uint64_t c)
 {
 	size_t i = PARTITION_POINT(h->nblocks, k, h->blocks[k].chunk < c);
 
@@ -164,7 +164,7 @@ static void walk_bin(struct walk *w, unsigned k, uint64_t a, unsigned i,
 
 void glibc_lists_walk(struct walk *w)
 {
-	struct glibc_heap *h = w->h;
+	struct heap *h = w->h;
 	uint8_t ms[MS_SIZE];
 
 	for (unsigned k = 0; k < h->narenas; k++) {
@@ -277,7 +277,7 @@ static bool is_first_chunk(const struct walk *w, const struct heap_block *b)
 
 void glibc_lists_tcaches(struct walk *w)
 {
-	struct glibc_heap *h = w->h;
+	struct heap *h = w->h;
 	size_t alloc = 0;
 
 	for (size_t i = 0; i < h->nblocks; i++) {

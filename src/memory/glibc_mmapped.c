@@ -100,7 +100,7 @@ static void mmapped_run(struct walk *w, uint64_t pos, uint64_t end,
 /* Are the mmapped chunks found all those glibc counts? */
 bool glibc_mmapped_complete(const struct walk *w)
 {
-	const struct glibc_heap *h = w->h;
+	const struct heap *h = w->h;
 
 	return h->mp.found && h->mmapped_count == h->mp.n_mmaps &&
 	       h->mmapped_bytes == h->mp.mmapped_mem;

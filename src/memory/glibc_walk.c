@@ -14,7 +14,7 @@
 void walk_problem(struct walk *w, int arena, uint64_t addr, const char *fmt,
 		  ...)
 {
-	struct glibc_heap *h = w->h;
+	struct heap *h = w->h;
 	struct strbuf sb = STRBUF_INIT;
 	va_list ap;
 

@@ -59,7 +59,7 @@ struct span {
 };
 
 struct walk {
-	struct glibc_heap *h;
+	struct heap *h;
 	struct procimage *img;
 	uint64_t heap_max;
 	struct span heap_vma;      /* [heap], or empty */

@@ -84,7 +84,7 @@ static int cmp_extent(const void *x, const void *y)
 }
 
 /* H's extents sorted, overlaps merged (hostile ones may overlap). */
-static struct heap_extent *merged_extents(const struct glibc_heap *h,
+static struct heap_extent *merged_extents(const struct heap *h,
 					  size_t *n)
 {
 	struct heap_extent *e;
@@ -178,7 +178,7 @@ static void normalize_ranges(struct reach_roots *r)
 }
 
 void reach_roots_build(struct reach_roots *r, const struct procimage *img,
-		      const struct glibc_heap *h, const uint64_t *sps,
+		      const struct heap *h, const uint64_t *sps,
 		      const uint64_t *regs, size_t nregs, size_t nthreads)
 {
 	const struct maps *m = &img->maps;
@@ -242,7 +242,7 @@ static uint64_t usable(const struct heap_block *b)
 	return b->size < CHUNK_HDR ? 0 : heap_block_usable(b);
 }
 
-ptrdiff_t heap_find_block(const struct glibc_heap *h, uint64_t addr)
+ptrdiff_t heap_find_block(const struct heap *h, uint64_t addr)
 {
 	const struct heap_block *b;
 	size_t i;
@@ -292,7 +292,7 @@ struct span {
 };
 
 struct scan {
-	const struct glibc_heap *h;
+	const struct heap *h;
 	struct procimage *img;
 	const struct reach_visitor *v;
 	struct reach_scan *s;
@@ -354,7 +354,7 @@ static void unread(struct scan *sc, uint32_t i)
  */
 static void index_ranges(struct scan *sc)
 {
-	const struct glibc_heap *h = sc->h;
+	const struct heap *h = sc->h;
 	uint64_t prev_end = 0;
 	size_t inuse = 0;
 
@@ -1011,7 +1011,7 @@ static void settle(struct scan *sc)
 	}
 }
 
-int reach_scan_run(struct reach_scan *s, const struct glibc_heap *h,
+int reach_scan_run(struct reach_scan *s, const struct heap *h,
 		  struct procimage *img, const struct reach_roots *r,
 		  const struct reach_visitor *v)
 {

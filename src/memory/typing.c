@@ -86,7 +86,7 @@ struct carry {
 };
 
 struct typer {
-	const struct glibc_heap *h;
+	const struct heap *h;
 	struct procimage *img;
 	uint64_t lo, hi;          /* the user bytes of the blocks in use */
 	uint64_t max_usable;      /* of the largest of them */
@@ -592,7 +592,7 @@ static int cmp_page_index(const void *a, const void *b)
  */
 static void index_pages(struct typer *ty)
 {
-	const struct glibc_heap *h = ty->h;
+	const struct heap *h = ty->h;
 	size_t n = 0, at = 0;
 
 	if (!h->nextents || h->nblocks > UINT32_MAX)
@@ -632,7 +632,7 @@ static void index_pages(struct typer *ty)
 	ty->npages_idx = n;
 }
 
-void typing_init(struct typing *t, const struct glibc_heap *h,
+void typing_init(struct typing *t, const struct heap *h,
 		     struct procimage *img)
 {
 	struct typer *ty;

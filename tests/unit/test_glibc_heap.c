@@ -40,7 +40,7 @@
 #define C_TOP (HEAP + 0x500)
 
 static struct fake_image f;
-static struct glibc_heap h;
+static struct heap h;
 
 static void add_seg(uint64_t addr, size_t len, const char *name)
 {
@@ -147,7 +147,7 @@ static void build(void)
 
 static void teardown(void)
 {
-	glibc_heap_release(&h);
+	heap_release(&h);
 	fake_image_release(&f);
 }
 
@@ -211,7 +211,7 @@ Test(glibc_heap, every_chunk_in_its_state)
 	cr_assert_eq(h.tcaches[0], C_TCACHE + 16);
 	cr_assert_eq(h.tcache_key, KEY);
 	cr_assert_eq(heap_block_usable(block(C_A)), 0x18);
-	glibc_heap_summary(&h, &sum);
+	heap_summarize(&h, &sum);
 	heap_summary_mallinfo(&sum, &m);
 	cr_assert_eq(m.arena, HEAP_LEN);
 	cr_assert_eq(m.ordblks, 3); /* unsorted, small bin, top */
@@ -380,6 +380,6 @@ Test(glibc_heap, random_damage, .timeout = 60)
 			for (size_t i = 1; i < h.nblocks; i++)
 				cr_assert_gt(h.blocks[i].chunk,
 					     h.blocks[i - 1].chunk);
-		glibc_heap_release(&h);
+		heap_release(&h);
 	}
 }

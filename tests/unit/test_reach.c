@@ -45,7 +45,7 @@ struct fake {
 };
 
 static struct fake f;
-static struct glibc_heap h;
+static struct heap h;
 static struct reach_roots r;
 static struct reach_scan s;
 

@@ -22,7 +22,7 @@
 #define TI_VTABLE (BIN + 0x10)  /* __cxxabiv1::__class_type_info's */
 
 static struct fake_image f;
-static struct glibc_heap h;
+static struct heap h;
 static struct typing t;
 static uint64_t cursor = HEAP;
 
