@@ -49,6 +49,12 @@ int run_open(struct run *r, const char *first_dump, unsigned flags,
 int run_open_dumps(struct run *r, const char *const *dumps, size_t n,
 		   const struct sym_options *opts,
 		   const struct read_options *read);
+/*
+ * Its companion files (src/load/companion.c: bucket files, maps, the
+ * symbolizer), once its series is found.  Returns 0, or -1 after
+ * printing why.
+ */
+int run_open_companions(struct run *r);
 /* Symbolize every frame and type not symbolized yet. */
 void run_symbolize(struct run *r);
 /*

@@ -1,10 +1,9 @@
 /*
- * Opening a run: its dumps, their companion files and a symbolizer (the
- * loading stage, above the readers, process memory and symbolization,
- * which it puts together).  Companion files follow
- * the rule "missing: warn and degrade; present but broken: error", so a
- * user with only the dumps still gets unsymbolized output, while a
- * corrupt file is never half-used.
+ * A run, the loading stage's front (above the readers, process memory
+ * and symbolization, which it puts together): its dumps found as a
+ * series, their companion files (companion.c), its dumps loaded and
+ * symbolized, and closed.  Where its teardown begins is teardown.c's;
+ * the next dump read on another core, readahead.c's.
  */
 #include "run.h"
 
@@ -13,79 +12,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "bucketfile.h"
-#include "symbfd.h"
-#include "symmap.h"
 #include "input.h"
 #include "util.h"
-
-static bool file_exists(const char *path)
-{
-	struct stat st;
-
-	return stat(path, &st) == 0;
-}
-
-static int load_buckets(struct run *r)
-{
-	size_t loaded = 0, n = r->series.nbuckets;
-	const char **paths = xcalloc(n ? n : 1, sizeof(*paths));
-	int rc;
-
-	for (size_t i = 0; i < n; i++)
-		paths[i] = r->series.buckets[i].path;
-	rc = bucketfile_load_many(&r->model, paths, n, &loaded);
-	free(paths);
-	if (rc < 0)
-		return -1;
-	if (!loaded && !r->self_contained)
-		warning("no bucket definitions found (%s.NNNN.buckets); "
-			"every bucket is unknown", r->series.prefix);
-	return 0;
-}
-
-static int load_maps(struct run *r)
-{
-	struct strbuf path = STRBUF_INIT;
-	int rc = 0;
-
-	sb_addf(&path, "%s.maps", r->series.prefix);
-	if (!file_exists(path.buf)) {
-		sb_reset(&path);
-		sb_addf(&path, "%s.symmap/maps", r->series.prefix);
-	}
-	if (file_exists(path.buf)) {
-		rc = maps_load(&r->maps, path.buf, &r->model.strings);
-		r->has_maps = rc == 0;
-	} else if (!r->self_contained) {
-		warning("no maps (%s.maps or %s.symmap/maps); addresses stay "
-			"unsymbolized",
-			r->series.prefix, r->series.prefix);
-	}
-	sb_release(&path);
-	return rc;
-}
-
-static int open_symbolizer(struct run *r)
-{
-	struct strbuf dir = STRBUF_INIT;
-	int rc = 0;
-
-	sb_addf(&dir, "%s.symmap", r->series.prefix);
-	/*
-	 * A symbol map prepared for the run wins (the binaries may be long
-	 * gone); otherwise the binaries the maps name are read.
-	 */
-	if (symmap_present(dir.buf)) {
-		r->sym = symmap_open(dir.buf, &r->model.strings, r->opts);
-		if (!r->sym)
-			rc = -1;
-	} else {
-		r->sym = symbfd_open(&r->model.strings, r->opts);
-	}
-	sb_release(&dir);
-	return rc;
-}
 
 /* Is the first dump one?  Nothing else is looked for until it is known. */
 static int probe(struct run *r, const char *first_dump)
@@ -134,13 +62,6 @@ static void init(struct run *r, const struct sym_options *opts,
 	maps_init(&r->maps);
 }
 
-static int open_companions(struct run *r)
-{
-	if (load_buckets(r) < 0 || load_maps(r) < 0 || open_symbolizer(r) < 0)
-		return -1;
-	return 0;
-}
-
 int run_open(struct run *r, const char *first_dump, unsigned flags,
 	     const struct sym_options *opts, const struct read_options *read)
 {
@@ -152,7 +73,7 @@ int run_open(struct run *r, const char *first_dump, unsigned flags,
 	if (profile_traits(r->format)->parts > 1)
 		parts_series(r, profile_traits(r->format)->parts,
 			     (flags & RUN_ALL_DUMPS) != 0);
-	return open_companions(r);
+	return run_open_companions(r);
 }
 
 int run_open_dumps(struct run *r, const char *const *dumps, size_t n,
@@ -165,7 +86,7 @@ int run_open_dumps(struct run *r, const char *const *dumps, size_t n,
 	if (series_of(&r->series, dumps, n) < 0 ||
 	    probe(r, r->series.dumps[0].path) < 0)
 		return -1;
-	return open_companions(r);
+	return run_open_companions(r);
 }
 
 void run_symbolize(struct run *r)
@@ -204,109 +125,6 @@ int run_load_dump(struct run *r, size_t i, struct snapshot *snap)
 		return -1;
 	snap->counter = r->series.dumps[i].counter;
 	return 0;
-}
-
-/* ---- teardown ---- */
-
-void series_teardown(const struct series *s, enum dump_format format,
-		     struct run_teardown *t)
-{
-	const struct profile_traits *tr = profile_traits(format);
-	enum dump_moment last = MOMENT_UNSAID;
-
-	memset(t, 0, sizeof(*t));
-	t->last = s->ndumps ? s->ndumps - 1 : 0;
-	t->before = SIZE_MAX;
-	/* (A producer killed before it wrote leaves an empty dump.) */
-	while (t->last > 0 && file_empty(s->dumps[t->last].path))
-		t->last--;
-	for (size_t i = 0; tr->moment && i <= t->last && s->ndumps; i++) {
-		enum dump_moment mo = tr->moment(s->dumps[i].path);
-
-		if (mo == MOMENT_BEFORE_TEARDOWN) {
-			t->before = i;
-			t->said = true;
-		}
-		if (i == t->last)
-			last = mo;
-	}
-	t->last_said = last == MOMENT_AT_EXIT;
-	t->at_exit = last == MOMENT_AT_EXIT ||
-		     (tr->last_at_exit && t->last > 0 &&
-		      tr->last_at_exit(s->dumps[0].path));
-	if (!t->said && t->at_exit && t->last > 0)
-		t->before = t->last - 1;
-}
-
-/* ---- reading ahead ---- */
-
-void run_reader_init(struct run_reader *rr, struct run *r)
-{
-	memset(rr, 0, sizeof(*rr));
-	rr->r = r;
-}
-
-static void read_ahead(void *arg)
-{
-	struct run_reader *rr = arg;
-	const struct series_file *d = &rr->r->series.dumps[rr->ahead];
-
-	rr->rc = profile_load_part_as(&rr->snap, d->path, d->part,
-				      &rr->r->model, &rr->r->reading,
-				      rr->r->format, &rr->other);
-	if (rr->rc == 0)
-		rr->snap.counter = d->counter;
-}
-
-/* Wait for the dump read ahead; true if it is I, then in SNAP. */
-static bool take(struct run_reader *rr, size_t i, struct snapshot *snap,
-		 int *rc)
-{
-	if (!rr->task.running)
-		return false;
-	task_join(&rr->task);
-	rr->r->reading_ahead = false;
-	strtab_share(&rr->r->model.strings, false);
-	/* (Not of the run's format after all: read as any other.) */
-	if (rr->ahead == i && !rr->other) {
-		report_replay(&rr->task.said);
-		*snap = rr->snap;
-		*rc = rr->rc;
-		return true;
-	}
-	/* Not asked for: as if never read. */
-	if (rr->rc == 0)
-		snapshot_release(&rr->snap);
-	return false;
-}
-
-int run_reader_load(struct run_reader *rr, size_t i, size_t next,
-		    struct snapshot *snap)
-{
-	struct run *r = rr->r;
-	int rc;
-
-	if (!take(rr, i, snap, &rc))
-		rc = run_load_dump(r, i, snap);
-	if (next < r->series.ndumps && profile_traits(r->format)->read_ahead &&
-	    !file_empty(r->series.dumps[next].path)) {
-		rr->ahead = next;
-		strtab_share(&r->model.strings, true);
-		if (task_start(&rr->task, read_ahead, rr, true))
-			rr->r->reading_ahead = true;
-		else
-			strtab_share(&r->model.strings, false);
-	}
-	return rc;
-}
-
-void run_reader_end(struct run_reader *rr)
-{
-	struct snapshot unused;
-	int rc;
-
-	take(rr, SIZE_MAX, &unused, &rc);
-	task_release(&rr->task);
 }
 
 void run_close(struct run *r)
