@@ -88,9 +88,11 @@ void allocator_pattern(struct strbuf *sb);
  * with CUM, which visits the calls); bit 0 of the entries' flags is this
  * function's, the others the caller's.  Returns the owner.
  */
-struct tally_entry *stacktext_tally_functions(struct tally *funcs, const struct model *m,
-				    const struct stack *st, const int64_t *add,
-				    size_t n, bool cum);
+struct tally_entry *stacktext_tally_functions(struct tally *funcs,
+					      const struct model *m,
+					      const struct stack *st,
+					      const int64_t *add, size_t n,
+					      bool cum);
 /* Has E the place of a flat stack of its (else of a call, or none)? */
 bool stacktext_placed_flat(const struct tally_entry *e);
 

@@ -42,12 +42,12 @@ struct tally {
 	uint8_t *flag_by_id;    /* and what it is (FRAME_*: 0, not yet) */
 	size_t nby_id;
 	const void *by_id_of;
-	/* stacktext_tally_functions': whose frame owns a stack's bytes (NULL:
-	 * pprof's rule); the user's. */
+	/* stacktext_tally_functions': whose frame owns a stack's bytes
+	 * (NULL: pprof's rule); the user's. */
 	const struct owners *owners;
-	/* stacktext_tally_functions': where it counts the allocator wrappers it passed
-	 * over to find an owner, by function (bytes; allocs: stacks), or
-	 * NULL; the user's. */
+	/* stacktext_tally_functions': where it counts the allocator
+	 * wrappers it passed over to find an owner, by function (bytes;
+	 * allocs: stacks), or NULL; the user's. */
 	struct tally *passed;
 	/* stacktext_tally_functions' scratch: a stack's logical frames. */
 	struct lframe *lframes;

@@ -786,7 +786,7 @@ static void peak_owners(struct page *pg, struct json_writer *w, size_t p)
 		if (cs->v[i].id & PSEUDO)
 			continue;
 		e = stacktext_tally_functions(&t, m, m->stacks.v[cs->v[i].id],
-				    &cs->v[i].bytes, 1, false);
+					      &cs->v[i].bytes, 1, false);
 		note_stack(e, cs->v[i].comp, cs->v[i].id, cs->v[i].bytes);
 	}
 	json_member_uint(w, "peak", pg->peak);
@@ -819,7 +819,8 @@ static void growth(struct page *pg, struct json_writer *w, size_t p)
 
 		if (ch->col < 0)
 			continue;
-		e = stacktext_tally_functions(&t, ch->m, ch->st, &add, 1, false);
+		e = stacktext_tally_functions(&t, ch->m, ch->st, &add, 1,
+					      false);
 		if (ch->suspect && add > 0)
 			e->flags |= 2;
 		if (add > 0)

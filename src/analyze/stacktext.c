@@ -423,9 +423,11 @@ static void count_passed(struct tally *funcs, const struct model *m,
 	sb_release(&name);
 }
 
-struct tally_entry *stacktext_tally_functions(struct tally *funcs, const struct model *m,
-				    const struct stack *st, const int64_t *add,
-				    size_t n, bool cum)
+struct tally_entry *stacktext_tally_functions(struct tally *funcs,
+					      const struct model *m,
+					      const struct stack *st,
+					      const int64_t *add, size_t n,
+					      bool cum)
 {
 	struct lframe *v = funcs->lframes;
 	size_t nf = logical_frames(m, st, &v, &funcs->lframes_alloc), owner = 0;

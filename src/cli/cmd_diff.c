@@ -57,6 +57,19 @@ struct row {
 };
 
 /* Growers, by growth; shrinkers, by loss; churn, by what it allocated. */
+static const char *const usage[] = { "A B", "FIRST_DUMP", NULL };
+static const struct cmd_option options[] = {
+	OPTION_POLICY,
+	OPTION_ROWS("rows in each group of a table before the rest "
+		    "goes into <other> (default 10)"),
+	OPTION_BYTES,
+	{ .key = OPT_JSON, .name = "json", .flags = OPT_SYNOPSIS,
+	  .help = "every row, exact numbers, as JSON" },
+	OPTION_OWNERS,
+	OPT_END,
+
+};
+
 static int group_of(const struct row *r)
 {
 	return r->change > 0 ? 0 : r->change < 0 ? 1 : 2;
@@ -294,7 +307,8 @@ static void build_stacks_and_functions(struct diff *d)
 
 		change_sums(d, ch, add);
 		/* (Flat only: diff shows no cum; see place_calls.) */
-		f = stacktext_tally_functions(&d->ftally, ch->m, ch->st, add, 6, false);
+		f = stacktext_tally_functions(&d->ftally, ch->m, ch->st, add, 6,
+					      false);
 		if (!add[0] && !ch->allocated && !ch->allocs && !ch->frees)
 			continue; /* unchanged */
 		if (ch->suspect) {
@@ -398,7 +412,8 @@ static void place_calls(struct diff *d)
 		int64_t add[6];
 
 		change_sums(d, &d->c.v[i], add);
-		stacktext_tally_functions(&all, d->c.v[i].m, d->c.v[i].st, add, 6, true);
+		stacktext_tally_functions(&all, d->c.v[i].m, d->c.v[i].st,
+					  add, 6, true);
 	}
 	for (size_t i = 0; i < d->funcs.n; i++) {
 		struct row *r = &d->funcs.v[i];
@@ -947,20 +962,6 @@ static int cmd_diff_run(struct cmd_args *a)
 	return rc ? 1 : 0;
 }
 
-const struct cmd_entry cmd_diff = {
-	.name = "diff",
-	.summary = "print what grew between two dumps, or over a run",
-	.usage = (const char *const[]){ "A B", "FIRST_DUMP", NULL },
-	.options = (const struct cmd_option[]){
-		OPTION_POLICY,
-		OPTION_ROWS("rows in each group of a table before the rest "
-			    "goes into <other> (default 10)"),
-		OPTION_BYTES,
-		{ .key = OPT_JSON, .name = "json", .flags = OPT_SYNOPSIS,
-		  .help = "every row, exact numbers, as JSON" },
-		OPTION_OWNERS,
-		OPT_END,
-	},
-	.flags = CMD_READS_DUMPS,
-	.run = cmd_diff_run,
-};
+const struct cmd_entry cmd_diff = { .name = "diff", .run = cmd_diff_run,
+	.flags = CMD_READS_DUMPS, .usage = usage, .options = options,
+	.summary = "print what grew between two dumps, or over a run" };

@@ -46,6 +46,17 @@ struct heap_run {
 	struct heap h;
 };
 
+static const char *const usage[] = { "PID", "CORE", NULL };
+static const struct cmd_option options[] = {
+	{ .key = OPT_JSON, .name = "json", .flags = OPT_SYNOPSIS,
+	  .help = "exact numbers, as JSON" },
+	{ .key = OPT_BLOCKS, .name = "blocks", .flags = OPT_SYNOPSIS,
+	  .help = "every block too: address, usable size, chunk size, "
+		  "state, arena" },
+	OPT_END,
+
+};
+
 static double seconds(void)
 {
 	struct timespec ts;
@@ -368,19 +379,6 @@ static int cmd_heap_run(struct cmd_args *a)
 	return 0;
 }
 
-const struct cmd_entry cmd_heap = {
-	.name = "heap",
-	.summary = "account for the glibc malloc heap of a process or a core",
-	.usage = (const char *const[]){ "PID", "CORE", NULL },
-	.options = (const struct cmd_option[]){
-		{ .key = OPT_JSON, .name = "json", .flags = OPT_SYNOPSIS,
-		  .help = "exact numbers, as JSON" },
-		{ .key = OPT_BLOCKS, .name = "blocks", .flags = OPT_SYNOPSIS,
-		  .help = "every block too: address, usable size, chunk size, "
-			  "state, arena" },
-		OPT_END,
-	},
-	/* (A core's files are found as the symbol options say.) */
-	.flags = CMD_READS_DUMPS,
-	.run = cmd_heap_run,
-};
+const struct cmd_entry cmd_heap = { .name = "heap", .run = cmd_heap_run,
+	.flags = CMD_READS_DUMPS, .usage = usage, .options = options,
+	.summary = "account for the glibc malloc heap of a process or a core" };

@@ -26,6 +26,20 @@ static const char marker[] = "@@DATA@@\n";
  * "<!--<script" change how the rest is read.  (Every '<' is in a string,
  * where \u003c means the same.)
  */
+static const char *const usage[] = { "FIRST_DUMP", NULL };
+static const struct cmd_option options[] = {
+	OPTION_POLICIES,
+	{ .key = 'o', .name = "output", .arg = "FILE",
+	  .type = OPT_STRING, .flags = OPT_SYNOPSIS,
+	  .help = "write the page to FILE ('-': standard output; "
+		  "default: the run's name.html, here)" },
+	OPTION_ROWS("stacks kept per component at each snapshot that "
+		    "keeps stacks (default 40)"),
+	OPTION_OWNERS,
+	OPT_END,
+
+};
+
 static void write_data(FILE *f, const struct strbuf *data)
 {
 	const char *p = data->buf, *end = data->buf + data->len;
@@ -212,22 +226,7 @@ out:
 	return status;
 }
 
-const struct cmd_entry cmd_html = {
-	.name = "html",
+const struct cmd_entry cmd_html = { .name = "html", .run = cmd_html_run,
+	.flags = CMD_READS_DUMPS, .usage = usage, .options = options,
 	.summary = "write the run as one HTML page: chart, stacks, flame "
-		   "graphs",
-	.usage = (const char *const[]){ "FIRST_DUMP", NULL },
-	.options = (const struct cmd_option[]){
-		OPTION_POLICIES,
-		{ .key = 'o', .name = "output", .arg = "FILE",
-		  .type = OPT_STRING, .flags = OPT_SYNOPSIS,
-		  .help = "write the page to FILE ('-': standard output; "
-			  "default: the run's name.html, here)" },
-		OPTION_ROWS("stacks kept per component at each snapshot that "
-			    "keeps stacks (default 40)"),
-		OPTION_OWNERS,
-		OPT_END,
-	},
-	.flags = CMD_READS_DUMPS,
-	.run = cmd_html_run,
-};
+		   "graphs" };

@@ -9,6 +9,13 @@
 
 #include "setup.h"
 
+static const char *const usage[] = { "DUMP [DUMP...]", NULL };
+static const struct cmd_option options[] = {
+	OPTION_POLICIES,
+	OPT_END,
+
+};
+
 static int list_out(const struct timeline *tl, bool bytes UNUSED)
 {
 	for (size_t p = 0; p < tl->set.n; p++) {
@@ -39,14 +46,6 @@ static int cmd_list_run(struct cmd_args *a)
 	return setup_timeline(a, false, list_out);
 }
 
-const struct cmd_entry cmd_list = {
-	.name = "list",
-	.summary = "print every component of every snapshot, in bytes",
-	.usage = (const char *const[]){ "DUMP [DUMP...]", NULL },
-	.options = (const struct cmd_option[]){
-		OPTION_POLICIES,
-		OPT_END,
-	},
-	.flags = CMD_READS_DUMPS,
-	.run = cmd_list_run,
-};
+const struct cmd_entry cmd_list = { .name = "list", .run = cmd_list_run,
+	.flags = CMD_READS_DUMPS, .usage = usage, .options = options,
+	.summary = "print every component of every snapshot, in bytes" };

@@ -30,8 +30,7 @@ static const struct cmd_entry *const subcommands[] = {
 	&cmd_policy_list, &cmd_policy_show, NULL,
 };
 
-const struct cmd_entry cmd_policy = {
-	.name = "policy",
-	.summary = "check, convert, explain, list or show policies",
+
+const struct cmd_entry cmd_policy = { .name = "policy",
 	.subcommands = subcommands,
-};
+	.summary = "check, convert, explain, list or show policies" };

@@ -14,6 +14,16 @@
 #include "setup.h"
 
 /* Where a rule is, and what: "FILE:LINE: rule 'NAME' (malloc)". */
+static const char *const usage[] = { "FILE...", "-p POLICY DUMP...", NULL };
+static const struct cmd_option options[] = {
+	{ .key = OPT_POLICY, .name = "policy", .arg = "POLICY",
+	  .type = OPT_STRING,
+	  .help = "check this policy (a label or a path) against the "
+		  "dumps: the rules they never use" },
+	OPT_END,
+
+};
+
 static void rule_where(struct strbuf *sb, const struct policy *p, size_t i)
 {
 	const struct rule *r = &p->rules[i];
@@ -268,17 +278,6 @@ static int check(struct cmd_args *a)
 	return status;
 }
 
-const struct cmd_entry cmd_policy_check = {
-	.name = "check",
-	.summary = "load policies and report every problem or unused rule",
-	.usage = (const char *const[]){ "FILE...", "-p POLICY DUMP...", NULL },
-	.options = (const struct cmd_option[]){
-		{ .key = OPT_POLICY, .name = "policy", .arg = "POLICY",
-		  .type = OPT_STRING,
-		  .help = "check this policy (a label or a path) against the "
-			  "dumps: the rules they never use" },
-		OPT_END,
-	},
-	.flags = CMD_READS_DUMPS,
-	.run = check,
-};
+const struct cmd_entry cmd_policy_check = { .name = "check", .run = check,
+	.flags = CMD_READS_DUMPS, .usage = usage, .options = options,
+	.summary = "load policies and report every problem or unused rule" };

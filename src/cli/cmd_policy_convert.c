@@ -51,9 +51,8 @@ static int convert(struct cmd_args *a)
 	return 0;
 }
 
-const struct cmd_entry cmd_policy_convert = {
-	.name = "convert",
-	.summary = "print a policy (from JSON or text) as text",
-	.usage = (const char *const[]){ "FILE", NULL },
-	.run = convert,
-};
+static const char *const usage[] = { "FILE", NULL };
+
+const struct cmd_entry cmd_policy_convert = { .name = "convert",
+	.run = convert, .usage = usage,
+	.summary = "print a policy (from JSON or text) as text" };

@@ -27,6 +27,14 @@ struct explain_cmd {
 #define SHOWN_MAX 72
 
 /* S[0..LEN) quoted, its middle cut if long. */
+static const char *const usage[] = { "DUMP WHAT", NULL };
+static const struct cmd_option options[] = {
+	OPTION_POLICY,
+	OPTION_ROWS("the stacks shown, largest first (default 5)"),
+	OPT_END,
+
+};
+
 static void add_quoted(struct strbuf *sb, const char *s, size_t len)
 {
 	if (len <= SHOWN_MAX)
@@ -642,15 +650,7 @@ out:
 	return status;
 }
 
-const struct cmd_entry cmd_policy_explain = {
-	.name = "explain",
-	.summary = "say why a dump's stacks went where they did",
-	.usage = (const char *const[]){ "DUMP WHAT", NULL },
-	.options = (const struct cmd_option[]){
-		OPTION_POLICY,
-		OPTION_ROWS("the stacks shown, largest first (default 5)"),
-		OPT_END,
-	},
-	.flags = CMD_READS_DUMPS,
-	.run = explain,
-};
+const struct cmd_entry cmd_policy_explain = { .name = "explain",
+	.run = explain, .flags = CMD_READS_DUMPS, .usage = usage,
+	.options = options,
+	.summary = "say why a dump's stacks went where they did" };

@@ -22,8 +22,6 @@ static int list(struct cmd_args *a)
 	return 0;
 }
 
-const struct cmd_entry cmd_policy_list = {
-	.name = "list",
-	.summary = "list the policies -p can name",
-	.run = list,
-};
+
+const struct cmd_entry cmd_policy_list = { .name = "list", .run = list,
+	.summary = "list the policies -p can name" };

@@ -62,9 +62,8 @@ static int show(struct cmd_args *a)
 	return 0;
 }
 
-const struct cmd_entry cmd_policy_show = {
-	.name = "show",
-	.summary = "print a policy's columns in order, with their rules",
-	.usage = (const char *const[]){ "POLICY", NULL },
-	.run = show,
-};
+static const char *const usage[] = { "POLICY", NULL };
+
+const struct cmd_entry cmd_policy_show = { .name = "show", .run = show,
+	.usage = usage,
+	.summary = "print a policy's columns in order, with their rules" };

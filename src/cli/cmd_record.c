@@ -33,6 +33,7 @@
  * in ../lib/dmprof from it (installed under any PREFIX); in the
  * configured LIBDIR.
  */
+
 static char *find_recorder(void)
 {
 	const char *env = getenv("DMPROF_RECORDER");
@@ -252,6 +253,52 @@ enum {
 	OPT_SIGNAL,
 };
 
+static const char *const pageframe_choices[] = { "1", "2", NULL };
+
+static const char *const usage[] = { "[--] CMD [ARGS...]", NULL };
+static const struct cmd_option options[] = {
+	{ .key = 'o', .name = "output", .arg = "PREFIX",
+	  .type = OPT_STRING, .flags = OPT_SYNOPSIS,
+	  .help = "dumps go to PREFIX.PID.NNNN.heap; a directory: "
+		  "DIR/CMD.PID..." },
+	{ .key = 'i', .name = "interval", .arg = "SECONDS",
+	  .type = OPT_SECONDS, .flags = OPT_SYNOPSIS,
+	  .bad = "bad interval '%s' (seconds)",
+	  .help = "a dump every SECONDS (default 5; 0: none)" },
+	{ .key = OPT_ALLOC, .name = "alloc-interval", .arg = "BYTES",
+	  .type = OPT_SIZE,
+	  .bad = "bad size '%s' (bytes, or with k, M, G)",
+	  .help = "a dump each time BYTES more were allocated "
+		  "(default 1G; 0: never; k, M, G allowed)" },
+	{ .key = OPT_INUSE, .name = "inuse-interval", .arg = "BYTES",
+	  .type = OPT_SIZE,
+	  .bad = "bad size '%s' (bytes, or with k, M, G)",
+	  .help = "a dump each time BYTES more are in use, instead of "
+		  "at new peaks (0: never)" },
+	{ .key = OPT_NO_PEAKS, .name = "no-peaks",
+	  .help = "no dumps at new peaks in use (1M, then twice the "
+		  "last one's); a dump each 100M more in use "
+		  "instead" },
+	{ .key = OPT_SIGNAL, .name = "signal", .arg = "SIG",
+	  .type = OPT_STRING,
+	  .help = "dump when CMD (or dmprof record) gets SIG (default "
+		  "USR2; none: no signal)" },
+	{ .key = OPT_DEPTH, .name = "depth", .arg = "N",
+	  .type = OPT_COUNT, .min = 1, .max = 64,
+	  .bad = "bad depth '%s' (1 to 64)",
+	  .help = "frames per stack, 1 to 64 (default 32)" },
+	{ .key = OPT_NO_MMAP, .name = "no-mmap",
+	  .help = "do not record mmap calls" },
+	{ .key = OPT_PAGEFRAME, .name = "pageframe", .arg = "2",
+	  .type = OPT_CHOICE, .choices = pageframe_choices,
+	  .flags = OPT_OPTIONAL,
+	  .bad = "bad --pageframe '%s' (1 or 2)",
+	  .help = "list the page frames of each region (needs root); "
+		  "2: with their share counts" },
+	OPT_END,
+
+};
+
 /* The options' values (converted when given); 0, or a usage error's
  * status. */
 static int parse_options(struct cmd_args *a, struct record_opts *o)
@@ -469,53 +516,6 @@ static int cmd_record_run(struct cmd_args *a)
 	return WEXITSTATUS(wstatus);
 }
 
-static const char *const pageframe_choices[] = { "1", "2", NULL };
-
-const struct cmd_entry cmd_record = {
-	.name = "record",
-	.summary = "run CMD with the recorder, which writes deep dumps of it",
-	.usage = (const char *const[]){ "[--] CMD [ARGS...]", NULL },
-	.options = (const struct cmd_option[]){
-		{ .key = 'o', .name = "output", .arg = "PREFIX",
-		  .type = OPT_STRING, .flags = OPT_SYNOPSIS,
-		  .help = "dumps go to PREFIX.PID.NNNN.heap; a directory: "
-			  "DIR/CMD.PID..." },
-		{ .key = 'i', .name = "interval", .arg = "SECONDS",
-		  .type = OPT_SECONDS, .flags = OPT_SYNOPSIS,
-		  .bad = "bad interval '%s' (seconds)",
-		  .help = "a dump every SECONDS (default 5; 0: none)" },
-		{ .key = OPT_ALLOC, .name = "alloc-interval", .arg = "BYTES",
-		  .type = OPT_SIZE,
-		  .bad = "bad size '%s' (bytes, or with k, M, G)",
-		  .help = "a dump each time BYTES more were allocated "
-			  "(default 1G; 0: never; k, M, G allowed)" },
-		{ .key = OPT_INUSE, .name = "inuse-interval", .arg = "BYTES",
-		  .type = OPT_SIZE,
-		  .bad = "bad size '%s' (bytes, or with k, M, G)",
-		  .help = "a dump each time BYTES more are in use, instead of "
-			  "at new peaks (0: never)" },
-		{ .key = OPT_NO_PEAKS, .name = "no-peaks",
-		  .help = "no dumps at new peaks in use (1M, then twice the "
-			  "last one's); a dump each 100M more in use "
-			  "instead" },
-		{ .key = OPT_SIGNAL, .name = "signal", .arg = "SIG",
-		  .type = OPT_STRING,
-		  .help = "dump when CMD (or dmprof record) gets SIG (default "
-			  "USR2; none: no signal)" },
-		{ .key = OPT_DEPTH, .name = "depth", .arg = "N",
-		  .type = OPT_COUNT, .min = 1, .max = 64,
-		  .bad = "bad depth '%s' (1 to 64)",
-		  .help = "frames per stack, 1 to 64 (default 32)" },
-		{ .key = OPT_NO_MMAP, .name = "no-mmap",
-		  .help = "do not record mmap calls" },
-		{ .key = OPT_PAGEFRAME, .name = "pageframe", .arg = "2",
-		  .type = OPT_CHOICE, .choices = pageframe_choices,
-		  .flags = OPT_OPTIONAL,
-		  .bad = "bad --pageframe '%s' (1 or 2)",
-		  .help = "list the page frames of each region (needs root); "
-			  "2: with their share counts" },
-		OPT_END,
-	},
-	.flags = CMD_STOP,
-	.run = cmd_record_run,
-};
+const struct cmd_entry cmd_record = { .name = "record", .run = cmd_record_run,
+	.flags = CMD_STOP, .usage = usage, .options = options,
+	.summary = "run CMD with the recorder, which writes deep dumps of it" };

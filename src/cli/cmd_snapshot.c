@@ -47,6 +47,30 @@ struct taken {
 
 static volatile sig_atomic_t stop_asked;
 
+static const char *const usage[] = { "PID", "CORE", NULL };
+static const struct cmd_option options[] = {
+	{ .key = 'o', .name = "output", .arg = "PREFIX",
+	  .type = OPT_STRING, .flags = OPT_SYNOPSIS,
+	  .empty = "bad output prefix '' (a path and a file name "
+		   "start, or a directory)",
+	  .help = "snapshots go to PREFIX.PID.NNNN.snap; a directory: "
+		  "DIR/NAME.PID..., NAME the process's" },
+	{ .key = 'i', .name = "interval", .arg = "SECONDS",
+	  .type = OPT_SECONDS, .flags = OPT_SYNOPSIS,
+	  .bad = "bad interval '%s' (seconds)",
+	  .help = "a snapshot every SECONDS (default 1); alone, until "
+		  "the process ends or dmprof is interrupted" },
+	{ .key = 'n', .name = "count", .arg = "COUNT",
+	  .type = OPT_COUNT, .flags = OPT_SYNOPSIS, .min = 1,
+	  .bad = "bad count '%s' (a number of snapshots, 1 or more)",
+	  .help = "how many snapshots (default 1)" },
+	{ .key = OPT_NO_SCAN, .name = "no-scan",
+	  .help = "walk the heap only: no types, no leaks, a shorter "
+		  "stop" },
+	OPT_END,
+
+};
+
 static void ask_stop(int sig)
 {
 	(void)sig;
@@ -258,33 +282,8 @@ static int cmd_snapshot_run(struct cmd_args *a)
 	return rc < 0 ? 1 : 0;
 }
 
-const struct cmd_entry cmd_snapshot = {
-	.name = "snapshot",
+const struct cmd_entry cmd_snapshot = { .name = "snapshot",
+	.run = cmd_snapshot_run, .flags = CMD_READS_DUMPS, .usage = usage,
+	.options = options,
 	.summary = "hold a running process still and write what its memory "
-		   "holds",
-	.usage = (const char *const[]){ "PID", "CORE", NULL },
-	.options = (const struct cmd_option[]){
-		{ .key = 'o', .name = "output", .arg = "PREFIX",
-		  .type = OPT_STRING, .flags = OPT_SYNOPSIS,
-		  .empty = "bad output prefix '' (a path and a file name "
-			   "start, or a directory)",
-		  .help = "snapshots go to PREFIX.PID.NNNN.snap; a directory: "
-			  "DIR/NAME.PID..., NAME the process's" },
-		{ .key = 'i', .name = "interval", .arg = "SECONDS",
-		  .type = OPT_SECONDS, .flags = OPT_SYNOPSIS,
-		  .bad = "bad interval '%s' (seconds)",
-		  .help = "a snapshot every SECONDS (default 1); alone, until "
-			  "the process ends or dmprof is interrupted" },
-		{ .key = 'n', .name = "count", .arg = "COUNT",
-		  .type = OPT_COUNT, .flags = OPT_SYNOPSIS, .min = 1,
-		  .bad = "bad count '%s' (a number of snapshots, 1 or more)",
-		  .help = "how many snapshots (default 1)" },
-		{ .key = OPT_NO_SCAN, .name = "no-scan",
-		  .help = "walk the heap only: no types, no leaks, a shorter "
-			  "stop" },
-		OPT_END,
-	},
-	/* (A core's files are found as the symbol options say.) */
-	.flags = CMD_READS_DUMPS,
-	.run = cmd_snapshot_run,
-};
+		   "holds" };

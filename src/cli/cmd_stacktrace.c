@@ -79,10 +79,8 @@ static int cmd_stacktrace_run(struct cmd_args *a)
 	return 0;
 }
 
-const struct cmd_entry cmd_stacktrace = {
-	.name = "stacktrace",
-	.summary = "print each stack line of a dump with its stack",
-	.usage = (const char *const[]){ "DUMP", NULL },
-	.flags = CMD_READS_DUMPS,
-	.run = cmd_stacktrace_run,
-};
+static const char *const usage[] = { "DUMP", NULL };
+
+const struct cmd_entry cmd_stacktrace = { .name = "stacktrace",
+	.run = cmd_stacktrace_run, .flags = CMD_READS_DUMPS, .usage = usage,
+	.summary = "print each stack line of a dump with its stack" };

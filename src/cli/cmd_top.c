@@ -60,6 +60,25 @@ struct top {
 	} comps, fns;
 };
 
+static const char *const usage[] = { "DUMP", NULL };
+static const struct cmd_option options[] = {
+	OPTION_POLICY,
+	OPTION_COMPONENT("only this component, and the functions of "
+			 "its stacks"),
+	OPTION_ROWS("rows in each table (with --tree, children of "
+		    "each node) before the rest goes into <other> "
+		    "(default 15)"),
+	OPTION_BYTES,
+	{ .key = OPT_JSON, .name = "json", .flags = OPT_SYNOPSIS,
+	  .help = "exact numbers, as JSON" },
+	{ .key = OPT_TREE, .name = "tree", .flags = OPT_SYNOPSIS,
+	  .help = "the components alone, as a tree of their names' "
+		  "parts split at '-' (or '/'), with subtotals" },
+	OPTION_OWNERS,
+	OPT_END,
+
+};
+
 static int add_item(void *ctx, const struct item *it)
 {
 	struct top *t = ctx;
@@ -76,8 +95,8 @@ static int add_item(void *ctx, const struct item *it)
 		return 0;
 	if (!it->bytes)
 		return 0;
-	stacktext_tally_functions(&t->funcs, &t->o->run.model, it->bucket->stack,
-			&it->bytes, 1, true);
+	stacktext_tally_functions(&t->funcs, &t->o->run.model,
+				  it->bucket->stack, &it->bytes, 1, true);
 	t->stack_bytes = add64(t->stack_bytes, it->bytes, &t->funcs.overflow);
 	return 0;
 }
@@ -707,27 +726,7 @@ early:
 	return status;
 }
 
-const struct cmd_entry cmd_top = {
-	.name = "top",
+const struct cmd_entry cmd_top = { .name = "top", .run = cmd_top_run,
+	.flags = CMD_READS_DUMPS, .usage = usage, .options = options,
 	.summary = "print what is eating memory in a dump: components, "
-		   "functions",
-	.usage = (const char *const[]){ "DUMP", NULL },
-	.options = (const struct cmd_option[]){
-		OPTION_POLICY,
-		OPTION_COMPONENT("only this component, and the functions of "
-				 "its stacks"),
-		OPTION_ROWS("rows in each table (with --tree, children of "
-			    "each node) before the rest goes into <other> "
-			    "(default 15)"),
-		OPTION_BYTES,
-		{ .key = OPT_JSON, .name = "json", .flags = OPT_SYNOPSIS,
-		  .help = "exact numbers, as JSON" },
-		{ .key = OPT_TREE, .name = "tree", .flags = OPT_SYNOPSIS,
-		  .help = "the components alone, as a tree of their names' "
-			  "parts split at '-' (or '/'), with subtotals" },
-		OPTION_OWNERS,
-		OPT_END,
-	},
-	.flags = CMD_READS_DUMPS,
-	.run = cmd_top_run,
-};
+		   "functions" };

@@ -305,26 +305,30 @@ void elfimage_close(struct elf_image *img)
 	memset(img, 0, sizeof(*img));
 }
 
+/* *TO (N of them) replaced by *FROM (*NFROM), when it has more: true. */
+static bool take_table(struct elf_sym **to, size_t *n, struct elf_sym **from,
+		       size_t *nfrom)
+{
+	if (*nfrom <= *n)
+		return false;
+	free(*to);
+	*to = *from;
+	*n = *nfrom;
+	*from = NULL;
+	*nfrom = 0;
+	return true;
+}
+
 void elfimage_take_symbols(struct elf_image *img, struct elf_image *debug)
 {
+	bool symtab = debug->has_symtab;
+
 	/* A debug file's .symtab has the local functions a stripped binary
 	 * lost; its names point into the debug file's mapping, so the debug
 	 * image must stay open as long as IMG. */
-	if (debug->ncode > img->ncode) {
-		free(img->code);
-		img->code = debug->code;
-		img->ncode = debug->ncode;
-		debug->code = NULL;
-		debug->ncode = 0;
-		img->has_symtab = debug->has_symtab;
-	}
-	if (debug->ndata > img->ndata) {
-		free(img->data);
-		img->data = debug->data;
-		img->ndata = debug->ndata;
-		debug->data = NULL;
-		debug->ndata = 0;
-	}
+	if (take_table(&img->code, &img->ncode, &debug->code, &debug->ncode))
+		img->has_symtab = symtab;
+	take_table(&img->data, &img->ndata, &debug->data, &debug->ndata);
 }
 
 const struct elf_sym *elfimage_find(const struct elf_sym *v, size_t n,
