@@ -36,15 +36,6 @@ int heap_walk(struct heap *h, struct procimage *img)
 	return -1;
 }
 
-uint64_t heap_block_usable(const struct heap_block *b)
-{
-	/* (glibc's chunks: a header of 16 bytes, 8 of them the user's
-	 * but in a chunk mapped alone.) */
-	if (b->arena == HEAP_MMAPPED_ARENA)
-		return b->size - 16;
-	return b->size - 8;
-}
-
 void heap_release(struct heap *h)
 {
 	for (size_t i = 0; i < h->nproblems; i++)

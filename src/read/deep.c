@@ -787,45 +787,6 @@ static void find_buckets(struct parser *p)
 	}
 }
 
-/*
- * The producer's "%10lld %10lld %6d %6d @ %d" in one pass: true and SL
- * filled when the line is just that (numbers of up to 18 digits);
- * anything else is left to the general parser and its messages.
- */
-bool deep_fast_stack_line(const struct line *l, struct stack_line *sl,
-			  uint64_t *id)
-{
-	const char *p = l->p, *end = l->p + l->len;
-	int64_t v[5];
-
-	for (int i = 0; i < 5; i++) {
-		bool neg = false;
-		int64_t x;
-
-		p = skip_blanks(p, end);
-		if (i == 4) {
-			if (p + 1 >= end || p[0] != '@' || p[1] != ' ')
-				return false;
-			p = skip_blanks(p + 2, end);
-		} else if (p < end && *p == '-' && i < 4) {
-			neg = true;
-			p++;
-		}
-		if (!(p = digits_at(p, end, &x)) || (p < end && *p != ' '))
-			return false;
-		v[i] = neg ? -x : x;
-	}
-	if (p != end)
-		return false;
-	memset(sl, 0, sizeof(*sl));
-	sl->virt = v[0];
-	sl->committed = v[1];
-	sl->alloc = v[2];
-	sl->free = v[3];
-	*id = (uint64_t)v[4];
-	return true;
-}
-
 /* SL, of bucket ID, as the snapshot's next stack line. */
 static void add_stack_line(struct parser *p, const struct stack_line *sl,
 			   uint64_t id)

@@ -9,10 +9,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "input.h"
 #include "reader.h"
 #include "snapshot.h"
+#include "scan.h"
 #include "threads.h"
 
 enum section {
@@ -72,9 +74,42 @@ struct parser {
  * The producer's "%10lld %10lld %6d %6d @ %d" in one pass: true and SL
  * filled when the line is just that (numbers of up to 18 digits);
  * anything else is left to the general parser and its messages.
+ * (Inline: the hot loops of both files, the parser's and the tail's,
+ * call it for every line.)
  */
-bool deep_fast_stack_line(const struct line *l, struct stack_line *sl,
-			  uint64_t *id);
+static inline bool deep_fast_stack_line(const struct line *l,
+					struct stack_line *sl, uint64_t *id)
+{
+	const char *p = l->p, *end = l->p + l->len;
+	int64_t v[5];
+
+	for (int i = 0; i < 5; i++) {
+		bool neg = false;
+		int64_t x;
+
+		p = skip_blanks(p, end);
+		if (i == 4) {
+			if (p + 1 >= end || p[0] != '@' || p[1] != ' ')
+				return false;
+			p = skip_blanks(p + 2, end);
+		} else if (p < end && *p == '-' && i < 4) {
+			neg = true;
+			p++;
+		}
+		if (!(p = digits_at(p, end, &x)) || (p < end && *p != ' '))
+			return false;
+		v[i] = neg ? -x : x;
+	}
+	if (p != end)
+		return false;
+	memset(sl, 0, sizeof(*sl));
+	sl->virt = v[0];
+	sl->committed = v[1];
+	sl->alloc = v[2];
+	sl->free = v[3];
+	*id = (uint64_t)v[4];
+	return true;
+}
 
 /*
  * The section STACKTRACES, the rest of R: room for its lines, and its

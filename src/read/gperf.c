@@ -733,14 +733,6 @@ static int header(struct gparser *g, const struct line *l)
 	return 0;
 }
 
-/* Does L begin as a stack line does ("  N: ...")? */
-bool gperf_stack_start(const struct line *l)
-{
-	const char *p = skip_blanks(l->p, l->p + l->len);
-
-	return p < l->p + l->len && (is_digit(*p) || *p == '-');
-}
-
 /*
  * Line L as it comes (not one the fast way took): 0 to go on, -1 after
  * an error, 1 when it was the last (the file ends inside it), or 2 with

@@ -12,6 +12,7 @@
 
 #include "input.h"
 #include "reader.h"
+#include "scan.h"
 #include "snapshot.h"
 #include "util.h"
 
@@ -108,8 +109,14 @@ int gperf_parse_stack_line_into(struct gparser *g, const struct line *l,
 				size_t *alloc);
 /* Which maps' header the line is (1, 2), or 0. */
 int gperf_maps_header(const struct line *l);
-/* Does the line start as a stack line does? */
-bool gperf_stack_start(const struct line *l);
+/* Does L begin as a stack line does ("  N: ...")?  (Inline: both
+ * threads ask it of every line.) */
+static inline bool gperf_stack_start(const struct line *l)
+{
+	const char *p = skip_blanks(l->p, l->p + l->len);
+
+	return p < l->p + l->len && (is_digit(*p) || *p == '-');
+}
 /*
  * Any line after the header, the general way: 0 to go on, 1 at the last
  * line, 2 at a maps' header (*WHICH), -1 after an error.
