@@ -1,7 +1,8 @@
 # dmprof: one hand-written Makefile.
 #
 #   make            build ./dmprof and the recorder, ./libdmprof-recorder.so
-#   make demo       install missing Debian packages, build, run on samples/
+#   make demo       install missing Debian packages, build, record README's
+#                   C++ server and a Python program, run on them and samples/
 #   make check      install missing Debian packages, build, run every test,
 #                   then the whole suite again under ASan+UBSan
 #   make bench      speed against baselines (see tests/bench/)
@@ -29,6 +30,7 @@ O ?= build
 BUILD_DEPS = libpcre2-dev binutils-dev libcsv-dev libcriterion-dev \
 	     libdebuginfod-dev libdeflate-dev pkg-config
 TEST_DEPS = gcc g++ diffutils libgoogle-perftools4 google-perftools libc6-dbg \
+	    python3-dev \
 	    python3 sqlite3 chromium zstd ruby nodejs debuginfod gdb \
 	    golang-go valgrind libjemalloc2 libjemalloc-dev dpkg-dev lintian \
 	    libglib2.0-dev redis-server redis-tools
@@ -152,6 +154,7 @@ $(O)/unit/%.o: tests/unit/%.c
 
 # (The recorder's unwinder is tested against glibc's backtrace().)
 $(O)/unit-tests: $(UNIT_OBJS) $(O)/libdmprof.a $(O)/recorder/rec_unwind.o \
+		 $(O)/recorder/rec_pyframes.o \
 		 $(O)/recorder/rec_mem.o
 	$(CC) $(ALL_LDFLAGS) -pthread -o $@ $^ -lcriterion $(LIBS)
 

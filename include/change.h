@@ -125,6 +125,9 @@ int changes_across(struct changes *c, struct run *ra, struct classifier *ca,
  */
 int changes_end_at(struct change_end *e, struct run *r,
 		   struct classifier *cls, size_t i);
+/* The same of SNAP, read by the caller: its model M, classified by CLS. */
+int changes_end_of(struct change_end *e, struct classifier *cls,
+		   const struct model *m, const struct snapshot *snap);
 void change_end_free(struct change_end *e);
 void changes_free(struct changes *c);
 
@@ -160,6 +163,19 @@ int changes_shape(struct run_shape *sh, struct run *r,
 void changes_to_shape(struct run_shape *sh, const struct changes *c,
 		      const struct change_end *after,
 		      const struct run_teardown *td);
+/*
+ * Count E, a dump of the run read after the changes' B and before the
+ * last (a dump during teardown), into SH: one more dump, and the peak if
+ * it is one.
+ */
+void run_shape_note(struct run_shape *sh, const struct change_end *e);
+/*
+ * The same of dumps FROM to TO (not included) of run R, classified by
+ * CLS, read one by one (empty ones left out).  Returns 0, or -1 after
+ * printing why.
+ */
+int changes_shape_between(struct run_shape *sh, struct run *r,
+			  struct classifier *cls, size_t from, size_t to);
 /* One line, for people: "the run: ..."; EXACT: sizes in bytes. */
 void run_shape_text(struct strbuf *sb, const struct run_shape *sh,
 		    bool exact);

@@ -28,6 +28,10 @@ struct model {
 	const char **bins;
 	size_t nbins, bins_alloc;
 	uint32_t main_bin;  /* the executable's, or 0 */
+	/* An interpreter's binary, whose frames stand for the runtime the
+	 * program's interpreted frames run on (see model_note_runtime), or
+	 * 0. */
+	uint32_t runtime_bin;
 	/* Frames a profile named itself (see model_named_frame). */
 	struct hashmap named;
 	uint64_t next_synthetic;
@@ -135,6 +139,14 @@ struct frame_name {
  */
 uint64_t model_named_frame(struct model *m, uint64_t addr,
 			   const struct frame_name *names, uint32_t n);
+
+/*
+ * What a dump says of the runtime its stacks run on (META "Runtime:
+ * python 3.11.2 /usr/bin/python3.11", dmprof record's): the binary that
+ * holds the interpreter, into M (once).
+ */
+struct snapshot;
+void model_note_runtime(struct model *m, const struct snapshot *snap);
 
 /*
  * The number of the binary at PATH (interned: compared by pointer), new

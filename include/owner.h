@@ -65,9 +65,12 @@ extern const struct owners owners_pprof;
  * (not an address), not the allocator's, of the executable or of a
  * binary outside the system's library directories (any, where the
  * profile names its frames itself and no binary is known), whose source
- * file, where known, is outside the system's include directories, and
- * whose function is not of the C++ runtime (std::, __gnu_cxx::, __cxa_).
- * A --own pattern that matches the binary or the source file makes a
+ * file, where known, is outside the system's include directories and
+ * is not a Python module of the interpreter or of an installed package
+ * (its standard library, site-packages), whose function is not of the C++
+ * runtime (std::, __gnu_cxx::, __cxa_), and not of the binary of an
+ * interpreter the program's interpreted frames run on (CPython's: see
+ * model_note_runtime).  A --own pattern that matches the binary or the source file makes a
  * frame the program's whatever its directory.  (An allocator wrapper of
  * the program's is its own code, shown as such; only the owner passes
  * over it: see owner_wrapper.)
@@ -80,6 +83,14 @@ bool owner_frame_is_own(const struct owners *o, const struct model *m,
  * or the allocator's?  (NULL: no.)
  */
 bool owner_runtime_name(const char *func);
+
+/*
+ * Is FUNC the C runtime keeping its own state, whoever called it: stdio
+ * allocating a stream's buffer, the dynamic loader its tables or a
+ * thread's TLS?  (NULL: no.)  A program's function that caused it (main
+ * printing, a dlopen) owns those bytes, but they are not its data.
+ */
+bool owner_runtime_state(const char *func);
 
 /*
  * Parse "program" or "pprof" into O's rule; -1 if it is neither.

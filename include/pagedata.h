@@ -9,8 +9,11 @@
  * flame graph and diff two of those snapshots exactly.  What a component holds beyond its kept stacks is its
  * "other".  Classified as csv classifies, so the numbers add up to
  * csv's.  First, the answer, as top and diff give it, for the policy
- * named first: the owners at the peak, what grew up to the last dump
- * before teardown (leak suspects marked), what teardown freed.
+ * named first: the run's shape and its peak (top's: the dump with the
+ * most bytes in use with stacks), the owners there as top ranks them,
+ * what grew up to the last dump before teardown (leak suspects marked),
+ * what teardown freed; the snapshot where the components' total is
+ * highest, where that is another.
  */
 #ifndef DMPROF_PAGEDATA_H
 #define DMPROF_PAGEDATA_H
@@ -37,6 +40,10 @@ struct pagedata_options {
 	 * NULL when it could not (then the page has no growth). */
 	const struct run_teardown *td;
 	const struct changes *grew;
+	/* The run's shape as diff FIRST has it (its peak: the dump with the
+	 * most bytes in use with stacks, top's and diff's), or NULL: then
+	 * the peak is where the components' total is highest. */
+	const struct run_shape *shape;
 };
 
 /*

@@ -79,6 +79,14 @@ bool frame_is_allocator(const char *func, size_t len);
 void allocator_pattern(struct strbuf *sb);
 
 /*
+ * Is ST a profiler's marker, no code's stack: one frame of a function
+ * whose name starts with "dmprof_" (dmprof record's synthetic buckets:
+ * pymalloc's free space, its own memory)?  Owners and functions leave
+ * such stacks out; the components keep their bytes.
+ */
+bool stack_is_marker(const struct model *m, const struct stack *st);
+
+/*
  * Add stack ST's sums ADD[0..N) to FUNCS, keyed by function name: ADD[0]
  * (its bytes) to v[0] (flat) of the first frame that is not the
  * allocator's (the last frame when all are), its owner, and, if CUM,
@@ -86,13 +94,30 @@ void allocator_pattern(struct strbuf *sb);
  * the owner's v[k + 1].  An entry's file/line is the place of its largest
  * flat stack, or, if it has none, of its largest call (by |ADD[0]|: only
  * with CUM, which visits the calls); bit 0 of the entries' flags is this
- * function's, the others the caller's.  Returns the owner.
+ * function's, the others the caller's.  Returns the owner; NULL, and
+ * nothing added, for a stack that is no code's (stack_is_marker).
  */
 struct tally_entry *stacktext_tally_functions(struct tally *funcs,
 					      const struct model *m,
 					      const struct stack *st,
 					      const int64_t *add, size_t n,
 					      bool cum);
+/*
+ * Does ST hold the program's own bytes under FUNCS' owner rule: is its
+ * owner (as stacktext_tally_functions finds it) a frame of the program's
+ * own code, reached from the allocator through no function of the C runtime
+ * keeping its own state (owner_runtime_state: main's stdout buffer, the
+ * loader's tables for a dlopen)?  No for a stack whose owner is not the
+ * program's (an unresolved address, a library's or the runtime's
+ * function), and for every stack under pprof's rule.
+ */
+bool stacktext_programs_bytes(struct tally *funcs, const struct model *m,
+			      const struct stack *st);
+/*
+ * Functions by flat bytes (v[0]), then cumulative (v[1]), then name:
+ * pprof's order, top's (on struct tally_entry *const *).
+ */
+int stacktext_cmp_flat(const void *a, const void *b);
 /* Has E the place of a flat stack of its (else of a call, or none)? */
 bool stacktext_placed_flat(const struct tally_entry *e);
 

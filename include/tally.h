@@ -15,6 +15,15 @@
 struct lframe;
 struct owners;
 
+/* The bytes of an entry by the line they were allocated at (see
+ * tally.lines). */
+struct tally_line {
+	const char *file;     /* the model's (compared by address) */
+	uint32_t line;
+	int64_t bytes;
+	struct tally_line *next;
+};
+
 struct tally_entry {
 	const char *key;      /* NUL-terminated, in the tally's arena */
 	size_t len;
@@ -25,6 +34,8 @@ struct tally_entry {
 	uint32_t line;
 	int64_t file_bytes;   /* (the bytes that place was chosen for) */
 	unsigned flags;       /* the user's */
+	/* stacktext_tally_functions' with tally.lines */
+	struct tally_line *lines;
 	size_t ref;           /* the user's: an index + 1, say */
 	uint64_t stamp;       /* the user's: the last pass that met it */
 };
@@ -49,6 +60,10 @@ struct tally {
 	 * wrappers it passed over to find an owner, by function (bytes;
 	 * allocs: stacks), or NULL; the user's. */
 	struct tally *passed;
+	/* stacktext_tally_functions': keep each owner's flat bytes by the
+	 * line of its frame too (a function allocating at several lines: a
+	 * Python program's sites, as tracemalloc counts them); the user's. */
+	bool lines;
 	/* stacktext_tally_functions' scratch: a stack's logical frames. */
 	struct lframe *lframes;
 	size_t lframes_alloc;
@@ -63,6 +78,12 @@ struct tally_entry *tally_find(const struct tally *t, const char *key,
 			       size_t len);
 /* Sort v[] by CMP (on struct tally_entry *const *); the map stays valid. */
 void tally_sort(struct tally *t, int (*cmp)(const void *, const void *));
+/* BYTES more at FILE:LINE in E's lines. */
+void tally_line_add(struct tally *t, struct tally_entry *e, const char *file,
+		    uint32_t line, int64_t bytes);
+/* E's lines, largest first (then by file and line): a new array of *N. */
+struct tally_line **tally_lines_sorted(const struct tally_entry *e, size_t *n);
+
 /* By bytes, largest first, then by key: the order every report uses. */
 int tally_cmp_bytes(const void *a, const void *b);
 

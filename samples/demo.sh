@@ -1,59 +1,83 @@
 #!/bin/sh
-# make demo: run dmprof on the sample run in samples/ (see samples/README),
-# then on a live program it records.
+# make demo: README's first example, a small C++ server (tests/real/src,
+# built as tests/real/cxxserver-build.sh builds it) recorded by dmprof
+# record with no options, then read by top, diff and html; then a Python
+# program recorded the same way (its lines named); then the sample run in
+# samples/ (see samples/README) for expand and csv.  The pages it writes
+# stay in build/demo/.
 # Usage: samples/demo.sh DMPROF_BINARY
 set -e
 dmprof=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
-cd "$(dirname "$0")"
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+out=$top/build/demo
+mkdir -p "$out"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dmprof-demo.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT INT TERM
+cd "$tmp"
 run() {
 	echo
 	echo "\$ dmprof $*"
 	"$dmprof" "$@"
 }
-echo "dmprof demo: a cache server, profiled three times 10 s apart."
-echo "What is eating its memory at the last dump?"
-run top -n 6 cachesrv.04242.0003.heap
-echo
-echo "What grew over the run, and which stacks did it?"
-run diff -n 3 cachesrv.04242.0001.heap
-echo
-echo "The stacks behind one component, two frames deep:"
-run expand cachesrv.04242.0003.heap linux malloc-cxx-string 1
-echo
-echo "The timeline, a row per snapshot, for a spreadsheet (sizes in bytes):"
-run csv --bytes -p l1 cachesrv.04242.0001.heap
-echo
-echo "All of it in one page, under two policies:"
-run html -p linux,l1 -o "$tmp/cachesrv.html" cachesrv.04242.0001.heap
 
-# A recording of a live program, if this machine has python3.
+if command -v g++ >/dev/null 2>&1; then
+	echo "dmprof demo: README's C++ server (tests/real/src/cxxserver.cc: four threads,"
+	echo "sessions never evicted, a plugin keeping a line per request, a 3 MiB arena),"
+	echo "built g++ -g -O2, recorded with no options.  Who holds its memory?"
+	src=$top/tests/real/src
+	. "$top/tests/real/cxxserver-build.sh"
+	cxxserver_build
+	# (The server's one line of output is not dmprof's.)
+	echo
+	echo "\$ dmprof record -o prof/ -- ./cxxserver"
+	"$dmprof" record -o prof/ -- ./cxxserver >/dev/null
+	first=$(ls prof/cxxserver.*.heap | sort | head -1)
+	before=$(grep -l '^Reason: main returned$' prof/cxxserver.*.heap | head -1)
+	run top -n 4 "${before:-$(ls prof/cxxserver.*.heap | sort | tail -1)}"
+	echo
+	echo "What grew from the first dump up to teardown, which stacks did it,"
+	echo "and which never stopped growing (leak suspects, marked *):"
+	run diff -n 3 "$first"
+	echo
+	echo "All of it in one page: the answer, the chart, stacks and flame graphs:"
+	run html -o "$out/cxxserver.html" "$first"
+else
+	echo "dmprof demo: no g++ here for README's C++ server; on to Python and the samples."
+fi
+
+# A Python program, if this machine has Debian's python3 (3.11).
 py=$(command -v python3 || true)
 [ -x /usr/bin/python3 ] && py=/usr/bin/python3
 if [ -n "$py" ]; then
+	app=$top/tests/real/src/pyapp/app.py
 	echo
-	echo "Now a live program: Python building lists for 2 s, a dump every"
-	echo "half second, recorded by dmprof's own recorder."
-	run record -o "$tmp/py" -i 0.5 -- "$py" -c '
-import time
-keep, t = [], time.time()
-while time.time() - t < 2:
-    keep.append(["row %d" % i for i in range(20000)])
-    time.sleep(0.05)
-'
-	first=$(ls "$tmp"/py.*.0001.heap | head -1)
-	last=$(ls "${first%.0001.heap}".*.heap | sort | tail -2 | head -1)
+	echo "Now a Python program (tests/real/src/pyapp/app.py: words made by a"
+	echo "comprehension, copies made through map(), a cache that grows, records"
+	echo "kept), recorded the same way.  Its Python frames are named: each line"
+	echo "owns the bytes it allocated, as Python's own tracemalloc counts them."
 	echo
-	echo "What is big at the end (the kernel's Rss beside the components):"
-	run top -n 5 "$last"
+	echo "\$ dmprof record -o py/ -- python3 app.py"
+	"$dmprof" record -o py/ -- "$py" "$app"
+	first=$(ls py/*.0001.heap | head -1)
+	# (At the run's peak, as top names it: before the interpreter's
+	# teardown.)
+	peak=$("$dmprof" top --json "$first" 2>/dev/null |
+		sed -n 's/.*"peak": { "dump": "\([^"]*\)".*/\1/p')
+	run top --lines -n 6 "${peak:-$first}"
 	echo
-	echo "What grew until then, and the leak suspects (stacks that kept"
-	echo "growing):"
-	echo
-	echo "\$ dmprof diff -n 3 $first $last | head -24"
-	"$dmprof" diff -n 3 "$first" "$last" >"$tmp/diff" 2>&1
-	head -24 "$tmp/diff"
+	echo "\$ dmprof diff -n 3 $first | sed -n '/functions that grew/,/^\$/p'"
+	"$dmprof" diff -n 3 "$first" 2>&1 | sed -n '/functions that grew/,/^$/p'
 fi
+
+cd "$here"
 echo
-echo "Try 'dmprof html samples/cachesrv.04242.0001.heap' and open the page."
+echo "Further in, on samples/ (a cache server profiled by Chromium's deep heap"
+echo "profiler): the stacks behind one component, two frames deep,"
+run expand cachesrv.04242.0003.heap linux malloc-cxx-string 1
+echo
+echo "and the timeline, a row per snapshot, for a spreadsheet (sizes in bytes):"
+run csv --bytes -p l1 cachesrv.04242.0001.heap
+run html -p linux,l1 -o "$out/cachesrv.html" cachesrv.04242.0001.heap
+echo
+echo "Open the pages in build/demo/ in a browser."

@@ -527,24 +527,36 @@ int changes_across(struct changes *c, struct run *ra, struct classifier *ca,
 	return 0;
 }
 
-int changes_end_at(struct change_end *e, struct run *r,
-		   struct classifier *cls, size_t i)
+int changes_end_of(struct change_end *e, struct classifier *cls,
+		   const struct model *m, const struct snapshot *snap)
 {
-	struct snapshot snap;
 	struct pass s;
 	int rc;
 
 	memset(e, 0, sizeof(*e));
 	memset(&s, 0, sizeof(s));
+	rc = pass_run(&s, cls, m, snap);
+	if (!rc)
+		rc = end_of(e, cls, snap, &s);
+	pass_free(&s);
+	if (rc)
+		change_end_free(e);
+	return rc ? -1 : 0;
+}
+
+int changes_end_at(struct change_end *e, struct run *r,
+		   struct classifier *cls, size_t i)
+{
+	struct snapshot snap;
+	int rc;
+
+	memset(e, 0, sizeof(*e));
 	if (run_load_dump(r, i, &snap) < 0)
 		return -1;
 	run_symbolize_snapshot(r, &snap);
-	rc = pass_run(&s, cls, &r->model, &snap);
-	if (!rc)
-		rc = end_of(e, cls, &snap, &s);
+	rc = changes_end_of(e, cls, &r->model, &snap);
 	snapshot_release(&snap);
-	pass_free(&s);
-	return rc ? -1 : 0;
+	return rc;
 }
 
 void change_end_free(struct change_end *e)
@@ -565,10 +577,13 @@ void changes_free(struct changes *c)
 
 /* ---- a run's shape ---- */
 
+/* (The first of equal peaks: the earlier, whatever the order they come
+ * in.) */
 static void shape_peak(struct run_shape *sh, const char *path, double time,
 		       int64_t heap)
 {
-	if (sh->peak.path && heap <= sh->peak.heap)
+	if (sh->peak.path && (heap < sh->peak.heap ||
+			      (heap == sh->peak.heap && time >= sh->peak.time)))
 		return;
 	free(sh->peak.path);
 	sh->peak.path = xstrdup(path);
@@ -660,6 +675,29 @@ void changes_to_shape(struct run_shape *sh, const struct changes *c,
 		sh->after = after->heap;
 		shape_last(sh, after);
 	}
+}
+
+void run_shape_note(struct run_shape *sh, const struct change_end *e)
+{
+	sh->dumps++;
+	shape_peak(sh, e->path, e->time, e->heap);
+}
+
+int changes_shape_between(struct run_shape *sh, struct run *r,
+			  struct classifier *cls, size_t from, size_t to)
+{
+	for (size_t i = from; i < to; i++) {
+		struct change_end e;
+
+		/* (A producer killed before it wrote: as changes_shape.) */
+		if (file_empty(r->series.dumps[i].path))
+			continue;
+		if (changes_end_at(&e, r, cls, i) < 0)
+			return -1;
+		run_shape_note(sh, &e);
+		change_end_free(&e);
+	}
+	return 0;
 }
 
 static void shape_bytes(struct strbuf *sb, int64_t v, bool exact)

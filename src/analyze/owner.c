@@ -76,6 +76,18 @@ static const char *const runtime_names[] = {
 	NULL,
 };
 
+/*
+ * glibc keeping its own state: stdio's streams allocate their buffers in
+ * _IO_* (and __GI__IO_*, the same functions by their internal names);
+ * the dynamic loader its link maps, lookup tables and threads' TLS in
+ * _dl_* and the few others named here.  (The linux policy's malloc-stdio
+ * and malloc-loader rules name them too, as components.)
+ */
+static const char *const runtime_state_names[] = {
+	"_IO_", "__GI__IO_", "_dl_", "_dlfo_", "dl_open_worker",
+	"allocate_dtv", "__tls_get_addr", "_dlerror_run", NULL,
+};
+
 static bool has_prefix(const char *s, const char *const *prefixes)
 {
 	for (; *prefixes; prefixes++)
@@ -100,16 +112,42 @@ static bool named_own(const struct owners *o, const char *path)
 	return false;
 }
 
+/*
+ * A Python module of the interpreter's or of an installed package: its
+ * standard library (/usr/lib/python3.11/, or PREFIX/lib/python3.11/ of a
+ * Python built elsewhere, "<frozen importlib._bootstrap>"), and what pip
+ * or the system installed (site-packages, dist-packages), a virtual
+ * environment's included.  The program's own modules are elsewhere.
+ */
+static bool python_library(const char *file)
+{
+	const char *p = file;
+
+	if (!strncmp(file, "<frozen ", 8))
+		return true;
+	while ((p = strstr(p, "/lib/python")) != NULL) {
+		p += 11;
+		if (*p >= '0' && *p <= '9')
+			return true;
+	}
+	return strstr(file, "/site-packages/") || strstr(file, "/dist-packages/");
+}
+
 static bool system_file(const char *file)
 {
 	return has_prefix(file, owner_system_include_dirs) ||
-	       has_prefix(file, owner_system_lib_dirs);
+	       has_prefix(file, owner_system_lib_dirs) || python_library(file);
 }
 
 bool owner_runtime_name(const char *func)
 {
 	return func && (has_prefix(func, runtime_names) ||
 			frame_is_allocator(func, strlen(func)));
+}
+
+bool owner_runtime_state(const char *func)
+{
+	return func && has_prefix(func, runtime_state_names);
 }
 
 bool owner_frame_is_own(const struct owners *o, const struct model *m,
@@ -126,6 +164,10 @@ bool owner_frame_is_own(const struct owners *o, const struct model *m,
 	if (has_prefix(func, runtime_names))
 		return false;
 	if (file && system_file(file))
+		return false;
+	/* An interpreter's own code (CPython's eval loop, its objects):
+	 * the runtime the program's interpreted frames run on. */
+	if (f->bin && f->bin == m->runtime_bin)
 		return false;
 	if (!bin)
 		return true; /* named by the profile (Go, DHAT): by its name */

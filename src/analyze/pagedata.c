@@ -47,7 +47,8 @@ struct page {
 	const struct pagedata_options *opt;
 	size_t *at;          /* kept snapshots: indices into tl->snaps */
 	size_t nat;
-	size_t peak;         /* the snapshot of the peak (of policy first) */
+	size_t peak;         /* the snapshot of the run's peak (top's) */
+	size_t total_peak;   /* where the total of policy first is highest */
 	struct run_teardown td;
 	size_t b;            /* the snapshot before teardown, else the last */
 	struct cells *cells; /* [policy * nat + j] */
@@ -89,8 +90,25 @@ static int cmp_size(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The first, the last, the peak (of the policy named first), and some
- * evenly between: at most opt->snapshots, in order, each once. */
+/* The snapshot of the run shape's peak, or SIZE_MAX (none: not known,
+ * or no byte in use with a stack at any dump). */
+static size_t peak_snapshot(const struct page *pg)
+{
+	const struct run_shape *sh = pg->opt->shape;
+
+	if (!sh || !sh->peak.path || sh->peak.heap <= 0)
+		return SIZE_MAX;
+	for (size_t i = 0; i < pg->tl->n; i++)
+		if (!strcmp(pg->tl->snaps[i].path, sh->peak.path))
+			return i;
+	return SIZE_MAX;
+}
+
+/*
+ * The first, the last, the peak, where the total of the policy named
+ * first is highest, and some evenly between: at most opt->snapshots
+ * (and those), in order, each once.
+ */
 static void choose(struct page *pg)
 {
 	size_t n = pg->tl->n, max = pg->opt->snapshots < 3 ? 3
@@ -103,14 +121,19 @@ static void choose(struct page *pg)
 		if (total_at(pg->tl, p, i, &pg->overflow) >
 		    total_at(pg->tl, p, peak, &pg->overflow))
 			peak = i;
-	pg->peak = peak;
-	pg->at = xcalloc(max + 2, sizeof(*pg->at));
+	pg->total_peak = peak;
+	/* (The total's, where the run's shape is not known.) */
+	pg->peak = peak_snapshot(pg) != SIZE_MAX ? peak_snapshot(pg) : peak;
+	pg->at = xcalloc(max + 3, sizeof(*pg->at));
 	pg->at[k++] = 0;
 	if (n > 1)
 		pg->at[k++] = n - 1;
-	if (peak && peak != n - 1)
+	if (pg->peak && pg->peak != n - 1)
+		pg->at[k++] = pg->peak;
+	if (peak && peak != n - 1 && peak != pg->peak)
 		pg->at[k++] = peak;
-	if (pg->b < n && pg->b && pg->b != n - 1 && pg->b != peak)
+	if (pg->b < n && pg->b && pg->b != n - 1 && pg->b != peak &&
+	    pg->b != pg->peak)
 		pg->at[k++] = pg->b;
 	for (size_t s = 1; k < max && s + 1 < max && n > 2; s++)
 		pg->at[k++] = (size_t)((double)s * (double)(n - 1) /
@@ -739,7 +762,8 @@ static void json_owners(struct page *pg, struct json_writer *w,
 			const char *key, struct tally *t,
 			const struct policy *pol, bool growth)
 {
-	tally_sort(t, cmp_v0);
+	/* (The owners at the peak as top ranks them, growth as diff.) */
+	tally_sort(t, growth ? cmp_v0 : stacktext_cmp_flat);
 	json_key(w, key);
 	json_array(w);
 	for (size_t i = 0; i < t->n && i < ANSWER_ROWS; i++) {
@@ -765,14 +789,30 @@ static void json_owners(struct page *pg, struct json_writer *w,
 	json_end(w);
 }
 
-/* The owners of the bytes at the peak: from its cells. */
+/*
+ * Does stack ST, with BYTES at the peak or grown, hold the program's own
+ * bytes (stacktext_programs_bytes)?  Where some stack does, the answer
+ * leaves out those that do not (they stay in the components' stacks):
+ * the runtime's state and unresolved frames are not what a reader of
+ * the answer can act on.
+ */
+static bool programs(struct tally *t, const struct model *m,
+		     const struct stack *st, int64_t bytes)
+{
+	return st && bytes > 0 && stacktext_programs_bytes(t, m, st);
+}
+
+/* The owners of the bytes at the peak, from its cells, as top ranks
+ * them. */
 static void peak_owners(struct page *pg, struct json_writer *w, size_t p)
 {
 	const struct model *m = &pg->tl->run.model;
 	const struct policy *pol = pg->tl->set.v[p];
 	size_t j = 0;
 	const struct cells *cs;
+	const struct stack **st;
 	struct tally t;
+	bool *mine, any = false;
 
 	while (j < pg->nat && pg->at[j] != pg->peak)
 		j++;
@@ -780,17 +820,29 @@ static void peak_owners(struct page *pg, struct json_writer *w, size_t p)
 	tally_init(&t);
 	t.owners = pg->opt->owners;
 	t.passed = pg->opt->passed;
+	st = xcalloc(cs->n + 1, sizeof(*st));
+	mine = xcalloc(cs->n + 1, sizeof(*mine));
+	for (size_t i = 0; i < cs->n; i++) {
+		if (!(cs->v[i].id & PSEUDO))
+			st[i] = m->stacks.v[cs->v[i].id];
+		mine[i] = programs(&t, m, st[i], cs->v[i].bytes);
+		any |= mine[i];
+	}
 	for (size_t i = 0; i < cs->n; i++) {
 		struct tally_entry *e;
 
-		if (cs->v[i].id & PSEUDO)
+		if (!st[i] || (any && !mine[i]))
 			continue;
-		e = stacktext_tally_functions(&t, m, m->stacks.v[cs->v[i].id],
-					      &cs->v[i].bytes, 1, false);
-		note_stack(e, cs->v[i].comp, cs->v[i].id, cs->v[i].bytes);
+		e = stacktext_tally_functions(&t, m, st[i], &cs->v[i].bytes, 1,
+					      true);
+		if (e)
+			note_stack(e, cs->v[i].comp, cs->v[i].id,
+				   cs->v[i].bytes);
 	}
 	json_member_uint(w, "peak", pg->peak);
 	json_owners(pg, w, "owners", &t, pol, false);
+	free(st);
+	free(mine);
 	tally_free(&t);
 }
 
@@ -807,20 +859,32 @@ static void growth(struct page *pg, struct json_writer *w, size_t p)
 	const struct changes *c = pg->opt->grew;
 	struct tally t;
 	size_t sb = pg->b, sl = snap_of_dump(tl, td.last);
+	bool *mine, any = false;
 
 	if (!c || sb == SIZE_MAX)
 		return;
 	tally_init(&t);
 	t.owners = pg->opt->owners;
+	mine = xcalloc(c->n + 1, sizeof(*mine));
+	for (size_t i = 0; i < c->n; i++) {
+		const struct change *ch = &c->v[i];
+
+		mine[i] = ch->col >= 0 &&
+			  programs(&t, ch->m, ch->st,
+				   sub64(ch->b, ch->a, &pg->overflow));
+		any |= mine[i];
+	}
 	for (size_t i = 0; i < c->n; i++) {
 		const struct change *ch = &c->v[i];
 		int64_t add = sub64(ch->b, ch->a, &pg->overflow);
 		struct tally_entry *e;
 
-		if (ch->col < 0)
+		if (ch->col < 0 || (any && !mine[i]))
 			continue;
 		e = stacktext_tally_functions(&t, ch->m, ch->st, &add, 1,
 					      false);
+		if (!e)
+			continue;
 		if (ch->suspect && add > 0)
 			e->flags |= 2;
 		if (add > 0)
@@ -836,18 +900,31 @@ static void growth(struct page *pg, struct json_writer *w, size_t p)
 			json_member_uint(w, "last", sl);
 		json_end(w);
 	}
+	free(mine);
 	tally_free(&t);
 }
 
 static void json_answer(struct page *pg, struct json_writer *w)
 {
 	size_t p = pg->tl->set.first;
+	const struct run_shape *sh = pg->opt->shape;
+	struct strbuf line = STRBUF_INIT;
 
 	json_object(w);
 	json_member_uint(w, "policy", p);
+	/* top's and diff's first line, where they print it. */
+	if (sh && (pg->td.said || pg->td.at_exit)) {
+		run_shape_text(&line, sh, false);
+		json_member_string(w, "run", line.buf);
+	}
 	peak_owners(pg, w, p);
+	if (sh && peak_snapshot(pg) == pg->peak)
+		json_member_int(w, "in_use", sh->peak.heap);
+	if (pg->total_peak != pg->peak)
+		json_member_uint(w, "total_peak", pg->total_peak);
 	growth(pg, w, p);
 	json_end(w);
+	sb_release(&line);
 }
 
 /* What the page needs of each frame to fold runs of library frames. */

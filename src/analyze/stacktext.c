@@ -389,6 +389,18 @@ static struct tally_entry *function_entry(struct tally *funcs,
 	return e;
 }
 
+int stacktext_cmp_flat(const void *a, const void *b)
+{
+	const struct tally_entry *x = *(const struct tally_entry *const *)a;
+	const struct tally_entry *y = *(const struct tally_entry *const *)b;
+
+	if (x->v[0] != y->v[0])
+		return x->v[0] > y->v[0] ? -1 : 1;
+	if (x->v[1] != y->v[1])
+		return x->v[1] > y->v[1] ? -1 : 1;
+	return strcmp(x->key, y->key);
+}
+
 bool stacktext_placed_flat(const struct tally_entry *e)
 {
 	return e->flags & PLACE_FLAT;
@@ -423,26 +435,18 @@ static void count_passed(struct tally *funcs, const struct model *m,
 	sb_release(&name);
 }
 
-struct tally_entry *stacktext_tally_functions(struct tally *funcs,
-					      const struct model *m,
-					      const struct stack *st,
-					      const int64_t *add, size_t n,
-					      bool cum)
+/*
+ * The owner of the logical frames V[0, NF) of a stack under FUNCS' rule:
+ * its index (0 when NF is), with the first frame past the allocator
+ * (pprof's owner) in *FIRST, and whether the owner is the program's own
+ * code in *OWN (if OWN).
+ */
+static size_t find_owner(struct tally *funcs, const struct model *m,
+			 const struct lframe *v, size_t nf, size_t *first,
+			 bool *own)
 {
-	struct lframe *v = funcs->lframes;
-	size_t nf = logical_frames(m, st, &v, &funcs->lframes_alloc), owner = 0;
-	size_t first;
-	struct strbuf name = STRBUF_INIT;
-	struct tally_entry *own = NULL;
-	int64_t size = add[0] < 0 ? -add[0] : add[0];
-	/* A function met twice in this stack (recursion) counts once. */
-	uint64_t stamp = ++funcs->stamp;
+	size_t owner = 0;
 
-	funcs->lframes = v;
-	if (!nf) {
-		own = tally_get(funcs, "<no stack>", 10);
-		own->v[1] = add64(own->v[1], add[0], &funcs->overflow);
-	}
 	/*
 	 * As pprof prunes: from the root, the first allocator frame below a
 	 * frame of the program ends the stack; what it called (the
@@ -460,14 +464,69 @@ struct tally_entry *stacktext_tally_functions(struct tally *funcs,
 		owner++;
 	/* The program's own code, if the stack has any, owns its bytes; the
 	 * frames between (std:: templates, libraries) only pass them on. */
-	first = owner;
+	*first = owner;
 	for (size_t i = owner; funcs->owners &&
 			       funcs->owners->rule == OWNER_PROGRAM && i < nf;
 	     i++)
 		if (frame_flags(funcs, m, &v[i]) & FRAME_OWN) {
-			owner = i;
-			break;
+			if (own)
+				*own = true;
+			return i;
 		}
+	if (own)
+		*own = false;
+	return owner;
+}
+
+bool stacktext_programs_bytes(struct tally *funcs, const struct model *m,
+			      const struct stack *st)
+{
+	struct lframe *v = funcs->lframes;
+	size_t nf = logical_frames(m, st, &v, &funcs->lframes_alloc), first;
+	size_t owner;
+	bool own;
+
+	funcs->lframes = v;
+	owner = find_owner(funcs, m, v, nf, &first, &own);
+	for (size_t i = first; own && i < owner; i++)
+		if (owner_runtime_state(frame_func(v[i].f, v[i].k)))
+			return false;
+	return own;
+}
+
+bool stack_is_marker(const struct model *m, const struct stack *st)
+{
+	const struct frame *f;
+
+	if (!st || st->depth != 1)
+		return false;
+	f = frame_get(&m->frames, st->frames[0]);
+	return f->func && !f->ninline && !strncmp(f->func, "dmprof_", 7);
+}
+
+struct tally_entry *stacktext_tally_functions(struct tally *funcs,
+					      const struct model *m,
+					      const struct stack *st,
+					      const int64_t *add, size_t n,
+					      bool cum)
+{
+	struct lframe *v = funcs->lframes;
+	size_t nf = logical_frames(m, st, &v, &funcs->lframes_alloc), owner;
+	size_t first;
+	struct strbuf name = STRBUF_INIT;
+	struct tally_entry *own = NULL;
+	int64_t size = add[0] < 0 ? -add[0] : add[0];
+	/* A function met twice in this stack (recursion) counts once. */
+	uint64_t stamp = ++funcs->stamp;
+
+	funcs->lframes = v;
+	if (stack_is_marker(m, st))
+		return NULL;
+	if (!nf) {
+		own = tally_get(funcs, "<no stack>", 10);
+		own->v[1] = add64(own->v[1], add[0], &funcs->overflow);
+	}
+	owner = find_owner(funcs, m, v, nf, &first, NULL);
 	if (funcs->passed)
 		count_passed(funcs, m, v, first, owner, size);
 	for (size_t i = cum ? first : owner;
@@ -486,6 +545,9 @@ struct tally_entry *stacktext_tally_functions(struct tally *funcs,
 		place(e, &v[i], size, i == owner);
 	}
 	own->v[0] = add64(own->v[0], add[0], &funcs->overflow);
+	if (funcs->lines && owner < nf)
+		tally_line_add(funcs, own, frame_file(v[owner].f, v[owner].k),
+			       frame_line(v[owner].f, v[owner].k), add[0]);
 	for (size_t k = 1; k < n && k + 1 < ARRAY_SIZE(own->v); k++)
 		own->v[k + 1] = add64(own->v[k + 1], add[k], &funcs->overflow);
 	sb_release(&name);

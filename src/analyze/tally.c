@@ -36,6 +36,50 @@ void tally_free(struct tally *t)
 	memset(t, 0, sizeof(*t));
 }
 
+void tally_line_add(struct tally *t, struct tally_entry *e, const char *file,
+		    uint32_t line, int64_t bytes)
+{
+	struct tally_line *l;
+
+	for (l = e->lines; l; l = l->next)
+		if (l->file == file && l->line == line)
+			break;
+	if (!l) {
+		l = arena_alloc(&t->arena, sizeof(*l));
+		*l = (struct tally_line){ file, line, 0, e->lines };
+		e->lines = l;
+	}
+	l->bytes = add64(l->bytes, bytes, &t->overflow);
+}
+
+static int line_cmp(const void *a, const void *b)
+{
+	const struct tally_line *x = *(struct tally_line *const *)a;
+	const struct tally_line *y = *(struct tally_line *const *)b;
+	int c;
+
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	c = strcmp(x->file ? x->file : "", y->file ? y->file : "");
+	return c ? c : (x->line > y->line) - (x->line < y->line);
+}
+
+struct tally_line **tally_lines_sorted(const struct tally_entry *e, size_t *n)
+{
+	struct tally_line **v;
+	size_t k = 0;
+
+	for (const struct tally_line *l = e->lines; l; l = l->next)
+		k++;
+	v = xcalloc(k + 1, sizeof(*v));
+	k = 0;
+	for (struct tally_line *l = e->lines; l; l = l->next)
+		v[k++] = l;
+	qsort(v, k, sizeof(*v), line_cmp);
+	*n = k;
+	return v;
+}
+
 struct tally_entry *tally_find(const struct tally *t, const char *s,
 			       size_t len)
 {

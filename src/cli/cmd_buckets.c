@@ -27,7 +27,6 @@ static const struct cmd_option options[] = {
 	  .type = OPT_STRING, .flags = OPT_SYNOPSIS,
 	  .help = "also print the component each bucket lands in" },
 	OPT_END,
-
 };
 
 static void describe(struct strbuf *sb, const struct model *m,

@@ -25,7 +25,6 @@ static const struct cmd_option options[] = {
 	  .help = "a row per run, pid, snapshot, time, policy, "
 		  "component, bytes: every run named on its own" },
 	OPT_END,
-
 };
 
 static void field(const char *s, bool first)

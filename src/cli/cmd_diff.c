@@ -67,7 +67,6 @@ static const struct cmd_option options[] = {
 	  .help = "every row, exact numbers, as JSON" },
 	OPTION_OWNERS,
 	OPT_END,
-
 };
 
 static int group_of(const struct row *r)
@@ -224,6 +223,9 @@ struct diff {
 	bool has_after;
 	struct run_shape shape;
 	bool has_shape;
+	/* The run's stacks run on an interpreter (Python): its teardown is
+	 * its finalization, not atexit handlers and static destructors. */
+	bool interpreter;
 };
 
 static struct row *add_row(struct table *t)
@@ -309,8 +311,9 @@ static void build_stacks_and_functions(struct diff *d)
 		/* (Flat only: diff shows no cum; see place_calls.) */
 		f = stacktext_tally_functions(&d->ftally, ch->m, ch->st, add, 6,
 					      false);
-		if (!add[0] && !ch->allocated && !ch->allocs && !ch->frees)
-			continue; /* unchanged */
+		if (!f || (!add[0] && !ch->allocated && !ch->allocs &&
+			   !ch->frees))
+			continue; /* unchanged, or no code's */
 		if (ch->suspect) {
 			f->flags |= SUSPECT;
 			d->suspects++;
@@ -600,7 +603,11 @@ static void print_teardown(struct diff *d)
 		       d->td.last_said ? "written" : "which the format writes");
 		return;
 	}
-	if (d->td.said)
+	if (d->td.said && d->interpreter)
+		printf("B is the last dump before teardown; then the "
+		       "interpreter's finalization (its modules cleared), by "
+		       "%s, took ", last);
+	else if (d->td.said)
 		printf("B is the last dump before teardown; then atexit "
 		       "handlers and static destructors, by %s, took ", last);
 	else
@@ -855,6 +862,7 @@ static int in_run(struct diff *d, struct setup *o, struct cmd_args *a,
 	d->p = o->policy;
 	if (changes_in_run(&d->c, &o->run, &o->cls, ia, ib) < 0)
 		return -1;
+	d->interpreter = o->run.model.runtime_bin != 0;
 	if (!d->first_form)
 		return 0;
 	/* What teardown freed: the last dump, read alone. */
@@ -866,7 +874,10 @@ static int in_run(struct diff *d, struct setup *o, struct cmd_args *a,
 	changes_to_shape(&d->shape, &d->c, d->has_after ? &d->after : NULL,
 			 &d->td);
 	d->has_shape = true;
-	return 0;
+	/* The dumps between (taken during teardown): the run's peak is
+	 * top's and html's, the most bytes in use among them all. */
+	return changes_shape_between(&d->shape, &o->run, &o->cls, ib + 1,
+				     d->td.last);
 }
 
 static int across(struct diff *d, struct setup *o, struct setup *ob,

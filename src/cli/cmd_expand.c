@@ -50,7 +50,6 @@ static const struct cmd_option options[] = {
 	  .help = "the original's lines, keyed by frames and counts, "
 		  "\"func(@file)\" frames" },
 	OPT_END,
-
 };
 
 static void counts_text(struct expand *x, const struct item *it)

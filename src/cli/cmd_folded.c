@@ -29,7 +29,6 @@ static const struct cmd_option options[] = {
 	OPTION_COMPONENT("only this component's stacks (and no "
 			 "component frame)"),
 	OPT_END,
-
 };
 
 static int add_item(void *ctx, const struct item *it)

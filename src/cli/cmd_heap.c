@@ -54,7 +54,6 @@ static const struct cmd_option options[] = {
 	  .help = "every block too: address, usable size, chunk size, "
 		  "state, arena" },
 	OPT_END,
-
 };
 
 static double seconds(void)

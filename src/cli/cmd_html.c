@@ -37,7 +37,6 @@ static const struct cmd_option options[] = {
 		    "keeps stacks (default 40)"),
 	OPTION_OWNERS,
 	OPT_END,
-
 };
 
 static void write_data(FILE *f, const struct strbuf *data)
@@ -113,7 +112,8 @@ static char *default_output(const char *dump)
 /*
  * What grew from the first dump to the last before teardown (else the
  * last), under the policy named first, walked while the timeline reads
- * the dumps: every dump is read once.
+ * the dumps: every dump is read once.  The dumps after it are summed
+ * too, for the run's shape: its peak is the one top and diff name.
  */
 struct growth {
 	struct run_teardown td;
@@ -122,6 +122,10 @@ struct growth {
 	bool walking;
 	struct changes c;
 	bool done;              /* c holds them */
+	struct change_end *past; /* the dumps after B, up to the last */
+	size_t npast, past_alloc;
+	bool has_shape;
+	struct run_shape shape;
 };
 
 static int grow_each(void *ctx, struct timeline *tl, size_t i,
@@ -140,9 +144,27 @@ static int grow_each(void *ctx, struct timeline *tl, size_t i,
 				  &tl->cls[tl->set.first], g->b, true);
 		g->walking = true;
 	}
-	if (!g->walking || i > g->b)
+	if (!g->walking || i > g->td.last)
 		return 0;
+	if (i > g->b) {
+		GROW(g->past, g->npast + 1, g->past_alloc);
+		if (changes_end_of(&g->past[g->npast], &tl->cls[tl->set.first],
+				   &tl->run.model, snap) < 0)
+			return -1;
+		g->npast++;
+		return 0;
+	}
 	return change_walk_add(&g->w, i, snap);
+}
+
+/* The run's shape, as diff FIRST has it (and top: the same peak). */
+static void grow_shape(struct growth *g)
+{
+	changes_to_shape(&g->shape, &g->c,
+			 g->npast ? &g->past[g->npast - 1] : NULL, &g->td);
+	for (size_t k = 0; k + 1 < g->npast; k++)
+		run_shape_note(&g->shape, &g->past[k]);
+	g->has_shape = true;
 }
 
 static int cmd_html_run(struct cmd_args *a)
@@ -196,6 +218,9 @@ static int cmd_html_run(struct cmd_args *a)
 		grow.done = change_walk_end(&grow.w, 0) == 0;
 		po.td = &grow.td;
 		po.grew = grow.done ? &grow.c : NULL;
+		if (grow.done)
+			grow_shape(&grow);
+		po.shape = grow.has_shape ? &grow.shape : NULL;
 	}
 	if (pagedata_write(&data, &tl, &po) < 0 ||
 	    write_page(output, &data) < 0) {
@@ -216,6 +241,10 @@ out:
 		change_walk_end(&grow.w, -1);
 	if (grow.done)
 		changes_free(&grow.c);
+	for (size_t k = 0; k < grow.npast; k++)
+		change_end_free(&grow.past[k]);
+	free(grow.past);
+	run_shape_free(&grow.shape);
 	timeline_free(&tl);
 	sb_release(&data);
 	free(policies);

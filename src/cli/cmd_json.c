@@ -32,7 +32,6 @@ static const char *const usage[] = { "DUMP [DUMP...]", NULL };
 static const struct cmd_option options[] = {
 	OPTION_POLICIES,
 	OPT_END,
-
 };
 
 static int cmp_member(const void *a, const void *b)

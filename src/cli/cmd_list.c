@@ -13,7 +13,6 @@ static const char *const usage[] = { "DUMP [DUMP...]", NULL };
 static const struct cmd_option options[] = {
 	OPTION_POLICIES,
 	OPT_END,
-
 };
 
 static int list_out(const struct timeline *tl, bool bytes UNUSED)

@@ -29,7 +29,6 @@ static const char *const usage[] = { "DUMP", "DUMP POLICY", NULL };
 static const struct cmd_option options[] = {
 	OPTION_POLICY,
 	OPT_END,
-
 };
 
 static int cmp_u64(const void *a, const void *b)

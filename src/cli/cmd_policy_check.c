@@ -21,7 +21,6 @@ static const struct cmd_option options[] = {
 	  .help = "check this policy (a label or a path) against the "
 		  "dumps: the rules they never use" },
 	OPT_END,
-
 };
 
 static void rule_where(struct strbuf *sb, const struct policy *p, size_t i)

@@ -32,7 +32,6 @@ static const struct cmd_option options[] = {
 	OPTION_POLICY,
 	OPTION_ROWS("the stacks shown, largest first (default 5)"),
 	OPT_END,
-
 };
 
 static void add_quoted(struct strbuf *sb, const char *s, size_t len)

@@ -60,7 +60,6 @@ static const struct cmd_option options[] = {
 		  "malloc line, the allocator's arenas beside the "
 		  "blocks they hold" },
 	OPT_END,
-
 };
 
 static void add_entry(struct export *x, int which, struct pprof_sample e)

@@ -122,7 +122,7 @@ struct cost {
 struct reasons {
 	unsigned peaks;          /* at new highs in use */
 	unsigned long teardown;  /* the number of the dump before teardown */
-	char teardown_why[64];   /* "main returned" or "exit called" */
+	char teardown_why[64];   /* "main returned", "exit called"... */
 };
 
 static void add_cost(struct cost *c, const struct deep_meta *m)
@@ -296,7 +296,6 @@ static const struct cmd_option options[] = {
 	  .help = "list the page frames of each region (needs root); "
 		  "2: with their share counts" },
 	OPT_END,
-
 };
 
 /* The options' values (converted when given); 0, or a usage error's

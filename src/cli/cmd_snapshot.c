@@ -68,7 +68,6 @@ static const struct cmd_option options[] = {
 	  .help = "walk the heap only: no types, no leaks, a shorter "
 		  "stop" },
 	OPT_END,
-
 };
 
 static void ask_stop(int sig)

@@ -32,6 +32,7 @@
 enum {
 	OPT_JSON = OPT_LONG_ONLY,
 	OPT_TREE,
+	OPT_LINES,
 };
 
 struct top {
@@ -42,6 +43,7 @@ struct top {
 	bool json;
 	bool exact;            /* -b */
 	bool tree;             /* --tree */
+	bool lines;            /* --lines */
 	struct comptree ctree;
 	int64_t *values;       /* the csv row */
 	struct agg_builtins builtins;
@@ -71,12 +73,14 @@ static const struct cmd_option options[] = {
 	OPTION_BYTES,
 	{ .key = OPT_JSON, .name = "json", .flags = OPT_SYNOPSIS,
 	  .help = "exact numbers, as JSON" },
+	{ .key = OPT_LINES, .name = "lines", .flags = OPT_SYNOPSIS,
+	  .help = "the owners' bytes by the line that allocated them, not "
+		  "by function" },
 	{ .key = OPT_TREE, .name = "tree", .flags = OPT_SYNOPSIS,
 	  .help = "the components alone, as a tree of their names' "
 		  "parts split at '-' (or '/'), with subtotals" },
 	OPTION_OWNERS,
 	OPT_END,
-
 };
 
 static int add_item(void *ctx, const struct item *it)
@@ -93,25 +97,12 @@ static int add_item(void *ctx, const struct item *it)
 					 it->col)
 			: !policy_in_partition(t->o->policy, it->col))
 		return 0;
-	if (!it->bytes)
+	if (!it->bytes || stack_is_marker(&t->o->run.model, it->bucket->stack))
 		return 0;
 	stacktext_tally_functions(&t->funcs, &t->o->run.model,
 				  it->bucket->stack, &it->bytes, 1, true);
 	t->stack_bytes = add64(t->stack_bytes, it->bytes, &t->funcs.overflow);
 	return 0;
-}
-
-/* Functions by flat bytes, then cumulative, then name (pprof's order). */
-static int cmp_flat(const void *a, const void *b)
-{
-	const struct tally_entry *x = *(const struct tally_entry *const *)a;
-	const struct tally_entry *y = *(const struct tally_entry *const *)b;
-
-	if (x->v[0] != y->v[0])
-		return x->v[0] > y->v[0] ? -1 : 1;
-	if (x->v[1] != y->v[1])
-		return x->v[1] > y->v[1] ? -1 : 1;
-	return strcmp(x->key, y->key);
 }
 
 /* The components shown, largest first: indices into the policy. */
@@ -230,6 +221,92 @@ static void print_heading(struct top *t)
 	printf("\n");
 }
 
+/* E's flat bytes by the line they were allocated at. */
+static void lines_json(struct json_writer *w, const struct tally_entry *e)
+{
+	size_t n;
+	struct tally_line **v = tally_lines_sorted(e, &n);
+
+	json_key(w, "lines");
+	json_array_line(w);
+	for (size_t i = 0; i < n; i++) {
+		json_object_line(w);
+		if (v[i]->file)
+			json_member_string(w, "file", v[i]->file);
+		json_member_uint(w, "line", v[i]->line);
+		json_member_int(w, "flat", v[i]->bytes);
+		json_end(w);
+	}
+	json_end(w);
+	free(v);
+}
+
+/* One function's line, for --lines. */
+struct fline {
+	const struct tally_entry *e;
+	const struct tally_line *l;
+};
+
+static int fline_cmp(const void *a, const void *b)
+{
+	const struct fline *x = a, *y = b;
+	int c;
+
+	if (x->l->bytes != y->l->bytes)
+		return x->l->bytes > y->l->bytes ? -1 : 1;
+	if ((c = strcmp(x->e->key, y->e->key)))
+		return c;
+	return (x->l->line > y->l->line) - (x->l->line < y->l->line);
+}
+
+/*
+ * --lines: the owners' bytes by the line that allocated them, ranked as
+ * the functions are (pprof's -lines granularity; tracemalloc's 'lineno'
+ * statistics, for a Python program).
+ */
+static void print_lines(struct top *t)
+{
+	struct fline *v = NULL;
+	struct strbuf place = STRBUF_INIT;
+	size_t n = 0, alloc = 0, shown;
+	int64_t sum = 0, rest = 0;
+
+	for (size_t i = 0; i < t->funcs.n; i++)
+		for (const struct tally_line *l = t->funcs.v[i]->lines; l;
+		     l = l->next) {
+			if (!l->bytes)
+				continue;
+			GROW(v, n + 1, alloc);
+			v[n].e = t->funcs.v[i];
+			v[n++].l = l;
+		}
+	if (n)
+		qsort(v, n, sizeof(*v), fline_cmp);
+	shown = n < t->n ? n : t->n;
+	printf("%10s %6s %6s  %s\n", "flat", "flat%", "sum%", "line");
+	for (size_t i = 0; i < n; i++) {
+		if (i >= shown) {
+			rest = add64(rest, v[i].l->bytes, &t->funcs.overflow);
+			continue;
+		}
+		sum = add64(sum, v[i].l->bytes, &t->funcs.overflow);
+		sb_reset(&place);
+		place_text(&place, v[i].l->file, v[i].l->line, true);
+		printf("%s ", human(t, v[i].l->bytes, 10));
+		printf("%s ", pct(t, v[i].l->bytes, t->stack_bytes));
+		printf("%s  ", pct(t, sum, t->stack_bytes));
+		printf("%s%s\n", v[i].e->key, place.buf ? place.buf : "");
+	}
+	if (n > shown) {
+		printf("%s ", human(t, rest, 10));
+		printf("%s %6s  <other: %zu more line%s>\n",
+		       pct(t, rest, t->stack_bytes), "", n - shown,
+		       n - shown == 1 ? "" : "s");
+	}
+	sb_release(&place);
+	free(v);
+}
+
 static void print_text(struct top *t)
 {
 	const struct policy *p = t->o->policy;
@@ -268,13 +345,22 @@ static void print_text(struct top *t)
 			       more == 1 ? "" : "s");
 		}
 	}
-	printf("\nfunctions, over the %s that have stacks (flat: allocated "
-	       "there; cum: there and in what it called)\n",
-	       human(t, t->stack_bytes, 0));
+	if (t->lines)
+		printf("\nlines, over the %s that have stacks (flat: allocated "
+		       "there)\n", human(t, t->stack_bytes, 0));
+	else
+		printf("\nfunctions, over the %s that have stacks (flat: "
+		       "allocated there; cum: there and in what it called)\n",
+		       human(t, t->stack_bytes, 0));
 	if (!t->funcs.n) {
 		printf("  (none: %s)\n", t->col >= 0 ? "the component holds no "
 						       "stacks"
 						     : "no stacks");
+		sb_release(&share);
+		return;
+	}
+	if (t->lines) {
+		print_lines(t);
 		sb_release(&share);
 		return;
 	}
@@ -370,6 +456,7 @@ static void print_json(struct top *t)
 		}
 		json_member_int(&w, "flat", e->v[0]);
 		json_member_int(&w, "cum", e->v[1]);
+		lines_json(&w, e);
 		json_end(&w);
 	}
 	json_end(&w);
@@ -661,9 +748,11 @@ static int cmd_top_run(struct cmd_args *a)
 	t.col = -1;
 	t.n = rows;
 	t.json = args_has(a, OPT_JSON);
+	t.lines = args_has(a, OPT_LINES);
 	t.exact = args_has(a, 'b');
 	tally_init(&t.funcs);
 	t.funcs.owners = &t.owners;
+	t.funcs.lines = true;
 	tally_init(&t.passed);
 	t.funcs.passed = a->verbose ? &t.passed : NULL;
 	t.values = xcalloc(o.policy->ncols, sizeof(*t.values));
@@ -700,7 +789,7 @@ static int cmd_top_run(struct cmd_args *a)
 		goto out;
 	}
 	t.comps = cut(&t, components(&t, t.cols), comp_bytes);
-	tally_sort(&t.funcs, cmp_flat);
+	tally_sort(&t.funcs, stacktext_cmp_flat);
 	t.fns = cut(&t, t.funcs.n, func_flat);
 	if (t.funcs.overflow) {
 		status = sizes_overflow(&snap);

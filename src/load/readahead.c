@@ -43,6 +43,8 @@ static bool take(struct run_reader *rr, size_t i, struct snapshot *snap,
 		report_replay(&rr->task.said);
 		*snap = rr->snap;
 		*rc = rr->rc;
+		if (!*rc)
+			model_note_runtime(&rr->r->model, snap);
 		return true;
 	}
 	/* Not asked for: as if never read. */

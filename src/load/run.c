@@ -124,6 +124,7 @@ int run_load_dump(struct run *r, size_t i, struct snapshot *snap)
 			      &r->reading) < 0)
 		return -1;
 	snap->counter = r->series.dumps[i].counter;
+	model_note_runtime(&r->model, snap);
 	return 0;
 }
 

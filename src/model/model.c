@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "snapshot.h"
 #include "util.h"
 
 /* Where the addresses of frames named without one start: past user
@@ -362,6 +363,20 @@ void model_rollback(struct model *m, const struct model_mark *mark)
 			hashmap_put(&kept, names_hash(e->given, e->f), e);
 	hashmap_free(&m->named);
 	m->named = kept;
+}
+
+void model_note_runtime(struct model *m, const struct snapshot *snap)
+{
+	const char *v = m->runtime_bin ? NULL : snapshot_meta(snap, "Runtime");
+	const char *path;
+
+	/* "LANGUAGE VERSION PATH": the path is the rest (it may hold
+	 * spaces). */
+	if (!v || !(path = strchr(v, ' ')) || !(path = strchr(path + 1, ' ')) ||
+	    path[1] != '/')
+		return;
+	m->runtime_bin = model_binary(m, strtab_intern_str(&m->strings,
+							   path + 1));
 }
 
 uint32_t model_binary(struct model *m, const char *path)

@@ -1,6 +1,10 @@
 /*
  * The .buckets reader.  A bucket line is
  * "ID mmap|malloc [tTYPEINFO] [nNAME] 0xFRAME...", innermost frame first.
+ * dmprof record also names frames of interpreted code there (Python's),
+ * before the buckets that use them:
+ * "frame 0xADDR<TAB>FUNCTION<TAB>FILE<TAB>LINE", with tab, newline and
+ * backslash in the names written \t, \n and \\.
  */
 #include "bucketfile.h"
 
@@ -32,9 +36,19 @@ struct brec {
 	uint64_t hash;       /* of its stack, once its frames are ids */
 };
 
+/* A frame the file names (its text in the batch's names). */
+struct bname {
+	uint64_t addr;
+	size_t func_off, func_len, file_off, file_len;
+	uint32_t line;
+	unsigned long no;    /* the line's */
+};
+
 struct batch {
 	struct brec *v;
 	size_t n, alloc;
+	struct bname *named;
+	size_t nnamed, named_alloc;
 	uint64_t *frames;
 	size_t nframes, frames_alloc;
 	uint32_t *ids;
@@ -45,13 +59,14 @@ struct batch {
 /* BT empty, for lines again. */
 static void batch_reset(struct batch *bt)
 {
-	bt->n = bt->nframes = 0;
+	bt->n = bt->nframes = bt->nnamed = 0;
 	sb_reset(&bt->names);
 }
 
 static void batch_free(struct batch *bt)
 {
 	free(bt->v);
+	free(bt->named);
 	free(bt->frames);
 	free(bt->ids);
 	sb_release(&bt->names);
@@ -65,6 +80,19 @@ static int batch_define(struct model *m, struct batch *bt,
 {
 	const char *empty = strtab_intern_str(&m->strings, "");
 
+	/* The frames named first: the buckets after them use them. */
+	for (size_t i = 0; i < bt->nnamed; i++) {
+		const struct bname *b = &bt->named[i];
+		struct frame_name fn = { bt->names.buf + b->func_off,
+					 b->func_len,
+					 bt->names.buf + b->file_off,
+					 b->file_len, b->line };
+
+		if (model_named_frame(m, b->addr, &fn, 1) != b->addr)
+			warning("%s:%lu: frame 0x%" PRIx64 " named again "
+				"otherwise; the first name stays",
+				source, b->no, b->addr);
+	}
 	GROW(bt->ids, bt->nframes, bt->ids_alloc);
 	for (size_t i = 0; i < bt->nframes; i++) {
 		if (i + AHEAD < bt->nframes)
@@ -173,6 +201,65 @@ static inline unsigned hex_run(const char *p, const char *end, uint64_t *v)
 	return n;
 }
 
+/* Text up to a tab or the end, unescaped into the batch's names; false
+ * after a backslash that escapes nothing. */
+static bool name_field(struct batch *bt, struct cursor *c, size_t *off,
+		       size_t *len)
+{
+	*off = bt->names.len;
+	while (c->p < c->end && *c->p != '\t') {
+		char ch = *c->p++;
+
+		if (ch == '\\') {
+			if (c->p == c->end)
+				return false;
+			ch = *c->p++;
+			if (ch != 't' && ch != 'n' && ch != '\\')
+				return false;
+			ch = ch == 't' ? '\t' : ch == 'n' ? '\n' : ch;
+		}
+		sb_add(&bt->names, &ch, 1);
+	}
+	*len = bt->names.len - *off;
+	if (c->p < c->end)
+		c->p++; /* (the tab) */
+	return true;
+}
+
+/* "frame 0xADDR<TAB>FUNCTION<TAB>FILE<TAB>LINE", past "frame". */
+static int parse_frame_line(struct batch *bt, struct reader_pos *pos,
+			    const struct line *l, struct cursor *c)
+{
+	struct bname b = { .no = l->no };
+	const char *w;
+	size_t len;
+	uint64_t line;
+
+	while (c->p < c->end && *c->p == ' ')
+		c->p++;
+	for (w = c->p; c->p < c->end && *c->p != '\t'; c->p++)
+		;
+	len = (size_t)(c->p - w);
+	if (!len || word_hex(w, len, &b.addr, true) != NUM_OK || !b.addr ||
+	    c->p == c->end)
+		return read_error(pos, "expected 'frame 0xADDRESS<TAB>FUNCTION"
+				  "<TAB>FILE<TAB>LINE', found '%s'",
+				  read_quote(pos, l->p, l->len));
+	c->p++;
+	if (!name_field(bt, c, &b.func_off, &b.func_len) || !b.func_len ||
+	    !name_field(bt, c, &b.file_off, &b.file_len) ||
+	    word_u64(c->p, (size_t)(c->end - c->p), &line) != NUM_OK ||
+	    line > UINT32_MAX)
+		return read_error(pos, "invalid frame name '%s' (expected "
+				  "FUNCTION<TAB>FILE<TAB>LINE, FUNCTION not "
+				  "empty)",
+				  read_quote(pos, l->p, l->len));
+	b.line = (uint32_t)line;
+	GROW(bt->named, bt->nnamed + 1, bt->named_alloc);
+	bt->named[bt->nnamed++] = b;
+	return 0;
+}
+
 /* Line L into BT: 0, or -1 after saying what is wrong at POS. */
 static int parse_bucket_line(struct batch *bt, struct reader_pos *pos,
 			     const struct line *l)
@@ -188,6 +275,8 @@ static int parse_bucket_line(struct batch *bt, struct reader_pos *pos,
 
 	if (!cursor_word(&c, &w, &len))
 		return 0; /* blank line */
+	if (len == 5 && !memcmp(w, "frame", 5))
+		return parse_frame_line(bt, pos, l, &c);
 	st = word_u64(w, len, &id);
 	if (st != NUM_OK) {
 		read_error(pos, "%s bucket id '%s'",

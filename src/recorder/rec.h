@@ -24,6 +24,7 @@
 enum rec_kind {
 	REC_MALLOC = 0,
 	REC_MMAP = 1,
+	REC_PYOBJ = 2, /* an object pymalloc served (a malloc bucket) */
 };
 
 struct rec_bucket {
@@ -90,8 +91,14 @@ bool rec_buf_reserve(struct rec_buf *b, size_t n);
 bool rec_buf_zero(struct rec_buf *b, size_t n);
 bool rec_buf_room(struct rec_buf *b, size_t n);
 
-/* Spin locks: short sections only, never held across a hook's call out. */
-typedef atomic_flag rec_lock;
+/*
+ * Locks: short sections only, never held across a hook's call out.  A
+ * waiter spins a little, then sleeps on a futex until the holder wakes
+ * it (rec_mem.c): a holder that cannot run (descheduled, stopped, in a
+ * sanitizer's report) costs its waiters no CPU.  Zero is free.
+ */
+typedef atomic_int rec_lock;
+#define REC_LOCK_INIT 0
 void rec_lock_take(rec_lock *l);
 void rec_lock_give(rec_lock *l);
 /* Called by a lock long waited for (set by the hooks). */
@@ -186,6 +193,8 @@ size_t rec_arena_snapshot(uintptr_t **out);
 extern struct rec_bucket *rec_self_bucket;   /* the recorder's memory */
 extern struct rec_bucket *rec_arena_bucket;  /* glibc's arenas */
 extern struct rec_bucket *rec_header_bucket; /* the block headers */
+extern struct rec_bucket *rec_python_arena_bucket; /* pymalloc's arenas */
+extern struct rec_bucket *rec_python_free_bucket;  /* what they hold free */
 
 /* ---- rec_hooks.c ---- */
 
@@ -208,12 +217,94 @@ extern struct rec_config rec_cfg;
  * The dump before teardown, when main() returns or exit() is called:
  * before the atexit handlers and static destructors free what the
  * program held (the at-exit dump, "Exiting", comes after them).  REASON
- * is "main returned" or "exit called".  One per process: none when not
+ * is "main returned" or "exit called", or "python finalizing" for a
+ * Python program (rec_python.c: its interpreter frees the program's
+ * objects before main() returns).  One per process: none when not
  * recording, from the recorder's own work, a second time, or in a child
  * of fork() that has allocated nothing of its own (its heap is its
  * parent's).
  */
 void rec_dump_before_teardown(const char *reason);
+
+/* For the other files' hooks (rec_python.c): is this thread's call to
+ * be recorded; wait while a dump reads the process; the dump triggers
+ * after an allocation of SIZE bytes. */
+bool rec_hooks_tracking(void);
+void rec_hooks_wait_dump_slow(void);
+void rec_hooks_poll(size_t size);
+/* The same for CALLS small allocations at once (a hook that polls only
+ * every so often). */
+void rec_hooks_poll_calls(size_t calls);
+
+/* ---- rec_python.c: CPython's frames and objects ---- */
+
+/* Where the addresses of Python frames start: above user space, below
+ * the addresses dmprof gives frames of its own (model.c). */
+#define REC_PY_BASE ((uintptr_t)0xfffffd0000000000ULL)
+
+/* ---- rec_pyframes.c: CPython's frames, read from inside ---- */
+
+struct python_offsets;
+/* What the walk needs of the interpreter (rec_python.c finds it). */
+struct rec_py {
+	bool on;                         /* Python frames are recorded */
+	const struct python_offsets *off;
+	uintptr_t runtime;               /* &_PyRuntime */
+	uintptr_t code_type;             /* &PyCode_Type */
+	uintptr_t eval_lo, eval_hi;      /* _PyEval_EvalFrameDefault */
+	void *(*get_tstate)(void);       /* PyGILState_GetThisThreadState */
+	int (*addr2line)(void *code, int addrq); /* PyCode_Addr2Line */
+};
+extern struct rec_py rec_py;
+/* Walk with PY's interpreter from now on; false without memory. */
+bool rec_pyframes_init(const struct rec_py *py);
+/* The innermost frame of the thread whose PyThreadState is TSTATE, or 0. */
+uintptr_t rec_pyframes_first(uintptr_t tstate);
+/*
+ * Up to MAX addresses of the Python frames from *FRAMEP on into OUT,
+ * innermost first: to the end of the chain, or with ENTRY_ONLY to the
+ * first entry frame (the last one a native eval-loop call ran).  *FRAMEP
+ * is left where the walk ended; *BROKEN set when a frame failed a check
+ * (the last address written is then that of <python frames unreadable>).
+ */
+unsigned rec_pyframes_walk(uintptr_t *framep, uintptr_t *out, unsigned max,
+			   bool entry_only, bool *broken);
+/*
+ * The whole chain of the thread whose PyThreadState is TSTATE (a walk
+ * without ENTRY_ONLY from its first frame), up to MAX frames,
+ * as fast as the chain is what it was at this thread's last call: its
+ * count, and in *ADDRS the thread's own array of them (until its next
+ * call).  *GEN changes whenever they may have (the same GEN, the same
+ * addresses).
+ */
+unsigned rec_pyframes_chain(uintptr_t tstate, unsigned max,
+			    const uintptr_t **addrs, unsigned *gen);
+/* Find the interpreter (from the constructor): Python frames on. */
+void rec_python_init(void);
+/* CPython 3.11.2, or NULL where Python frames are not recorded. */
+const char *rec_python_version(void);
+/* The path of the binary that holds the interpreter's code, or NULL. */
+const char *rec_python_binary(void);
+/* 0 where there is no interpreter to watch, 3 once it finalizes; else
+ * the hooks call rec_python_poll: it wraps pymalloc once the interpreter
+ * runs, and takes the dump before teardown when it starts to finalize. */
+extern atomic_int rec_python_state;
+#define REC_PYTHON_WAITING 1
+#define REC_PYTHON_DONE 3
+void rec_python_poll(void);
+/* Replace the eval-loop frames of the N native FRAMES by the Python frames
+ * they run (at most MAX in all); the new count. */
+unsigned rec_python_splice(uintptr_t *frames, unsigned n, unsigned max);
+/* This thread is inside pymalloc for the recorder (its mappings then are
+ * pymalloc's arenas). */
+extern __thread int rec_python_inside;
+/* The "frame" lines of the names not yet written into B; returns the
+ * count to give rec_python_names_written once they are. */
+unsigned rec_python_names(struct rec_buf *b);
+void rec_python_names_written(unsigned n);
+/* Around fork(): its lock; in the child, after it. */
+void rec_python_locks(bool take);
+void rec_python_after_fork(void);
 
 /* ---- rec_count.c: counts per bucket, kept per thread ---- */
 
@@ -221,6 +312,12 @@ void rec_count_init(void);
 /* A block of SIZE bytes (and HEADER bytes of the recorder's in front). */
 void rec_count_alloc(uint32_t id, uint64_t size, uint64_t header);
 void rec_count_free(uint32_t id, uint64_t size, uint64_t header);
+/* This thread's counters of bucket ID (NULL: no memory), for a hook that
+ * keeps it (valid as long as the thread), and a block counted there. */
+struct rec_cell;
+struct rec_cell *rec_count_cell(uint32_t id);
+void rec_count_alloc_cell(struct rec_cell *cell, uint64_t size,
+			  uint64_t header);
 struct rec_totals {
 	int64_t allocs, frees, live;
 };
@@ -299,6 +396,9 @@ extern atomic_ulong rec_unwind_fallbacks;
 extern __thread unsigned long rec_unwind_replays, rec_unwind_same;
 extern bool rec_unwind_no_memo;
 
+/* Is PC in a sanitizer runtime's code (its calls are not the program's)? */
+bool rec_from_runtime(uintptr_t pc);
+
 /* ---- rec_tsan.c: the test build for ThreadSanitizer ---- */
 
 #ifdef REC_TSAN
@@ -371,6 +471,16 @@ bool rec_stop_world(void (*fn)(void *), void *arg, const char **why,
 /* A dump is reading the process: the hooks wait for it. */
 extern atomic_bool rec_dumping;
 
+/* (One load when no dump runs.) */
+static inline void rec_hooks_wait_dump(void)
+{
+	if (__builtin_expect(atomic_load_explicit(&rec_dumping,
+						  memory_order_relaxed),
+			     0) &&
+	    !rec_busy)
+		rec_hooks_wait_dump_slow();
+}
+
 /* How long the last dump took (seconds), for the triggers: written by
  * whichever thread dumped, read by the one that polls them. */
 double rec_last_dump_seconds(void);
@@ -398,5 +508,7 @@ void rec_say_init(void);
 void dmprof_recorder_self(void);
 void dmprof_glibc_malloc_arena(void);
 void dmprof_recorder_block_headers(void);
+void dmprof_python_object_arena(void);
+void dmprof_python_object_free(void);
 
 #endif

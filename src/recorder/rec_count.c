@@ -43,7 +43,7 @@ struct counters {
 atomic_uint_fast64_t rec_allocated;
 atomic_int_fast64_t rec_inuse;
 
-static struct rec_pool pool = { ATOMIC_FLAG_INIT, NULL, NULL };
+static struct rec_pool pool = { REC_LOCK_INIT, NULL, NULL };
 static pthread_key_t key;
 static bool have_key;
 static __thread struct counters *mine;
@@ -160,13 +160,17 @@ static inline struct cell *cell(uint32_t id)
 /* Totals the dump thread's triggers look at, a batch at a time. */
 #define BATCH (256 * 1024)
 
-void rec_count_alloc(uint32_t id, uint64_t size, uint64_t header)
+struct rec_cell *rec_count_cell(uint32_t id)
 {
-	struct cell *k = cell(id);
+	return (struct rec_cell *)cell(id);
+}
+
+void rec_count_alloc_cell(struct rec_cell *cell_of, uint64_t size,
+			  uint64_t header)
+{
+	struct cell *k = (struct cell *)cell_of;
 	struct counters *c = mine;
 
-	if (!k)
-		return;
 	ADD(k->allocs, 1);
 	ADD(k->live, (int64_t)size);
 	ADD(c->headers, (int64_t)header);
@@ -174,6 +178,14 @@ void rec_count_alloc(uint32_t id, uint64_t size, uint64_t header)
 	c->inuse_pending += (int64_t)size;
 	if (c->alloc_pending >= BATCH)
 		flush(c);
+}
+
+void rec_count_alloc(uint32_t id, uint64_t size, uint64_t header)
+{
+	struct cell *k = cell(id);
+
+	if (k)
+		rec_count_alloc_cell((struct rec_cell *)k, size, header);
 }
 
 void rec_count_free(uint32_t id, uint64_t size, uint64_t header)

@@ -38,7 +38,7 @@
 
 #define PAGE_MAX_NAME 4200
 
-static rec_lock dump_lock = ATOMIC_FLAG_INIT;
+static rec_lock dump_lock = REC_LOCK_INIT;
 atomic_bool rec_dumping;
 static unsigned dump_count;   /* dumps written by this process */
 static int my_pid;
@@ -929,7 +929,7 @@ static const int cls_np_row[NCLS] = { G_NP_FILE_EXEC, G_NP_FILE_NONEXEC,
 /* Buffers kept from dump to dump (their pages stay the recorder's). */
 static struct rec_buf maps_text, vmas_buf, regions_buf, tmp_buf, mmap_list,
 	stacks, buckets_text, meta, gstats, head, maps_file, values_buf,
-	seen_text, seen_buf, new_ids,
+	seen_text, seen_buf, new_ids, names_text,
 	maps_written; /* what this process's .maps file holds */
 
 /* Executable mappings seen at some dump or dlclose(), still named in
@@ -1150,13 +1150,28 @@ static void stat_line(struct rec_buf *b, const char *name, int64_t virt,
 
 static void bucket_line(struct rec_buf *b, const struct rec_bucket *k)
 {
+	static const char hex[] = "0123456789abcdef";
+	char *p;
+
 	rec_buf_u64(b, k->id);
 	rec_buf_str(b, k->kind == REC_MMAP ? " mmap" : " malloc");
+	/* The frames written in place: " 0x" and 8 to 16 digits each (a
+	 * dump of a Python program writes tens of thousands of stacks). */
+	if (!rec_buf_reserve(b, (size_t)k->depth * 19 + 1))
+		return;
+	p = b->p + b->len;
 	for (unsigned i = 0; i < k->depth; i++) {
-		rec_buf_str(b, " 0x");
-		rec_buf_hex(b, k->frames[i], 8);
+		uint64_t v = k->frames[i];
+		int n = v >> 32 ? (67 - __builtin_clzll(v)) / 4 : 8;
+
+		memcpy(p, " 0x", 3);
+		p += 3;
+		for (int d = n - 1; d >= 0; d--, v >>= 4)
+			p[d] = hex[v & 15];
+		p += n;
 	}
-	rec_buf_add(b, "\n", 1);
+	*p++ = '\n';
+	b->len = (size_t)(p - b->p);
 }
 
 /* Rss, Pss and Swap (bytes) from /proc/self/smaps_rollup; -1: unknown. */
@@ -1297,6 +1312,17 @@ static void build_meta(const char *reason, const struct timespec *now,
 	rec_buf_str(&meta, "\nWalks: ");
 	rec_buf_i64(&meta, how->walks);
 	rec_buf_str(&meta, how->stable ? "\nStable: yes\n" : "\nStable: no\n");
+	/* The interpreter whose frames the stacks hold, and where its code
+	 * is (the analyzer takes its native frames for the runtime's). */
+	if (rec_python_version()) {
+		rec_buf_str(&meta, "Runtime: python ");
+		rec_buf_str(&meta, rec_python_version());
+		if (rec_python_binary()) {
+			rec_buf_add(&meta, " ", 1);
+			rec_buf_str(&meta, rec_python_binary());
+		}
+		rec_buf_add(&meta, "\n", 1);
+	}
 }
 
 /* Can this process read PFNs?  (Unprivileged ones read as 0.) */
@@ -1428,6 +1454,28 @@ static void measure(struct dump *d)
 }
 
 /* STACKTRACES, and the buckets this process has not written yet. */
+/*
+ * What pymalloc's arenas hold beyond the objects it serves (and their
+ * headers): the line of dmprof_python_object_free, so that the objects,
+ * this and the other arenas' free bytes add up to the arenas.  (Objects
+ * made before the recorder wrapped pymalloc are in it too.)
+ */
+static void python_free(struct dump *d, int64_t *virt, int64_t *comm)
+{
+	uint32_t a = rec_python_arena_bucket->id;
+	int64_t objects = 0;
+
+	for (uint32_t id = 0; id < d->nb; id++) {
+		struct rec_bucket *k = rec_bucket_by_id(id);
+
+		if (k && k->kind == REC_PYOBJ)
+			objects += d->tot[id].live +
+				   16 * (d->tot[id].allocs - d->tot[id].frees);
+	}
+	*virt = a < d->nb && d->mv[a] > objects ? d->mv[a] - objects : 0;
+	*comm = a < d->nb && d->mc[a] > objects ? d->mc[a] - objects : 0;
+}
+
 static void build_stacktraces(struct dump *d)
 {
 	rec_buf_free(&stacks);
@@ -1442,6 +1490,9 @@ static void build_stacktraces(struct dump *d)
 		if (k->kind == REC_MMAP) {
 			virt = d->mv[id];
 			comm = d->mc[id];
+		} else if (k == rec_python_free_bucket) {
+			python_free(d, &virt, &comm);
+			add_stat(d->g, G_PROFILED_MALLOC, virt, comm);
 		} else {
 			virt = k == rec_header_bucket ? d->headers
 						      : d->tot[id].live;
@@ -1512,18 +1563,24 @@ static void write_files(void)
 {
 	struct rec_buf *heap_parts[5] = { &meta, &mmap_list, &gstats, &head,
 					  &stacks };
-	struct rec_buf *one[1];
+	struct rec_buf *one[1], *two[2];
 	char name[PAGE_MAX_NAME];
+	unsigned named;
 
 	if (!dump_count)
 		choose_prefix();
 	dump_count++;
 	file_name(name, dump_count, ".buckets");
-	one[0] = &buckets_text;
-	if (!write_file(name, one, 1)) {
+	/* Python frames' names first: the buckets use them. */
+	rec_buf_free(&names_text);
+	named = rec_python_names(&names_text);
+	two[0] = &names_text;
+	two[1] = &buckets_text;
+	if (!write_file(name, two, 2)) {
 		dump_count--; /* (its number is for the next one) */
 		return;
 	}
+	rec_python_names_written(named);
 	/* Written: the next .buckets files need not define them again. */
 	for (size_t i = 0; i < new_ids.len / sizeof(uint32_t); i++) {
 		uint32_t id;

@@ -184,9 +184,23 @@ static struct rec_bucket *bucket_at(enum rec_kind kind,
 {
 	uintptr_t frames[REC_MAX_DEPTH];
 	void **note;
-	unsigned n = rec_unwind_from(at, frames, rec_cfg.depth, text_lo,
-				     text_hi, &note);
+	unsigned n;
 	struct rec_bucket *b;
+
+	/*
+	 * In a CPython process the same native stack runs many Python
+	 * stacks: no note (the last bucket from here), and the eval loop's
+	 * frames replaced by the Python frames they run, from a walk that
+	 * went on past the depth (each eval frame stands for one or more).
+	 */
+	if (rec_py.on) {
+		n = rec_unwind_from(at, frames, REC_MAX_DEPTH, text_lo, text_hi,
+				    NULL);
+		n = rec_python_splice(frames, n, rec_cfg.depth);
+		return rec_bucket_get(kind, frames, n);
+	}
+	n = rec_unwind_from(at, frames, rec_cfg.depth, text_lo, text_hi,
+			    &note);
 
 	/* The stack of the last call from here: its bucket is noted. */
 	if (note && *note) {
@@ -235,6 +249,12 @@ static void *finish(void *raw, size_t size, size_t off,
 	if (atomic_load_explicit(&state, memory_order_acquire) == ST_NEW)
 		init();
 	poll_dumper(size);
+	if (__builtin_expect(atomic_load_explicit(&rec_python_state,
+						  memory_order_relaxed) %
+				     REC_PYTHON_DONE,
+			     0) &&
+	    tracking())
+		rec_python_poll();
 	if (tracking()) {
 		rec_busy++;
 		b = bucket_at(REC_MALLOC, at);
@@ -542,6 +562,8 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd,
 	void *r;
 	int e = errno;
 
+	if (rec_from_runtime(at.pc)) /* (not the program's: see above) */
+		return rec_raw_mmap(addr, len, prot, flags, fd, off);
 	wait_dump();
 	r = rec_raw_mmap(addr, len, prot, flags, fd, off); /* sets errno */
 	if (r == MAP_FAILED)
@@ -549,7 +571,9 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd,
 	if (atomic_load(&state) == ST_NEW)
 		init();
 	poll_dumper(0);
-	note_map(r, len, &at);
+	/* (pymalloc's arenas are noted as such: rec_python.c.) */
+	if (!rec_python_inside)
+		note_map(r, len, &at);
 	errno = e;
 	return r;
 }
@@ -563,11 +587,14 @@ EXPORT int munmap(void *addr, size_t len)
 {
 	int r, e = errno;
 
+	if (rec_from_runtime((uintptr_t)__builtin_return_address(0)))
+		return rec_raw_munmap(addr, len);
 	wait_dump();
 	r = rec_raw_munmap(addr, len); /* sets errno */
 	if (r < 0)
 		return -1;
-	if (rec_cfg.mmap && atomic_load(&state) == ST_READY)
+	if (rec_cfg.mmap && !rec_python_inside &&
+	    atomic_load(&state) == ST_READY)
 		rec_map_del((uintptr_t)addr, page_up((uintptr_t)addr + len));
 	errno = e;
 	return 0;
@@ -586,6 +613,8 @@ EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
 		naddr = va_arg(ap, void *);
 		va_end(ap);
 	}
+	if (rec_from_runtime((uintptr_t)__builtin_return_address(0)))
+		return rec_raw_mremap(old, oldlen, newlen, flags, naddr);
 	wait_dump();
 	r = rec_raw_mremap(old, oldlen, newlen, flags, naddr); /* sets errno */
 	if (r == MAP_FAILED || !rec_cfg.mmap ||
@@ -614,6 +643,8 @@ EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
 MARKER(dmprof_recorder_self)
 MARKER(dmprof_glibc_malloc_arena)
 MARKER(dmprof_recorder_block_headers)
+MARKER(dmprof_python_object_arena)
+MARKER(dmprof_python_object_free)
 
 /* ---- configuration ---- */
 
@@ -658,6 +689,69 @@ static int text_range(struct dl_phdr_info *info, size_t size, void *data)
 		}
 	}
 	return 0;
+}
+
+/*
+ * A sanitizer's runtime in the program (the test build's ThreadSanitizer;
+ * UBSan's or LSan's) maps memory for itself, its report symbolizer
+ * (libbacktrace) through mmap() as any caller would: those mappings are
+ * the runtime's, not the program's, and must not enter the tables (a
+ * report's mapping, recorded, took the tables' locks inside the report
+ * and reported again).  Its calls are known by their return address in
+ * the runtime's code.  (A runtime linked into the executable, as clang
+ * does by default, cannot be told apart this way: its mappings are the
+ * program's.)
+ */
+#define RUNTIMES_MAX 8
+
+static struct {
+	uintptr_t lo, hi;
+} runtimes[RUNTIMES_MAX];
+static atomic_int nruntimes;
+
+static bool runtime_name(const char *path)
+{
+	static const char *const names[] = { "libtsan.so", "libasan.so",
+					     "liblsan.so", "libubsan.so",
+					     "libhwasan.so", "libclang_rt." };
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strncmp(base, names[i], strlen(names[i])))
+			return true;
+	return false;
+}
+
+static int runtime_range(struct dl_phdr_info *info, size_t size, void *data)
+{
+	int n = atomic_load_explicit(&nruntimes, memory_order_relaxed);
+
+	(void)size;
+	(void)data;
+	if (!info->dlpi_name || !runtime_name(info->dlpi_name))
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum && n < RUNTIMES_MAX; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+			continue;
+		runtimes[n].lo = info->dlpi_addr + ph->p_vaddr;
+		runtimes[n].hi = runtimes[n].lo + ph->p_memsz;
+		n++;
+	}
+	atomic_store_explicit(&nruntimes, n, memory_order_release);
+	return 0;
+}
+
+bool rec_from_runtime(uintptr_t pc)
+{
+	int n = atomic_load_explicit(&nruntimes, memory_order_acquire);
+
+	for (int i = 0; i < n; i++)
+		if (pc >= runtimes[i].lo && pc < runtimes[i].hi)
+			return true;
+	return false;
 }
 
 /*
@@ -721,6 +815,7 @@ static void init(void)
 	page_size = (size_t)sysconf(_SC_PAGESIZE);
 	owner = getpid();
 	dl_iterate_phdr(text_range, (void *)(uintptr_t)init);
+	dl_iterate_phdr(runtime_range, NULL);
 	if (!rec_table_init()) {
 		rec_say("cannot map memory for its tables; not recording",
 			NULL);
@@ -884,7 +979,7 @@ static atomic_int napping;    /* a futex word: the thread's nap */
 static pthread_t dumper;
 static bool have_dumper;
 static atomic_bool need_dumper;
-static rec_lock start_lock = ATOMIC_FLAG_INIT;
+static rec_lock start_lock = REC_LOCK_INIT;
 
 /* Sleep up to SECONDS, or until rec_stop wakes us. */
 static void nap(double seconds)
@@ -1002,6 +1097,7 @@ static void locks(bool take)
 {
 	if (take) {
 		rec_dump_lock();
+		rec_python_locks(true);
 		rec_count_locks(true);
 		rec_unwind_locks(true);
 		rec_table_locks(true);
@@ -1011,6 +1107,7 @@ static void locks(bool take)
 		rec_table_locks(false);
 		rec_unwind_locks(false);
 		rec_count_locks(false);
+		rec_python_locks(false);
 		rec_dump_unlock();
 	}
 }
@@ -1044,6 +1141,7 @@ static void become_child(void)
 	atomic_store(&rec_forked, true);
 	rec_count_after_fork();
 	rec_unwind_after_fork();
+	rec_python_after_fork();
 	locks(false);
 	atomic_store(&rec_dumping, false);
 	have_dumper = false;
@@ -1141,6 +1239,7 @@ __attribute__((constructor)) static void rec_start(void)
 		}
 	}
 	thread_wanted = rec_cfg.time_interval > 0 || rec_cfg.signal > 0;
+	rec_python_init();
 	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 	rec_lock_stuck = lock_stuck;
 	last_time = now();
@@ -1226,6 +1325,31 @@ static inline void poll_dumper(size_t size)
 	if (!rec_busy && atomic_load_explicit(&started, memory_order_relaxed) &&
 	    (atomic_load_explicit(&need_dumper, memory_order_relaxed) ||
 	     (!thread_wanted && (polls += 1 + (size >> 10)) >= 1024)))
+		poll_now();
+}
+
+/* ---- for the other files' hooks ---- */
+
+bool rec_hooks_tracking(void)
+{
+	return tracking();
+}
+
+void rec_hooks_wait_dump_slow(void)
+{
+	wait_dump_slow();
+}
+
+void rec_hooks_poll(size_t size)
+{
+	poll_dumper(size);
+}
+
+void rec_hooks_poll_calls(size_t calls)
+{
+	if (!rec_busy && atomic_load_explicit(&started, memory_order_relaxed) &&
+	    (atomic_load_explicit(&need_dumper, memory_order_relaxed) ||
+	     (!thread_wanted && (polls += calls) >= 1024)))
 		poll_now();
 }
 

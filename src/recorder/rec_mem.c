@@ -7,7 +7,8 @@
 #include "rec.h"
 
 #include <fcntl.h>
-#include <sched.h>
+#include <linux/futex.h>
+#include <time.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -68,34 +69,62 @@ void rec_relax(void)
 
 void (*rec_lock_stuck)(void);
 
+/*
+ * A lock is a word: 0 free, 1 held, 2 held with a waiter asleep (Drepper,
+ * "Futexes Are Tricky", mutex 2).  A waiter spins a bounded number of
+ * times (the holder is usually on the other core and about to give it
+ * back), then marks the word 2 and sleeps in the kernel until the holder,
+ * seeing the 2 as it gives the lock back, wakes one; so a holder that
+ * cannot run (descheduled, stopped by SIGSTOP, inside a sanitizer's
+ * report) costs its waiters no CPU.  The sleep has a timeout only to ask,
+ * now and then, whether this process is a child of clone(2) that
+ * inherited the lock taken (rec_lock_stuck).  Private futexes: the word
+ * is never shared with another address space (the tracer, rec_stop.c,
+ * shares this one, and never waits on a lock).
+ */
+#define SPINS 128
+#define NAP_NS (10 * 1000 * 1000L)
+#define NAPS_BEFORE_STUCK 4
+
+static void lock_sleep(rec_lock *l, int val, long ns)
+{
+	struct timespec t = { 0, ns };
+
+	syscall(SYS_futex, l, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, val, &t, NULL, 0);
+}
+
 void rec_lock_take(rec_lock *l)
 {
-	unsigned n = 0;
+	int c = 0;
+	unsigned naps = 0;
 
-	while (atomic_flag_test_and_set_explicit(l, memory_order_acquire)) {
-		/* Spin a little, then let the holder run. */
-		if (++n < 256) {
-			rec_relax();
-			continue;
-		}
-		sched_yield();
-		/* (A child of clone(2) may have inherited it taken.) */
-		if (n % 4096 == 0 && rec_lock_stuck)
+	for (unsigned n = 0; n < SPINS; n++) {
+		c = 0;
+		if (atomic_compare_exchange_weak_explicit(
+			    l, &c, 1, memory_order_acquire, memory_order_relaxed))
+			return;
+		if (c == 2)
+			break; /* others sleep already: join them */
+		rec_relax();
+	}
+	/* Taken as 2 from here: the lock cannot tell whether others wait. */
+	while (atomic_exchange_explicit(l, 2, memory_order_acquire) != 0) {
+		lock_sleep(l, 2, NAP_NS);
+		if (++naps % NAPS_BEFORE_STUCK == 0 && rec_lock_stuck)
 			rec_lock_stuck();
 	}
 }
 
 void rec_lock_give(rec_lock *l)
 {
-	atomic_flag_clear_explicit(l, memory_order_release);
+	if (atomic_exchange_explicit(l, 0, memory_order_release) == 2)
+		syscall(SYS_futex, l, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL,
+			NULL, 0);
 }
 
 bool rec_lock_free(rec_lock *l)
 {
-	if (atomic_flag_test_and_set_explicit(l, memory_order_acquire))
-		return false; /* (held: it stays so) */
-	atomic_flag_clear_explicit(l, memory_order_release);
-	return true;
+	return atomic_load_explicit(l, memory_order_acquire) == 0;
 }
 
 /* ---- the recorder's mappings ---- */
@@ -106,7 +135,7 @@ static struct {
 	uintptr_t start, end;
 } self[SELF_MAX];
 static size_t nself;
-static rec_lock self_lock = ATOMIC_FLAG_INIT;
+static rec_lock self_lock = REC_LOCK_INIT;
 
 static void self_note(void *p, size_t len, void *old, size_t oldlen)
 {
@@ -146,7 +175,12 @@ size_t rec_self_snapshot(struct rec_map *out, size_t max, uint32_t bucket)
 
 size_t rec_self_count(void)
 {
-	return nself;
+	size_t n;
+
+	rec_lock_take(&self_lock);
+	n = nself;
+	rec_lock_give(&self_lock);
+	return n;
 }
 
 static void *self_map(size_t len)
@@ -166,10 +200,24 @@ void *rec_map_alloc(size_t size)
 	return self_map((size + 4095) & ~(size_t)4095);
 }
 
+/*
+ * In the build for ThreadSanitizer the recorder's memory is never given
+ * back.  Its runtime does not see raw mmap(2) and munmap(2): a table
+ * freed by one thread and mapped again at the same address for another
+ * would keep the old accesses in the runtime's shadow, and the new ones,
+ * ordered by the kernel only, would be reported as races.  (The test
+ * build keeps what production lets go: a few tables' worth.)
+ */
+#ifdef REC_TSAN
+#define REUSE false
+#else
+#define REUSE true
+#endif
+
 void rec_map_free(void *p, size_t size)
 {
 	size = (size + 4095) & ~(size_t)4095;
-	if (!p)
+	if (!p || !REUSE)
 		return;
 	self_note(NULL, 0, p, size);
 	rec_raw_munmap(p, size);
@@ -180,7 +228,7 @@ void rec_map_free(void *p, size_t size)
 #define CHUNK (4u << 20)
 
 static char *cur, *end;
-static rec_lock alloc_lock = ATOMIC_FLAG_INIT;
+static rec_lock alloc_lock = REC_LOCK_INIT;
 
 /* SIZE bytes at a multiple of ALIGN (a power of two, at most a page). */
 static void *bump(size_t size, size_t align)
@@ -279,6 +327,10 @@ static void buf_grow(struct rec_buf *b, size_t need)
 		return;
 	if (!b->p) {
 		p = self_map(cap);
+	} else if (!REUSE) {
+		p = self_map(cap); /* (the old one stays: see rec_map_free) */
+		if (p)
+			memcpy(p, b->p, b->len);
 	} else {
 		p = rec_raw_mremap(b->p, b->cap, cap, MREMAP_MAYMOVE, NULL);
 		if (p == MAP_FAILED)

@@ -9,9 +9,9 @@
  * The tracer seizes every other thread with ptrace and interrupts it
  * (PTRACE_SEIZE + PTRACE_INTERRUPT: no signal is sent, the program sees
  * nothing), lists the threads again until no new one appears, runs the
- * dump's reading while they stand still, and lets them go.  D waits on a
- * futex meanwhile; the tracer shares its thread-local storage (errno),
- * which D does not touch while it waits.
+ * dump's reading while they stand still, and lets them go.  D waits for
+ * it to end (wait4) meanwhile; the tracer shares its thread-local storage
+ * (errno), which D does not touch while it waits.
  *
  * A thread stopped inside the recorder may hold one of its locks; then
  * the tracer lets everyone go at once, and D tries again a little later.
@@ -70,7 +70,14 @@ struct stop {
 
 static char *tracer_stack;
 
-static long futex(atomic_int *word, int op, int val, const struct timespec *t)
+/* Not seen by ThreadSanitizer's runtime: see run_tracer(). */
+#ifdef REC_TSAN
+#define NO_TSAN __attribute__((no_sanitize("thread"), noinline))
+#else
+#define NO_TSAN
+#endif
+
+NO_TSAN static long futex(atomic_int *word, int op, int val, const struct timespec *t)
 {
 	return syscall(SYS_futex, word, op | FUTEX_PRIVATE_FLAG, val, t, NULL,
 		       0);
@@ -352,8 +359,6 @@ static void trace_all(struct stop *s)
 	if (getppid() != s->tgid)
 		return;
 	setpgid(0, 0);
-	while (!atomic_load(&s->go))
-		futex(&s->go, FUTEX_WAIT, 0, NULL);
 	/* Room for every thread, before any stands still: growing the
 	 * list takes a lock a stopped thread might hold. */
 	if (!rec_buf_reserve(&s->tids, (count_threads(s) * 2 + 64) *
@@ -383,16 +388,31 @@ out:
 	release_all(s);
 }
 
-static int tracer(void *p)
+/*
+ * The hand-over between D and the tracer.  In the build for
+ * ThreadSanitizer both run in the runtime's state of D (the tracer shares
+ * its thread-local storage), which is not made for two tasks at once: an
+ * atomic operation, a function's entry or an interceptor in one, while the
+ * other sets its ignore flags or pushes its shadow stack, loses the
+ * other's update (seen: the tracer's reads reported as races, then a
+ * report that died in the tracer with the runtime's registry lock and a
+ * recorder lock held, and every thread waiting on them).  So the state
+ * has one user at a time: until D says go, the tracer runs only code the
+ * runtime does not see (NO_TSAN: not instrumented); from then on D runs
+ * only such code, in raw system calls, until the tracer has ended.
+ */
+NO_TSAN static int tracer(void *p)
 {
+	struct stop *s = p;
+
+	while (!atomic_load(&s->go))
+		futex(&s->go, FUTEX_WAIT, 0, NULL);
 #ifdef REC_TSAN
 	/*
-	 * In the build for ThreadSanitizer the tracer runs in the runtime's
-	 * state of D, whose thread-local storage it shares.  The runtime
-	 * takes a lock of its own for each atomic operation on a variable
-	 * (and elsewhere), which a stopped thread may hold: the tracer's
-	 * reads, writes and synchronization are not the runtime's to see
-	 * (the stop orders them, which it cannot know of).
+	 * The runtime takes a lock of its own for each atomic operation on
+	 * a variable (and elsewhere), which a stopped thread may hold: the
+	 * tracer's reads, writes and synchronization are not the runtime's
+	 * to see (the stop orders them, which it cannot know of).
 	 */
 	AnnotateIgnoreSyncBegin(__FILE__, __LINE__);
 	AnnotateIgnoreReadsBegin(__FILE__, __LINE__);
@@ -405,6 +425,23 @@ static int tracer(void *p)
 	AnnotateIgnoreSyncEnd(__FILE__, __LINE__);
 #endif
 	return 0;
+}
+
+/* D's part: let the tracer go, and wait until it has ended. */
+NO_TSAN static void run_tracer(struct stop *s, pid_t pid, bool yama)
+{
+	int st;
+
+	/* Yama's ptrace_scope 1: this process lets its tracer in (and
+	 * forgets whom it let in before: there is no asking). */
+	if (yama)
+		syscall(SYS_prctl, PR_SET_PTRACER, pid, 0, 0, 0);
+	atomic_store(&s->go, 1);
+	futex(&s->go, FUTEX_WAKE, 1, NULL);
+	while (syscall(SYS_wait4, pid, &st, __WALL, NULL) < 0 && errno == EINTR)
+		;
+	if (yama)
+		syscall(SYS_prctl, PR_SET_PTRACER, 0, 0, 0, 0);
 }
 
 /* Yama's ptrace_scope (0 without Yama). */
@@ -431,8 +468,8 @@ static int yama_scope(void)
 static bool attempt(struct stop *s)
 {
 	int flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_UNTRACED;
+	bool yama = yama_scope() == 1;
 	sigset_t all, old;
-	int st;
 	pid_t pid;
 
 	atomic_store(&s->go, 0);
@@ -446,16 +483,7 @@ static bool attempt(struct stop *s)
 		s->why = "cannot start a tracer";
 		return false;
 	}
-	/* Yama's ptrace_scope 1: this process lets its tracer in (and
-	 * forgets whom it let in before: there is no asking). */
-	if (yama_scope() == 1)
-		prctl(PR_SET_PTRACER, pid, 0, 0, 0);
-	atomic_store(&s->go, 1);
-	futex(&s->go, FUTEX_WAKE, 1, NULL);
-	while (waitpid(pid, &st, __WALL) < 0 && errno == EINTR)
-		;
-	if (yama_scope() == 1)
-		prctl(PR_SET_PTRACER, 0, 0, 0, 0);
+	run_tracer(s, pid, yama);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (!s->ran && !s->why && !s->busy)
 		s->why = "the tracer ended early";

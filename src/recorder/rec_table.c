@@ -25,11 +25,13 @@ struct table {
 static _Atomic(struct table *) table;
 static _Atomic(_Atomic(struct rec_bucket *) *) by_id[MAX_BUCKETS / ID_PAGE];
 static atomic_uint next_id;
-static rec_lock insert_lock = ATOMIC_FLAG_INIT;
+static rec_lock insert_lock = REC_LOCK_INIT;
 
 struct rec_bucket *rec_self_bucket;
 struct rec_bucket *rec_arena_bucket;
 struct rec_bucket *rec_header_bucket;
+struct rec_bucket *rec_python_arena_bucket;
+struct rec_bucket *rec_python_free_bucket;
 
 static uint64_t hash_stack(enum rec_kind kind, const uintptr_t *f, unsigned n)
 {
@@ -78,7 +80,10 @@ bool rec_table_init(void)
 	rec_self_bucket = marker(REC_MMAP, dmprof_recorder_self);
 	rec_arena_bucket = marker(REC_MMAP, dmprof_glibc_malloc_arena);
 	rec_header_bucket = marker(REC_MALLOC, dmprof_recorder_block_headers);
-	return rec_self_bucket && rec_arena_bucket && rec_header_bucket;
+	rec_python_arena_bucket = marker(REC_MMAP, dmprof_python_object_arena);
+	rec_python_free_bucket = marker(REC_MALLOC, dmprof_python_object_free);
+	return rec_self_bucket && rec_arena_bucket && rec_header_bucket &&
+	       rec_python_arena_bucket && rec_python_free_bucket;
 }
 
 /* The slot of id ID, its page made if MAKE (insert lock held). */
@@ -218,7 +223,7 @@ struct rec_bucket *rec_bucket_by_id(uint32_t id)
 
 static struct rec_large *large;
 static size_t large_cap, large_used, large_live;
-static rec_lock large_lock = ATOMIC_FLAG_INIT;
+static rec_lock large_lock = REC_LOCK_INIT;
 
 static size_t large_slot(uintptr_t p, size_t cap)
 {
@@ -319,7 +324,7 @@ size_t rec_large_snapshot(struct rec_large **out)
 
 static struct rec_map *maps;
 static size_t nmaps, maps_cap;
-static rec_lock maps_lock = ATOMIC_FLAG_INIT;
+static rec_lock maps_lock = REC_LOCK_INIT;
 
 static bool maps_room(size_t need)
 {
@@ -465,7 +470,7 @@ size_t rec_table_room(void)
 
 static uintptr_t arenas[ARENAS_MAX];
 static atomic_size_t narenas;
-static rec_lock arena_lock = ATOMIC_FLAG_INIT;
+static rec_lock arena_lock = REC_LOCK_INIT;
 
 void rec_arena_note(uintptr_t base)
 {

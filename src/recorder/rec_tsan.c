@@ -44,11 +44,14 @@ void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off);
 atomic_bool rec_tsan_ready;
 __thread bool rec_tsan_thread_ready;
 
-static bool ready(void)
-{
-	return rec_tsan_thread_ready &&
-	       atomic_load_explicit(&rec_tsan_ready, memory_order_acquire);
-}
+/*
+ * The hooks are the recorder's once the runtime runs this thread; the
+ * runtime's own calls (its report symbolizer's mmap(), say) go straight
+ * to its entry points: they are not the program's (rec_from_runtime).
+ */
+#define ready() (rec_tsan_thread_ready &&                                   \
+		 atomic_load_explicit(&rec_tsan_ready, memory_order_acquire) && \
+		 !rec_from_runtime((uintptr_t)__builtin_return_address(0)))
 
 /* The hooks handed on as they are (rec.h). */
 #define FORWARD(ret, name, params, args)                                     \

@@ -652,7 +652,7 @@ __thread unsigned long rec_unwind_replays, rec_unwind_same;
 
 static __thread struct memo *memo;
 static __thread bool memo_making;
-static struct rec_pool memos = { ATOMIC_FLAG_INIT, NULL, NULL };
+static struct rec_pool memos = { REC_LOCK_INIT, NULL, NULL };
 static pthread_key_t memo_key;
 static bool have_memo_key;
 

@@ -17,7 +17,7 @@ work=${BENCH_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/dmprof-bench.XXXXXX")}
 [ -n "${BENCH_DIR:-}" ] || trap 'rm -rf "$work"' EXIT INT TERM
 mkdir -p "$work"
 export LC_ALL=C DMPROF_POLICY_PATH="$top/policies" XDG_CACHE_HOME="$work/cache"
-cases=${*:-gperf-1m deep parse gperf-series symbolize-dynsym symbolize-dwarf recorder recorder-programs snapshot core}
+cases=${*:-gperf-1m deep parse gperf-series symbolize-dynsym symbolize-dwarf recorder recorder-programs python snapshot core}
 
 # measure NAME COMMAND...: run it, set $secs (wall, to the millisecond:
 # time(1) says only hundredths), $rss_kb (peak) and $cpu (percent of one
@@ -504,6 +504,62 @@ prog_row() {
 		echo "bench: recorder: $pname's output changed under dmprof record!"
 }
 
+# CPython programs (tests/bench/pywork.py: dicts and strings, json round
+# trips, class instances) alone, under dmprof record, and under Python's
+# own tracemalloc keeping 25 frames: alternated, three of each, medians.
+# dmprof records every object with its Python frames (no sampling).
+python_rows() {
+	d=$work/python
+	py=/usr/bin/python3.11
+	if [ ! -x "$py" ]; then
+		echo "bench: python: $py is missing"
+		return
+	fi
+	mkdir -p "$d"
+	printf '\n%-22s %-24s %8s %8s %11s %9s %9s\n' case workload plain record \
+		tracemalloc "record" "tracemalloc"
+	for w in dictstr json objects; do
+		python_row "$w"
+	done
+	echo "python                 memray, its own published figures (not measured here): about 1.45x"
+	echo "python                 by default, about 2.3x tracking Python's allocator (pyperformance means)"
+}
+
+python_row() { # WORKLOAD
+	w=$1
+	: >"$d/plain.t"
+	: >"$d/rec.t"
+	: >"$d/tm.t"
+	for i in 1 2 3; do
+		for how in plain rec tm; do
+			rm -rf "$d/out"
+			case $how in
+			plain) set -- "$py" ;;
+			rec) set -- "$bin" record -o "$d/out/" -- "$py" ;;
+			tm) set -- "$py" -X tracemalloc=25 ;;
+			esac
+			t0=$(date +%s%N)
+			"$@" "$here/pywork.py" "$w" >"$d/out.$how" 2>"$d/err.$how" ||
+				{ echo "bench: python $w ($how) failed:"; tail -3 "$d/err.$how"; return; }
+			t1=$(date +%s%N)
+			echo "($t1 - $t0) / 1000000000" | bc -l >>"$d/$how.t"
+		done
+	done
+	rm -rf "$d/out"
+	med() { sort -g "$1" | sed -n 2p; }
+	p_s=$(med "$d/plain.t") r_s=$(med "$d/rec.t") t_s=$(med "$d/tm.t")
+	r=$(echo "$r_s / ($p_s + 0.0005)" | bc -l)
+	t=$(echo "$t_s / ($p_s + 0.0005)" | bc -l)
+	printf '%-22s %-24s %6.2f s %6.2f s %9.2f s %8.2fx %8.2fx\n' python "$w" \
+		"$p_s" "$r_s" "$t_s" "$r" "$t"
+	target "python: $w under record 1.5x or less" "$(printf '%.2fx' "$r")" \
+		"$(at_most "$r" 1.5)"
+	target "python: $w, a fifth of tracemalloc's slowdown" \
+		"$(printf '%.2fx of %.2fx' "$r" "$t")" "$(at_most "$r" "$(echo "$t / 5" | bc -l)")"
+	cmp -s "$d/out.plain" "$d/out.rec" ||
+		echo "bench: python: $w's output changed under dmprof record!"
+}
+
 # A row of how long a process stood still: WHAT FLOOR_S HELD_S.
 stop_row() {
 	printf '%-22s %-34s %9.2f s %11s %9.3f s %9s %8.3gx\n' snapshot "$1" \
@@ -670,6 +726,8 @@ for c in $cases; do
 		recorder ;;
 	recorder-programs)
 		recorder_programs ;;
+	python)
+		python_rows ;;
 	deep)
 		deep ;;
 	gperf-1m)

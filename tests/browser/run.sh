@@ -305,11 +305,58 @@ PY
 	fi
 fi
 
+# peak_checks NAME DOM LAST FIRST [TOTAL_PEAK]: the answer of the page of
+# the run of FIRST (whose last dump is LAST) at top's peak, as above; with
+# TOTAL_PEAK, the line that says the components' total peaks there.
+peak_checks() {
+	"$bin" top --json "$3" >"$tmp/peak.top" 2>/dev/null ||
+		bad "$1: top --json failed"
+	"$bin" csv -b "$4" 2>/dev/null | awk -F, 'NR > 1 { print $1 }' >"$tmp/peak.times"
+	python3 - "$1" "$2" "$tmp/peak.top" "$tmp/peak.times" "${5:-}" <<'PY' >"$tmp/peak.checks" 2>&1 ||
+import html, json, re, sys
+what, dom, topf, timesf, total_peak = sys.argv[1:]
+dom = open(dom).read()
+def check(cond, why):
+    print("ok" if cond else "bad %s: %s" % (what, why))
+def counter(path):
+    return str(int(re.search(r"\.([0-9]+)\.heap$", path).group(1)))
+peak = counter(json.load(open(topf))["run"]["peak"]["dump"])
+ol = re.search(r'<ol id="peakowners" data-snapshot="([0-9]+)">(.*?)</ol>', dom)
+check(ol and ol.group(1) == peak,
+      "the first list is at #%s, top's peak is #%s" % (ol and ol.group(1), peak))
+names = [html.unescape(n) for n in re.findall(r'class="owner">([^<]*)</a>', ol.group(2))] if ol else []
+check(names[:1] == ["Session::Session"], "the first list: %s" % names)
+check(not [n for n in names if n.startswith("??") or n == "main"],
+      "the first list holds a ?? or main entry: %s" % names)
+times = [float(t) for t in open(timesf).read().split()]
+ticks = re.findall(r'class="tick time">([^<]*)<', dom)
+check(times and times[-1] < 1, "the run lasts %s s, not under a second" % times[-1:])
+check(len(ticks) >= 3 and len(set(ticks)) == len(ticks) and
+      all(t.endswith(" ms") for t in ticks), "the time axis's ticks: %s" % ticks)
+tp = re.search(r'<div id="totalpeak" data-snapshot="([0-9]+)">([^<]*)', dom)
+if total_peak:
+    check(tp and tp.group(1) == counter(total_peak) and "after teardown" in tp.group(2),
+          "no line says the components' total peaks at #%s, after teardown: %s" %
+          (counter(total_peak), tp and tp.group(0)))
+else:
+    check(not tp or tp.group(1) != peak, "the total's line names the peak itself")
+PY
+		echo "bad $1: the checker failed: $(tail -2 "$tmp/peak.checks")" >>"$tmp/peak.checks"
+	while read -r verdict why; do
+		if [ "$verdict" = ok ]; then ok; else bad "$why"; fi
+	done <"$tmp/peak.checks"
+}
+
 # The C++ server of the owners test, recorded with no options and shown
 # under two policies: the page opens on the one named first (linux,
 # though l1 sorts first), at the answer, which names the session's
 # constructor and the plugin's function before any std:: frame, and
-# links them to their stacks.
+# links them to their stacks.  Its first list is taken at the dump top
+# names as the peak in use, names Session::Session first and no '??' or
+# main; the run lasts under a second, and the time axis's ticks are
+# distinct, in ms.  Recorded again with CXXSERVER_SAVE=1 (the
+# components' total then peaks after teardown), the page's peak is still
+# top's, and a line of its own says where the total peaks.
 if command -v g++ >/dev/null 2>&1; then
 	src=$top/tests/real/src
 	. "$top/tests/real/cxxserver-build.sh"
@@ -341,6 +388,18 @@ if command -v g++ >/dev/null 2>&1; then
 			grep -q 'href="#policy=linux&amp;component=[a-z-]*&amp;snapshot=[0-9]*" class="owner">Session::Session<' "$tmp/cxx.dom" && ok ||
 			bad "cxx.html: Session::Session links to no component's stacks"
 		selfcontained "$tmp/cxx.html"
+		peak_checks cxx.html "$tmp/cxx.dom" "$cxx_exit" "$first"
+		if CXXSERVER_SAVE=1 cxxserver_record "$tmp/cxx/save"; then
+			first=$(ls "$tmp"/cxx/save/*.0001.heap | head -1)
+			"$bin" html -o "$tmp/save.html" "$first" 2>/dev/null ||
+				bad "html on the C++ run with CXXSERVER_SAVE=1 failed"
+			render "$tmp/save.html" "" "$tmp/save.dom" ||
+				bad "save.html: chromium failed"
+			peak_checks save.html "$tmp/save.dom" "$cxx_exit" "$first" \
+				"$(ls "$tmp"/cxx/save/*.heap | sort | tail -1)"
+		else
+			bad "the C++ server does not record with CXXSERVER_SAVE=1"
+		fi
 	else
 		bad "the C++ server does not build or record"
 	fi

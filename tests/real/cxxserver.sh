@@ -15,7 +15,13 @@
 #     among shrinkers (teardown is not counted);
 #   - --owner=pprof still gives google-pprof's flat bytes (tcmalloc; the
 #     program's functions, read without DWARF by both) and go tool pprof's
-#     on dmprof's own profile.proto of the record run.
+#     on dmprof's own profile.proto of the record run;
+#   - with CXXSERVER_SAVE=1 (its sessions saved into records while static
+#     destructors run, freed, kept by the allocator), the components' total
+#     is highest at the dump at exit, and top, diff FIRST and the page of
+#     html name one peak, the dump when main returned (the most bytes in
+#     use); the page says where the total peaks, and its answer lists the
+#     session's constructor first.
 . "$top/tests/real/cxxserver-build.sh"
 
 mkdir -p cxx && cd cxx || exit 1
@@ -35,8 +41,9 @@ cxx_owners() { # WHAT DUMP
 		[ -n "$want" ] && [ "$got" = "$want" ] && ok ||
 			bad "cxxserver $1: top: $fn holds '$got', the program counted '$want'"
 	done
-	order=$("$bin" top --json -n 3 "$2" 2>/dev/null |
-		sed -n '/"functions"/,/\]/s/.*"name": "\([^"]*\)".*/\1/p' | tr '\n' ' ')
+	order=$("$bin" top --json -n 3 "$2" 2>/dev/null | python3 -c '
+import json, sys
+print("".join(f["name"] + " " for f in json.load(sys.stdin)["functions"]), end="")')
 	[ "$order" = "Session::Session plugin_log_request Arena::Arena " ] && ok ||
 		bad "cxxserver $1: top's first three functions are '$order'"
 }
@@ -91,6 +98,50 @@ if cxxserver_record "$tmp/cxx/rec"; then
 	fi
 else
 	bad "dmprof record ./cxxserver failed: $(tail -3 rec/stderr 2>/dev/null)"
+fi
+
+# Sessions saved at exit: the components' total peaks after teardown.
+if CXXSERVER_SAVE=1 cxxserver_record "$tmp/cxx/save"; then
+	first=$(ls save/*.heap | sort | head -1)
+	"$bin" csv -b "$first" 2>/dev/null >save.csv
+	"$bin" top --json "$cxx_exit" 2>/dev/null >save.top
+	"$bin" diff --json "$first" 2>/dev/null >save.diff
+	"$bin" html -o save.html "$first" 2>/dev/null
+	sed -n '/id="data">$/{n;p;}' save.html >save.data
+	python3 - "$cxx_final" "$cxx_exit" save.csv save.top save.diff save.data <<'PY' >save.checks 2>&1 ||
+import csv, json, os, sys
+final, last, csvf, topf, difff, dataf = sys.argv[1:]
+def check(cond, why):
+    print("ok" if cond else "bad cxxserver save: " + why)
+rows = list(csv.DictReader(open(csvf)))
+totals = [int(r["total"]) for r in rows]
+check(totals.index(max(totals)) == len(totals) - 1,
+      "the components' total is not highest at the last dump: %s" % totals)
+name = os.path.basename
+top = json.load(open(topf))["run"]["peak"]["dump"]
+diff = json.load(open(difff))["run"]["peak"]["dump"]
+data = json.load(open(dataf))
+a = data["answer"]
+page = data["snapshots"][a["peak"]]["dump"]
+check(name(top) == name(final),
+      "top's peak is %s, not the dump when main returned (%s)" % (top, final))
+check(name(diff) == name(top), "diff's peak is %s, top's %s" % (diff, top))
+check(name(page) == name(top), "the page's peak is %s, top's %s" % (page, top))
+check(data["snapshots"][a.get("total_peak", -1)]["dump"] == data["snapshots"][-1]["dump"],
+      "the page does not say the total peaks at the last dump: %s" % a.get("total_peak"))
+check(a["owners"] and a["owners"][0]["name"] == "Session::Session",
+      "the page's first owner is not Session::Session: %s" %
+      [o["name"] for o in a["owners"]])
+PY
+		echo "bad cxxserver save: the checker failed" >>save.checks
+	while read -r verdict why; do
+		if [ "$verdict" = ok ]; then ok; else bad "$why"; fi
+	done <save.checks
+	# The page's run line is top's first line.
+	grep -qF "\"run\":\"$("$bin" top "$cxx_exit" 2>/dev/null | head -1)\"" save.data && ok ||
+		bad "cxxserver save: the page's run line is not top's: $(head -1 save.data | grep -o '"run":"[^"]*"')"
+else
+	bad "dmprof record ./cxxserver with CXXSERVER_SAVE=1 failed: $(tail -3 save/stderr 2>/dev/null)"
 fi
 
 # google-pprof's flat bytes, function by function, from the same dump:

@@ -26,7 +26,10 @@
 #     unchanged, every byte in a component (snapshot.sh);
 #   - allocator wrappers passed over for owners: a GLib program's and its
 #     own (--alloc-fn), and redis-server's zmalloc under redis-benchmark
-#     (wrappers.sh).
+#     (wrappers.sh);
+#   - Python programs under dmprof record: their lines' bytes as
+#     tracemalloc counts them, children, allocator modes, a C extension
+#     (python.sh).
 # Usage: tests/real/run.sh DMPROF_BINARY
 set -u
 bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -214,6 +217,7 @@ fi
 . "$top/tests/real/objects.sh"
 . "$top/tests/real/snapshot.sh"
 . "$top/tests/real/wrappers.sh"
+. "$top/tests/real/python.sh"
 
 echo "real: $pass passed, $fail failed"
 [ $fail = 0 ]

@@ -393,6 +393,61 @@ Test(stacks, a_stack_without_own_code_keeps_pprofs_owner)
 	t.owners = &own;
 	stacktext_tally_functions(&t, &m, st, (int64_t[]){ 8 }, 1, true);
 	cr_assert_eq(fn("std::__new_allocator::allocate")->v[0], 8);
+	/* (Nor does it hold the program's bytes, for html's answer.) */
+	cr_assert_not(stacktext_programs_bytes(&t, &m, st));
+}
+
+Test(stacks, the_programs_bytes)
+{
+	const struct stack *st = cxx_stack();
+	struct owners own = { .rule = OWNER_PROGRAM };
+
+	/* Session::Session's vector: the program's; under pprof's rule no
+	 * stack is. */
+	t.owners = &own;
+	cr_assert(stacktext_programs_bytes(&t, &m, st));
+	tally_free(&t);
+	tally_init(&t);
+	t.owners = &owners_pprof;
+	cr_assert_not(stacktext_programs_bytes(&t, &m, st));
+}
+
+Test(stacks, the_c_runtimes_state_is_not_the_programs)
+{
+	const struct stack *st = cxx_stack();
+	struct owners own = { .rule = OWNER_PROGRAM };
+
+	/* The same stack through stdio's buffer, in libc. */
+	name(1, "_IO_file_doallocate", "./libio/filedoalloc.c", 101);
+	m.frames.v[1]->bin = m.frames.v[5]->bin;
+	t.owners = &own;
+	cr_assert_not(stacktext_programs_bytes(&t, &m, st));
+	/* (Its owner is still the program's function, in top's table.) */
+	stacktext_tally_functions(&t, &m, st, (int64_t[]){ 4096 }, 1, false);
+	cr_assert_eq(fn("Session::Session")->v[0], 4096);
+	cr_assert(owner_runtime_state("_IO_file_doallocate"));
+	cr_assert(owner_runtime_state("__GI__IO_doallocbuf"));
+	cr_assert(owner_runtime_state("_dl_new_object"));
+	cr_assert(owner_runtime_state("allocate_dtv"));
+	cr_assert_not(owner_runtime_state("std::vector::_M_realloc_insert"));
+	cr_assert_not(owner_runtime_state("getline"));
+	cr_assert_not(owner_runtime_state(NULL));
+}
+
+Test(stacks, top_ranks_by_flat_then_cum_then_name)
+{
+	struct tally_entry *a = tally_get(&t, "b", 1), *b = tally_get(&t, "a", 1);
+	struct tally_entry *c = tally_get(&t, "c", 1);
+
+	a->v[0] = b->v[0] = 10;
+	a->v[1] = 30;
+	b->v[1] = 20;
+	c->v[0] = c->v[1] = 10;
+	c->v[1] = 20;
+	tally_sort(&t, stacktext_cmp_flat);
+	cr_assert_str_eq(t.v[0]->key, "b");
+	cr_assert_str_eq(t.v[1]->key, "a");
+	cr_assert_str_eq(t.v[2]->key, "c");
 }
 
 /* A C stack through redis's wrappers: zmalloc <- zmalloc_usable <- ... */

@@ -120,6 +120,7 @@ public:
 	size_t size() const { return sessions_.size(); }
 	size_t state_bytes() const;
 	size_t table_bytes() const;
+	void save_and_close(); // CXXSERVER_SAVE: see below
 
 private:
 	std::mutex mu_;
@@ -308,3 +309,48 @@ int main(int argc, char **argv)
 	       ROUNDS * WORKERS * REQUESTS, sessions.size());
 	return 0;
 }
+
+// With CXXSERVER_SAVE=1 set, the first static destructor saves the
+// sessions before they go: session by session, a record of its id and
+// state (SESSION_STATE bytes) is copied into blocks of SAVE_RECORD bytes,
+// written nowhere, and the session closed, so that the bytes in use do
+// not grow; then the blocks are freed but the last, which stays.  Freed
+// below one that stays, they stay in the allocator's arena, resident: the
+// components' total is then highest after teardown, the bytes in use are
+// not.
+enum { SAVE_RECORD = 64 << 10 };
+
+void SessionStore::save_and_close()
+{
+	std::vector<std::vector<char>> records;
+
+	records.reserve(sessions_.size() * SESSION_STATE / SAVE_RECORD + 1);
+	for (auto s = sessions_.begin(); s != sessions_.end();
+	     s = sessions_.erase(s)) {
+		if (records.empty() ||
+		    records.back().size() + SESSION_STATE > SAVE_RECORD) {
+			records.emplace_back();
+			records.back().reserve(SAVE_RECORD);
+		}
+		std::vector<char> &r = records.back();
+		size_t at = r.size();
+
+		r.resize(at + SESSION_STATE);
+		snprintf(&r[at], SESSION_STATE, "session %llu",
+			 (unsigned long long)s->first);
+	}
+	if (!records.empty())
+		new std::vector<char>(std::move(records.back())); // stays
+}
+
+// Destroyed first (made after the containers): the sessions are still
+// there.
+static struct Saver {
+	~Saver()
+	{
+		const char *save = getenv("CXXSERVER_SAVE");
+
+		if (save && atoi(save))
+			sessions.save_and_close();
+	}
+} saver;

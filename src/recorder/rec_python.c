@@ -1,0 +1,500 @@
+/*
+ * CPython in the recorded process: finding its interpreter, its Python
+ * frames in the stacks (rec_pyframes.c reads them), and the objects its
+ * allocator (pymalloc) serves counted one by one.
+ *
+ * Frames.  A stack the native walk finds has each eval-loop frame
+ * (_PyEval_EvalFrameDefault) replaced by the Python frames it was
+ * running: a hybrid stack, a C extension called from Python and Python
+ * called back from C all in order.
+ *
+ * Objects.  Requests of 512 bytes or less never reach malloc: pymalloc
+ * carves them out of arenas it maps.  The recorder wraps the object and
+ * memory domains' allocator (PyMem_SetAllocator, the API tracemalloc
+ * uses) once the interpreter runs: a small object gets a 16-byte header
+ * of its own in front (its size and bucket, as a malloc block's) and a
+ * stack of its Python frames and the C function that asked for it; the
+ * native frames between are not walked (the walk through the interpreter
+ * costs more than the rest: a pymalloc allocation is a few dozen
+ * nanoseconds).  Larger requests go on to malloc, whose hook records them
+ * with a hybrid stack.  The arenas pymalloc maps, all of them from the
+ * start (its arena allocator is wrapped from the recorder's constructor
+ * on), are its arenas (dmprof_python_object_arena), and what they hold
+ * beyond the objects is a line of its own (dmprof_python_object_free):
+ * every byte adds up.
+ *
+ * The interpreter's structures are found through symbols the stripped
+ * binaries still export (_PyRuntime, _PyEval_EvalFrameDefault, Py_Version,
+ * PyCode_Type, PyGILState_GetThisThreadState, PyMem_GetAllocator) and a
+ * table of offsets per version (include/python_offsets.h).  A version
+ * without a row is said once and gets native frames only.
+ */
+#include "rec.h"
+#include "python_offsets.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the interpreter ---- */
+
+/* PyMemAllocatorEx and the domains (Include/cpython/pymem.h). */
+struct py_allocator {
+	void *ctx;
+	void *(*malloc)(void *ctx, size_t size);
+	void *(*calloc)(void *ctx, size_t nelem, size_t elsize);
+	void *(*realloc)(void *ctx, void *ptr, size_t new_size);
+	void (*free)(void *ctx, void *ptr);
+};
+enum { PY_DOMAIN_MEM = 1, PY_DOMAIN_OBJ = 2 };
+/* PyObjectArenaAllocator */
+struct py_arenas {
+	void *ctx;
+	void *(*alloc)(void *ctx, size_t size);
+	void (*free)(void *ctx, void *ptr, size_t size);
+};
+#define PY_SMALL 512 /* pymalloc's SMALL_REQUEST_THRESHOLD */
+
+/* Where the interpreter is: not found (or no frames), not yet running
+ * (nothing wrapped), running, finalizing (its dump before teardown
+ * taken). */
+enum { PY_NONE, PY_WAITING = REC_PYTHON_WAITING, PY_ON, PY_DONE };
+
+atomic_int rec_python_state;
+
+static void (*get_allocator)(int domain, struct py_allocator *a);
+static void (*set_allocator)(int domain, struct py_allocator *a);
+static void (*get_arenas)(struct py_arenas *a);
+static void (*set_arenas)(struct py_arenas *a);
+static struct py_allocator orig_mem, orig_obj;
+static struct py_arenas orig_arenas;
+static char version[32];
+static char binary[4096]; /* the file the interpreter's code is in */
+
+/*
+ * The dump before teardown of a Python program: once Py_FinalizeEx has
+ * run the atexit handlers and says the runtime is finalizing, before it
+ * clears the modules and frees the program's objects (main() returns
+ * after that: too late for the C rule's dump).  Seen at the first call
+ * of the allocators after it.
+ */
+static inline void teardown_check(void)
+{
+	if (__builtin_expect(atomic_load_explicit(
+				     (const _Atomic uintptr_t *)(rec_py.runtime +
+								 rec_py.off->runtime_finalizing),
+				     memory_order_relaxed) != 0,
+			     0) &&
+	    atomic_exchange(&rec_python_state, PY_DONE) == PY_ON)
+		rec_dump_before_teardown("python finalizing");
+}
+
+/* ---- pymalloc's objects ---- */
+
+/*
+ * A small object's header: as a malloc block's in rec_hooks.c, with a
+ * check word of another tag, so that neither takes the other's for its
+ * own (a small object pymalloc could not place goes to malloc, whose
+ * block has a header there too).
+ */
+struct py_hdr {
+	uint64_t size;
+	uint32_t bucket;
+	uint32_t check;
+};
+
+#define PY_TAG 0x7079686fu
+
+static uint32_t py_check(const struct py_hdr *h)
+{
+	uint64_t x = h->size ^ ((uint64_t)h->bucket << 32) ^ (uintptr_t)h;
+
+	x *= 0x9e3779b97f4a7c15ULL;
+	return (uint32_t)(x >> 32) ^ PY_TAG;
+}
+
+static struct py_hdr *py_hdr_of(void *p)
+{
+	struct py_hdr *h = (struct py_hdr *)p - 1;
+
+	return h->check == py_check(h) ? h : NULL;
+}
+
+/* This thread is inside pymalloc for the recorder: the arenas it maps
+ * now are its arenas (rec_hooks.c's mmap hook asks). */
+__thread int rec_python_inside;
+
+/*
+ * The buckets this thread made objects of lately: by their C caller, for
+ * the chain of Python frames as it is (a chain's generation: see
+ * rec_pyframes_chain), and by a hash of their stacks.  A hit of the first
+ * costs two compares; of the second, a compare with the bucket's own
+ * frames, where the recorder's table would cost a probe in a table of
+ * every stack (out of the cache: a program has tens of thousands).
+ */
+#define BY_CALLER 64
+#define RECENT 256
+static __thread struct {
+	uintptr_t caller;
+	unsigned gen;
+	struct rec_bucket *b;
+	struct rec_cell *cell; /* b's counters in this thread */
+} by_caller[BY_CALLER];
+static __thread struct rec_bucket *recent[RECENT];
+
+/* The bucket of an object allocated now, asked for by code at CALLER, and
+ * its counters in *CELL (NULL: none). */
+static inline struct rec_bucket *object_bucket(uintptr_t caller,
+					       struct rec_cell **cell)
+{
+	uintptr_t frames[REC_MAX_DEPTH];
+	uintptr_t ts = atomic_load_explicit(
+		(const _Atomic uintptr_t *)(rec_py.runtime +
+					    rec_py.off->runtime_tstate_current),
+		memory_order_relaxed);
+	const uintptr_t *addrs;
+	unsigned n, gen;
+	struct rec_bucket *b, **slot;
+	uint64_t h = caller;
+	__typeof__(by_caller[0]) *c = &by_caller[(caller ^ caller >> 7) % BY_CALLER];
+
+	n = rec_pyframes_chain(ts, rec_cfg.depth - 1, &addrs, &gen);
+	if (c->b && c->caller == caller && c->gen == gen) {
+		*cell = c->cell;
+		return c->b;
+	}
+	frames[0] = caller;
+	for (unsigned i = 0; i < n; i++) {
+		frames[i + 1] = addrs[i];
+		h = (h ^ addrs[i]) * 0x9e3779b97f4a7c15ULL;
+	}
+	n++;
+	slot = &recent[(h ^ h >> 29 ^ n) % RECENT];
+	b = *slot;
+	if (!b || b->depth != n ||
+	    memcmp(b->frames, frames, n * sizeof(*frames))) {
+		b = rec_bucket_get(REC_PYOBJ, frames, n);
+		if (!b)
+			return NULL;
+		*slot = b;
+	}
+	c->caller = caller;
+	c->gen = gen;
+	c->b = b;
+	c->cell = *cell = rec_count_cell(b->id);
+	return b;
+}
+
+static __thread unsigned polls;
+
+/* RAW, a block of N + 16 bytes the wrapped allocator just made (NULL:
+ * none), as an object of N bytes asked for at CALLER. */
+static void *object(void *raw, size_t n, uintptr_t caller)
+{
+	struct py_hdr *h = raw;
+	struct rec_bucket *b;
+	struct rec_cell *cell = NULL;
+
+	if (!raw)
+		return NULL;
+	rec_busy++;
+	b = object_bucket(caller, &cell);
+	rec_busy--;
+	h->size = n;
+	h->bucket = b && cell ? b->id : UINT32_MAX;
+	h->check = py_check(h);
+	if (b && cell)
+		rec_count_alloc_cell(cell, n, sizeof(*h));
+	/* (The dump triggers every 64 objects, as if each one was looked
+	 * at: objects are small.) */
+	if (__builtin_expect(++polls == 64, 0)) {
+		polls = 0;
+		rec_hooks_poll_calls(64);
+	}
+	return h + 1;
+}
+
+static void forget(struct py_hdr *h)
+{
+	if (h->bucket != UINT32_MAX)
+		rec_count_free(h->bucket, h->size, sizeof(*h));
+	h->check = 0;
+}
+
+/* The wrapped call CALL, with the malloc hooks off in this thread (a
+ * block pymalloc could not place itself is counted here, not there). */
+#define INSIDE(call)                                                         \
+	({                                                                   \
+		rec_busy++;                                                  \
+		rec_python_inside++;                                         \
+		__typeof__(call) r_ = (call);                                \
+		rec_python_inside--;                                         \
+		rec_busy--;                                                  \
+		r_;                                                          \
+	})
+
+/* (Wrapped only once the recorder tracks: then only its own work is
+ * not tracked.) */
+static inline bool wanted(size_t n)
+{
+	return n <= PY_SMALL && !rec_busy;
+}
+
+static void *py_malloc(void *ctx, size_t n)
+{
+	struct py_allocator *o = ctx;
+	uintptr_t caller = (uintptr_t)__builtin_return_address(0);
+
+	rec_hooks_wait_dump();
+	teardown_check();
+	if (!wanted(n))
+		return o->malloc(o->ctx, n);
+	return object(INSIDE(o->malloc(o->ctx, n + sizeof(struct py_hdr))), n,
+		      caller);
+}
+
+static void *py_calloc(void *ctx, size_t k, size_t size)
+{
+	struct py_allocator *o = ctx;
+	uintptr_t caller = (uintptr_t)__builtin_return_address(0);
+	size_t n;
+
+	rec_hooks_wait_dump();
+	if (__builtin_mul_overflow(k, size, &n) || !wanted(n))
+		return o->calloc(o->ctx, k, size);
+	return object(INSIDE(o->calloc(o->ctx, 1, n + sizeof(struct py_hdr))),
+		      n, caller);
+}
+
+static void py_free(void *ctx, void *p)
+{
+	struct py_allocator *o = ctx;
+	struct py_hdr *h;
+
+	if (!p)
+		return;
+	rec_hooks_wait_dump();
+	teardown_check();
+	h = py_hdr_of(p);
+	if (!h) {
+		o->free(o->ctx, p); /* not one of ours: as if unwrapped */
+		return;
+	}
+	forget(h);
+	INSIDE((o->free(o->ctx, h), 0));
+}
+
+static void *py_realloc(void *ctx, void *p, size_t n)
+{
+	struct py_allocator *o = ctx;
+	uintptr_t caller = (uintptr_t)__builtin_return_address(0);
+	struct py_hdr *h, saved;
+	void *q;
+
+	rec_hooks_wait_dump();
+	if (!p)
+		return py_malloc(ctx, n);
+	h = py_hdr_of(p);
+	if (!h)
+		return o->realloc(o->ctx, p, n);
+	saved = *h;
+	if (!wanted(n)) {
+		/* Ours no more: a block of the allocator's (or malloc's). */
+		q = o->malloc(o->ctx, n ? n : 1);
+		if (!q)
+			return NULL;
+		memcpy(q, p, saved.size < n ? saved.size : n);
+		forget(h);
+		INSIDE((o->free(o->ctx, h), 0));
+		return q;
+	}
+	q = INSIDE(o->realloc(o->ctx, h, n + sizeof(struct py_hdr)));
+	if (!q)
+		return NULL; /* the old block as it was */
+	forget(&saved);
+	return object(q, n, caller);
+}
+
+/* pymalloc's arenas, as it maps and unmaps them. */
+static void *arena_alloc(void *ctx, size_t size)
+{
+	struct py_arenas *o = ctx;
+	void *p = INSIDE(o->alloc(o->ctx, size));
+
+	if (p && rec_python_arena_bucket)
+		rec_map_add((uintptr_t)p, (uintptr_t)p + size,
+			    rec_python_arena_bucket->id);
+	return p;
+}
+
+static void arena_free(void *ctx, void *p, size_t size)
+{
+	struct py_arenas *o = ctx;
+
+	if (p)
+		rec_map_del((uintptr_t)p, (uintptr_t)p + size);
+	INSIDE((o->free(o->ctx, p, size), 0));
+}
+
+/*
+ * Wrap the object and memory domains, now that the interpreter has made
+ * them what they will stay (its pre-initialization sets them from
+ * PYTHONMALLOC) and this thread holds the GIL (no other thread is inside
+ * them).  PYTHONMALLOC=malloc (or malloc_debug) sends every object to
+ * malloc, whose hook records it: nothing to wrap then.
+ */
+static void wrap(void)
+{
+	static struct py_allocator mem, obj;
+	const char *env = getenv("PYTHONMALLOC");
+
+	atomic_store(&rec_python_state, PY_ON);
+	if (env && !strncmp(env, "malloc", 6))
+		return;
+	get_allocator(PY_DOMAIN_MEM, &orig_mem);
+	get_allocator(PY_DOMAIN_OBJ, &orig_obj);
+	mem = (struct py_allocator){ &orig_mem, py_malloc, py_calloc,
+				     py_realloc, py_free };
+	obj = mem;
+	obj.ctx = &orig_obj;
+	set_allocator(PY_DOMAIN_MEM, &mem);
+	set_allocator(PY_DOMAIN_OBJ, &obj);
+}
+
+void rec_python_poll(void)
+{
+	uintptr_t holder;
+	void *me;
+
+	if (rec_busy)
+		return;
+	if (atomic_load_explicit(&rec_python_state, memory_order_relaxed) ==
+	    PY_ON) {
+		teardown_check();
+		return;
+	}
+	holder = atomic_load_explicit(
+		(const _Atomic uintptr_t *)(rec_py.runtime + rec_py.off->runtime_tstate_current),
+		memory_order_acquire);
+	if (!holder)
+		return;
+	rec_busy++;
+	me = rec_py.get_tstate();
+	rec_busy--;
+	if ((uintptr_t)me == holder &&
+	    atomic_load(&rec_python_state) == PY_WAITING)
+		wrap();
+}
+
+/* ---- finding the interpreter ---- */
+
+/*
+ * The file that holds the interpreter's code, as the kernel's maps name
+ * it (the analyzer tells the interpreter's frames from the program's by
+ * it): libpython, or the executable itself (Debian links it in).
+ */
+static void find_binary(void *eval)
+{
+	struct link_map *lm = NULL;
+	Dl_info info;
+	const char *path;
+
+	rec_busy++; /* (realpath may allocate) */
+	if (dladdr1(eval, &info, (void **)&lm, RTLD_DL_LINKMAP) && lm &&
+	    lm->l_name && lm->l_name[0])
+		path = lm->l_name;
+	else
+		path = "/proc/self/exe";
+	if (!realpath(path, binary))
+		binary[0] = '\0';
+	rec_busy--;
+}
+
+const char *rec_python_binary(void)
+{
+	return rec_py.on && binary[0] ? binary : NULL;
+}
+
+static void *sym(const char *name)
+{
+	return dlsym(RTLD_DEFAULT, name);
+}
+
+void rec_python_init(void)
+{
+	const unsigned long *v = sym("Py_Version");
+	void *eval = sym("_PyEval_EvalFrameDefault");
+	unsigned major, minor, micro;
+	const ElfW(Sym) *es = NULL;
+	Dl_info info;
+	char *p;
+	struct rec_py py = { 0 };
+
+	if (!eval || !v)
+		return; /* not CPython (or older than 3.11) */
+	major = (unsigned)(*v >> 24 & 0xff);
+	minor = (unsigned)(*v >> 16 & 0xff);
+	micro = (unsigned)(*v >> 8 & 0xff);
+	p = version;
+	for (unsigned i = 0, part[3] = { major, minor, micro }; i < 3; i++) {
+		char d[12];
+		int k = 0;
+
+		do
+			d[k++] = (char)('0' + part[i] % 10);
+		while ((part[i] /= 10));
+		while (k)
+			*p++ = d[--k];
+		*p++ = i < 2 ? '.' : '\0';
+	}
+	py.off = python_offsets_for(major, minor);
+	py.runtime = (uintptr_t)sym("_PyRuntime");
+	py.code_type = (uintptr_t)sym("PyCode_Type");
+	py.get_tstate = (void *(*)(void))sym("PyGILState_GetThisThreadState");
+	py.addr2line = (int (*)(void *, int))sym("PyCode_Addr2Line");
+	get_arenas = (void (*)(struct py_arenas *))sym(
+		"PyObject_GetArenaAllocator");
+	set_arenas = (void (*)(struct py_arenas *))sym(
+		"PyObject_SetArenaAllocator");
+	get_allocator = (void (*)(int, struct py_allocator *))sym(
+		"PyMem_GetAllocator");
+	set_allocator = (void (*)(int, struct py_allocator *))sym(
+		"PyMem_SetAllocator");
+	if (!py.off) {
+		rec_say("python ", version, ": no table of this version's "
+			"interpreter structures; its stacks have native frames "
+			"only (its Python frames are not named)", NULL);
+		return;
+	}
+	if (!py.runtime || !py.code_type || !py.get_tstate || !py.addr2line ||
+	    !get_allocator || !set_allocator || !get_arenas || !set_arenas ||
+	    !dladdr1(eval, &info, (void **)&es, RTLD_DL_SYMENT) || !es ||
+	    !es->st_size) {
+		rec_say("python ", version, ": a symbol of its interpreter is "
+			"missing; its stacks have native frames only", NULL);
+		return;
+	}
+	py.eval_lo = (uintptr_t)eval;
+	py.eval_hi = py.eval_lo + es->st_size;
+	find_binary(eval);
+	if (!rec_pyframes_init(&py))
+		return; /* (no memory for the names) */
+	/* The arenas from the first: the interpreter sets its allocators
+	 * up later (PYTHONMALLOC), but not the arenas'. */
+	{
+		static struct py_arenas mine;
+
+		get_arenas(&orig_arenas);
+		mine = (struct py_arenas){ &orig_arenas, arena_alloc,
+					   arena_free };
+		set_arenas(&mine);
+	}
+	atomic_store(&rec_python_state, PY_WAITING);
+}
+
+const char *rec_python_version(void)
+{
+	return rec_py.on ? version : NULL;
+}
+

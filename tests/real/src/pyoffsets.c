@@ -1,0 +1,41 @@
+/*
+ * The offsets of include/python_offsets.h as the installed CPython's own
+ * internal headers have them: built against python3.X-dev's headers by
+ * tests/real/python.sh, which compares the two.  Prints "FIELD OFFSET".
+ */
+#define Py_BUILD_CORE 1
+#include <Python.h>
+#include <internal/pycore_frame.h>
+#include <internal/pycore_runtime.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#define P(name, value) printf("%s %zu\n", name, (size_t)(value))
+
+int main(void)
+{
+	P("major", PY_MAJOR_VERSION);
+	P("minor", PY_MINOR_VERSION);
+	P("runtime_tstate_current",
+	  offsetof(_PyRuntimeState, gilstate.tstate_current));
+	P("runtime_finalizing", offsetof(_PyRuntimeState, _finalizing));
+	P("tstate_cframe", offsetof(PyThreadState, cframe));
+	P("cframe_current_frame", offsetof(_PyCFrame, current_frame));
+	P("frame_code", offsetof(_PyInterpreterFrame, f_code));
+	P("frame_previous", offsetof(_PyInterpreterFrame, previous));
+	P("frame_prev_instr", offsetof(_PyInterpreterFrame, prev_instr));
+	P("frame_is_entry", offsetof(_PyInterpreterFrame, is_entry));
+	P("code_firstlineno", offsetof(PyCodeObject, co_firstlineno));
+	P("code_filename", offsetof(PyCodeObject, co_filename));
+	P("code_name", offsetof(PyCodeObject, co_name));
+	P("code_qualname", offsetof(PyCodeObject, co_qualname));
+	P("code_linetable", offsetof(PyCodeObject, co_linetable));
+	P("code_adaptive", offsetof(PyCodeObject, co_code_adaptive));
+	P("ob_type", offsetof(PyObject, ob_type));
+	P("type_name", offsetof(PyTypeObject, tp_name));
+	P("str_length", offsetof(PyASCIIObject, length));
+	P("str_state", offsetof(PyASCIIObject, state));
+	P("str_ascii_data", sizeof(PyASCIIObject));
+	P("str_compact_data", sizeof(PyCompactUnicodeObject));
+	return 0;
+}
