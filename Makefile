@@ -77,10 +77,11 @@ ALL_LDFLAGS = $(SANFLAGS) $(LDFLAGS)
 LIBS = $(shell pkg-config --libs libpcre2-8 2>/dev/null || echo -lpcre2-8) \
        -lbfd -lcsv -ldeflate -lm
 
-# src/ by pipeline stage: core helpers, the model, readers, symbolization,
-# policies, classification and aggregation, the command line; the recorder
-# is a library of its own.
-STAGES = core model read symbol policy analyze cli
+# src/ by pipeline stage: core helpers, the model, the file formats'
+# readers, process memory (live processes and cores, the allocators'
+# walkers), symbolization, loading a run, policies, classification and
+# aggregation, the command line; the recorder is a library of its own.
+STAGES = core model read memory symbol load policy analyze cli
 LIB_SRCS := $(filter-out src/cli/dmprof.c,$(foreach s,$(STAGES),$(wildcard src/$(s)/*.c)))
 LIB_OBJS := $(LIB_SRCS:src/%.c=$(O)/%.o) $(O)/cli/page-html.o
 REC_SRCS := $(filter-out $(if $(filter thread,$(SANITIZE)),,src/recorder/rec_tsan.c), \
@@ -217,7 +218,7 @@ bench: bench-deps
 # it finds every row), then the other parsers.
 FUZZ_SECONDS ?= 60
 FUZZ_READERS := $(shell sed -n 's/.*\.format = FORMAT_[A-Z]*, \.name = "\([a-z0-9]*\)".*/\1/p' \
-	src/read/profile.c)
+	src/load/profile.c)
 FUZZ_TARGETS = $(FUZZ_READERS) buckets maps symmap policy json symcache dwarf
 FUZZ_O = build/fuzz
 FUZZ_CC = clang

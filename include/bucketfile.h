@@ -16,7 +16,7 @@
 int bucketfile_load(struct model *m, const char *path);
 /*
  * Load PATHS in order (empty files skipped; *LOADED counts the others),
- * reading ahead in a thread of its own (handoff.h).  Returns 0, or -1
+ * reading ahead in a thread of its own (threads.h).  Returns 0, or -1
  * after the first error (messages come out in file order).
  */
 int bucketfile_load_many(struct model *m, const char *const *paths, size_t n,

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "profile.h"
@@ -19,25 +20,52 @@
 #define EXIT_USAGE 2
 
 enum {
-	OPT_VALUE = 1 << 0,    /* takes a value: -p POLICY, --policy=POLICY */
 	OPT_OPTIONAL = 1 << 1, /* a value only as --name=VALUE */
 	OPT_SYNOPSIS = 1 << 2, /* shown in the usage line; the others are
 				  summed up as [OPTIONS] */
 };
 
 /*
+ * What an option's value is.  The parser converts each value given as its
+ * type says, after -h and before the command runs, and a value that does
+ * not convert is a usage error said in one place (cli.c), in the words
+ * the option declares (.bad); the command then takes it converted
+ * (args_seconds, args_count, ...).
+ */
+enum opt_type {
+	OPT_FLAG,      /* no value */
+	OPT_STRING,    /* a value, as it is */
+	OPT_SECONDS,   /* a duration: 0 to 10^9 seconds, fractions too */
+	OPT_SIZE,      /* bytes: 4096, or with k, M, G (KiB, MiB, GiB) */
+	OPT_COUNT,     /* a whole number, from .min to .max */
+	OPT_CHOICE,    /* one of .choices */
+	OPT_REGEX,     /* a PCRE2 pattern that compiles, to match whole
+			  names (see pattern.h) */
+};
+
+/*
  * One option.  KEY is its short letter, or a number from OPT_LONG_ONLY on
  * for an option with a long name only; the command asks for it by KEY.
+ * Declared with designated initializers: what is not said is 0.
  */
 struct cmd_option {
 	int key;
 	const char *name;  /* long name, or NULL */
 	const char *arg;   /* the value's name in help ("POLICY"), or NULL */
+	enum opt_type type;
 	unsigned flags;
 	const char *help;  /* one line */
+	/* A value that does not convert: a format of one %s, the value (an
+	 * OPT_REGEX's has a second, what is wrong with it). */
+	const char *bad;
+	/* An empty value: this (a format of no %), or NULL: allowed (as a
+	 * value of its type, if it is one). */
+	const char *empty;
+	uint64_t min, max;            /* OPT_COUNT's bounds */
+	const char *const *choices;   /* OPT_CHOICE's, NULL-ended */
 };
 #define OPT_LONG_ONLY 256
-#define OPT_END { 0, NULL, NULL, 0, NULL }
+#define OPT_END { .key = 0 }
 
 enum {
 	CMD_READS_DUMPS = 1 << 0, /* takes the reading and symbol options
@@ -64,6 +92,12 @@ struct cmd_entry {
 struct cmd_value {
 	int key;
 	const char *value; /* NULL for a flag */
+	/* The value converted, as the option's type says. */
+	union {
+		double seconds;  /* OPT_SECONDS */
+		uint64_t n;      /* OPT_SIZE, OPT_COUNT */
+		int choice;      /* OPT_CHOICE: its index in .choices */
+	} as;
 };
 
 struct cmd_args {
@@ -95,6 +129,11 @@ int cmd_main(const struct cmd_entry *cmd, const char *name, int argc,
 /* Was option KEY given?  Its last value, or NULL. */
 bool args_has(const struct cmd_args *a, int key);
 const char *args_get(const struct cmd_args *a, int key);
+/* Its last value, converted (an option of that type), or DFLT. */
+double args_seconds(const struct cmd_args *a, int key, double dflt);
+uint64_t args_count(const struct cmd_args *a, int key, uint64_t dflt);
+uint64_t args_size(const struct cmd_args *a, int key, uint64_t dflt);
+int args_choice(const struct cmd_args *a, int key, int dflt);
 
 /*
  * A usage mistake: "dmprof: NAME: MESSAGE" and the usage lines on stderr;

@@ -1,12 +1,12 @@
 /* ELF core files read as snapshots by every command (see
- * src/read/corefile.c). */
+ * src/memory/corefile.c). */
 #ifndef DMPROF_COREFILE_H
 #define DMPROF_COREFILE_H
 
 #include <stdbool.h>
 
 #include "input.h"
-#include "profile.h"
+#include "reader.h"
 #include "snapshot.h"
 
 /* True if FB starts as an ELF file does (a core, or what is refused as

@@ -13,6 +13,7 @@
 
 #include "hashmap.h"
 #include "procimage.h"
+#include "util.h"
 
 /* One thread, from its NT_PRSTATUS note. */
 struct core_thread {
@@ -110,9 +111,10 @@ uint64_t coreimage_held(const struct coreimage *core, uint64_t start,
 			uint64_t end);
 
 /*
- * What a cut core lacks, as a sentence for a warning ("FILE is cut short
- * at N bytes: ..."), in new memory; NULL when it lacks nothing.
+ * What a cut core lacks, as a fault (the core, at the byte it is cut
+ * at: "FILE is cut short at N bytes: ..."), for a warning: true, or
+ * false when it lacks nothing (F untouched).
  */
-char *coreimage_missing(const struct coreimage *core);
+bool coreimage_missing(const struct coreimage *core, struct fault *f);
 
 #endif

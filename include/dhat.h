@@ -4,7 +4,7 @@
 
 #include <stdbool.h>
 
-#include "profile.h"
+#include "reader.h"
 #include "snapshot.h"
 #include "input.h"
 

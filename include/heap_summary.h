@@ -14,8 +14,10 @@
 
 #include "json_write.h"
 
-/* What a chunk is.  Tcache and fastbin chunks look in use to glibc's
- * bookkeeping (and to mallinfo2's uordblks); only their lists say. */
+/* What a chunk is.  Tcache and fastbin chunks look in use to the chunk
+ * after them (its PREV_INUSE bit); only their lists say.  To mallinfo2,
+ * tcache chunks are in use (uordblks), fastbin ones free (fordblks and
+ * fsmblks). */
 enum heap_state {
 	HEAP_IN_USE,
 	HEAP_TCACHE,
@@ -51,7 +53,7 @@ struct heap_summary {
 	uint64_t mmapped_count, mmapped_bytes;
 	size_t narenas, ntcaches;
 	size_t nproblems;         /* corruptions met, things unread */
-	/* Who points at the blocks in use (heapscan.h), when scanned:
+	/* Who points at the blocks in use (reach.h), when scanned:
 	 * anchored (reachable from the roots), leaked, and of the leaked
 	 * the unreferenced; counts and chunk bytes. */
 	bool scanned;

@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "profile.h"
+#include "reader.h"
 #include "snapshot.h"
 #include "input.h"
 

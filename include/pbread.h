@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "profile.h"
+#include "reader.h"
 #include "snapshot.h"
 #include "input.h"
 
@@ -23,9 +23,12 @@ int pb_parse(struct snapshot *snap, struct filebuf *fb,
 
 /*
  * Inflate gzip data (every member) into OUT, a new buffer the caller
- * frees, of at most MAX bytes.  Returns 0, or -1 with WHY set.
+ * frees, of at most MAX bytes.  Returns 0, or -1 with the fault F set:
+ * where (PATH, at the byte the member that does not inflate starts),
+ * and why not.
  */
 int pb_gunzip(const unsigned char *in, size_t n, size_t max,
-	      unsigned char **out, size_t *outn, const char **why);
+	      unsigned char **out, size_t *outn, const char *path,
+	      struct fault *f);
 
 #endif

@@ -1,21 +1,15 @@
 /*
- * Loading a snapshot: the one front for every input format.  It tells the
- * formats apart by content (the first line that is not blank or a
- * comment) and hands the file to that format's reader; each reader fills
- * the same snapshot and model.
+ * Loading a snapshot: the one front for every input format, files and
+ * cores alike.  It tells the formats apart by content (the first line
+ * that is not blank or a comment) and hands the file to that format's
+ * reader; each reader fills the same snapshot and model.  What a reader
+ * is handed (read_options, read_run) is in reader.h.
  */
 #ifndef DMPROF_PROFILE_H
 #define DMPROF_PROFILE_H
 
+#include "reader.h"
 #include "snapshot.h"
-
-/* When a dump was taken, as its format says (see profile_traits). */
-enum dump_moment {
-	MOMENT_UNSAID,
-	MOMENT_BEFORE_TEARDOWN, /* main returned, or exit was called */
-	MOMENT_AT_EXIT,         /* after atexit handlers, destructors */
-	MOMENT_OTHER,
-};
 
 /*
  * What the front and the run need to know of a format, beside its
@@ -52,31 +46,6 @@ const struct profile_traits *profile_traits(enum dump_format format);
 /* Row I of the readers' table, in order; NULL past the last. */
 const struct profile_traits *profile_reader(size_t i);
 
-/* What the user asked of the readers (the command line's). */
-struct read_options {
-	const char *sample_type; /* --sample-type: the values of pprof
-				    protobuf profiles to read (NULL: in-use
-				    bytes) */
-	/* Where a file that a core names is on this machine (--symfs,
-	 * --alternative-dirs), in new memory; NULL: as named. */
-	char *(*host_path)(const void *ctx, const char *path);
-	const void *host_ctx;
-};
-
-/*
- * The readers' side of a run, handed to each reader: the caller's
- * options, so that every dump is read alike, and what the readers keep
- * from one dump to the next.  Zeroed, it is the start of a run read
- * with the default options.
- */
-struct read_run {
-	const struct read_options *opts; /* the caller's; NULL: defaults */
-	unsigned warned;  /* READ_WARNED_* bits (reader.h): said once */
-	/* What the run's text heap profiles count, as the first said
-	 * (gperf.c's own code; 0 before the first). */
-	int profile_kind;
-};
-
 /*
  * The format of the file at PATH.  Returns 0, or -1 after saying why: it
  * cannot be read, it is empty, or it is no profile dmprof reads (the
@@ -97,11 +66,12 @@ int profile_load(struct snapshot *snap, const char *path, struct model *m,
 int profile_load_part(struct snapshot *snap, const char *path, int part,
 		      struct model *m, struct read_run *run);
 /*
- * The same if the file is in format ONLY; else -2, with nothing read
- * or said.
+ * The same if the file is in format ONLY; else -1 with *OTHER set and
+ * nothing read or said (a reader ahead, that reads only the run's
+ * format, leaves any other to be read in turn).
  */
 int profile_load_part_as(struct snapshot *snap, const char *path, int part,
 			 struct model *m, struct read_run *run,
-			 enum dump_format only);
+			 enum dump_format only, bool *other);
 
 #endif

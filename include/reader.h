@@ -1,8 +1,10 @@
 /*
- * What every reader shares (src/read/reader.c): where it is in its file,
- * for what it says; a stack line added to the snapshot; a heap profile's
- * samples as stack lines, and the snapshot such a profile leaves.
- * profile.h is the front that picks the reader.
+ * What every reader shares (src/read/reader.c): what it is handed (the
+ * user's options, what a run keeps from one dump to the next), where it
+ * is in its file, for what it says; a stack line added to the snapshot;
+ * a heap profile's samples as stack lines, and the snapshot such a
+ * profile leaves.  profile.h (src/load/) is the front that picks the
+ * reader.
  */
 #ifndef DMPROF_READER_H
 #define DMPROF_READER_H
@@ -10,9 +12,41 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "profile.h"
 #include "snapshot.h"
 #include "util.h"
+
+/* When a dump was taken, as its format says (see profile_traits). */
+enum dump_moment {
+	MOMENT_UNSAID,
+	MOMENT_BEFORE_TEARDOWN, /* main returned, or exit was called */
+	MOMENT_AT_EXIT,         /* after atexit handlers, destructors */
+	MOMENT_OTHER,
+};
+
+/* What the user asked of the readers (the command line's). */
+struct read_options {
+	const char *sample_type; /* --sample-type: the values of pprof
+				    protobuf profiles to read (NULL: in-use
+				    bytes) */
+	/* Where a file that a core names is on this machine (--symfs,
+	 * --alternative-dirs), in new memory; NULL: as named. */
+	char *(*host_path)(const void *ctx, const char *path);
+	const void *host_ctx;
+};
+
+/*
+ * The readers' side of a run, handed to each reader: the caller's
+ * options, so that every dump is read alike, and what the readers keep
+ * from one dump to the next.  Zeroed, it is the start of a run read
+ * with the default options.
+ */
+struct read_run {
+	const struct read_options *opts; /* the caller's; NULL: defaults */
+	unsigned warned;  /* READ_WARNED_* bits (reader.h): said once */
+	/* What the run's text heap profiles count, as the first said
+	 * (gperf.c's own code; 0 before the first). */
+	int profile_kind;
+};
 
 /* Where a reader is in its file, for what it says about it. */
 struct reader_pos {

@@ -6,7 +6,6 @@
 #ifndef DMPROF_RUN_H
 #define DMPROF_RUN_H
 
-#include <pthread.h>
 #include <stdbool.h>
 
 #include "profile.h"
@@ -14,6 +13,7 @@
 #include "model.h"
 #include "series.h"
 #include "symbol.h"
+#include "threads.h"
 
 enum run_flags {
 	RUN_ALL_DUMPS = 1 << 0, /* the named dump and every later one */
@@ -49,6 +49,12 @@ int run_open(struct run *r, const char *first_dump, unsigned flags,
 int run_open_dumps(struct run *r, const char *const *dumps, size_t n,
 		   const struct sym_options *opts,
 		   const struct read_options *read);
+/*
+ * Its companion files (src/load/companion.c: bucket files, maps, the
+ * symbolizer), once its series is found.  Returns 0, or -1 after
+ * printing why.
+ */
+int run_open_companions(struct run *r);
 /* Symbolize every frame and type not symbolized yet. */
 void run_symbolize(struct run *r);
 /*
@@ -90,12 +96,12 @@ int run_load_dump(struct run *r, size_t i, struct snapshot *snap);
  */
 struct run_reader {
 	struct run *r;
-	pthread_t tid;
-	bool busy;            /* a dump is being read ahead */
+	struct task task;     /* a dump being read ahead, and what reading
+				 it said */
 	size_t ahead;         /* which */
 	struct snapshot snap; /* its snapshot, */
-	int rc;               /* its run_load_dump result, */
-	struct strbuf said;   /* and what reading it said */
+	int rc;               /* its run_load_dump result */
+	bool other;           /* not of the run's format: not read */
 };
 
 void run_reader_init(struct run_reader *rr, struct run *r);

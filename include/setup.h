@@ -6,6 +6,7 @@
 #ifndef DMPROF_SETUP_H
 #define DMPROF_SETUP_H
 
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "classify.h"
@@ -71,21 +72,25 @@ int setup_policy_operand(struct cmd_args *a, const char **policy);
 /* -p, --policy: several policies (csv, list, json), or one. */
 #define OPT_POLICY 'p'
 #define OPTION_POLICIES                                                     \
-	{ OPT_POLICY, "policy", "POLICY", OPT_VALUE | OPT_SYNOPSIS,         \
-	  "policies by label or path, comma-separated (default: the "      \
-	  "index's defaults)" }
-/* -n N (OPTION_ROWS), or DFLT: sets *ROWS, or returns a usage error. */
-int setup_rows(struct cmd_args *a, size_t dflt, size_t *rows);
+	{ .key = OPT_POLICY, .name = "policy", .arg = "POLICY",             \
+	  .type = OPT_STRING, .flags = OPT_SYNOPSIS,                        \
+	  .help = "policies by label or path, comma-separated (default: "  \
+		  "the index's defaults)" }
+/* -n N (OPTION_ROWS), or DFLT. */
+size_t setup_rows(const struct cmd_args *a, size_t dflt);
 
 /* -n, --rows, with what it does in the command. */
-#define OPTION_ROWS(help) { 'n', "rows", "N", OPT_VALUE | OPT_SYNOPSIS, help }
+#define OPTION_ROWS(what)                                                   \
+	{ .key = 'n', .name = "rows", .arg = "N", .type = OPT_COUNT,        \
+	  .flags = OPT_SYNOPSIS, .min = 1, .max = SIZE_MAX,                 \
+	  .bad = "-n wants a number of rows, not '%s'", .help = what }
 /*
  * --owner RULE, --own PATTERN and --alloc-fn REGEX (OPTION_OWNERS): whose
  * frame owns a stack's bytes.  Sets O, with the built-in allocator
  * wrappers and --alloc-fn's (its --own patterns point into A's values;
- * owners_release(O) after), or returns a usage error.
+ * owners_release(O) after).  (Their values were checked when given.)
  */
-int setup_owners(struct cmd_args *a, struct owners *o);
+void setup_owners(const struct cmd_args *a, struct owners *o);
 /* The allocator wrappers policy P declares, added to O. */
 void setup_owners_policy(struct owners *o, const struct policy *p);
 /*
@@ -99,18 +104,26 @@ void setup_say_passed(const struct cmd_args *a, const struct owners *o,
 #define OPT_OWNER (OPT_LONG_ONLY + 500)
 #define OPT_OWN (OPT_LONG_ONLY + 501)
 #define OPT_ALLOC_FN (OPT_LONG_ONLY + 502)
+/* --owner's choices, in enum owner_rule's order. */
+extern const char *const setup_owner_rules[];
 #define OPTION_OWNERS                                                       \
-	{ OPT_OWNER, "owner", "RULE", OPT_VALUE,                            \
-	  "who owns a stack's bytes: program (its first frame of the "      \
-	  "program's own code; the default) or pprof (its first frame "     \
-	  "past the allocator, as google-pprof)" },                         \
-	{ OPT_OWN, "own", "PATTERN", OPT_VALUE,                             \
-	  "binaries or source files matching PATTERN (a glob, or a path "   \
-	  "prefix) are the program's own code too" },                      \
-	{ OPT_ALLOC_FN, "alloc-fn", "REGEX", OPT_VALUE,                     \
-	  "functions whose whole name matches REGEX wrap the allocator: "   \
-	  "their callers own what they allocate (besides the built-in "     \
-	  "list: zmalloc, g_malloc, xmalloc, palloc...)" }
+	{ .key = OPT_OWNER, .name = "owner", .arg = "RULE",                 \
+	  .type = OPT_CHOICE, .choices = setup_owner_rules,                 \
+	  .bad = "--owner wants 'program' or 'pprof', not '%s'",            \
+	  .help = "who owns a stack's bytes: program (its first frame of "  \
+		  "the program's own code; the default) or pprof (its "    \
+		  "first frame past the allocator, as google-pprof)" },     \
+	{ .key = OPT_OWN, .name = "own", .arg = "PATTERN",                  \
+	  .type = OPT_STRING, .empty = "--own wants a pattern",             \
+	  .help = "binaries or source files matching PATTERN (a glob, or "  \
+		  "a path prefix) are the program's own code too" },        \
+	{ .key = OPT_ALLOC_FN, .name = "alloc-fn", .arg = "REGEX",          \
+	  .type = OPT_REGEX, .empty = "--alloc-fn wants a pattern",         \
+	  .bad = "--alloc-fn '%s': invalid regex: %s",                      \
+	  .help = "functions whose whole name matches REGEX wrap the "      \
+		  "allocator: their callers own what they allocate "        \
+		  "(besides the built-in list: zmalloc, g_malloc, "         \
+		  "xmalloc, palloc...)" }
 
 /*
  * Where a command that writes a run (record, snapshot) puts its files,
@@ -126,18 +139,19 @@ char *setup_output_prefix(const char *output, const char *name);
 const char *setup_core_operand(const struct cmd_args *a);
 
 int setup_pid(struct cmd_args *a, pid_t *pid);
-/* S as a number of seconds, 0 to 1e9 (an interval: -i). */
-bool setup_seconds(const char *s, double *out);
 
 /* -b, --bytes: exact byte counts for human-readable sizes. */
 #define OPTION_BYTES                                                        \
-	{ 'b', "bytes", NULL, OPT_SYNOPSIS,                                 \
-	  "sizes as exact byte counts, not KiB, MiB..." }
+	{ .key = 'b', .name = "bytes", .flags = OPT_SYNOPSIS,               \
+	  .help = "sizes as exact byte counts, not KiB, MiB..." }
 /* -c, --component, with what it does in the command. */
-#define OPTION_COMPONENT(help)                                              \
-	{ 'c', "component", "COMPONENT", OPT_VALUE | OPT_SYNOPSIS, help }
+#define OPTION_COMPONENT(what)                                              \
+	{ .key = 'c', .name = "component", .arg = "COMPONENT",              \
+	  .type = OPT_STRING, .flags = OPT_SYNOPSIS, .help = what }
 #define OPTION_POLICY                                                       \
-	{ OPT_POLICY, "policy", "POLICY", OPT_VALUE | OPT_SYNOPSIS,         \
-	  "the policy, by label or path (default: the index's default)" }
+	{ .key = OPT_POLICY, .name = "policy", .arg = "POLICY",             \
+	  .type = OPT_STRING, .flags = OPT_SYNOPSIS,                        \
+	  .help = "the policy, by label or path (default: the index's "    \
+		  "default)" }
 
 #endif

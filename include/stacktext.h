@@ -97,27 +97,29 @@ bool stack_is_marker(const struct model *m, const struct stack *st);
  * function's, the others the caller's.  Returns the owner; NULL, and
  * nothing added, for a stack that is no code's (stack_is_marker).
  */
-struct tally_entry *tally_functions(struct tally *funcs, const struct model *m,
-				    const struct stack *st, const int64_t *add,
-				    size_t n, bool cum);
+struct tally_entry *stacktext_tally_functions(struct tally *funcs,
+					      const struct model *m,
+					      const struct stack *st,
+					      const int64_t *add, size_t n,
+					      bool cum);
 /*
  * Does ST hold the program's own bytes under FUNCS' owner rule: is its
- * owner (as tally_functions finds it) a frame of the program's own code,
- * reached from the allocator through no function of the C runtime
+ * owner (as stacktext_tally_functions finds it) a frame of the program's
+ * own code, reached from the allocator through no function of the C runtime
  * keeping its own state (owner_runtime_state: main's stdout buffer, the
  * loader's tables for a dlopen)?  No for a stack whose owner is not the
  * program's (an unresolved address, a library's or the runtime's
  * function), and for every stack under pprof's rule.
  */
-bool tally_programs_bytes(struct tally *funcs, const struct model *m,
-			  const struct stack *st);
+bool stacktext_programs_bytes(struct tally *funcs, const struct model *m,
+			      const struct stack *st);
 /*
  * Functions by flat bytes (v[0]), then cumulative (v[1]), then name:
  * pprof's order, top's (on struct tally_entry *const *).
  */
-int tally_cmp_flat(const void *a, const void *b);
+int stacktext_cmp_flat(const void *a, const void *b);
 /* Has E the place of a flat stack of its (else of a call, or none)? */
-bool tally_placed_flat(const struct tally_entry *e);
+bool stacktext_placed_flat(const struct tally_entry *e);
 
 /*
  * Call FN with the text of each logical frame of ST, innermost first, as

@@ -34,7 +34,8 @@ struct tally_entry {
 	uint32_t line;
 	int64_t file_bytes;   /* (the bytes that place was chosen for) */
 	unsigned flags;       /* the user's */
-	struct tally_line *lines; /* tally_functions' with tally.lines */
+	/* stacktext_tally_functions' with tally.lines */
+	struct tally_line *lines;
 	size_t ref;           /* the user's: an index + 1, say */
 	uint64_t stamp;       /* the user's: the last pass that met it */
 };
@@ -52,18 +53,18 @@ struct tally {
 	uint8_t *flag_by_id;    /* and what it is (FRAME_*: 0, not yet) */
 	size_t nby_id;
 	const void *by_id_of;
-	/* tally_functions': whose frame owns a stack's bytes (NULL:
-	 * pprof's rule); the user's. */
+	/* stacktext_tally_functions': whose frame owns a stack's bytes
+	 * (NULL: pprof's rule); the user's. */
 	const struct owners *owners;
-	/* tally_functions': where it counts the allocator wrappers it passed
-	 * over to find an owner, by function (bytes; allocs: stacks), or
-	 * NULL; the user's. */
+	/* stacktext_tally_functions': where it counts the allocator
+	 * wrappers it passed over to find an owner, by function (bytes;
+	 * allocs: stacks), or NULL; the user's. */
 	struct tally *passed;
-	/* tally_functions': keep each owner's flat bytes by the line of
-	 * its frame too (a function allocating at several lines: a Python
-	 * program's sites, as tracemalloc counts them); the user's. */
+	/* stacktext_tally_functions': keep each owner's flat bytes by the
+	 * line of its frame too (a function allocating at several lines: a
+	 * Python program's sites, as tracemalloc counts them); the user's. */
 	bool lines;
-	/* tally_functions' scratch: a stack's logical frames. */
+	/* stacktext_tally_functions' scratch: a stack's logical frames. */
 	struct lframe *lframes;
 	size_t lframes_alloc;
 };

@@ -27,6 +27,45 @@ int error(const char *fmt, ...) PRINTF(1, 2);
 void warning(const char *fmt, ...) PRINTF(1, 2);
 /* What -v asked to hear: "dmprof: MSG", not a warning. */
 void note(const char *fmt, ...) PRINTF(1, 2);
+/* What command CMD did, for the user: "dmprof CMD: MSG". */
+void inform(const char *cmd, const char *fmt, ...) PRINTF(2, 3);
+
+/*
+ * Where something is wrong: a line of a file (PATH:LINE, and the column
+ * where it helps), an address of a process image (NAME: 0xADDR), or a
+ * file as a whole (PATH).
+ */
+struct where {
+	const char *path;   /* a file, or an image's name */
+	unsigned long line; /* 1-based; 0: none */
+	unsigned long col;  /* 0: none */
+	bool has_addr;
+	uint64_t addr;
+};
+/*
+ * "WHERE: MSG" as an error (returns -1) or a warning: what every reader
+ * and walker says, in the one shape (WHERE as struct where says).
+ */
+int error_at(const struct where *w, const char *fmt, ...) PRINTF(2, 3);
+void warning_at(const struct where *w, const char *fmt, ...) PRINTF(2, 3);
+
+/*
+ * A failure kept for the caller to say (as an error, or a warning, with
+ * what it means to it): where, and what went wrong, in words whole
+ * enough to be said as they are.  Library code that may not report (a
+ * walker's "nothing to walk", a cut core) hands one back.
+ */
+struct fault {
+	struct where where; /* (its path its own) */
+	char *what;         /* NULL: no fault */
+};
+void fault_set(struct fault *f, const struct where *w, const char *fmt, ...)
+	PRINTF(3, 4);
+/* Say F's words and then MORE (NULL: nothing) as an error (-1), or a
+ * warning. */
+int fault_error(const struct fault *f, const char *more);
+void fault_warning(const struct fault *f, const char *more);
+void fault_release(struct fault *f);
 void die_errno(const char *fmt, ...) PRINTF(1, 2) NORETURN;
 /* What cannot happen did (git's BUG()): says where, and aborts. */
 #define BUG(...) bug_at(__FILE__, __LINE__, __VA_ARGS__)
@@ -36,10 +75,10 @@ int error_errno(const char *fmt, ...) PRINTF(1, 2);
 /*
  * Where diagnostics go: standard error, unless the process routes them
  * elsewhere once, before making any (the unit tests keep them to look
- * at, the fuzzer drops them).  PREFIX is "" or "warning: "; MSG has no
- * newline.  NULL restores standard error.
+ * at, the fuzzer drops them).  HEAD is "dmprof: ", "dmprof: warning: "
+ * or "dmprof CMD: "; MSG has no newline.  NULL restores standard error.
  */
-typedef void (*report_fn)(const char *prefix, const char *msg);
+typedef void (*report_fn)(const char *head, const char *msg);
 void set_report_routine(report_fn fn);
 struct strbuf;
 /*
@@ -50,9 +89,6 @@ struct strbuf;
  */
 void report_capture(struct strbuf *sb);
 void report_replay(const struct strbuf *sb);
-
-/* Threads worth running: online cores, or DMPROF_THREADS (1 to 16). */
-size_t threads_wanted(void);
 
 /*
  * Ask for the cache line at P, to read it soon.  (GCC 12 silently drops

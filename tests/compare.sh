@@ -13,7 +13,11 @@
 # tcmalloc series of python3; a `dmprof record` run of python3 with
 # children (recorded by OLD); the C++ server of tests/real under tcmalloc
 # and under record; jemalloc, Go pprof and DHAT profiles where their tools
-# are installed.  What cannot be made here is skipped, saying so.
+# are installed; a process nobody prepared (tests/real/src/heapobjs.cc:
+# classes, layouts, leaks): a run of live snapshots of it (taken by OLD),
+# the core gdb's gcore writes of it and the one the kernel writes when it
+# crashes (where core_pattern names a file).  What cannot be made here is
+# skipped, saying so.
 # Prints the count of command lines compared; exits 1 on any difference.
 
 set -u
@@ -34,7 +38,7 @@ l = [bytearray(100) for _ in range(20000)]
 '
 tcmalloc=$(ls /usr/lib/x86_64-linux-gnu/libtcmalloc.so.4 2>/dev/null)
 make_corpus() {
-	mkdir -p "$c/samples" && cp "$top"/samples/cachesrv.* "$c/samples/"
+	mkdir -p "$c/samples" && cp -R "$top"/samples/cachesrv.* "$c/samples/"
 	if [ -d "$shared/tests/data" ]; then
 		cp -R "$shared/tests/data" "$c/compat" && chmod -R u+w "$c/compat"
 		touch -d @1700000000 "$c/compat/heap.01234.0001.heap"
@@ -82,6 +86,53 @@ for k in range(3):
 	: >"$c/.made"
 }
 [ -f "$c/.made" ] || make_corpus
+
+# A process nobody prepared: snapshots of it live, its cores.  (Made apart
+# from the rest: a corpus made before these were compared gets them.)
+objs_start() { # DIR
+	(cd "$1" && exec ./heapobjs known) >"$1/ready" 2>&1 &
+	objs_pid=$!
+	for _ in $(seq 300); do
+		grep -q '^ready$' "$1/ready" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	echo "compare: heapobjs did not get ready; left out"
+	kill -9 $objs_pid 2>/dev/null
+	return 1
+}
+make_objs() {
+	o=$c/objs
+	mkdir -p "$o" && g++ -g -O1 -pthread "$top/tests/real/src/heapobjs.cc" \
+		-o "$o/heapobjs" 2>/dev/null ||
+		{ echo "compare: heapobjs does not build; left out"; return; }
+	if objs_start "$o"; then
+		"$old" snapshot -o "$o/live/" -n 3 -i 0.2 $objs_pid >/dev/null 2>&1
+		if command -v gcore >/dev/null 2>&1; then
+			gcore -o "$o/gcore" $objs_pid >/dev/null 2>&1 &&
+				mv "$o/gcore.$objs_pid" "$o/heapobjs.gcore"
+		fi
+		kill -9 $objs_pid
+		wait $objs_pid 2>/dev/null
+	fi
+	# The kernel's: killed by SIGSEGV, where core_pattern says "core".
+	if [ "$(cat /proc/sys/kernel/core_pattern)" = core ]; then
+		(cd "$o" && ulimit -c unlimited && exec ./heapobjs kknown) \
+			>"$o/kready" 2>&1 &
+		kpid=$!
+		for _ in $(seq 300); do
+			grep -q '^ready$' "$o/kready" 2>/dev/null && break
+			sleep 0.1
+		done
+		kill -SEGV $kpid
+		wait $kpid 2>/dev/null
+		kc=$(ls "$o/core" "$o/core.$kpid" 2>/dev/null | head -1)
+		[ -n "$kc" ] && mv "$kc" "$o/heapobjs.kcore"
+	fi
+	[ -f "$o/heapobjs.kcore" ] ||
+		echo "compare: the kernel wrote no core of heapobjs; left out"
+	: >"$o/.made"
+}
+[ -f "$c/objs/.made" ] || make_objs
 
 # ---- the command lines ----
 n=0 diffs=0 ok=0
@@ -170,6 +221,22 @@ for d in tc rec cxx/tc cxx/rec je; do
 	[ -d "$c/$d" ] || { echo "compare: no $d series; left out"; continue; }
 	a=$(first "$c/$d") && b=$(last "$c/$d" "$a")
 	[ -n "$a" ] && series "$c/$d" "$a" "$b"
+done
+# The live snapshots, as a run; each core, as a run of one, and written as
+# a snapshot.
+if [ -d "$c/objs/live" ]; then
+	a=$(ls "$c/objs/live" | head -1) && b=$(ls "$c/objs/live" | tail -1)
+	series "$c/objs/live" "$a" "$b"
+else
+	echo "compare: no live snapshots; left out"
+fi
+for k in gcore kcore; do
+	f=$c/objs/heapobjs.$k
+	[ -f "$f" ] || { echo "compare: no $k core; left out"; continue; }
+	series "$c/objs" "$f" "$f"
+	run "$c/objs" snapshot -o @OUT "$f"
+	run "$c/objs" expand "$f" malloc-leaked
+	run "$c/objs" top -n 40 --json "$f"
 done
 for f in "$c"/go/g.0* "$c/dhat/dhat.out"; do
 	[ -f "$f" ] || continue

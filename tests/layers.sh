@@ -8,9 +8,10 @@
 set -u
 top=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$top" || exit 2
-stages="core model read symbol policy analyze cli"
+stages="core model read memory symbol load policy analyze cli"
 # Headers without a .c of their own: NAME STAGE.
 header_only="search.h core
+leb128.h core
 python_offsets.h core"
 
 rank() {

@@ -6,12 +6,12 @@
 #include "classify.h"
 
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "literals.h"
+#include "threads.h"
 #include "util.h"
 
 void classifier_init(struct classifier *c, struct policy *p,
@@ -842,10 +842,15 @@ static void classify_shares(struct share *s)
 	c->mt = was;
 }
 
-static void *helper_main(void *arg)
+/* Share I of the pool's (CTX: the shares): on this thread, with this
+ * thread's classifier. */
+static void classify_share(void *ctx, size_t i, bool here)
 {
-	classify_shares(arg);
-	return NULL;
+	struct share *shares = ctx;
+
+	if (here)
+		shares[i].c = shares[0].c;
+	classify_shares(&shares[i]);
 }
 
 /*
@@ -885,9 +890,8 @@ static uint32_t *by_first_frame(const struct classifier *c, uint32_t *v,
 static void classify_marked(struct classifier *c, uint32_t *v, size_t n,
 			    size_t nthreads)
 {
-	pthread_t tid[16];
 	struct share shares[16];
-	size_t started = 0, starts[17];
+	size_t starts[17];
 
 	if (!c->helpers) {
 		c->nhelpers = nthreads - 1;
@@ -909,19 +913,7 @@ static void classify_marked(struct classifier *c, uint32_t *v, size_t n,
 		}
 		shares[i] = (struct share){ h, v, starts[i], starts[i + 1] };
 	}
-	for (size_t i = 1; i <= c->nhelpers; i++)
-		if (pthread_create(&tid[i], NULL, helper_main, &shares[i]) == 0)
-			started = i;
-		else
-			break;
-	/* This thread takes its shares, and those of helpers not started. */
-	classify_shares(&shares[0]);
-	for (size_t i = started + 1; i <= c->nhelpers; i++) {
-		shares[i].c = c;
-		classify_shares(&shares[i]);
-	}
-	for (size_t i = 1; i <= started; i++)
-		pthread_join(tid[i], NULL);
+	pool_run(c->nhelpers + 1, classify_share, shares);
 	free(v);
 }
 

@@ -6,11 +6,10 @@
  */
 #include "owner.h"
 
-#define PCRE2_CODE_UNIT_WIDTH 8
 #include <fnmatch.h>
-#include <pcre2.h>
 #include <string.h>
 
+#include "pattern.h"
 #include "stacktext.h"
 #include "util.h"
 
@@ -187,35 +186,11 @@ int owners_rule(struct owners *o, const char *name)
 	return 0;
 }
 
-static pcre2_code *compile(const char *pattern, struct strbuf *err)
-{
-	PCRE2_SIZE off;
-	int code;
-	/* Whole names, as a policy's patterns match whole fields. */
-	pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern,
-				       PCRE2_ZERO_TERMINATED,
-				       PCRE2_ANCHORED | PCRE2_ENDANCHORED |
-					       PCRE2_DOTALL,
-				       &code, &off, NULL);
-
-	if (!re) {
-		PCRE2_UCHAR msg[256];
-
-		pcre2_get_error_message(code, msg, sizeof(msg));
-		if (err)
-			sb_addf(err, "%s at offset %zu", (char *)msg,
-				(size_t)off);
-		return NULL;
-	}
-	pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);
-	return re;
-}
-
 int owners_add_wrapper(struct owners *o, const char *pattern,
 		       const char *origin, struct strbuf *err)
 {
 	struct strbuf all = STRBUF_INIT;
-	pcre2_code *re = compile(pattern, err);
+	pcre2_code *re = pattern_compile(pattern, err);
 	struct alloc_fn *fn;
 
 	if (!re)
@@ -232,7 +207,7 @@ int owners_add_wrapper(struct owners *o, const char *pattern,
 	for (size_t i = 0; i < o->nfns; i++)
 		sb_addf(&all, "%s(?:%s)", i ? "|" : "", o->fns[i].pattern);
 	pcre2_code_free(o->any);
-	o->any = compile(all.buf, NULL);
+	o->any = pattern_compile(all.buf, NULL);
 	sb_release(&all);
 	if (!o->mctx) {
 		o->mctx = pcre2_match_context_create(NULL);

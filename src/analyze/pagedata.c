@@ -763,7 +763,7 @@ static void json_owners(struct page *pg, struct json_writer *w,
 			const struct policy *pol, bool growth)
 {
 	/* (The owners at the peak as top ranks them, growth as diff.) */
-	tally_sort(t, growth ? cmp_v0 : tally_cmp_flat);
+	tally_sort(t, growth ? cmp_v0 : stacktext_cmp_flat);
 	json_key(w, key);
 	json_array(w);
 	for (size_t i = 0; i < t->n && i < ANSWER_ROWS; i++) {
@@ -791,7 +791,7 @@ static void json_owners(struct page *pg, struct json_writer *w,
 
 /*
  * Does stack ST, with BYTES at the peak or grown, hold the program's own
- * bytes (tally_programs_bytes)?  Where some stack does, the answer
+ * bytes (stacktext_programs_bytes)?  Where some stack does, the answer
  * leaves out those that do not (they stay in the components' stacks):
  * the runtime's state and unresolved frames are not what a reader of
  * the answer can act on.
@@ -799,7 +799,7 @@ static void json_owners(struct page *pg, struct json_writer *w,
 static bool programs(struct tally *t, const struct model *m,
 		     const struct stack *st, int64_t bytes)
 {
-	return st && bytes > 0 && tally_programs_bytes(t, m, st);
+	return st && bytes > 0 && stacktext_programs_bytes(t, m, st);
 }
 
 /* The owners of the bytes at the peak, from its cells, as top ranks
@@ -833,7 +833,8 @@ static void peak_owners(struct page *pg, struct json_writer *w, size_t p)
 
 		if (!st[i] || (any && !mine[i]))
 			continue;
-		e = tally_functions(&t, m, st[i], &cs->v[i].bytes, 1, true);
+		e = stacktext_tally_functions(&t, m, st[i], &cs->v[i].bytes, 1,
+					      true);
 		if (e)
 			note_stack(e, cs->v[i].comp, cs->v[i].id,
 				   cs->v[i].bytes);
@@ -880,7 +881,8 @@ static void growth(struct page *pg, struct json_writer *w, size_t p)
 
 		if (ch->col < 0 || (any && !mine[i]))
 			continue;
-		e = tally_functions(&t, ch->m, ch->st, &add, 1, false);
+		e = stacktext_tally_functions(&t, ch->m, ch->st, &add, 1,
+					      false);
 		if (!e)
 			continue;
 		if (ch->suspect && add > 0)

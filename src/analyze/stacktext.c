@@ -389,7 +389,7 @@ static struct tally_entry *function_entry(struct tally *funcs,
 	return e;
 }
 
-int tally_cmp_flat(const void *a, const void *b)
+int stacktext_cmp_flat(const void *a, const void *b)
 {
 	const struct tally_entry *x = *(const struct tally_entry *const *)a;
 	const struct tally_entry *y = *(const struct tally_entry *const *)b;
@@ -401,7 +401,7 @@ int tally_cmp_flat(const void *a, const void *b)
 	return strcmp(x->key, y->key);
 }
 
-bool tally_placed_flat(const struct tally_entry *e)
+bool stacktext_placed_flat(const struct tally_entry *e)
 {
 	return e->flags & PLACE_FLAT;
 }
@@ -478,8 +478,8 @@ static size_t find_owner(struct tally *funcs, const struct model *m,
 	return owner;
 }
 
-bool tally_programs_bytes(struct tally *funcs, const struct model *m,
-			  const struct stack *st)
+bool stacktext_programs_bytes(struct tally *funcs, const struct model *m,
+			      const struct stack *st)
 {
 	struct lframe *v = funcs->lframes;
 	size_t nf = logical_frames(m, st, &v, &funcs->lframes_alloc), first;
@@ -504,9 +504,11 @@ bool stack_is_marker(const struct model *m, const struct stack *st)
 	return f->func && !f->ninline && !strncmp(f->func, "dmprof_", 7);
 }
 
-struct tally_entry *tally_functions(struct tally *funcs, const struct model *m,
-				    const struct stack *st, const int64_t *add,
-				    size_t n, bool cum)
+struct tally_entry *stacktext_tally_functions(struct tally *funcs,
+					      const struct model *m,
+					      const struct stack *st,
+					      const int64_t *add, size_t n,
+					      bool cum)
 {
 	struct lframe *v = funcs->lframes;
 	size_t nf = logical_frames(m, st, &v, &funcs->lframes_alloc), owner;

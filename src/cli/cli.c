@@ -6,12 +6,16 @@
  */
 #include "cli.h"
 
+#include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "pattern.h"
+#include "scan.h"
 #include "suggest.h"
 
 enum {
@@ -28,25 +32,30 @@ enum {
 /* Every command that reads dumps takes these: how to symbolize (and
  * read) them. */
 static const struct cmd_option symbol_options[] = {
-	{ KEY_SYMFS, "symfs", "DIR", OPT_VALUE, "read binaries under DIR" },
-	{ KEY_ALT_DIRS, "alternative-dirs", "T@H[:..]", OPT_VALUE,
-	  "look for the binaries of directory T in H" },
-	{ KEY_FULL_NAMES, "full-names", NULL, 0, "demangled names in full" },
-	{ KEY_NO_INLINE, "no-inline", NULL, 0, "no inlined frames" },
-	{ KEY_NO_CACHE, "no-symbol-cache", NULL, 0,
-	  "do not read or write the symbol cache" },
-	{ KEY_SAMPLE_TYPE, "sample-type", "TYPE", OPT_VALUE,
-	  "the values of a pprof protobuf profile to read (default "
-	  "inuse_space)" },
-	{ KEY_VERBOSE, "verbose", NULL, 0,
-	  "say where each binary's symbols come from (-vv: also why a frame "
-	  "stays unresolved)" },
+	{ .key = KEY_SYMFS, .name = "symfs", .arg = "DIR", .type = OPT_STRING,
+	  .help = "read binaries under DIR" },
+	{ .key = KEY_ALT_DIRS, .name = "alternative-dirs", .arg = "T@H[:..]",
+	  .type = OPT_STRING,
+	  .help = "look for the binaries of directory T in H" },
+	{ .key = KEY_FULL_NAMES, .name = "full-names",
+	  .help = "demangled names in full" },
+	{ .key = KEY_NO_INLINE, .name = "no-inline",
+	  .help = "no inlined frames" },
+	{ .key = KEY_NO_CACHE, .name = "no-symbol-cache",
+	  .help = "do not read or write the symbol cache" },
+	{ .key = KEY_SAMPLE_TYPE, .name = "sample-type", .arg = "TYPE",
+	  .type = OPT_STRING,
+	  .help = "the values of a pprof protobuf profile to read (default "
+		  "inuse_space)" },
+	{ .key = KEY_VERBOSE, .name = "verbose",
+	  .help = "say where each binary's symbols come from (-vv: also why "
+		  "a frame stays unresolved)" },
 	OPT_END,
 };
 
 /* Every command takes -h. */
 static const struct cmd_option help_option[] = {
-	{ KEY_HELP, "help", NULL, 0, "this help" },
+	{ .key = KEY_HELP, .name = "help", .help = "this help" },
 	OPT_END,
 };
 
@@ -286,8 +295,7 @@ int cmd_usage_error(const struct cmd_args *a, const char *fmt, ...)
 	va_start(ap, fmt);
 	sb_vaddf(&sb, fmt, ap);
 	va_end(ap);
-	fflush(stdout);
-	fprintf(stderr, "dmprof: %s: %s\n", a->path, sb.buf);
+	error("%s: %s", a->path, sb.buf);
 	print_usage(stderr, a->cmd, a->path);
 	sb_release(&sb);
 	return EXIT_USAGE;
@@ -311,6 +319,41 @@ const char *args_get(const struct cmd_args *a, int key)
 	return NULL;
 }
 
+/* The last value of KEY, or NULL. */
+static const struct cmd_value *last(const struct cmd_args *a, int key)
+{
+	for (size_t i = a->nv; i-- > 0;)
+		if (a->v[i].key == key && a->v[i].value)
+			return &a->v[i];
+	return NULL;
+}
+
+double args_seconds(const struct cmd_args *a, int key, double dflt)
+{
+	const struct cmd_value *v = last(a, key);
+
+	return v ? v->as.seconds : dflt;
+}
+
+uint64_t args_count(const struct cmd_args *a, int key, uint64_t dflt)
+{
+	const struct cmd_value *v = last(a, key);
+
+	return v ? v->as.n : dflt;
+}
+
+uint64_t args_size(const struct cmd_args *a, int key, uint64_t dflt)
+{
+	return args_count(a, key, dflt);
+}
+
+int args_choice(const struct cmd_args *a, int key, int dflt)
+{
+	const struct cmd_value *v = last(a, key);
+
+	return v ? v->as.choice : dflt;
+}
+
 static const struct cmd_option *lookup(const struct cmd_entry *c, int key,
 				       const char *name, size_t len)
 {
@@ -328,9 +371,25 @@ static const struct cmd_option *lookup(const struct cmd_entry *c, int key,
 	return NULL;
 }
 
+/* The option of KEY (a short letter or a long one's number). */
+static const struct cmd_option *lookup_key(const struct cmd_entry *c, int key)
+{
+	const struct cmd_option *tables[] = {
+		c->options, help_option,
+		c->flags & CMD_READS_DUMPS ? symbol_options : NULL,
+	};
+
+	for (size_t t = 0; t < ARRAY_SIZE(tables); t++)
+		for (const struct cmd_option *o = tables[t]; o && o->key; o++)
+			if (o->key == key)
+				return o;
+	return NULL;
+}
+
 static void add_value(struct cmd_args *a, int key, const char *value)
 {
 	a->v = xreallocarray(a->v, a->nv + 1, sizeof(*a->v));
+	memset(&a->v[a->nv], 0, sizeof(a->v[a->nv]));
 	a->v[a->nv].key = key;
 	a->v[a->nv++].value = value;
 }
@@ -348,12 +407,12 @@ static int long_option(struct cmd_args *a, int argc, char **argv, int *i)
 	if (!o)
 		return cmd_usage_error(a, "unknown option '--%.*s'", (int)len,
 				       arg);
-	if (!o->arg && eq)
+	if (o->type == OPT_FLAG && eq)
 		return cmd_usage_error(a, "option '--%s' takes no value",
 				       o->name);
 	if (eq) {
 		add_value(a, o->key, eq + 1);
-	} else if (o->arg && !(o->flags & OPT_OPTIONAL)) {
+	} else if (o->type != OPT_FLAG && !(o->flags & OPT_OPTIONAL)) {
 		if (*i + 1 >= argc)
 			return cmd_usage_error(a, "option '--%s' needs a value",
 					       o->name);
@@ -372,7 +431,7 @@ static int short_options(struct cmd_args *a, int argc, char **argv, int *i)
 
 		if (!o)
 			return cmd_usage_error(a, "unknown option '-%c'", *p);
-		if (!o->arg || (o->flags & OPT_OPTIONAL)) {
+		if (o->type == OPT_FLAG || (o->flags & OPT_OPTIONAL)) {
 			add_value(a, o->key, NULL);
 			continue;
 		}
@@ -417,6 +476,108 @@ static int parse(struct cmd_args *a, int argc, char **argv)
 	return 0;
 }
 
+/* ---- converting ---- */
+
+/* "1.5": seconds, 0 to 10^9. */
+static bool seconds(const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(v) || v < 0 || v > 1e9)
+		return false;
+	*out = v;
+	return true;
+}
+
+/* "4096", "4k", "10M", "1G": bytes. */
+static bool size(const char *s, uint64_t *out)
+{
+	uint64_t v, mul = 1;
+	size_t n = strlen(s);
+
+	if (n && strchr("kKmMgG", s[n - 1])) {
+		mul = strchr("kK", s[n - 1])   ? 1ULL << 10
+		      : strchr("mM", s[n - 1]) ? 1ULL << 20
+					       : 1ULL << 30;
+		n--;
+	}
+	return word_u64(s, n, &v) == NUM_OK &&
+	       !__builtin_mul_overflow(v, mul, out);
+}
+
+/*
+ * Value V of option O as O's type says, into V->as: 0, or EXIT_USAGE
+ * after saying what is wrong, in O's words.
+ */
+static int convert(const struct cmd_args *a, const struct cmd_option *o,
+		   struct cmd_value *v)
+{
+	struct strbuf err = STRBUF_INIT;
+	pcre2_code *re;
+	bool ok = true;
+	int rc;
+
+	if (!v->value)
+		return 0;
+	if (o->empty && !*v->value)
+		return cmd_usage_error(a, "%s", o->empty);
+	switch (o->type) {
+	case OPT_FLAG:
+	case OPT_STRING:
+		return 0;
+	case OPT_SECONDS:
+		ok = seconds(v->value, &v->as.seconds);
+		break;
+	case OPT_SIZE:
+		ok = size(v->value, &v->as.n);
+		break;
+	case OPT_COUNT:
+		ok = word_u64(v->value, strlen(v->value), &v->as.n) ==
+			     NUM_OK &&
+		     v->as.n >= o->min && (!o->max || v->as.n <= o->max);
+		break;
+	case OPT_CHOICE:
+		ok = false;
+		for (int i = 0; !ok && o->choices[i]; i++)
+			if (!strcmp(v->value, o->choices[i])) {
+				v->as.choice = i;
+				ok = true;
+			}
+		break;
+	case OPT_REGEX:
+		if (!(re = pattern_compile(v->value, &err))) {
+			rc = cmd_usage_error(a, o->bad, v->value, err.buf);
+			sb_release(&err);
+			return rc;
+		}
+		pcre2_code_free(re);
+		return 0;
+	}
+	if (!o->bad)
+		BUG("option %s of a type but no words for a bad value",
+		    o->name ? o->name : "(short)");
+	return ok ? 0 : cmd_usage_error(a, o->bad, v->value);
+}
+
+/* Every value given, converted; 0, or EXIT_USAGE for the first that is
+ * not (in the command line's order). */
+static int convert_all(struct cmd_args *a)
+{
+	for (size_t i = 0; i < a->nv; i++) {
+		struct cmd_value *v = &a->v[i];
+		const struct cmd_option *o = lookup_key(a->cmd, v->key);
+		int rc;
+
+		if (!o)
+			BUG("option %d not declared", v->key);
+		if ((rc = convert(a, o, v)))
+			return rc;
+	}
+	return 0;
+}
 
 /* A file a core names, where --symfs and --alternative-dirs say it is
  * (the readers' host_path). */
@@ -538,8 +699,9 @@ int cmd_main(const struct cmd_entry *c, const char *name, int argc,
 	a.sym.verbose = a.verbose;
 	if (!rc && args_has(&a, KEY_HELP)) {
 		cmd_help(stdout, c, name);
-	} else if (!rc && (!(c->flags & CMD_READS_DUMPS) ||
-			   !(rc = symbol_args(&a)))) {
+	} else if (!rc && !(rc = convert_all(&a)) &&
+		   (!(c->flags & CMD_READS_DUMPS) ||
+		    !(rc = symbol_args(&a)))) {
 		rc = c->run(&a);
 	}
 	sym_options_release(&a.sym);

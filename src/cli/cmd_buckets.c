@@ -21,6 +21,14 @@ static const struct vma unmapped = { 0, 0, 0, 0, 0, 0, "----", "" };
  * The original's one-line text form of a bucket:
  * "malloc tTYPE nNAME func(@file) func(@file) ...".
  */
+static const char *const usage[] = { "DUMP", NULL };
+static const struct cmd_option options[] = {
+	{ .key = OPT_POLICY, .name = "policy", .arg = "POLICY",
+	  .type = OPT_STRING, .flags = OPT_SYNOPSIS,
+	  .help = "also print the component each bucket lands in" },
+	OPT_END,
+};
+
 static void describe(struct strbuf *sb, const struct model *m,
 		     const struct bucket *b)
 {
@@ -119,15 +127,7 @@ static int cmd_buckets_run(struct cmd_args *a)
 	return status;
 }
 
-static const struct cmd_option options[] = {
-	{ OPT_POLICY, "policy", "POLICY", OPT_VALUE | OPT_SYNOPSIS,
-	  "also print the component each bucket lands in" },
-	OPT_END,
-};
-
-static const char *const usage[] = { "DUMP", NULL };
-
-const struct cmd_entry cmd_buckets = {
-	"buckets", "print every bucket of the run with its symbolized stack",
-	usage, options, CMD_READS_DUMPS, NULL, cmd_buckets_run,
-};
+const struct cmd_entry cmd_buckets = { .name = "buckets",
+	.run = cmd_buckets_run, .flags = CMD_READS_DUMPS, .usage = usage,
+	.options = options,
+	.summary = "print every bucket of the run with its symbolized stack" };

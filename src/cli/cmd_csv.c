@@ -16,6 +16,17 @@ enum {
 	OPT_LONG = OPT_LONG_ONLY,
 };
 
+static const char *const usage[] = { "DUMP [DUMP...]", NULL };
+static const struct cmd_option options[] = {
+	OPTION_POLICIES,
+	{ .key = 'b', .name = "bytes", .flags = OPT_SYNOPSIS,
+	  .help = "exact bytes instead of MiB" },
+	{ .key = OPT_LONG, .name = "long", .flags = OPT_SYNOPSIS,
+	  .help = "a row per run, pid, snapshot, time, policy, "
+		  "component, bytes: every run named on its own" },
+	OPT_END,
+};
+
 static void field(const char *s, bool first)
 {
 	if (!first)
@@ -148,18 +159,6 @@ static int cmd_csv_run(struct cmd_args *a)
 	return setup_timeline(a, false, csv_out);
 }
 
-static const struct cmd_option options[] = {
-	OPTION_POLICIES,
-	{ 'b', "bytes", NULL, OPT_SYNOPSIS, "exact bytes instead of MiB" },
-	{ OPT_LONG, "long", NULL, OPT_SYNOPSIS,
-	  "a row per run, pid, snapshot, time, policy, component, bytes: "
-	  "every run named on its own" },
-	OPT_END,
-};
-
-static const char *const usage[] = { "DUMP [DUMP...]", NULL };
-
-const struct cmd_entry cmd_csv = {
-	"csv", "print the timeline as CSV, a row per snapshot", usage,
-	options, CMD_READS_DUMPS, NULL, cmd_csv_run,
-};
+const struct cmd_entry cmd_csv = { .name = "csv", .run = cmd_csv_run,
+	.flags = CMD_READS_DUMPS, .usage = usage, .options = options,
+	.summary = "print the timeline as CSV, a row per snapshot" };

@@ -32,7 +32,7 @@ enum {
 };
 
 /* A function some stack of which is a leak suspect (bit 0 of a
- * tally entry's flags is tally_functions'). */
+ * tally entry's flags is stacktext_tally_functions'). */
 #define SUSPECT 2u
 
 /* Frames of a stack in the text tables; the JSON has them all. */
@@ -57,6 +57,18 @@ struct row {
 };
 
 /* Growers, by growth; shrinkers, by loss; churn, by what it allocated. */
+static const char *const usage[] = { "A B", "FIRST_DUMP", NULL };
+static const struct cmd_option options[] = {
+	OPTION_POLICY,
+	OPTION_ROWS("rows in each group of a table before the rest "
+		    "goes into <other> (default 10)"),
+	OPTION_BYTES,
+	{ .key = OPT_JSON, .name = "json", .flags = OPT_SYNOPSIS,
+	  .help = "every row, exact numbers, as JSON" },
+	OPTION_OWNERS,
+	OPT_END,
+};
+
 static int group_of(const struct row *r)
 {
 	return r->change > 0 ? 0 : r->change < 0 ? 1 : 2;
@@ -297,7 +309,8 @@ static void build_stacks_and_functions(struct diff *d)
 
 		change_sums(d, ch, add);
 		/* (Flat only: diff shows no cum; see place_calls.) */
-		f = tally_functions(&d->ftally, ch->m, ch->st, add, 6, false);
+		f = stacktext_tally_functions(&d->ftally, ch->m, ch->st, add, 6,
+					      false);
 		if (!f || (!add[0] && !ch->allocated && !ch->allocs &&
 			   !ch->frees))
 			continue; /* unchanged, or no code's */
@@ -383,7 +396,7 @@ static void place_calls(struct diff *d)
 
 	for (size_t i = 0; i < d->funcs.n && !want; i++)
 		want = printed(d, &d->funcs, i) &&
-		       !tally_placed_flat(tally_find(
+		       !stacktext_placed_flat(tally_find(
 			       &d->ftally, d->funcs.v[i].name,
 			       strlen(d->funcs.v[i].name)));
 	for (size_t i = 0; want && i < d->c.n && !source; i++) {
@@ -402,14 +415,15 @@ static void place_calls(struct diff *d)
 		int64_t add[6];
 
 		change_sums(d, &d->c.v[i], add);
-		tally_functions(&all, d->c.v[i].m, d->c.v[i].st, add, 6, true);
+		stacktext_tally_functions(&all, d->c.v[i].m, d->c.v[i].st,
+					  add, 6, true);
 	}
 	for (size_t i = 0; i < d->funcs.n; i++) {
 		struct row *r = &d->funcs.v[i];
 		const struct tally_entry *e;
 
 		if (!printed(d, &d->funcs, i) ||
-		    tally_placed_flat(tally_find(&d->ftally, r->name,
+		    stacktext_placed_flat(tally_find(&d->ftally, r->name,
 						 strlen(r->name))))
 			continue;
 		e = tally_find(&all, r->name, strlen(r->name));
@@ -900,9 +914,8 @@ static int cmd_diff_run(struct cmd_args *a)
 	if (a->argc < 1 || a->argc > 2)
 		return cmd_usage_error(a, a->argc ? "too many operands"
 						  : "which dumps?");
-	if ((status = setup_rows(a, 10, &rows)) ||
-	    (status = setup_owners(a, &d.owners)))
-		return status;
+	rows = setup_rows(a, 10);
+	setup_owners(a, &d.owners);
 	d.rows = rows;
 	d.exact = args_has(a, 'b');
 	d.json = args_has(a, OPT_JSON);
@@ -960,20 +973,6 @@ static int cmd_diff_run(struct cmd_args *a)
 	return rc ? 1 : 0;
 }
 
-static const struct cmd_option options[] = {
-	OPTION_POLICY,
-	OPTION_ROWS("rows in each group of a table before the rest goes into "
-		    "<other> (default 10)"),
-	OPTION_BYTES,
-	{ OPT_JSON, "json", NULL, OPT_SYNOPSIS,
-	  "every row, exact numbers, as JSON" },
-	OPTION_OWNERS,
-	OPT_END,
-};
-
-static const char *const usage[] = { "A B", "FIRST_DUMP", NULL };
-
-const struct cmd_entry cmd_diff = {
-	"diff", "print what grew between two dumps, or over a run",
-	usage, options, CMD_READS_DUMPS, NULL, cmd_diff_run,
-};
+const struct cmd_entry cmd_diff = { .name = "diff", .run = cmd_diff_run,
+	.flags = CMD_READS_DUMPS, .usage = usage, .options = options,
+	.summary = "print what grew between two dumps, or over a run" };

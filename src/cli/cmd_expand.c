@@ -39,6 +39,19 @@ enum {
 };
 
 /* "(alloc=N) (free=N) ", or "?" where the profile does not count. */
+static const char *const usage[] = { "DUMP COMPONENT [DEPTH]",
+				     "DUMP POLICY COMPONENT [DEPTH]", NULL };
+static const struct cmd_option options[] = {
+	OPTION_POLICY,
+	{ .key = 'l', .name = "lines", .flags = OPT_SYNOPSIS,
+	  .help = "with --original: the line of each source file" },
+	{ .key = OPT_ORIGINAL, .name = "original",
+	  .flags = OPT_SYNOPSIS,
+	  .help = "the original's lines, keyed by frames and counts, "
+		  "\"func(@file)\" frames" },
+	OPT_END,
+};
+
 static void counts_text(struct expand *x, const struct item *it)
 {
 	if (x->counts)
@@ -305,23 +318,6 @@ static int cmd_expand_run(struct cmd_args *a)
 	return status;
 }
 
-static const struct cmd_option options[] = {
-	OPTION_POLICY,
-	{ 'l', "lines", NULL, OPT_SYNOPSIS,
-	  "with --original: the line of each source file" },
-	{ OPT_ORIGINAL, "original", NULL, OPT_SYNOPSIS,
-	  "the original's lines, keyed by frames and counts, \"func(@file)\" "
-	  "frames" },
-	OPT_END,
-};
-
-static const char *const usage[] = {
-	"DUMP COMPONENT [DEPTH]",
-	"DUMP POLICY COMPONENT [DEPTH]",
-	NULL,
-};
-
-const struct cmd_entry cmd_expand = {
-	"expand", "print the stacks behind one component of a dump", usage,
-	options, CMD_READS_DUMPS, NULL, cmd_expand_run,
-};
+const struct cmd_entry cmd_expand = { .name = "expand", .run = cmd_expand_run,
+	.flags = CMD_READS_DUMPS, .usage = usage, .options = options,
+	.summary = "print the stacks behind one component of a dump" };

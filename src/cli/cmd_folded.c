@@ -23,6 +23,14 @@ struct folded {
 	struct strbuf key;
 };
 
+static const char *const usage[] = { "DUMP", NULL };
+static const struct cmd_option options[] = {
+	OPTION_POLICY,
+	OPTION_COMPONENT("only this component's stacks (and no "
+			 "component frame)"),
+	OPT_END,
+};
+
 static int add_item(void *ctx, const struct item *it)
 {
 	struct folded *f = ctx;
@@ -104,15 +112,6 @@ static int cmd_folded_run(struct cmd_args *a)
 	return status;
 }
 
-static const struct cmd_option options[] = {
-	OPTION_POLICY,
-	OPTION_COMPONENT("only this component's stacks (and no component frame)"),
-	OPT_END,
-};
-
-static const char *const usage[] = { "DUMP", NULL };
-
-const struct cmd_entry cmd_folded = {
-	"folded", "print a dump's stacks folded, for flame graphs", usage,
-	options, CMD_READS_DUMPS, NULL, cmd_folded_run,
-};
+const struct cmd_entry cmd_folded = { .name = "folded", .run = cmd_folded_run,
+	.flags = CMD_READS_DUMPS, .usage = usage, .options = options,
+	.summary = "print a dump's stacks folded, for flame graphs" };

@@ -37,11 +37,23 @@ enum {
 
 struct heap_run {
 	const char *core; /* the core file walked, or NULL: process PID */
+	/* Where the files the core names are (the symbol options). */
+	const struct read_options *read;
 	pid_t pid;
 	size_t threads;
 	double held, stopping, walk;
 	uint64_t nreads, nbytes;
-	struct glibc_heap h;
+	struct heap h;
+};
+
+static const char *const usage[] = { "PID", "CORE", NULL };
+static const struct cmd_option options[] = {
+	{ .key = OPT_JSON, .name = "json", .flags = OPT_SYNOPSIS,
+	  .help = "exact numbers, as JSON" },
+	{ .key = OPT_BLOCKS, .name = "blocks", .flags = OPT_SYNOPSIS,
+	  .help = "every block too: address, usable size, chunk size, "
+		  "state, arena" },
+	OPT_END,
 };
 
 static double seconds(void)
@@ -66,7 +78,7 @@ static int walk_once(struct heap_run *r)
 	t0 = seconds();
 	rc = procimage_open_pid(&img, r->pid);
 	if (rc == 0) {
-		rc = glibc_heap_walk(&r->h, &img);
+		rc = heap_walk(&r->h, &img);
 		r->nreads = img.nreads;
 		r->nbytes = img.nbytes;
 		procimage_close(&img);
@@ -77,10 +89,10 @@ static int walk_once(struct heap_run *r)
 	r->stopping = procstop_stopping_seconds(&stop);
 	if (procstop_exited(r->pid))
 		rc = error("process %d exited during the walk", (int)r->pid);
-	else if (rc < 0 && r->h.why)
-		error("%s", r->h.why);
+	else if (rc < 0 && r->h.why.what)
+		fault_error(&r->h.why, NULL);
 	if (rc < 0)
-		glibc_heap_release(&r->h);
+		heap_release(&r->h);
 	return rc;
 }
 
@@ -88,27 +100,29 @@ static int walk_once(struct heap_run *r)
 static int walk_core(struct heap_run *r)
 {
 	struct coreimage core;
-	char *missing;
+	struct fault missing = { 0 };
+	bool cut;
 	double t0 = seconds();
 	int rc;
 
-	if (coreimage_open(&core, r->core) < 0)
+	if (coreimage_open_at(&core, r->core, r->read->host_path,
+			      r->read->host_ctx) < 0)
 		return -1;
-	if ((missing = coreimage_missing(&core)))
-		warning("%s", missing);
+	if ((cut = coreimage_missing(&core, &missing)))
+		fault_warning(&missing, NULL);
 	r->pid = core.pid;
 	r->threads = core.nthreads;
-	rc = glibc_heap_walk(&r->h, &core.img);
+	rc = heap_walk(&r->h, &core.img);
 	r->nreads = core.img.nreads;
 	r->nbytes = core.img.nbytes;
 	r->walk = seconds() - t0;
 	coreimage_close(&core);
 	if (rc < 0) {
-		error("%s%s", r->h.why, missing ? " (the core is cut short: "
-				"what it lacks may hold it)" : "");
-		glibc_heap_release(&r->h);
+		fault_error(&r->h.why, cut ? " (the core is cut short: what "
+					     "it lacks may hold it)" : NULL);
+		heap_release(&r->h);
 	}
-	free(missing);
+	fault_release(&missing);
 	return rc;
 }
 
@@ -121,17 +135,17 @@ static int walk(struct heap_run *r)
 	for (int try = 0;; try++) {
 		if (walk_once(r) < 0)
 			return -1;
-		if (!glibc_heap_locked(&r->h) || try + 1 == LOCKED_TRIES)
+		if (!heap_locked(&r->h) || try + 1 == LOCKED_TRIES)
 			return 0;
-		glibc_heap_release(&r->h);
+		heap_release(&r->h);
 		usleep(1000u << try);
 	}
 }
 
-static void say_problems(const struct glibc_heap *h)
+static void say_problems(const struct heap *h)
 {
 	for (size_t i = 0; i < h->nproblems && i < PROBLEMS_SAID; i++)
-		warning("%s", h->problems[i].msg);
+		fault_warning(&h->problems[i].f, NULL);
 	if (h->nproblems > PROBLEMS_SAID)
 		warning("%zu more problems (--json lists them all)",
 			h->nproblems - PROBLEMS_SAID);
@@ -147,7 +161,7 @@ static void print_row(const char *name, uint64_t count, uint64_t bytes,
 		printf("%-20s %12s %16" PRIu64 "\n", name, "", bytes);
 }
 
-static void print_arena(const struct glibc_heap *h, size_t k)
+static void print_arena(const struct heap *h, size_t k)
 {
 	const struct heap_arena *a = &h->arenas[k];
 	const struct heap_tally *t = &a->t;
@@ -162,7 +176,7 @@ static void print_arena(const struct glibc_heap *h, size_t k)
 	       a->corrupt ? "  corrupt" : a->locked ? "  locked" : "");
 }
 
-static void print_blocks(const struct glibc_heap *h)
+static void print_blocks(const struct heap *h)
 {
 	printf("\n%-18s %12s %12s %-8s %s\n", "address", "usable", "chunk",
 	       "state", "arena");
@@ -181,11 +195,11 @@ static void print_blocks(const struct glibc_heap *h)
 
 static void print_text(const struct heap_run *r, bool blocks)
 {
-	const struct glibc_heap *h = &r->h;
+	const struct heap *h = &r->h;
 	struct heap_summary sum;
 	const struct heap_tally *t = &sum.t;
 
-	glibc_heap_summary(h, &sum);
+	heap_summarize(h, &sum);
 	if (r->core)
 		printf("core %s: process %d, %zu thread%s (the walk %.1f ms,"
 		       " %" PRIu64 " bytes read in %" PRIu64 " reads)\n",
@@ -228,7 +242,7 @@ static void json_hex(struct json_writer *w, const char *key, uint64_t v)
 	json_member_string(w, key, buf);
 }
 
-static void json_arenas(struct json_writer *w, const struct glibc_heap *h)
+static void json_arenas(struct json_writer *w, const struct heap *h)
 {
 	json_key(w, "arenas");
 	json_array(w);
@@ -267,21 +281,21 @@ static void json_params(struct json_writer *w, const struct heap_params *mp)
 	json_end(w);
 }
 
-static void json_problems(struct json_writer *w, const struct glibc_heap *h)
+static void json_problems(struct json_writer *w, const struct heap *h)
 {
 	json_key(w, "problems");
 	json_array(w);
 	for (size_t i = 0; i < h->nproblems; i++) {
 		json_object_line(w);
-		json_hex(w, "address", h->problems[i].addr);
+		json_hex(w, "address", h->problems[i].f.where.addr);
 		json_member_int(w, "arena", h->problems[i].arena);
-		json_member_string(w, "message", h->problems[i].msg);
+		json_member_string(w, "message", h->problems[i].f.what);
 		json_end(w);
 	}
 	json_end(w);
 }
 
-static void json_blocks(struct json_writer *w, const struct glibc_heap *h)
+static void json_blocks(struct json_writer *w, const struct heap *h)
 {
 	json_key(w, "blocks");
 	json_array(w);
@@ -304,12 +318,12 @@ static void json_blocks(struct json_writer *w, const struct glibc_heap *h)
 
 static void print_json(const struct heap_run *r, bool blocks)
 {
-	const struct glibc_heap *h = &r->h;
+	const struct heap *h = &r->h;
 	struct strbuf out = STRBUF_INIT;
 	struct json_writer w;
 	struct heap_summary sum;
 
-	glibc_heap_summary(h, &sum);
+	heap_summarize(h, &sum);
 	json_write_init(&w, &out, stdout, false);
 	json_object(&w);
 	if (r->core)
@@ -350,6 +364,7 @@ static int cmd_heap_run(struct cmd_args *a)
 	int status;
 
 	r.core = setup_core_operand(a);
+	r.read = &a->read;
 	if (!r.core && (status = setup_pid(a, &r.pid)))
 		return status;
 	if ((r.core ? walk_core(&r) : walk(&r)) < 0)
@@ -359,20 +374,10 @@ static int cmd_heap_run(struct cmd_args *a)
 		print_json(&r, args_has(a, OPT_BLOCKS));
 	else
 		print_text(&r, args_has(a, OPT_BLOCKS));
-	glibc_heap_release(&r.h);
+	heap_release(&r.h);
 	return 0;
 }
 
-static const struct cmd_option options[] = {
-	{ OPT_JSON, "json", NULL, OPT_SYNOPSIS, "exact numbers, as JSON" },
-	{ OPT_BLOCKS, "blocks", NULL, OPT_SYNOPSIS,
-	  "every block too: address, usable size, chunk size, state, arena" },
-	OPT_END,
-};
-
-static const char *const usage[] = { "PID", "CORE", NULL };
-
-const struct cmd_entry cmd_heap = {
-	"heap", "account for the glibc malloc heap of a process or a core",
-	usage, options, 0, NULL, cmd_heap_run,
-};
+const struct cmd_entry cmd_heap = { .name = "heap", .run = cmd_heap_run,
+	.flags = CMD_READS_DUMPS, .usage = usage, .options = options,
+	.summary = "account for the glibc malloc heap of a process or a core" };

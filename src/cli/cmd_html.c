@@ -26,6 +26,19 @@ static const char marker[] = "@@DATA@@\n";
  * "<!--<script" change how the rest is read.  (Every '<' is in a string,
  * where \u003c means the same.)
  */
+static const char *const usage[] = { "FIRST_DUMP", NULL };
+static const struct cmd_option options[] = {
+	OPTION_POLICIES,
+	{ .key = 'o', .name = "output", .arg = "FILE",
+	  .type = OPT_STRING, .flags = OPT_SYNOPSIS,
+	  .help = "write the page to FILE ('-': standard output; "
+		  "default: the run's name.html, here)" },
+	OPTION_ROWS("stacks kept per component at each snapshot that "
+		    "keeps stacks (default 40)"),
+	OPTION_OWNERS,
+	OPT_END,
+};
+
 static void write_data(FILE *f, const struct strbuf *data)
 {
 	const char *p = data->buf, *end = data->buf + data->len;
@@ -170,9 +183,8 @@ static int cmd_html_run(struct cmd_args *a)
 	if (a->argc != 1)
 		return cmd_usage_error(a, a->argc ? "too many operands"
 						  : "which dump?");
-	if ((status = setup_rows(a, 40, &stacks)) ||
-	    (status = setup_owners(a, &owners)))
-		return status;
+	stacks = setup_rows(a, 40);
+	setup_owners(a, &owners);
 	output = args_get(a, 'o') ? xstrdup(args_get(a, 'o'))
 				  : default_output(a->argv[0]);
 	tally_init(&passed);
@@ -216,11 +228,11 @@ static int cmd_html_run(struct cmd_args *a)
 	} else {
 		setup_say_passed(a, &owners, &passed, "bytes at the peak");
 		if (strcmp(output, "-"))
-			fprintf(stderr, "dmprof: wrote %s (%zu KiB, %zu "
-					"snapshots): open it in a browser\n",
-				output,
-				(strlen(page_html) + data.len + 1023) / 1024,
-				tl.n);
+			note("wrote %s (%zu KiB, %zu snapshots): open it in "
+			     "a browser",
+			     output,
+			     (strlen(page_html) + data.len + 1023) / 1024,
+			     tl.n);
 	}
 	if (!status && tl.skipped_errors)
 		status = 1;
@@ -243,20 +255,7 @@ out:
 	return status;
 }
 
-static const struct cmd_option options[] = {
-	OPTION_POLICIES,
-	{ 'o', "output", "FILE", OPT_VALUE | OPT_SYNOPSIS,
-	  "write the page to FILE ('-': standard output; default: the run's "
-	  "name.html, here)" },
-	OPTION_ROWS("stacks kept per component at each snapshot that keeps "
-		    "stacks (default 40)"),
-	OPTION_OWNERS,
-	OPT_END,
-};
-
-static const char *const usage[] = { "FIRST_DUMP", NULL };
-
-const struct cmd_entry cmd_html = {
-	"html", "write the run as one HTML page: chart, stacks, flame graphs",
-	usage, options, CMD_READS_DUMPS, NULL, cmd_html_run,
-};
+const struct cmd_entry cmd_html = { .name = "html", .run = cmd_html_run,
+	.flags = CMD_READS_DUMPS, .usage = usage, .options = options,
+	.summary = "write the run as one HTML page: chart, stacks, flame "
+		   "graphs" };

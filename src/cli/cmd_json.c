@@ -28,6 +28,12 @@ struct member {
 	const char *s;
 };
 
+static const char *const usage[] = { "DUMP [DUMP...]", NULL };
+static const struct cmd_option options[] = {
+	OPTION_POLICIES,
+	OPT_END,
+};
+
 static int cmp_member(const void *a, const void *b)
 {
 	return strcmp(((const struct member *)a)->key,
@@ -142,14 +148,6 @@ static int cmd_json_run(struct cmd_args *a)
 	return setup_timeline(a, false, json_out);
 }
 
-static const struct cmd_option options[] = {
-	OPTION_POLICIES,
-	OPT_END,
-};
-
-static const char *const usage[] = { "DUMP [DUMP...]", NULL };
-
-const struct cmd_entry cmd_json = {
-	"json", "print the timeline as JSON (JSON_DEEP_2)", usage, options,
-	CMD_READS_DUMPS, NULL, cmd_json_run,
-};
+const struct cmd_entry cmd_json = { .name = "json", .run = cmd_json_run,
+	.flags = CMD_READS_DUMPS, .usage = usage, .options = options,
+	.summary = "print the timeline as JSON (JSON_DEEP_2)" };

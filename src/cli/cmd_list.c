@@ -9,6 +9,12 @@
 
 #include "setup.h"
 
+static const char *const usage[] = { "DUMP [DUMP...]", NULL };
+static const struct cmd_option options[] = {
+	OPTION_POLICIES,
+	OPT_END,
+};
+
 static int list_out(const struct timeline *tl, bool bytes UNUSED)
 {
 	for (size_t p = 0; p < tl->set.n; p++) {
@@ -39,14 +45,6 @@ static int cmd_list_run(struct cmd_args *a)
 	return setup_timeline(a, false, list_out);
 }
 
-static const struct cmd_option options[] = {
-	OPTION_POLICIES,
-	OPT_END,
-};
-
-static const char *const usage[] = { "DUMP [DUMP...]", NULL };
-
-const struct cmd_entry cmd_list = {
-	"list", "print every component of every snapshot, in bytes", usage,
-	options, CMD_READS_DUMPS, NULL, cmd_list_run,
-};
+const struct cmd_entry cmd_list = { .name = "list", .run = cmd_list_run,
+	.flags = CMD_READS_DUMPS, .usage = usage, .options = options,
+	.summary = "print every component of every snapshot, in bytes" };

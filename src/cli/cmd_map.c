@@ -25,6 +25,12 @@ struct map_dump {
 	size_t n;
 };
 
+static const char *const usage[] = { "DUMP", "DUMP POLICY", NULL };
+static const struct cmd_option options[] = {
+	OPTION_POLICY,
+	OPT_END,
+};
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -169,14 +175,6 @@ out:
 	return status;
 }
 
-static const struct cmd_option options[] = {
-	OPTION_POLICY,
-	OPT_END,
-};
-
-static const char *const usage[] = { "DUMP", "DUMP POLICY", NULL };
-
-const struct cmd_entry cmd_map = {
-	"map", "print what each address range was in each snapshot", usage,
-	options, CMD_READS_DUMPS, NULL, cmd_map_run,
-};
+const struct cmd_entry cmd_map = { .name = "map", .run = cmd_map_run,
+	.flags = CMD_READS_DUMPS, .usage = usage, .options = options,
+	.summary = "print what each address range was in each snapshot" };

@@ -46,6 +46,22 @@ struct export {
 	bool overflow;
 };
 
+static const char *const usage[] = { "DUMP", "DUMP POLICY", NULL };
+static const struct cmd_option options[] = {
+	OPTION_COMPONENT("only this component"),
+	OPTION_POLICY,
+	{ .key = OPT_PROTO, .name = "proto", .flags = OPT_SYNOPSIS,
+	  .help = "a gzipped profile.proto, component and policy as "
+		  "sample labels (go tool pprof, speedscope, "
+		  "Pyroscope open it)" },
+	{ .key = OPT_ORIGINAL, .name = "original",
+	  .flags = OPT_SYNOPSIS,
+	  .help = "the original's text: every hooked region and "
+		  "malloc line, the allocator's arenas beside the "
+		  "blocks they hold" },
+	OPT_END,
+};
+
 static void add_entry(struct export *x, int which, struct pprof_sample e)
 {
 	GROW(x->v[which], x->n[which] + 1, x->alloc[which]);
@@ -307,21 +323,6 @@ out:
 	return status;
 }
 
-static const struct cmd_option options[] = {
-	OPTION_COMPONENT("only this component"),
-	OPTION_POLICY,
-	{ OPT_PROTO, "proto", NULL, OPT_SYNOPSIS,
-	  "a gzipped profile.proto, component and policy as sample labels "
-	  "(go tool pprof, speedscope, Pyroscope open it)" },
-	{ OPT_ORIGINAL, "original", NULL, OPT_SYNOPSIS,
-	  "the original's text: every hooked region and malloc line, the "
-	  "allocator's arenas beside the blocks they hold" },
-	OPT_END,
-};
-
-static const char *const usage[] = { "DUMP", "DUMP POLICY", NULL };
-
-const struct cmd_entry cmd_pprof = {
-	"pprof", "convert a dump to a pprof heap profile (text or protobuf)",
-	usage, options, CMD_READS_DUMPS, NULL, cmd_pprof_run,
-};
+const struct cmd_entry cmd_pprof = { .name = "pprof", .run = cmd_pprof_run,
+	.flags = CMD_READS_DUMPS, .usage = usage, .options = options,
+	.summary = "convert a dump to a pprof heap profile (text or protobuf)" };

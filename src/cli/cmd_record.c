@@ -33,6 +33,7 @@
  * in ../lib/dmprof from it (installed under any PREFIX); in the
  * configured LIBDIR.
  */
+
 static char *find_recorder(void)
 {
 	const char *env = getenv("DMPROF_RECORDER");
@@ -101,25 +102,6 @@ static int signal_number(const char *s)
 	return -1;
 }
 
-static bool parse_bytes(const char *s, uint64_t *out)
-{
-	uint64_t v, mul = 1;
-	size_t n = strlen(s);
-	char *num;
-	bool ok;
-
-	if (n && strchr("kKmMgG", s[n - 1])) {
-		mul = strchr("kK", s[n - 1])   ? 1ULL << 10
-		      : strchr("mM", s[n - 1]) ? 1ULL << 20
-					       : 1ULL << 30;
-		n--;
-	}
-	num = xstrndup(s, n);
-	ok = (word_u64(num, strlen(num), &v) == NUM_OK) && !__builtin_mul_overflow(v, mul, out);
-	free(num);
-	return ok;
-}
-
 /* The program being recorded, for the signal handler. */
 static pid_t child;
 
@@ -180,38 +162,36 @@ static void add_reason(struct reasons *r, const struct deep_meta *m,
 static void say_reasons(const struct reasons *r, const char *prefix)
 {
 	if (r->peaks && r->teardown)
-		fprintf(stderr, "dmprof record: %u at new peaks in use; before "
-				"teardown (%s): %s.%04lu.heap\n",
-			r->peaks, r->teardown_why, prefix, r->teardown);
+		inform("record", "%u at new peaks in use; before teardown "
+				 "(%s): %s.%04lu.heap",
+		       r->peaks, r->teardown_why, prefix, r->teardown);
 	else if (r->teardown)
-		fprintf(stderr, "dmprof record: before teardown (%s): "
-				"%s.%04lu.heap\n",
-			r->teardown_why, prefix, r->teardown);
+		inform("record", "before teardown (%s): %s.%04lu.heap",
+		       r->teardown_why, prefix, r->teardown);
 	else if (r->peaks)
-		fprintf(stderr, "dmprof record: %u at new peaks in use\n",
-			r->peaks);
+		inform("record", "%u at new peaks in use", r->peaks);
 	if (r->crash)
-		fprintf(stderr, "dmprof record: the last one, of the crash "
-				"(%s): %s.%04lu.heap\n",
-			r->crash_why, prefix, r->crash);
+		inform("record", "the last one, of the crash (%s): %s.%04lu.heap",
+		       r->crash_why, prefix, r->crash);
 }
 
 static void say_cost(const struct cost *c, size_t dumps)
 {
+	struct strbuf sb = STRBUF_INIT;
+
 	if (!dumps || c->dump <= 0)
 		return;
-	fprintf(stderr, "dmprof record: a dump took up to %.3f s", c->dump);
+	sb_addf(&sb, "a dump took up to %.3f s", c->dump);
 	if (c->running < dumps)
-		fprintf(stderr, ", the program's threads standing still up to "
-				"%.3f s",
+		sb_addf(&sb, ", the program's threads standing still up to "
+			     "%.3f s",
 			c->stopped);
-	fputc('\n', stderr);
+	inform("record", "%s", sb.buf);
+	sb_release(&sb);
 	if (c->running)
-		fprintf(stderr,
-			"dmprof record: %u dump%s read with the threads "
-			"running: %s\n",
-			c->running, c->running == 1 ? " was" : "s were",
-			c->why);
+		inform("record", "%u dump%s read with the threads running: %s",
+		       c->running, c->running == 1 ? " was" : "s were",
+		       c->why);
 }
 
 /*
@@ -240,21 +220,19 @@ static size_t report(const char *prefix, pid_t main_pid)
 		add_reason(&why, &m, s.dumps[i].counter);
 	}
 	if (s.ndumps == 1)
-		fprintf(stderr, "dmprof record: 1 dump of pid %d: "
-				"%s.%04lu.heap\n",
-			(int)main_pid, mine, s.first);
+		inform("record", "1 dump of pid %d: %s.%04lu.heap",
+		       (int)main_pid, mine, s.first);
 	else if (s.ndumps)
-		fprintf(stderr, "dmprof record: %zu dumps of pid %d: "
-				"%s.0001.heap .. %s.%04lu.heap\n",
-			s.ndumps, (int)main_pid, mine, mine,
-			s.dumps[s.ndumps - 1].counter);
+		inform("record", "%zu dumps of pid %d: %s.0001.heap .. "
+				 "%s.%04lu.heap",
+		       s.ndumps, (int)main_pid, mine, mine,
+		       s.dumps[s.ndumps - 1].counter);
 	say_reasons(&why, mine);
 	say_cost(&cost, s.ndumps);
 	if (others)
-		fprintf(stderr,
-			"dmprof record: %zu more dump%s by other processes "
-			"(children, or earlier runs) under %s.*.heap\n",
-			others, others == 1 ? "" : "s", prefix);
+		inform("record", "%zu more dump%s by other processes "
+				 "(children, or earlier runs) under %s.*.heap",
+		       others, others == 1 ? "" : "s", prefix);
 	total = s.ndumps + others;
 	series_free(&s);
 	free(mine);
@@ -265,7 +243,8 @@ static size_t report(const char *prefix, pid_t main_pid)
 struct record_opts {
 	const char *output;     /* -o, or NULL */
 	double interval;
-	const char *alloc, *inuse; /* byte counts as given, or NULL */
+	bool has_alloc, has_inuse;
+	uint64_t alloc, inuse;  /* byte counts, when given */
 	int pageframe;
 	int signal;
 	uint64_t depth;
@@ -283,64 +262,76 @@ enum {
 	OPT_SIGNAL,
 };
 
-/* Check each option's value; 0, or a usage error's status. */
+static const char *const pageframe_choices[] = { "1", "2", NULL };
+
+static const char *const usage[] = { "[--] CMD [ARGS...]", NULL };
+static const struct cmd_option options[] = {
+	{ .key = 'o', .name = "output", .arg = "PREFIX",
+	  .type = OPT_STRING, .flags = OPT_SYNOPSIS,
+	  .help = "dumps go to PREFIX.PID.NNNN.heap; a directory: "
+		  "DIR/CMD.PID..." },
+	{ .key = 'i', .name = "interval", .arg = "SECONDS",
+	  .type = OPT_SECONDS, .flags = OPT_SYNOPSIS,
+	  .bad = "bad interval '%s' (seconds)",
+	  .help = "a dump every SECONDS (default 5; 0: none)" },
+	{ .key = OPT_ALLOC, .name = "alloc-interval", .arg = "BYTES",
+	  .type = OPT_SIZE,
+	  .bad = "bad size '%s' (bytes, or with k, M, G)",
+	  .help = "a dump each time BYTES more were allocated "
+		  "(default 1G; 0: never; k, M, G allowed)" },
+	{ .key = OPT_INUSE, .name = "inuse-interval", .arg = "BYTES",
+	  .type = OPT_SIZE,
+	  .bad = "bad size '%s' (bytes, or with k, M, G)",
+	  .help = "a dump each time BYTES more are in use, instead of "
+		  "at new peaks (0: never)" },
+	{ .key = OPT_NO_PEAKS, .name = "no-peaks",
+	  .help = "no dumps at new peaks in use (1M, then twice the "
+		  "last one's); a dump each 100M more in use "
+		  "instead" },
+	{ .key = OPT_SIGNAL, .name = "signal", .arg = "SIG",
+	  .type = OPT_STRING,
+	  .help = "dump when CMD (or dmprof record) gets SIG (default "
+		  "USR2; none: no signal)" },
+	{ .key = OPT_DEPTH, .name = "depth", .arg = "N",
+	  .type = OPT_COUNT, .min = 1, .max = 64,
+	  .bad = "bad depth '%s' (1 to 64)",
+	  .help = "frames per stack, 1 to 64 (default 32)" },
+	{ .key = OPT_NO_MMAP, .name = "no-mmap",
+	  .help = "do not record mmap calls" },
+	{ .key = OPT_PAGEFRAME, .name = "pageframe", .arg = "2",
+	  .type = OPT_CHOICE, .choices = pageframe_choices,
+	  .flags = OPT_OPTIONAL,
+	  .bad = "bad --pageframe '%s' (1 or 2)",
+	  .help = "list the page frames of each region (needs root); "
+		  "2: with their share counts" },
+	OPT_END,
+};
+
+/* The options' values (converted when given); 0, or a usage error's
+ * status. */
 static int parse_options(struct cmd_args *a, struct record_opts *o)
 {
-	uint64_t bytes;
+	const char *sig = args_get(a, OPT_SIGNAL);
 
 	memset(o, 0, sizeof(*o));
-	o->interval = 5;
+	o->output = args_get(a, 'o');
+	o->interval = args_seconds(a, 'i', 5);
+	o->has_alloc = args_has(a, OPT_ALLOC);
+	o->alloc = args_size(a, OPT_ALLOC, 0);
+	o->has_inuse = args_has(a, OPT_INUSE);
+	o->inuse = args_size(a, OPT_INUSE, 0);
+	/* (--pageframe alone is 1.) */
+	o->pageframe = args_has(a, OPT_PAGEFRAME)
+			       ? args_choice(a, OPT_PAGEFRAME, 0) + 1
+			       : 0;
+	o->depth = args_count(a, OPT_DEPTH, 32);
+	o->mmap = !args_has(a, OPT_NO_MMAP);
+	o->no_peaks = args_has(a, OPT_NO_PEAKS);
 	o->signal = SIGUSR2;
-	o->depth = 32;
-	o->mmap = true;
-	for (size_t i = 0; i < a->nv; i++) {
-		const char *v = a->v[i].value;
-
-		switch (a->v[i].key) {
-		case 'o':
-			o->output = v;
-			break;
-		case 'i':
-			if (!setup_seconds(v, &o->interval))
-				return cmd_usage_error(a, "bad interval '%s' "
-							  "(seconds)", v);
-			break;
-		case OPT_ALLOC:
-		case OPT_INUSE:
-			if (!parse_bytes(v, &bytes))
-				return cmd_usage_error(a, "bad size '%s' (bytes, "
-							  "or with k, M, G)", v);
-			*(a->v[i].key == OPT_ALLOC ? &o->alloc : &o->inuse) = v;
-			break;
-		case OPT_PAGEFRAME:
-			o->pageframe = !v ? 1 : !strcmp(v, "1") ? 1
-				     : !strcmp(v, "2") ? 2 : -1;
-			if (o->pageframe < 0)
-				return cmd_usage_error(a, "bad --pageframe '%s' "
-							  "(1 or 2)", v);
-			break;
-		case OPT_DEPTH:
-			if (word_u64(v, strlen(v), &o->depth) != NUM_OK ||
-			    o->depth < 1 || o->depth > 64)
-				return cmd_usage_error(a, "bad depth '%s' (1 to "
-							  "64)", v);
-			break;
-		case OPT_NO_MMAP:
-			o->mmap = false;
-			break;
-		case OPT_NO_PEAKS:
-			o->no_peaks = true;
-			break;
-		case OPT_SIGNAL:
-			o->signal = signal_number(v);
-			if (o->signal < 0)
-				return cmd_usage_error(
-					a, "bad signal '%s' (USR1, USR2, HUP, "
-					   "URG, PROF, WINCH, VTALRM, PWR, a "
-					   "real-time one, or none)", v);
-			break;
-		}
-	}
+	if (sig && (o->signal = signal_number(sig)) < 0)
+		return cmd_usage_error(a, "bad signal '%s' (USR1, USR2, HUP, "
+					  "URG, PROF, WINCH, VTALRM, PWR, a "
+					  "real-time one, or none)", sig);
 	return 0;
 }
 
@@ -385,7 +376,6 @@ static void set_environment(const struct record_opts *o,
 	char *preload = old && *old ? xasprintf("%s:%s", recorder, old)
 				    : xstrdup(recorder);
 	char num[64];
-	uint64_t bytes;
 
 	setenv("LD_PRELOAD", preload, 1);
 	free(preload);
@@ -395,12 +385,12 @@ static void set_environment(const struct record_opts *o,
 	/* (The recorder reads plain decimals: no exponents.) */
 	snprintf(num, sizeof(num), "%.6f", o->interval);
 	setenv("HEAP_PROFILE_TIME_INTERVAL", num, 1);
-	if (o->alloc && parse_bytes(o->alloc, &bytes)) {
-		snprintf(num, sizeof(num), "%" PRIu64, bytes);
+	if (o->has_alloc) {
+		snprintf(num, sizeof(num), "%" PRIu64, o->alloc);
 		setenv("HEAP_PROFILE_ALLOCATION_INTERVAL", num, 1);
 	}
-	if (o->inuse && parse_bytes(o->inuse, &bytes)) {
-		snprintf(num, sizeof(num), "%" PRIu64, bytes);
+	if (o->has_inuse) {
+		snprintf(num, sizeof(num), "%" PRIu64, o->inuse);
 		setenv("HEAP_PROFILE_INUSE_INTERVAL", num, 1);
 	}
 	/* (Otherwise the environment's say, on by default.) */
@@ -461,8 +451,7 @@ static pid_t run_child(char **argv, int sig, int *wstatus)
 	}
 	if (!pid) {
 		execvp(argv[0], argv);
-		fprintf(stderr, "dmprof: record: cannot run %s: %s\n", argv[0],
-			strerror(errno));
+		error("record: cannot run %s: %s", argv[0], strerror(errno));
 		_exit(errno == ENOENT ? 127 : 126);
 	}
 	child = pid;
@@ -521,50 +510,20 @@ static int cmd_record_run(struct cmd_args *a)
 	}
 	if (!report(prefix, pid) &&
 	    !(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) >= 126))
-		fprintf(stderr,
-			"dmprof record: %s wrote no dumps (a static binary, "
-			"a set-user-ID one, or one that never called malloc "
-			"and did not exit normally?)\n",
-			a->argv[0]);
+		inform("record", "%s wrote no dumps (a static binary, a "
+				 "set-user-ID one, or one that never called "
+				 "malloc and did not exit normally?)",
+		       a->argv[0]);
 	free(prefix);
 	if (WIFSIGNALED(wstatus)) {
-		fprintf(stderr, "dmprof record: %s killed by signal %d%s\n",
-			a->argv[0], WTERMSIG(wstatus),
-			WCOREDUMP(wstatus) ? " (core dumped)" : "");
+		inform("record", "%s killed by signal %d%s", a->argv[0],
+		       WTERMSIG(wstatus),
+		       WCOREDUMP(wstatus) ? " (core dumped)" : "");
 		return 128 + WTERMSIG(wstatus);
 	}
 	return WEXITSTATUS(wstatus);
 }
 
-static const struct cmd_option options[] = {
-	{ 'o', "output", "PREFIX", OPT_VALUE | OPT_SYNOPSIS,
-	  "dumps go to PREFIX.PID.NNNN.heap; a directory: DIR/CMD.PID..." },
-	{ 'i', "interval", "SECONDS", OPT_VALUE | OPT_SYNOPSIS,
-	  "a dump every SECONDS (default 5; 0: none)" },
-	{ OPT_ALLOC, "alloc-interval", "BYTES", OPT_VALUE,
-	  "a dump each time BYTES more were allocated (default 1G; 0: "
-	  "never; k, M, G allowed)" },
-	{ OPT_INUSE, "inuse-interval", "BYTES", OPT_VALUE,
-	  "a dump each time BYTES more are in use, instead of at new peaks "
-	  "(0: never)" },
-	{ OPT_NO_PEAKS, "no-peaks", NULL, 0,
-	  "no dumps at new peaks in use (1M, then twice the last one's); "
-	  "a dump each 100M more in use instead" },
-	{ OPT_SIGNAL, "signal", "SIG", OPT_VALUE,
-	  "dump when CMD (or dmprof record) gets SIG (default USR2; none: "
-	  "no signal)" },
-	{ OPT_DEPTH, "depth", "N", OPT_VALUE,
-	  "frames per stack, 1 to 64 (default 32)" },
-	{ OPT_NO_MMAP, "no-mmap", NULL, 0, "do not record mmap calls" },
-	{ OPT_PAGEFRAME, "pageframe", "2", OPT_VALUE | OPT_OPTIONAL,
-	  "list the page frames of each region (needs root); 2: with their "
-	  "share counts" },
-	OPT_END,
-};
-
-static const char *const usage[] = { "[--] CMD [ARGS...]", NULL };
-
-const struct cmd_entry cmd_record = {
-	"record", "run CMD with the recorder, which writes deep dumps of it",
-	usage, options, CMD_STOP, NULL, cmd_record_run,
-};
+const struct cmd_entry cmd_record = { .name = "record", .run = cmd_record_run,
+	.flags = CMD_STOP, .usage = usage, .options = options,
+	.summary = "run CMD with the recorder, which writes deep dumps of it" };

@@ -14,7 +14,7 @@
 #include <time.h>
 
 #include "cli.h"
-#include "procsnap.h"
+#include "capture.h"
 #include "procstop.h"
 #include "scan.h"
 #include "series.h"
@@ -33,6 +33,8 @@ struct snapshot_opts {
 	double interval;      /* -i */
 	uint64_t count;       /* -n; 0: until the process ends */
 	pid_t pid;
+	/* Where the files a core names are (the symbol options). */
+	const struct read_options *read;
 };
 
 /* What the run of snapshots left, for the last word. */
@@ -45,6 +47,29 @@ struct taken {
 
 static volatile sig_atomic_t stop_asked;
 
+static const char *const usage[] = { "PID", "CORE", NULL };
+static const struct cmd_option options[] = {
+	{ .key = 'o', .name = "output", .arg = "PREFIX",
+	  .type = OPT_STRING, .flags = OPT_SYNOPSIS,
+	  .empty = "bad output prefix '' (a path and a file name "
+		   "start, or a directory)",
+	  .help = "snapshots go to PREFIX.PID.NNNN.snap; a directory: "
+		  "DIR/NAME.PID..., NAME the process's" },
+	{ .key = 'i', .name = "interval", .arg = "SECONDS",
+	  .type = OPT_SECONDS, .flags = OPT_SYNOPSIS,
+	  .bad = "bad interval '%s' (seconds)",
+	  .help = "a snapshot every SECONDS (default 1); alone, until "
+		  "the process ends or dmprof is interrupted" },
+	{ .key = 'n', .name = "count", .arg = "COUNT",
+	  .type = OPT_COUNT, .flags = OPT_SYNOPSIS, .min = 1,
+	  .bad = "bad count '%s' (a number of snapshots, 1 or more)",
+	  .help = "how many snapshots (default 1)" },
+	{ .key = OPT_NO_SCAN, .name = "no-scan",
+	  .help = "walk the heap only: no types, no leaks, a shorter "
+		  "stop" },
+	OPT_END,
+};
+
 static void ask_stop(int sig)
 {
 	(void)sig;
@@ -53,26 +78,15 @@ static void ask_stop(int sig)
 
 static int parse_options(struct cmd_args *a, struct snapshot_opts *o)
 {
-	const char *n = args_get(a, 'n'), *i = args_get(a, 'i');
-
 	memset(o, 0, sizeof(*o));
 	o->output = args_get(a, 'o');
+	o->read = &a->read;
 	o->scan = !args_has(a, OPT_NO_SCAN);
-	o->interval = 1;
-	o->count = 1;
-	if (o->output && !*o->output)
-		return cmd_usage_error(a, "bad output prefix '' (a path and a "
-					  "file name start, or a directory)");
-	if (i && !setup_seconds(i, &o->interval))
-		return cmd_usage_error(a, "bad interval '%s' (seconds)", i);
+	o->interval = args_seconds(a, 'i', 1);
 	/* -i alone: until the process ends, or dmprof is interrupted. */
-	if (i && !n)
-		o->count = 0;
-	if (n && (word_u64(n, strlen(n), &o->count) != NUM_OK || !o->count))
-		return cmd_usage_error(a, "bad count '%s' (a number of "
-					  "snapshots, 1 or more)", n);
+	o->count = args_count(a, 'n', args_has(a, 'i') ? 0 : 1);
 	if ((o->core = setup_core_operand(a))) {
-		if (i || (n && o->count != 1))
+		if (args_has(a, 'i') || (args_has(a, 'n') && o->count != 1))
 			return cmd_usage_error(a, "a core is one instant: no "
 						  "-i, no -n");
 		return 0;
@@ -102,7 +116,7 @@ static char *process_name(pid_t pid)
 }
 
 /* The name a core gives its process, as a file name, or "core". */
-static char *core_name(const struct procsnap *s)
+static char *core_name(const struct capture *s)
 {
 	const char *base = strrchr(s->core->command, '/');
 	char *name = xstrdup(s->core->command[0] ? base ? base + 1
@@ -116,7 +130,7 @@ static char *core_name(const struct procsnap *s)
 }
 
 /* PREFIX.PID of the run, its next number after those already there. */
-static int start_run(const struct snapshot_opts *o, const struct procsnap *s,
+static int start_run(const struct snapshot_opts *o, const struct capture *s,
 		     struct taken *t)
 {
 	char *name = o->core ? core_name(s) : process_name(o->pid);
@@ -131,59 +145,61 @@ static int start_run(const struct snapshot_opts *o, const struct procsnap *s,
 	return 0;
 }
 
-static void say_problems(const char *path, const struct procsnap *s)
+static void say_problems(const char *path, const struct capture *s)
 {
-	const struct glibc_heap *h = &s->h;
+	const struct heap *h = &s->h;
 
 	if (!h->nproblems)
 		return;
 	warning("%s: %zu problem%s in the heap walk, the first: %s", path,
-		h->nproblems, h->nproblems == 1 ? "" : "s", h->problems[0].msg);
+		h->nproblems, h->nproblems == 1 ? "" : "s",
+		h->problems[0].f.what);
 }
 
 /* What a cut core lacks. */
-static void say_core(const struct procsnap *s)
+static void say_core(const struct capture *s)
 {
-	char *missing = coreimage_missing(s->core);
+	struct fault missing = { 0 };
 
-	if (missing)
-		warning("%s", missing);
-	free(missing);
+	if (coreimage_missing(s->core, &missing))
+		fault_warning(&missing, NULL);
+	fault_release(&missing);
 }
 
 /* The end of a run: the process exited.  1. */
 static int gone(pid_t pid)
 {
-	fprintf(stderr, "dmprof snapshot: process %d has exited\n", (int)pid);
+	inform("snapshot", "process %d has exited", (int)pid);
 	return 1;
 }
 
 /* One snapshot, written: 0, 1 when the process is gone, -1 (said). */
 static int take_one(const struct snapshot_opts *o, struct taken *t)
 {
-	struct procsnap s;
+	struct capture s;
 	char *path;
 	int rc;
 
 	if (o->core) {
-		if (procsnap_take_core(&s, o->core, NULL) < 0)
+		if (capture_core(&s, o->core, o->read) < 0)
 			return -1;
 		say_core(&s);
 	} else {
 		if (t->n && procstop_exited(o->pid))
 			return gone(o->pid);
-		if (procsnap_take(&s, o->pid, o->scan) < 0)
+		if (capture_process(&s, o->pid, o->scan) < 0)
 			return t->n && procstop_exited(o->pid) ? gone(o->pid)
 							       : -1;
 	}
 	if (!t->prefix && start_run(o, &s, t) < 0) {
-		procsnap_free(&s);
+		capture_free(&s);
 		return -1;
 	}
 	if (!s.walked && !t->n)
-		warning("%s; its memory is classed by mapping only", s.h.why);
+		fault_warning(&s.h.why, "; its memory is classed by mapping "
+					"only");
 	path = xasprintf("%s.%04lu.snap", t->prefix, t->next);
-	rc = procsnap_write(&s, path);
+	rc = capture_write(&s, path);
 	if (rc == 0) {
 		say_problems(path, &s);
 		t->next++;
@@ -193,7 +209,7 @@ static int take_one(const struct snapshot_opts *o, struct taken *t)
 			t->held_max = s.held;
 	}
 	free(path);
-	procsnap_free(&s);
+	capture_free(&s);
 	return rc;
 }
 
@@ -222,19 +238,19 @@ static void wait_until(double at)
 static void report(const struct snapshot_opts *o, const struct taken *t)
 {
 	if (o->core && t->n)
-		fprintf(stderr, "dmprof snapshot: %s.%04lu.snap: core %s\n",
-			t->prefix, t->first, o->core);
+		inform("snapshot", "%s.%04lu.snap: core %s", t->prefix,
+		       t->first, o->core);
 	else if (t->n == 1)
-		fprintf(stderr, "dmprof snapshot: %s.%04lu.snap: process %d "
-				"stood still %.1f ms\n",
-			t->prefix, t->first, (int)o->pid, t->held_max * 1e3);
+		inform("snapshot", "%s.%04lu.snap: process %d stood still "
+				   "%.1f ms",
+		       t->prefix, t->first, (int)o->pid, t->held_max * 1e3);
 	else if (t->n)
-		fprintf(stderr, "dmprof snapshot: %zu snapshots of process %d: "
-				"%s.%04lu.snap .. %s.%04lu.snap; it stood "
-				"still up to %.1f ms (%.1f ms on average)\n",
-			t->n, (int)o->pid, t->prefix, t->first, t->prefix,
-			t->next - 1, t->held_max * 1e3,
-			t->held_sum / (double)t->n * 1e3);
+		inform("snapshot", "%zu snapshots of process %d: %s.%04lu.snap "
+				   ".. %s.%04lu.snap; it stood still up to "
+				   "%.1f ms (%.1f ms on average)",
+		       t->n, (int)o->pid, t->prefix, t->first, t->prefix,
+		       t->next - 1, t->held_max * 1e3,
+		       t->held_sum / (double)t->n * 1e3);
 }
 
 static int cmd_snapshot_run(struct cmd_args *a)
@@ -265,24 +281,8 @@ static int cmd_snapshot_run(struct cmd_args *a)
 	return rc < 0 ? 1 : 0;
 }
 
-static const struct cmd_option options[] = {
-	{ 'o', "output", "PREFIX", OPT_VALUE | OPT_SYNOPSIS,
-	  "snapshots go to PREFIX.PID.NNNN.snap; a directory: "
-	  "DIR/NAME.PID..., NAME the process's" },
-	{ 'i', "interval", "SECONDS", OPT_VALUE | OPT_SYNOPSIS,
-	  "a snapshot every SECONDS (default 1); alone, until the process "
-	  "ends or dmprof is interrupted" },
-	{ 'n', "count", "COUNT", OPT_VALUE | OPT_SYNOPSIS,
-	  "how many snapshots (default 1)" },
-	{ OPT_NO_SCAN, "no-scan", NULL, 0,
-	  "walk the heap only: no types, no leaks, a shorter stop" },
-	OPT_END,
-};
-
-static const char *const usage[] = { "PID", "CORE", NULL };
-
-const struct cmd_entry cmd_snapshot = {
-	"snapshot",
-	"hold a running process still and write what its memory holds",
-	usage, options, 0, NULL, cmd_snapshot_run,
-};
+const struct cmd_entry cmd_snapshot = { .name = "snapshot",
+	.run = cmd_snapshot_run, .flags = CMD_READS_DUMPS, .usage = usage,
+	.options = options,
+	.summary = "hold a running process still and write what its memory "
+		   "holds" };

@@ -81,7 +81,6 @@ static int cmd_stacktrace_run(struct cmd_args *a)
 
 static const char *const usage[] = { "DUMP", NULL };
 
-const struct cmd_entry cmd_stacktrace = {
-	"stacktrace", "print each stack line of a dump with its stack", usage,
-	NULL, CMD_READS_DUMPS, NULL, cmd_stacktrace_run,
-};
+const struct cmd_entry cmd_stacktrace = { .name = "stacktrace",
+	.run = cmd_stacktrace_run, .flags = CMD_READS_DUMPS, .usage = usage,
+	.summary = "print each stack line of a dump with its stack" };

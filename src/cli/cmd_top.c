@@ -62,6 +62,27 @@ struct top {
 	} comps, fns;
 };
 
+static const char *const usage[] = { "DUMP", NULL };
+static const struct cmd_option options[] = {
+	OPTION_POLICY,
+	OPTION_COMPONENT("only this component, and the functions of "
+			 "its stacks"),
+	OPTION_ROWS("rows in each table (with --tree, children of "
+		    "each node) before the rest goes into <other> "
+		    "(default 15)"),
+	OPTION_BYTES,
+	{ .key = OPT_JSON, .name = "json", .flags = OPT_SYNOPSIS,
+	  .help = "exact numbers, as JSON" },
+	{ .key = OPT_LINES, .name = "lines", .flags = OPT_SYNOPSIS,
+	  .help = "the owners' bytes by the line that allocated them, not "
+		  "by function" },
+	{ .key = OPT_TREE, .name = "tree", .flags = OPT_SYNOPSIS,
+	  .help = "the components alone, as a tree of their names' "
+		  "parts split at '-' (or '/'), with subtotals" },
+	OPTION_OWNERS,
+	OPT_END,
+};
+
 static int add_item(void *ctx, const struct item *it)
 {
 	struct top *t = ctx;
@@ -78,8 +99,8 @@ static int add_item(void *ctx, const struct item *it)
 		return 0;
 	if (!it->bytes || stack_is_marker(&t->o->run.model, it->bucket->stack))
 		return 0;
-	tally_functions(&t->funcs, &t->o->run.model, it->bucket->stack,
-			&it->bytes, 1, true);
+	stacktext_tally_functions(&t->funcs, &t->o->run.model,
+				  it->bucket->stack, &it->bytes, 1, true);
 	t->stack_bytes = add64(t->stack_bytes, it->bytes, &t->funcs.overflow);
 	return 0;
 }
@@ -699,9 +720,8 @@ static int cmd_top_run(struct cmd_args *a)
 	memset(&t, 0, sizeof(t));
 	if ((status = setup_one_policy(a, &policy)))
 		return status;
-	if ((status = setup_rows(a, 15, &rows)) ||
-	    (status = setup_owners(a, &t.owners)))
-		goto early;
+	rows = setup_rows(a, 15);
+	setup_owners(a, &t.owners);
 	if (a->argc != 1) {
 		status = cmd_usage_error(a, a->argc ? "too many operands"
 						    : "which dump?");
@@ -769,7 +789,7 @@ static int cmd_top_run(struct cmd_args *a)
 		goto out;
 	}
 	t.comps = cut(&t, components(&t, t.cols), comp_bytes);
-	tally_sort(&t.funcs, tally_cmp_flat);
+	tally_sort(&t.funcs, stacktext_cmp_flat);
 	t.fns = cut(&t, t.funcs.n, func_flat);
 	if (t.funcs.overflow) {
 		status = sizes_overflow(&snap);
@@ -795,26 +815,7 @@ early:
 	return status;
 }
 
-static const struct cmd_option options[] = {
-	OPTION_POLICY,
-	OPTION_COMPONENT("only this component, and the functions of its stacks"),
-	OPTION_ROWS("rows in each table (with --tree, children of each "
-		    "node) before the rest goes into <other> (default 15)"),
-	OPTION_BYTES,
-	{ OPT_JSON, "json", NULL, OPT_SYNOPSIS, "exact numbers, as JSON" },
-	{ OPT_LINES, "lines", NULL, OPT_SYNOPSIS,
-	  "the owners' bytes by the line that allocated them, not by "
-	  "function" },
-	{ OPT_TREE, "tree", NULL, OPT_SYNOPSIS,
-	  "the components alone, as a tree of their names' parts split at "
-	  "'-' (or '/'), with subtotals" },
-	OPTION_OWNERS,
-	OPT_END,
-};
-
-static const char *const usage[] = { "DUMP", NULL };
-
-const struct cmd_entry cmd_top = {
-	"top", "print what is eating memory in a dump: components, functions",
-	usage, options, CMD_READS_DUMPS, NULL, cmd_top_run,
-};
+const struct cmd_entry cmd_top = { .name = "top", .run = cmd_top_run,
+	.flags = CMD_READS_DUMPS, .usage = usage, .options = options,
+	.summary = "print what is eating memory in a dump: components, "
+		   "functions" };

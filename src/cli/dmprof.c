@@ -18,7 +18,7 @@ static int unknown_command(const char *name)
 	for (const struct cmd_entry *const *c = commands;
 	     *c && n < ARRAY_SIZE(names); c++)
 		names[n++] = (*c)->name;
-	fprintf(stderr, "dmprof: '%s' is not a dmprof command\n", name);
+	error("'%s' is not a dmprof command", name);
 	if (suggest(name, names, n, &best, 1))
 		fprintf(stderr, "\nThe most similar command is\n\t%s\n", best);
 	else
@@ -58,8 +58,8 @@ static int help(int argc, char **argv)
 		const struct cmd_entry *sub = cmd_find(c->subcommands, argv[2]);
 
 		if (!sub) {
-			fprintf(stderr, "dmprof: '%s %s' is not a dmprof "
-					"command\n", argv[1], argv[2]);
+			error("'%s %s' is not a dmprof command", argv[1],
+			      argv[2]);
 			sb_release(&name);
 			return EXIT_USAGE;
 		}
@@ -93,7 +93,7 @@ int main(int argc, char **argv)
 	    !strcmp(name, "-h"))
 		return finish(help(argc - 1, argv + 1));
 	if (name[0] == '-') {
-		fprintf(stderr, "dmprof: unknown option '%s'\n", name);
+		error("unknown option '%s'", name);
 		cli_usage(stderr);
 		return EXIT_USAGE;
 	}

@@ -252,47 +252,26 @@ int setup_timeline(struct cmd_args *a, bool each,
 	return status;
 }
 
-int setup_owners(struct cmd_args *a, struct owners *o)
-{
-	const char *rule = args_get(a, OPT_OWNER);
+const char *const setup_owner_rules[] = { "program", "pprof", NULL };
 
+void setup_owners(const struct cmd_args *a, struct owners *o)
+{
 	memset(o, 0, sizeof(*o));
-	o->rule = OWNER_PROGRAM;
-	if (rule && owners_rule(o, rule) < 0)
-		return cmd_usage_error(a, "--owner wants 'program' or 'pprof', "
-					  "not '%s'", rule);
+	o->rule = (enum owner_rule)args_choice(a, OPT_OWNER, OWNER_PROGRAM);
 	for (size_t i = 0; i < a->nv; i++) {
 		if (a->v[i].key != OPT_OWN)
 			continue;
-		if (!*a->v[i].value) {
-			free(o->own);
-			o->own = NULL;
-			return cmd_usage_error(a, "--own wants a pattern");
-		}
 		o->own = xreallocarray(o->own, o->nown + 1, sizeof(*o->own));
 		o->own[o->nown++] = a->v[i].value;
 	}
 	owners_builtin_wrappers(o);
-	for (size_t i = 0; i < a->nv; i++) {
-		struct strbuf err = STRBUF_INIT;
-		int rc;
-
-		if (a->v[i].key != OPT_ALLOC_FN)
-			continue;
-		if (!*a->v[i].value) {
-			owners_release(o);
-			return cmd_usage_error(a, "--alloc-fn wants a pattern");
-		}
-		if (owners_add_wrapper(o, a->v[i].value, "--alloc-fn", &err) <
-		    0) {
-			rc = cmd_usage_error(a, "--alloc-fn '%s': invalid regex: %s",
-					     a->v[i].value, err.buf);
-			sb_release(&err);
-			owners_release(o);
-			return rc;
-		}
-	}
-	return 0;
+	/* (Each compiles: the option is a regex, checked when given.) */
+	for (size_t i = 0; i < a->nv; i++)
+		if (a->v[i].key == OPT_ALLOC_FN &&
+		    owners_add_wrapper(o, a->v[i].value, "--alloc-fn", NULL) <
+			    0)
+			BUG("--alloc-fn '%s' compiled once, not twice",
+			    a->v[i].value);
 }
 
 void setup_owners_policy(struct owners *o, const struct policy *p)
@@ -338,29 +317,9 @@ void setup_say_passed(const struct cmd_args *a, const struct owners *o,
 	free(v);
 }
 
-int setup_rows(struct cmd_args *a, size_t dflt, size_t *rows)
+size_t setup_rows(const struct cmd_args *a, size_t dflt)
 {
-	const char *n = args_get(a, 'n');
-	uint64_t v = dflt;
-
-	if (n && (word_u64(n, strlen(n), &v) != NUM_OK || !v || v > SIZE_MAX))
-		return cmd_usage_error(a, "-n wants a number of rows, not '%s'",
-				       n);
-	*rows = (size_t)v;
-	return 0;
-}
-
-bool setup_seconds(const char *s, double *out)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || *end || !isfinite(v) || v < 0 || v > 1e9)
-		return false;
-	*out = v;
-	return true;
+	return (size_t)args_count(a, 'n', dflt);
 }
 
 /* mkdir -p for the directory part of PREFIX. */

@@ -130,7 +130,7 @@ static void open(struct json_writer *w, char bracket, bool one_line)
 {
 	before_value(w);
 	if (w->depth == JSON_WRITE_DEPTH)
-		die("JSON nested deeper than %d", JSON_WRITE_DEPTH);
+		BUG("JSON nested deeper than %d", JSON_WRITE_DEPTH);
 	sb_addch(w->out, bracket);
 	w->level[w->depth].close = bracket == '{' ? '}' : ']';
 	w->level[w->depth].empty = true;
@@ -161,7 +161,7 @@ void json_array_line(struct json_writer *w)
 void json_end(struct json_writer *w)
 {
 	if (!w->depth)
-		die("JSON writer: an end with nothing open");
+		BUG("JSON writer: an end with nothing open");
 	w->depth--;
 	if (!w->compact && !w->level[w->depth].empty) {
 		if (w->level[w->depth].one_line)
@@ -257,7 +257,7 @@ MEMBER(double, double)
 void json_write_finish(struct json_writer *w)
 {
 	if (w->depth)
-		die("JSON writer: %u containers left open", w->depth);
+		BUG("JSON writer: %u containers left open", w->depth);
 	if (!w->compact)
 		sb_addch(w->out, '\n');
 	flush(w);

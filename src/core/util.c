@@ -5,6 +5,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,47 +25,45 @@ void report_capture(struct strbuf *sb)
 	captured = sb;
 }
 
-/* A finished message, where messages go. */
-static void say(const char *prefix, const char *msg)
+/* A finished message (HEAD, then MSG), where messages go. */
+static void say(const char *head, const char *msg)
 {
 	if (report_routine) {
-		report_routine(prefix, msg);
+		report_routine(head, msg);
 		return;
 	}
 	fflush(stdout);
-	fprintf(stderr, "dmprof: %s%s\n", prefix, msg);
+	fprintf(stderr, "%s%s\n", head, msg);
 }
 
 void report_replay(const struct strbuf *sb)
 {
-	/* Records of PREFIX NUL MSG NUL. */
+	/* Records of HEAD NUL MSG NUL. */
 	for (size_t at = 0; at < sb->len;) {
-		const char *prefix = sb->buf + at;
-		const char *msg = prefix + strlen(prefix) + 1;
+		const char *head = sb->buf + at;
+		const char *msg = head + strlen(head) + 1;
 
-		say(prefix, msg);
+		say(head, msg);
 		at = (size_t)(msg - sb->buf) + strlen(msg) + 1;
 	}
 }
 
-size_t threads_wanted(void)
+/*
+ * Say "LEAD" PREFIX MSG [: SUFFIX], MSG as FMT says: LEAD "dmprof" or
+ * "dmprof CMD", PREFIX "" or "warning: ".  The one routine every
+ * diagnostic goes through.
+ */
+static void vreport(const char *lead, const char *prefix, const char *fmt,
+		    va_list ap, const char *suffix)
 {
-	const char *env = getenv("DMPROF_THREADS");
-	long n = env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
-
-	return n < 1 ? 1 : n > 16 ? 16 : (size_t)n;
-}
-
-static void vreport(const char *prefix, const char *fmt, va_list ap,
-		    const char *suffix)
-{
-	struct strbuf sb = STRBUF_INIT;
+	struct strbuf sb = STRBUF_INIT, head = STRBUF_INIT;
 
 	if (!report_routine && !captured) {
 		/* (No allocation here: die() reports running out of memory.)
 		 * Flush stdout first so the two streams interleave sensibly. */
 		fflush(stdout);
-		fputs("dmprof: ", stderr);
+		fputs(lead, stderr);
+		fputs(": ", stderr);
 		fputs(prefix, stderr);
 		vfprintf(stderr, fmt, ap);
 		if (suffix) {
@@ -79,16 +78,18 @@ static void vreport(const char *prefix, const char *fmt, va_list ap,
 		sb_addstr(&sb, ": ");
 		sb_addstr(&sb, suffix);
 	}
+	sb_addf(&head, "%s: %s", lead, prefix);
 	if (captured) {
-		/* A record for report_replay: PREFIX NUL MSG NUL. */
-		sb_addstr(captured, prefix);
+		/* A record for report_replay: HEAD NUL MSG NUL. */
+		sb_add(captured, head.buf, head.len);
 		sb_addch(captured, '\0');
 		sb_add(captured, sb.buf, sb.len);
 		sb_addch(captured, '\0');
 	} else {
-		say(prefix, sb.buf);
+		say(head.buf, sb.buf);
 	}
 	sb_release(&sb);
+	sb_release(&head);
 }
 
 /* Report FMT's message with PREFIX and SUFFIX (see vreport), from a
@@ -97,7 +98,7 @@ static void vreport(const char *prefix, const char *fmt, va_list ap,
 	do {                                                    \
 		va_list ap;                                     \
 		va_start(ap, fmt);                              \
-		vreport(prefix, fmt, ap, suffix);               \
+		vreport("dmprof", prefix, fmt, ap, suffix);     \
 		va_end(ap);                                     \
 	} while (0)
 
@@ -152,6 +153,102 @@ void warning(const char *fmt, ...)
 void note(const char *fmt, ...)
 {
 	REPORT("", NULL);
+}
+
+void inform(const char *cmd, const char *fmt, ...)
+{
+	struct strbuf lead = STRBUF_INIT;
+	va_list ap;
+
+	sb_addf(&lead, "dmprof %s", cmd);
+	va_start(ap, fmt);
+	vreport(lead.buf, "", fmt, ap, NULL);
+	va_end(ap);
+	sb_release(&lead);
+}
+
+/* "PATH:LINE[:COL]: ", "NAME: 0xADDR: " or "PATH: ": where W is. */
+static void add_where(struct strbuf *sb, const struct where *w)
+{
+	if (w->line && w->col)
+		sb_addf(sb, "%s:%lu:%lu: ", w->path, w->line, w->col);
+	else if (w->line)
+		sb_addf(sb, "%s:%lu: ", w->path, w->line);
+	else if (w->has_addr)
+		sb_addf(sb, "%s: 0x%" PRIx64 ": ", w->path, w->addr);
+	else
+		sb_addf(sb, "%s: ", w->path);
+}
+
+/* The text "%s" of FMT's arguments, with PREFIX. */
+PRINTF(2, 3) static void report_str(const char *prefix, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vreport("dmprof", prefix, fmt, ap, NULL);
+	va_end(ap);
+}
+
+static void vreport_at(const char *prefix, const struct where *w,
+		       const char *fmt, va_list ap)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	add_where(&sb, w);
+	sb_vaddf(&sb, fmt, ap);
+	report_str(prefix, "%s", sb.buf);
+	sb_release(&sb);
+}
+
+int error_at(const struct where *w, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vreport_at("", w, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+void warning_at(const struct where *w, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vreport_at("warning: ", w, fmt, ap);
+	va_end(ap);
+}
+
+void fault_set(struct fault *f, const struct where *w, const char *fmt, ...)
+{
+	struct strbuf sb = STRBUF_INIT;
+	va_list ap;
+
+	fault_release(f);
+	f->where = *w;
+	f->where.path = w->path ? xstrdup(w->path) : NULL;
+	va_start(ap, fmt);
+	sb_vaddf(&sb, fmt, ap);
+	va_end(ap);
+	f->what = sb_detach(&sb);
+}
+
+int fault_error(const struct fault *f, const char *more)
+{
+	return error("%s%s", f->what, more ? more : "");
+}
+
+void fault_warning(const struct fault *f, const char *more)
+{
+	warning("%s%s", f->what, more ? more : "");
+}
+
+void fault_release(struct fault *f)
+{
+	free((char *)f->where.path);
+	free(f->what);
+	memset(f, 0, sizeof(*f));
 }
 
 static NORETURN void oom(size_t size)

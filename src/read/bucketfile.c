@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "handoff.h"
+#include "threads.h"
 #include "reader.h"
 #include "scan.h"
 #include "util.h"
@@ -380,7 +380,7 @@ out:
 
 /*
  * Loading many .buckets files: a thread reads and parses them into
- * batches, handed over (handoff.h) to this one, which defines them
+ * batches, handed over (threads.h) to this one, which defines them
  * (interning frames and stacks, which is the part that must be done in
  * order).  What the thread says about a batch's lines is said once the
  * batch is defined.

@@ -8,7 +8,6 @@
 #include "deep.h"
 
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,61 +15,9 @@
 #include <time.h>
 
 #include "reader.h"
+#include "deep_parse.h"
 #include "scan.h"
 #include "util.h"
-
-enum section {
-	SEC_BEFORE, /* before the version line */
-	SEC_HEADER, /* after it, before any section */
-	SEC_META,
-	SEC_MMAP_LIST,
-	SEC_GLOBAL_STATS,
-	SEC_STACKTRACES,
-	SEC_MAPPED_LIBRARIES,
-};
-
-/*
- * The second part of a big STACKTRACES section, read by a thread of its
- * own while the parser reads the first: the producer's lines only (the
- * fast path), up to the first line that is not one, which the parser
- * then reads the general way.  Its lines' buckets are found there too.
- */
-struct tail {
-	pthread_t tid;
-	const struct model *m;
-	const char *p, *end;   /* its text: from a line's start */
-	const char *stop;      /* where it stopped: END, or a line not read */
-	/* Its room in the parser's arrays (at BASE), written in place: */
-	struct stack_line *lines;
-	uint64_t *ids;
-	unsigned long *nos;
-	size_t base, room, n;
-	unsigned long no;      /* the number of the line before its first */
-};
-
-struct parser {
-	struct snapshot *snap;
-	struct model *m;
-	struct read_run *run;
-	struct reader_pos pos; /* (its line: l's, once past the fast path) */
-	const struct line *l;
-	enum section sec;
-	unsigned seen;          /* bit per section header seen */
-	bool stack_header_seen;
-	int64_t current_vma;    /* index into snap->vmas, -1 before any */
-	uint32_t pending_pf;    /* first PF of the pending list */
-	uint64_t dup_regions;
-	unsigned long legacy_region_line;
-	/* Each stack line's bucket id and line number, until its bucket
-	 * is found (see find_buckets). */
-	uint64_t *ids;
-	unsigned long *nos;
-	size_t ids_alloc, nos_alloc;
-	/* Lines [found_from, found_to) have their buckets already (the
-	 * tail's). */
-	size_t found_from, found_to;
-	struct tail *tail;      /* running, until the first part is read */
-};
 
 static bool line_is(const struct line *l, const char *lit)
 {
@@ -841,45 +788,6 @@ static void find_buckets(struct parser *p)
 	}
 }
 
-/*
- * The producer's "%10lld %10lld %6d %6d @ %d" in one pass: true and SL
- * filled when the line is just that (numbers of up to 18 digits);
- * anything else is left to the general parser and its messages.
- */
-static bool fast_stack_line(const struct line *l, struct stack_line *sl,
-			    uint64_t *id)
-{
-	const char *p = l->p, *end = l->p + l->len;
-	int64_t v[5];
-
-	for (int i = 0; i < 5; i++) {
-		bool neg = false;
-		int64_t x;
-
-		p = skip_blanks(p, end);
-		if (i == 4) {
-			if (p + 1 >= end || p[0] != '@' || p[1] != ' ')
-				return false;
-			p = skip_blanks(p + 2, end);
-		} else if (p < end && *p == '-' && i < 4) {
-			neg = true;
-			p++;
-		}
-		if (!(p = digits_at(p, end, &x)) || (p < end && *p != ' '))
-			return false;
-		v[i] = neg ? -x : x;
-	}
-	if (p != end)
-		return false;
-	memset(sl, 0, sizeof(*sl));
-	sl->virt = v[0];
-	sl->committed = v[1];
-	sl->alloc = v[2];
-	sl->free = v[3];
-	*id = (uint64_t)v[4];
-	return true;
-}
-
 /* SL, of bucket ID, as the snapshot's next stack line. */
 static void add_stack_line(struct parser *p, const struct stack_line *sl,
 			   uint64_t id)
@@ -905,7 +813,7 @@ static int parse_stack_line(struct parser *p)
 	int nw = 0;
 	enum num_status st;
 
-	if (fast_stack_line(p->l, &sl, &id))
+	if (deep_fast_stack_line(p->l, &sl, &id))
 		goto add;
 
 	while (nw < 7 && cursor_word(&c, &w[nw], &wl[nw]))
@@ -933,187 +841,6 @@ static int parse_stack_line(struct parser *p)
 add:
 	add_stack_line(p, &sl, id);
 	return 0;
-}
-
-/* ---- the tail of STACKTRACES, beside ---- */
-
-/* Sections smaller than this are read in one piece. */
-#define TAIL_MIN (1u << 20)
-
-static void *tail_main(void *arg)
-{
-	enum { AHEAD = 16 };
-	struct tail *t = arg;
-	struct line_reader r;
-	struct line l;
-
-	lines_init(&r, t->p, (size_t)(t->end - t->p));
-	t->stop = t->end;
-	while (lines_next(&r, &l)) {
-		struct stack_line sl;
-		uint64_t id;
-
-		if (t->n == t->room || !l.newline ||
-		    !fast_stack_line(&l, &sl, &id)) {
-			t->stop = l.p;
-			break;
-		}
-		t->lines[t->n] = sl;
-		t->ids[t->n] = id;
-		t->nos[t->n] = t->no + t->n + 1;
-		t->n++;
-	}
-	for (size_t i = 0; i < t->n; i++) {
-		if (i + AHEAD < t->n)
-			bucket_set_prefetch(&t->m->buckets, t->ids[i + AHEAD]);
-		t->lines[i].bucket = bucket_set_find(&t->m->buckets, t->ids[i]);
-	}
-	return NULL;
-}
-
-/* The newlines in [P, END). */
-static size_t count_newlines(const char *p, const char *end)
-{
-	const uint64_t ones = 0x0101010101010101ULL, high = ones << 7;
-	size_t n = 0;
-
-	for (; end - p >= 8; p += 8) {
-		uint64_t w = load8(p) ^ (ones * '\n');
-		/* (The high bit of each byte that is not 0: exact, no
-		 * borrow from one byte to the next.) */
-		uint64_t nonzero = (((w & ~high) + ~high) | w) & high;
-
-		n += (size_t)__builtin_popcountll(~nonzero & high);
-	}
-	for (; p < end; p++)
-		n += *p == '\n';
-	return n;
-}
-
-/* Room for N lines in the parser's arrays. */
-static void lines_room(struct parser *p, size_t n)
-{
-	struct snapshot *snap = p->snap;
-
-	if (n > snap->lines_alloc) {
-		snap->lines = xreallocarray(snap->lines, n,
-					    sizeof(*snap->lines));
-		snap->lines_alloc = n;
-	}
-	if (n > p->ids_alloc) {
-		p->ids = xreallocarray(p->ids, n, sizeof(*p->ids));
-		p->ids_alloc = n;
-	}
-	if (n > p->nos_alloc) {
-		p->nos = xreallocarray(p->nos, n, sizeof(*p->nos));
-		p->nos_alloc = n;
-	}
-}
-
-/*
- * The section STACKTRACES, the rest of R: room for its lines, and its
- * second part to a thread when it is big.  The reader R then stops where
- * that starts (see tail_take).
- */
-static void tail_start(struct parser *p, struct line_reader *r)
-{
-	struct snapshot *snap = p->snap;
-	size_t bytes = (size_t)(r->end - r->p), head, nhead;
-	const char *mid = NULL;
-	struct tail *t;
-
-	/*
-	 * The tail gets the bigger part: this thread has read the file and
-	 * will find its own lines' buckets after, and its part's (the
-	 * bench run's thread times came out even so).
-	 */
-	head = bytes / 5 * 2;
-	if (bytes >= TAIL_MIN && threads_wanted() > 1)
-		mid = memchr(r->p + head, '\n', bytes - head);
-	if (!mid || mid + 1 >= r->end) {
-		/* (A producer's line is 40 bytes or more: no doubling.) */
-		lines_room(p, snap->nlines + bytes / 32 + 1);
-		return;
-	}
-	mid++;
-	/*
-	 * The tail's lines go where they will stay if every line before
-	 * them is a stack line (else they move down, see tail_join): after
-	 * room for one line per line of the first part.  A line is 12
-	 * bytes or more ("0 0 0 0 @ 0"): so many may come.
-	 */
-	nhead = count_newlines(r->p, mid);
-	t = xcalloc(1, sizeof(*t));
-	t->m = p->m;
-	t->p = mid;
-	t->end = r->end;
-	t->base = snap->nlines + nhead;
-	t->room = (size_t)(r->end - mid) / 12 + 1;
-	t->no = r->no + nhead;
-	lines_room(p, t->base + t->room);
-	t->lines = snap->lines + t->base;
-	t->ids = p->ids + t->base;
-	t->nos = p->nos + t->base;
-	if (pthread_create(&t->tid, NULL, tail_main, t)) {
-		free(t);
-		return;
-	}
-	p->tail = t;
-	r->end = mid;
-}
-
-/*
- * Wait for the tail; its lines are the snapshot's if KEEP (then those
- * before it were all read: none moves the arrays meanwhile, there is
- * room).  Where it stopped (NULL: no tail).
- */
-static const char *tail_join(struct parser *p, bool keep)
-{
-	struct tail *t = p->tail;
-	struct snapshot *snap = p->snap;
-	const char *stop;
-
-	if (!t)
-		return NULL;
-	pthread_join(t->tid, NULL);
-	p->tail = NULL;
-	stop = t->stop;
-	if (keep && t->n) {
-		size_t at = snap->nlines;
-
-		/* (Lines before it that were no stack lines: down.) */
-		if (at < t->base) {
-			memmove(snap->lines + at, t->lines,
-				t->n * sizeof(*t->lines));
-			memmove(p->ids + at, t->ids, t->n * sizeof(*t->ids));
-			memmove(p->nos + at, t->nos, t->n * sizeof(*t->nos));
-		}
-		p->found_from = at;
-		p->found_to = at + t->n;
-		snap->nlines = at + t->n;
-	}
-	free(t);
-	return stop;
-}
-
-/*
- * The reader R stopped where the tail starts: the tail's lines are the
- * section's if it goes on there, and R goes on after them.  True if R
- * has more.
- */
-static bool tail_take(struct parser *p, struct line_reader *r,
-		      const char *end)
-{
-	bool keep = p->sec == SEC_STACKTRACES;
-	size_t before = p->snap->nlines;
-	const char *stop = tail_join(p, keep);
-
-	if (keep) {
-		r->p = stop;
-		r->no += (unsigned long)(p->snap->nlines - before);
-	}
-	r->end = end;
-	return r->p < r->end;
 }
 
 /* ---- driver ---- */
@@ -1166,7 +893,8 @@ static int parse_lines(struct parser *p, const struct filebuf *fb)
 
 		if (!lines_next(&r, &l)) {
 			/* (Where the tail starts, with one: on after it.) */
-			if (p->tail && tail_take(p, &r, fb->data + fb->size))
+			if (p->tail &&
+			    deep_tail_take(p, &r, fb->data + fb->size))
 				continue;
 			break;
 		}
@@ -1174,7 +902,7 @@ static int parse_lines(struct parser *p, const struct filebuf *fb)
 		/* The common line first: a stack line the producer wrote,
 		 * which holds no NUL and opens no section. */
 		if (p->sec == SEC_STACKTRACES && l.newline &&
-		    fast_stack_line(&l, &sl, &id)) {
+		    deep_fast_stack_line(&l, &sl, &id)) {
 			add_stack_line(p, &sl, id);
 			continue;
 		}
@@ -1217,7 +945,7 @@ static int parse_lines(struct parser *p, const struct filebuf *fb)
 			if (p->sec == SEC_GLOBAL_STATS)
 				gs_line = l.no;
 			if (p->sec == SEC_STACKTRACES)
-				tail_start(p, &r);
+				deep_tail_start(p, &r);
 			continue;
 		}
 		if (line_blank(&l))
@@ -1275,7 +1003,7 @@ int deep_parse(struct snapshot *snap, struct filebuf *fb,
 	rc = parse_lines(&p, fb);
 	/* (Stopped before the tail: the tail's lines are not the
 	 * section's.) */
-	tail_join(&p, false);
+	deep_tail_join(&p, false);
 	if (rc == 0)
 		rc = finish_regions(&p);
 	if (rc == 0) {

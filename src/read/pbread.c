@@ -158,8 +158,10 @@ static size_t gz_room(const unsigned char *in, size_t n, size_t max)
 }
 
 int pb_gunzip(const unsigned char *in, size_t n, size_t max,
-	      unsigned char **out, size_t *outn, const char **why)
+	      unsigned char **out, size_t *outn, const char *path,
+	      struct fault *f)
 {
+	const char *why = NULL;
 	struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
 	size_t pos = 0, len = 0, cap = gz_room(in, n, max);
 	unsigned char *buf = xmalloc(cap + 1);
@@ -167,7 +169,7 @@ int pb_gunzip(const unsigned char *in, size_t n, size_t max,
 	if (!d)
 		die("out of memory (a gzip decompressor)");
 	do {
-		size_t hdr = gz_header(in + pos, n - pos, pos > 0, why);
+		size_t hdr = gz_header(in + pos, n - pos, pos > 0, &why);
 		size_t used, got;
 		enum libdeflate_result rc;
 
@@ -178,7 +180,7 @@ int pb_gunzip(const unsigned char *in, size_t n, size_t max,
 						   &got);
 		if (rc == LIBDEFLATE_INSUFFICIENT_SPACE) {
 			if (cap >= max) {
-				*why = "it inflates to more than 4 GiB";
+				why = "it inflates to more than 4 GiB";
 				goto fail;
 			}
 			cap = max - cap > cap + 65536 ? cap * 2 + 65536 : max;
@@ -189,7 +191,7 @@ int pb_gunzip(const unsigned char *in, size_t n, size_t max,
 			/* (What was inflated is of no use now.) */
 			free(buf);
 			buf = NULL;
-			*why = gz_fault(d, in + pos, n - pos, hdr, cap - len);
+			why = gz_fault(d, in + pos, n - pos, hdr, cap - len);
 			goto fail;
 		}
 		pos += used;
@@ -200,6 +202,10 @@ int pb_gunzip(const unsigned char *in, size_t n, size_t max,
 	*outn = len;
 	return 0;
 fail:
+	/* (Where: the member that does not inflate, by its offset.) */
+	fault_set(f, &(struct where){ .path = path, .has_addr = true,
+				      .addr = pos },
+		  "%s", why);
 	libdeflate_free_decompressor(d);
 	free(buf);
 	return -1;
@@ -856,8 +862,8 @@ int pb_parse(struct snapshot *snap, struct filebuf *fb,
 	const unsigned char *data = (const unsigned char *)fb->data;
 	unsigned char *raw = NULL;
 	size_t n = fb->size;
+	struct fault why = { 0 };
 	struct pparser p;
-	const char *why;
 	int rc;
 
 	memset(&p, 0, sizeof(p));
@@ -866,8 +872,13 @@ int pb_parse(struct snapshot *snap, struct filebuf *fb,
 	p.sample_type = run->opts ? run->opts->sample_type : NULL;
 	p.snap = snap;
 	if (n >= 2 && data[0] == 0x1f && data[1] == 0x8b) {
-		if (pb_gunzip(data, n, MAX_PROFILE, &raw, &n, &why) < 0)
-			return read_error(&p.pos, "cannot decompress: %s", why);
+		if (pb_gunzip(data, n, MAX_PROFILE, &raw, &n, fb->path,
+			      &why) < 0) {
+			rc = read_error(&p.pos, "cannot decompress: %s",
+					why.what);
+			fault_release(&why);
+			return rc;
+		}
 		data = raw;
 	}
 	rc = top_level(&p, (struct pb){ data, data + n });

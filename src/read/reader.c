@@ -10,6 +10,7 @@
 
 int read_error(const struct reader_pos *pos, const char *fmt, ...)
 {
+	struct where w = { pos->path, pos->line, pos->col, false, 0 };
 	struct strbuf sb = STRBUF_INIT;
 	va_list ap;
 
@@ -18,12 +19,7 @@ int read_error(const struct reader_pos *pos, const char *fmt, ...)
 	va_start(ap, fmt);
 	sb_vaddf(&sb, fmt, ap);
 	va_end(ap);
-	if (pos->line && pos->col)
-		error("%s:%lu:%lu: %s", pos->path, pos->line, pos->col, sb.buf);
-	else if (pos->line)
-		error("%s:%lu: %s", pos->path, pos->line, sb.buf);
-	else
-		error("%s: %s", pos->path, sb.buf);
+	error_at(&w, "%s", sb.buf);
 	sb_release(&sb);
 	return -1;
 }

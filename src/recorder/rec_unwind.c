@@ -17,6 +17,7 @@
  * registers, no CFI) makes the whole capture fall back to glibc's
  * backtrace(), so stacks are never wrong, only sometimes slower.
  */
+#include "leb128.h"
 #include "rec.h"
 #include "search.h"
 
@@ -90,51 +91,7 @@ static void unpack(uint64_t v, struct rule *r)
 
 /* ---- reading .eh_frame ---- */
 
-struct cur {
-	const uint8_t *p, *end;
-	bool bad;
-};
-
-static uint64_t uleb(struct cur *c)
-{
-	uint64_t v = 0;
-	unsigned shift = 0;
-
-	while (c->p < c->end) {
-		uint8_t b = *c->p++;
-
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80))
-			return v;
-	}
-	c->bad = true;
-	return 0;
-}
-
-static int64_t sleb(struct cur *c)
-{
-	int64_t v = 0;
-	unsigned shift = 0;
-	uint8_t b = 0;
-
-	while (c->p < c->end) {
-		b = *c->p++;
-		if (shift < 64)
-			v |= (int64_t)((uint64_t)(b & 0x7f) << shift);
-		shift += 7;
-		if (!(b & 0x80))
-			break;
-	}
-	if (c->p >= c->end && (b & 0x80))
-		c->bad = true;
-	if (shift < 64 && (b & 0x40))
-		v |= -((int64_t)1 << shift);
-	return v;
-}
-
-static uint64_t fixed(struct cur *c, size_t n)
+static uint64_t fixed(struct byte_cur *c, size_t n)
 {
 	uint64_t v = 0;
 
@@ -148,7 +105,7 @@ static uint64_t fixed(struct cur *c, size_t n)
 }
 
 /* A pointer in encoding ENC (DW_EH_PE_*); DATA for datarel. */
-static uintptr_t encoded(struct cur *c, uint8_t enc, uintptr_t data)
+static uintptr_t encoded(struct byte_cur *c, uint8_t enc, uintptr_t data)
 {
 	const uint8_t *at = c->p;
 	uint64_t v;
@@ -157,11 +114,11 @@ static uintptr_t encoded(struct cur *c, uint8_t enc, uintptr_t data)
 		return 0;
 	switch (enc & 0x0f) {
 	case 0x00: v = fixed(c, 8); break;                    /* absptr */
-	case 0x01: v = uleb(c); break;
+	case 0x01: v = leb128_u(c); break;
 	case 0x02: v = fixed(c, 2); break;
 	case 0x03: v = fixed(c, 4); break;
 	case 0x04: v = fixed(c, 8); break;
-	case 0x09: v = (uint64_t)sleb(c); break;
+	case 0x09: v = (uint64_t)leb128_s(c); break;
 	case 0x0a: v = (uint64_t)(int64_t)(int16_t)fixed(c, 2); break;
 	case 0x0b: v = (uint64_t)(int64_t)(int32_t)fixed(c, 4); break;
 	case 0x0c: v = fixed(c, 8); break;
@@ -185,7 +142,7 @@ static uintptr_t encoded(struct cur *c, uint8_t enc, uintptr_t data)
 /* The FDE for PC through .eh_frame_hdr's table; NULL if none. */
 static const uint8_t *find_fde(const uint8_t *hdr, uintptr_t pc)
 {
-	struct cur c = { hdr, hdr + 12, false };
+	struct byte_cur c = { hdr, hdr + 12, false };
 	uint8_t enc_ptr, enc_count, enc_table;
 	uint64_t count;
 	size_t k;
@@ -227,7 +184,7 @@ struct cie {
 
 static bool parse_cie(const uint8_t *p, struct cie *cie)
 {
-	struct cur c = { p, p + 4, false };
+	struct byte_cur c = { p, p + 4, false };
 	uint64_t len = fixed(&c, 4);
 	const char *aug;
 	uint8_t version;
@@ -242,17 +199,17 @@ static bool parse_cie(const uint8_t *p, struct cie *cie)
 	while (c.p < c.end && *c.p)
 		c.p++;
 	c.p++;
-	cie->caf = uleb(&c);
-	cie->daf = sleb(&c);
+	cie->caf = leb128_u(&c);
+	cie->daf = leb128_s(&c);
 	if (version == 1)
 		fixed(&c, 1);
 	else
-		uleb(&c);
+		leb128_u(&c);
 	cie->fde_enc = 0;
 	cie->has_z = aug[0] == 'z';
 	cie->signal = false;
 	if (cie->has_z) {
-		uint64_t alen = uleb(&c);
+		uint64_t alen = leb128_u(&c);
 		const uint8_t *after = c.p + alen;
 
 		for (const char *a = aug + 1; *a && !c.bad; a++) {
@@ -286,7 +243,7 @@ static bool parse_cie(const uint8_t *p, struct cie *cie)
 }
 
 /* Run a CFA program up to PC; false for what this unwinder cannot do. */
-static bool run_cfa(struct cur *c, const struct cie *cie, uintptr_t loc,
+static bool run_cfa(struct byte_cur *c, const struct cie *cie, uintptr_t loc,
 		    uintptr_t pc, struct regstate *rs,
 		    const struct regstate *initial)
 {
@@ -304,7 +261,7 @@ static bool run_cfa(struct cur *c, const struct cie *cie, uintptr_t loc,
 			goto advance;
 		case 0x80: /* offset */
 			reg = op & 0x3f;
-			off = (int64_t)uleb(c) * cie->daf;
+			off = (int64_t)leb128_u(c) * cie->daf;
 			goto offset;
 		case 0xc0: /* restore */
 			reg = op & 0x3f;
@@ -328,29 +285,29 @@ static bool run_cfa(struct cur *c, const struct cie *cie, uintptr_t loc,
 			delta = fixed(c, 4);
 			goto advance;
 		case 0x05: /* offset_extended */
-			reg = uleb(c);
-			off = (int64_t)uleb(c) * cie->daf;
+			reg = leb128_u(c);
+			off = (int64_t)leb128_u(c) * cie->daf;
 			goto offset;
 		case 0x06: /* restore_extended */
-			reg = uleb(c);
+			reg = leb128_u(c);
 			goto restore;
 		case 0x07: /* undefined */
-			reg = uleb(c);
+			reg = leb128_u(c);
 			if (reg == R_RA)
 				rs->ra_how = 2;
 			else if (reg == R_RBP)
 				rs->bp_how = 2;
 			continue;
 		case 0x08: /* same_value */
-			reg = uleb(c);
+			reg = leb128_u(c);
 			if (reg == R_RBP)
 				rs->bp_how = 0;
 			else if (reg == R_RA)
 				return false;
 			continue;
 		case 0x09: /* register */
-			reg = uleb(c);
-			uleb(c);
+			reg = leb128_u(c);
+			leb128_u(c);
 			if (reg == R_RBP || reg == R_RA)
 				return false;
 			continue;
@@ -365,51 +322,51 @@ static bool run_cfa(struct cur *c, const struct cie *cie, uintptr_t loc,
 			*rs = saved[--nsaved];
 			continue;
 		case 0x0c: /* def_cfa */
-			rs->cfa_reg = (int)uleb(c);
-			rs->cfa_off = (int64_t)uleb(c);
+			rs->cfa_reg = (int)leb128_u(c);
+			rs->cfa_off = (int64_t)leb128_u(c);
 			continue;
 		case 0x0d: /* def_cfa_register */
-			rs->cfa_reg = (int)uleb(c);
+			rs->cfa_reg = (int)leb128_u(c);
 			continue;
 		case 0x0e: /* def_cfa_offset */
-			rs->cfa_off = (int64_t)uleb(c);
+			rs->cfa_off = (int64_t)leb128_u(c);
 			continue;
 		case 0x0f: /* def_cfa_expression */
 			return false;
 		case 0x10: /* expression */
 		case 0x16: /* val_expression */
-			reg = uleb(c);
+			reg = leb128_u(c);
 			if (reg == R_RBP || reg == R_RA)
 				return false;
-			c->p += uleb(c);
+			c->p += leb128_u(c);
 			continue;
 		case 0x11: /* offset_extended_sf */
-			reg = uleb(c);
-			off = sleb(c) * cie->daf;
+			reg = leb128_u(c);
+			off = leb128_s(c) * cie->daf;
 			goto offset;
 		case 0x12: /* def_cfa_sf */
-			rs->cfa_reg = (int)uleb(c);
-			rs->cfa_off = sleb(c) * cie->daf;
+			rs->cfa_reg = (int)leb128_u(c);
+			rs->cfa_off = leb128_s(c) * cie->daf;
 			continue;
 		case 0x13: /* def_cfa_offset_sf */
-			rs->cfa_off = sleb(c) * cie->daf;
+			rs->cfa_off = leb128_s(c) * cie->daf;
 			continue;
 		case 0x14: /* val_offset */
 		case 0x15: /* val_offset_sf */
-			reg = uleb(c);
+			reg = leb128_u(c);
 			if (op == 0x14)
-				uleb(c);
+				leb128_u(c);
 			else
-				sleb(c);
+				leb128_s(c);
 			if (reg == R_RBP || reg == R_RA)
 				return false;
 			continue;
 		case 0x2e: /* GNU_args_size */
-			uleb(c);
+			leb128_u(c);
 			continue;
 		case 0x2f: /* GNU_negative_offset_extended */
-			reg = uleb(c);
-			off = -(int64_t)uleb(c) * cie->daf;
+			reg = leb128_u(c);
+			off = -(int64_t)leb128_u(c) * cie->daf;
 			goto offset;
 		default:
 			return false;
@@ -471,7 +428,7 @@ static uint64_t compute(uintptr_t pc)
 	struct cie cie;
 	struct regstate rs, initial;
 	struct rule r = { 0, 0, 0, RULE_SLOW };
-	struct cur c;
+	struct byte_cur c;
 	uint64_t len;
 	uintptr_t begin, range;
 
@@ -493,7 +450,7 @@ static uint64_t compute(uintptr_t pc)
 	fde = find_fde(fo.dlfo_eh_frame, pc);
 	if (!fde)
 		return pack(&r);
-	c = (struct cur){ fde, fde + 8, false };
+	c = (struct byte_cur){ fde, fde + 8, false };
 	len = fixed(&c, 4);
 	if (len == 0xffffffff || len < 8)
 		return pack(&r);
@@ -507,12 +464,12 @@ static uint64_t compute(uintptr_t pc)
 	if (c.bad || pc < begin || pc >= begin + range)
 		return pack(&r);
 	if (cie.has_z)
-		c.p += uleb(&c);
+		c.p += leb128_u(&c);
 
 	memset(&rs, 0, sizeof(rs));
 	rs.cfa_reg = -1;
 	{
-		struct cur ci = { cie.insns, cie.end, false };
+		struct byte_cur ci = { cie.insns, cie.end, false };
 
 		if (!run_cfa(&ci, &cie, 0, UINTPTR_MAX, &rs, NULL))
 			return pack(&r);

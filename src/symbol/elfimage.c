@@ -1,67 +1,17 @@
 /*
- * Reading ELF files.  The file is mapped read-only and every offset and
- * size taken from it is checked against the mapping, so a truncated or
- * hostile binary gives an error, never a stray read.  Symbol names point
- * into the mapping; nothing is copied.
+ * A binary's symbols, segments, build-id and .gnu_debuglink, read
+ * through the ELF layer (a truncated or hostile binary gives an error,
+ * never a stray read).  Symbol names point into the mapping; nothing is
+ * copied.
  */
 #include "elfimage.h"
 
 #include <elf.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "search.h"
 #include "util.h"
-
-/* A range of the file, or NULL if it does not fit. */
-static const void *at(const struct elf_image *img, uint64_t off, uint64_t len)
-{
-	if (off > img->size || len > img->size - off)
-		return NULL;
-	return (const char *)img->map + off;
-}
-
-/* Header fields of both classes, widened. */
-struct shdr {
-	uint32_t name, type;
-	uint64_t flags, addr, offset, size;
-	uint32_t link;
-	uint64_t entsize;
-};
-
-static bool get_shdr(const struct elf_image *img, uint64_t shoff,
-		     uint16_t shentsize, size_t i, struct shdr *s)
-{
-	const void *p = at(img, shoff + (uint64_t)i * shentsize, shentsize);
-
-	if (!p)
-		return false;
-	if (img->is64) {
-		Elf64_Shdr h;
-
-		if (shentsize < sizeof(h))
-			return false;
-		memcpy(&h, p, sizeof(h));
-		*s = (struct shdr){ h.sh_name, h.sh_type,  h.sh_flags,
-				    h.sh_addr, h.sh_offset, h.sh_size,
-				    h.sh_link, h.sh_entsize };
-	} else {
-		Elf32_Shdr h;
-
-		if (shentsize < sizeof(h))
-			return false;
-		memcpy(&h, p, sizeof(h));
-		*s = (struct shdr){ h.sh_name, h.sh_type,  h.sh_flags,
-				    h.sh_addr, h.sh_offset, h.sh_size,
-				    h.sh_link, h.sh_entsize };
-	}
-	return true;
-}
 
 static int cmp_sym(const void *a, const void *b)
 {
@@ -112,59 +62,39 @@ static void finish_syms(struct elf_sym *v, size_t *n)
  * Whether symbol table SYM, named in STR, is one read_symtab reads: its
  * string table is whole.
  */
-static bool symtab_usable(const struct elf_image *img, const struct shdr *sym,
-			  const struct shdr *str, const char **strtab,
-			  const char **tab)
+static bool symtab_usable(const struct elf_image *img, const struct elf_shdr *sym,
+			  const struct elf_shdr *str, const char **strtab)
 {
-	*strtab = at(img, str->offset, str->size);
-	*tab = at(img, sym->offset, sym->size);
-	return *strtab && *tab && str->size && (*strtab)[str->size - 1] == '\0';
+	*strtab = elf_at(&img->elf, str->offset, str->size);
+	return *strtab && elf_at(&img->elf, sym->offset, sym->size) &&
+	       str->size && (*strtab)[str->size - 1] == '\0';
 }
 
 /*
  * Read one symbol table section into code/data arrays; or, when CODE is
  * NULL, only say whether it has a function read_symtab would take.
  */
-static bool read_symtab(const struct elf_image *img, const struct shdr *sym,
-			const struct shdr *str, struct elf_sym **code,
-			size_t *ncode, size_t *acode, struct elf_sym **data,
-			size_t *ndata, size_t *adata)
+static bool read_symtab(const struct elf_image *img,
+			const struct elf_shdr *sym, const struct elf_shdr *str,
+			struct elf_sym **code, size_t *ncode, size_t *acode,
+			struct elf_sym **data, size_t *ndata, size_t *adata)
 {
-	size_t esz = img->is64 ? sizeof(Elf64_Sym) : sizeof(Elf32_Sym);
-	const char *strtab, *tab;
+	const char *strtab;
+	struct elf_symbol e;
 
-	if (!symtab_usable(img, sym, str, &strtab, &tab))
+	if (!symtab_usable(img, sym, str, &strtab))
 		return false;
-	for (uint64_t off = esz; off + esz <= sym->size; off += esz) {
-		uint64_t value, size;
-		uint32_t name;
-		uint16_t shndx;
-		unsigned char info;
+	/* (Entry 0 is the null symbol.) */
+	for (size_t i = 1; elf_symbol(&img->elf, sym, i, &e); i++) {
 		struct elf_sym s;
-		int type;
+		int type = ELF64_ST_TYPE(e.info);
 
-		if (img->is64) {
-			Elf64_Sym e;
-
-			memcpy(&e, tab + off, sizeof(e));
-			value = e.st_value, size = e.st_size;
-			name = e.st_name, shndx = e.st_shndx;
-			info = e.st_info;
-		} else {
-			Elf32_Sym e;
-
-			memcpy(&e, tab + off, sizeof(e));
-			value = e.st_value, size = e.st_size;
-			name = e.st_name, shndx = e.st_shndx;
-			info = e.st_info;
-		}
-		type = ELF64_ST_TYPE(info);
-		if (shndx == SHN_UNDEF || shndx == SHN_ABS || !name ||
-		    name >= str->size || !strtab[name])
+		if (e.shndx == SHN_UNDEF || e.shndx == SHN_ABS || !e.name ||
+		    e.name >= str->size || !strtab[e.name])
 			continue;
-		s.addr = value;
-		s.size = size;
-		s.name = strtab + name;
+		s.addr = e.value;
+		s.size = e.size;
+		s.name = strtab + e.name;
 		if (type == STT_FUNC || type == STT_GNU_IFUNC) {
 			if (!code)
 				return true;
@@ -182,20 +112,16 @@ static bool read_symtab(const struct elf_image *img, const struct shdr *sym,
  * A cut copy of a binary (or a hostile one) has its header tables past
  * the end of the file: that is an error, not a binary without symbols.
  */
-static bool tables_fit(const struct elf_image *img, uint64_t phoff,
-		       uint16_t phentsize, uint16_t phnum, uint64_t shoff,
-		       uint16_t shentsize, uint16_t shnum, struct strbuf *why)
+static bool tables_fit(const struct elf_file *f, struct strbuf *why)
 {
-	uint64_t size = img->size;
+	const struct elf_header *h = &f->h;
 
-	if (phnum && (phoff > size ||
-		      (uint64_t)phentsize * phnum > size - phoff)) {
+	if (h->phnum && !elf_at(f, h->phoff, (uint64_t)h->phentsize * h->phnum)) {
 		sb_addstr(why, "truncated (program headers past the end of "
 			       "the file)");
 		return false;
 	}
-	if (shnum && (shoff > size ||
-		      (uint64_t)shentsize * shnum > size - shoff)) {
+	if (h->shnum && !elf_at(f, h->shoff, (uint64_t)h->shentsize * h->shnum)) {
 		sb_addstr(why, "truncated (section headers past the end of "
 			       "the file)");
 		return false;
@@ -203,30 +129,57 @@ static bool tables_fit(const struct elf_image *img, uint64_t phoff,
 	return true;
 }
 
+/* .note.gnu.build-id: a note "GNU" of type NT_GNU_BUILD_ID. */
+static void read_build_id(struct elf_image *img, const struct elf_shdr *s)
+{
+	const uint8_t *p = elf_at(&img->elf, s->offset, s->size);
+	struct elf_note n;
+	uint64_t at = 0;
+
+	while (p && elf_note_next(p, s->size, &at, &n) == ELF_NOTE) {
+		if (n.type == NT_GNU_BUILD_ID && n.namesz == 4 &&
+		    !memcmp(n.name, "GNU", 4) && n.descsz &&
+		    n.descsz <= sizeof(img->build_id)) {
+			memcpy(img->build_id, n.desc, n.descsz);
+			img->build_id_len = n.descsz;
+			return;
+		}
+	}
+}
+
+/* .gnu_debuglink: a file name, then its CRC at the next 4 bytes. */
+static void read_debuglink(struct elf_image *img, const struct elf_shdr *s)
+{
+	const char *d = elf_at(&img->elf, s->offset, s->size);
+	size_t len = d ? strnlen(d, s->size) : s->size;
+	size_t crc_at = (len + 4) & ~(size_t)3;
+
+	if (d && len < s->size && crc_at + 4 <= s->size) {
+		img->debuglink = d;
+		memcpy(&img->debuglink_crc, d + crc_at, 4);
+	}
+}
+
 static bool table_has_code(const struct elf_image *img, size_t index);
 
-static void read_sections(struct elf_image *img, uint64_t shoff,
-			  uint16_t shentsize, uint16_t shnum, uint16_t shstrndx)
+static void read_sections(struct elf_image *img)
 {
-	struct shdr names, s;
-	const char *shstr;
+	const struct elf_file *f = &img->elf;
+	struct elf_shdr names, s;
 	size_t symtab_index = 0, dynsym_index = 0;
 	bool have_symtab = false, have_dynsym = false;
 
-	if (!shnum || shstrndx >= shnum ||
-	    !get_shdr(img, shoff, shentsize, shstrndx, &names) ||
-	    !(shstr = at(img, names.offset, names.size)) || !names.size)
+	if (!f->h.shnum || f->h.shstrndx >= f->h.shnum ||
+	    !elf_shdr(f, f->h.shstrndx, &names) ||
+	    !elf_at(f, names.offset, names.size) || !names.size)
 		return;
-	for (size_t i = 1; i < shnum; i++) {
+	for (size_t i = 1; i < f->h.shnum; i++) {
 		const char *name;
 
-		if (!get_shdr(img, shoff, shentsize, i, &s))
+		if (!elf_shdr(f, i, &s))
 			return;
-		name = s.name < names.size &&
-				       memchr(shstr + s.name, '\0',
-					      names.size - s.name)
-			       ? shstr + s.name
-			       : "";
+		if (!(name = elf_string(f, &names, s.name)))
+			name = "";
 		if (s.type == SHT_SYMTAB) {
 			symtab_index = i;
 			have_symtab = true;
@@ -237,45 +190,13 @@ static void read_sections(struct elf_image *img, uint64_t shoff,
 			img->has_debug_info = true;
 		} else if (!strcmp(name, ".gnu_debuglink") &&
 			   s.type != SHT_NOBITS) {
-			const char *d = at(img, s.offset, s.size);
-			size_t len = d ? strnlen(d, s.size) : s.size;
-			size_t crc_at = (len + 4) & ~(size_t)3;
-
-			if (d && len < s.size && crc_at + 4 <= s.size) {
-				img->debuglink = d;
-				memcpy(&img->debuglink_crc, d + crc_at, 4);
-			}
+			read_debuglink(img, &s);
 		} else if (s.type == SHT_NOTE && !img->build_id_len) {
-			/* .note.gnu.build-id: namesz descsz type "GNU\0" id */
-			const unsigned char *n = at(img, s.offset, s.size);
-
-			while (n && s.size >= 12) {
-				uint32_t nsz, dsz, type;
-				uint64_t rec;
-
-				memcpy(&nsz, n, 4);
-				memcpy(&dsz, n + 4, 4);
-				memcpy(&type, n + 8, 4);
-				rec = 12 + (((uint64_t)nsz + 3) & ~3ULL) +
-				      (((uint64_t)dsz + 3) & ~3ULL);
-				if (rec > s.size)
-					break;
-				if (type == NT_GNU_BUILD_ID && nsz == 4 &&
-				    !memcmp(n + 12, "GNU", 4) && dsz &&
-				    dsz <= sizeof(img->build_id)) {
-					memcpy(img->build_id, n + 16, dsz);
-					img->build_id_len = dsz;
-					break;
-				}
-				n += rec;
-				s.size -= rec;
-			}
+			read_build_id(img, &s);
 		}
 	}
-	/* The tables are read when asked for (elf_load_symbols): a warm
+	/* The tables are read when asked for (elfimage_load_symbols): a warm
 	 * run answers from the symbol cache without them. */
-	img->shoff = shoff;
-	img->shentsize = shentsize;
 	img->symtab_index = have_symtab ? symtab_index : 0;
 	img->dynsym_index = have_dynsym ? dynsym_index : 0;
 	img->has_code = table_has_code(img, img->symtab_index) ||
@@ -283,158 +204,100 @@ static void read_sections(struct elf_image *img, uint64_t shoff,
 	img->has_symtab = have_symtab && img->has_code;
 }
 
+/* Symbol table INDEX (0: none) and its string table, if both are there. */
+static bool table(const struct elf_image *img, size_t index,
+		  struct elf_shdr *sym, struct elf_shdr *str)
+{
+	return index && elf_shdr(&img->elf, index, sym) &&
+	       elf_shdr(&img->elf, sym->link, str);
+}
+
 /* Whether section INDEX (0: none) is a symbol table with a function. */
 static bool table_has_code(const struct elf_image *img, size_t index)
 {
-	struct shdr sym, link;
+	struct elf_shdr sym, str;
 
-	return index &&
-	       get_shdr(img, img->shoff, img->shentsize, index, &sym) &&
-	       get_shdr(img, img->shoff, img->shentsize, sym.link, &link) &&
-	       read_symtab(img, &sym, &link, NULL, NULL,
-			   NULL, NULL, NULL, NULL);
+	return table(img, index, &sym, &str) &&
+	       read_symtab(img, &sym, &str, NULL, NULL, NULL, NULL, NULL,
+			   NULL);
 }
 
-void elf_load_symbols(struct elf_image *img)
+void elfimage_load_symbols(struct elf_image *img)
 {
-	struct shdr sym, link;
+	struct elf_shdr sym, str;
 	size_t acode = 0, adata = 0;
 
-	if (img->syms_loaded || !img->map)
+	if (img->syms_loaded || !img->elf.data)
 		return;
 	img->syms_loaded = true;
 	/* The full table when there is one; the dynamic one otherwise. */
-	if (img->symtab_index &&
-	    get_shdr(img, img->shoff, img->shentsize, img->symtab_index,
-		     &sym) &&
-	    get_shdr(img, img->shoff, img->shentsize, sym.link, &link))
-		read_symtab(img, &sym, &link, &img->code, &img->ncode, &acode,
+	if (table(img, img->symtab_index, &sym, &str))
+		read_symtab(img, &sym, &str, &img->code, &img->ncode, &acode,
 			    &img->data, &img->ndata, &adata);
-	if (!img->ncode && img->dynsym_index &&
-	    get_shdr(img, img->shoff, img->shentsize, img->dynsym_index,
-		     &sym) &&
-	    get_shdr(img, img->shoff, img->shentsize, sym.link, &link))
-		read_symtab(img, &sym, &link, &img->code, &img->ncode, &acode,
+	if (!img->ncode && table(img, img->dynsym_index, &sym, &str))
+		read_symtab(img, &sym, &str, &img->code, &img->ncode, &acode,
 			    &img->data, &img->ndata, &adata);
 	finish_syms(img->code, &img->ncode);
 	finish_syms(img->data, &img->ndata);
 }
 
-static void read_segments(struct elf_image *img, uint64_t phoff,
-			  uint16_t phentsize, uint16_t phnum)
+/* The PT_LOAD segments, for the address rule. */
+static void read_segments(struct elf_image *img)
 {
-	for (size_t i = 0; i < phnum; i++) {
-		const void *p = at(img, phoff + (uint64_t)i * phentsize,
-				   phentsize);
-		uint64_t type, off, vaddr, memsz;
+	struct elf_phdr ph;
 
-		if (!p)
+	for (size_t i = 0; i < img->elf.h.phnum; i++) {
+		if (!elf_phdr(&img->elf, i, &ph))
 			return;
-		if (img->is64) {
-			Elf64_Phdr h;
-
-			if (phentsize < sizeof(h))
-				return;
-			memcpy(&h, p, sizeof(h));
-			type = h.p_type, off = h.p_offset;
-			vaddr = h.p_vaddr, memsz = h.p_memsz;
-		} else {
-			Elf32_Phdr h;
-
-			if (phentsize < sizeof(h))
-				return;
-			memcpy(&h, p, sizeof(h));
-			type = h.p_type, off = h.p_offset;
-			vaddr = h.p_vaddr, memsz = h.p_memsz;
-		}
-		if (type != PT_LOAD)
+		if (ph.type != PT_LOAD)
 			continue;
 		img->loads = xreallocarray(img->loads, img->nloads + 1,
 					   sizeof(*img->loads));
 		img->loads[img->nloads++] =
-			(struct elf_span){ vaddr, off, memsz };
+			(struct elf_span){ ph.vaddr, ph.offset, ph.memsz };
 	}
 }
 
-int elf_open(struct elf_image *img, const char *path, struct strbuf *why)
+int elfimage_open(struct elf_image *img, const char *path, struct strbuf *why)
 {
-	if (elf_open_headers(img, path, why) < 0)
+	if (elfimage_open_headers(img, path, why) < 0)
 		return -1;
-	elf_load_symbols(img);
+	elfimage_load_symbols(img);
 	return 0;
 }
 
-int elf_open_headers(struct elf_image *img, const char *path,
+int elfimage_open_headers(struct elf_image *img, const char *path,
 		     struct strbuf *why)
 {
-	const unsigned char *id;
-	Elf64_Ehdr e;
-	struct stat st;
-	int fd;
+	const struct elf_header *h = &img->elf.h;
+	enum elf_ident id;
 
 	memset(img, 0, sizeof(*img));
 	img->path = xstrdup(path);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		sb_addstr(why, strerror(errno));
-		if (fd >= 0)
-			close(fd);
+	if (elf_open(&img->elf, path, why) < 0)
 		return -1;
-	}
-	if (!S_ISREG(st.st_mode) || st.st_size < EI_NIDENT) {
-		close(fd);
-		sb_addstr(why, "not an ELF file");
-		return -1;
-	}
-	img->size = (size_t)st.st_size;
-	img->map = mmap(NULL, img->size, PROT_READ, MAP_PRIVATE, fd, 0);
-	close(fd);
-	if (img->map == MAP_FAILED) {
-		img->map = NULL;
-		sb_addstr(why, strerror(errno));
-		return -1;
-	}
-	id = img->map;
-	if (memcmp(id, ELFMAG, SELFMAG) ||
-	    (id[EI_CLASS] != ELFCLASS64 && id[EI_CLASS] != ELFCLASS32) ||
-	    id[EI_DATA] != ELFDATA2LSB) {
+	id = elf_identify(&img->elf);
+	if (id == ELF_NOT_ELF ||
+	    (h->class != ELFCLASS64 && h->class != ELFCLASS32) ||
+	    h->data != ELFDATA2LSB) {
 		sb_addstr(why, "not a little-endian ELF file");
 		return -1;
 	}
-	img->is64 = id[EI_CLASS] == ELFCLASS64;
-	if (img->size < (img->is64 ? sizeof(Elf64_Ehdr) : sizeof(Elf32_Ehdr))) {
+	if (id == ELF_CUT) {
 		sb_addstr(why, "truncated ELF header");
 		return -1;
 	}
-	/* The 32-bit header's fields, widened, in the 64-bit one's shape. */
-	if (img->is64) {
-		memcpy(&e, img->map, sizeof(e));
-	} else {
-		Elf32_Ehdr e32;
-
-		memcpy(&e32, img->map, sizeof(e32));
-		e.e_type = e32.e_type;
-		e.e_phoff = e32.e_phoff;
-		e.e_phentsize = e32.e_phentsize;
-		e.e_phnum = e32.e_phnum;
-		e.e_shoff = e32.e_shoff;
-		e.e_shentsize = e32.e_shentsize;
-		e.e_shnum = e32.e_shnum;
-		e.e_shstrndx = e32.e_shstrndx;
-	}
-	img->is_dyn = e.e_type == ET_DYN;
-	if (!tables_fit(img, e.e_phoff, e.e_phentsize, e.e_phnum, e.e_shoff,
-			e.e_shentsize, e.e_shnum, why))
+	img->is_dyn = h->type == ET_DYN;
+	if (!tables_fit(&img->elf, why))
 		return -1;
-	read_segments(img, e.e_phoff, e.e_phentsize, e.e_phnum);
-	read_sections(img, e.e_shoff, e.e_shentsize, e.e_shnum, e.e_shstrndx);
+	read_segments(img);
+	read_sections(img);
 	return 0;
 }
 
-void elf_close(struct elf_image *img)
+void elfimage_close(struct elf_image *img)
 {
-	if (img->map)
-		munmap(img->map, img->size);
+	elf_close(&img->elf);
 	free(img->loads);
 	free(img->code);
 	free(img->data);
@@ -442,29 +305,33 @@ void elf_close(struct elf_image *img)
 	memset(img, 0, sizeof(*img));
 }
 
-void elf_take_symbols(struct elf_image *img, struct elf_image *debug)
+/* *TO (N of them) replaced by *FROM (*NFROM), when it has more: true. */
+static bool take_table(struct elf_sym **to, size_t *n, struct elf_sym **from,
+		       size_t *nfrom)
 {
+	if (*nfrom <= *n)
+		return false;
+	free(*to);
+	*to = *from;
+	*n = *nfrom;
+	*from = NULL;
+	*nfrom = 0;
+	return true;
+}
+
+void elfimage_take_symbols(struct elf_image *img, struct elf_image *debug)
+{
+	bool symtab = debug->has_symtab;
+
 	/* A debug file's .symtab has the local functions a stripped binary
 	 * lost; its names point into the debug file's mapping, so the debug
 	 * image must stay open as long as IMG. */
-	if (debug->ncode > img->ncode) {
-		free(img->code);
-		img->code = debug->code;
-		img->ncode = debug->ncode;
-		debug->code = NULL;
-		debug->ncode = 0;
-		img->has_symtab = debug->has_symtab;
-	}
-	if (debug->ndata > img->ndata) {
-		free(img->data);
-		img->data = debug->data;
-		img->ndata = debug->ndata;
-		debug->data = NULL;
-		debug->ndata = 0;
-	}
+	if (take_table(&img->code, &img->ncode, &debug->code, &debug->ncode))
+		img->has_symtab = symtab;
+	take_table(&img->data, &img->ndata, &debug->data, &debug->ndata);
 }
 
-const struct elf_sym *elf_find(const struct elf_sym *v, size_t n,
+const struct elf_sym *elfimage_find(const struct elf_sym *v, size_t n,
 			       uint64_t addr, bool *past)
 {
 	size_t lo = PARTITION_POINT(n, i, v[i].addr <= addr);

@@ -61,7 +61,7 @@ struct binary {
 	bfd *abfd;
 	asymbol **bfd_syms;
 	bool bfd_tried;
-	bool syms_done;         /* elf_load_symbols'd, debug file's taken */
+	bool syms_done;         /* elfimage_load_symbols'd, debug file's taken */
 	struct symcache *cache;
 	/* For -v: where the debug file came from, whether its symbol tables
 	 * replaced the binary's, and the frames left unresolved. */
@@ -233,9 +233,9 @@ static bool open_debug(struct binary *b, const char *path)
 
 	if (!file_ok(path))
 		return false;
-	ok = elf_open_headers(&b->dbg, path, &why) == 0;
+	ok = elfimage_open_headers(&b->dbg, path, &why) == 0;
 	if (!ok)
-		elf_close(&b->dbg);
+		elfimage_close(&b->dbg);
 	sb_release(&why);
 	return ok;
 }
@@ -259,7 +259,7 @@ static bool find_by_build_id(const struct sym_options *o, struct binary *b)
 	if (ok && (b->dbg.build_id_len != b->img.build_id_len ||
 		   memcmp(b->dbg.build_id, b->img.build_id,
 			  b->img.build_id_len))) {
-		elf_close(&b->dbg);
+		elfimage_close(&b->dbg);
 		ok = false;
 	}
 	sb_release(&p);
@@ -295,11 +295,11 @@ static bool find_by_debuglink(const struct sym_options *o, struct binary *b)
 		 * is zlib's CRC-32: libdeflate's, with PCLMULQDQ, reads a 110 MB
 		 * file in 8 ms where a table-driven loop took 245.)
 		 */
-		if (libdeflate_crc32(0, b->dbg.map, b->dbg.size) ==
+		if (libdeflate_crc32(0, b->dbg.elf.data, b->dbg.elf.size) ==
 		    b->img.debuglink_crc)
 			ok = true;
 		else
-			elf_close(&b->dbg);
+			elfimage_close(&b->dbg);
 	}
 out:
 	free(dirname);
@@ -333,7 +333,7 @@ static bool find_by_debuginfod(struct bfdsym *bs, struct binary *b)
 	if (ok && (b->dbg.build_id_len != b->img.build_id_len ||
 		   memcmp(b->dbg.build_id, b->img.build_id,
 			  b->img.build_id_len))) {
-		elf_close(&b->dbg);
+		elfimage_close(&b->dbg);
 		ok = false;
 	}
 	if (ok) {
@@ -450,12 +450,12 @@ static void binary_symbols(struct binary *b)
 	if (b->syms_done)
 		return;
 	b->syms_done = true;
-	elf_load_symbols(&b->img);
+	elfimage_load_symbols(&b->img);
 	if (!b->has_dbg)
 		return;
-	elf_load_symbols(&b->dbg);
+	elfimage_load_symbols(&b->dbg);
 	before = b->dbg.ncode;
-	elf_take_symbols(&b->img, &b->dbg);
+	elfimage_take_symbols(&b->img, &b->dbg);
 	b->syms_from_dbg = before && !b->dbg.ncode;
 	if ((b->img.ncode > 0) != b->ok)
 		BUG("%s: symbols counted %s, read %zu", b->name,
@@ -469,12 +469,12 @@ static void open_binary(struct bfdsym *bs, struct binary *b)
 	char *id;
 
 	b->opened = true;
-	if (elf_open_headers(&b->img, host, &why) < 0) {
+	if (elfimage_open_headers(&b->img, host, &why) < 0) {
 		warning("cannot read '%s'%s%s: %s; its frames stay "
 			"unsymbolized",
 			host, strcmp(host, b->name) ? " for " : "",
 			strcmp(host, b->name) ? b->name : "", why.buf);
-		elf_close(&b->img);
+		elfimage_close(&b->img);
 		goto out;
 	}
 	/* A stripped binary: its debug file has the full story. */
@@ -693,7 +693,7 @@ static const struct elf_sym *slot_symbol(struct binary *b, struct slot *sl)
 
 	if (!sl->sym_found) {
 		binary_symbols(b);
-		sym = elf_find(b->img.code, b->img.ncode, sl->elf - 1,
+		sym = elfimage_find(b->img.code, b->img.ncode, sl->elf - 1,
 			       &sl->past);
 		sl->sym = sym ? (uint32_t)(sym - b->img.code) + 1 : 0;
 		sl->sym_found = true;
@@ -934,7 +934,7 @@ static void bfd_code(struct symbolizer *s, const struct maps *maps,
 	b = binary_for(bs, v->name);
 	if (!b->ok) {
 		say_why(bs, b, addr, "%s %s (said above)", v->name,
-			b->img.map ? "has no symbols" : "could not be read");
+			b->img.elf.data ? "has no symbols" : "could not be read");
 		return;
 	}
 	if (sl && b->slots_batch != bs->batch_id)
@@ -963,7 +963,7 @@ static void bfd_code(struct symbolizer *s, const struct maps *maps,
 			past = sl->past;
 		} else {
 			binary_symbols(b);
-			sym = elf_find(b->img.code, b->img.ncode, elf - 1,
+			sym = elfimage_find(b->img.code, b->img.ncode, elf - 1,
 				       &past);
 		}
 		if (sym && !past) {
@@ -1022,12 +1022,12 @@ static const char *bfd_data(struct symbolizer *s, const struct maps *maps,
 	if (!maps || !(v = maps_find(maps, addr)) || v->name[0] != '/')
 		return NULL;
 	b = binary_for(bs, v->name);
-	if (!b->img.map ||
+	if (!b->img.elf.data ||
 	    !elf_address(addr, v, b->img.loads, b->img.nloads, &elf))
 		return NULL;
 	binary_symbols(b);
 	/* A type object is named by the symbol that starts exactly there. */
-	sym = elf_find(b->img.data, b->img.ndata, elf, &past);
+	sym = elfimage_find(b->img.data, b->img.ndata, elf, &past);
 	if (!sym || sym->addr != elf)
 		return NULL;
 	return demangled(bs, sym->name);
@@ -1095,9 +1095,9 @@ static void bfd_destroy(struct symbolizer *s)
 		if (b->abfd)
 			bfd_close(b->abfd);
 		free(b->bfd_syms);
-		elf_close(&b->img);
+		elfimage_close(&b->img);
 		if (b->has_dbg)
-			elf_close(&b->dbg);
+			elfimage_close(&b->dbg);
 		free(b);
 	}
 	if (bs->unresolved > MAX_WHY)

@@ -27,14 +27,15 @@
 
 #include <elf.h>
 #include <libdeflate.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
 #include "arena.h"
 #include "hashmap.h"
+#include "leb128.h"
 #include "search.h"
+#include "threads.h"
 #include "util.h"
 
 /* The DWARF constants used here (dwarf.h is not installed). */
@@ -132,10 +133,6 @@ static const char *const section_names[NSECT] = {
 };
 
 /* A bounded reader: running past the end sets BAD and reads zeros. */
-struct cur {
-	const uint8_t *p, *end;
-	bool bad;
-};
 
 struct abbrev_attr {
 	uint32_t name, form;
@@ -327,7 +324,7 @@ struct dwarf {
 
 /* ---- reading ---- */
 
-static uint64_t rd(struct cur *c, size_t n)
+static uint64_t rd(struct byte_cur *c, size_t n)
 {
 	uint64_t v = 0;
 
@@ -342,54 +339,7 @@ static uint64_t rd(struct cur *c, size_t n)
 	return v;
 }
 
-static __attribute__((noinline)) uint64_t uleb_long(struct cur *c)
-{
-	uint64_t v = 0;
-	unsigned shift = 0;
-
-	while (c->p < c->end) {
-		uint8_t b = *c->p++;
-
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80))
-			return v;
-	}
-	c->bad = true;
-	return v;
-}
-
-/* (Most are one byte: abbreviation codes, forms, line opcodes.) */
-static inline uint64_t uleb(struct cur *c)
-{
-	if (c->p < c->end && !(*c->p & 0x80))
-		return *c->p++;
-	return uleb_long(c);
-}
-
-static int64_t sleb(struct cur *c)
-{
-	uint64_t v = 0;
-	unsigned shift = 0;
-	uint8_t b = 0;
-
-	while (c->p < c->end) {
-		b = *c->p++;
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80)) {
-			if (shift < 64 && (b & 0x40))
-				v |= ~(uint64_t)0 << shift;
-			return (int64_t)v;
-		}
-	}
-	c->bad = true;
-	return (int64_t)v;
-}
-
-static void skip(struct cur *c, uint64_t n)
+static void skip(struct byte_cur *c, uint64_t n)
 {
 	if ((uint64_t)(c->end - c->p) < n) {
 		c->bad = true;
@@ -400,7 +350,7 @@ static void skip(struct cur *c, uint64_t n)
 }
 
 /* A NUL-terminated string at C, or NULL (empty, as libbfd: none). */
-static const char *cstr(struct cur *c)
+static const char *cstr(struct byte_cur *c)
 {
 	const uint8_t *z = memchr(c->p, 0, (size_t)(c->end - c->p));
 	const char *s = (const char *)c->p;
@@ -456,13 +406,6 @@ static int refuse(struct dwarf *d, const char *why)
 
 /* ---- the ELF side: sections, symbols, compressed sections ---- */
 
-static const void *at(const struct elf_image *img, uint64_t off, uint64_t len)
-{
-	if (off > img->size || len > img->size - off)
-		return NULL;
-	return (const char *)img->map + off;
-}
-
 static int cmp_bsym(const void *a, const void *b)
 {
 	const struct bsym *x = a, *y = b;
@@ -482,43 +425,36 @@ static int cmp_bsym(const void *a, const void *b)
  * objects or TLS; not the hidden local untyped zero-sized ones annobin
  * makes; sizes of 0 count as 1.
  */
-static void read_symbols(struct dwarf *d, const Elf64_Shdr *sh, size_t shnum,
-			 const Elf64_Shdr *symtab)
+static void read_symbols(struct dwarf *d, const struct elf_shdr *symtab)
 {
-	const Elf64_Shdr *strs;
+	const struct elf_file *f = &d->img->elf;
+	struct elf_shdr strs;
+	struct elf_symbol e;
 	const char *str;
-	const Elf64_Sym *v;
-	size_t n, alloc = 0;
+	size_t alloc = 0;
 
-	if (symtab->sh_link >= shnum)
+	if (symtab->link >= f->h.shnum || !elf_shdr(f, symtab->link, &strs))
 		return;
-	strs = &sh[symtab->sh_link];
-	str = at(d->img, strs->sh_offset, strs->sh_size);
-	v = at(d->img, symtab->sh_offset, symtab->sh_size);
-	if (!str || !v || !strs->sh_size || str[strs->sh_size - 1] ||
-	    symtab->sh_entsize != sizeof(*v))
+	str = elf_at(f, strs.offset, strs.size);
+	if (!str || !elf_at(f, symtab->offset, symtab->size) || !strs.size ||
+	    str[strs.size - 1] || symtab->entsize != elf_sym_size(f))
 		return;
 	d->have_syms = true;
-	n = symtab->sh_size / sizeof(*v);
-	for (size_t i = 1; i < n; i++) {
-		Elf64_Sym e;
-		int type, bind;
+	for (size_t i = 1; elf_symbol(f, symtab, i, &e); i++) {
+		int type = ELF64_ST_TYPE(e.info), bind = ELF64_ST_BIND(e.info);
 
-		memcpy(&e, &v[i], sizeof(e));
-		type = ELF64_ST_TYPE(e.st_info);
-		bind = ELF64_ST_BIND(e.st_info);
 		if (type == STT_SECTION || type == STT_FILE ||
 		    type == STT_OBJECT || type == STT_COMMON ||
-		    type == STT_TLS || e.st_shndx == SHN_UNDEF ||
-		    e.st_shndx >= SHN_LORESERVE || e.st_name >= strs->sh_size)
+		    type == STT_TLS || e.shndx == SHN_UNDEF ||
+		    e.shndx >= SHN_LORESERVE || e.name >= strs.size)
 			continue;
-		if (!e.st_size && bind == STB_LOCAL && type == STT_NOTYPE &&
-		    ELF64_ST_VISIBILITY(e.st_other) == STV_HIDDEN)
+		if (!e.size && bind == STB_LOCAL && type == STT_NOTYPE &&
+		    ELF64_ST_VISIBILITY(e.other) == STV_HIDDEN)
 			continue;
 		GROW(d->syms, d->nsyms + 1, alloc);
 		d->syms[d->nsyms++] = (struct bsym){
-			e.st_value, e.st_size ? e.st_size : 1, (uint32_t)i,
-			e.st_shndx, str + e.st_name
+			e.value, e.size ? e.size : 1, (uint32_t)i, e.shndx,
+			str + e.name
 		};
 	}
 	if (d->nsyms)
@@ -527,36 +463,37 @@ static void read_symbols(struct dwarf *d, const Elf64_Shdr *sh, size_t shnum,
 
 static int read_elf(struct dwarf *d)
 {
-	const struct elf_image *img = d->img;
-	const Elf64_Ehdr *eh = img->map;
-	const Elf64_Shdr *sh, *names;
-	const char *shstr;
+	const struct elf_file *f = &d->img->elf;
+	struct elf_shdr sh, names;
 	size_t alloc = 0;
 
-	if (!img->is64 || img->size < sizeof(*eh))
+	if (!f->is64 || f->size < sizeof(Elf64_Ehdr))
 		return decline(d, "not a 64-bit ELF file");
-	/* (Read in place: they must be aligned, as every linker puts them.) */
-	sh = at(img, eh->e_shoff, (uint64_t)eh->e_shnum * sizeof(*sh));
-	if (!sh || eh->e_shoff % _Alignof(Elf64_Shdr) ||
-	    eh->e_shentsize != sizeof(*sh) || eh->e_shstrndx >= eh->e_shnum)
+	/* (As every linker puts them: other placings are left to libbfd.) */
+	if (!elf_at(f, f->h.shoff, (uint64_t)f->h.shnum * sizeof(Elf64_Shdr)) ||
+	    f->h.shoff % _Alignof(Elf64_Shdr) ||
+	    f->h.shentsize != sizeof(Elf64_Shdr) ||
+	    f->h.shstrndx >= f->h.shnum)
 		return decline(d, "no section headers");
-	names = &sh[eh->e_shstrndx];
-	shstr = at(img, names->sh_offset, names->sh_size);
-	if (!shstr || !names->sh_size || shstr[names->sh_size - 1])
+	if (!elf_shdr(f, f->h.shstrndx, &names) ||
+	    !elf_at(f, names.offset, names.size) || !names.size ||
+	    f->data[names.offset + names.size - 1])
 		return decline(d, "no section names");
-	for (size_t i = 1; i < eh->e_shnum; i++) {
-		const char *name = sh[i].sh_name < names->sh_size
-					   ? shstr + sh[i].sh_name
-					   : "";
+	for (size_t i = 1; i < f->h.shnum; i++) {
+		const char *name;
 
-		if (sh[i].sh_flags & SHF_ALLOC) {
+		elf_shdr(f, i, &sh);
+		name = sh.name < names.size
+			       ? (const char *)f->data + names.offset + sh.name
+			       : "";
+		if (sh.flags & SHF_ALLOC) {
 			GROW(d->secs, d->nsecs + 1, alloc);
 			d->secs[d->nsecs++] = (struct esec){
-				sh[i].sh_addr, sh[i].sh_size, (uint16_t)i
+				sh.addr, sh.size, (uint16_t)i
 			};
 		}
-		if (sh[i].sh_type == SHT_SYMTAB && !d->have_syms)
-			read_symbols(d, sh, eh->e_shnum, &sh[i]);
+		if (sh.type == SHT_SYMTAB && !d->have_syms)
+			read_symbols(d, &sh);
 		if (!strcmp(name, ".gnu_debugaltlink") ||
 		    !strcmp(name, ".debug_types") || !strncmp(name, ".zdebug", 7))
 			return decline(d, "dwz, type units or .zdebug sections");
@@ -565,14 +502,14 @@ static int read_elf(struct dwarf *d)
 
 			if (strcmp(name, section_names[k]) || x->present)
 				continue;
-			if (sh[i].sh_type == SHT_NOBITS)
+			if (sh.type == SHT_NOBITS)
 				break;
-			x->raw = at(img, sh[i].sh_offset, sh[i].sh_size);
+			x->raw = elf_at(f, sh.offset, sh.size);
 			if (!x->raw)
 				return decline(d, "a DWARF section past the "
 						  "end of the file");
-			x->raw_size = sh[i].sh_size;
-			x->compressed = sh[i].sh_flags & SHF_COMPRESSED;
+			x->raw_size = sh.size;
+			x->compressed = sh.flags & SHF_COMPRESSED;
 			x->present = true;
 		}
 	}
@@ -605,8 +542,9 @@ static void *inflated_buffer(struct section *x, size_t size)
 static bool inflate(struct section *x)
 {
 	struct libdeflate_decompressor *z;
-	Elf64_Chdr ch;
-	size_t got;
+	uint32_t type;
+	uint64_t size;
+	size_t hdr, got;
 	bool ok;
 
 	if (!x->present || !x->compressed) {
@@ -614,48 +552,54 @@ static bool inflate(struct section *x)
 		x->size = x->raw_size;
 		return true;
 	}
-	if (x->raw_size < sizeof(ch))
+	/* (The reader takes 64-bit files only.) */
+	if (!elf_chdr(true, x->raw, x->raw_size, &type, &size, &hdr))
 		return false;
-	memcpy(&ch, x->raw, sizeof(ch));
 	/*
 	 * (A section bigger than 4 GiB inflated is not a debug file.)  The
 	 * size is allocated before a byte is inflated: deflate makes at most
 	 * 258 bytes of 2 bits, so more than 1032 bytes a byte is a lie, and
 	 * a few bytes must not cost gigabytes.
 	 */
-	if (ch.ch_type != ELFCOMPRESS_ZLIB || ch.ch_size > (1ULL << 32) ||
-	    ch.ch_size / 1032 > x->raw_size - sizeof(ch))
+	if (type != ELFCOMPRESS_ZLIB || size > (1ULL << 32) ||
+	    size / 1032 > x->raw_size - hdr)
 		return false;
 	if (!(z = libdeflate_alloc_decompressor()))
 		return false;
-	x->owned = inflated_buffer(x, ch.ch_size);
-	ok = libdeflate_zlib_decompress(z, x->raw + sizeof(ch),
-					x->raw_size - sizeof(ch), x->owned,
-					ch.ch_size, &got) == LIBDEFLATE_SUCCESS &&
-	     got == ch.ch_size;
+	x->owned = inflated_buffer(x, size);
+	ok = libdeflate_zlib_decompress(z, x->raw + hdr, x->raw_size - hdr,
+					x->owned, size, &got) ==
+		     LIBDEFLATE_SUCCESS &&
+	     got == size;
 	libdeflate_free_decompressor(z);
 	x->p = x->owned;
-	x->size = ch.ch_size;
+	x->size = size;
 	return ok;
 }
 
 static void read_all_abbrevs(struct dwarf *d);
 
-static void *inflate_thread(void *arg)
+struct inflating {
+	struct section *x;
+	bool ok;
+};
+
+static void inflate_task(void *arg)
 {
-	return inflate(arg) ? arg : NULL;
+	struct inflating *in = arg;
+
+	in->ok = inflate(in->x);
 }
 
 static int inflate_all(struct dwarf *d)
 {
-	pthread_t tid;
+	struct inflating info = { &d->s[S_INFO], false };
+	struct task t = { 0 };
 	bool threaded, ok = true;
-	void *r = NULL;
 
 	/* .debug_info is most of the work: on another core. */
-	threaded = d->s[S_INFO].compressed && threads_wanted() > 1 &&
-		   pthread_create(&tid, NULL, inflate_thread,
-				  &d->s[S_INFO]) == 0;
+	threaded = d->s[S_INFO].compressed &&
+		   task_start(&t, inflate_task, &info, false);
 	if (!threaded)
 		ok = inflate(&d->s[S_INFO]);
 	/* (.debug_abbrev first: its tables are read in the meantime.) */
@@ -666,8 +610,8 @@ static int inflate_all(struct dwarf *d)
 			read_all_abbrevs(d);
 	}
 	if (threaded) {
-		pthread_join(tid, &r);
-		ok &= r != NULL;
+		task_release(&t);
+		ok &= info.ok;
 	}
 	if (!ok)
 		return decline(d, "a compressed DWARF section that does not "
@@ -830,7 +774,7 @@ static struct abbrevs *read_abbrevs(struct dwarf *d, const struct unit *u,
 	struct abbrev_scratch *s = &d->scratch;
 	struct abbrevs *t;
 	struct akey *k;
-	struct cur c;
+	struct byte_cur c;
 	size_t n = 0, nattrs = 0;
 	uint32_t maxcode = 0;
 	bool zero = false;
@@ -838,9 +782,9 @@ static struct abbrevs *read_abbrevs(struct dwarf *d, const struct unit *u,
 	*next = 0;
 	if (off >= d->s[S_ABBREV].size)
 		return NULL;
-	c = (struct cur){ d->s[S_ABBREV].p + off,
+	c = (struct byte_cur){ d->s[S_ABBREV].p + off,
 			  d->s[S_ABBREV].p + d->s[S_ABBREV].size, false };
-	for (uint64_t code = uleb(&c); !c.bad;) {
+	for (uint64_t code = leb128_u(&c); !c.bad;) {
 		struct abbrev *a;
 
 		if (!code) {
@@ -853,19 +797,19 @@ static struct abbrevs *read_abbrevs(struct dwarf *d, const struct unit *u,
 		a = &s->v[n++];
 		memset(a, 0, sizeof(*a));
 		a->code = (uint32_t)code;
-		a->tag = (uint32_t)uleb(&c);
+		a->tag = (uint32_t)leb128_u(&c);
 		a->children = rd(&c, 1) != 0;
 		a->fixed = 0;
 		/* (Attributes of all the table's abbreviations in one
 		 * array: a->attr is set once it is the table's own.) */
 		a->first = (uint32_t)nattrs;
 		for (;;) {
-			uint64_t name = uleb(&c), form = uleb(&c);
+			uint64_t name = leb128_u(&c), form = leb128_u(&c);
 			int64_t imp = 0;
 			int sz;
 
 			if (form == FORM_implicit_const)
-				imp = sleb(&c);
+				imp = leb128_s(&c);
 			if (!name || c.bad)
 				break;
 			if (!form_known((uint32_t)form) || name > UINT32_MAX) {
@@ -893,7 +837,7 @@ static struct abbrevs *read_abbrevs(struct dwarf *d, const struct unit *u,
 		code_add(s, a->code, n);
 		if (c.p >= c.end)
 			break;
-		code = uleb(&c);
+		code = leb128_u(&c);
 		/* A code seen already starts the next table. */
 		if (code_seen(s, code))
 			break;
@@ -996,7 +940,7 @@ struct attr {
 };
 
 /* Read one attribute value as libbfd's read_attribute_value would. */
-static bool read_value(struct dwarf *d, const struct unit *u, struct cur *c,
+static bool read_value(struct dwarf *d, const struct unit *u, struct byte_cur *c,
 		       const struct abbrev_attr *aa, struct attr *v)
 {
 	bool bad = false;
@@ -1063,18 +1007,18 @@ static bool read_value(struct dwarf *d, const struct unit *u, struct cur *c,
 			return false;
 		break;
 	case FORM_sdata:
-		v->val = (uint64_t)sleb(c);
+		v->val = (uint64_t)leb128_s(c);
 		v->is_int = true;
 		break;
 	case FORM_udata: case FORM_ref_udata:
-		v->val = uleb(c);
+		v->val = leb128_u(c);
 		v->is_int = true;
 		break;
 	case FORM_loclistx:
-		v->val = uleb(c);
+		v->val = leb128_u(c);
 		break;
 	case FORM_block: case FORM_exprloc:
-		skip(c, uleb(c));
+		skip(c, leb128_u(c));
 		break;
 	case FORM_block1:
 		skip(c, rd(c, 1));
@@ -1092,7 +1036,7 @@ static bool read_value(struct dwarf *d, const struct unit *u, struct cur *c,
 }
 
 /* Skip a DIE's attributes; false when they do not fit. */
-static bool skip_attrs(struct dwarf *d, const struct unit *u, struct cur *c,
+static bool skip_attrs(struct dwarf *d, const struct unit *u, struct byte_cur *c,
 		       const struct abbrev *a)
 {
 	struct attr v;
@@ -1146,14 +1090,14 @@ static bool read_rangelist(struct dwarf *d, const struct unit *u,
 			   struct arange *ar, uint64_t off)
 {
 	uint64_t base = u->base;
-	struct cur c;
+	struct byte_cur c;
 
 	if (u->version <= 4) {
 		const struct section *x = &d->s[S_RANGES];
 
 		if (!x->present || off > x->size)
 			return false;
-		c = (struct cur){ x->p + off, x->p + x->size, false };
+		c = (struct byte_cur){ x->p + off, x->p + x->size, false };
 		for (;;) {
 			uint64_t lo, hi;
 
@@ -1175,7 +1119,7 @@ static bool read_rangelist(struct dwarf *d, const struct unit *u,
 
 		if (!x->present || off > x->size)
 			return false;
-		c = (struct cur){ x->p + off, x->p + x->size, false };
+		c = (struct byte_cur){ x->p + off, x->p + x->size, false };
 	}
 	for (;;) {
 		uint64_t lo, hi;
@@ -1192,11 +1136,11 @@ static bool read_rangelist(struct dwarf *d, const struct unit *u,
 			continue;
 		case RLE_start_length:
 			lo = rd(&c, u->addr_size);
-			hi = lo + uleb(&c);
+			hi = lo + leb128_u(&c);
 			break;
 		case RLE_offset_pair:
-			lo = base + uleb(&c);
-			hi = base + uleb(&c);
+			lo = base + leb128_u(&c);
+			hi = base + leb128_u(&c);
 			break;
 		case RLE_start_end:
 			lo = rd(&c, u->addr_size);
@@ -1242,7 +1186,7 @@ static bool plain_names(int lang)
 static int read_unit(struct dwarf *d, struct unit *u)
 {
 	const struct section *x = &d->s[S_INFO];
-	struct cur c = { x->p + u->off, x->p + u->end, false };
+	struct byte_cur c = { x->p + u->off, x->p + u->end, false };
 	uint64_t low = 0, high = 0, len;
 	bool high_rel = false;
 	const struct abbrev *a;
@@ -1276,7 +1220,7 @@ static int read_unit(struct dwarf *d, struct unit *u)
 	if (!u->abbrevs)
 		return decline(d, "a bad abbreviation table");
 	u->die = (size_t)(c.p - x->p);
-	a = abbrev_find(u->abbrevs, uleb(&c));
+	a = abbrev_find(u->abbrevs, leb128_u(&c));
 	if (c.bad || !a)
 		return decline(d, "a unit without a DIE");
 	for (uint32_t i = 0; i < a->nattr; i++) {
@@ -1392,7 +1336,7 @@ static int read_units(struct dwarf *d)
 	size_t off = 0, alloc = 0, ralloc = 0, n = 0;
 
 	while (off < x->size) {
-		struct cur c = { x->p + off, x->p + x->size, false };
+		struct byte_cur c = { x->p + off, x->p + x->size, false };
 		uint64_t len = rd(&c, 4);
 		struct unit *u;
 
@@ -1593,28 +1537,28 @@ static const char *file_of(struct dwarf *d, struct unit *u, uint64_t file)
 
 /* DWARF 5's directory or file table; NAMES gets (name, dir) pairs or
  * names alone. */
-static bool read_entries(struct dwarf *d, const struct unit *u, struct cur *c,
+static bool read_entries(struct dwarf *d, const struct unit *u, struct byte_cur *c,
 			 const char ***names, uint32_t *n, bool files)
 {
 	uint8_t nformat = (uint8_t)rd(c, 1);
-	struct cur fmt = *c;
+	struct byte_cur fmt = *c;
 	uint64_t count;
 	size_t alloc = 0;
 
 	for (int i = 0; i < nformat; i++) {
-		uleb(c);
-		uleb(c);
+		leb128_u(c);
+		leb128_u(c);
 	}
-	count = uleb(c);
+	count = leb128_u(c);
 	if (c->bad || (!nformat && count) || count > (uint64_t)(c->end - c->p))
 		return false;
 	for (uint64_t k = 0; k < count; k++) {
 		const char *name = NULL;
 		uint64_t dir = 0;
-		struct cur f = fmt;
+		struct byte_cur f = fmt;
 
 		for (int i = 0; i < nformat; i++) {
-			uint64_t type = uleb(&f), form = uleb(&f);
+			uint64_t type = leb128_u(&f), form = leb128_u(&f);
 			struct abbrev_attr aa = { 0, (uint32_t)form, 0 };
 			struct attr v;
 
@@ -1691,7 +1635,7 @@ static bool decode_program(struct dwarf *d, struct unit *u, size_t *alloc,
 			   size_t *salloc)
 {
 	const struct section *x = &d->s[S_LINE];
-	struct cur c;
+	struct byte_cur c;
 	uint64_t len, hdr;
 	uint8_t min_insn, max_ops, def_stmt, range, opbase;
 	int8_t line_base;
@@ -1701,7 +1645,7 @@ static bool decode_program(struct dwarf *d, struct unit *u, size_t *alloc,
 
 	if (!x->present || x->size < 16 || u->line_off >= x->size)
 		return false;
-	c = (struct cur){ x->p + u->line_off, x->p + x->size, false };
+	c = (struct byte_cur){ x->p + u->line_off, x->p + x->size, false };
 	len = rd(&c, 4);
 	if (len == 0xffffffff) {
 		len = rd(&c, 8);
@@ -1752,10 +1696,10 @@ static bool decode_program(struct dwarf *d, struct unit *u, size_t *alloc,
 			u->dirs[u->ndirs++] = s;
 		}
 		while (!c.bad && (s = cstr(&c)) != NULL) {
-			uint64_t dir = uleb(&c);
+			uint64_t dir = leb128_u(&c);
 
-			uleb(&c);
-			uleb(&c);
+			leb128_u(&c);
+			leb128_u(&c);
 			GROW(u->files, (u->nfiles + 1) * 2, fa);
 			u->files[u->nfiles * 2] = s;
 			u->files[u->nfiles * 2 + 1] =
@@ -1789,7 +1733,7 @@ static bool decode_program(struct dwarf *d, struct unit *u, size_t *alloc,
 			}
 			switch (op) {
 			case 0: {
-				uint64_t n = uleb(&c);
+				uint64_t n = leb128_u(&c);
 
 				(void)n;
 				switch (rd(&c, 1)) {
@@ -1808,7 +1752,7 @@ static bool decode_program(struct dwarf *d, struct unit *u, size_t *alloc,
 					addr = rd(&c, u->addr_size);
 					break;
 				case LNE_set_discriminator:
-					uleb(&c);
+					leb128_u(&c);
 					break;
 				default:
 					/* define_file, HP's, unknown ones. */
@@ -1825,16 +1769,16 @@ static bool decode_program(struct dwarf *d, struct unit *u, size_t *alloc,
 				high = addr > high ? addr : high;
 				break;
 			case LNS_advance_pc:
-				addr += min_insn * uleb(&c);
+				addr += min_insn * leb128_u(&c);
 				break;
 			case LNS_advance_line:
-				line += (uint32_t)sleb(&c);
+				line += (uint32_t)leb128_s(&c);
 				break;
 			case LNS_set_file:
-				file = (uint32_t)uleb(&c);
+				file = (uint32_t)leb128_u(&c);
 				break;
 			case LNS_set_column:
-				uleb(&c);
+				leb128_u(&c);
 				break;
 			case LNS_negate_stmt:
 			case LNS_set_basic_block:
@@ -1848,7 +1792,7 @@ static bool decode_program(struct dwarf *d, struct unit *u, size_t *alloc,
 				break;
 			default:
 				for (int i = 0; i < lengths[op]; i++)
-					uleb(&c);
+					leb128_u(&c);
 				break;
 			}
 		}
@@ -1926,7 +1870,7 @@ static bool abstract_name(struct dwarf *d, struct unit *u,
 	const struct section *x = &d->s[S_INFO];
 	uint64_t off;
 	const struct abbrev *a;
-	struct cur c;
+	struct byte_cur c;
 	struct attr v;
 
 	if (++*calls > 100)
@@ -1954,9 +1898,9 @@ static bool abstract_name(struct dwarf *d, struct unit *u,
 			return false;
 		off = u->off + ref->val;
 	}
-	c = (struct cur){ x->p + off, x->p + u->end, false };
+	c = (struct byte_cur){ x->p + off, x->p + u->end, false };
 	{
-		uint64_t code = uleb(&c);
+		uint64_t code = leb128_u(&c);
 
 		if (c.bad)
 			return false;
@@ -2013,7 +1957,7 @@ static bool abstract_name(struct dwarf *d, struct unit *u,
 static bool scan_functions(struct dwarf *d, struct unit *u)
 {
 	const struct section *x = &d->s[S_INFO];
-	struct cur c = { x->p + u->die, x->p + u->end, false };
+	struct byte_cur c = { x->p + u->die, x->p + u->end, false };
 	uint32_t *nest = NULL;
 	size_t anest = 0, alloc = 0;
 	int level = 0;
@@ -2021,7 +1965,7 @@ static bool scan_functions(struct dwarf *d, struct unit *u)
 	bool ok = false;
 
 	/* The unit DIE: skipped (its children are what is scanned). */
-	a = abbrev_find(u->abbrevs, uleb(&c));
+	a = abbrev_find(u->abbrevs, leb128_u(&c));
 	if (!a || !skip_attrs(d, u, &c, a))
 		return false;
 	if (c.p >= c.end)
@@ -2035,7 +1979,7 @@ static bool scan_functions(struct dwarf *d, struct unit *u)
 		if (c.p >= c.end)
 			goto out;
 		off = (uint64_t)(c.p - x->p);
-		code = uleb(&c);
+		code = leb128_u(&c);
 		if (!code) {
 			level--;
 			continue;
@@ -2376,7 +2320,7 @@ static void push_frame(struct dwarf *d, const char *func, const char *file,
  * order asked, which decodes units), then its function and line row
  * (found in the order of addresses).
  */
-struct where {
+struct locus {
 	struct unit *u;
 	struct func *fn;
 	const struct bsym *sym; /* sym_search's */
@@ -2391,7 +2335,7 @@ struct where {
  * The first part of a question, in the order asked: libbfd's unit for
  * ADDR (decoded now, as libbfd decodes it on its first address), or NULL.
  */
-static void locate(struct dwarf *d, uint64_t addr, struct where *w)
+static void locate(struct dwarf *d, uint64_t addr, struct locus *w)
 {
 	struct unit *u;
 
@@ -2456,7 +2400,7 @@ struct hint {
  * lookup_address_in_line_info_table for ADDR of U, found from hint H.
  */
 static void find_hinted(struct unit *u, uint64_t addr, struct hint *h,
-			struct where *w)
+			struct locus *w)
 {
 	const struct sequence *s;
 	size_t i;
@@ -2500,7 +2444,7 @@ static void find_hinted(struct unit *u, uint64_t addr, struct hint *h,
  */
 /* What the second part finds for ADDR (located as W says). */
 static void find_one(const struct dwarf *d, uint64_t addr, struct hint *h,
-		     struct sym_hint *sh, struct where *w)
+		     struct sym_hint *sh, struct locus *w)
 {
 	if (w->sec < 0)
 		return;
@@ -2511,7 +2455,7 @@ static void find_one(const struct dwarf *d, uint64_t addr, struct hint *h,
 }
 
 static void find_all(const struct dwarf *d, const uint64_t *addrs, size_t n,
-		     struct where *w)
+		     struct locus *w)
 {
 	uint64_t min = UINT64_MAX, max = 0, *v, *tmp, *sorted;
 	struct hint h = { 0 };
@@ -2555,7 +2499,7 @@ static void find_all(const struct dwarf *d, const uint64_t *addrs, size_t n,
  * questions before): the answer, as _bfd_dwarf2_find_nearest_line and
  * the inliner calls give it.
  */
-static void answer(struct dwarf *d, uint64_t addr, const struct where *w,
+static void answer(struct dwarf *d, uint64_t addr, const struct locus *w,
 		   struct dwarf_answer *out)
 {
 	struct unit *u = w->u;
@@ -2609,7 +2553,7 @@ int dwarf_lookup(struct dwarf *d, const uint64_t *addrs, size_t n,
 		 struct dwarf_answer *out, const char **why)
 {
 	size_t first = d->nframes;
-	struct where *w;
+	struct locus *w;
 
 	if (d->declined)
 		goto no;

@@ -526,7 +526,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *w;
 	size_t n = 0;
 
-	if (elf_open(&img, as_file("f.elf", data, size), &why) == 0 &&
+	if (elfimage_open(&img, as_file("f.elf", data, size), &why) == 0 &&
 	    (d = dwarf_open(&img, &w))) {
 		for (size_t i = 0; i < img.ncode && n + 2 <= 64; i++) {
 			addrs[n++] = img.code[i].addr;
@@ -536,7 +536,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		dwarf_lookup(d, addrs, n, out, &w);
 		dwarf_close(d);
 	}
-	elf_close(&img);
+	elfimage_close(&img);
 	sb_release(&why);
 	return 0;
 }

@@ -1,11 +1,21 @@
 #!/bin/sh
 # Golden end-to-end tests.  Each directory tests/golden/CASE/ holds:
-#   cmd              shell commands, run with sh in a scratch copy of CASE/,
-#                    with `dmprof` on PATH being the binary under test
-#   expected.stdout  exact expected standard output (absent: must be empty)
-#   expected.stderr  exact expected standard error (absent: must be empty)
-#   expected.status  expected exit status (absent: 0)
+#   cmd               shell commands, run with sh in a scratch copy of
+#                     CASE/, with `dmprof` on PATH being the binary under
+#                     test
+#   expected.stdout   exact expected standard output (absent: must be empty)
+#   expected.stderr   exact expected standard error (absent: must be empty)
+#   expected.status   expected exit status of cmd (absent: 0)
+#   expected.statuses every dmprof command of cmd that does not exit 0, a
+#                     line each, "STATUS COMMAND", sorted (commands of
+#                     a pipe end in any order).  Absent: every one exits
+#                     0.  So a failing command in the middle of a pipe or
+#                     a script is seen, whatever comes after it.
 # Inputs live beside cmd.  The environment is clean: LC_ALL=C, TZ=UTC.
+# Whatever a case does with its standard error, a sanitizer's report
+# fails it: the sanitizers write their reports to files here
+# (log_path), which must stay empty, and a report in the standard error
+# kept is one too, even if expected.
 # Usage: tests/golden/run.sh DMPROF_BINARY [CASE...]
 # Updating goldens is deliberate: GOLDEN_UPDATE=1 rewrites expected files.
 
@@ -16,8 +26,18 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dmprof-golden.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT INT TERM
-mkdir "$tmp/bin"
-ln -s "$bin" "$tmp/bin/dmprof"
+mkdir "$tmp/bin" "$tmp/san"
+# `dmprof` on PATH: the binary, its status noted for every command.
+cat >"$tmp/bin/dmprof" <<EOF
+#!/bin/sh
+"$bin" "\$@"
+rc=\$?
+[ \$rc = 0 ] || printf '%s %s\n' \$rc "\${1:-}" >>"$tmp/statuses.raw"
+exit \$rc
+EOF
+chmod +x "$tmp/bin/dmprof"
+san="log_path=$tmp/san/report"
+sanitizer='ERROR: \(Address\|Leak\|Thread\)Sanitizer\|WARNING: ThreadSanitizer\|: runtime error: '
 
 if [ $# -gt 0 ]; then cases=$*; else cases=$(cd "$here" && ls -d */ | tr -d /); fi
 pass=0 fail=0
@@ -27,20 +47,32 @@ for c in $cases; do
 	work=$tmp/work/$c
 	mkdir -p "$work"
 	cp -R "$src/." "$work/"
+	# (What is expected is not the case's to see.)
+	rm -f "$work"/expected.*
+	rm -f "$tmp/statuses.raw" "$tmp/san/"*
 	(
 		cd "$work" || exit 1
 		env -i PATH="$tmp/bin:/usr/bin:/bin" HOME="$tmp" LC_ALL=C \
 			TZ=UTC TOP="$top" XDG_CACHE_HOME="$tmp/cache" \
 			DMPROF_POLICY_PATH="$top/policies" \
+			ASAN_OPTIONS="$san" UBSAN_OPTIONS="$san" \
+			TSAN_OPTIONS="$san" \
+			LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}$san" \
 			sh ./cmd >"$tmp/out" 2>"$tmp/err"
 		echo $? >"$tmp/status"
 	)
+	# "STATUS COMMAND" for each dmprof command that did not exit 0.
+	if [ -s "$tmp/statuses.raw" ]; then
+		LC_ALL=C sort "$tmp/statuses.raw" >"$tmp/statuses"
+	else
+		: >"$tmp/statuses"
+	fi
 	want_status=0
 	[ -f "$src/expected.status" ] && want_status=$(cat "$src/expected.status")
 	got_status=$(cat "$tmp/status")
 	ok=1
-	for s in stdout stderr; do
-		f=out; [ $s = stderr ] && f=err
+	for s in stdout stderr statuses; do
+		case $s in stdout) f=out ;; stderr) f=err ;; *) f=statuses ;; esac
 		if [ "${GOLDEN_UPDATE:-}" = 1 ]; then
 			if [ -s "$tmp/$f" ]; then cp "$tmp/$f" "$src/expected.$s"
 			else rm -f "$src/expected.$s"; fi
@@ -51,9 +83,22 @@ for c in $cases; do
 				echo "FAIL $c: $s differs"; sed 's/^/    /' "$tmp/diff" | head -40; ok=0
 			fi
 		elif [ -s "$tmp/$f" ]; then
-			echo "FAIL $c: unexpected $s:"; sed 's/^/    /' "$tmp/$f" | head -20; ok=0
+			case $s in
+			statuses) echo "FAIL $c: dmprof commands that did not exit 0 (STATUS COMMAND):" ;;
+			*) echo "FAIL $c: unexpected $s:" ;;
+			esac
+			sed 's/^/    /' "$tmp/$f" | head -20; ok=0
 		fi
 	done
+	if ls "$tmp/san/"* >/dev/null 2>&1; then
+		echo "FAIL $c: a sanitizer reported:"
+		cat "$tmp/san/"* | sed 's/^/    /' | head -40
+		ok=0
+	elif grep -q "$sanitizer" "$tmp/err"; then
+		echo "FAIL $c: a sanitizer's report in its standard error:"
+		grep -A20 "$sanitizer" "$tmp/err" | sed 's/^/    /' | head -30
+		ok=0
+	fi
 	if [ "${GOLDEN_UPDATE:-}" = 1 ]; then
 		if [ "$got_status" != 0 ]; then echo "$got_status" >"$src/expected.status"
 		else rm -f "$src/expected.status"; fi

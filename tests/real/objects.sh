@@ -119,9 +119,16 @@ elif hk_start objs ./heapobjs objs; then
 			mv heapobjs heapobjs.away
 		"$bin" top -n 40 $core >nosym.out 2>&1
 		"$bin" top -n 40 --symfs symfs $core >symfs.out 2>&1
+		# (snapshot of a core takes the symbol options too.)
+		rm -rf nosnap symsnap
+		"$bin" snapshot -o nosnap/ $core >/dev/null 2>&1
+		"$bin" snapshot --symfs symfs -o symsnap/ $core >/dev/null 2>&1
 		mv heapobjs.away heapobjs
 		! grep -q ' Session$' nosym.out && grep -q ' Session$' symfs.out &&
 			ok || bad "objects: --symfs: the classes not found in the binary moved there"
+		! grep -q ' class 0x[0-9a-f]* Session$' nosnap/*.snap &&
+			grep -q ' class 0x[0-9a-f]* Session$' symsnap/*.snap &&
+			ok || bad "objects: snapshot --symfs: the classes not found in the binary moved there"
 		rm -f $core
 	else
 		hk_stop

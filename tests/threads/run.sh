@@ -8,6 +8,12 @@
 # libc's functions (the linux policy), and a deep run of 3 snapshots over
 # 60,000 buckets (l2 and linux).  Built with SANITIZE=thread, make check
 # runs this suite for ThreadSanitizer's verdict on the same runs.
+# And what one thread gives must be what is expected: the SHA-256 of
+# each command's stdout, status and stderr, in tests/threads/expected
+# (the outputs are megabytes; the inputs are made from Debian 12's
+# libc.so.6, as the other suites assume), so that one thread and many
+# going wrong alike is seen too.  THREADS_UPDATE=1 rewrites it: review
+# the outputs first.
 # Usage: tests/threads/run.sh DMPROF_BINARY
 set -u
 bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -36,15 +42,32 @@ echo "       100        100      1      0 @ 99999999" >>warn/deep.01234.0003.hea
 printf '       100        100      1' >>warn/deep.01234.0003.heap
 cp -r warn broken
 sed -i 's/^STACKTRACES:/STACKTRACES:\ngarbage here/' broken/deep.01234.0002.heap
+# (Made here, now: dated, for outputs that say when, pprof's.)
+t=1700000000
+for f in g.0001.heap deep/*.heap warn/*.heap broken/*.heap; do
+	touch -d @$t "$f"
+	t=$((t + 10))
+done
 
 # same NAME COMMAND...: its output and status with 1 thread, then 2 and 4
 # (2 only under ThreadSanitizer, which is slow).
 case $bin in */tsan/*) counts=2 ;; *) counts="2 4" ;; esac
+expected=$top/tests/threads/expected
+[ "${THREADS_UPDATE:-}" = 1 ] && : >"$expected"
 same() {
 	name=$1
 	shift
 	DMPROF_THREADS=1 "$bin" "$@" >one.out 2>one.err
 	echo $? >>one.out
+	sum=$(cat one.out one.err | sha256sum | cut -d' ' -f1)
+	if [ "${THREADS_UPDATE:-}" = 1 ]; then
+		echo "$name $sum" >>"$expected"
+	elif [ "$(awk -v n="$name" '$1 == n { print $2 }' "$expected")" = "$sum" ]; then
+		ok
+	else
+		bad "$name: one thread's output is not the one expected (tests/threads/expected):"
+		tail -3 one.err
+	fi
 	for n in $counts; do
 		DMPROF_THREADS=$n "$bin" "$@" >many.out 2>many.err
 		echo $? >>many.out

@@ -66,9 +66,9 @@ const char *write_file(const char *name, const char *content, long len)
  */
 static struct strbuf diagnostics;
 
-static void keep(const char *prefix, const char *msg)
+static void keep(const char *head, const char *msg)
 {
-	sb_addf(&diagnostics, "dmprof: %s%s\n", prefix, msg);
+	sb_addf(&diagnostics, "%s%s\n", head, msg);
 }
 
 __attribute__((constructor)) static void route_diagnostics(void)

@@ -22,6 +22,9 @@ static struct {
 	bool has_opt;
 	int verbose;
 	char symfs[32];
+	double secs;
+	uint64_t size, count;
+	int mode;
 } seen;
 
 static int run(struct cmd_args *a)
@@ -37,20 +40,47 @@ static int run(struct cmd_args *a)
 		 args_get(a, OPT_LONG_ONLY) ? args_get(a, OPT_LONG_ONLY) : "");
 	seen.verbose = a->verbose;
 	snprintf(seen.symfs, 32, "%s", a->sym.symfs ? a->sym.symfs : "");
+	seen.secs = args_seconds(a, 'i', -1);
+	seen.size = args_size(a, 's', 7);
+	seen.count = args_count(a, 'n', 5);
+	seen.mode = args_choice(a, 'm', -1);
 	return 0;
 }
 
+static const char *const modes[] = { "fast", "slow", NULL };
+
 static const struct cmd_option options[] = {
-	{ 'p', "policy", "POLICY", OPT_VALUE | OPT_SYNOPSIS, "a policy" },
-	{ 'l', "lines", NULL, OPT_SYNOPSIS, "lines" },
-	{ OPT_LONG_ONLY, "level", "N", OPT_VALUE | OPT_OPTIONAL, "a level" },
+	{ .key = 'p', .name = "policy", .arg = "POLICY", .type = OPT_STRING,
+	  .flags = OPT_SYNOPSIS, .help = "a policy" },
+	{ .key = 'l', .name = "lines", .flags = OPT_SYNOPSIS, .help = "lines" },
+	{ .key = OPT_LONG_ONLY, .name = "level", .arg = "N",
+	  .type = OPT_STRING, .flags = OPT_OPTIONAL, .help = "a level" },
+	/* Typed: converted before run, or a usage error in these words. */
+	{ .key = 'i', .name = "interval", .arg = "SECONDS",
+	  .type = OPT_SECONDS, .bad = "bad interval '%s' (seconds)",
+	  .help = "seconds" },
+	{ .key = 's', .name = "size", .arg = "BYTES", .type = OPT_SIZE,
+	  .bad = "bad size '%s'", .help = "bytes" },
+	{ .key = 'n', .name = "count", .arg = "N", .type = OPT_COUNT,
+	  .min = 1, .max = 9, .bad = "bad count '%s' (1 to 9)",
+	  .help = "a count" },
+	{ .key = 'm', .name = "mode", .arg = "MODE", .type = OPT_CHOICE,
+	  .choices = modes, .bad = "bad mode '%s'", .help = "a mode" },
+	{ .key = 'r', .name = "re", .arg = "REGEX", .type = OPT_REGEX,
+	  .empty = "--re wants a pattern", .bad = "--re '%s': %s",
+	  .help = "a regex" },
 	OPT_END,
 };
 
 static const char *const usage[] = { "DUMP [DEPTH]", "DUMP POLICY", NULL };
 
 static const struct cmd_entry cmd = {
-	"try", "try the parser", usage, options, CMD_READS_DUMPS, NULL, run,
+	.name = "try",
+	.summary = "try the parser",
+	.usage = usage,
+	.options = options,
+	.flags = CMD_READS_DUMPS,
+	.run = run,
 };
 
 static int parse(const char *line)
@@ -131,6 +161,7 @@ Test(cli, usage_errors)
 		snprintf(path, sizeof(path), "%s/err", tmpdir());
 		fflush(stderr);
 		cr_assert_not_null(freopen(path, "w", stderr));
+		capture_stderr();
 		cr_assert_eq(parse(bad[i].line), EXIT_USAGE, "%s", bad[i].line);
 		cr_assert_eq(seen.argc, -1, "ran on %s", bad[i].line);
 		fflush(stderr);
@@ -138,7 +169,9 @@ Test(cli, usage_errors)
 		cr_assert_not_null(f);
 		cr_assert_gt(fread(buf, 1, sizeof(buf) - 1, f), 0);
 		fclose(f);
-		cr_assert(strstr(buf, bad[i].msg), "%s: %s", bad[i].line, buf);
+		/* The message through the report routine, like any. */
+		cr_assert(strstr(stderr_text(), bad[i].msg), "%s: %s",
+			  bad[i].line, stderr_text());
 		if (!*bad[i].msg)
 			cr_assert(strstr(stderr_text(), "--alternative-dirs: "
 							"expected TARGET@HOST"),
@@ -150,6 +183,64 @@ Test(cli, usage_errors)
 				      "POLICY\n"),
 			  "%s", buf);
 	}
+}
+
+Test(cli, typed_values_converted_before_the_command_runs)
+{
+	cr_assert_eq(parse("-i 1.5 -s 4k -n 9 -m slow -r x.*y a"), 0);
+	cr_assert_float_eq(seen.secs, 1.5, 1e-9);
+	cr_assert_eq(seen.size, 4096);
+	cr_assert_eq(seen.count, 9);
+	cr_assert_eq(seen.mode, 1);
+	/* Not given: the command's defaults; the last given wins. */
+	cr_assert_eq(parse("a -n 2 -n 3 -s 1G"), 0);
+	cr_assert_float_eq(seen.secs, -1, 1e-9);
+	cr_assert_eq(seen.size, 1ULL << 30);
+	cr_assert_eq(seen.count, 3);
+	cr_assert_eq(seen.mode, -1);
+}
+
+Test(cli, typed_values_that_do_not_convert)
+{
+	static const struct {
+		const char *line, *msg;
+	} bad[] = {
+		{ "-i soon a", "dmprof: try: bad interval 'soon' (seconds)\n" },
+		{ "-i -1 a", "dmprof: try: bad interval '-1' (seconds)\n" },
+		{ "-s 4x a", "dmprof: try: bad size '4x'\n" },
+		{ "-s 99999999999999999G a", "dmprof: try: bad size " },
+		{ "-n 0 a", "dmprof: try: bad count '0' (1 to 9)\n" },
+		{ "-n 10 a", "dmprof: try: bad count '10' (1 to 9)\n" },
+		{ "-m quick a", "dmprof: try: bad mode 'quick'\n" },
+		{ "-r x( a", "dmprof: try: --re 'x(': missing closing "
+			    "parenthesis at offset 2\n" },
+		{ "--re= a", "dmprof: try: --re wants a pattern\n" },
+	};
+
+	char path[600];
+
+	snprintf(path, sizeof(path), "%s/err", tmpdir());
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		char buf[1024] = "";
+		FILE *f;
+
+		fflush(stderr);
+		cr_assert_not_null(freopen(path, "w", stderr));
+		capture_stderr();
+		cr_assert_eq(parse(bad[i].line), EXIT_USAGE, "%s", bad[i].line);
+		cr_assert_eq(seen.argc, -1, "ran on %s", bad[i].line);
+		fflush(stderr);
+		cr_assert_not_null(f = fopen(path, "r"));
+		cr_assert_gt(fread(buf, 1, sizeof(buf) - 1, f), 0);
+		fclose(f);
+		cr_assert(strstr(stderr_text(), bad[i].msg), "%s: %s",
+			  bad[i].line, stderr_text());
+		cr_assert(strstr(buf, "usage: dmprof try "), "%s", buf);
+	}
+	/* -h first: help, whatever the values. */
+	cr_assert_not_null(freopen("/dev/null", "w", stdout));
+	cr_assert_eq(parse("-n 0 -h"), 0);
+	cr_assert_eq(seen.argc, -1);
 }
 
 Test(cli, help_from_the_declaration)

@@ -157,7 +157,7 @@ Test(coreimage, reads_a_minimal_core)
 	cr_assert_eq(procimage_read(&core.img, STACK_ADDR + 16, buf,
 				    sizeof(buf)), SEG_SIZE - 16);
 	cr_assert_eq(procimage_read(&core.img, STACK_ADDR - 1, buf, 1), 0);
-	cr_assert_null(coreimage_missing(&core));
+	cr_assert_not(coreimage_missing(&core, &(struct fault){ 0 }));
 	cr_assert(!strncmp(core.img.name, "core /", 6), "%s", core.img.name);
 	coreimage_close(&core);
 }
@@ -208,7 +208,8 @@ Test(coreimage, a_cut_core_is_read_as_far_as_it_goes)
 {
 	struct fake f;
 	struct coreimage core;
-	char buf[64], *why;
+	struct fault why = { 0 };
+	char buf[64];
 
 	build(&f);
 	cr_assert_eq(open_fake(&f, f.len - SEG_SIZE + 100, &core), 0);
@@ -216,11 +217,15 @@ Test(coreimage, a_cut_core_is_read_as_far_as_it_goes)
 	cr_assert_eq(core.cut.bytes, SEG_SIZE - 100);
 	cr_assert_eq(core.absent.count, 0);
 	cr_assert_eq(procimage_read(&core.img, STACK_ADDR + 90, buf, 64), 10);
-	why = coreimage_missing(&core);
-	cr_assert(why && strstr(why, "is cut short at"), "%s", why);
-	cr_assert(strstr(why, ": 0 segments absent and 1 cut, 3996 bytes of "
-			 "memory missing"), "%s", why);
-	free(why);
+	cr_assert(coreimage_missing(&core, &why));
+	cr_assert(strstr(why.what, "is cut short at"), "%s", why.what);
+	cr_assert(strstr(why.what, ": 0 segments absent and 1 cut, 3996 "
+			 "bytes of memory missing"), "%s", why.what);
+	/* Where: the core, at the byte it is cut at. */
+	cr_assert(why.where.has_addr);
+	cr_assert_eq(why.where.addr, core.size);
+	cr_assert_str_eq(why.where.path, core.path);
+	fault_release(&why);
 	coreimage_close(&core);
 
 	cr_assert_eq(open_fake(&f, f.data + 10, &core), 0);
@@ -274,7 +279,7 @@ Test(coreimage, segments_that_make_no_sense)
 	phdr(&f, 1)->p_filesz = 0;
 	cr_assert_eq(open_fake(&f, f.len, &core), 0);
 	cr_assert_eq(core.not_dumped.bytes, SEG_SIZE);
-	cr_assert_null(coreimage_missing(&core));
+	cr_assert_not(coreimage_missing(&core, &(struct fault){ 0 }));
 	cr_assert(maps_find(&core.img.maps, CODE_ADDR));
 	cr_assert_eq(procimage_read(&core.img, CODE_ADDR, buf, 8), 0);
 	coreimage_close(&core);
@@ -349,7 +354,12 @@ static void survive(struct fake *f, size_t len)
 	for (size_t i = 0; i < core.img.maps.n; i++)
 		procimage_read(&core.img, core.img.maps.v[i].start, buf,
 			       sizeof(buf));
-	free(coreimage_missing(&core));
+	{
+		struct fault why = { 0 };
+
+		coreimage_missing(&core, &why);
+		fault_release(&why);
+	}
 	coreimage_close(&core);
 }
 

@@ -40,7 +40,7 @@
 #define C_TOP (HEAP + 0x500)
 
 static struct fake_image f;
-static struct glibc_heap h;
+static struct heap h;
 
 static void add_seg(uint64_t addr, size_t len, const char *name)
 {
@@ -147,7 +147,7 @@ static void build(void)
 
 static void teardown(void)
 {
-	glibc_heap_release(&h);
+	heap_release(&h);
 	fake_image_release(&f);
 }
 
@@ -176,8 +176,8 @@ static void assert_block(uint64_t c, uint64_t size, enum heap_state state)
 static bool has_problem(uint64_t addr, const char *text)
 {
 	for (size_t i = 0; i < h.nproblems; i++)
-		if (h.problems[i].addr == addr &&
-		    strstr(h.problems[i].msg, text))
+		if (h.problems[i].f.where.addr == addr &&
+		    strstr(h.problems[i].f.what, text))
 			return true;
 	return false;
 }
@@ -197,7 +197,7 @@ Test(glibc_heap, every_chunk_in_its_state)
 	cr_assert_eq(h.arenas[0].addr, MAIN);
 	cr_assert(h.mp.found);
 	cr_assert_eq(h.mp.addr, MP);
-	cr_assert_eq(h.nproblems, 0, "%s", h.problems[0].msg);
+	cr_assert_eq(h.nproblems, 0, "%s", h.problems[0].f.what);
 	cr_assert_eq(h.nblocks, 10);
 	assert_block(C_TCACHE, 0x290, HEAP_IN_USE);
 	assert_block(C_A, 0x20, HEAP_IN_USE);
@@ -211,7 +211,7 @@ Test(glibc_heap, every_chunk_in_its_state)
 	cr_assert_eq(h.tcaches[0], C_TCACHE + 16);
 	cr_assert_eq(h.tcache_key, KEY);
 	cr_assert_eq(heap_block_usable(block(C_A)), 0x18);
-	glibc_heap_summary(&h, &sum);
+	heap_summarize(&h, &sum);
 	heap_summary_mallinfo(&sum, &m);
 	cr_assert_eq(m.arena, HEAP_LEN);
 	cr_assert_eq(m.ordblks, 3); /* unsorted, small bin, top */
@@ -240,7 +240,7 @@ Test(glibc_heap, thread_arena_and_its_heap)
 	assert_block(THREAD_FIRST, 0x20, HEAP_IN_USE);
 	assert_block(THREAD_FIRST + 0x20, THREAD_LEN - 0x8f0, HEAP_TOP);
 	cr_assert_eq(block(THREAD_FIRST)->arena, 1);
-	cr_assert_eq(h.nproblems, 0, "%s", h.problems[0].msg);
+	cr_assert_eq(h.nproblems, 0, "%s", h.problems[0].f.what);
 }
 
 Test(glibc_heap, mmapped_chunks_also_after_other_memory)
@@ -258,7 +258,7 @@ Test(glibc_heap, mmapped_chunks_also_after_other_memory)
 	cr_assert_eq(h.mmapped_bytes, 0x6000);
 	cr_assert_eq(block(MMAPPED)->arena, HEAP_MMAPPED_ARENA);
 	cr_assert_eq(heap_block_usable(block(MERGED + 0x2000)), 0x3000 - 16);
-	cr_assert_eq(h.nproblems, 0, "%s", h.problems[0].msg);
+	cr_assert_eq(h.nproblems, 0, "%s", h.problems[0].f.what);
 }
 
 Test(glibc_heap, mmapped_count_short_of_glibcs_is_said)
@@ -306,7 +306,7 @@ Test(glibc_heap, tcache_cycle_stops_the_list)
 	walk();
 	assert_block(C_B, 0x30, HEAP_TCACHE);
 	cr_assert(has_problem(C_B, "twice"), "%s",
-		  h.nproblems ? h.problems[0].msg : "no problem");
+		  h.nproblems ? h.problems[0].f.what : "no problem");
 }
 
 Test(glibc_heap, fastbin_pointer_out_of_the_arena)
@@ -340,8 +340,8 @@ Test(glibc_heap, no_libc_is_a_static_binary)
 
 	procimage_init(&img, "process 1", fake_image_read);
 	cr_assert_eq(glibc_heap_walk(&h, &img), -1);
-	cr_assert(strstr(h.why, "process 1 has no libc.so mapped"), "%s",
-		  h.why);
+	cr_assert(strstr(h.why.what, "process 1 has no libc.so mapped"), "%s",
+		  h.why.what);
 	procimage_close(&img);
 }
 
@@ -349,14 +349,14 @@ Test(glibc_heap, zeros_are_no_arena)
 {
 	memset(at(MAIN), 0, 2200);
 	cr_assert_eq(glibc_heap_walk(&h, &f.img), -1);
-	cr_assert(strstr(h.why, "no glibc malloc arena found"), "%s", h.why);
+	cr_assert(strstr(h.why.what, "no glibc malloc arena found"), "%s", h.why.what);
 }
 
 Test(glibc_heap, arena_never_used_is_another_allocator)
 {
 	put(MAIN + 96, MAIN + 96); /* top: glibc's initial, the bin itself */
 	cr_assert_eq(glibc_heap_walk(&h, &f.img), -1);
-	cr_assert(strstr(h.why, "another allocator"), "%s", h.why);
+	cr_assert(strstr(h.why.what, "another allocator"), "%s", h.why.what);
 }
 
 /* Hostile memory: words of the heap and the arena overwritten at random
@@ -380,6 +380,6 @@ Test(glibc_heap, random_damage, .timeout = 60)
 			for (size_t i = 1; i < h.nblocks; i++)
 				cr_assert_gt(h.blocks[i].chunk,
 					     h.blocks[i - 1].chunk);
-		glibc_heap_release(&h);
+		heap_release(&h);
 	}
 }

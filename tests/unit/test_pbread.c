@@ -36,13 +36,13 @@ static void release(void)
 static void inflates_to(const char *data, size_t n, size_t max,
 			const char *want, size_t wn)
 {
+	struct fault why = { 0 };
 	unsigned char *out;
 	size_t outn;
-	const char *why = NULL;
 
 	cr_assert_eq(pb_gunzip((const unsigned char *)data, n, max, &out,
-			       &outn, &why),
-		     0, "%s", why);
+			       &outn, "data", &why),
+		     0, "%s", why.what);
 	cr_assert_eq(outn, wn, "%zu bytes, want %zu", outn, wn);
 	cr_assert(!memcmp(out, want, wn));
 	free(out);
@@ -51,15 +51,18 @@ static void inflates_to(const char *data, size_t n, size_t max,
 /* Why DATA[0..N) does not inflate into at most MAX bytes. */
 static const char *fault_max(const char *data, size_t n, size_t max)
 {
+	static struct fault why;
 	unsigned char *out;
 	size_t outn;
-	const char *why = NULL;
 
+	fault_release(&why);
 	cr_assert_eq(pb_gunzip((const unsigned char *)data, n, max, &out,
-			       &outn, &why),
+			       &outn, "data", &why),
 		     -1, "%zu bytes inflated", n);
-	cr_assert_not_null(why);
-	return why;
+	cr_assert_not_null(why.what);
+	cr_assert_str_eq(why.where.path, "data");
+	cr_assert(why.where.has_addr);
+	return why.what;
 }
 
 static const char *fault(const char *data, size_t n)

@@ -55,7 +55,7 @@ Test(pbwrite, gzip_round_trip)
 	struct strbuf in = STRBUF_INIT, gz = STRBUF_INIT;
 	unsigned char *out;
 	size_t n;
-	const char *why = NULL;
+	struct fault why = { 0 };
 
 	for (int i = 0; i < 100000; i++)
 		sb_addf(&in, "line %d\n", i % 977);
@@ -64,8 +64,8 @@ Test(pbwrite, gzip_round_trip)
 	cr_assert_eq((unsigned char)gz.buf[0], 0x1f);
 	cr_assert_eq((unsigned char)gz.buf[1], 0x8b);
 	cr_assert_eq(pb_gunzip((unsigned char *)gz.buf, gz.len, 1 << 30, &out,
-			       &n, &why),
-		     0, "%s", why);
+			       &n, "gz", &why),
+		     0, "%s", why.what);
 	cr_assert_eq(n, in.len);
 	cr_assert(!memcmp(out, in.buf, n));
 	free(out);
@@ -73,8 +73,8 @@ Test(pbwrite, gzip_round_trip)
 	sb_reset(&gz);
 	pbw_gzip("", 0, &gz);
 	cr_assert_eq(pb_gunzip((unsigned char *)gz.buf, gz.len, 1 << 30, &out,
-			       &n, &why),
-		     0, "%s", why);
+			       &n, "gz", &why),
+		     0, "%s", why.what);
 	cr_assert_eq(n, 0);
 	free(out);
 	sb_release(&in);

@@ -118,7 +118,7 @@ Test(profile, moments_from_the_head_of_a_dump)
 
 /*
  * make fuzz builds a target per row, by the names the Makefile's
- * FUZZ_READERS finds in src/read/profile.c with this pattern: it must be
+ * FUZZ_READERS finds in src/load/profile.c with this pattern: it must be
  * the Makefile's, and find every row's name, in order, and nothing else.
  */
 Test(profile, the_fuzz_build_finds_every_row)
@@ -137,7 +137,7 @@ Test(profile, the_fuzz_build_finds_every_row)
 			   pattern);
 	file_release(&mk);
 	cr_assert_eq(regcomp(&re, pattern, 0), 0);
-	f = fopen("src/read/profile.c", "r");
+	f = fopen("src/load/profile.c", "r");
 	cr_assert_not_null(f);
 	while (fgets(line, sizeof(line), f)) {
 		const struct profile_traits *t;

@@ -105,10 +105,10 @@ static const struct tally_entry *fn(const char *key)
 Test(stacks, flat_goes_past_the_allocator_cum_counts_once)
 {
 	load();
-	tally_functions(&t, &m, stack_of(1), (int64_t[]){ 100 }, 1, true);
-	tally_functions(&t, &m, stack_of(2), (int64_t[]){ 50 }, 1, true);
-	tally_functions(&t, &m, stack_of(3), (int64_t[]){ 7 }, 1, true);
-	tally_functions(&t, &m, stack_of(4), (int64_t[]){ 1 }, 1, true);
+	stacktext_tally_functions(&t, &m, stack_of(1), (int64_t[]){ 100 }, 1, true);
+	stacktext_tally_functions(&t, &m, stack_of(2), (int64_t[]){ 50 }, 1, true);
+	stacktext_tally_functions(&t, &m, stack_of(3), (int64_t[]){ 7 }, 1, true);
+	stacktext_tally_functions(&t, &m, stack_of(4), (int64_t[]){ 1 }, 1, true);
 	cr_assert_eq(fn("cache_put")->v[0], 150);
 	cr_assert_eq(fn("cache_put")->v[1], 150);
 	cr_assert_eq(fn("main")->v[0], 0);
@@ -216,7 +216,7 @@ Test(stacks, flat_goes_past_the_last_allocator_frame)
 	name(2, "malloc", NULL, 0);
 	name(3, "grow", "grow.c", 5);
 	name(4, "main", "main.c", 3);
-	tally_functions(&t, &m, stack_of(1), (int64_t[]){ 64 }, 1, true);
+	stacktext_tally_functions(&t, &m, stack_of(1), (int64_t[]){ 64 }, 1, true);
 	cr_assert_eq(fn("grow")->v[0], 64);
 	cr_assert_eq(fn("main")->v[1], 64);
 	cr_assert_null(tally_find(&t, "prof_backtrace_impl", 19));
@@ -363,7 +363,7 @@ Test(stacks, owner_is_the_programs_first_frame)
 	struct owners own = { .rule = OWNER_PROGRAM };
 
 	t.owners = &own;
-	tally_functions(&t, &m, st, (int64_t[]){ 4096 }, 1, true);
+	stacktext_tally_functions(&t, &m, st, (int64_t[]){ 4096 }, 1, true);
 	cr_assert_eq(fn("Session::Session")->v[0], 4096);
 	cr_assert_str_eq(fn("Session::Session")->file, "/src/srv/session.cc");
 	/* cum as pprof's: every function past the allocator. */
@@ -377,7 +377,7 @@ Test(stacks, pprof_owner_is_the_first_frame_past_the_allocator)
 	const struct stack *st = cxx_stack();
 
 	t.owners = &owners_pprof;
-	tally_functions(&t, &m, st, (int64_t[]){ 4096 }, 1, true);
+	stacktext_tally_functions(&t, &m, st, (int64_t[]){ 4096 }, 1, true);
 	cr_assert_eq(fn("std::__new_allocator::allocate")->v[0], 4096);
 	cr_assert_eq(fn("Session::Session")->v[0], 0);
 }
@@ -391,10 +391,10 @@ Test(stacks, a_stack_without_own_code_keeps_pprofs_owner)
 	for (size_t i = 3; i < 5; i++)
 		m.frames.v[i]->file = "/usr/include/c++/12/x.h";
 	t.owners = &own;
-	tally_functions(&t, &m, st, (int64_t[]){ 8 }, 1, true);
+	stacktext_tally_functions(&t, &m, st, (int64_t[]){ 8 }, 1, true);
 	cr_assert_eq(fn("std::__new_allocator::allocate")->v[0], 8);
 	/* (Nor does it hold the program's bytes, for html's answer.) */
-	cr_assert_not(tally_programs_bytes(&t, &m, st));
+	cr_assert_not(stacktext_programs_bytes(&t, &m, st));
 }
 
 Test(stacks, the_programs_bytes)
@@ -405,11 +405,11 @@ Test(stacks, the_programs_bytes)
 	/* Session::Session's vector: the program's; under pprof's rule no
 	 * stack is. */
 	t.owners = &own;
-	cr_assert(tally_programs_bytes(&t, &m, st));
+	cr_assert(stacktext_programs_bytes(&t, &m, st));
 	tally_free(&t);
 	tally_init(&t);
 	t.owners = &owners_pprof;
-	cr_assert_not(tally_programs_bytes(&t, &m, st));
+	cr_assert_not(stacktext_programs_bytes(&t, &m, st));
 }
 
 Test(stacks, the_c_runtimes_state_is_not_the_programs)
@@ -421,9 +421,9 @@ Test(stacks, the_c_runtimes_state_is_not_the_programs)
 	name(1, "_IO_file_doallocate", "./libio/filedoalloc.c", 101);
 	m.frames.v[1]->bin = m.frames.v[5]->bin;
 	t.owners = &own;
-	cr_assert_not(tally_programs_bytes(&t, &m, st));
+	cr_assert_not(stacktext_programs_bytes(&t, &m, st));
 	/* (Its owner is still the program's function, in top's table.) */
-	tally_functions(&t, &m, st, (int64_t[]){ 4096 }, 1, false);
+	stacktext_tally_functions(&t, &m, st, (int64_t[]){ 4096 }, 1, false);
 	cr_assert_eq(fn("Session::Session")->v[0], 4096);
 	cr_assert(owner_runtime_state("_IO_file_doallocate"));
 	cr_assert(owner_runtime_state("__GI__IO_doallocbuf"));
@@ -444,7 +444,7 @@ Test(stacks, top_ranks_by_flat_then_cum_then_name)
 	b->v[1] = 20;
 	c->v[0] = c->v[1] = 10;
 	c->v[1] = 20;
-	tally_sort(&t, tally_cmp_flat);
+	tally_sort(&t, stacktext_cmp_flat);
 	cr_assert_str_eq(t.v[0]->key, "b");
 	cr_assert_str_eq(t.v[1]->key, "a");
 	cr_assert_str_eq(t.v[2]->key, "c");
@@ -483,7 +483,7 @@ Test(stacks, allocator_wrappers_pass_their_bytes_to_the_caller)
 	tally_init(&passed);
 	t.owners = &own;
 	t.passed = &passed;
-	tally_functions(&t, &m, st, (int64_t[]){ 4096 }, 1, true);
+	stacktext_tally_functions(&t, &m, st, (int64_t[]){ 4096 }, 1, true);
 	cr_assert_eq(fn("_sdsnewlen")->v[0], 4096);
 	cr_assert_eq(fn("zmalloc_usable")->v[0], 0);
 	cr_assert_eq(fn("zmalloc_usable")->v[1], 4096);
@@ -506,7 +506,7 @@ Test(stacks, pprofs_rule_keeps_the_wrapper)
 	owners_builtin_wrappers(&own);
 	own.rule = OWNER_PPROF;
 	t.owners = &own;
-	tally_functions(&t, &m, st, (int64_t[]){ 64 }, 1, true);
+	stacktext_tally_functions(&t, &m, st, (int64_t[]){ 64 }, 1, true);
 	cr_assert_eq(fn("ztrymalloc_usable_internal")->v[0], 64);
 	owners_release(&own);
 }

@@ -320,8 +320,8 @@ static struct dwarf *open_reader(const char *path, const char **why)
 {
 	struct strbuf err = STRBUF_INIT;
 
-	elf_close(&img);
-	cr_assert_eq(elf_open(&img, path, &err), 0, "%s", err.buf);
+	elfimage_close(&img);
+	cr_assert_eq(elfimage_open(&img, path, &err), 0, "%s", err.buf);
 	sb_release(&err);
 	*why = NULL;
 	return dw = dwarf_open(&img, why);
@@ -361,7 +361,7 @@ static void close_reader(void)
 {
 	dwarf_close(dw);
 	dw = NULL;
-	elf_close(&img);
+	elfimage_close(&img);
 }
 
 TestSuite(symdwarf, .fini = close_reader);

@@ -1,0 +1,138 @@
+/*
+ * A run, the loading stage's front (above the readers, process memory
+ * and symbolization, which it puts together): its dumps found as a
+ * series, their companion files (companion.c), its dumps loaded and
+ * symbolized, and closed.  Where its teardown begins is teardown.c's;
+ * the next dump read on another core, readahead.c's.
+ */
+#include "run.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "input.h"
+#include "util.h"
+
+/* Is the first dump one?  Nothing else is looked for until it is known. */
+static int probe(struct run *r, const char *first_dump)
+{
+	struct stat st;
+
+	if (stat(first_dump, &st) < 0)
+		return error_errno("%s", first_dump);
+	if (S_ISDIR(st.st_mode))
+		return error("%s: is a directory, not a dump", first_dump);
+	if (profile_probe(first_dump, &r->format) < 0)
+		return -1;
+	/* Heap profiles bring their own stacks and maps. */
+	r->self_contained = profile_traits(r->format)->self_contained;
+	return 0;
+}
+
+/*
+ * A file that holds N snapshots (DHAT's: at the peak and at the end) is
+ * a run of them; a command that reads one dump reads the last.
+ */
+static void parts_series(struct run *r, int n, bool all)
+{
+	struct series *s = &r->series;
+
+	s->dumps[0].counter = s->first = 1;
+	s->dumps[0].part = all ? 1 : n;
+	if (!all)
+		return;
+	s->dumps = xreallocarray(s->dumps, (size_t)n, sizeof(*s->dumps));
+	for (int k = 1; k < n; k++) {
+		s->dumps[k].path = xstrdup(s->dumps[0].path);
+		s->dumps[k].counter = (unsigned long)k + 1;
+		s->dumps[k].part = k + 1;
+	}
+	s->ndumps = (size_t)n;
+}
+
+static void init(struct run *r, const struct sym_options *opts,
+		 const struct read_options *read)
+{
+	memset(r, 0, sizeof(*r));
+	r->opts = opts;
+	r->reading.opts = read;
+	model_init(&r->model);
+	maps_init(&r->maps);
+}
+
+int run_open(struct run *r, const char *first_dump, unsigned flags,
+	     const struct sym_options *opts, const struct read_options *read)
+{
+	init(r, opts, read);
+	if (probe(r, first_dump) < 0 ||
+	    series_discover(&r->series, first_dump,
+			    (flags & RUN_ALL_DUMPS) != 0) < 0)
+		return -1;
+	if (profile_traits(r->format)->parts > 1)
+		parts_series(r, profile_traits(r->format)->parts,
+			     (flags & RUN_ALL_DUMPS) != 0);
+	return run_open_companions(r);
+}
+
+int run_open_dumps(struct run *r, const char *const *dumps, size_t n,
+		   const struct sym_options *opts,
+		   const struct read_options *read)
+{
+	if (n == 1)
+		return run_open(r, dumps[0], RUN_ALL_DUMPS, opts, read);
+	init(r, opts, read);
+	if (series_of(&r->series, dumps, n) < 0 ||
+	    probe(r, r->series.dumps[0].path) < 0)
+		return -1;
+	return run_open_companions(r);
+}
+
+void run_symbolize(struct run *r)
+{
+	symbolize_model(&r->model, r->sym, r->has_maps ? &r->maps : NULL);
+	r->symbolized = true;
+}
+
+void run_symbolize_snapshot(struct run *r, const struct snapshot *snap)
+{
+	/*
+	 * The run's last snapshot (a command that reads them all): no more
+	 * frames or stacks come, and nothing more will be looked up after
+	 * its frames, so what serves those (the model's tables by content,
+	 * a debug file's DWARF: tens of MB) goes, rather than swell the
+	 * peak with what symbolization and classification add.
+	 */
+	bool last = ++r->snaps_symbolized == r->series.ndumps;
+
+	/* (Not while a dump is read ahead: that thread interns.) */
+	if (last && !r->reading_ahead)
+		model_trim(&r->model);
+	symbolize_model(&r->model, r->sym,
+			snap->has_own_maps ? &snap->own_maps
+					   : r->has_maps ? &r->maps : NULL);
+	r->symbolized = true;
+	if (last)
+		symbolizer_trim(r->sym);
+}
+
+int run_load_dump(struct run *r, size_t i, struct snapshot *snap)
+{
+	if (profile_load_part(snap, r->series.dumps[i].path,
+			      r->series.dumps[i].part, &r->model,
+			      &r->reading) < 0)
+		return -1;
+	snap->counter = r->series.dumps[i].counter;
+	model_note_runtime(&r->model, snap);
+	return 0;
+}
+
+void run_close(struct run *r)
+{
+	symbolizer_destroy(r->sym);
+	maps_free(&r->maps);
+	series_free(&r->series);
+	model_free(&r->model);
+	memset(r, 0, sizeof(*r));
+}

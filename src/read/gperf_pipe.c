@@ -1,0 +1,416 @@
+/*
+ * A text heap profile read on two cores where there are two (see
+ * gperf_parse_on_two below): the reader's pipeline, on the thread
+ * module's hand-off.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gperf_parse.h"
+#include "threads.h"
+#include "util.h"
+
+/*
+ * A profile is read on two cores where there are two: a thread takes its
+ * lines and parses the stack lines the fast way takes (most), into
+ * blocks of records handed to this one (threads.h), which interns them
+ * and takes any other line as parse_lines would.  A line the fast way
+ * does not take goes as text; the thread stops at the maps' header (this
+ * one reads the rest of the file) or the end.  So the order of things,
+ * and what is said, are the same as on one core.
+ *
+ * The thread also gives each address its frame id, from a table of its
+ * own (the model's, copied when it starts, and the addresses it met
+ * since): a million stacks of 17 frames look up their frames there,
+ * beside this thread, which only interns the stacks by a hash of their
+ * ids and, in order, the frames the thread met first.  Those get the
+ * ids the thread gave them, unless this thread interned frames of its
+ * own meanwhile (a line the fast way did not take): then the thread's
+ * ids are translated.
+ */
+enum rec_kind {
+	REC_STACK,  /* a stack line, parsed: its new frames' addresses,
+		       then its frames' ids follow */
+	REC_TEXT,   /* any other line: its text follows */
+	REC_MAPS,   /* the maps' header; the thread has stopped */
+};
+
+struct rec {
+	uint32_t kind;
+	int which;             /* REC_MAPS: gperf_maps_header()'s */
+	struct gline gl;       /* REC_STACK; gl.no is any record's line */
+	uint32_t nnew;         /* REC_STACK: frames the thread met first */
+	uint64_t first;        /* REC_STACK: its first frame's address */
+	size_t len;            /* REC_TEXT: its bytes */
+	bool newline;          /* REC_TEXT */
+};
+
+#define PIPE_BLOCK (1u << 20)
+#define PIPE_BLOCKS 4
+
+/* What take_block stops with (besides going on, 0). */
+enum { TAKEN_ALL = 1, TAKEN_MAPS };
+
+/*
+ * Both threads touch their part of it for every line: each part, and
+ * each block, on cache lines of its own (or one thread's writes would
+ * take the other's line away each time).
+ */
+#define LINE_ALIGNED __attribute__((aligned(64)))
+
+struct pipe {
+	struct gparser *g;      /* (the thread reads only its header) */
+	struct pipe_block {
+		char *buf;
+		size_t cap, len;
+	} LINE_ALIGNED b[PIPE_BLOCKS]; /* the hand-off's slots */
+	/* the thread's */
+	struct handoff *h LINE_ALIGNED;
+	struct pipe_block *cur;
+	/* A line's frames and their hashes, in turn: each line's ids are
+	 * looked up once the next is parsed, so that the slots it asked
+	 * for early are there (see pipe_main). */
+	uint64_t *frames[2], *hashes[2];
+	size_t frames_alloc[2], hashes_alloc[2];
+	int fcur;
+	bool pending;           /* the other is a line's, to send */
+	struct rec pend;        /* its record */
+	uint32_t *ids;          /* the line's frames' */
+	uint64_t *met;          /* the addresses it met first */
+	size_t ids_alloc, met_alloc;
+	struct frame_slot *slots; /* address -> id + 1 (see above) */
+	size_t mask;
+	uint32_t next_id;       /* the next frame's */
+	bool no_ids;            /* ran out of them: all goes as text */
+	/* this one's */
+	bool after_stack LINE_ALIGNED; /* the last line taken was a stack
+					  line */
+	int rc;                 /* TAKEN_ALL: the lines' end */
+	int which;              /* TAKEN_MAPS: gperf_maps_header()'s, */
+	unsigned long maps_no;  /* at this line */
+	uint32_t base;          /* the model's frames when the thread began */
+	uint32_t met_next;      /* the thread's id of the next frame met */
+	uint32_t *xlat;         /* its ids from base on: the model's */
+	size_t xlat_alloc;
+	bool translate;         /* some differ */
+	uint32_t *tmp;
+	size_t tmp_alloc;
+};
+
+/* Room for N more bytes of records in the thread's block, which goes to
+ * this thread when full: false when it takes no more. */
+static bool pipe_room(struct pipe *pp, size_t n)
+{
+	struct pipe_block *b = pp->cur;
+	size_t slot;
+
+	if (b && b->len + n <= b->cap)
+		return true;
+	pp->cur = NULL;
+	if ((b && !handoff_put(pp->h)) ||
+	    (slot = handoff_slot(pp->h)) == SIZE_MAX)
+		return false;
+	b = pp->cur = &pp->b[slot];
+	b->len = 0;
+	if (b->cap < n) {
+		/* (A line longer than a block: a block of its size.) */
+		b->cap = n > PIPE_BLOCK ? n : PIPE_BLOCK;
+		free(b->buf);
+		b->buf = xmalloc(b->cap);
+	}
+	return true;
+}
+
+/* Add record R and N bytes at P, then N2 at P2, after it (8-aligned):
+ * false when this thread takes no more. */
+static bool pipe_put(struct pipe *pp, const struct rec *r, const void *p,
+		     size_t n, const void *p2, size_t n2)
+{
+	size_t size = sizeof(*r) + ((n + n2 + 7) & ~(size_t)7);
+	char *at;
+
+	if (!pipe_room(pp, size))
+		return false;
+	at = pp->cur->buf + pp->cur->len;
+	memcpy(at, r, sizeof(*r));
+	if (n)
+		memcpy(at + sizeof(*r), p, n);
+	if (n2)
+		memcpy(at + sizeof(*r) + n, p2, n2);
+	pp->cur->len += size;
+	return true;
+}
+
+/* Hash line buffer B's N addresses, and ask for their slots. */
+static void pipe_prefetch(struct pipe *pp, int b, uint32_t n)
+{
+	const uint64_t *a = pp->frames[b];
+	uint64_t *h;
+
+	GROW(pp->hashes[b], n, pp->hashes_alloc[b]);
+	h = pp->hashes[b];
+	for (uint32_t i = 0; i < n; i++) {
+		h[i] = hash_u64(a[i]);
+		prefetch(&pp->slots[(size_t)h[i] & pp->mask]);
+	}
+}
+
+/*
+ * The ids of line buffer B's N frames into pp->ids, the addresses met
+ * first into pp->met (*NMET of them).  (Room for their ids was made
+ * sure of: see pipe_main.)
+ */
+static void pipe_ids(struct pipe *pp, int b, uint32_t n, uint32_t *nmet)
+{
+	const uint64_t *a = pp->frames[b], *h = pp->hashes[b];
+
+	GROW(pp->ids, n, pp->ids_alloc);
+	*nmet = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		size_t k = (size_t)h[i] & pp->mask;
+
+		while (pp->slots[k].id && pp->slots[k].addr != a[i])
+			k = (k + 1) & pp->mask;
+		if (!pp->slots[k].id) {
+			pp->slots[k].addr = a[i];
+			pp->slots[k].id = ++pp->next_id;
+			GROW(pp->met, *nmet + 1, pp->met_alloc);
+			pp->met[(*nmet)++] = a[i];
+		}
+		pp->ids[i] = pp->slots[k].id - 1;
+		if ((size_t)pp->next_id * 2 > pp->mask)
+			frame_slots_grow(&pp->slots, &pp->mask);
+	}
+}
+
+/* The line parsed before, if any, to this thread: false when it takes
+ * no more. */
+static bool pipe_flush(struct pipe *pp)
+{
+	struct rec *r = &pp->pend;
+	int b = 1 - pp->fcur;
+
+	if (!pp->pending)
+		return true;
+	pp->pending = false;
+	pipe_ids(pp, b, r->gl.depth, &r->nnew);
+	r->first = r->gl.depth ? pp->frames[b][0] : 0;
+	return pipe_put(pp, r, pp->met, r->nnew * sizeof(*pp->met), pp->ids,
+			r->gl.depth * sizeof(*pp->ids));
+}
+
+/* The thread: 0 at the end of the lines or the maps' header, -1 after a
+ * read error (said). */
+static int pipe_main(struct handoff *h, void *arg)
+{
+	struct pipe *pp = arg;
+	const struct gparser *g = pp->g;
+	struct gparser pg;
+	struct line l;
+	struct rec r;
+	int got;
+
+	/* (The header's figures, for the fast parse; nothing is said.) */
+	memset(&pg, 0, sizeof(pg));
+	pg.pos.path = g->pos.path;
+	pg.type = g->type;
+	pg.rate = g->rate;
+	pg.has_alloc = g->has_alloc;
+	pg.pos.quiet = true;
+	pp->h = h;
+	while ((got = stream_line(g->s, &l)) > 0) {
+		int b = pp->fcur;
+
+		memset(&r, 0, sizeof(r));
+		if (l.newline && !pp->no_ids && gperf_stack_start(&l) &&
+		    gperf_parse_stack_line_into(&pg, &l, NOT_CUT,
+						stream_limit(g->s), &r.gl,
+						&pp->frames[b],
+						&pp->frames_alloc[b]) == 0) {
+			uint64_t ids_at_most = (uint64_t)pp->next_id +
+					       r.gl.depth +
+					       (pp->pending ? pp->pend.gl.depth
+							    : 0);
+
+			/* (Ids for all its frames, and the line's before,
+			 * or it goes as text, and all after it.) */
+			pp->no_ids = ids_at_most >= FRAME_NONE - 1;
+		}
+		if (l.newline && !pp->no_ids && r.gl.no) {
+			r.kind = REC_STACK;
+			pipe_prefetch(pp, b, r.gl.depth);
+			if (!pipe_flush(pp))
+				break;
+			pp->pend = r;
+			pp->pending = true;
+			pp->fcur = 1 - b;
+			continue;
+		}
+		if (!pipe_flush(pp))
+			break;
+		memset(&r, 0, sizeof(r));
+		r.gl.no = l.no;
+		/* (A line with a NUL is said wrong before it is looked at.) */
+		if (!memchr(l.p, '\0', l.len) &&
+		    (r.which = gperf_maps_header(&l))) {
+			r.kind = REC_MAPS;
+			pipe_put(pp, &r, NULL, 0, NULL, 0);
+			break;
+		}
+		r.kind = REC_TEXT;
+		r.len = l.len;
+		r.newline = l.newline;
+		if (!pipe_put(pp, &r, l.p, l.len, NULL, 0))
+			break;
+	}
+	if (got <= 0)
+		pipe_flush(pp);
+	if (pp->cur)
+		handoff_put(h); /* (the last block) */
+	read_pos_release(&pg.pos);
+	return got < 0 ? -1 : 0;
+}
+
+/*
+ * The frames the thread met first, N at A, in its order: interned (0),
+ * or -1 after saying why not.
+ */
+static int take_met(struct pipe *pp, const uint64_t *a, uint32_t n)
+{
+	struct frame_table *t = &pp->g->m->frames;
+
+	for (uint32_t i = 0; i < n; i++)
+		frames_prefetch(t, a[i]);
+	GROW(pp->xlat, (size_t)pp->met_next - pp->base + n, pp->xlat_alloc);
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t id = frames_intern(t, a[i]);
+
+		if (id == FRAME_NONE)
+			return error("more than %" PRIu32 " distinct frames",
+				     UINT32_MAX - 1);
+		pp->translate |= id != pp->met_next;
+		pp->xlat[pp->met_next++ - pp->base] = id;
+	}
+	return 0;
+}
+
+/* The record R's stack line, of the thread's ids IDS: held. */
+static int take_stack(struct pipe *pp, const struct rec *r,
+		      const uint32_t *ids)
+{
+	uint32_t depth = r->gl.depth;
+
+	if (pp->translate) {
+		GROW(pp->tmp, depth, pp->tmp_alloc);
+		for (uint32_t i = 0; i < depth; i++)
+			pp->tmp[i] = ids[i] < pp->base
+					     ? ids[i]
+					     : pp->xlat[ids[i] - pp->base];
+		ids = pp->tmp;
+	}
+	/* (Hashed here: the other thread has more to do.) */
+	return gperf_fast_ids_line(pp->g, &r->gl, ids, stacks_hash(ids, depth),
+				   r->first, &pp->after_stack);
+}
+
+/* The records of block SLOT: 0 to go on, else TAKEN_ALL (the lines
+ * taken, pp->rc set) or TAKEN_MAPS (at the maps' header). */
+static int take_block(void *arg, size_t slot)
+{
+	struct pipe *pp = arg;
+	struct gparser *g = pp->g;
+	const struct pipe_block *b = &pp->b[slot];
+
+	for (size_t at = 0; at < b->len;) {
+		struct rec r;
+		const char *p = b->buf + at + sizeof(r);
+		struct line l;
+		int which, rc;
+
+		memcpy(&r, b->buf + at, sizeof(r));
+		at += sizeof(r);
+		switch (r.kind) {
+		case REC_STACK:
+			at += (r.nnew * sizeof(uint64_t) +
+			       r.gl.depth * sizeof(uint32_t) + 7) &
+			      ~(size_t)7;
+			if ((pp->rc = take_met(pp, (const uint64_t *)p,
+					       r.nnew)) < 0 ||
+			    (pp->rc = take_stack(
+				     pp, &r,
+				     (const uint32_t *)(p + r.nnew *
+								    sizeof(uint64_t)))) < 0)
+				return TAKEN_ALL;
+			break;
+		case REC_TEXT:
+			at += (r.len + 7) & ~(size_t)7;
+			l = (struct line){ p, r.len, r.gl.no, r.newline };
+			/* (No reading past it: the general parser takes
+			 * every word.) */
+			rc = gperf_slow_line(g, &l, &pp->after_stack,
+					     l.p + l.len, &which);
+			if (rc == 2)
+				BUG("%s:%lu: the maps' header went as text",
+				    g->pos.path, l.no);
+			if (rc < 0 || rc == 1) {
+				/* (1: the last line, the end follows.) */
+				pp->rc = rc < 0 ? -1 : gperf_end_of_lines(g);
+				return TAKEN_ALL;
+			}
+			break;
+		default: /* REC_MAPS: the thread has stopped after it */
+			pp->which = r.which;
+			pp->maps_no = r.gl.no;
+			return TAKEN_MAPS;
+		}
+	}
+	return 0;
+}
+
+/* The lines after the header, on two threads (see struct pipe). */
+int gperf_parse_on_two(struct gparser *g, bool *in_maps)
+{
+	struct pipe pp;
+	int rc;
+
+	memset(&pp, 0, sizeof(pp));
+	pp.g = g;
+	/* (The model's frames, before this thread adds any.) */
+	frames_ready(&g->m->frames);
+	pp.mask = g->m->frames.mask;
+	pp.slots = xreallocarray(NULL, pp.mask + 1, sizeof(*pp.slots));
+	memcpy(pp.slots, g->m->frames.slots,
+	       (pp.mask + 1) * sizeof(*pp.slots));
+	pp.base = pp.met_next = pp.next_id = (uint32_t)g->m->frames.n;
+	switch (handoff_run(PIPE_BLOCKS, pipe_main, take_block, &pp)) {
+	case 0: /* the end of the file */
+		rc = gperf_end_of_lines(g);
+		break;
+	case TAKEN_ALL:
+		rc = pp.rc;
+		break;
+	case TAKEN_MAPS:
+		/* (The thread stopped after the header: the rest of the
+		 * stream is the maps.) */
+		*in_maps = true;
+		rc = gperf_read_maps(g, pp.which, pp.maps_no, pp.after_stack);
+		break;
+	default: /* a read error, said */
+		rc = -1;
+		break;
+	}
+	for (size_t i = 0; i < PIPE_BLOCKS; i++)
+		free(pp.b[i].buf);
+	for (int i = 0; i < 2; i++) {
+		free(pp.frames[i]);
+		free(pp.hashes[i]);
+	}
+	free(pp.ids);
+	free(pp.met);
+	free(pp.slots);
+	free(pp.xlat);
+	free(pp.tmp);
+	return rc < 0 ? -1 : 0;
+}
+
