@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "copyimage.h"
 #include "coreimage.h"
 #include "glibc_heap.h"
 #include "reach.h"
@@ -67,13 +68,21 @@ struct capture_leak {
 struct capture {
 	pid_t pid;
 	char *command_line;
+	char *name;           /* /proc/PID/comm, read while held */
 	double time;          /* the instant, seconds since the epoch */
 	size_t threads;
 	double held;          /* how long the process stood still, s */
+	double took;          /* how long the snapshot took, s */
 	unsigned tries;       /* stops it took (an arena was locked) */
-	/* Its memory, maps and threads: LIVE's, or a core's. */
+	/* Its memory, maps and threads: a copy of LIVE's (COPIED), LIVE's
+	 * (held all along), or a core's. */
 	struct procimage *img;
 	struct procimage live;
+	struct copyimage copy;
+	bool copied;
+	uint64_t max_copy;    /* the most a copy may take, bytes */
+	bool copy_too_big;    /* so it was held all along */
+	uint64_t copy_wanted; /* what the copy would have taken */
 	struct coreimage *core;
 	struct capture_vma *vmas; /* as img->maps */
 	struct capture_part *parts;
@@ -98,11 +107,20 @@ struct capture {
 
 /*
  * Take a snapshot of process PID into S: -1 after saying why not (it
- * may not be stopped, it exited meanwhile).  SCAN: the blocks in use read
- * too, for their types and leaks (a longer stop).  A heap that cannot be
- * walked (not glibc's) is no error: S says so.
+ * may not be stopped, it exited while held).  The process is held only
+ * while what the analysis reads of it is copied (its private mappings
+ * but code, the committed pages: see copyimage.h), its maps, threads,
+ * name and residency read; the heap walk, the scan of the blocks in use
+ * for pointers (SCAN) and their typing run on the copy once it goes on.
+ * A copy that would take more than MAX_COPY bytes is not made: the
+ * process is then held while all of it runs (S->copy_too_big).  What
+ * happens to the process after the copy (it exits) changes nothing.  A
+ * heap that cannot be walked (not glibc's) is no error: S says so.
  */
-int capture_process(struct capture *s, pid_t pid, bool scan);
+int capture_process(struct capture *s, pid_t pid, bool scan,
+		    uint64_t max_copy);
+/* The default most a copy may take: half the memory available now. */
+uint64_t capture_default_max_copy(void);
 
 /*
  * The same of the ELF core file at PATH: what the core holds of each

@@ -23,6 +23,7 @@
 
 enum {
 	OPT_NO_SCAN = OPT_LONG_ONLY,
+	OPT_MAX_COPY,
 };
 
 /* What the options asked for. */
@@ -30,6 +31,7 @@ struct snapshot_opts {
 	const char *output;   /* -o, or NULL */
 	const char *core;     /* a core file instead of a process */
 	bool scan;            /* not --no-scan */
+	uint64_t max_copy;    /* --max-copy */
 	double interval;      /* -i */
 	uint64_t count;       /* -n; 0: until the process ends */
 	pid_t pid;
@@ -41,7 +43,7 @@ struct snapshot_opts {
 struct taken {
 	char *prefix;         /* PREFIX.PID */
 	unsigned long first, next;
-	double held_max, held_sum;
+	double held_max, held_sum, took_max;
 	size_t n;
 };
 
@@ -65,8 +67,13 @@ static const struct cmd_option options[] = {
 	  .bad = "bad count '%s' (a number of snapshots, 1 or more)",
 	  .help = "how many snapshots (default 1)" },
 	{ .key = OPT_NO_SCAN, .name = "no-scan",
-	  .help = "walk the heap only: no types, no leaks, a shorter "
-		  "stop" },
+	  .help = "walk the heap only: no types, no leaks" },
+	{ .key = OPT_MAX_COPY, .name = "max-copy", .arg = "SIZE",
+	  .type = OPT_SIZE,
+	  .bad = "bad size '%s' (bytes, or with k, M or G)",
+	  .help = "the most the copy of the process's memory may take "
+		  "(default: half the memory available); bigger, the "
+		  "process is held while its heap is walked and scanned" },
 	OPT_END,
 };
 
@@ -82,6 +89,7 @@ static int parse_options(struct cmd_args *a, struct snapshot_opts *o)
 	o->output = args_get(a, 'o');
 	o->read = &a->read;
 	o->scan = !args_has(a, OPT_NO_SCAN);
+	o->max_copy = args_size(a, OPT_MAX_COPY, capture_default_max_copy());
 	o->interval = args_seconds(a, 'i', 1);
 	/* -i alone: until the process ends, or dmprof is interrupted. */
 	o->count = args_count(a, 'n', args_has(a, 'i') ? 0 : 1);
@@ -92,27 +100,6 @@ static int parse_options(struct cmd_args *a, struct snapshot_opts *o)
 		return 0;
 	}
 	return setup_pid(a, &o->pid);
-}
-
-/* The process's name (/proc/PID/comm) as a file name, or "process". */
-static char *process_name(pid_t pid)
-{
-	char path[64], buf[64];
-	size_t n = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	if ((f = fopen(path, "re"))) {
-		n = fread(buf, 1, sizeof(buf) - 1, f);
-		fclose(f);
-	}
-	while (n && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
-		n--;
-	buf[n] = '\0';
-	for (size_t k = 0; k < n; k++)
-		if (buf[k] == '/' || buf[k] == ' ' || (unsigned char)buf[k] < 32)
-			buf[k] = '_';
-	return xstrdup(n ? buf : "process");
 }
 
 /* The name a core gives its process, as a file name, or "core". */
@@ -133,7 +120,7 @@ static char *core_name(const struct capture *s)
 static int start_run(const struct snapshot_opts *o, const struct capture *s,
 		     struct taken *t)
 {
-	char *name = o->core ? core_name(s) : process_name(o->pid);
+	char *name = o->core ? core_name(s) : xstrdup(s->name);
 	char *prefix = setup_output_prefix(o->output, name);
 
 	free(name);
@@ -187,7 +174,7 @@ static int take_one(const struct snapshot_opts *o, struct taken *t)
 	} else {
 		if (t->n && procstop_exited(o->pid))
 			return gone(o->pid);
-		if (capture_process(&s, o->pid, o->scan) < 0)
+		if (capture_process(&s, o->pid, o->scan, o->max_copy) < 0)
 			return t->n && procstop_exited(o->pid) ? gone(o->pid)
 							       : -1;
 	}
@@ -200,6 +187,13 @@ static int take_one(const struct snapshot_opts *o, struct taken *t)
 					"only");
 	path = xasprintf("%s.%04lu.snap", t->prefix, t->next);
 	rc = capture_write(&s, path);
+	if (rc == 0 && s.copy_too_big && !t->n)
+		inform("snapshot", "process %d: a copy of its memory would "
+				   "take %.1f MiB, more than --max-copy "
+				   "(%.1f MiB): it is held while its heap is "
+				   "walked and scanned",
+		       (int)o->pid, (double)s.copy_wanted / 1048576,
+		       (double)s.max_copy / 1048576);
 	if (rc == 0) {
 		say_problems(path, &s);
 		t->next++;
@@ -207,6 +201,8 @@ static int take_one(const struct snapshot_opts *o, struct taken *t)
 		t->held_sum += s.held;
 		if (s.held > t->held_max)
 			t->held_max = s.held;
+		if (s.took > t->took_max)
+			t->took_max = s.took;
 	}
 	free(path);
 	capture_free(&s);
@@ -242,8 +238,9 @@ static void report(const struct snapshot_opts *o, const struct taken *t)
 		       t->first, o->core);
 	else if (t->n == 1)
 		inform("snapshot", "%s.%04lu.snap: process %d stood still "
-				   "%.1f ms",
-		       t->prefix, t->first, (int)o->pid, t->held_max * 1e3);
+				   "%.1f ms (the snapshot took %.1f ms)",
+		       t->prefix, t->first, (int)o->pid, t->held_max * 1e3,
+		       t->took_max * 1e3);
 	else if (t->n)
 		inform("snapshot", "%zu snapshots of process %d: %s.%04lu.snap "
 				   ".. %s.%04lu.snap; it stood still up to "

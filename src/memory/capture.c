@@ -1,11 +1,14 @@
 /*
  * Taking a snapshot of a live process.  While its threads are held only
- * what must be one instant is read: the maps, smaps' Rss and Swap of
- * each mapping, the heap walk, and the pagemap of the mappings the heap
- * lies in (the heap's arenas and mmapped chunks cut them, and each part
- * needs its own committed bytes).  Then the process goes on, and the
- * blocks are counted into their buckets (each block's committed bytes
- * from the pagemap read) and written out.
+ * what must be one instant is read: its maps, name and command line,
+ * smaps' Rss and Swap of each mapping, the pagemap of the mappings a
+ * copy takes (the heap's among them: its arenas and mmapped chunks cut
+ * them, and each part needs its own committed bytes), and the copy of
+ * their committed pages (copyimage.h).  Then the process goes on, and
+ * the heap is walked, scanned and typed on the copy, its blocks counted
+ * into their buckets (each block's committed bytes from the pagemap
+ * read) and written out.  A copy bigger than allowed is not made: then
+ * all of it runs while the process is held, as it did before copies.
  *
  * An arena locked at the instant means a thread stopped inside malloc,
  * its lists perhaps half-updated: as `dmprof heap` does, the process is
@@ -31,6 +34,36 @@
 /* How long a thread may take to stop; tries while an arena is locked. */
 #define STOP_TIMEOUT_MS 2000
 #define LOCKED_TRIES 5
+static double now_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* /proc/PID/comm, as a file name (no '/', space or control byte), or
+ * "process". */
+static char *comm_name(pid_t pid)
+{
+	char path[64], buf[64];
+	size_t n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	if ((f = fopen(path, "re"))) {
+		n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+	}
+	while (n && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		n--;
+	buf[n] = '\0';
+	for (size_t k = 0; k < n; k++)
+		if (buf[k] == '/' || buf[k] == ' ' || (unsigned char)buf[k] < 32)
+			buf[k] = '_';
+	return xstrdup(n ? buf : "process");
+}
+
 /* /proc/PID/cmdline, its NULs as spaces; "" when it cannot be read. */
 static char *command_line(pid_t pid)
 {
@@ -80,6 +113,18 @@ static bool thread_stack(const struct capture *s, const struct vma *v,
 	return false;
 }
 
+/* The committed bytes of [A, B) of VMA I: its pagemap's count, read
+ * while held, or what the core holds. */
+static uint64_t held_bytes(const struct capture *s, size_t i, uint64_t a,
+			   uint64_t b)
+{
+	if (s->core)
+		return coreimage_held(s->core, a, b);
+	return s->vmas[i].pages.before ? page_counts_bytes(&s->vmas[i].pages,
+							   a, b)
+				       : 0;
+}
+
 /* A part of VMA I that is not the heap's: a thread's stack, or not. */
 static void add_gap(struct capture *s, size_t i, uint64_t a, uint64_t b)
 {
@@ -87,24 +132,20 @@ static void add_gap(struct capture *s, size_t i, uint64_t a, uint64_t b)
 
 	add_part(s, a, b, thread_stack(s, v, a, b) ? PART_THREAD_STACK
 						   : PART_NONE,
-		 s->core ? coreimage_held(s->core, a, b)
-			 : page_counts_bytes(&s->vmas[i].pages, a, b));
+		 held_bytes(s, i, a, b));
 }
 
 /*
  * VMA I cut by the heap's extents from *AT on (sorted): its parts, each
- * with its committed bytes, from its pagemap.
+ * with its committed bytes.
  */
-static int split_vma(struct capture *s, struct pagemap *pm, size_t i,
-		     size_t *at)
+static void split_vma(struct capture *s, size_t i, size_t *at)
 {
 	const struct vma *v = &s->img->maps.v[i];
 	struct capture_vma *sv = &s->vmas[i];
 	const struct heap *h = &s->h;
 	uint64_t pos = v->start;
 
-	if (pm && pagemap_counts(pm, v->start, v->end, &sv->pages) < 0)
-		return -1;
 	sv->first_part = s->nparts;
 	for (; *at < h->nextents && h->extents[*at].start < v->end; (*at)++) {
 		const struct heap_extent *e = &h->extents[*at];
@@ -112,9 +153,7 @@ static int split_vma(struct capture *s, struct pagemap *pm, size_t i,
 		uint64_t b = e->end < v->end ? e->end : v->end;
 
 		add_gap(s, i, pos, a);
-		add_part(s, a, b, (int)e->arena,
-			 pm ? page_counts_bytes(&sv->pages, a, b)
-			    : coreimage_held(s->core, a, b));
+		add_part(s, a, b, (int)e->arena, held_bytes(s, i, a, b));
 		pos = b;
 		/* (An extent past this VMA goes on in the next.) */
 		if (e->end > v->end)
@@ -122,9 +161,8 @@ static int split_vma(struct capture *s, struct pagemap *pm, size_t i,
 	}
 	add_gap(s, i, pos, v->end);
 	sv->nparts = s->nparts - sv->first_part;
-	if (pm)
-		sv->committed = page_counts_bytes(&sv->pages, v->start, v->end);
-	return 0;
+	if (!s->core)
+		sv->committed = held_bytes(s, i, v->start, v->end);
 }
 
 /* VMA I, a thread's stack, as one part (of smaps' committed bytes). */
@@ -140,36 +178,34 @@ static void stack_vma(struct capture *s, size_t i)
 
 /*
  * The mappings the heap's extents lie in, cut into parts, and those the
- * threads' stacks are in, known by their stack pointers: PM reads a live
- * process's pages, a core's are what it holds (PM NULL).
+ * threads' stacks are in, known by their stack pointers.
  */
-static int split_vmas(struct capture *s, struct pagemap *pm)
+static void split_vmas(struct capture *s)
 {
 	const struct maps *m = &s->img->maps;
 	const struct heap *h = &s->h;
 	size_t at = 0;
-	int rc = 0;
 
-	for (size_t i = 0; i < m->n && rc == 0; i++) {
+	for (size_t i = 0; i < m->n; i++) {
 		const struct vma *v = &m->v[i];
 
 		while (at < h->nextents && h->extents[at].end <= v->start)
 			at++;
 		if (at < h->nextents && h->extents[at].start < v->end)
-			rc = split_vma(s, pm, i, &at);
+			split_vma(s, i, &at);
 		else if (thread_stack(s, v, v->start, v->end))
 			stack_vma(s, i);
 	}
-	return rc;
 }
 
 /*
- * Each mapping's committed bytes: smaps' Rss + Swap, or the pagemap's
- * count of the parts of those the heap lies in.
+ * Each mapping's committed bytes, from smaps (Rss + Swap), and page by
+ * page from the pagemap for those a copy takes: the heap lies in them,
+ * and its parts each need their own count.
  */
 static int read_resident(struct capture *s)
 {
-	const struct maps *m = &s->img->maps;
+	const struct maps *m = &s->live.maps;
 	struct resident *r = xcalloc(m->n ? m->n : 1, sizeof(*r));
 	struct pagemap pm;
 	int rc;
@@ -181,13 +217,83 @@ static int read_resident(struct capture *s)
 		s->vmas[i].committed = r[i].rss + r[i].swap;
 	}
 	free(r);
-	if (rc < 0)
-		return rc;
-	if (s->h.nextents && pagemap_open(&pm, s->pid) < 0)
+	if (rc < 0 || pagemap_open(&pm, s->pid) < 0)
 		return -1;
-	rc = split_vmas(s, &pm);
-	if (s->h.nextents)
+	for (size_t i = 0; i < m->n && rc == 0; i++)
+		if (copyimage_wants(&m->v[i]))
+			rc = pagemap_counts(&pm, m->v[i].start, m->v[i].end,
+					    &s->vmas[i].pages);
+	pagemap_close(&pm);
+	return rc;
+}
+
+/* The page counts of the mappings, as a copy takes them. */
+static struct page_counts *counts_of(const struct capture *s)
+{
+	size_t n = s->live.maps.n;
+	struct page_counts *pc = xcalloc(n ? n : 1, sizeof(*pc));
+
+	for (size_t i = 0; i < n; i++)
+		pc[i] = s->vmas[i].pages;
+	return pc;
+}
+
+/*
+ * Before the process is held: the copy's mappings made ready, their
+ * pages in memory (what the process's are, now), so that the copy does
+ * not fault them in while it stands still.  Nothing said: the stop says
+ * what is wrong.
+ */
+static void prepare_copy(struct capture *s)
+{
+	struct strbuf unsaid = STRBUF_INIT;
+	struct procimage img;
+	struct pagemap pm;
+	struct page_counts *pc;
+	size_t n;
+
+	report_capture(&unsaid);
+	if (procimage_open_pid(&img, s->pid) < 0)
+		goto out;
+	n = img.maps.n;
+	pc = xcalloc(n ? n : 1, sizeof(*pc));
+	if (pagemap_open(&pm, s->pid) == 0) {
+		for (size_t i = 0; i < n; i++)
+			if (copyimage_wants(&img.maps.v[i]) &&
+			    pagemap_counts(&pm, img.maps.v[i].start,
+					   img.maps.v[i].end, &pc[i]) < 0)
+				break;
+		if (copyimage_size(&img, pc) <= s->max_copy)
+			copyimage_prepare(&s->copy, &img, pc);
 		pagemap_close(&pm);
+	}
+	for (size_t i = 0; i < n; i++)
+		page_counts_free(&pc[i]);
+	free(pc);
+	procimage_close(&img);
+out:
+	report_capture(NULL);
+	sb_release(&unsaid);
+}
+
+/*
+ * Copy what the analysis reads, unless it would take more than allowed:
+ * then the process stays held while it runs.  -1 after saying why not.
+ */
+static int copy(struct capture *s)
+{
+	struct page_counts *pc = counts_of(s);
+	int rc = 0;
+
+	s->copy_wanted = copyimage_size(&s->live, pc);
+	if (s->copy_wanted > s->max_copy) {
+		s->copy_too_big = true;
+		copyimage_close(&s->copy); /* (what was made ready) */
+	} else {
+		rc = copyimage_take(&s->copy, &s->live, pc);
+		s->copied = rc == 0;
+	}
+	free(pc);
 	return rc;
 }
 
@@ -226,7 +332,7 @@ static void core_held(struct capture *s)
 			coreimage_held(s->core, m->v[i].start, m->v[i].end);
 		s->total.rss += s->vmas[i].committed;
 	}
-	split_vmas(s, NULL);
+	split_vmas(s);
 }
 
 /* Does leaked block I of H come before J in the listing (larger, or as
@@ -363,45 +469,87 @@ static void held_threads(struct capture *s, const struct procstop *stop)
 
 	for (size_t i = 0; i < stop->n; i++)
 		if (procstop_registers(stop, i, &sp, regs, IMAGE_NREGS, &n))
-			procimage_add_thread(s->img, stop->tids[i], sp, regs,
+			procimage_add_thread(&s->live, stop->tids[i], sp, regs,
 					     n);
 }
 
 /*
- * Hold the process, read what must be one instant, let it go.  Signals
- * that would end dmprof wait meanwhile: the process is let go first.
+ * For the tests: DMPROF_TEST_SIGNAL_HELD=N sends signal N to the process
+ * before it is let go: with SIGKILL it exits while held (after what is
+ * read of it), with SIGTERM right after.  Either way the snapshot of it
+ * stands.
+ */
+static void test_signal(pid_t pid)
+{
+	const char *v = getenv("DMPROF_TEST_SIGNAL_HELD");
+
+	if (v && atoi(v) > 0)
+		kill(pid, atoi(v));
+}
+
+/*
+ * Hold the process, read what must be one instant and copy what the
+ * analysis reads, let it go, then walk, scan and type on the copy (or,
+ * the copy too big, all of it while held).  Signals that would end
+ * dmprof wait meanwhile: the process is let go first.
  */
 static int take_once(struct capture *s)
 {
 	struct procstop stop;
 	struct timespec now;
 	sigset_t block, old;
+	double t0 = now_seconds();
+	struct strbuf said = STRBUF_INIT;
 	int rc;
 
+	prepare_copy(s);
 	sigemptyset(&block);
 	sigaddset(&block, SIGINT);
 	sigaddset(&block, SIGTERM);
 	sigaddset(&block, SIGHUP);
 	sigprocmask(SIG_BLOCK, &block, &old);
+	/* (What goes wrong is said once it is known whether the process
+	 * exited meanwhile: killed before or while it was held.) */
+	report_capture(&said);
 	rc = procstop_stop(&stop, s->pid, STOP_TIMEOUT_MS);
 	if (rc == 0) {
 		s->threads = stop.n;
 		clock_gettime(CLOCK_REALTIME, &now);
 		s->time = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+		/* Who it is, read while it is surely there. */
+		free(s->name);
+		free(s->command_line);
+		s->name = comm_name(s->pid);
+		s->command_line = command_line(s->pid);
 		rc = procimage_open_pid(&s->live, s->pid);
 		if (rc == 0) {
-			s->img = &s->live;
 			held_threads(s, &stop);
-			read_heap(s);
 			rc = read_resident(s);
 		}
+		if (rc == 0)
+			rc = copy(s);
+		if (rc == 0 && !s->copied) {
+			s->img = &s->live;
+			read_heap(s);
+			split_vmas(s);
+		}
+		test_signal(s->pid);
 		procstop_release(&stop);
 		s->held = procstop_held_seconds(&stop);
-		if (procstop_exited(s->pid))
-			rc = error("process %d exited during the snapshot",
-				   (int)s->pid);
+		if (rc == 0 && s->copied) {
+			s->img = &s->copy.img;
+			read_heap(s);
+			split_vmas(s);
+		}
 	}
+	report_capture(NULL);
+	if (rc < 0 && procstop_exited(s->pid))
+		error("process %d exited during the snapshot", (int)s->pid);
+	else
+		report_replay(&said);
+	sb_release(&said);
 	sigprocmask(SIG_SETMASK, &old, NULL);
+	s->took = now_seconds() - t0;
 	return rc;
 }
 
@@ -430,9 +578,14 @@ static void drop_reading(struct capture *s)
 		coreimage_close(s->core);
 		free(s->core);
 		s->core = NULL;
-	} else if (s->live.name) {
-		procimage_close(&s->live);
+	} else {
+		/* (The copy reads the rest from the process: first.  Not
+		 * taken, it may hold mappings made ready.) */
+		copyimage_close(&s->copy);
+		if (s->live.name)
+			procimage_close(&s->live);
 	}
+	s->copied = s->copy_too_big = false;
 	s->img = NULL;
 	s->walked = s->scanned = false;
 }
@@ -561,12 +714,30 @@ static void after(struct capture *s)
 		count_blocks(s);
 }
 
-int capture_process(struct capture *s, pid_t pid, bool scan)
+uint64_t capture_default_max_copy(void)
+{
+	FILE *f = fopen("/proc/meminfo", "re");
+	char line[256];
+	unsigned long long kb = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb ? (uint64_t)kb * 1024 / 2 : (uint64_t)1 << 30;
+}
+
+int capture_process(struct capture *s, pid_t pid, bool scan,
+		    uint64_t max_copy)
 {
 	memset(s, 0, sizeof(*s));
 	s->pid = pid;
 	s->no_scan = !scan;
-	s->command_line = command_line(pid);
+	s->max_copy = max_copy;
+	/* (Gone from here on, it exited during the snapshot.) */
+	if (kill(pid, 0) < 0 && errno == ESRCH)
+		return error("no process %d", (int)pid);
 	for (;;) {
 		s->tries++;
 		if (take_once(s) < 0) {
@@ -615,6 +786,7 @@ void capture_free(struct capture *s)
 	drop_reading(s);
 	free(s->buckets);
 	free(s->command_line);
+	free(s->name);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -671,6 +843,16 @@ static void emit_meta(struct emit *e, const struct capture *s)
 				     "residency)");
 	} else {
 		meta(e, "HeldSeconds", "%.6f", s->held);
+		meta(e, "TookSeconds", "%.6f", s->took);
+		if (s->copied)
+			meta(e, "Copied", "%" PRIu64 " bytes, walked and "
+					  "scanned once the process went on",
+			     s->copy.bytes);
+		else if (s->copy_too_big)
+			meta(e, "Copied", "no: %" PRIu64 " bytes, more than "
+					  "%" PRIu64 " (--max-copy): held "
+					  "while walked and scanned",
+			     s->copy_wanted, s->max_copy);
 	}
 	meta(e, "Threads", "%zu", s->threads);
 	meta(e, "PageSize", "%ld", sysconf(_SC_PAGESIZE));

@@ -23,7 +23,10 @@
 #     classed by mapping; a corrupt heap: its problem said; a process
 #     traced already: refused; one stopped (SIGSTOP): snapshotted, and
 #     left stopped; one that exits during a run: the run ends; one killed
-#     during a snapshot: an error or a snapshot, no crash.
+#     during a snapshot: an error or a snapshot, no crash; one that exits
+#     while held (once read) or right after: its snapshot stands, named
+#     after it; dmprof killed while it holds one: the process runs on,
+#     not stopped, not traced.
 mkdir -p "$tmp/snap" && cd "$tmp/snap" || exit 1
 
 # Checks of SNAPSHOT's run, a line each: "ok" or "bad WHY".  With
@@ -105,7 +108,7 @@ if hk_start snapknown "$tmp/heap/heapknown" snapknown; then
 	rss=$(rollup $hk_pid)
 	"$bin" snapshot -o run/ $hk_pid >snap.out 2>snap.err &&
 		[ ! -s snap.out ] &&
-		grep -q "^dmprof snapshot: run/heapknown.$(printf %05d $hk_pid).0001.snap: process $hk_pid stood still [0-9.]* ms$" snap.err &&
+		grep -q "^dmprof snapshot: run/heapknown.$(printf %05d $hk_pid).0001.snap: process $hk_pid stood still [0-9.]* ms (the snapshot took [0-9.]* ms)$" snap.err &&
 		ok || bad "snapshot: heapknown: $(cat snap.err)"
 	first=run/heapknown.$(printf %05d $hk_pid).0001.snap
 	grep -q "^Reason: snapshot$" $first && grep -q "^Threads: 9$" $first &&
@@ -369,6 +372,45 @@ sleep 0.1
 	ok || bad "snapshot: a stopped process: $(cat snap.err)"
 kill -9 $sleeper
 wait $sleeper 2>/dev/null
+
+# Gone right after it was let go (SIGTERM, sent while held, delivered
+# then), or while held, once read (SIGKILL): the snapshot stands, named
+# after the process, and adds up.
+for sig in 15 9; do
+	if hk_start snapexit$sig "$tmp/heap/heapknown" snapexit$sig; then
+		DMPROF_TEST_SIGNAL_HELD=$sig "$bin" snapshot -o exit$sig/ $hk_pid \
+			>/dev/null 2>snap.err
+		rc=$?
+		f=$(ls exit$sig/heapknown.$(printf %05d $hk_pid).0001.snap 2>/dev/null)
+		wait $hk_pid 2>/dev/null
+		[ $rc = 0 ] && [ -n "$f" ] && ! kill -0 $hk_pid 2>/dev/null &&
+			ok || bad "snapshot: exit after signal $sig: rc $rc, $(ls exit$sig 2>&1) $(cat snap.err)"
+		if [ -n "$f" ]; then
+			snap_check "$f" >checks.out 2>&1
+			sed "s/^bad /bad exit after signal $sig: /" checks.out >checks.exit
+			snap_count checks.exit
+		fi
+	fi
+done
+
+# dmprof killed while it holds the process (held all along: --max-copy
+# 1): the process runs on, neither stopped nor traced.
+if hk_start snapheld "$tmp/heap/heapknown" snapheld big 2000000; then
+	"$bin" snapshot --max-copy 1 -o held/ $hk_pid >/dev/null 2>&1 &
+	dm=$!
+	for _ in $(seq 200); do
+		[ "$(awk '/^TracerPid/ { print $2 }' /proc/$hk_pid/status)" != 0 ] && break
+		sleep 0.01
+	done
+	kill -9 $dm
+	wait $dm 2>/dev/null
+	sleep 0.2
+	st=$(sed -n 's/^State:[[:space:]]*\(.\).*/\1/p' /proc/$hk_pid/status)
+	tr=$(awk '/^TracerPid/ { print $2 }' /proc/$hk_pid/status)
+	[ "$st" != T ] && [ "$st" != t ] && [ "$tr" = 0 ] && kill -0 $hk_pid &&
+		ok || bad "snapshot: dmprof killed while holding: state $st, tracer $tr"
+	hk_stop
+fi
 
 # Killed in the middle: a snapshot or an error, never a crash or a hang.
 if hk_start snapbig "$tmp/heap/heapknown" snapbig big 2000000; then
