@@ -32,7 +32,7 @@
  * What a VMA the heap or a thread's stack lies in is made of: its
  * stretches, in order.
  */
-enum { PART_NONE = -1, PART_THREAD_STACK = -2 };
+enum { PART_NONE = -1, PART_THREAD_STACK = -2, PART_ALLOCATOR = -3 };
 struct capture_part {
 	uint64_t start, end;
 	uint64_t committed;
@@ -82,6 +82,8 @@ struct capture {
 	bool copied;
 	uint64_t max_copy;    /* the most a copy may take, bytes */
 	bool copy_too_big;    /* so it was held all along */
+	const char *other_malloc; /* not copied: malloc is this one's
+				     (heap_allocator), nothing to walk */
 	uint64_t copy_wanted; /* what the copy would have taken */
 	struct coreimage *core;
 	struct capture_vma *vmas; /* as img->maps */
@@ -131,6 +133,9 @@ uint64_t capture_default_max_copy(void);
 int capture_core(struct capture *s, const char *path,
 		       const struct read_options *ro);
 void capture_free(struct capture *s);
+/* Warn that S's heap was not walked: why (then WHY_MORE), and how its
+ * memory is classed instead. */
+void capture_say_unwalked(const struct capture *s, const char *why_more);
 
 /*
  * What S says, as the records of a snapshot file (snapfile.h), in the

@@ -108,6 +108,10 @@ size_t elf_sym_size(const struct elf_file *f);
 bool elf_symbol(const struct elf_file *f, const struct elf_shdr *tab,
 		size_t i, struct elf_symbol *out);
 
+/* Does the ELF file at PATH export (define, in its dynamic symbols)
+ * NAME: 1, 0, or -1 when it cannot be read or has no dynamic symbols. */
+int elf_exports(const char *path, const char *name);
+
 /* A compressed section's header (Elf_Chdr of a 64-bit file if IS64,
  * widened) at P, LEN bytes: its size in the file into *HDR_LEN, or false
  * when the section is too short for one. */

@@ -94,6 +94,10 @@ struct heap {
 	struct heap_problem *problems;
 	size_t nproblems, problems_alloc;
 	struct fault why;          /* why there was nothing to walk */
+	/* Then, the malloc the process uses where it is known to be another
+	 * one (jemalloc, tcmalloc, mimalloc: from the libraries mapped or
+	 * the executable's symbols), or NULL. */
+	const char *allocator;
 };
 
 /*
@@ -113,6 +117,14 @@ struct walker {
  * H->why saying why there is nothing to walk (the first walker's words).
  */
 int heap_walk(struct heap *h, struct procimage *img);
+
+/*
+ * The malloc IMG's process uses, where it is another allocator than
+ * glibc's: "jemalloc", "tcmalloc" or "mimalloc", from a library of it
+ * mapped (its path into *FROM) or the executable's exported symbols; or
+ * NULL.
+ */
+const char *heap_allocator(const struct procimage *img, const char **from);
 void heap_release(struct heap *h);
 
 /* Was an arena locked at the instant (a thread inside malloc or free:

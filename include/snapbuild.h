@@ -40,6 +40,9 @@ struct snap_builder {
 	int64_t part_sum, vma_committed;
 	unsigned long vma_line;
 	int64_t malloc_bytes;   /* the blocks' committed, for GLOBAL_STATS */
+	/* The frame of the other allocator's mappings (META's Allocator:
+	 * dmprof_NAME_arena, interned), or NULL. */
+	const char *allocator_frame;
 };
 
 /*

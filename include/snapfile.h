@@ -25,6 +25,8 @@ enum {
 	SNAP_WHERE_NONE = -1,         /* a part: none of those below */
 	SNAP_WHERE_MMAPPED = -2,      /* a chunk glibc mapped alone */
 	SNAP_WHERE_THREAD_STACK = -3, /* a part: a thread's stack */
+	SNAP_WHERE_ALLOCATOR = -4,    /* a part: the arenas of the other
+					 malloc META's Allocator names */
 };
 
 /* What blocks in use are, when the scan of the heap found it. */

@@ -183,8 +183,7 @@ static int take_one(const struct snapshot_opts *o, struct taken *t)
 		return -1;
 	}
 	if (!s.walked && !t->n)
-		fault_warning(&s.h.why, "; its memory is classed by mapping "
-					"only");
+		capture_say_unwalked(&s, "");
 	path = xasprintf("%s.%04lu.snap", t->prefix, t->next);
 	rc = capture_write(&s, path);
 	if (rc == 0 && s.copy_too_big && !t->n)

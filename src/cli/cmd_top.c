@@ -345,6 +345,15 @@ static void print_text(struct top *t)
 			       more == 1 ? "" : "s");
 		}
 	}
+	if (!t->stack_bytes && t->col < 0) {
+		/* (A snapshot of a heap not walked, a dump of mappings
+		 * only: no table at all, rather than one of nothing.) */
+		printf("\n%s: none (%s holds no allocation stacks; dmprof "
+		       "record gives them)\n", t->lines ? "lines" : "functions",
+		       t->snap->path);
+		sb_release(&share);
+		return;
+	}
 	if (t->lines)
 		printf("\nlines, over the %s that have stacks (flat: allocated "
 		       "there)\n", human(t, t->stack_bytes, 0));

@@ -217,6 +217,41 @@ bool elf_symbol(const struct elf_file *f, const struct elf_shdr *tab,
 	return true;
 }
 
+int elf_exports(const char *path, const char *name)
+{
+	struct elf_file f;
+	struct strbuf why = STRBUF_INIT;
+	int found = -1;
+
+	if (elf_open(&f, path, &why) < 0) {
+		sb_release(&why);
+		return -1;
+	}
+	if (f.ident != ELF_OK)
+		goto out;
+	for (size_t i = 0; found < 1 && i < f.h.shnum; i++) {
+		struct elf_shdr tab, names;
+		struct elf_symbol e;
+		const char *n;
+
+		if (!elf_shdr(&f, i, &tab) || tab.type != SHT_DYNSYM ||
+		    !elf_shdr(&f, tab.link, &names))
+			continue;
+		found = 0;
+		for (size_t k = 1; elf_symbol(&f, &tab, k, &e); k++) {
+			if (e.shndx != SHN_UNDEF &&
+			    (n = elf_string(&f, &names, e.name)) &&
+			    !strcmp(n, name)) {
+				found = 1;
+				break;
+			}
+		}
+	}
+out:
+	elf_close(&f);
+	return found;
+}
+
 bool elf_chdr(bool is64, const uint8_t *p, uint64_t len, uint32_t *type,
 	      uint64_t *size, size_t *hdr_len)
 {

@@ -165,15 +165,33 @@ static void split_vma(struct capture *s, size_t i, size_t *at)
 		sv->committed = held_bytes(s, i, v->start, v->end);
 }
 
-/* VMA I, a thread's stack, as one part (of smaps' committed bytes). */
-static void stack_vma(struct capture *s, size_t i)
+/* VMA I as one part WHERE (of smaps' committed bytes). */
+static void whole_vma(struct capture *s, size_t i, int where)
 {
 	const struct vma *v = &s->img->maps.v[i];
 	struct capture_vma *sv = &s->vmas[i];
 
 	sv->first_part = s->nparts;
-	add_part(s, v->start, v->end, PART_THREAD_STACK, sv->committed);
+	add_part(s, v->start, v->end, where, sv->committed);
 	sv->nparts = 1;
+}
+
+/* VMA I, a thread's stack, as one part. */
+static void stack_vma(struct capture *s, size_t i)
+{
+	whole_vma(s, i, PART_THREAD_STACK);
+}
+
+/*
+ * Is V, in a process whose malloc is another allocator (not walked), that
+ * allocator's: the brk heap and every anonymous private writable mapping
+ * but the stacks.  A mapping the program made itself with mmap is not
+ * told apart from the allocator's (that would take walking its heap).
+ */
+static bool allocators(const struct vma *v)
+{
+	return vma_writable(v) && v->perms[3] == 'p' &&
+	       (!v->name[0] || !strcmp(v->name, "[heap]"));
 }
 
 /*
@@ -195,6 +213,8 @@ static void split_vmas(struct capture *s)
 			split_vma(s, i, &at);
 		else if (thread_stack(s, v, v->start, v->end))
 			stack_vma(s, i);
+		else if (!s->walked && h->allocator && allocators(v))
+			whole_vma(s, i, PART_ALLOCATOR);
 	}
 }
 
@@ -250,11 +270,18 @@ static void prepare_copy(struct capture *s)
 	struct procimage img;
 	struct pagemap pm;
 	struct page_counts *pc;
+	const char *other;
 	size_t n;
 
 	report_capture(&unsaid);
 	if (procimage_open_pid(&img, s->pid) < 0)
 		goto out;
+	/* (A malloc dmprof does not walk: no heap to copy.  Were glibc's
+	 * used beside it, that would be walked while held.) */
+	if ((s->other_malloc = heap_allocator(&img, &other))) {
+		procimage_close(&img);
+		goto out;
+	}
 	n = img.maps.n;
 	pc = xcalloc(n ? n : 1, sizeof(*pc));
 	if (pagemap_open(&pm, s->pid) == 0) {
@@ -286,7 +313,9 @@ static int copy(struct capture *s)
 	int rc = 0;
 
 	s->copy_wanted = copyimage_size(&s->live, pc);
-	if (s->copy_wanted > s->max_copy) {
+	if (s->other_malloc) {
+		/* (Nothing to copy.) */
+	} else if (s->copy_wanted > s->max_copy) {
 		s->copy_too_big = true;
 		copyimage_close(&s->copy); /* (what was made ready) */
 	} else {
@@ -781,6 +810,18 @@ int capture_core(struct capture *s, const char *path,
 	return 0;
 }
 
+void capture_say_unwalked(const struct capture *s, const char *why_more)
+{
+	char *more = s->h.allocator
+		? xasprintf("%s; its mappings are classed as %s-arena, by "
+			    "mapping only", why_more, s->h.allocator)
+		: xasprintf("%s; its memory is classed by mapping only",
+			    why_more);
+
+	fault_warning(&s->h.why, more);
+	free(more);
+}
+
 void capture_free(struct capture *s)
 {
 	drop_reading(s);
@@ -848,6 +889,9 @@ static void emit_meta(struct emit *e, const struct capture *s)
 			meta(e, "Copied", "%" PRIu64 " bytes, walked and "
 					  "scanned once the process went on",
 			     s->copy.bytes);
+		else if (s->other_malloc)
+			meta(e, "Copied", "no: malloc is %s's, not walked",
+			     s->other_malloc);
 		else if (s->copy_too_big)
 			meta(e, "Copied", "no: %" PRIu64 " bytes, more than "
 					  "%" PRIu64 " (--max-copy): held "
@@ -861,6 +905,8 @@ static void emit_meta(struct emit *e, const struct capture *s)
 		meta(e, "Pss", "%" PRIu64, s->total.pss);
 		meta(e, "Swap", "%" PRIu64, s->total.swap);
 	}
+	if (!s->walked && s->h.allocator)
+		meta(e, "Allocator", "%s", s->h.allocator);
 	if (!s->walked)
 		meta(e, "Heap", "none (%s)", s->h.why.what);
 	else
@@ -1009,6 +1055,8 @@ static void emit_maps(struct emit *e, const struct capture *s)
 				p->where == PART_NONE ? SNAP_WHERE_NONE
 				: p->where == PART_THREAD_STACK
 					? SNAP_WHERE_THREAD_STACK
+				: p->where == PART_ALLOCATOR
+					? SNAP_WHERE_ALLOCATOR
 					: where_of((unsigned)p->where);
 			put(e, &r);
 		}

@@ -43,11 +43,9 @@ int corefile_parse(struct snapshot *snap, const char *path, struct model *m,
 		fault_warning(&missing, NULL);
 	if (!s.walked)
 		/* (WHY names the core already.) */
-		fault_warning(&s.h.why,
-			      cut ? " (the core is cut short: what it lacks "
-				    "may hold it); its memory is classed by "
-				    "mapping only"
-				  : "; its memory is classed by mapping only");
+		capture_say_unwalked(&s, cut ? " (the core is cut short: "
+					       "what it lacks may hold it)"
+					     : "");
 	fault_release(&missing);
 	snapbuild_init(&b, snap, m, &pos);
 	rc = capture_emit(&s, build, &b);

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "elffile.h"
+
 /* The allocators' walkers, tried in order. */
 extern const struct walker walker_glibc;
 static const struct walker *const walkers[] = {
@@ -33,7 +35,59 @@ int heap_walk(struct heap *h, struct procimage *img)
 	}
 	fault_release(&h->why);
 	h->why = why;
+	{
+		const char *from = NULL, *name = heap_allocator(img, &from);
+
+		if (name) {
+			/* Said for what it is: another malloc. */
+			free(h->why.what);
+			h->why.what = xasprintf(
+				"%s: malloc is %s's (%s), whose heap dmprof "
+				"does not walk (glibc's only)",
+				img->name, name, from);
+			h->allocator = name;
+		}
+	}
 	return -1;
+}
+
+/* Other allocators, by a library's name or a symbol only they export. */
+static const struct {
+	const char *name, *lib, *symbol;
+} others[] = {
+	{ "jemalloc", "libjemalloc.so", "mallctl" },
+	{ "tcmalloc", "libtcmalloc", "tc_malloc" },
+	{ "mimalloc", "libmimalloc.so", "mi_malloc" },
+};
+
+const char *heap_allocator(const struct procimage *img, const char **from)
+{
+	const struct maps *m = &img->maps;
+	const char *exe = NULL;
+
+	for (size_t i = 0; i < m->n; i++) {
+		const char *path = m->v[i].name, *base = strrchr(path, '/');
+
+		if (!base)
+			continue;
+		if (!exe)
+			exe = path; /* (mapped first: the executable) */
+		for (size_t k = 0; k < ARRAY_SIZE(others); k++) {
+			if (!strncmp(base + 1, others[k].lib,
+				     strlen(others[k].lib))) {
+				*from = path;
+				return others[k].name;
+			}
+		}
+	}
+	/* Linked in: its symbols in the executable's (a static redis). */
+	for (size_t k = 0; exe && k < ARRAY_SIZE(others); k++) {
+		if (elf_exports(exe, others[k].symbol) == 1) {
+			*from = exe;
+			return others[k].name;
+		}
+	}
+	return NULL;
 }
 
 void heap_release(struct heap *h)

@@ -124,6 +124,28 @@ static bool key_is(const char *k, size_t klen, const char *name)
 	return klen == strlen(name) && !memcmp(k, name, klen);
 }
 
+/* "Allocator: NAME" (a word of [a-z0-9_]): its mappings' frame. */
+static int meta_allocator(struct snap_builder *b, const char *val,
+			  size_t len)
+{
+	char frame[64];
+
+	if (!len || len > 32)
+		goto bad;
+	for (size_t i = 0; i < len; i++)
+		if (!((val[i] >= 'a' && val[i] <= 'z') ||
+		      (val[i] >= '0' && val[i] <= '9') || val[i] == '_'))
+			goto bad;
+	snprintf(frame, sizeof(frame), "dmprof_%.*s_arena", (int)len, val);
+	b->allocator_frame = strtab_intern(&b->m->strings, frame,
+					   strlen(frame));
+	return 0;
+bad:
+	return read_error(b->pos, "bad allocator '%s' (a word of a-z, 0-9 "
+				  "and _)",
+			  read_quote(b->pos, val, len));
+}
+
 static int put_meta(struct snap_builder *b, const char *key, size_t klen,
 		    const char *val, size_t vlen)
 {
@@ -142,6 +164,9 @@ static int put_meta(struct snap_builder *b, const char *key, size_t klen,
 	} else if (key_is(key, klen, "Reason")) {
 		free(snap->reason);
 		snap->reason = xstrndup(val, vlen);
+	} else if (key_is(key, klen, "Allocator") &&
+		   meta_allocator(b, val, vlen) < 0) {
+		return -1;
 	} else if (key_is(key, klen, "PageSize")) {
 		if (meta_number(b, val, vlen, &v) < 0)
 			return -1;
@@ -357,6 +382,12 @@ static int put_part(struct snap_builder *b, const struct snap_record *r,
 				  b->part_end ? b->part_end : v->start);
 	if (where == SNAP_WHERE_THREAD_STACK)
 		bk = kind_bucket(b, ALLOC_MMAP, "dmprof_thread_stack",
+				 SNAP_WHERE_NONE, false, NULL, line);
+	else if (where == SNAP_WHERE_ALLOCATOR && !b->allocator_frame)
+		return read_error(b->pos, "an allocator's part, but META names "
+					  "no Allocator");
+	else if (where == SNAP_WHERE_ALLOCATOR)
+		bk = kind_bucket(b, ALLOC_MMAP, b->allocator_frame,
 				 SNAP_WHERE_NONE, false, NULL, line);
 	else if (where != SNAP_WHERE_NONE)
 		bk = kind_bucket(b, ALLOC_MMAP, "dmprof_glibc_malloc_arena",

@@ -20,8 +20,9 @@
  *           stack lies in:
  *             START-END COMMITTED WHERE
  *
- * WHERE is arena-K, mmapped (a chunk glibc mapped alone), thread-stack or
- * - (none of those).  KIND, of blocks in use, is what the scan of the
+ * WHERE is arena-K, mmapped (a chunk glibc mapped alone), thread-stack,
+ * allocator (a mapping of the other malloc META's Allocator names: a heap
+ * dmprof does not walk) or - (none of those).  KIND, of blocks in use, is what the scan of the
  * heap (reach.h, typing.h) found: "leaked" (on a line of blocks:
  * the block line says it before), then "class TYPEINFO NAME" (a C++
  * class, by its vtable) or "layout NAME" (string body, ...).  The
@@ -165,8 +166,8 @@ static int range(struct sparser *p, uint64_t *start, uint64_t *end)
 	return 0;
 }
 
-/* "arena-K", "mmapped", or of a PART "-" and "thread-stack": into
- * *WHERE. */
+/* "arena-K", "mmapped", or of a PART "-", "thread-stack" and
+ * "allocator": into *WHERE. */
 static int where(struct sparser *p, bool part, int *out)
 {
 	const char *w;
@@ -175,13 +176,18 @@ static int where(struct sparser *p, bool part, int *out)
 
 	if (!word(p, &w, &len))
 		return read_error(&p->pos, "where? (arena-K, mmapped%s)",
-				  part ? ", thread-stack or -" : "");
+				  part ? ", thread-stack, allocator or -"
+				       : "");
 	if (part && len == 1 && w[0] == '-') {
 		*out = SNAP_WHERE_NONE;
 		return 0;
 	}
 	if (part && len == 12 && !memcmp(w, "thread-stack", 12)) {
 		*out = SNAP_WHERE_THREAD_STACK;
+		return 0;
+	}
+	if (part && len == 9 && !memcmp(w, "allocator", 9)) {
+		*out = SNAP_WHERE_ALLOCATOR;
 		return 0;
 	}
 	if (len == 7 && !memcmp(w, "mmapped", 7)) {
@@ -640,6 +646,8 @@ static void put_where(FILE *f, int where)
 		fputs("mmapped", f);
 	else if (where == SNAP_WHERE_THREAD_STACK)
 		fputs("thread-stack", f);
+	else if (where == SNAP_WHERE_ALLOCATOR)
+		fputs("allocator", f);
 	else if (where == SNAP_WHERE_NONE)
 		fputc('-', f);
 	else

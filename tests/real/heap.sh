@@ -26,6 +26,8 @@ gcc -g -O1 -pthread "$src/heapknown.c" -o heapknown || exit 1
 hk_start() {
 	hk_out=$1
 	shift
+	# (Not the ready of a process started before under the same name.)
+	rm -f "$hk_out.ready"
 	"$@" >"$hk_out.ready" 2>&1 &
 	hk_pid=$!
 	for _ in $(seq 300); do
@@ -221,9 +223,11 @@ elif hk_start otheruser ./heapknown otheruser; then
 		ok || bad "heap: another user's process: status $rc: $(cat other.err)"
 	hk_stop
 fi
+# (Another malloc, named: by the library mapped.)
 for lib in $tcmalloc $(ls /usr/lib/*/libjemalloc.so.2 2>/dev/null | head -1); do
+	name=$(basename $lib | sed 's/^lib\([a-z]*\).*/\1/')
 	if hk_start other env LD_PRELOAD=$lib ./heapknown other; then
-		refused "$(basename $lib)" "^dmprof: process $hk_pid: .*another allocator (tcmalloc, jemalloc?)" $hk_pid
+		refused "$(basename $lib)" "^dmprof: process $hk_pid: malloc is $name's ($lib[.0-9]*), whose heap dmprof does not walk (glibc's only)$" $hk_pid
 		hk_stop
 	fi
 done

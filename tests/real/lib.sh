@@ -9,3 +9,12 @@ export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$top/tests/lsan.supp:print_sup
 pass=0 fail=0
 ok() { pass=$((pass + 1)); }
 bad() { echo "FAIL $*"; fail=$((fail + 1)); }
+
+# Wait (10 s at most) for the redis-server on 127.0.0.1:PORT to answer.
+redis_wait() { # PORT
+	i=0
+	until redis-cli -p "$1" ping >/dev/null 2>&1 || [ $i -ge 100 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+}

@@ -19,8 +19,9 @@
 #   - python3, sqlite3 and a C++ server snapshotted every 0.1 s while they
 #     run: the same output and exit status as without, every snapshot
 #     adding up;
-#   - a heap that is not glibc's (tcmalloc, a static binary): said, and
-#     classed by mapping; a corrupt heap: its problem said; a process
+#   - a heap that is not glibc's (tcmalloc, a static binary, Debian's
+#     redis-server with jemalloc): said, another malloc by its name, and
+#     classed by mapping (another malloc's as its NAME-arena component); a corrupt heap: its problem said; a process
 #     traced already: refused; one stopped (SIGSTOP): snapshotted, and
 #     left stopped; one that exits during a run: the run ends; one killed
 #     during a snapshot: an error or a snapshot, no crash; one that exits
@@ -318,29 +319,83 @@ mkdir -p cxx && (cd cxx && . "$top/tests/real/cxxserver-build.sh" &&
 [ -x cxx/cxxserver ] &&
 	snap_while cxxserver env CXXSERVER_IDLE_MS=500 ./cxx/cxxserver hand
 
-# Not glibc's heap: said, and the mappings are classed all the same.
-notglibc() { # WHAT PATTERN COMMAND...
-	what=$1 pattern=$2
-	shift 2
+# Not glibc's heap: said (another malloc by name), and the mappings are
+# classed all the same: another malloc's as its NAME-arena component (a
+# component of the partition: the total is still the kernel's).
+other_check() { # WHAT FILE PATTERN [NAME]
+	what=$1 f=$2 pattern=$3 name=${4:-}
+	grep -q "^dmprof: warning: .*$pattern$" snap.err &&
+		grep -q "^Heap: none (" "$f" &&
+		"$bin" top "$f" >snap.txt 2>/dev/null &&
+		head -1 snap.txt | grep -q "^heap: none (" && ok ||
+		bad "snapshot: $what: $(cat snap.err)"
+	if [ -n "$name" ]; then
+		grep -q "^Allocator: $name$" "$f" &&
+			grep -q "^functions: none (.* holds no allocation stacks" snap.txt &&
+			! grep -q "dmprof_" snap.txt && ok ||
+			bad "snapshot: $what: no Allocator: $name, or a functions table: $(cat snap.txt)"
+		"$bin" csv -b "$f" 2>/dev/null | python3 -c '
+import csv, sys
+head, row = list(csv.reader(sys.stdin))[:2]
+v = dict(zip(head, row))
+c, a = int(v[sys.argv[1] + "-arena"]), int(v["unhooked-anonymous"])
+print("ok" if c > 4 << 20 and c > 4 * a else
+      "bad %s-arena %d bytes, unhooked-anonymous %d" % (sys.argv[1], c, a))
+' "$name" >arena.out 2>&1
+		snap_count arena.out
+	fi
+	snap_check "$f" >checks.out 2>&1
+	sed "s/^bad /bad $what: /" checks.out >checks.$what
+	snap_count checks.$what
+}
+notglibc() { # WHAT PATTERN NAME COMMAND...
+	what=$1 pattern=$2 name=$3
+	shift 3
 	if hk_start snap$what "$@"; then
 		"$bin" snapshot -o other/ $hk_pid >/dev/null 2>snap.err
 		rc=$?
 		f=$(ls other/*.$(printf %05d $hk_pid).0001.snap 2>/dev/null)
-		[ $rc = 0 ] && grep -q "^dmprof: warning: .*$pattern.*; its memory is classed by mapping only$" snap.err &&
-			grep -q "^Heap: none (.*$pattern" "$f" &&
-			"$bin" top "$f" 2>/dev/null | head -1 | grep -q "^heap: none (" &&
-			ok || bad "snapshot: $what: status $rc: $(cat snap.err)"
-		if [ -n "$f" ]; then
-			snap_check "$f" >checks.out 2>&1
-			sed "s/^bad /bad $what: /" checks.out >checks.$what
-			snap_count checks.$what
+		if [ $rc != 0 ] || [ -z "$f" ]; then
+			bad "snapshot: $what: status $rc: $(cat snap.err)"
+		else
+			other_check $what "$f" "$pattern" $name
 		fi
 		hk_stop
 	fi
 }
-notglibc tcmalloc "another allocator" env LD_PRELOAD=$tcmalloc "$tmp/heap/heapknown" snaptc
+notglibc tcmalloc "malloc is tcmalloc's (.*/libtcmalloc[^)]*), whose heap dmprof does not walk (glibc's only); its mappings are classed as tcmalloc-arena, by mapping only" \
+	tcmalloc env LD_PRELOAD=$tcmalloc "$tmp/heap/heapknown" snaptc
 [ -x "$tmp/heap/heapknown-static" ] &&
-	notglibc static "no libc.so mapped" "$tmp/heap/heapknown-static" snapstatic
+	notglibc static "no libc.so mapped.*; its memory is classed by mapping only" "" \
+		"$tmp/heap/heapknown-static" snapstatic
+
+# redis (Debian's: jemalloc, linked with libjemalloc.so.2) filled by a
+# bounded redis-benchmark on 127.0.0.1: jemalloc named, its mappings
+# jemalloc-arena, the total the kernel's.
+if command -v redis-server >/dev/null 2>&1 &&
+	command -v redis-benchmark >/dev/null 2>&1; then
+	port=$((20000 + ($$ + 7) % 20000))
+	redis-server --port $port --bind 127.0.0.1 --save '' --appendonly no \
+		>redis.log 2>&1 &
+	rpid=$!
+	redis_wait $port
+	timeout 60 redis-benchmark -p $port -n 50000 -r 50000 -d 200 -t set -q \
+		>redis.bench 2>&1 || bad "snapshot: redis-benchmark failed: $(tail -2 redis.bench)"
+	"$bin" snapshot -o redis/ $rpid >/dev/null 2>snap.err
+	rc=$?
+	f=$(ls redis/*.$(printf %05d $rpid).0001.snap 2>/dev/null)
+	if [ $rc != 0 ] || [ -z "$f" ]; then
+		bad "snapshot: redis: status $rc: $(cat snap.err)"
+	else
+		other_check redis "$f" "malloc is jemalloc's (.*/libjemalloc.so[^)]*), whose heap dmprof does not walk (glibc's only); its mappings are classed as jemalloc-arena, by mapping only" jemalloc
+		case $f in redis/redis-server.*) ok ;;
+		*) bad "snapshot: redis: named $f" ;; esac
+	fi
+	redis-cli -p $port shutdown nosave >/dev/null 2>&1
+	wait $rpid
+else
+	bad "snapshot: redis-server is not installed (make check installs it)"
+fi
 
 # A corrupt heap is snapshotted, its problem said and kept.
 if hk_start snapcorrupt "$tmp/heap/heapknown" snapcorrupt corrupt; then

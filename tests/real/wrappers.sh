@@ -96,11 +96,7 @@ else
 	"$bin" record -o "$tmp/wrap/redis/" -- redis-server --port $port \
 		--save '' --appendonly no --bind 127.0.0.1 >redis.log 2>&1 &
 	rec=$!
-	i=0
-	until redis-cli -p $port ping >/dev/null 2>&1 || [ $i -ge 100 ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
+	redis_wait $port
 	redis-benchmark -p $port -n 200000 -r 100000 -d 200 -t set -q \
 		>bench.out 2>&1 || bad "wrappers: redis-benchmark failed: $(tail -2 bench.out)"
 	redis-cli -p $port shutdown nosave >/dev/null 2>&1
