@@ -35,7 +35,7 @@ TEST_DEPS = gcc g++ diffutils libgoogle-perftools4 google-perftools libc6-dbg \
 	    golang-go valgrind libjemalloc2 libjemalloc-dev dpkg-dev lintian \
 	    libglib2.0-dev redis-server redis-tools
 BENCH_DEPS = libllvm14 llvm binutils time bc heaptrack g++ \
-	     libgoogle-perftools4
+	     libgoogle-perftools4 pdns-recursor
 FUZZ_DEPS = clang libclang-rt-14-dev
 DEPS = $(BUILD_DEPS) $(TEST_DEPS)
 

@@ -1,10 +1,12 @@
 /*
  * The floor of a heap walk, for make bench: read every byte of a heap
  * once, 256 KiB a call, as dmprof reads it, and print how many, and the
- * milliseconds it took.  Either process PID's [heap], with
- * process_vm_readv, or what the ELF core CORE holds of the addresses
- * START-END (its PT_LOAD segments there), with pread.
- * Usage: heapread PID
+ * milliseconds it took.  Either process PID's [heap] (with "all": and
+ * every anonymous private writable mapping, where glibc's other arenas
+ * and the blocks it maps alone are), with process_vm_readv, or what the
+ * ELF core CORE holds of the addresses START-END (its PT_LOAD segments
+ * there), with pread.
+ * Usage: heapread PID [all]
  *        heapread CORE START-END     (hex, as /proc/PID/maps writes them)
  */
 #define _GNU_SOURCE
@@ -27,8 +29,22 @@ static double ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* The bytes of process PID's [heap] into BUF: how many, or -1. */
-static long read_process(int pid, char *buf)
+/* Is the mapping of maps line LINE one to read (ALL: every anonymous
+ * private writable one, else [heap] only)? */
+static int wanted(const char *line, int all)
+{
+	char perms[8] = "", name[4096] = "";
+
+	if (strstr(line, "[heap]"))
+		return 1;
+	if (!all || sscanf(line, "%*s %7s %*s %*s %*s %4095s", perms, name) < 1)
+		return 0;
+	return !strcmp(perms, "rw-p") && !name[0];
+}
+
+/* The bytes of process PID's [heap] (ALL: and more, as wanted says) into
+ * BUF: how many, or -1. */
+static long read_process(int pid, int all, char *buf)
 {
 	char path[64], line[4096];
 	unsigned long start, end, total = 0;
@@ -40,7 +56,7 @@ static long read_process(int pid, char *buf)
 		return -1;
 	}
 	while (fgets(line, sizeof(line), f)) {
-		if (!strstr(line, "[heap]") ||
+		if (!wanted(line, all) ||
 		    sscanf(line, "%lx-%lx", &start, &end) != 2)
 			continue;
 		for (unsigned long p = start; p < end; p += CHUNK) {
@@ -107,11 +123,14 @@ int main(int argc, char **argv)
 	if (!buf)
 		return 1;
 	if (argc == 2)
-		total = read_process(atoi(argv[1]), buf);
+		total = read_process(atoi(argv[1]), 0, buf);
+	else if (argc == 3 && !strcmp(argv[2], "all"))
+		total = read_process(atoi(argv[1]), 1, buf);
 	else if (argc == 3 && sscanf(argv[2], "%lx-%lx", &start, &end) == 2)
 		total = read_core(argv[1], start, end, buf);
 	else {
-		fprintf(stderr, "usage: heapread PID | heapread CORE START-END\n");
+		fprintf(stderr, "usage: heapread PID [all] | heapread CORE "
+				"START-END\n");
 		return 2;
 	}
 	if (total < 0)

@@ -17,7 +17,7 @@ work=${BENCH_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/dmprof-bench.XXXXXX")}
 [ -n "${BENCH_DIR:-}" ] || trap 'rm -rf "$work"' EXIT INT TERM
 mkdir -p "$work"
 export LC_ALL=C DMPROF_POLICY_PATH="$top/policies" XDG_CACHE_HOME="$work/cache"
-cases=${*:-gperf-1m deep parse gperf-series symbolize-dynsym symbolize-dwarf recorder recorder-programs python snapshot core}
+cases=${*:-gperf-1m deep parse gperf-series symbolize-dynsym symbolize-dwarf recorder recorder-programs python snapshot daemon core}
 
 # measure NAME COMMAND...: run it, set $secs (wall, to the millisecond:
 # time(1) says only hundredths), $rss_kb (peak) and $cpu (percent of one
@@ -619,6 +619,98 @@ snapshot() {
 		"$(ratio_of "$held" "$floor")" "$(at_most "$held" "$(echo "2 * $floor" | bc -l)")"
 }
 
+# A real daemon under a bounded load: Debian's pdns-recursor (C++, glibc's
+# malloc, two threads), on 127.0.0.1 only, serving a zone of 200,000
+# names it holds (--auth-zones) to the bench's own client
+# (tests/bench/dnsload.c: 8 queries in flight, for 6 s at most), its
+# packet cache filled by a query for every name first.  How long dmprof
+# snapshot holds it, idle and loaded, against reading its anonymous
+# memory once (heapread all: the floor); and the slowest answer the
+# client saw in a loaded run with a snapshot in it, against one without.
+daemon() {
+	d=$work/daemon
+	pdns=$(command -v pdns_recursor || ls /usr/sbin/pdns_recursor 2>/dev/null)
+	if [ -z "$pdns" ]; then
+		echo "bench: daemon: pdns_recursor is missing (make bench installs pdns-recursor)"
+		return
+	fi
+	mkdir -p "$d"
+	gcc -O2 "$here/dnsload.c" -o "$d/dnsload" &&
+		gcc -O2 "$here/heapread.c" -o "$d/heapread" || return
+	names=200000
+	python3 - "$d/zone" $names <<'PY'
+import sys
+with open(sys.argv[1], "w") as f:
+    f.write("$ORIGIN bench.test.\n$TTL 3600\n"
+            "@ IN SOA ns hostmaster 1 3600 600 86400 3600\n"
+            "@ IN NS ns\nns IN A 127.0.0.1\n")
+    for i in range(int(sys.argv[2])):
+        f.write("h%d IN A 10.%d.%d.%d\n" % (i, i >> 16 & 255, i >> 8 & 255, i & 255))
+PY
+	port=$((30000 + $$ % 20000))
+	"$pdns" --daemon=no --local-address=127.0.0.1 --local-port=$port \
+		--socket-dir="$d" --config-dir="$d" --threads=2 \
+		--auth-zones=bench.test="$d/zone" --security-poll-suffix= \
+		--disable-syslog --loglevel=3 >"$d/log" 2>&1 &
+	pid=$!
+	# (Ready when it answers: the zone loaded.)
+	for _ in $(seq 100); do
+		[ "$("$d/dnsload" $port 1 0.2 | awk '{ print $4 }')" = 0 ] && break
+		sleep 0.2
+	done
+	timeout 120 "$d/dnsload" $port $names fill >"$d/fill" ||
+		{ echo "bench: daemon: the fill failed: $(tail -2 "$d/log")"; kill $pid; return; }
+	rss=$(awk '/^VmRSS/ { print $2 }' /proc/$pid/status)
+	floor= idle= took=
+	for i in 1 2 3; do
+		f=$("$d/heapread" $pid all | awk '{ print $2 / 1000 }')
+		"$bin" snapshot -o "$d/out/" $pid >"$d/snap.err" 2>&1
+		h=$(sed -n 's/.* stood still \([0-9.]*\) ms.*/\1/p' "$d/snap.err" |
+			awk '{ print $1 / 1000 }')
+		t=$(sed -n 's/.*the snapshot took \([0-9.]*\) ms.*/\1/p' "$d/snap.err" |
+			awk '{ print $1 / 1000 }')
+		floor=$(least "$floor" "$f") idle=$(least "$idle" "$h")
+		took=$(least "$took" "$t")
+	done
+	# As before the copy: held while walked and scanned (--max-copy 0).
+	"$bin" snapshot --max-copy 0 -o "$d/out/" $pid >"$d/snap.err" 2>&1
+	nocopy=$(sed -n 's/.* stood still \([0-9.]*\) ms.*/\1/p' "$d/snap.err" |
+		awk '{ print $1 / 1000 }')
+	# Loaded: a run alone, then three with a snapshot 2 s in.
+	timeout 30 "$d/dnsload" $port $names 6 >"$d/alone"
+	loaded= worst=
+	for i in 1 2 3; do
+		timeout 30 "$d/dnsload" $port $names 6 >"$d/load" &
+		lpid=$!
+		sleep 2
+		"$bin" snapshot -o "$d/out/" $pid >"$d/snap.err" 2>&1
+		wait $lpid
+		h=$(sed -n 's/.* stood still \([0-9.]*\) ms.*/\1/p' "$d/snap.err" |
+			awk '{ print $1 / 1000 }')
+		w=$(awk '{ print $6 / 1000 }' "$d/load")
+		loaded=$(least "$loaded" "$h") worst=$(least "$worst" "$w")
+	done
+	qps=$(awk '{ printf "%d", $2 / 6 }' "$d/alone")
+	alone=$(awk '{ print $6 / 1000 }' "$d/alone")
+	p99=$(awk '{ print $8 }' "$d/alone")
+	kill $pid
+	wait $pid 2>/dev/null
+	stop_row "pdns_recursor $((rss / 1024)) MB: held, idle" "$floor" "$idle"
+	stop_row "the same: its whole time, idle" "$floor" "$took"
+	stop_row "the same: held, $qps queries/s" "$floor" "$loaded"
+	stop_row "the same: held all along (no copy), idle" "$floor" "$nocopy"
+	printf '%-22s %-34s %9.3f s %11s %9.3f s %9s %8.3gx
+' snapshot \
+		"slowest answer, alone vs in a hold" "$alone" "" "$worst" "" \
+		"$(echo "$alone / ($worst + 0.0005)" | bc -l)"
+	target "daemon: a stop within 2x reading its memory, idle" \
+		"$(ratio_of "$idle" "$floor")" "$(at_most "$idle" "$(echo "2 * $floor" | bc -l)")"
+	target "daemon: a stop within 2x reading it, loaded" \
+		"$(ratio_of "$loaded" "$floor")" "$(at_most "$loaded" "$(echo "2 * $floor" | bc -l)")"
+	target "daemon: slowest answer in a hold (alone ${p99} ms p99)" \
+		"$(printf '%.1f ms' "$(echo "$worst * 1000" | bc -l)")" stated
+}
+
 # A core of a C++ program's 1 GB heap of 10 M blocks that point at each
 # other (tests/bench/core_heap.cc: objects of four classes with vtables,
 # std::string bodies, vectors, hash tables, trees, C lists, and leaked
@@ -728,6 +820,8 @@ for c in $cases; do
 		symbolize $c /usr/lib/x86_64-linux-gnu/libc.so.6 -i ;;
 	recorder)
 		recorder ;;
+	daemon)
+		daemon ;;
 	recorder-programs)
 		recorder_programs ;;
 	python)
