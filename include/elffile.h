@@ -111,6 +111,15 @@ bool elf_symbol(const struct elf_file *f, const struct elf_shdr *tab,
 /* Does the ELF file at PATH export (define, in its dynamic symbols)
  * NAME: 1, 0, or -1 when it cannot be read or has no dynamic symbols. */
 int elf_exports(const char *path, const char *name);
+/*
+ * The values (and sizes, if SIZES) of the dynamic symbols NAMES[0..N)
+ * the ELF file at PATH defines (0: not defined), and its first loadable
+ * segment's address (its load bias is where that is mapped minus it,
+ * page-aligned): how many were found, or -1 when the file cannot be read
+ * or has no dynamic symbols.
+ */
+int elf_dynsyms(const char *path, const char *const *names, size_t n,
+		uint64_t *values, uint64_t *sizes, uint64_t *load_vaddr);
 
 /* A compressed section's header (Elf_Chdr of a 64-bit file if IS64,
  * widened) at P, LEN bytes: its size in the file into *HDR_LEN, or false

@@ -98,6 +98,9 @@ struct heap {
 	 * one (jemalloc, tcmalloc, mimalloc: from the libraries mapped or
 	 * the executable's symbols), or NULL. */
 	const char *allocator;
+	/* CPython's object allocator, walked beside glibc's heap where an
+	 * interpreter is mapped (pymalloc.h), or NULL. */
+	struct pymalloc *py;
 };
 
 /*

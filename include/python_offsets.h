@@ -41,6 +41,39 @@ struct python_offsets {
 	 * (kind 2-4, compact 5, ascii 6), and where the characters of a
 	 * compact ASCII string and of another compact string start */
 	uint16_t str_length, str_state, str_ascii_data, str_compact_data;
+	/* What a walk of the heap reads of objects (dmprof snapshot): a
+	 * type's flags, and its flags that say an object's layout: a
+	 * PyGC_Head of GC_HEAD bytes before a collected object, and before
+	 * that (managed dict) the object's values and dict pointers; the
+	 * out-of-line storage of a dict (keys, values), a list (items), a
+	 * bytearray (bytes) and a set (its table, unless the small one
+	 * inside it) */
+	uint16_t type_flags, gc_head;
+	uint32_t flag_managed_dict, flag_have_gc;
+	uint16_t dict_keys, dict_values, list_items, bytearray_bytes,
+		set_table, set_smalltable;
+};
+
+/*
+ * pymalloc, the object allocator (Objects/obmalloc.c: defines of that
+ * file alone, in no header, so checked by a walk's counts against
+ * sys._debugmallocstats() rather than by offsetof): arenas of ARENA_SIZE
+ * bytes mmapped apart, cut into POOLs of POOL_SIZE from the first
+ * POOL_SIZE-aligned address on, each pool one size class (of ALIGNMENT
+ * bytes each: NCLASSES of them) after its header of POOL_OVERHEAD; the
+ * arenas' table (struct arena_object, ARENA_OBJECT bytes) malloc'd, a
+ * file-static pointer to it.
+ */
+struct pymalloc_layout {
+	uint8_t major, minor;
+	uint32_t arena_size, pool_size;
+	uint16_t pool_overhead, alignment, nclasses, arena_object;
+	/* struct pool_header */
+	uint16_t pool_count, pool_freeblock, pool_arenaindex, pool_szidx,
+		pool_nextoffset, pool_maxnextoffset;
+	/* struct arena_object */
+	uint16_t arena_address, arena_pool_address, arena_nfreepools,
+		arena_ntotalpools;
 };
 
 #ifndef PYTHON_OFFSETS_NONE
@@ -58,6 +91,23 @@ static const struct python_offsets python_offsets_table[] = {
 		.ob_type = 8, .type_name = 24,
 		.str_length = 16, .str_state = 32,
 		.str_ascii_data = 48, .str_compact_data = 72,
+		.type_flags = 168, .gc_head = 16,
+		.flag_managed_dict = 1u << 4, .flag_have_gc = 1u << 14,
+		.dict_keys = 32, .dict_values = 40, .list_items = 24,
+		.bytearray_bytes = 32, .set_table = 40, .set_smalltable = 64,
+	},
+};
+static const struct pymalloc_layout pymalloc_table[] = {
+	{
+		.major = 3, .minor = 11,
+		.arena_size = 1u << 20, .pool_size = 1u << 14,
+		.pool_overhead = 48, .alignment = 16, .nclasses = 32,
+		.arena_object = 48,
+		.pool_count = 0, .pool_freeblock = 8, .pool_arenaindex = 32,
+		.pool_szidx = 36, .pool_nextoffset = 40,
+		.pool_maxnextoffset = 44,
+		.arena_address = 0, .arena_pool_address = 8,
+		.arena_nfreepools = 16, .arena_ntotalpools = 20,
 	},
 };
 #define PYTHON_OFFSETS_N \
@@ -65,6 +115,7 @@ static const struct python_offsets python_offsets_table[] = {
 #else
 /* (A build without any row: how a version without one behaves.) */
 static const struct python_offsets python_offsets_table[1];
+static const struct pymalloc_layout pymalloc_table[1];
 #define PYTHON_OFFSETS_N 0
 #endif
 
@@ -76,6 +127,17 @@ static inline const struct python_offsets *python_offsets_for(unsigned major,
 		if (python_offsets_table[i].major == major &&
 		    python_offsets_table[i].minor == minor)
 			return &python_offsets_table[i];
+	return NULL;
+}
+
+/* pymalloc's layout in MAJOR.MINOR, or NULL. */
+static inline const struct pymalloc_layout *pymalloc_layout_for(
+	unsigned major, unsigned minor)
+{
+	for (size_t i = 0; i < PYTHON_OFFSETS_N; i++)
+		if (pymalloc_table[i].major == major &&
+		    pymalloc_table[i].minor == minor)
+			return &pymalloc_table[i];
 	return NULL;
 }
 

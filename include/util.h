@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define DMPROF_VERSION "0.1.0"
 
@@ -205,6 +206,24 @@ static inline int64_t sub64(int64_t a, int64_t b, bool *overflow)
 }
 
 bool starts_with(const char *s, const char *prefix);
+
+/* The little-endian word at P, aligned or not (memory read from a
+ * process, a core, a file). */
+static inline uint32_t load_u32(const void *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static inline uint64_t load_u64(const void *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
 bool ends_with(const char *s, const char *suffix);
 
 #endif

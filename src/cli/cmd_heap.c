@@ -21,6 +21,7 @@
 #include "json_write.h"
 #include "procimage.h"
 #include "procstop.h"
+#include "pymalloc.h"
 #include "setup.h"
 #include "util.h"
 
@@ -144,11 +145,126 @@ static int walk(struct heap_run *r)
 
 static void say_problems(const struct heap *h)
 {
+	const struct pymalloc *py = h->py;
+
 	for (size_t i = 0; i < h->nproblems && i < PROBLEMS_SAID; i++)
 		fault_warning(&h->problems[i].f, NULL);
 	if (h->nproblems > PROBLEMS_SAID)
 		warning("%zu more problems (--json lists them all)",
 			h->nproblems - PROBLEMS_SAID);
+	if (!py)
+		return;
+	if (!py->walked)
+		fault_warning(&py->why, NULL);
+	for (size_t i = 0; i < py->nproblems && i < PROBLEMS_SAID; i++)
+		fault_warning(&py->problems[i].f, NULL);
+	if (py->nproblems > PROBLEMS_SAID)
+		warning("%zu more problems of pymalloc (--json lists them "
+			"all)", py->nproblems - PROBLEMS_SAID);
+}
+
+/* sys._debugmallocstats()'s sums of PY. */
+struct py_sums {
+	uint64_t allocated, available, unused, headers, quantization, total;
+};
+
+static void py_sum(const struct pymalloc *py, struct py_sums *s)
+{
+	const struct pymalloc_layout *l = py->lay;
+
+	memset(s, 0, sizeof(*s));
+	for (unsigned k = 0; k < l->nclasses; k++) {
+		const struct py_class *c = &py->classes[k];
+		uint64_t size = py_class_size(py, k);
+
+		s->allocated += c->used * size;
+		s->available += c->avail * size;
+		s->headers += c->pools * l->pool_overhead;
+		s->quantization += c->pools *
+				   ((l->pool_size - l->pool_overhead) % size);
+	}
+	s->unused = py->unused_pools * l->pool_size;
+	s->total = s->allocated + s->available + s->unused + s->headers +
+		   s->quantization + py->arena_alignment;
+}
+
+/* Python's types, largest first (by bytes, then count, then name). */
+static int cmp_py_type(const void *a, const void *b)
+{
+	const struct py_type *x = *(const struct py_type *const *)a;
+	const struct py_type *y = *(const struct py_type *const *)b;
+
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static const struct py_type **py_types_sorted(const struct pymalloc *py)
+{
+	const struct py_type **v = xcalloc(py->ntypes, sizeof(*v));
+
+	for (size_t i = 0; i < py->ntypes; i++)
+		v[i] = &py->types[i];
+	qsort(v, py->ntypes, sizeof(*v), cmp_py_type);
+	return v;
+}
+
+#define PY_TYPES_SHOWN 20
+
+/* What sys._debugmallocstats() prints of pymalloc's, then the types. */
+static void print_python(const struct pymalloc *py)
+{
+	const struct pymalloc_layout *l = py->lay;
+	const struct py_type **types;
+	struct py_sums s;
+	size_t shown = 0;
+
+	printf("\npython %u.%u.%u (%s): pymalloc, %zu arena%s (its table at "
+	       "0x%" PRIx64 "), %zu blocks in use\n\n", py->major, py->minor,
+	       py->micro, py->module, py->narenas,
+	       py->narenas == 1 ? "" : "s", py->table, py->nblocks);
+	printf("class   size   num pools   blocks in use  avail blocks\n"
+	       "-----   ----   ---------   -------------  ------------\n");
+	for (unsigned k = 0; k < l->nclasses; k++) {
+		const struct py_class *c = &py->classes[k];
+
+		if (c->pools)
+			printf("%5u %6" PRIu64 " %11" PRIu64 " %15" PRIu64
+			       " %13" PRIu64 "\n", k, py_class_size(py, k),
+			       c->pools, c->used, c->avail);
+	}
+	py_sum(py, &s);
+	printf("\n# arenas allocated current         = %20zu\n", py->narenas);
+	printf("# bytes in arenas (%u each)   = %20" PRIu64 "\n",
+	       l->arena_size, py->arena_bytes);
+	printf("\n# bytes in allocated blocks        = %20" PRIu64 "\n",
+	       s.allocated);
+	printf("# bytes in available blocks        = %20" PRIu64 "\n",
+	       s.available);
+	printf("# bytes in unused pools (%6" PRIu64 ") = %20" PRIu64 "\n",
+	       py->unused_pools, s.unused);
+	printf("# bytes lost to pool headers       = %20" PRIu64 "\n",
+	       s.headers);
+	printf("# bytes lost to quantization       = %20" PRIu64 "\n",
+	       s.quantization);
+	printf("# bytes lost to arena alignment    = %20" PRIu64 "\n",
+	       py->arena_alignment);
+	printf("Total                              = %20" PRIu64 "\n",
+	       s.total);
+	types = py_types_sorted(py);
+	printf("\n%12s %16s  %s\n", "blocks", "bytes",
+	       "type (of pymalloc's blocks)");
+	for (size_t i = 0; i < py->ntypes && shown < PY_TYPES_SHOWN; i++) {
+		if (!types[i]->count)
+			continue;
+		printf("%12" PRIu64 " %16" PRIu64 "  %s\n", types[i]->count,
+		       types[i]->bytes,
+		       types[i]->name[0] ? types[i]->name : "(unknown)");
+		shown++;
+	}
+	free(types);
 }
 
 static void print_row(const char *name, uint64_t count, uint64_t bytes,
@@ -230,6 +346,8 @@ static void print_text(const struct heap_run *r, bool blocks)
 	       "fastbin", "unsorted", "bin", "top", "overhead", "unknown");
 	for (size_t k = 0; k < h->narenas; k++)
 		print_arena(h, k);
+	if (h->py && h->py->walked)
+		print_python(h->py);
 	if (blocks)
 		print_blocks(h);
 }
@@ -316,6 +434,83 @@ static void json_blocks(struct json_writer *w, const struct heap *h)
 	json_end(w);
 }
 
+static void json_python(struct json_writer *w, const struct pymalloc *py)
+{
+	const struct pymalloc_layout *l = py->lay;
+	const struct py_type **types;
+	struct py_sums s;
+
+	json_key(w, "python");
+	json_object(w);
+	json_member_string(w, "module", py->module);
+	json_member_uint(w, "major", py->major);
+	json_member_uint(w, "minor", py->minor);
+	json_member_uint(w, "micro", py->micro);
+	if (!py->walked) {
+		json_member_string(w, "not_walked", py->why.what);
+		json_end(w);
+		return;
+	}
+	json_hex(w, "arena_table", py->table);
+	json_hex(w, "arena_table_pointer", py->table_ptr);
+	json_member_uint(w, "arenas", py->narenas);
+	json_member_uint(w, "arena_size", l->arena_size);
+	json_member_uint(w, "pool_size", l->pool_size);
+	json_key(w, "classes");
+	json_array(w);
+	for (unsigned k = 0; k < l->nclasses; k++) {
+		const struct py_class *c = &py->classes[k];
+
+		if (!c->pools)
+			continue;
+		json_object_line(w);
+		json_member_uint(w, "class", k);
+		json_member_uint(w, "size", py_class_size(py, k));
+		json_member_uint(w, "pools", c->pools);
+		json_member_uint(w, "blocks", c->used);
+		json_member_uint(w, "avail", c->avail);
+		json_end(w);
+	}
+	json_end(w);
+	py_sum(py, &s);
+	json_member_uint(w, "unused_pools", py->unused_pools);
+	json_member_uint(w, "allocated_bytes", s.allocated);
+	json_member_uint(w, "available_bytes", s.available);
+	json_member_uint(w, "unused_pool_bytes", s.unused);
+	json_member_uint(w, "pool_header_bytes", s.headers);
+	json_member_uint(w, "quantization_bytes", s.quantization);
+	json_member_uint(w, "arena_alignment_bytes", py->arena_alignment);
+	json_member_uint(w, "total_bytes", s.total);
+	json_member_uint(w, "blocks_in_use", py->nblocks);
+	types = py_types_sorted(py);
+	json_key(w, "types");
+	json_array(w);
+	for (size_t i = 0; i < py->ntypes; i++) {
+		if (!types[i]->count)
+			continue;
+		json_object_line(w);
+		json_member_string(w, "type", types[i]->name);
+		json_member_string(w, "kind", !types[i]->name[0] ? "unknown"
+					      : types[i]->addr ? "python"
+							       : "storage");
+		json_member_uint(w, "count", types[i]->count);
+		json_member_uint(w, "bytes", types[i]->bytes);
+		json_end(w);
+	}
+	json_end(w);
+	free(types);
+	json_key(w, "problems");
+	json_array(w);
+	for (size_t i = 0; i < py->nproblems; i++) {
+		json_object_line(w);
+		json_hex(w, "address", py->problems[i].f.where.addr);
+		json_member_string(w, "message", py->problems[i].f.what);
+		json_end(w);
+	}
+	json_end(w);
+	json_end(w);
+}
+
 static void print_json(const struct heap_run *r, bool blocks)
 {
 	const struct heap *h = &r->h;
@@ -351,6 +546,8 @@ static void print_json(const struct heap_run *r, bool blocks)
 	}
 	json_end(&w);
 	json_problems(&w, h);
+	if (h->py)
+		json_python(&w, h->py);
 	if (blocks)
 		json_blocks(&w, h);
 	json_end(&w);

@@ -217,39 +217,61 @@ bool elf_symbol(const struct elf_file *f, const struct elf_shdr *tab,
 	return true;
 }
 
-int elf_exports(const char *path, const char *name)
+int elf_dynsyms(const char *path, const char *const *names, size_t n,
+		uint64_t *values, uint64_t *sizes, uint64_t *load_vaddr)
 {
 	struct elf_file f;
 	struct strbuf why = STRBUF_INIT;
+	struct elf_phdr ph;
 	int found = -1;
 
+	for (size_t k = 0; k < n; k++)
+		values[k] = sizes ? (sizes[k] = 0) : 0;
+	*load_vaddr = 0;
 	if (elf_open(&f, path, &why) < 0) {
 		sb_release(&why);
 		return -1;
 	}
 	if (f.ident != ELF_OK)
 		goto out;
-	for (size_t i = 0; found < 1 && i < f.h.shnum; i++) {
-		struct elf_shdr tab, names;
+	for (size_t i = 0; elf_phdr(&f, i, &ph); i++)
+		if (ph.type == PT_LOAD) {
+			*load_vaddr = ph.vaddr;
+			break;
+		}
+	for (size_t i = 0; found < 0 && i < f.h.shnum; i++) {
+		struct elf_shdr tab, strs;
 		struct elf_symbol e;
-		const char *n;
+		const char *name;
 
 		if (!elf_shdr(&f, i, &tab) || tab.type != SHT_DYNSYM ||
-		    !elf_shdr(&f, tab.link, &names))
+		    !elf_shdr(&f, tab.link, &strs))
 			continue;
 		found = 0;
 		for (size_t k = 1; elf_symbol(&f, &tab, k, &e); k++) {
-			if (e.shndx != SHN_UNDEF &&
-			    (n = elf_string(&f, &names, e.name)) &&
-			    !strcmp(n, name)) {
-				found = 1;
-				break;
-			}
+			if (e.shndx == SHN_UNDEF ||
+			    !(name = elf_string(&f, &strs, e.name)))
+				continue;
+			for (size_t j = 0; j < n; j++)
+				if (!values[j] && !strcmp(name, names[j])) {
+					values[j] = e.value;
+					if (sizes)
+						sizes[j] = e.size;
+					found++;
+				}
 		}
 	}
 out:
 	elf_close(&f);
 	return found;
+}
+
+int elf_exports(const char *path, const char *name)
+{
+	uint64_t value, vaddr;
+	int found = elf_dynsyms(path, &name, 1, &value, NULL, &vaddr);
+
+	return found < 0 ? -1 : found > 0;
 }
 
 bool elf_chdr(bool is64, const uint8_t *p, uint64_t len, uint32_t *type,

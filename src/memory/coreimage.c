@@ -38,22 +38,6 @@ struct core_open {
 	size_t files_alloc, threads_alloc;
 };
 
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
 /* Up to LEN bytes at OFF of the core, never past its end: how many. */
 static size_t core_pread(const struct coreimage *c, void *buf, size_t len,
 			 uint64_t off)
@@ -151,14 +135,14 @@ static void note_file(struct core_open *o, const uint8_t *d, size_t len,
 	uint64_t count, page;
 	size_t names;
 
-	if (len < 16 || (count = get64(d)) > (len - 16) / 24) {
+	if (len < 16 || (count = load_u64(d)) > (len - 16) / 24) {
 		warning("%s: offset 0x%" PRIx64 ": an NT_FILE note of %zu "
 			"bytes too short for its entries; ignored", c->path,
 			off, len);
 		c->bad_notes++;
 		return;
 	}
-	page = get64(d + 8);
+	page = load_u64(d + 8);
 	names = 16 + (size_t)count * 24;
 	for (uint64_t i = 0; i < count; i++) {
 		const uint8_t *e = d + 16 + i * 24;
@@ -174,14 +158,14 @@ static void note_file(struct core_open *o, const uint8_t *d, size_t len,
 			return;
 		}
 		names += (size_t)(nul - path) + 1;
-		if (get64(e + 8) <= get64(e) ||
-		    (page && get64(e + 16) > UINT64_MAX / page))
+		if (load_u64(e + 8) <= load_u64(e) ||
+		    (page && load_u64(e + 16) > UINT64_MAX / page))
 			continue;
 		GROW(c->files, c->nfiles + 1, o->files_alloc);
 		f = &c->files[c->nfiles++];
-		f->start = get64(e);
-		f->end = get64(e + 8);
-		f->offset = get64(e + 16) * page;
+		f->start = load_u64(e);
+		f->end = load_u64(e + 8);
+		f->offset = load_u64(e + 16) * page;
 		f->path = strtab_intern(&c->img.strings, path,
 					(size_t)(nul - path));
 		f->file = NULL;
@@ -206,7 +190,7 @@ static void note_prstatus(struct core_open *o, const uint8_t *d, size_t len,
 	t = &c->threads[c->nthreads++];
 	memcpy(&sig, d + PRSTATUS_CURSIG, sizeof(sig));
 	t->cursig = sig;
-	t->pid = (pid_t)get32(d + PRSTATUS_PID);
+	t->pid = (pid_t)load_u32(d + PRSTATUS_PID);
 	memcpy(&t->regs, d + PRSTATUS_REGS, sizeof(t->regs));
 }
 
@@ -214,7 +198,7 @@ static void note_prpsinfo(struct coreimage *c, const uint8_t *d, size_t len)
 {
 	if (len < PRPSINFO_FNAME + PRPSINFO_FNAME_LEN)
 		return;
-	c->pid = (pid_t)get32(d + PRPSINFO_PID);
+	c->pid = (pid_t)load_u32(d + PRPSINFO_PID);
 	memcpy(c->command, d + PRPSINFO_FNAME, PRPSINFO_FNAME_LEN);
 	c->command[PRPSINFO_FNAME_LEN] = 0;
 	if (len < PRPSINFO_ARGS + PRPSINFO_ARGS_LEN)
@@ -231,10 +215,10 @@ static void note_prpsinfo(struct coreimage *c, const uint8_t *d, size_t len)
 static void note_auxv(struct coreimage *c, const uint8_t *d, size_t len)
 {
 	for (size_t i = 0; i + 16 <= len; i += 16) {
-		if (get64(d + i) == AT_ENTRY)
-			c->entry = get64(d + i + 8);
-		else if (get64(d + i) == AT_SYSINFO_EHDR)
-			c->vdso = get64(d + i + 8);
+		if (load_u64(d + i) == AT_ENTRY)
+			c->entry = load_u64(d + i + 8);
+		else if (load_u64(d + i) == AT_SYSINFO_EHDR)
+			c->vdso = load_u64(d + i + 8);
 	}
 }
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "elffile.h"
+#include "pymalloc.h"
 
 /* The allocators' walkers, tried in order. */
 extern const struct walker walker_glibc;
@@ -23,6 +24,9 @@ int heap_walk(struct heap *h, struct procimage *img)
 	for (size_t i = 0; i < ARRAY_SIZE(walkers); i++) {
 		if (walkers[i]->walk(h, img) == 0) {
 			fault_release(&why);
+			/* (Its arenas are carved from mmaps, its table from
+			 * glibc's heap.) */
+			h->py = pymalloc_walk(img, h);
 			return 0;
 		}
 		/* (The first walker's words say why, if none finds one.) */
@@ -100,6 +104,7 @@ void heap_release(struct heap *h)
 	fault_release(&h->why);
 	free(h->arenas);
 	free(h->tcaches);
+	pymalloc_free(h->py);
 	memset(h, 0, sizeof(*h));
 }
 

@@ -30,11 +30,7 @@ hk_start() {
 	rm -f "$hk_out.ready"
 	"$@" >"$hk_out.ready" 2>&1 &
 	hk_pid=$!
-	for _ in $(seq 300); do
-		grep -q '^ready$' "$hk_out.ready" 2>/dev/null && return 0
-		kill -0 $hk_pid 2>/dev/null || break
-		sleep 0.1
-	done
+	wait_line "$hk_out.ready" '^ready$' $hk_pid && return 0
 	bad "heap: '$*' did not get ready: $(cat "$hk_out.ready")"
 	return 1
 }

@@ -10,6 +10,17 @@ pass=0 fail=0
 ok() { pass=$((pass + 1)); }
 bad() { echo "FAIL $*"; fail=$((fail + 1)); }
 
+# Wait (30 s at most) for a line matching PATTERN in FILE, written by
+# process PID: 0, or 1 if it ended or the time ran out.
+wait_line() { # FILE PATTERN PID
+	for _ in $(seq 300); do
+		grep -q "$2" "$1" 2>/dev/null && return 0
+		kill -0 "$3" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
 # Wait (10 s at most) for the redis-server on 127.0.0.1:PORT to answer.
 redis_wait() { # PORT
 	i=0

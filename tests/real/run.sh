@@ -218,6 +218,7 @@ fi
 . "$top/tests/real/snapshot.sh"
 . "$top/tests/real/wrappers.sh"
 . "$top/tests/real/python.sh"
+. "$top/tests/real/pyheap.sh"
 
 echo "real: $pass passed, $fail failed"
 [ $fail = 0 ]

@@ -6,6 +6,7 @@
 #define Py_BUILD_CORE 1
 #include <Python.h>
 #include <internal/pycore_frame.h>
+#include <internal/pycore_gc.h>
 #include <internal/pycore_runtime.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -37,5 +38,15 @@ int main(void)
 	P("str_state", offsetof(PyASCIIObject, state));
 	P("str_ascii_data", sizeof(PyASCIIObject));
 	P("str_compact_data", sizeof(PyCompactUnicodeObject));
+	P("type_flags", offsetof(PyTypeObject, tp_flags));
+	P("gc_head", sizeof(PyGC_Head));
+	P("flag_managed_dict", Py_TPFLAGS_MANAGED_DICT);
+	P("flag_have_gc", Py_TPFLAGS_HAVE_GC);
+	P("dict_keys", offsetof(PyDictObject, ma_keys));
+	P("dict_values", offsetof(PyDictObject, ma_values));
+	P("list_items", offsetof(PyListObject, ob_item));
+	P("bytearray_bytes", offsetof(PyByteArrayObject, ob_bytes));
+	P("set_table", offsetof(PySetObject, table));
+	P("set_smalltable", offsetof(PySetObject, smalltable));
 	return 0;
 }

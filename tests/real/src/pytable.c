@@ -41,5 +41,15 @@ int main(int argc, char **argv)
 	P(str_state);
 	P(str_ascii_data);
 	P(str_compact_data);
+	P(type_flags);
+	P(gc_head);
+	P(flag_managed_dict);
+	P(flag_have_gc);
+	P(dict_keys);
+	P(dict_values);
+	P(list_items);
+	P(bytearray_bytes);
+	P(set_table);
+	P(set_smalltable);
 	return 0;
 }

@@ -7,6 +7,7 @@ census, then waits (for a snapshot, gcore, or a signal that cores it):
   ready PID
   type NAME COUNT     gc.get_objects() by type name, for its classes
   (then sys._debugmallocstats() on stderr)
+  waiting
 
 Usage: census.py [SCALE]   (SCALE 1: a million entries; 0.1 for tests)
 """
@@ -61,5 +62,7 @@ for t in ("Plain", "Word", "Bag", "Slotted"):
 sys.stdout.flush()
 sys._debugmallocstats()
 sys.stderr.flush()
+print("waiting")
+sys.stdout.flush()
 while True:
     time.sleep(3600)
