@@ -32,7 +32,12 @@
  * What a VMA the heap or a thread's stack lies in is made of: its
  * stretches, in order.
  */
-enum { PART_NONE = -1, PART_THREAD_STACK = -2, PART_ALLOCATOR = -3 };
+enum {
+	PART_NONE = -1,
+	PART_THREAD_STACK = -2,
+	PART_ALLOCATOR = -3,   /* another malloc's (not walked) */
+	PART_PYMALLOC = -4,    /* CPython's object allocator's arenas */
+};
 struct capture_part {
 	uint64_t start, end;
 	uint64_t committed;
@@ -92,6 +97,12 @@ struct capture {
 	struct resident total;
 	bool walked;          /* else h.why says why not */
 	struct heap h;
+	/* The heap's extents and pymalloc's arenas (HEAP_PYMALLOC_ARENA),
+	 * sorted: what the mappings are cut by. */
+	struct heap_extent *ext;
+	size_t next;
+	/* pymalloc's arenas' committed bytes, and its blocks' in use. */
+	uint64_t py_committed, py_used_committed;
 	/* Who points at the blocks, and what they are (when walked). */
 	struct reach_roots roots;
 	struct reach_scan scan;
@@ -136,6 +147,9 @@ void capture_free(struct capture *s);
 /* Warn that S's heap was not walked: why (then WHY_MORE), and how its
  * memory is classed instead. */
 void capture_say_unwalked(const struct capture *s, const char *why_more);
+/* Say what of CPython's object allocator was not walked, or found
+ * wrong. */
+void capture_say_python(const struct capture *s);
 
 /*
  * What S says, as the records of a snapshot file (snapfile.h), in the

@@ -17,7 +17,8 @@
 #include "util.h"
 
 #define HEAP_MMAPPED_ARENA 4095 /* the arena of an mmapped chunk */
-#define HEAP_MAX_ARENAS 4095
+#define HEAP_PYMALLOC_ARENA 4094 /* CPython's arenas (an extent's) */
+#define HEAP_MAX_ARENAS 4094
 
 /* One chunk.  The user's pointer is CHUNK + 16. */
 struct heap_block {

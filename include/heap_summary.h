@@ -46,6 +46,20 @@ struct heap_tally {
 };
 
 /* A whole heap: the arenas' tallies summed, mmapped chunks apart. */
+/* CPython's object allocator (pymalloc.h), summed up: its arenas, their
+ * free pools and alignment, the bytes no block in use holds (and of those
+ * committed), the blocks in use, and sys._debugmallocstats()'s rows. */
+#define PY_SUMMARY_CLASSES 64
+struct py_summary {
+	bool present;
+	uint64_t arenas, unused_pools, alignment;
+	uint64_t free, free_committed;
+	uint64_t count, bytes;
+	struct {
+		uint64_t size, pools, used, avail;
+	} classes[PY_SUMMARY_CLASSES];
+};
+
 struct heap_summary {
 	struct heap_tally t;
 	uint64_t system_mem;      /* what the arenas hold, as glibc counts */
@@ -60,6 +74,7 @@ struct heap_summary {
 	uint64_t anchored_count, anchored_bytes;
 	uint64_t leaked_count, leaked_bytes;
 	uint64_t unreferenced_count, unreferenced_bytes;
+	struct py_summary py;
 };
 
 /* What mallinfo2() would return, field by field. */

@@ -51,6 +51,13 @@ struct py_type {
 	uint64_t count, bytes;  /* blocks of it (pymalloc's and glibc's) */
 };
 
+/* Storage an object keeps apart (a dict's keys): where, and the type
+ * index of its layout. */
+struct py_link {
+	uint64_t target;
+	uint32_t layout;
+};
+
 /* What a walk of the arenas found wrong (a pool whose count is not its
  * free list's, a header that is no pool's). */
 struct py_problem {
@@ -82,6 +89,10 @@ struct pymalloc {
 	size_t nblocks, blocks_alloc;
 	/* The arenas' spans, sorted: [start, end) of each. */
 	uint64_t (*spans)[2];
+	/* Storage of pymalloc's objects outside its arenas (in glibc's
+	 * blocks), for their typing. */
+	struct py_link *far;
+	size_t nfar, far_alloc;
 	/* The types found: [0] is unknown; by type object address. */
 	struct py_type *types;
 	size_t ntypes, types_alloc;

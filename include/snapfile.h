@@ -27,6 +27,8 @@ enum {
 	SNAP_WHERE_THREAD_STACK = -3, /* a part: a thread's stack */
 	SNAP_WHERE_ALLOCATOR = -4,    /* a part: the arenas of the other
 					 malloc META's Allocator names */
+	SNAP_WHERE_PYMALLOC = -5,     /* CPython's object allocator's
+					 arenas (pymalloc.h) */
 };
 
 /* What blocks in use are, when the scan of the heap found it. */
@@ -34,11 +36,12 @@ enum snap_type_kind {
 	SNAP_TYPE_NONE,
 	SNAP_TYPE_CLASS,   /* a C++ class, by its vtable's typeinfo */
 	SNAP_TYPE_LAYOUT,  /* a library layout (string body, ...) */
+	SNAP_TYPE_PYTHON,  /* a Python object, by its type object */
 };
 
 struct snap_type {
 	enum snap_type_kind kind;
-	uint64_t typeinfo;   /* a class's */
+	uint64_t typeinfo;   /* a class's; a Python type's object */
 	const char *name;    /* NAME_LEN bytes */
 	size_t name_len;
 };
@@ -55,6 +58,8 @@ enum snap_record_kind {
 	SNAP_MAPS,       /* the MAPS section begins */
 	SNAP_VMA,        /* a mapping */
 	SNAP_PART,       /* a part of the mapping before */
+	SNAP_PYMALLOC,   /* CPython's object allocator, summed up */
+	SNAP_PYCLASS,    /* one of its size classes */
 };
 
 /* One record.  Strings are KEY_LEN, VALUE_LEN, ... bytes, not NUL-ended. */
@@ -103,9 +108,21 @@ struct snap_record {
 		} vma;
 		struct {
 			uint64_t start, end, committed;
-			int where;            /* an arena, MMAPPED, NONE or
-						 THREAD_STACK */
+			int where;            /* an arena, MMAPPED, NONE,
+						 THREAD_STACK, ALLOCATOR or
+						 PYMALLOC */
 		} part;
+		struct {
+			/* Its arenas, their free pools and the bytes lost
+			 * to their alignment; the bytes of the arenas no
+			 * block in use holds, and of those committed. */
+			uint64_t arenas, unused_pools, alignment;
+			uint64_t free, free_committed;
+		} pymalloc;
+		struct {
+			/* sys._debugmallocstats()'s row */
+			uint64_t index, size, pools, used, avail;
+		} pyclass;
 	} u;
 };
 

@@ -7,6 +7,11 @@
  * them (a long std::string's body, a std::vector's body, a hash table's
  * buckets and nodes, a tree's nodes), as chap does; the rest is unknown.
  *
+ * In a CPython process (the heap's pymalloc walked), a block holding a
+ * Python object is typed by its ob_type, and storage such an object keeps
+ * in a block of its own (a dict's keys, a list's items) after its owner;
+ * pymalloc's own types are counted here too.
+ *
  * The typing reads block bytes as reach.h's scan offers them (one
  * read of the heap serves both), and memory outside the heap (vtables,
  * typeinfos, names: the binaries' mappings) through the image.
@@ -28,6 +33,7 @@ enum block_type_kind {
 	TYPE_UNKNOWN,   /* types[0], the only one */
 	TYPE_CLASS,     /* by its vtable */
 	TYPE_LAYOUT,    /* by who points at it */
+	TYPE_PYTHON,    /* a Python object, by its ob_type (pymalloc.h) */
 };
 
 struct block_type {
@@ -37,7 +43,8 @@ struct block_type {
 	 * "unordered_map/set node", "map/set node": no "std::", which
 	 * owners pass over as the C++ runtime's). */
 	const char *name;
-	uint64_t typeinfo;  /* a class's std::type_info, else 0 */
+	uint64_t typeinfo;  /* a class's std::type_info, a Python type's
+			       object, else 0 */
 	uint64_t count, bytes;  /* blocks of it, chunk sizes summed */
 };
 
@@ -46,6 +53,10 @@ struct typing {
 	size_t nblocks;
 	struct block_type *types; /* [0]: unknown */
 	size_t ntypes, alloc;
+	/* Per type of the heap's pymalloc (h->py), its index here (after
+	 * typing_finish). */
+	uint32_t *py_of;
+	size_t npy;
 	/* Private to typing.c (candidates, caches). */
 	struct arena arena;
 	struct strtab strings;

@@ -453,6 +453,7 @@ static void json_python(struct json_writer *w, const struct pymalloc *py)
 	}
 	json_hex(w, "arena_table", py->table);
 	json_hex(w, "arena_table_pointer", py->table_ptr);
+	json_member_uint(w, "arena_table_entries", py->maxarenas);
 	json_member_uint(w, "arenas", py->narenas);
 	json_member_uint(w, "arena_size", l->arena_size);
 	json_member_uint(w, "pool_size", l->pool_size);
@@ -490,6 +491,8 @@ static void json_python(struct json_writer *w, const struct pymalloc *py)
 			continue;
 		json_object_line(w);
 		json_member_string(w, "type", types[i]->name);
+		if (types[i]->addr)
+			json_hex(w, "address", types[i]->addr);
 		json_member_string(w, "kind", !types[i]->name[0] ? "unknown"
 					      : types[i]->addr ? "python"
 							       : "storage");

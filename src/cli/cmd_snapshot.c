@@ -184,6 +184,8 @@ static int take_one(const struct snapshot_opts *o, struct taken *t)
 	}
 	if (!s.walked && !t->n)
 		capture_say_unwalked(&s, "");
+	if (!t->n)
+		capture_say_python(&s);
 	path = xasprintf("%s.%04lu.snap", t->prefix, t->next);
 	rc = capture_write(&s, path);
 	if (rc == 0 && s.copy_too_big && !t->n)

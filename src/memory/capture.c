@@ -29,6 +29,7 @@
 
 #include "hashmap.h"
 #include "procstop.h"
+#include "pymalloc.h"
 #include "util.h"
 
 /* How long a thread may take to stop; tries while an arena is locked. */
@@ -143,17 +144,20 @@ static void split_vma(struct capture *s, size_t i, size_t *at)
 {
 	const struct vma *v = &s->img->maps.v[i];
 	struct capture_vma *sv = &s->vmas[i];
-	const struct heap *h = &s->h;
 	uint64_t pos = v->start;
 
 	sv->first_part = s->nparts;
-	for (; *at < h->nextents && h->extents[*at].start < v->end; (*at)++) {
-		const struct heap_extent *e = &h->extents[*at];
+	for (; *at < s->next && s->ext[*at].start < v->end; (*at)++) {
+		const struct heap_extent *e = &s->ext[*at];
 		uint64_t a = e->start > pos ? e->start : pos;
 		uint64_t b = e->end < v->end ? e->end : v->end;
+		uint64_t c = held_bytes(s, i, a, b);
 
 		add_gap(s, i, pos, a);
-		add_part(s, a, b, (int)e->arena, held_bytes(s, i, a, b));
+		add_part(s, a, b, e->arena == HEAP_PYMALLOC_ARENA
+				     ? PART_PYMALLOC : (int)e->arena, c);
+		if (e->arena == HEAP_PYMALLOC_ARENA)
+			s->py_committed += c;
 		pos = b;
 		/* (An extent past this VMA goes on in the next.) */
 		if (e->end > v->end)
@@ -198,18 +202,56 @@ static bool allocators(const struct vma *v)
  * The mappings the heap's extents lie in, cut into parts, and those the
  * threads' stacks are in, known by their stack pointers.
  */
+static int cmp_extent(const void *a, const void *b)
+{
+	const struct heap_extent *x = a, *y = b;
+
+	return (x->start > y->start) - (x->start < y->start);
+}
+
+/*
+ * What cuts the mappings: the heap's extents and pymalloc's arenas,
+ * sorted, none overlapping another (as only hostile memory would make
+ * them: the later one cut).
+ */
+static void all_extents(struct capture *s)
+{
+	const struct heap *h = &s->h;
+	const struct pymalloc *py = h->py && h->py->walked ? h->py : NULL;
+	size_t n = h->nextents + (py ? py->narenas : 0), k = 0;
+
+	free(s->ext);
+	s->ext = xcalloc(n ? n : 1, sizeof(*s->ext));
+	memcpy(s->ext, h->extents, h->nextents * sizeof(*s->ext));
+	for (size_t i = 0; py && i < py->narenas; i++) {
+		s->ext[h->nextents + i].start = py->spans[i][0];
+		s->ext[h->nextents + i].end = py->spans[i][1];
+		s->ext[h->nextents + i].arena = HEAP_PYMALLOC_ARENA;
+	}
+	qsort(s->ext, n, sizeof(*s->ext), cmp_extent);
+	for (size_t i = 0; i < n; i++) {
+		if (k && s->ext[i].start < s->ext[k - 1].end)
+			s->ext[i].start = s->ext[k - 1].end;
+		if (s->ext[i].start < s->ext[i].end)
+			s->ext[k++] = s->ext[i];
+	}
+	s->next = k;
+	s->py_committed = 0;
+}
+
 static void split_vmas(struct capture *s)
 {
 	const struct maps *m = &s->img->maps;
 	const struct heap *h = &s->h;
 	size_t at = 0;
 
+	all_extents(s);
 	for (size_t i = 0; i < m->n; i++) {
 		const struct vma *v = &m->v[i];
 
-		while (at < h->nextents && h->extents[at].end <= v->start)
+		while (at < s->next && s->ext[at].end <= v->start)
 			at++;
-		if (at < h->nextents && h->extents[at].start < v->end)
+		if (at < s->next && s->ext[at].start < v->end)
 			split_vma(s, i, &at);
 		else if (thread_stack(s, v, v->start, v->end))
 			stack_vma(s, i);
@@ -668,38 +710,42 @@ static void block_kind(const struct capture *s, size_t i, unsigned *cls,
 	}
 }
 
+/* Add a block of KEY's kind (its fields, and its bytes) to C's
+ * buckets. */
+static struct capture_bucket *bucket_of(struct counting *c,
+					const struct capture_bucket *key)
+{
+	struct capture *s = c->s;
+	uint64_t k = (uint64_t)key->type << 32 | (uint64_t)key->leaked << 31 |
+		     (uint64_t)key->arena << 16 | (uint64_t)key->state << 12 |
+		     key->cls;
+	uint64_t hash = hash_u64(k);
+	uintptr_t idx = (uintptr_t)hashmap_get(&c->keys, hash, NULL, NULL);
+	struct capture_bucket *b;
+
+	if (idx)
+		return &s->buckets[idx - 1];
+	GROW(s->buckets, s->nbuckets + 1, c->alloc);
+	b = &s->buckets[s->nbuckets++];
+	*b = *key;
+	b->count = b->bytes = b->committed = 0;
+	hashmap_put(&c->keys, hash, (void *)(uintptr_t)s->nbuckets);
+	return b;
+}
+
 static void count_block(struct counting *c, size_t i)
 {
 	struct capture *s = c->s;
-	const struct heap_block *b = &s->h.blocks[i];
-	unsigned cls;
-	uint32_t type;
-	bool leaked;
-	uint64_t key;
+	const struct heap_block *hb = &s->h.blocks[i];
+	struct capture_bucket key = { 0 }, *b;
 
-	block_kind(s, i, &cls, &type, &leaked);
-	key = (uint64_t)type << 32 | (uint64_t)leaked << 31 |
-	      (uint64_t)b->arena << 16 | (uint64_t)b->state << 12 | cls;
-	uint64_t hash = hash_u64(key);
-	uintptr_t idx = (uintptr_t)hashmap_get(&c->keys, hash, NULL, NULL);
-	struct capture_bucket *k;
-
-	if (!idx) {
-		GROW(s->buckets, s->nbuckets + 1, c->alloc);
-		k = &s->buckets[s->nbuckets++];
-		memset(k, 0, sizeof(*k));
-		k->state = b->state;
-		k->cls = cls;
-		k->arena = b->arena;
-		k->type = type;
-		k->leaked = leaked;
-		hashmap_put(&c->keys, hash, (void *)(uintptr_t)s->nbuckets);
-	} else {
-		k = &s->buckets[idx - 1];
-	}
-	k->count++;
-	k->bytes += b->size;
-	k->committed += committed(c, b->chunk, b->chunk + b->size);
+	block_kind(s, i, &key.cls, &key.type, &key.leaked);
+	key.state = hb->state;
+	key.arena = hb->arena;
+	b = bucket_of(c, &key);
+	b->count++;
+	b->bytes += hb->size;
+	b->committed += committed(c, hb->chunk, hb->chunk + hb->size);
 }
 
 /* Arenas first (mmapped chunks last), then state, then size. */
@@ -718,6 +764,36 @@ static int cmp_bucket(const void *x, const void *y)
 	return a->type < b->type ? -1 : a->type > b->type;
 }
 
+/* pymalloc's blocks in use: by size and type (when scanned); and the
+ * committed bytes of its arenas they leave. */
+static void count_python(struct counting *c)
+{
+	struct capture *s = c->s;
+	const struct pymalloc *py = s->h.py;
+
+	s->py_used_committed = 0;
+	if (!py || !py->walked)
+		return;
+	c->vma = 0;
+	for (size_t i = 0; i < py->nblocks; i++) {
+		uint64_t a = py_block_addr(py->blocks[i]);
+		uint64_t size = py_class_size(py, py_block_class(py->blocks[i]));
+		struct capture_bucket key = { 0 }, *b;
+
+		key.state = HEAP_IN_USE;
+		key.cls = snap_size_class(size);
+		key.arena = HEAP_PYMALLOC_ARENA;
+		if (s->scanned && py->type_of[i] < s->types.npy)
+			key.type = s->types.py_of[py->type_of[i]];
+		b = bucket_of(c, &key);
+		b->count++;
+		b->bytes += size;
+		size = committed(c, a, a + size);
+		b->committed += size;
+		s->py_used_committed += size;
+	}
+}
+
 static void count_blocks(struct capture *s)
 {
 	struct counting c = { s, HASHMAP_INIT, 0, 0 };
@@ -725,6 +801,7 @@ static void count_blocks(struct capture *s)
 	hashmap_init(&c.keys, 64);
 	for (size_t i = 0; i < s->h.nblocks; i++)
 		count_block(&c, i);
+	count_python(&c);
 	hashmap_free(&c.keys);
 	if (s->nbuckets)
 		qsort(s->buckets, s->nbuckets, sizeof(*s->buckets),
@@ -810,6 +887,22 @@ int capture_core(struct capture *s, const char *path,
 	return 0;
 }
 
+void capture_say_python(const struct capture *s)
+{
+	const struct pymalloc *py = s->h.py;
+
+	if (!py)
+		return;
+	if (!py->walked)
+		fault_warning(&py->why, "; its objects are classed by mapping "
+					"only");
+	for (size_t i = 0; i < py->nproblems && i < 10; i++)
+		fault_warning(&py->problems[i].f, NULL);
+	if (py->nproblems > 10)
+		warning("%zu more problems of pymalloc (the snapshot lists "
+			"them all)", py->nproblems - 10);
+}
+
 void capture_say_unwalked(const struct capture *s, const char *why_more)
 {
 	char *more = s->h.allocator
@@ -825,6 +918,7 @@ void capture_say_unwalked(const struct capture *s, const char *why_more)
 void capture_free(struct capture *s)
 {
 	drop_reading(s);
+	free(s->ext);
 	free(s->buckets);
 	free(s->command_line);
 	free(s->name);
@@ -907,6 +1001,16 @@ static void emit_meta(struct emit *e, const struct capture *s)
 	}
 	if (!s->walked && s->h.allocator)
 		meta(e, "Allocator", "%s", s->h.allocator);
+	if (s->h.py && s->h.py->walked)
+		meta(e, "Python", "%u.%u.%u %s: pymalloc, %zu arena%s, %zu "
+				  "blocks in use", s->h.py->major,
+		     s->h.py->minor, s->h.py->micro, s->h.py->module,
+		     s->h.py->narenas, s->h.py->narenas == 1 ? "" : "s",
+		     s->h.py->nblocks);
+	else if (s->h.py)
+		meta(e, "Python", "%u.%u.%u %s: pymalloc not walked (%s)",
+		     s->h.py->major, s->h.py->minor, s->h.py->micro,
+		     s->h.py->module, s->h.py->why.what);
 	if (!s->walked)
 		meta(e, "Heap", "none (%s)", s->h.why.what);
 	else
@@ -928,7 +1032,9 @@ static struct snap_type snap_type(const struct capture *s, uint32_t t)
 	if (!t || !s->scanned || t >= s->types.ntypes)
 		return out;
 	ty = &s->types.types[t];
-	out.kind = ty->kind == TYPE_CLASS ? SNAP_TYPE_CLASS : SNAP_TYPE_LAYOUT;
+	out.kind = ty->kind == TYPE_CLASS ? SNAP_TYPE_CLASS
+		 : ty->kind == TYPE_PYTHON ? SNAP_TYPE_PYTHON
+					   : SNAP_TYPE_LAYOUT;
 	out.typeinfo = ty->typeinfo;
 	out.name = ty->name;
 	out.name_len = strlen(ty->name);
@@ -937,7 +1043,9 @@ static struct snap_type snap_type(const struct capture *s, uint32_t t)
 
 static int where_of(unsigned arena)
 {
-	return arena == HEAP_MMAPPED_ARENA ? SNAP_WHERE_MMAPPED : (int)arena;
+	return arena == HEAP_MMAPPED_ARENA ? SNAP_WHERE_MMAPPED
+	     : arena == HEAP_PYMALLOC_ARENA ? SNAP_WHERE_PYMALLOC
+					     : (int)arena;
 }
 
 /* What the scan found: totals, then the leaked blocks listed. */
@@ -968,6 +1076,44 @@ static void emit_reach(struct emit *e, const struct capture *s)
 		r.u.listed.head = l->head;
 		r.u.listed.nhead = l->nhead;
 		r.u.listed.type = snap_type(s, s->types.of[l->block]);
+		put(e, &r);
+	}
+}
+
+/* pymalloc summed up (its free bytes: what blocks in use leave of its
+ * arenas), and sys._debugmallocstats()'s rows. */
+static void emit_python(struct emit *e, const struct capture *s)
+{
+	const struct pymalloc *py = s->h.py;
+	struct snap_record r = { .kind = SNAP_PYMALLOC };
+	uint64_t used = 0;
+
+	for (size_t i = 0; i < s->nbuckets; i++)
+		if (s->buckets[i].arena == HEAP_PYMALLOC_ARENA)
+			used += s->buckets[i].bytes;
+	r.u.pymalloc.arenas = py->narenas;
+	r.u.pymalloc.unused_pools = py->unused_pools;
+	r.u.pymalloc.alignment = py->arena_alignment;
+	r.u.pymalloc.free = py->arena_bytes - used;
+	r.u.pymalloc.free_committed = s->py_committed - s->py_used_committed;
+	/* (A hostile table may say less than its blocks hold.) */
+	if (used > py->arena_bytes)
+		r.u.pymalloc.free = 0;
+	if (s->py_used_committed > s->py_committed)
+		r.u.pymalloc.free_committed = 0;
+	if (r.u.pymalloc.free_committed > r.u.pymalloc.free)
+		r.u.pymalloc.free_committed = r.u.pymalloc.free;
+	put(e, &r);
+	for (unsigned k = 0; k < py->lay->nclasses; k++) {
+		if (!py->classes[k].pools)
+			continue;
+		memset(&r, 0, sizeof(r));
+		r.kind = SNAP_PYCLASS;
+		r.u.pyclass.index = k;
+		r.u.pyclass.size = py_class_size(py, k);
+		r.u.pyclass.pools = py->classes[k].pools;
+		r.u.pyclass.used = py->classes[k].used;
+		r.u.pyclass.avail = py->classes[k].avail;
 		put(e, &r);
 	}
 }
@@ -1014,6 +1160,8 @@ static void emit_heap(struct emit *e, const struct capture *s)
 		r.u.blocks.type = snap_type(s, b->type);
 		put(e, &r);
 	}
+	if (h->py && h->py->walked)
+		emit_python(e, s);
 	if (s->scanned)
 		emit_reach(e, s);
 	for (size_t i = 0; i < h->nproblems; i++) {
@@ -1022,6 +1170,14 @@ static void emit_heap(struct emit *e, const struct capture *s)
 		r.u.problem.addr = h->problems[i].f.where.addr;
 		r.u.problem.arena = h->problems[i].arena;
 		r.u.problem.msg = h->problems[i].f.what;
+		put(e, &r);
+	}
+	for (size_t i = 0; h->py && i < h->py->nproblems; i++) {
+		memset(&r, 0, sizeof(r));
+		r.kind = SNAP_PROBLEM;
+		r.u.problem.addr = h->py->problems[i].f.where.addr;
+		r.u.problem.arena = -1;
+		r.u.problem.msg = h->py->problems[i].f.what;
 		put(e, &r);
 	}
 }
@@ -1057,6 +1213,8 @@ static void emit_maps(struct emit *e, const struct capture *s)
 					? SNAP_WHERE_THREAD_STACK
 				: p->where == PART_ALLOCATOR
 					? SNAP_WHERE_ALLOCATOR
+				: p->where == PART_PYMALLOC
+					? SNAP_WHERE_PYMALLOC
 					: where_of((unsigned)p->where);
 			put(e, &r);
 		}

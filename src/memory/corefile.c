@@ -46,6 +46,7 @@ int corefile_parse(struct snapshot *snap, const char *path, struct model *m,
 		capture_say_unwalked(&s, cut ? " (the core is cut short: "
 					       "what it lacks may hold it)"
 					     : "");
+	capture_say_python(&s);
 	fault_release(&missing);
 	snapbuild_init(&b, snap, m, &pos);
 	rc = capture_emit(&s, build, &b);

@@ -463,18 +463,12 @@ static void add_block(struct pymalloc *p, uint64_t addr, unsigned k,
 	p->type_of[p->nblocks++] = t;
 }
 
-/* Storage found while walking: typed once every block is known. */
-struct link {
-	uint64_t target;
-	uint32_t layout;
-};
-
 struct walk {
 	struct pymalloc *p;
 	struct procimage *img;
 	uint8_t *pool;
 	uint8_t *free_map;
-	struct link *links;
+	struct py_link *links;
 	size_t nlinks, links_alloc;
 };
 
@@ -644,8 +638,15 @@ static void type_links(struct walk *w)
 	for (size_t i = 0; i < w->nlinks; i++) {
 		ptrdiff_t b = pymalloc_find(p, w->links[i].target);
 
-		if (b >= 0)
+		if (b >= 0) {
 			p->type_of[b] = w->links[i].layout;
+			continue;
+		}
+		/* (Storage in glibc's heap: the typing of its blocks
+		 * takes it.) */
+		GROW(p->far, p->nfar + 1, p->far_alloc);
+		p->far[p->nfar].target = w->links[i].target;
+		p->far[p->nfar++].layout = w->links[i].layout;
 	}
 	for (size_t i = 0; i < p->nblocks; i++) {
 		struct py_type *t = &p->types[p->type_of[i]];
@@ -728,6 +729,7 @@ void pymalloc_free(struct pymalloc *p)
 	free(p->blocks);
 	free(p->type_of);
 	free(p->spans);
+	free(p->far);
 	free(p->types);
 	hashmap_free(&p->by_addr);
 	hashmap_free(&p->by_name);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pymalloc.h"
 #include "util.h"
 
 /* libiberty's demangle.h, which Debian does not install. */
@@ -22,7 +23,10 @@
 #define PATTERN_WORDS 7
 #define CARRY (PATTERN_WORDS - 1)
 /* The first words of a block kept while it is offered: a tree node's. */
-#define HEAD_WORDS 4
+/* The first words of a block kept: a tree node's 4, a Python object's
+ * (its headers, type and the fields that point at its storage) 8. */
+#define HEAD_WORDS 8
+#define TREE_WORDS 4
 /* A size or a count beyond this is no library's. */
 
 enum layout {
@@ -108,6 +112,13 @@ struct typer {
 	size_t ncands, cands_alloc;
 	struct header *hdrs;
 	size_t nhdrs, hdrs_alloc;
+	/* CPython's objects: its pymalloc (NULL: none), its types' indexes
+	 * here, the storage its objects in glibc's blocks point at. */
+	struct pymalloc *py;
+	uint32_t *py_map;
+	size_t npy_map;
+	struct py_link *links;
+	size_t nlinks, links_alloc;
 };
 
 struct page_index {
@@ -394,6 +405,65 @@ static void tree_candidate(struct typer *ty, size_t i, const uint64_t *hd)
 	c->right = hd[3];
 }
 
+/* The words of block I a Python object's type and storage are read
+ * from: HEAD_WORDS, or all of a smaller block. */
+static size_t py_words(const struct typer *ty, size_t i)
+{
+	uint64_t n = heap_block_usable(&ty->h->blocks[i]) / 8;
+
+	return n < HEAD_WORDS ? (size_t)n : HEAD_WORDS;
+}
+
+/* The type here of pymalloc's type K (added if new). */
+static uint32_t py_type(struct typing *t, uint32_t k)
+{
+	struct typer *ty = t->priv;
+	const struct py_type *pt = &ty->py->types[k];
+
+	if (k >= ty->npy_map) {
+		size_t n = ty->py->ntypes;
+
+		ty->py_map = xrecallocarray(ty->py_map, ty->npy_map, n,
+					    sizeof(*ty->py_map));
+		ty->npy_map = n;
+	}
+	if (!ty->py_map[k])
+		ty->py_map[k] = type_add(t, pt->addr ? TYPE_PYTHON
+						     : TYPE_LAYOUT,
+					 strtab_intern_str(&t->strings,
+							   pt->name),
+					 pt->addr);
+	return ty->py_map[k];
+}
+
+/*
+ * Block I, its head kept: a Python object (no class found in it), its
+ * type, and the storage it points at remembered for typing_finish.
+ */
+static void python_object(struct typing *t, size_t i)
+{
+	struct typer *ty = t->priv;
+	const struct heap_block *b = &ty->h->blocks[i];
+	const uint8_t *head = (const uint8_t *)ty->head;
+	size_t len = 8 * py_words(ty, i), n;
+	uint64_t targets[2];
+	uint32_t layouts[2], k;
+
+	if (t->of[i] && t->types[t->of[i]].kind == TYPE_CLASS)
+		return;
+	k = pymalloc_type_head(ty->py, ty->img, b->chunk + 16, head, len);
+	if (!k)
+		return;
+	t->of[i] = py_type(t, k);
+	n = pymalloc_storage(ty->py, k, b->chunk + 16, head, len, targets,
+			     layouts);
+	for (size_t j = 0; j < n; j++) {
+		GROW(ty->links, ty->nlinks + 1, ty->links_alloc);
+		ty->links[ty->nlinks].target = targets[j];
+		ty->links[ty->nlinks++].layout = py_type(t, layouts[j]);
+	}
+}
+
 /* The first words of block I as they come, whatever the pieces. */
 static void take_head(struct typing *t, size_t i, uint64_t offset,
 		      const uint64_t *words, size_t n)
@@ -422,8 +492,10 @@ static void take_head(struct typing *t, size_t i, uint64_t offset,
 		if (cls)
 			t->of[i] = cls;
 	}
-	if (ty->nhead == HEAD_WORDS)
+	if (was < TREE_WORDS && ty->nhead >= TREE_WORDS)
 		tree_candidate(ty, i, ty->head);
+	if (ty->py && was < py_words(ty, i) && ty->nhead >= py_words(ty, i))
+		python_object(t, i);
 }
 
 static void add_header(struct typer *ty, enum header_kind kind, uint64_t at,
@@ -657,6 +729,8 @@ void typing_init(struct typing *t, const struct heap *h,
 	ty->have = xcalloc(n / 8 + 1, 1);
 	ty->head_block = SIZE_MAX;
 	hashmap_init(&ty->names, 64);
+	if (h->py && h->py->walked)
+		ty->py = h->py;
 	/* An empty span (lo == hi) makes maybe_ptr false for all. */
 	for (size_t i = 0; i < n; i++) {
 		const struct heap_block *b = &h->blocks[i];
@@ -809,6 +883,54 @@ static void rb_tree(struct typing *t, const struct header *hd,
 		claim(t, (*nodes)[i], L_TREE_NODE);
 }
 
+/*
+ * The storage Python objects point at, in glibc's blocks: those found
+ * here, and pymalloc's objects' (the block it lies in, a class's
+ * excepted).
+ */
+static void python_storage(struct typing *t)
+{
+	struct typer *ty = t->priv;
+	const struct pymalloc *py = ty->py;
+
+	for (size_t i = 0; py && i < ty->nlinks + py->nfar; i++) {
+		const struct py_link *l = i < ty->nlinks
+			? &ty->links[i] : &py->far[i - ty->nlinks];
+		uint32_t k = i < ty->nlinks ? l->layout
+					    : py_type(t, l->layout);
+		ptrdiff_t b = block_at(ty, l->target);
+
+		if (b >= 0 && (!t->of[b] ||
+			       t->types[t->of[b]].kind != TYPE_CLASS))
+			t->of[b] = k;
+	}
+}
+
+/* pymalloc's blocks counted by type too, each of its types here. */
+static void python_counts(struct typing *t)
+{
+	struct typer *ty = t->priv;
+	const struct pymalloc *py = ty->py;
+
+	if (!py)
+		return;
+	for (uint32_t k = 1; k < py->ntypes; k++) {
+		uint32_t to;
+
+		if (!py->types[k].count)
+			continue;
+		to = py_type(t, k);
+		t->types[to].count += py->types[k].count;
+		t->types[to].bytes += py->types[k].bytes;
+	}
+	t->types[0].count += py->types[0].count;
+	t->types[0].bytes += py->types[0].bytes;
+	t->npy = py->ntypes;
+	t->py_of = xcalloc(t->npy ? t->npy : 1, sizeof(*t->py_of));
+	for (size_t k = 1; k < ty->npy_map && k < t->npy; k++)
+		t->py_of[k] = ty->py_map[k];
+}
+
 static int cmp_type(const void *a, const void *b, void *types)
 {
 	const struct block_type *x =
@@ -844,6 +966,8 @@ static void sort_by_name(struct typing *t)
 	t->alloc = t->ntypes;
 	for (size_t i = 0; i < t->nblocks; i++)
 		t->of[i] = to[t->of[i]];
+	for (size_t k = 0; k < t->npy; k++)
+		t->py_of[k] = to[t->py_of[k]];
 	while (hashmap_next(&t->vtables, &pos, &item)) {
 		e = item;
 		e->type = to[e->type];
@@ -867,6 +991,8 @@ static void typer_free(struct typing *t)
 	free(ty->pages);
 	free(ty->cands);
 	free(ty->hdrs);
+	free(ty->py_map);
+	free(ty->links);
 	hashmap_free(&ty->names);
 	free(ty);
 	t->priv = NULL;
@@ -888,6 +1014,8 @@ void typing_finish(struct typing *t, const struct reach_scan *s)
 	if (!sorted)
 		qsort(ty->cands, ty->ncands, sizeof(*ty->cands), cmp_cand);
 	budget = st_add(st_mult(t->nblocks, 4), 4096);
+	/* A Python object's storage: certain, before any guess. */
+	python_storage(t);
 	/* Headers in the order found: the first to claim a block keeps it. */
 	for (size_t i = 0; i < ty->nhdrs; i++) {
 		if (ty->hdrs[i].kind == HDR_HASH)
@@ -906,6 +1034,7 @@ void typing_finish(struct typing *t, const struct reach_scan *s)
 		t->types[t->of[i]].count++;
 		t->types[t->of[i]].bytes += b->size;
 	}
+	python_counts(t);
 	sort_by_name(t);
 	typer_free(t);
 }
@@ -914,6 +1043,7 @@ void typing_release(struct typing *t)
 {
 	typer_free(t);
 	free(t->of);
+	free(t->py_of);
 	free(t->types);
 	hashmap_free(&t->vtables);
 	strtab_free(&t->strings);

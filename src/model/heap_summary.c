@@ -98,6 +98,34 @@ void heap_tally_json(struct json_writer *w, const struct heap_tally *t)
 	json_member_uint(w, "unknown", t->unknown);
 }
 
+/* "python": pymalloc as sys._debugmallocstats() counts it. */
+static void py_summary_json(struct json_writer *w, const struct py_summary *p)
+{
+	json_key(w, "python");
+	json_object(w);
+	json_member_uint(w, "arenas", p->arenas);
+	json_member_uint(w, "unused_pools", p->unused_pools);
+	json_member_uint(w, "arena_alignment_bytes", p->alignment);
+	count_and_bytes(w, "in_use", p->count, p->bytes);
+	json_member_uint(w, "free_bytes", p->free);
+	json_member_uint(w, "free_committed", p->free_committed);
+	json_key(w, "classes");
+	json_array(w);
+	for (unsigned k = 0; k < PY_SUMMARY_CLASSES; k++) {
+		if (!p->classes[k].pools)
+			continue;
+		json_object_line(w);
+		json_member_uint(w, "class", k);
+		json_member_uint(w, "size", p->classes[k].size);
+		json_member_uint(w, "pools", p->classes[k].pools);
+		json_member_uint(w, "blocks", p->classes[k].used);
+		json_member_uint(w, "avail", p->classes[k].avail);
+		json_end(w);
+	}
+	json_end(w);
+	json_end(w);
+}
+
 void heap_summary_json(struct json_writer *w, const struct heap_summary *s)
 {
 	json_key(w, "total");
@@ -117,4 +145,6 @@ void heap_summary_json(struct json_writer *w, const struct heap_summary *s)
 		json_end(w);
 	}
 	json_mallinfo(w, s);
+	if (s->py.present)
+		py_summary_json(w, &s->py);
 }

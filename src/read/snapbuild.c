@@ -51,6 +51,8 @@ static uint64_t where_frame(struct snap_builder *b, int where)
 
 	if (where == SNAP_WHERE_MMAPPED)
 		return named_str(b, "mmapped");
+	if (where == SNAP_WHERE_PYMALLOC)
+		return named_str(b, "pymalloc");
 	snprintf(name, sizeof(name), "arena-%d", where);
 	return named_str(b, name);
 }
@@ -223,10 +225,43 @@ static int put_blocks(struct snap_builder *b, const struct snap_record *r,
 		h->mmapped_bytes += r->u.blocks.bytes;
 		return 0;
 	}
+	if (where == SNAP_WHERE_PYMALLOC) {
+		h->py.count += r->u.blocks.count;
+		h->py.bytes += r->u.blocks.bytes;
+		return 0;
+	}
 	heap_tally_add(&h->t, r->u.blocks.state, r->u.blocks.count,
 		       r->u.blocks.bytes);
 	if (r->u.blocks.state == HEAP_TOP && where == 0)
 		h->main_top += r->u.blocks.bytes;
+	return 0;
+}
+
+/* pymalloc's sums, and the bytes of its arenas no block in use holds:
+ * what it keeps beyond the objects it serves. */
+static int put_pymalloc(struct snap_builder *b, const struct snap_record *r,
+			unsigned long line)
+{
+	struct py_summary *py = &b->snap->heap.py;
+	struct sample_counts c = { 0 };
+	struct stack_line *sl;
+	struct bucket *bk;
+
+	py->present = true;
+	py->arenas = r->u.pymalloc.arenas;
+	py->unused_pools = r->u.pymalloc.unused_pools;
+	py->alignment = r->u.pymalloc.alignment;
+	py->free = r->u.pymalloc.free;
+	py->free_committed = r->u.pymalloc.free_committed;
+	bk = kind_bucket(b, ALLOC_MALLOC, "dmprof_python_object_free",
+			 SNAP_WHERE_NONE, false, NULL, line);
+	if (!bk)
+		return -1;
+	c.bytes = (int64_t)r->u.pymalloc.free;
+	sl = read_add_sample(b->snap, bk, &c);
+	sl->committed = (int64_t)r->u.pymalloc.free_committed;
+	b->malloc_bytes = add64(b->malloc_bytes, sl->committed,
+				&b->snap->overflow);
 	return 0;
 }
 
@@ -389,6 +424,9 @@ static int put_part(struct snap_builder *b, const struct snap_record *r,
 	else if (where == SNAP_WHERE_ALLOCATOR)
 		bk = kind_bucket(b, ALLOC_MMAP, b->allocator_frame,
 				 SNAP_WHERE_NONE, false, NULL, line);
+	else if (where == SNAP_WHERE_PYMALLOC)
+		bk = kind_bucket(b, ALLOC_MMAP, "dmprof_python_object_arena",
+				 SNAP_WHERE_NONE, false, NULL, line);
 	else if (where != SNAP_WHERE_NONE)
 		bk = kind_bucket(b, ALLOC_MMAP, "dmprof_glibc_malloc_arena",
 				 where, false, NULL, line);
@@ -435,6 +473,15 @@ int snapbuild_put(struct snap_builder *b, const struct snap_record *r,
 	case SNAP_PROBLEM:
 		/* (Its arena and message: for people to read.) */
 		h->nproblems++;
+		return 0;
+	case SNAP_PYMALLOC:
+		return put_pymalloc(b, r, line);
+	case SNAP_PYCLASS:
+		h->py.present = true;
+		h->py.classes[r->u.pyclass.index].size = r->u.pyclass.size;
+		h->py.classes[r->u.pyclass.index].pools = r->u.pyclass.pools;
+		h->py.classes[r->u.pyclass.index].used = r->u.pyclass.used;
+		h->py.classes[r->u.pyclass.index].avail = r->u.pyclass.avail;
 		return 0;
 	case SNAP_MAPS:
 		return 0;

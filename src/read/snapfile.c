@@ -15,6 +15,9 @@
  *           reach anchored N B leaked N B unreferenced N B listed N
  *           block ADDRESS SIZE WHERE leaked|unreferenced HEX|- [KIND]
  *           problem ADDRESS ARENA MESSAGE
+ *           pymalloc arenas N unused-pools N alignment B free B
+ *             committed B
+ *           pyclass K size B pools N blocks N avail N
  *   MAPS:   COMMITTED RSS SWAP START-END PERMS OFFSET DEV INODE [PATH]
  *           and, indented, the parts of a mapping the heap or a thread's
  *           stack lies in:
@@ -22,10 +25,15 @@
  *
  * WHERE is arena-K, mmapped (a chunk glibc mapped alone), thread-stack,
  * allocator (a mapping of the other malloc META's Allocator names: a heap
- * dmprof does not walk) or - (none of those).  KIND, of blocks in use, is what the scan of the
+ * dmprof does not walk), pymalloc (CPython's object allocator: its arenas
+ * and the blocks in them) or - (none of those).  KIND, of blocks in use, is what the scan of the
  * heap (reach.h, typing.h) found: "leaked" (on a line of blocks:
  * the block line says it before), then "class TYPEINFO NAME" (a C++
- * class, by its vtable) or "layout NAME" (string body, ...).  The
+ * class, by its vtable), "python TYPE NAME" (a Python object, by its
+ * type object) or "layout NAME" (string body, dict keys, ...).  The
+ * pymalloc line sums CPython's object allocator up, its free bytes
+ * those of its arenas no block in use holds; a pyclass line is a row of
+ * sys._debugmallocstats().  The
  * reach line sums the scan up; a block line lists one leaked block (the
  * largest ones, up to a limit) with its first bytes.
  *
@@ -175,7 +183,8 @@ static int where(struct sparser *p, bool part, int *out)
 	uint64_t k;
 
 	if (!word(p, &w, &len))
-		return read_error(&p->pos, "where? (arena-K, mmapped%s)",
+		return read_error(&p->pos, "where? (arena-K, mmapped, "
+					   "pymalloc%s)",
 				  part ? ", thread-stack, allocator or -"
 				       : "");
 	if (part && len == 1 && w[0] == '-') {
@@ -192,6 +201,10 @@ static int where(struct sparser *p, bool part, int *out)
 	}
 	if (len == 7 && !memcmp(w, "mmapped", 7)) {
 		*out = SNAP_WHERE_MMAPPED;
+		return 0;
+	}
+	if (len == 8 && !memcmp(w, "pymalloc", 8)) {
+		*out = SNAP_WHERE_PYMALLOC;
 		return 0;
 	}
 	if (len > 6 && !memcmp(w, "arena-", 6) &&
@@ -273,7 +286,7 @@ static int parse_kind(struct sparser *p, bool *leaked, struct snap_type *t)
 {
 	const char *w;
 	size_t len;
-	bool class;
+	bool class, python;
 
 	memset(t, 0, sizeof(*t));
 	if (!word(p, &w, &len))
@@ -284,11 +297,15 @@ static int parse_kind(struct sparser *p, bool *leaked, struct snap_type *t)
 			return 0;
 	}
 	class = len == 5 && !memcmp(w, "class", 5);
-	if (!class && !(len == 6 && !memcmp(w, "layout", 6)))
+	python = len == 6 && !memcmp(w, "python", 6);
+	if (!class && !python && !(len == 6 && !memcmp(w, "layout", 6)))
 		return read_error(&p->pos, "unexpected '%s' (leaked, class "
-					   "TYPEINFO NAME or layout NAME)",
+					   "TYPEINFO NAME, python TYPE NAME or "
+					   "layout NAME)",
 				  read_quote(&p->pos, w, len));
-	if (class && hex_number(p, "typeinfo address", &t->typeinfo) < 0)
+	if ((class || python) &&
+	    hex_number(p, class ? "typeinfo address" : "type address",
+		       &t->typeinfo) < 0)
 		return -1;
 	cursor_skip_space(&p->c);
 	len = (size_t)(p->c.end - p->c.p);
@@ -296,12 +313,50 @@ static int parse_kind(struct sparser *p, bool *leaked, struct snap_type *t)
 		len--;
 	if (!len)
 		return read_error(&p->pos, "%s without a name",
-				  class ? "class" : "layout");
-	t->kind = class ? SNAP_TYPE_CLASS : SNAP_TYPE_LAYOUT;
+				  class ? "class" : python ? "python" : "layout");
+	t->kind = class ? SNAP_TYPE_CLASS
+		: python ? SNAP_TYPE_PYTHON : SNAP_TYPE_LAYOUT;
 	t->name = p->c.p;
 	t->name_len = len;
 	p->c.p = p->c.end;
 	return 0;
+}
+
+/* "pymalloc arenas N unused-pools N alignment B free B committed B" */
+static int parse_pymalloc(struct sparser *p)
+{
+	struct snap_record r = { .kind = SNAP_PYMALLOC };
+
+	if (keyed(p, "arenas", &r.u.pymalloc.arenas) < 0 ||
+	    keyed(p, "unused-pools", &r.u.pymalloc.unused_pools) < 0 ||
+	    keyed(p, "alignment", &r.u.pymalloc.alignment) < 0 ||
+	    keyed(p, "free", &r.u.pymalloc.free) < 0 ||
+	    keyed(p, "committed", &r.u.pymalloc.free_committed) < 0 ||
+	    line_end(p) < 0)
+		return -1;
+	if (r.u.pymalloc.free_committed > r.u.pymalloc.free)
+		return read_error(&p->pos, "%" PRIu64 " free bytes committed "
+					   "of %" PRIu64,
+				  r.u.pymalloc.free_committed,
+				  r.u.pymalloc.free);
+	return put(p, &r);
+}
+
+/* "pyclass K size B pools N blocks N avail N" */
+static int parse_pyclass(struct sparser *p)
+{
+	struct snap_record r = { .kind = SNAP_PYCLASS };
+
+	if (number(p, "size class", &r.u.pyclass.index) < 0 ||
+	    keyed(p, "size", &r.u.pyclass.size) < 0 ||
+	    keyed(p, "pools", &r.u.pyclass.pools) < 0 ||
+	    keyed(p, "blocks", &r.u.pyclass.used) < 0 ||
+	    keyed(p, "avail", &r.u.pyclass.avail) < 0 || line_end(p) < 0)
+		return -1;
+	if (r.u.pyclass.index >= 64)
+		return read_error(&p->pos, "size class %" PRIu64 " (63 at "
+					   "most)", r.u.pyclass.index);
+	return put(p, &r);
 }
 
 /* "STATE [LO..HI] WHERE BLOCKS BYTES COMMITTED [KIND]" */
@@ -325,8 +380,14 @@ static int parse_blocks(struct sparser *p, int state)
 		return read_error(&p->pos, "%" PRIu64 " bytes committed of %"
 					   PRIu64, r.u.blocks.committed,
 				  r.u.blocks.bytes);
-	if (r.u.blocks.where == SNAP_WHERE_MMAPPED && state != HEAP_IN_USE)
-		return read_error(&p->pos, "mmapped chunks are in use");
+	if ((r.u.blocks.where == SNAP_WHERE_MMAPPED ||
+	     r.u.blocks.where == SNAP_WHERE_PYMALLOC) && state != HEAP_IN_USE)
+		return read_error(&p->pos, "%s",
+				  r.u.blocks.where == SNAP_WHERE_MMAPPED
+					  ? "mmapped chunks are in use"
+					  : "pymalloc's blocks are in use (its "
+					    "free bytes are the pymalloc "
+					    "line's)");
 	return put(p, &r);
 }
 
@@ -432,6 +493,10 @@ static int parse_heap(struct sparser *p)
 	}
 	if (len == 5 && !memcmp(w, "reach", 5))
 		return parse_reach(p);
+	if (len == 8 && !memcmp(w, "pymalloc", 8))
+		return parse_pymalloc(p);
+	if (len == 7 && !memcmp(w, "pyclass", 7))
+		return parse_pyclass(p);
 	if (len == 5 && !memcmp(w, "block", 5))
 		return parse_listed(p);
 	if (len == 7 && !memcmp(w, "problem", 7)) {
@@ -448,7 +513,8 @@ static int parse_heap(struct sparser *p)
 		return read_error(&p->pos, "expected an arena, tcaches, "
 					   "blocks (in-use, tcache, fastbin, "
 					   "unsorted, bin, top, unlisted), "
-					   "reach, a block or a problem, found "
+					   "reach, a block, a problem, pymalloc "
+					   "or a pyclass, found "
 					   "'%s'",
 				  read_quote(&p->pos, w, len));
 	return parse_blocks(p, state);
@@ -648,6 +714,8 @@ static void put_where(FILE *f, int where)
 		fputs("thread-stack", f);
 	else if (where == SNAP_WHERE_ALLOCATOR)
 		fputs("allocator", f);
+	else if (where == SNAP_WHERE_PYMALLOC)
+		fputs("pymalloc", f);
 	else if (where == SNAP_WHERE_NONE)
 		fputc('-', f);
 	else
@@ -659,6 +727,9 @@ static void put_type(FILE *f, const struct snap_type *t)
 {
 	if (t->kind == SNAP_TYPE_CLASS)
 		fprintf(f, " class 0x%" PRIx64 " %.*s", t->typeinfo,
+			(int)t->name_len, t->name);
+	else if (t->kind == SNAP_TYPE_PYTHON)
+		fprintf(f, " python 0x%" PRIx64 " %.*s", t->typeinfo,
 			(int)t->name_len, t->name);
 	else if (t->kind == SNAP_TYPE_LAYOUT)
 		fprintf(f, " layout %.*s", (int)t->name_len, t->name);
@@ -752,7 +823,8 @@ int snapfile_put(void *ctx, const struct snap_record *r)
 	case SNAP_TCACHES:
 		fprintf(f, "tcaches %" PRIu64 "\n", r->u.tcaches);
 		fprintf(f, "# STATE [SIZES] WHERE BLOCKS BYTES COMMITTED "
-			   "[leaked] [class TYPEINFO NAME | layout NAME]\n");
+			   "[leaked] [class TYPEINFO NAME | python TYPE NAME "
+			   "| layout NAME]\n");
 		break;
 	case SNAP_BLOCKS:
 		write_blocks(f, r);
@@ -766,6 +838,21 @@ int snapfile_put(void *ctx, const struct snap_record *r)
 	case SNAP_PROBLEM:
 		fprintf(f, "problem 0x%" PRIx64 " %d %s\n", r->u.problem.addr,
 			r->u.problem.arena, r->u.problem.msg);
+		break;
+	case SNAP_PYMALLOC:
+		fprintf(f, "pymalloc arenas %" PRIu64 " unused-pools %" PRIu64
+			   " alignment %" PRIu64 " free %" PRIu64
+			   " committed %" PRIu64 "\n",
+			r->u.pymalloc.arenas, r->u.pymalloc.unused_pools,
+			r->u.pymalloc.alignment, r->u.pymalloc.free,
+			r->u.pymalloc.free_committed);
+		break;
+	case SNAP_PYCLASS:
+		fprintf(f, "pyclass %" PRIu64 " size %" PRIu64 " pools %" PRIu64
+			   " blocks %" PRIu64 " avail %" PRIu64 "\n",
+			r->u.pyclass.index, r->u.pyclass.size,
+			r->u.pyclass.pools, r->u.pyclass.used,
+			r->u.pyclass.avail);
 		break;
 	case SNAP_MAPS:
 		fprintf(f, "MAPS:\n# COMMITTED RSS SWAP MAPPING, then the "

@@ -299,7 +299,8 @@ else
 	fail=$((fail + 1))
 fi
 
-# 9. Cores: gcore's of a small program (tests/hostile/coreprog.c), a
+# 9. Cores: gcore's of a small program (tests/hostile/coreprog.c) and of
+#    a Python one (pycores.py garbling its objects and arenas), a
 #    kernel's of it crashing, a static binary's, a 32-bit one's, and the
 #    hostile ones tests/hostile/cores.py makes of them (cut short, heap
 #    bytes replaced, chunk headers and main_arena garbled, notes and
@@ -419,6 +420,41 @@ else
 	python3 "$here/cores.py" "$kc" kv $(cut -d' ' -f2,3 kc/out) kernel \
 		>kv.list
 	cases kv.list kv kc
+fi
+# A CPython process's core (census.py, a few thousand objects) and the
+# hostile ones pycores.py makes of it: garbled ob_types, pool headers of
+# no size class or another arena, free lists that loop or leave, arenas
+# outside the core, a table of garbage, type cycles, endless type names.
+py=/usr/bin/python3.11
+if [ -x "$py" ] && command -v gcore >/dev/null; then
+	"$py" "$here/../real/src/pyapp/census.py" 0.01 >pyc.out 2>/dev/null &
+	ppid=$!
+	for _ in $(seq 300); do
+		grep -q '^waiting$' pyc.out 2>/dev/null && break
+		sleep 0.1
+	done
+	gcore -o pyc $ppid >/dev/null 2>&1
+	kill -9 $ppid
+	wait $ppid 2>/dev/null
+	if [ -s pyc.$ppid ] && mv pyc.$ppid pyc.core &&
+		"$bin" heap --json pyc.core >pyc.json 2>/dev/null; then
+		core_checks python 0 pyc.core
+		mkdir -p pv
+		python3 "$here/pycores.py" pyc.core pyc.json pv >pv.list
+		cases pv.list pv pyc
+		check core-py-pool-headers-said 0 "$bin" heap pv/py-pool-headers.core
+		said 'its header says arena'
+		check core-py-free-lists-said 0 "$bin" heap pv/py-free-lists.core
+		said 'its free list goes to'
+		check core-py-arenas-outside-said 0 "$bin" heap pv/py-arenas-outside.core
+		said 'cannot be read'
+		rm -f pyc.core pv/*.core
+	else
+		echo "FAIL cores: census.py's core could not be taken or walked"
+		fail=$((fail + 1))
+	fi
+else
+	echo "skip python cores: no $py or no gcore"
 fi
 # A 32-bit program's core: said, not read.  (Without gcc -m32's
 # libraries, a program of a few instructions: it writes a line, waits.)

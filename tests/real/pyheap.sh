@@ -3,8 +3,8 @@
 # whose objects are known, run by Debian's python3.11 and by a python3 of
 # another build first in PATH where there is one, waits after printing
 # its own census (gc.get_objects() by type) and sys._debugmallocstats().
-# The checks, on the running process (dmprof heap) and on gdb's core of
-# it:
+# The checks, on the running process (dmprof heap and snapshot), on gdb's
+# core of it (heap, top) and on the kernel's core of it killed (top):
 #   - pymalloc's counts are sys._debugmallocstats()'s, to the block: per
 #     size class the pools, blocks in use and available blocks, then the
 #     arenas, the bytes in allocated and available blocks, in unused
@@ -14,6 +14,9 @@
 #     subclass, one with __slots__) has its instances' count as a type
 #     of pymalloc's blocks, and the plain class's values and the dict
 #     subclass's keys are typed after them;
+#   - a snapshot's and a core's components hold every byte (mustbezero
+#     0, the components summing to total; live, total within 0.5% of the
+#     kernel's Rss + Swap), pymalloc's free space malloc-python-free;
 #   - under PYTHONMALLOC=malloc: said (no arenas), the glibc heap walked
 #     all the same.
 pyd=/usr/bin/python3.11
@@ -40,80 +43,47 @@ ph_stop() {
 	wait $ph_pid 2>/dev/null
 }
 
-# Checks of dmprof heap --json (JSON) against census.py's own (LABEL),
-# a line each: "ok" or "bad WHY".
-ph_check() { # LABEL JSON WHAT
-	python3 - "$@" <<'PY'
-import json, re, sys
-label, doc, what = sys.argv[1], json.load(open(sys.argv[2])), sys.argv[3]
-def check(cond, why):
-    print("ok" if cond else "bad %s: %s: %s" % (label, what, why))
-py = doc.get("python")
-if not py or "classes" not in py:
-    check(False, "no pymalloc walked: %s" % (py and py.get("not_walked")))
-    sys.exit(0)
-rows, sums = {}, {}
-for line in open(label + ".stats"):
-    m = re.match(r"\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)$", line)
-    if m:
-        k, size, pools, used, avail = map(int, m.groups())
-        rows[k] = (size, pools, used, avail)
-        continue
-    m = re.match(r"(.*?)\s*=\s*([\d,]+)$", line)
-    if m and m.group(1) not in sums:
-        sums[m.group(1)] = int(m.group(2).replace(",", ""))
-have = {c["class"]: (c["size"], c["pools"], c["blocks"], c["avail"])
-        for c in py["classes"]}
-check(rows and have == rows, "size classes differ: %s" %
-      sorted(set(have.items()) ^ set(rows.items()))[:6])
-want = {"# arenas allocated current": py["arenas"],
-        "# bytes in allocated blocks": py["allocated_bytes"],
-        "# bytes in available blocks": py["available_bytes"],
-        "# bytes lost to pool headers": py["pool_header_bytes"],
-        "# bytes lost to quantization": py["quantization_bytes"],
-        "# bytes lost to arena alignment": py["arena_alignment_bytes"],
-        "Total": py["total_bytes"]}
-unused = [v for k, v in sums.items() if k.endswith("unused pools * 16384 bytes")]
-check(unused == [py["unused_pool_bytes"]],
-      "unused pools: %s, walked %d" % (unused, py["unused_pool_bytes"]))
-for k, v in want.items():
-    check(sums.get(k) == v, "%s: %s, walked %d" % (k, sums.get(k), v))
-types = {t["type"]: t["count"] for t in py["types"]}
-census = {}
-for line in open(label + ".out"):
-    f = line.split()
-    if f[0] == "type":
-        census[f[1]] = int(f[2])
-for t, n in census.items():
-    check(types.get(t) == n, "%s: %s instances, census %d" %
-          (t, types.get(t), n))
-check(types.get("Plain values") == census["Plain"] and
-      types.get("Bag keys") == census["Bag"],
-      "Plain values %s, Bag keys %s" % (types.get("Plain values"),
-                                        types.get("Bag keys")))
-check(not py["problems"], "problems: %s" % py["problems"][:3])
-PY
-}
-
-ph_count() { # FILE: the lines of ph_check
+ph_count() { # FILE: the lines of pycheck.py
 	while read -r verdict why; do
 		if [ "$verdict" = ok ]; then ok; else bad "pyheap: $why"; fi
 	done <"$1"
+}
+
+# The checks of a snapshot or a core (FILE) of census.py's process.
+ph_snap() { # LABEL WHAT FILE [ROLLUP]
+	"$bin" top --json "$3" >"$1.top" 2>"$1.terr" &&
+		"$bin" csv --bytes "$3" >"$1.csv" 2>>"$1.terr" ||
+		{ bad "pyheap: $1: $2: top or csv failed: $(head -3 "$1.terr")"; return; }
+	python3 "$src/pyapp/pycheck.py" snap "$1" "$2" "$1.top" "$1.csv" ${4:-} \
+		>"$1.checks" 2>&1
+	ph_count "$1.checks"
 }
 
 ph_run() { # LABEL PYTHON
 	if ph_start "$1" "$2"; then
 		"$bin" heap --json $ph_pid >"$1.json" 2>"$1.err" ||
 			bad "pyheap: $1: dmprof heap failed: $(cat "$1.err")"
-		ph_check "$1" "$1.json" live >"$1.checks" 2>&1
+		python3 "$src/pyapp/pycheck.py" heap "$1" live "$1.json" \
+			>"$1.checks" 2>&1
 		ph_count "$1.checks"
+		rm -rf "$1.snaps"
+		"$bin" snapshot -o "$1.snaps/" $ph_pid >/dev/null 2>"$1.serr" ||
+			bad "pyheap: $1: dmprof snapshot failed: $(cat "$1.serr")"
+		rollup=$(awk '/^(Rss|Swap):/ { n += $2 } END { print n * 1024 }' \
+			/proc/$ph_pid/smaps_rollup)
+		f=$(ls "$1.snaps"/*.snap 2>/dev/null | head -1)
+		[ -n "$f" ] && ph_snap "$1" snapshot "$f" "$rollup"
+		grep -qv "^dmprof snapshot: " "$1.serr" &&
+			bad "pyheap: $1: snapshot warned: $(cat "$1.serr")"
 		if command -v gcore >/dev/null 2>&1; then
 			gcore -o "$1.core" $ph_pid >/dev/null 2>&1
 			if [ -s "$1.core.$ph_pid" ]; then
 				"$bin" heap --json "$1.core.$ph_pid" >"$1.cjson" 2>"$1.cerr" ||
 					bad "pyheap: $1: dmprof heap of its core failed: $(cat "$1.cerr")"
-				ph_check "$1" "$1.cjson" core >"$1.cchecks" 2>&1
+				python3 "$src/pyapp/pycheck.py" heap "$1" core "$1.cjson" \
+					>"$1.cchecks" 2>&1
 				ph_count "$1.cchecks"
+				ph_snap "$1" "gcore's core" "$1.core.$ph_pid"
 				rm -f "$1.core.$ph_pid"
 			else
 				bad "pyheap: $1: gcore wrote no core"
@@ -129,6 +99,23 @@ case $(readlink -f "$pyp" 2>/dev/null) in
 esac
 [ -n "$pyp" ] && pyp=$("$pyp" -c 'import sys; print(sys.executable)' 2>/dev/null)
 [ -n "$pyp" ] && [ -x "$pyp" ] && ph_run other "$pyp"
+
+# The kernel's core of census.py killed by SIGSEGV (it lifts its own
+# core limit), where core_pattern names a file here.
+if [ "$(cat /proc/sys/kernel/core_pattern)" != core ]; then
+	echo "real: SKIP pyheap: core_pattern is not 'core': no kernel core here"
+elif ph_start kernel "$pyd" CENSUS_CORE=1; then
+	rm -f core core.$ph_pid
+	kill -SEGV $ph_pid
+	wait $ph_pid 2>/dev/null
+	kc=$(ls core core.$ph_pid 2>/dev/null | head -1)
+	if [ -n "$kc" ]; then
+		ph_snap kernel "the kernel's core" "$kc"
+		rm -f "$kc"
+	else
+		echo "real: SKIP pyheap: the kernel wrote no core (a container?)"
+	fi
+fi
 
 # PYTHONMALLOC=malloc: no arenas, said; glibc's heap walked.
 if ph_start nopymalloc "$pyd" PYTHONMALLOC=malloc; then

@@ -10,6 +10,8 @@ census, then waits (for a snapshot, gcore, or a signal that cores it):
   waiting
 
 Usage: census.py [SCALE]   (SCALE 1: a million entries; 0.1 for tests)
+With CENSUS_CORE=1 set, it lifts its core size limit first (so that the
+kernel writes a core of it when a test kills it with SIGSEGV).
 """
 import gc
 import os
@@ -17,6 +19,10 @@ import sys
 import time
 
 SCALE = float(sys.argv[1]) if len(sys.argv) > 1 else 1.0
+if os.environ.get("CENSUS_CORE") == "1":
+    import resource
+    resource.setrlimit(resource.RLIMIT_CORE,
+                       (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
 
 
 class Plain:
