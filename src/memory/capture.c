@@ -222,7 +222,8 @@ static void all_extents(struct capture *s)
 
 	free(s->ext);
 	s->ext = xcalloc(n ? n : 1, sizeof(*s->ext));
-	memcpy(s->ext, h->extents, h->nextents * sizeof(*s->ext));
+	if (h->nextents)
+		memcpy(s->ext, h->extents, h->nextents * sizeof(*s->ext));
 	for (size_t i = 0; py && i < py->narenas; i++) {
 		s->ext[h->nextents + i].start = py->spans[i][0];
 		s->ext[h->nextents + i].end = py->spans[i][1];
