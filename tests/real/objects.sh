@@ -8,8 +8,10 @@
 #     with its first bytes; none of the blocks anchored only from another
 #     thread's stack, its TLS, a global or through an interior pointer;
 #   - the classes by their vtables: 100 Session, 37 ns::Conn<int>, 250
-#     Shape; the layouts: 50 string bodies, 31 vector bodies, one hash
-#     table's buckets and its 90 nodes, 70 tree nodes (all exact);
+#     Shape, and made by make_shared, named by their classes, 42 Record
+#     (make_shared) and 25 Point (make_shared); the layouts: 50 string
+#     bodies, 31 vector bodies, one hash table's buckets and its 90
+#     nodes, 70 tree nodes (all exact);
 #   - the same blocks, types and leaks in both (the HEAP sections equal
 #     but for committed bytes);
 # and top names malloc-leaked, expand lists the leaked blocks' bytes, a
@@ -54,6 +56,8 @@ objs_check() { # WHAT SNAP KNOWN
 	done
 	snap_types $snap >got.types
 	cat >want.types <<-EOT
+	Point (make_shared) 25
+	Record (make_shared) 42
 	Session 100
 	Shape 250
 	map/set node 70
