@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "aggregate.h"
+#include "blocktypes.h"
 #include "change.h"
 #include "comptree.h"
 #include "numfmt.h"
@@ -49,6 +50,10 @@ struct top {
 	struct agg_builtins builtins;
 	int64_t total;         /* of the components of the partition */
 	struct tally funcs;    /* v[0] flat, v[1] cum */
+	/* A walked heap's blocks in use, by type (blocktypes.h): in
+	 * scope, each stack line once. */
+	struct tally types;
+	bool has_types;
 	struct owners owners;  /* --owner, --own, --alloc-fn */
 	struct tally passed;   /* -v: allocator wrappers passed over */
 	int64_t stack_bytes;   /* the bytes with stacks, in scope */
@@ -59,7 +64,7 @@ struct top {
 	struct cut {
 		size_t n, shown;   /* rows, rows before <other> */
 		int64_t rest;      /* in <other> */
-	} comps, fns;
+	} comps, fns, tys;
 };
 
 static const char *const usage[] = { "DUMP", NULL };
@@ -97,6 +102,9 @@ static int add_item(void *ctx, const struct item *it)
 					 it->col)
 			: !policy_in_partition(t->o->policy, it->col))
 		return 0;
+	/* (A block counts whatever the core or the pages hold of it.) */
+	if (t->has_types && it->kind == ITEM_MALLOC && it->line)
+		blocktypes_add(&t->types, &t->o->run.model, it->line);
 	if (!it->bytes || stack_is_marker(&t->o->run.model, it->bucket->stack))
 		return 0;
 	stacktext_tally_functions(&t->funcs, &t->o->run.model,
@@ -219,6 +227,96 @@ static void print_heading(struct top *t)
 		printf("; not in them: the profiler's own %s",
 		       human(t, t->values[profiler], 0));
 	printf("\n");
+}
+
+/*
+ * The blocks in use by type, largest first: what a heap walked from
+ * outside knows its blocks by (a class, a layout, a runtime's object
+ * type; a size class where nothing is known), with how many of each
+ * are leaked where the heap was scanned.
+ */
+static void print_types(struct top *t)
+{
+	bool leaks = t->snap->heap.scanned;
+	int64_t blocks = 0, bytes = 0;
+	bool over = false;
+
+	for (size_t i = 0; i < t->types.n; i++) {
+		blocks = add64(blocks, t->types.v[i]->allocs, &over);
+		bytes = add64(bytes, t->types.v[i]->bytes, &over);
+	}
+	printf("\ntypes of the %" PRId64 " block%s in use", blocks,
+	       blocks == 1 ? "" : "s");
+	printf(", %s in their chunks (a block of no known type by its "
+	       "size)\n", human(t, bytes, 0));
+	if (!t->types.n) {
+		printf("  (none: %s)\n", t->col >= 0 ? "the component holds no "
+						       "block in use"
+						     : "no block in use");
+		return;
+	}
+	printf("%10s %10s", "bytes", "blocks");
+	if (leaks)
+		printf(" %8s", "leaked");
+	printf("  type\n");
+	for (size_t i = 0; i < t->tys.shown; i++) {
+		const struct tally_entry *e = t->types.v[i];
+
+		printf("%s %10" PRId64, human(t, e->bytes, 10), e->allocs);
+		if (leaks)
+			printf(" %8" PRId64, e->v[BLOCKTYPES_LEAKED]);
+		printf("  %s\n", e->key);
+	}
+	if (t->tys.n > t->tys.shown) {
+		size_t more = t->tys.n - t->tys.shown;
+		int64_t rest_blocks = 0;
+
+		for (size_t i = t->tys.shown; i < t->tys.n; i++)
+			rest_blocks = add64(rest_blocks, t->types.v[i]->allocs,
+					    &over);
+		printf("%s %10" PRId64, human(t, t->tys.rest, 10),
+		       rest_blocks);
+		if (leaks)
+			printf(" %8s", "");
+		printf("  <other: %zu more type%s>\n", more,
+		       more == 1 ? "" : "s");
+	}
+}
+
+/* The types table, as JSON: every type shown, and what <other> holds. */
+static void types_json(struct top *t, struct json_writer *w)
+{
+	int64_t rest_blocks = 0;
+	bool over = false;
+
+	json_key(w, "types");
+	json_array(w);
+	for (size_t i = 0; i < t->tys.shown; i++) {
+		const struct tally_entry *e = t->types.v[i];
+
+		json_object_line(w);
+		json_member_string(w, "name", e->key);
+		json_member_int(w, "count", e->allocs);
+		json_member_int(w, "bytes", e->bytes);
+		if (t->snap->heap.scanned) {
+			json_key(w, "leaked");
+			json_object_line(w);
+			json_member_int(w, "count", e->v[BLOCKTYPES_LEAKED]);
+			json_member_int(w, "bytes",
+					e->v[BLOCKTYPES_LEAKED_BYTES]);
+			json_end(w);
+		}
+		json_end(w);
+	}
+	json_end(w);
+	for (size_t i = t->tys.shown; i < t->tys.n; i++)
+		rest_blocks = add64(rest_blocks, t->types.v[i]->allocs, &over);
+	json_key(w, "other_types");
+	json_object_line(w);
+	json_member_uint(w, "types", t->tys.n - t->tys.shown);
+	json_member_int(w, "count", rest_blocks);
+	json_member_int(w, "bytes", t->tys.rest);
+	json_end(w);
 }
 
 /* E's flat bytes by the line they were allocated at. */
@@ -345,6 +443,8 @@ static void print_text(struct top *t)
 			       more == 1 ? "" : "s");
 		}
 	}
+	if (t->has_types)
+		print_types(t);
 	if (t->lines)
 		printf("\nlines, over the %s that have stacks (flat: allocated "
 		       "there)\n", human(t, t->stack_bytes, 0));
@@ -441,6 +541,8 @@ static void print_json(struct top *t)
 	json_member_uint(&w, "count", t->comps.n - t->comps.shown);
 	json_member_int(&w, "bytes", t->comps.rest);
 	json_end(&w);
+	if (t->has_types)
+		types_json(t, &w);
 	json_member_int(&w, "stack_bytes", t->stack_bytes);
 	json_key(&w, "functions");
 	json_array(&w);
@@ -654,6 +756,11 @@ static int64_t func_flat(const struct top *t, size_t i)
 	return t->funcs.v[i]->v[0];
 }
 
+static int64_t type_bytes(const struct top *t, size_t i)
+{
+	return t->types.v[i]->bytes;
+}
+
 /*
  * Open DUMP's run at its first dump when the run says where it ended
  * (a before-teardown or at-exit dump: dmprof record's, gperftools'), to
@@ -751,6 +858,9 @@ static int cmd_top_run(struct cmd_args *a)
 	t.lines = args_has(a, OPT_LINES);
 	t.exact = args_has(a, 'b');
 	tally_init(&t.funcs);
+	tally_init(&t.types);
+	/* (A heap walked from outside: its blocks are known by type.) */
+	t.has_types = snap.has_heap;
 	t.funcs.owners = &t.owners;
 	t.funcs.lines = true;
 	tally_init(&t.passed);
@@ -791,7 +901,9 @@ static int cmd_top_run(struct cmd_args *a)
 	t.comps = cut(&t, components(&t, t.cols), comp_bytes);
 	tally_sort(&t.funcs, stacktext_cmp_flat);
 	t.fns = cut(&t, t.funcs.n, func_flat);
-	if (t.funcs.overflow) {
+	tally_sort(&t.types, blocktypes_cmp);
+	t.tys = cut(&t, t.types.n, type_bytes);
+	if (t.funcs.overflow || t.types.overflow) {
 		status = sizes_overflow(&snap);
 		goto out;
 	}
@@ -805,6 +917,7 @@ out:
 	free(t.cols);
 	free(t.values);
 	tally_free(&t.funcs);
+	tally_free(&t.types);
 	tally_free(&t.passed);
 	sb_release(&t.sb);
 	snapshot_release(&snap);

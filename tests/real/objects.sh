@@ -14,6 +14,9 @@
 #     nodes, 70 tree nodes (all exact);
 #   - the same blocks, types and leaks in both (the HEAP sections equal
 #     but for committed bytes);
+#   - top's types table (--json): each class and layout with its blocks
+#     and their bytes, exact, of the snapshot and of each core read
+#     directly;
 # and top names malloc-leaked, expand lists the leaked blocks' bytes, a
 # core read directly by top says what its snapshot says.
 cd "$tmp/heap" || exit 1
@@ -29,6 +32,33 @@ snap_types() { # SNAP
 		t = $i; for (k = i + 1; k <= NF; k++) t = t " " $k
 		sum[t] += n
 	} END { for (t in sum) print t " " sum[t] }' "$1" | sort
+}
+
+# top's types table of DUMP (a snapshot or a core) against KNOWN: every
+# class and layout KNOWN names, its blocks and their bytes (the chunks':
+# the usable sizes + 8), exact in top --json.
+types_check() { # WHAT DUMP KNOWN
+	"$bin" top --json -n 1000 $2 >types.json 2>types.err &&
+		python3 - types.json $3 >types.out 2>&1 <<-'EOPY' && ok || bad "objects: $1: top --json's types: $(cat types.err types.out | head -5)"
+		import json, sys
+		layouts = {"long-string": "string body", "vector-body": "vector body",
+		       "unordered-buckets": "unordered_map/set buckets",
+		       "unordered-node": "unordered_map/set node",
+		       "map-node": "map/set node"}
+		types = {t["name"]: t for t in json.load(open(sys.argv[1]))["types"]}
+		for line in open(sys.argv[2]):
+		    f = line.split()
+		    if f[0] == "class":
+		        name = " ".join(f[1:-2])
+		    elif f[0] == "layout":
+		        name = layouts[f[1]]
+		    else:
+		        continue
+		    count, usable = int(f[-2]), int(f[-1])
+		    got = types.get(name, {"count": 0, "bytes": 0})
+		    assert (got["count"], got["bytes"]) == (count, usable + 8 * count), \
+		        (name, got, count, usable + 8 * count)
+		EOPY
 }
 
 # The checks of SNAP (WHAT says which) against KNOWN.
@@ -82,6 +112,7 @@ elif hk_start objs ./heapobjs objs; then
 		ok || bad "objects: snapshot failed: $(cat osnap.err)"
 	live=$(ls osnap/*.snap | head -1)
 	objs_check "the live snapshot" "$live" objs
+	types_check "the live snapshot" "$live" objs
 	# --no-scan: the walk only (no types, no leaks: a shorter stop).
 	rm -rf nsnap && mkdir nsnap
 	"$bin" snapshot --no-scan -o nsnap/ $hk_pid >nsnap.out 2>nsnap.err &&
@@ -97,6 +128,7 @@ elif hk_start objs ./heapobjs objs; then
 			ok || bad "objects: snapshot of the core failed: $(cat csnap.err)"
 		csnap=$(ls csnap/*.snap | head -1)
 		objs_check "gcore's core" "$csnap" objs
+		types_check "gcore's core" $core objs
 		# The same heap: the HEAP sections but for committed bytes.
 		strip() { sed -n '/^HEAP:/,/^MAPS:/p' $1 | awk '$1 == "in-use" { $6 = "-" } $1 ~ /^(tcache|fastbin|unsorted|bin|top|unlisted)$/ { $5 = "-" } { print }'; }
 		strip $live >live.heap
@@ -150,5 +182,6 @@ if [ -n "$kcore" ]; then
 	"$bin" snapshot -o ksnap/ $kcore >ksnap.out 2>ksnap.err &&
 		ok || bad "objects: snapshot of the kernel's core failed: $(cat ksnap.err)"
 	objs_check "the kernel's core" "$(ls ksnap/*.snap | head -1)" kobjs
+	types_check "the kernel's core" $kcore kobjs
 	rm -f $kcore
 fi
