@@ -64,6 +64,23 @@ struct capture_leak {
 	uint8_t nhead;        /* bytes of head read */
 };
 
+/*
+ * What a question about single blocks asks of the memory while it is at
+ * hand (a live process still held), beside what a capture reads itself:
+ * WALKED, once the heap is walked (or found not to be: S->walked says),
+ * before the scan; VISITOR, offered the bytes the scan reads, beside the
+ * typing; AT_HAND, once the scan and the typing are done (or not done:
+ * S->scanned says), to read what else it needs through S->img.  Any may
+ * be NULL; each is called with CTX.
+ */
+struct capture;
+struct capture_hook {
+	void (*walked)(struct capture *s, void *ctx);
+	struct reach_visitor visitor;
+	void (*at_hand)(struct capture *s, void *ctx);
+	void *ctx;
+};
+
 struct capture {
 	pid_t pid;
 	char *command_line;
@@ -87,6 +104,7 @@ struct capture {
 	struct typing types;
 	bool scanned;
 	bool no_scan;         /* asked not to scan (walk only) */
+	const struct capture_hook *hook; /* or NULL */
 	struct capture_leak *leaks;  /* the largest leaked blocks */
 	size_t nleaks;
 	struct capture_bucket *buckets;
@@ -100,9 +118,12 @@ struct capture {
  * Take a snapshot of process PID into S: -1 after saying why not (it
  * may not be stopped, it exited meanwhile).  SCAN: the blocks in use read
  * too, for their types and leaks (a longer stop).  A heap that cannot be
- * walked (not glibc's) is no error: S says so.
+ * walked (not glibc's) is no error: S says so.  HOOK (may be NULL): a
+ * question's, called while the process is held (with SCAN, the typing
+ * is then finished before the process goes on); it outlives S.
  */
-int capture_process(struct capture *s, pid_t pid, bool scan);
+int capture_process(struct capture *s, pid_t pid, bool scan,
+		    const struct capture_hook *hook);
 
 /*
  * The same of the ELF core file at PATH: what the core holds of each
@@ -111,7 +132,8 @@ int capture_process(struct capture *s, pid_t pid, bool scan);
  * -1 after saying why not (not a core, unreadable).
  */
 int capture_core(struct capture *s, const char *path,
-		       const struct read_options *ro);
+		 const struct read_options *ro,
+		 const struct capture_hook *hook);
 void capture_free(struct capture *s);
 
 /*

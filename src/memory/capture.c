@@ -324,18 +324,50 @@ static void read_leaks(struct capture *s)
 	free(ok);
 }
 
+/* The typing's visitor and a hook's, both offered every piece. */
+struct two_visitors {
+	struct reach_visitor a, b;
+};
+
+static void both_block(void *ctx, size_t i, uint64_t offset,
+		       const uint64_t *words, size_t nwords)
+{
+	struct two_visitors *v = ctx;
+
+	if (v->a.block)
+		v->a.block(v->a.ctx, i, offset, words, nwords);
+	if (v->b.block)
+		v->b.block(v->b.ctx, i, offset, words, nwords);
+}
+
+static void both_root(void *ctx, const struct heap_root_range *range,
+		      uint64_t addr, const uint64_t *words, size_t nwords)
+{
+	struct two_visitors *v = ctx;
+
+	if (v->a.root)
+		v->a.root(v->a.ctx, range, addr, words, nwords);
+	if (v->b.root)
+		v->b.root(v->b.ctx, range, addr, words, nwords);
+}
+
 /*
  * With the image at one instant: the heap walked, who points at its
- * blocks and what they are, the leaked ones' first bytes.
+ * blocks and what they are, the leaked ones' first bytes; then what a
+ * hook asks.
  */
 static void read_heap(struct capture *s)
 {
 	struct procimage *img = s->img;
+	const struct capture_hook *hook = s->hook;
 	uint64_t *sps = xcalloc(img->nthreads + 1, sizeof(*sps));
 	uint64_t *regs = xcalloc(img->nthreads + 1, IMAGE_NREGS * 8);
+	struct two_visitors two;
 	struct reach_visitor v;
 
 	s->walked = heap_walk(&s->h, img) == 0;
+	if (hook && hook->walked)
+		hook->walked(s, hook->ctx);
 	if (s->walked && !s->no_scan) {
 		for (size_t i = 0; i < img->nthreads; i++) {
 			sps[i] = img->threads[i].sp;
@@ -346,11 +378,23 @@ static void read_heap(struct capture *s)
 				 img->nthreads);
 		typing_init(&s->types, &s->h, img);
 		v = typing_visitor(&s->types);
+		if (hook) {
+			two.a = v;
+			two.b = hook->visitor;
+			v.block = both_block;
+			v.root = both_root;
+			v.ctx = &two;
+		}
 		s->scanned = reach_scan_run(&s->scan, &s->h, img, &s->roots,
 					   &v) == 0;
 		if (s->scanned)
 			read_leaks(s);
+		/* (A question reads types while the memory is at hand.) */
+		if (s->scanned && hook)
+			typing_finish(&s->types, &s->scan);
 	}
+	if (hook && hook->at_hand)
+		hook->at_hand(s, hook->ctx);
 	free(sps);
 	free(regs);
 }
@@ -561,11 +605,13 @@ static void after(struct capture *s)
 		count_blocks(s);
 }
 
-int capture_process(struct capture *s, pid_t pid, bool scan)
+int capture_process(struct capture *s, pid_t pid, bool scan,
+		    const struct capture_hook *hook)
 {
 	memset(s, 0, sizeof(*s));
 	s->pid = pid;
 	s->no_scan = !scan;
+	s->hook = hook;
 	s->command_line = command_line(pid);
 	for (;;) {
 		s->tries++;
@@ -584,11 +630,13 @@ int capture_process(struct capture *s, pid_t pid, bool scan)
 }
 
 int capture_core(struct capture *s, const char *path,
-		       const struct read_options *ro)
+		 const struct read_options *ro,
+		 const struct capture_hook *hook)
 {
 	struct stat st;
 
 	memset(s, 0, sizeof(*s));
+	s->hook = hook;
 	s->core = xcalloc(1, sizeof(*s->core));
 	if (coreimage_open_at(s->core, path, ro ? ro->host_path : NULL,
 			      ro ? ro->host_ctx : NULL) < 0) {
