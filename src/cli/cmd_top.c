@@ -506,6 +506,11 @@ static void json_begin(struct top *t, struct json_writer *w,
 	json_object(w);
 	json_member_string(w, "dump", t->snap->path);
 	json_member_string(w, "policy", t->o->policy->label);
+	/* (Whatever bytes it holds, as they were: json_bytes.) */
+	if (t->snap->command_line && *t->snap->command_line) {
+		json_key(w, "command_line");
+		json_bytes(w, t->snap->command_line);
+	}
 }
 
 static void print_json(struct top *t)

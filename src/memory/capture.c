@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "escape.h"
 #include "hashmap.h"
 #include "procstop.h"
 #include "util.h"
@@ -31,7 +32,12 @@
 /* How long a thread may take to stop; tries while an arena is locked. */
 #define STOP_TIMEOUT_MS 2000
 #define LOCKED_TRIES 5
-/* /proc/PID/cmdline, its NULs as spaces; "" when it cannot be read. */
+/*
+ * /proc/PID/cmdline, the NULs between its arguments as spaces (those
+ * after the last, of a process that rewrote its arguments, dropped),
+ * every other byte as it is: META escapes it.  "" when it cannot be
+ * read.
+ */
 static char *command_line(pid_t pid)
 {
 	char path[64];
@@ -42,11 +48,16 @@ static char *command_line(pid_t pid)
 	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
 	if ((f = fopen(path, "re"))) {
 		while ((c = getc(f)) != EOF)
-			sb_addch(&sb, c && c != '\n' ? c : ' ');
+			sb_addch(&sb, c);
 		fclose(f);
 	}
-	while (sb.len && sb.buf[sb.len - 1] == ' ')
-		sb.buf[--sb.len] = '\0';
+	while (sb.len && !sb.buf[sb.len - 1])
+		sb.len--;
+	for (size_t i = 0; i < sb.len; i++)
+		if (!sb.buf[i])
+			sb.buf[i] = ' ';
+	if (sb.buf)
+		sb.buf[sb.len] = '\0';
 	return sb.buf ? sb_detach(&sb) : xstrdup("");
 }
 
@@ -646,8 +657,12 @@ int capture_core(struct capture *s, const char *path,
 	}
 	s->img = &s->core->img;
 	s->pid = s->core->pid;
-	s->command_line = xstrdup(s->core->args[0] ? s->core->args
-						     : s->core->command);
+	/* (Whole from the stack, where it holds it: NT_PRPSINFO keeps 80
+	 * bytes.) */
+	s->command_line = coreimage_command_line(s->core);
+	if (!s->command_line)
+		s->command_line = xstrdup(s->core->args[0] ? s->core->args
+							     : s->core->command);
 	s->threads = s->core->nthreads;
 	if (stat(path, &st) == 0)
 		s->time = (double)st.st_mtim.tv_sec +
@@ -673,7 +688,7 @@ struct emit {
 	int (*put)(void *ctx, const struct snap_record *r);
 	void *ctx;
 	int rc;
-	struct strbuf val;
+	struct strbuf val, escaped;
 };
 
 static void put(struct emit *e, const struct snap_record *r)
@@ -689,7 +704,11 @@ static void put_kind(struct emit *e, enum snap_record_kind kind)
 	put(e, &r);
 }
 
-/* META's KEY: the value formatted by FMT. */
+/*
+ * META's KEY: the value formatted by FMT, escaped (escape.h: a command
+ * line or a path may hold any byte but NUL, and a META line is one
+ * line), as the file has it and the builder reads it.
+ */
 PRINTF(3, 4) static void meta(struct emit *e, const char *key,
 			      const char *fmt, ...)
 {
@@ -700,10 +719,12 @@ PRINTF(3, 4) static void meta(struct emit *e, const char *key,
 	va_start(ap, fmt);
 	sb_vaddf(&e->val, fmt, ap);
 	va_end(ap);
+	sb_reset(&e->escaped);
+	escape_line(&e->escaped, e->val.buf ? e->val.buf : "", e->val.len);
 	r.u.meta.key = key;
 	r.u.meta.key_len = strlen(key);
-	r.u.meta.value = e->val.buf;
-	r.u.meta.value_len = e->val.len;
+	r.u.meta.value = e->escaped.buf ? e->escaped.buf : "";
+	r.u.meta.value_len = e->escaped.len;
 	put(e, &r);
 }
 
@@ -885,13 +906,14 @@ int capture_emit(const struct capture *s,
 		  int (*put_record)(void *ctx, const struct snap_record *r),
 		  void *ctx)
 {
-	struct emit e = { put_record, ctx, 0, STRBUF_INIT };
+	struct emit e = { put_record, ctx, 0, STRBUF_INIT, STRBUF_INIT };
 
 	emit_meta(&e, s);
 	if (s->walked)
 		emit_heap(&e, s);
 	emit_maps(&e, s);
 	sb_release(&e.val);
+	sb_release(&e.escaped);
 	return e.rc;
 }
 
