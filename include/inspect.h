@@ -82,6 +82,10 @@ struct inspect {
 	bool type_known;      /* TYPE names a type of the capture's */
 	struct capture_hook hook;
 	const struct heap *h; /* the capture's, while it is read */
+	/* The targets whose references are looked for, by where those
+	 * point into, and the span of it all. */
+	size_t *order, norder;
+	uint64_t span_lo, span_hi;
 };
 
 /*

@@ -270,7 +270,10 @@ static int type_in_memory(struct cmd_args *a, pid_t pid, const char *core,
 		inspect_release(&in);
 		return 1;
 	}
-	if (!in.nblocks) {
+	if (!s.walked) {
+		fault_error(&s.h.why, NULL);
+		rc = 1;
+	} else if (!in.nblocks) {
 		struct strbuf sb = STRBUF_INIT;
 		struct tally names;
 

@@ -125,6 +125,36 @@ static void place(struct capture *s, struct inspect_target *t)
 	t->place = t->thread >= 0 ? PLACE_STACK : PLACE_MAPPING;
 }
 
+/* By the start of what references point into. */
+static int cmp_by_lo(const void *a, const void *b, void *targets)
+{
+	const struct inspect_target *t = targets;
+	uint64_t x = t[*(const size_t *)a].lo, y = t[*(const size_t *)b].lo;
+
+	return (x > y) - (x < y);
+}
+
+/* The targets references are looked for, by LO, and their span. */
+static void order_targets(struct inspect *in)
+{
+	in->norder = 0;
+	in->span_lo = UINT64_MAX;
+	in->span_hi = 0;
+	for (size_t k = 0; k < in->ntargets; k++) {
+		const struct inspect_target *t = &in->targets[k];
+
+		if (t->hi <= t->lo)
+			continue;
+		in->order[in->norder++] = k;
+		if (t->lo < in->span_lo)
+			in->span_lo = t->lo;
+		if (t->hi > in->span_hi)
+			in->span_hi = t->hi;
+	}
+	qsort_r(in->order, in->norder, sizeof(*in->order), cmp_by_lo,
+		in->targets);
+}
+
 static void walked(struct capture *s, void *ctx)
 {
 	struct inspect *in = ctx;
@@ -143,6 +173,7 @@ static void walked(struct capture *s, void *ctx)
 		t->addr = addr;
 		place(s, t);
 	}
+	order_targets(in);
 	in->nblocks = 0;
 	in->type_known = false;
 }
@@ -162,27 +193,41 @@ static struct inspect_ref *add_ref(struct inspect_ref **v, size_t *n,
 	return r;
 }
 
-/* Words at ADDR that point into a target: incoming references. */
+/*
+ * Words at ADDR that point into a target: incoming references.  Every
+ * word of the heap and the roots comes here, so most leave at the span's
+ * test; the rest find their target by a search (targets in one block
+ * share its range: each of them is given the word).
+ */
 static void look(struct inspect *in, uint64_t addr, const uint64_t *w,
 		 size_t n, ptrdiff_t block, enum heap_root_kind root)
 {
-	for (size_t k = 0; k < in->ntargets; k++) {
-		struct inspect_target *t = &in->targets[k];
-		uint64_t lo = t->lo, len = t->hi - t->lo;
+	const struct inspect_target *tg = in->targets;
+	const size_t *order = in->order;
+	uint64_t span_lo = in->span_lo, span = in->span_hi - in->span_lo;
 
-		if (!len)
+	if (!in->norder)
+		return;
+	for (size_t j = 0; j < n; j++) {
+		uint64_t v = w[j];
+		size_t p;
+
+		if (v - span_lo >= span)
 			continue;
-		for (size_t j = 0; j < n; j++) {
+		p = PARTITION_POINT(in->norder, i, tg[order[i]].lo <= v);
+		for (size_t q = p; q && tg[order[q - 1]].lo == tg[order[p - 1]].lo;
+		     q--) {
+			struct inspect_target *t = &in->targets[order[q - 1]];
 			struct inspect_ref *r;
 
-			if (w[j] - lo >= len)
+			if (v >= t->hi)
 				continue;
 			r = add_ref(&t->in, &t->nin, &t->in_alloc,
 				    &t->in_count);
 			if (!r)
 				continue;
 			r->at = addr + 8 * j;
-			r->value = w[j];
+			r->value = v;
 			r->block = block;
 			r->root = root;
 		}
@@ -323,6 +368,7 @@ void inspect_init(struct inspect *in, const uint64_t *addrs, size_t n,
 {
 	memset(in, 0, sizeof(*in));
 	in->targets = xcalloc(n ? n : 1, sizeof(*in->targets));
+	in->order = xcalloc(n ? n : 1, sizeof(*in->order));
 	in->ntargets = n;
 	for (size_t k = 0; k < n; k++)
 		in->targets[k].addr = addrs[k];
@@ -343,6 +389,7 @@ void inspect_release(struct inspect *in)
 		free(in->targets[k].out);
 	}
 	free(in->targets);
+	free(in->order);
 	free(in->blocks);
 	memset(in, 0, sizeof(*in));
 }
