@@ -14,11 +14,11 @@
 #include "snapfile.h"
 #include "util.h"
 
+/* x86-64's struct user_regs_struct, in order. */
 static const char *const reg_names[IMAGE_NREGS] = {
-	"r15", "r14", "r13", "r12", "rbp",	"rbx",	   "r11",
-	"r10", "r9",  "r8",  "rax", "rcx",	"rdx",	   "rsi",
-	"rdi", "orig_rax", "rip", "cs", "eflags", "rsp", "ss",
-	"fs_base", "gs_base", "ds", "es", "fs", "gs",
+	"r15", "r14", "r13", "r12", "rbp", "rbx", "r11", "r10", "r9",
+	"r8", "rax", "rcx", "rdx", "rsi", "rdi", "orig_rax", "rip", "cs",
+	"eflags", "rsp", "ss", "fs_base", "gs_base", "ds", "es", "fs", "gs",
 };
 
 const char *inspect_reg_name(int reg)

@@ -87,7 +87,7 @@ static void run(void)
 {
 	const struct capture_hook *h = &in.hook;
 	struct heap_root_range root = { STACK, STACK + 0x1000, ROOT_STACK };
-	uint64_t w[6];
+	uint64_t w[16];
 
 	h->walked(&s, h->ctx);
 	for (size_t i = 0; i < s.h.nblocks; i++) {
