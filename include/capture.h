@@ -70,6 +70,23 @@ struct capture_leak {
 	uint8_t nhead;        /* bytes of head read */
 };
 
+/*
+ * What a question about single blocks asks of the memory while it is at
+ * hand (a live process still held), beside what a capture reads itself:
+ * WALKED, once the heap is walked (or found not to be: S->walked says),
+ * before the scan; VISITOR, offered the bytes the scan reads, beside the
+ * typing; AT_HAND, once the scan and the typing are done (or not done:
+ * S->scanned says), to read what else it needs through S->img.  Any may
+ * be NULL; each is called with CTX.
+ */
+struct capture;
+struct capture_hook {
+	void (*walked)(struct capture *s, void *ctx);
+	struct reach_visitor visitor;
+	void (*at_hand)(struct capture *s, void *ctx);
+	void *ctx;
+};
+
 struct capture {
 	pid_t pid;
 	char *command_line;
@@ -109,6 +126,7 @@ struct capture {
 	struct typing types;
 	bool scanned;
 	bool no_scan;         /* asked not to scan (walk only) */
+	const struct capture_hook *hook; /* or NULL */
 	struct capture_leak *leaks;  /* the largest leaked blocks */
 	size_t nleaks;
 	struct capture_bucket *buckets;
@@ -129,9 +147,12 @@ struct capture {
  * process is then held while all of it runs (S->copy_too_big).  What
  * happens to the process after the copy (it exits) changes nothing.  A
  * heap that cannot be walked (not glibc's) is no error: S says so.
+ * HOOK (may be NULL): a question's, called on the copy (or, with no
+ * copy, while the process is held); with SCAN, the typing is then
+ * finished before it is asked.  It outlives S.
  */
 int capture_process(struct capture *s, pid_t pid, bool scan,
-		    uint64_t max_copy);
+		    uint64_t max_copy, const struct capture_hook *hook);
 /* The default most a copy may take: half the memory available now. */
 uint64_t capture_default_max_copy(void);
 
@@ -142,7 +163,8 @@ uint64_t capture_default_max_copy(void);
  * -1 after saying why not (not a core, unreadable).
  */
 int capture_core(struct capture *s, const char *path,
-		       const struct read_options *ro);
+		 const struct read_options *ro,
+		 const struct capture_hook *hook);
 void capture_free(struct capture *s);
 /* Warn that S's heap was not walked: why (then WHY_MORE), and how its
  * memory is classed instead. */

@@ -21,6 +21,7 @@
 #include "classify.h"
 #include "json_write.h"
 #include "run.h"
+#include "tally.h"
 
 struct change {
 	const struct model *m;    /* of ST */
@@ -59,6 +60,10 @@ struct change_end {
 	int64_t allocs, frees;
 	bool counted;
 	bool live;                    /* it counts blocks in use */
+	/* A heap walked from outside (has_types): its blocks in use by
+	 * type (blocktypes.h). */
+	struct tally types;
+	bool has_types;
 };
 
 /* The dump with the most bytes with stacks among those read. */

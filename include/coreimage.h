@@ -77,8 +77,12 @@ struct coreimage {
 	char command[17];   /* NT_PRPSINFO's pr_fname, "" if absent */
 	char args[81];      /* its pr_psargs: the command line's first 80
 			       bytes, "" if absent */
-	/* From NT_AUXV, 0 when absent. */
-	uint64_t entry, vdso;
+	/* From NT_AUXV, 0 when absent: AT_ENTRY, AT_SYSINFO_EHDR,
+	 * AT_EXECFN, and its first words (where it lies on the main
+	 * thread's stack, the command line's pointers lie below it). */
+	uint64_t entry, vdso, execfn;
+	uint64_t auxv_head[16];
+	size_t auxv_words;
 	/*
 	 * Bytes not in the core by the writer's choice (p_filesz below
 	 * p_memsz: code read from files, coredump_filter, guard pages),
@@ -104,6 +108,15 @@ int coreimage_open_at(struct coreimage *core, const char *path,
 		      char *(*host_path)(const void *ctx, const char *path),
 		      const void *ctx);
 void coreimage_close(struct coreimage *core);
+
+/*
+ * The command line of CORE's process whole, read from its main thread's
+ * stack as /proc/PID/cmdline is (NT_PRPSINFO keeps 80 bytes of it): its
+ * arguments, the NULs between them as spaces (empty ones at the end
+ * dropped); a new string, or NULL when the stack does not hold it (no
+ * NT_AUXV, the stack left out or garbled).
+ */
+char *coreimage_command_line(struct coreimage *core);
 
 /* The bytes of [START, END) the core holds (its committed bytes, as far
  * as a core can tell). */

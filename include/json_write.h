@@ -58,6 +58,13 @@ void json_end(struct json_writer *w);
 void json_key(struct json_writer *w, const char *key);
 
 void json_string(struct json_writer *w, const char *s);
+/*
+ * S, bytes that may be no UTF-8 (a command line), as a string whose
+ * bytes of no valid character are lone surrogates \udc80..\udcff: what
+ * Python's surrogateescape reads back into the same bytes
+ * (json.loads(...).encode("utf-8", "surrogateescape")).
+ */
+void json_bytes(struct json_writer *w, const char *s);
 void json_int(struct json_writer *w, int64_t v);
 void json_uint(struct json_writer *w, uint64_t v);
 void json_bool(struct json_writer *w, bool v);

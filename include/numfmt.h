@@ -23,5 +23,11 @@ void format_bytes(struct strbuf *sb, int64_t v, bool sign);
  * 0); SIGNED adds '+'. */
 void format_percent(struct strbuf *sb, int64_t part, int64_t whole,
 		    bool sign);
+/*
+ * N bytes at P as hexdump -C shows them, a line of 16 each, every line
+ * after INDENT and ending in a newline (the first bytes of a block).
+ */
+void format_hexdump(struct strbuf *sb, const uint8_t *p, size_t n,
+		    const char *indent);
 
 #endif

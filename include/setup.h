@@ -132,13 +132,23 @@ extern const char *const setup_owner_rules[];
  * without -o.  Its directories are made.  NULL after an error.
  */
 char *setup_output_prefix(const char *output, const char *name);
-/* The one operand of a command on a live process (heap, snapshot): its
- * process id into *PID; 0, or a usage error's status. */
 /* The operand when it is not a number but names a file (a core to
  * read), or NULL. */
 const char *setup_core_operand(const struct cmd_args *a);
 
+/* The one operand of a command on a live process (heap, snapshot): its
+ * process id into *PID; 0, or a usage error's status. */
 int setup_pid(struct cmd_args *a, pid_t *pid);
+
+/*
+ * WHAT, the operand of a command that reads a process, a core or a dump
+ * (describe, expand --type): a process when it is a number that names
+ * no file (its id into *PID), else a file whose format goes to *FORMAT
+ * (*PID 0).  0, or a usage error's status, or 1 after saying why the
+ * file cannot be read.
+ */
+int setup_memory_operand(struct cmd_args *a, const char *what, pid_t *pid,
+			 enum dump_format *format);
 
 /* -b, --bytes: exact byte counts for human-readable sizes. */
 #define OPTION_BYTES                                                        \

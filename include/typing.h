@@ -3,9 +3,10 @@
  * whose first word points into a vtable is of the class the vtable's
  * typeinfo names (found by structure: vtable[-1] is the typeinfo, whose
  * second word points at the mangled name; demangled here, so no symbols
- * are needed); a few library layouts are recognised by who points at
- * them (a long std::string's body, a std::vector's body, a hash table's
- * buckets and nodes, a tree's nodes), as chap does; the rest is unknown.
+ * are needed), a block make_shared made by the class its control block
+ * holds; a few library layouts are recognised by who points at them (a
+ * long std::string's body, a std::vector's body, a hash table's buckets
+ * and nodes, a tree's nodes), as chap does; the rest is unknown.
  *
  * In a CPython process (the heap's pymalloc walked), a block holding a
  * Python object is typed by its ob_type, and storage such an object keeps
@@ -38,7 +39,9 @@ enum block_type_kind {
 
 struct block_type {
 	enum block_type_kind kind;
-	/* The class ("Session", "ns::Conn<int>") or the layout's name
+	/* The class ("Session", "ns::Conn<int>"; a block make_shared
+	 * made, whose control block's vtable comes first, by the class it
+	 * holds: "Record (make_shared)") or the layout's name
 	 * ("string body", "vector body", "unordered_map/set buckets",
 	 * "unordered_map/set node", "map/set node": no "std::", which
 	 * owners pass over as the C++ runtime's). */

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blocktypes.h"
 #include "numfmt.h"
 #include "stacktext.h"
 #include "tally.h"
@@ -183,6 +184,10 @@ static int end_of(struct change_end *e, struct classifier *cls,
 	e->counted = !snap->counts_unknown;
 	e->live = snap->counts_live;
 	e->path = xstrdup(snap->path);
+	if ((e->has_types = snap->has_heap)) {
+		tally_init(&e->types);
+		blocktypes_add_snapshot(&e->types, cls->m, snap);
+	}
 	e->time = snap->time;
 	e->instructions = snap->time_instructions;
 	e->values = xcalloc(cls->p->ncols, sizeof(*e->values));
@@ -563,6 +568,8 @@ void change_end_free(struct change_end *e)
 {
 	free(e->path);
 	free(e->values);
+	if (e->has_types)
+		tally_free(&e->types);
 	memset(e, 0, sizeof(*e));
 }
 

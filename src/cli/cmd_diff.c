@@ -206,6 +206,10 @@ struct diff {
 	size_t rows;            /* -n */
 	bool exact, json;
 	struct table comps, funcs, stacks;
+	/* Of a heap walked from outside at both ends: its blocks in use by
+	 * type, their bytes (chunks) and count at A and B. */
+	struct table types;
+	bool has_types;
 	struct tally ftally;    /* the functions, by name */
 	struct strbuf texts;    /* the stacks' texts, NUL-separated */
 	size_t *text_at;        /* offsets into texts, by stack row */
@@ -294,6 +298,43 @@ static void build_components(struct diff *d)
 		r->a = a;
 		r->b = b;
 	}
+}
+
+/* A type's row: T's entry at A (EA) and at B (EB), either NULL. */
+static void type_row(struct diff *d, const struct tally_entry *ea,
+		     const struct tally_entry *eb)
+{
+	const struct tally_entry *e = eb ? eb : ea;
+	struct row *r;
+
+	if (ea && eb && ea->bytes == eb->bytes)
+		return;
+	r = add_row(&d->types);
+	r->name = e->key;
+	r->a = ea ? ea->bytes : 0;
+	r->b = eb ? eb->bytes : 0;
+	r->blocks_a = ea ? ea->allocs : 0;
+	r->blocks_b = eb ? eb->allocs : 0;
+}
+
+/*
+ * The types whose blocks' bytes changed, where both ends are heaps
+ * walked from outside (snapshots, cores).
+ */
+static void build_types(struct diff *d)
+{
+	const struct tally *ta = &d->c.a.types, *tb = &d->c.b.types;
+
+	d->has_types = d->c.a.has_types && d->c.b.has_types;
+	if (!d->has_types)
+		return;
+	d->overflow |= ta->overflow || tb->overflow;
+	for (size_t i = 0; i < tb->n; i++)
+		type_row(d, tally_find(ta, tb->v[i]->key, tb->v[i]->len),
+			 tb->v[i]);
+	for (size_t i = 0; i < ta->n; i++)
+		if (!tally_find(tb, ta->v[i]->key, ta->v[i]->len))
+			type_row(d, ta->v[i], NULL);
 }
 
 static void build_stacks_and_functions(struct diff *d)
@@ -466,13 +507,17 @@ static void print_header(struct diff *d, const struct table *t,
 	printf("%11s %10s %10s", "change", "A", "B");
 	if (t == &d->comps)
 		printf(" %7s", "%");
+	else if (t == &d->types)
+		printf(" %8s", "blocks");
 	else if (has_bytes(d))
 		printf(" %10s %10s", "allocated", "freed");
 	else if (has_counts(d))
 		printf(" %8s %8s", "allocs", "frees");
 	else if (has_live(d))
 		printf(" %8s", "blocks");
-	printf("  %s%s\n", d->c.has & CHANGES_SERIES ? "  " : "", t->noun);
+	printf("  %s%s\n",
+	       (d->c.has & CHANGES_SERIES) && t != &d->types ? "  " : "",
+	       t->noun);
 }
 
 /*
@@ -510,6 +555,9 @@ static void print_row(struct diff *d, const struct table *t,
 		sb_reset(&sb);
 		format_percent(&sb, r->change, r->a, true);
 		printf(" %7s", r->a ? sb.buf : "new");
+	} else if (t == &d->types) {
+		printf(r->blocks > 0 ? " %+8" PRId64 : " %8" PRId64,
+		       r->blocks);
 	} else if (has_bytes(d)) {
 		printf(" %10s", bytes(d, &sb, r->allocated, false));
 		printf(" %10s", bytes(d, &sb, r->freed, false));
@@ -519,9 +567,9 @@ static void print_row(struct diff *d, const struct table *t,
 		printf(r->blocks > 0 ? " %+8" PRId64 : " %8" PRId64,
 		       r->blocks);
 	}
-	printf("  %s", !(d->c.has & CHANGES_SERIES) ? ""
-		       : r->suspect			   ? "* "
-							   : "  ");
+	printf("  %s", !(d->c.has & CHANGES_SERIES) || t == &d->types ? ""
+		       : r->suspect ? "* "
+				    : "  ");
 	if (t == &d->stacks) {
 		short_stack(d, &sb, r->ch);
 		printf("%s", sb.buf);
@@ -660,6 +708,9 @@ static void print_text(struct diff *d)
 	if (!d->comps.n)
 		printf("\nno component changed\n");
 	print_table(d, &d->comps, "components");
+	if (d->has_types && !d->types.n)
+		printf("\nno type of block in use changed\n");
+	print_table(d, &d->types, "types");
 	if (!d->funcs.n)
 		printf("\nno stack changed\n");
 	print_table(d, &d->funcs, "functions");
@@ -705,19 +756,21 @@ static void json_rows(struct diff *d, struct json_writer *w, const char *key,
 		json_member_int(w, "a", r->a);
 		json_member_int(w, "b", r->b);
 		json_member_int(w, "change", r->change);
-		if (t != &d->comps && (d->c.has & CHANGES_COUNTS)) {
+		if (t != &d->comps && t != &d->types &&
+		    (d->c.has & CHANGES_COUNTS)) {
 			json_member_int(w, "allocs", r->allocs);
 			json_member_int(w, "frees", r->frees);
 		}
-		if (t != &d->comps && has_bytes(d)) {
+		if (t != &d->comps && t != &d->types && has_bytes(d)) {
 			json_member_int(w, "allocated", r->allocated);
 			json_member_int(w, "freed", r->freed);
 		}
-		if (t != &d->comps && has_live(d)) {
+		if (t != &d->comps && (has_live(d) || t == &d->types)) {
 			json_member_int(w, "blocks_a", r->blocks_a);
 			json_member_int(w, "blocks_b", r->blocks_b);
 		}
-		if (t != &d->comps && (d->c.has & CHANGES_SERIES))
+		if (t != &d->comps && t != &d->types &&
+		    (d->c.has & CHANGES_SERIES))
 			json_member_bool(w, "leak_suspect", r->suspect);
 		json_end(w);
 	}
@@ -770,6 +823,8 @@ static void print_json(struct diff *d)
 	if (shape_shown(d))
 		json_shape(d, &w);
 	json_rows(d, &w, "components", &d->comps);
+	if (d->has_types)
+		json_rows(d, &w, "types", &d->types);
 	json_rows(d, &w, "functions", &d->funcs);
 	json_rows(d, &w, "stacks", &d->stacks);
 	json_end(&w);
@@ -925,6 +980,8 @@ static int cmd_diff_run(struct cmd_args *a)
 	d.funcs.plural = "functions";
 	d.stacks.noun = "stack";
 	d.stacks.plural = "stacks";
+	d.types.noun = "type";
+	d.types.plural = "types";
 	tally_init(&d.ftally);
 	d.ftally.owners = &d.owners;
 	tally_init(&d.passed);
@@ -937,9 +994,11 @@ static int cmd_diff_run(struct cmd_args *a)
 	if (!rc) {
 		setup_owners_policy(&d.owners, d.p);
 		build_components(&d);
+		build_types(&d);
 		build_stacks_and_functions(&d);
 		/* (JSON prints every row, in order.) */
 		finish(&d.comps, d.rows, d.json, &d.overflow);
+		finish(&d.types, d.rows, d.json, &d.overflow);
 		finish(&d.funcs, d.rows, d.json, &d.overflow);
 		finish(&d.stacks, d.rows, d.json, &d.overflow);
 		place_calls(&d);
@@ -957,6 +1016,7 @@ static int cmd_diff_run(struct cmd_args *a)
 	}
 	changes_free(&d.c);
 	free(d.comps.v);
+	free(d.types.v);
 	free(d.funcs.v);
 	for (size_t i = 0; i < d.stacks.n; i++)
 		free(d.stacks.v[i].own_name);

@@ -17,10 +17,15 @@
 #include <string.h>
 
 #include "aggregate.h"
+#include "blocktypes.h"
+#include "capture.h"
+#include "inspect.h"
+#include "numfmt.h"
 #include "setup.h"
 #include "stacktext.h"
 #include "tally.h"
 #include "scan.h"
+#include "suggest.h"
 
 /* What to expand, and how. */
 struct expand {
@@ -40,7 +45,9 @@ enum {
 
 /* "(alloc=N) (free=N) ", or "?" where the profile does not count. */
 static const char *const usage[] = { "DUMP COMPONENT [DEPTH]",
-				     "DUMP POLICY COMPONENT [DEPTH]", NULL };
+				     "DUMP POLICY COMPONENT [DEPTH]",
+				     "-t TYPE DUMP", "-t TYPE CORE",
+				     "-t TYPE PID", NULL };
 static const struct cmd_option options[] = {
 	OPTION_POLICY,
 	{ .key = 'l', .name = "lines", .flags = OPT_SYNOPSIS,
@@ -49,6 +56,10 @@ static const struct cmd_option options[] = {
 	  .flags = OPT_SYNOPSIS,
 	  .help = "the original's lines, keyed by frames and counts, "
 		  "\"func(@file)\" frames" },
+	{ .key = 't', .name = "type", .arg = "TYPE", .type = OPT_STRING,
+	  .empty = "which type? (a name of top's types table)",
+	  .help = "the blocks of TYPE (of a snapshot, a core, a process): "
+		  "address, size, first bytes" },
 	OPT_END,
 };
 
@@ -149,21 +160,11 @@ static void print(const struct expand *x)
 /* Up to LISTED_HEAD bytes as hexdump -C shows them, indented. */
 static void hexdump(const uint8_t *p, size_t n)
 {
-	for (size_t off = 0; off < n; off += 16) {
-		printf("    %08zx ", off);
-		for (size_t i = off; i < off + 16; i++) {
-			if (i == off + 8)
-				putchar(' ');
-			if (i < n)
-				printf(" %02x", p[i]);
-			else
-				fputs("   ", stdout);
-		}
-		fputs("  |", stdout);
-		for (size_t i = off; i < off + 16 && i < n; i++)
-			putchar(p[i] >= 32 && p[i] < 127 ? p[i] : '.');
-		puts("|");
-	}
+	struct strbuf sb = STRBUF_INIT;
+
+	format_hexdump(&sb, p, n, "    ");
+	fputs(sb.buf ? sb.buf : "", stdout);
+	sb_release(&sb);
 }
 
 /* Largest first, then by address. */
@@ -225,6 +226,178 @@ static int print_listed(struct expand *x, const struct snapshot *snap)
 	return 0;
 }
 
+/* ---- expand -t TYPE: the blocks of a type ---- */
+
+/* "TYPE: N blocks in use, B bytes (their chunks), L leaked". */
+static void type_heading(const char *type, int64_t blocks, int64_t bytes,
+			 int64_t leaked, bool scanned)
+{
+	printf("%s: %" PRId64 " block%s in use, %" PRId64 " bytes (their "
+	       "chunks)", type, blocks, blocks == 1 ? "" : "s", bytes);
+	if (scanned)
+		printf(", %" PRId64 " leaked", leaked);
+	printf("\n");
+}
+
+/* No block of TYPE: say so, with the names nearest it among NAMES. */
+static int no_such_type(const char *what, const char *type,
+			const char *const *names, size_t n)
+{
+	const char *near[3];
+	size_t k = suggest(type, names, n, near, 3);
+
+	if (!k)
+		return error("%s: no block in use of type '%s' (top's types "
+			     "table names them)", what, type);
+	return error("%s: no block in use of type '%s'; did you mean '%s'%s%s"
+		     "%s%s?", what, type, near[0], k > 1 ? ", '" : "",
+		     k > 1 ? near[1] : "", k > 1 ? "'" : "",
+		     k > 2 ? " or another" : "");
+}
+
+/* The blocks of TYPE in a process or a core: each, by address. */
+static int type_in_memory(struct cmd_args *a, pid_t pid, const char *core,
+			  const char *type)
+{
+	struct inspect in;
+	struct capture s;
+	int64_t bytes = 0, leaked = 0;
+	int rc = 0;
+
+	inspect_init(&in, NULL, 0, type);
+	if ((core ? capture_core(&s, core, &a->read, &in.hook)
+		  : capture_process(&s, pid, true,
+				    capture_default_max_copy(),
+				    &in.hook)) < 0) {
+		inspect_release(&in);
+		return 1;
+	}
+	if (!s.walked) {
+		fault_error(&s.h.why, NULL);
+		rc = 1;
+	} else if (!in.nblocks) {
+		struct strbuf sb = STRBUF_INIT;
+		struct tally names;
+
+		tally_init(&names);
+		for (size_t i = 0; i < s.h.nblocks; i++) {
+			const char *name = inspect_type_name(&s, i, &sb);
+
+			if (s.h.blocks[i].state == HEAP_IN_USE)
+				tally_get(&names, name, strlen(name));
+		}
+		{
+			const char **v = xcalloc(names.n + 1, sizeof(*v));
+
+			for (size_t i = 0; i < names.n; i++)
+				v[i] = names.v[i]->key;
+			no_such_type(core ? core : s.img->name, type, v,
+				     names.n);
+			free(v);
+		}
+		tally_free(&names);
+		sb_release(&sb);
+		rc = 1;
+	}
+	for (size_t k = 0; k < in.nblocks; k++) {
+		size_t i = in.blocks[k].block;
+
+		bytes += (int64_t)s.h.blocks[i].size;
+		leaked += s.scanned && s.scan.state[i] >= REACH_LEAKED;
+	}
+	if (in.nblocks)
+		type_heading(type, (int64_t)in.nblocks, bytes, leaked,
+			     s.scanned);
+	for (size_t k = 0; k < in.nblocks; k++) {
+		static const char *const reach[] = {
+			"", "  anchored", "  leaked", "  leaked, unreferenced"
+		};
+		const struct inspect_block *ib = &in.blocks[k];
+		const struct heap_block *b = &s.h.blocks[ib->block];
+
+		printf("  0x%" PRIx64 "  %" PRIu64 " bytes%s\n", b->chunk + 16,
+		       (uint64_t)b->size,
+		       s.scanned ? reach[s.scan.state[ib->block] & 3] : "");
+		hexdump(ib->head, ib->nhead);
+	}
+	capture_free(&s);
+	inspect_release(&in);
+	return rc;
+}
+
+/* The blocks of TYPE a dump lists (its largest leaked ones). */
+static int type_in_dump(struct cmd_args *a, const char *what,
+			const char *type)
+{
+	struct setup o;
+	struct snapshot snap;
+	struct tally types;
+	const struct tally_entry *e;
+	size_t n = 0;
+	int rc = 0;
+
+	if (setup_dump(&o, &snap, a, what, NULL) < 0)
+		return 1;
+	tally_init(&types);
+	blocktypes_add_snapshot(&types, &o.run.model, &snap);
+	e = tally_find(&types, type, strlen(type));
+	if (!snap.has_heap) {
+		rc = error("%s holds no walked heap: its blocks are known by "
+			   "their stacks (expand DUMP COMPONENT)", what);
+	} else if (!e) {
+		const char **v = xcalloc(types.n + 1, sizeof(*v));
+
+		for (size_t i = 0; i < types.n; i++)
+			v[i] = types.v[i]->key;
+		rc = no_such_type(what, type, v, types.n);
+		free(v);
+	} else {
+		type_heading(type, e->allocs, e->bytes,
+			     e->v[BLOCKTYPES_LEAKED], snap.heap.scanned);
+		for (size_t i = 0; i < snap.nlisted; i++) {
+			const struct listed_block *b = &snap.listed[i];
+			const char *name =
+				blocktypes_name(&o.run.model, b->bucket);
+
+			if (!name || strcmp(name, type))
+				continue;
+			printf("  0x%" PRIx64 "  %" PRIu64 " bytes  %s\n",
+			       b->addr, b->size,
+			       b->unreferenced ? "leaked, unreferenced"
+					       : "leaked");
+			hexdump(b->head, b->nhead);
+			n++;
+		}
+		if ((int64_t)n < e->allocs)
+			printf("(%s keeps only its largest leaked blocks: %zu "
+			       "of these %" PRId64 " listed; the process or a "
+			       "core lists them all)\n", what, n, e->allocs);
+	}
+	tally_free(&types);
+	snapshot_release(&snap);
+	setup_close(&o);
+	return rc ? 1 : 0;
+}
+
+static int expand_type(struct cmd_args *a, const char *type)
+{
+	enum dump_format format;
+	pid_t pid;
+	int status;
+
+	if (a->argc != 1 || args_has(a, OPT_POLICY) ||
+	    args_has(a, OPT_ORIGINAL) || args_has(a, 'l'))
+		return cmd_usage_error(a, "-t TYPE lists the blocks of a type: "
+					  "one operand (DUMP, CORE or PID), "
+					  "no component, policy, --original "
+					  "or -l");
+	if ((status = setup_memory_operand(a, a->argv[0], &pid, &format)))
+		return status;
+	if (pid || format == FORMAT_CORE)
+		return type_in_memory(a, pid, pid ? NULL : a->argv[0], type);
+	return type_in_dump(a, a->argv[0], type);
+}
+
 /*
  * The operands: DUMP COMPONENT [DEPTH] with -p or the default policy, or
  * the original's DUMP POLICY COMPONENT [DEPTH].  Three operands without
@@ -276,6 +449,8 @@ static int cmd_expand_run(struct cmd_args *a)
 	int status;
 
 	memset(&x, 0, sizeof(x));
+	if (args_has(a, 't'))
+		return expand_type(a, args_get(a, 't'));
 	if ((status = operands(a, &dump, &policy, &component, &depth)))
 		return status;
 	x.depth = UINT64_MAX;

@@ -168,13 +168,13 @@ static int take_one(const struct snapshot_opts *o, struct taken *t)
 	int rc;
 
 	if (o->core) {
-		if (capture_core(&s, o->core, o->read) < 0)
+		if (capture_core(&s, o->core, o->read, NULL) < 0)
 			return -1;
 		say_core(&s);
 	} else {
 		if (t->n && procstop_exited(o->pid))
 			return gone(o->pid);
-		if (capture_process(&s, o->pid, o->scan, o->max_copy) < 0)
+		if (capture_process(&s, o->pid, o->scan, o->max_copy, NULL) < 0)
 			return t->n && procstop_exited(o->pid) ? gone(o->pid)
 							       : -1;
 	}

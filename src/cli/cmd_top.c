@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "aggregate.h"
+#include "blocktypes.h"
 #include "change.h"
 #include "comptree.h"
 #include "numfmt.h"
@@ -33,6 +34,7 @@ enum {
 	OPT_JSON = OPT_LONG_ONLY,
 	OPT_TREE,
 	OPT_LINES,
+	OPT_BY_TYPE,
 };
 
 struct top {
@@ -43,12 +45,20 @@ struct top {
 	bool json;
 	bool exact;            /* -b */
 	bool tree;             /* --tree */
+	/* --by-type: each column's blocks in use by type (its committed
+	 * bytes), and the nodes the tree shows them in, while it prints. */
+	bool by_type;
+	struct tally *coltypes;
 	bool lines;            /* --lines */
 	struct comptree ctree;
 	int64_t *values;       /* the csv row */
 	struct agg_builtins builtins;
 	int64_t total;         /* of the components of the partition */
 	struct tally funcs;    /* v[0] flat, v[1] cum */
+	/* A walked heap's blocks in use, by type (blocktypes.h): in
+	 * scope, each stack line once. */
+	struct tally types;
+	bool has_types;
 	struct owners owners;  /* --owner, --own, --alloc-fn */
 	struct tally passed;   /* -v: allocator wrappers passed over */
 	int64_t stack_bytes;   /* the bytes with stacks, in scope */
@@ -59,7 +69,7 @@ struct top {
 	struct cut {
 		size_t n, shown;   /* rows, rows before <other> */
 		int64_t rest;      /* in <other> */
-	} comps, fns;
+	} comps, fns, tys;
 };
 
 static const char *const usage[] = { "DUMP", NULL };
@@ -79,6 +89,9 @@ static const struct cmd_option options[] = {
 	{ .key = OPT_TREE, .name = "tree", .flags = OPT_SYNOPSIS,
 	  .help = "the components alone, as a tree of their names' "
 		  "parts split at '-' (or '/'), with subtotals" },
+	{ .key = OPT_BY_TYPE, .name = "by-type",
+	  .help = "with --tree: each component of a snapshot or a core "
+		  "split into the types of its blocks" },
 	OPTION_OWNERS,
 	OPT_END,
 };
@@ -97,6 +110,9 @@ static int add_item(void *ctx, const struct item *it)
 					 it->col)
 			: !policy_in_partition(t->o->policy, it->col))
 		return 0;
+	/* (A block counts whatever the core or the pages hold of it.) */
+	if (t->has_types && it->kind == ITEM_MALLOC && it->line)
+		blocktypes_add(&t->types, &t->o->run.model, it->line);
 	if (!it->bytes || stack_is_marker(&t->o->run.model, it->bucket->stack))
 		return 0;
 	stacktext_tally_functions(&t->funcs, &t->o->run.model,
@@ -219,6 +235,96 @@ static void print_heading(struct top *t)
 		printf("; not in them: the profiler's own %s",
 		       human(t, t->values[profiler], 0));
 	printf("\n");
+}
+
+/*
+ * The blocks in use by type, largest first: what a heap walked from
+ * outside knows its blocks by (a class, a layout, a runtime's object
+ * type; a size class where nothing is known), with how many of each
+ * are leaked where the heap was scanned.
+ */
+static void print_types(struct top *t)
+{
+	bool leaks = t->snap->heap.scanned;
+	int64_t blocks = 0, bytes = 0;
+	bool over = false;
+
+	for (size_t i = 0; i < t->types.n; i++) {
+		blocks = add64(blocks, t->types.v[i]->allocs, &over);
+		bytes = add64(bytes, t->types.v[i]->bytes, &over);
+	}
+	printf("\ntypes of the %" PRId64 " block%s in use", blocks,
+	       blocks == 1 ? "" : "s");
+	printf(", %s in their chunks (a block of no known type by its "
+	       "size)\n", human(t, bytes, 0));
+	if (!t->types.n) {
+		printf("  (none: %s)\n", t->col >= 0 ? "the component holds no "
+						       "block in use"
+						     : "no block in use");
+		return;
+	}
+	printf("%10s %10s", "bytes", "blocks");
+	if (leaks)
+		printf(" %8s", "leaked");
+	printf("  type\n");
+	for (size_t i = 0; i < t->tys.shown; i++) {
+		const struct tally_entry *e = t->types.v[i];
+
+		printf("%s %10" PRId64, human(t, e->bytes, 10), e->allocs);
+		if (leaks)
+			printf(" %8" PRId64, e->v[BLOCKTYPES_LEAKED]);
+		printf("  %s\n", e->key);
+	}
+	if (t->tys.n > t->tys.shown) {
+		size_t more = t->tys.n - t->tys.shown;
+		int64_t rest_blocks = 0;
+
+		for (size_t i = t->tys.shown; i < t->tys.n; i++)
+			rest_blocks = add64(rest_blocks, t->types.v[i]->allocs,
+					    &over);
+		printf("%s %10" PRId64, human(t, t->tys.rest, 10),
+		       rest_blocks);
+		if (leaks)
+			printf(" %8s", "");
+		printf("  <other: %zu more type%s>\n", more,
+		       more == 1 ? "" : "s");
+	}
+}
+
+/* The types table, as JSON: every type shown, and what <other> holds. */
+static void types_json(struct top *t, struct json_writer *w)
+{
+	int64_t rest_blocks = 0;
+	bool over = false;
+
+	json_key(w, "types");
+	json_array(w);
+	for (size_t i = 0; i < t->tys.shown; i++) {
+		const struct tally_entry *e = t->types.v[i];
+
+		json_object_line(w);
+		json_member_string(w, "name", e->key);
+		json_member_int(w, "count", e->allocs);
+		json_member_int(w, "bytes", e->bytes);
+		if (t->snap->heap.scanned) {
+			json_key(w, "leaked");
+			json_object_line(w);
+			json_member_int(w, "count", e->v[BLOCKTYPES_LEAKED]);
+			json_member_int(w, "bytes",
+					e->v[BLOCKTYPES_LEAKED_BYTES]);
+			json_end(w);
+		}
+		json_end(w);
+	}
+	json_end(w);
+	for (size_t i = t->tys.shown; i < t->tys.n; i++)
+		rest_blocks = add64(rest_blocks, t->types.v[i]->allocs, &over);
+	json_key(w, "other_types");
+	json_object_line(w);
+	json_member_uint(w, "types", t->tys.n - t->tys.shown);
+	json_member_int(w, "count", rest_blocks);
+	json_member_int(w, "bytes", t->tys.rest);
+	json_end(w);
 }
 
 /* E's flat bytes by the line they were allocated at. */
@@ -345,6 +451,8 @@ static void print_text(struct top *t)
 			       more == 1 ? "" : "s");
 		}
 	}
+	if (t->has_types)
+		print_types(t);
 	if (!t->stack_bytes && t->col < 0) {
 		/* (A snapshot of a heap not walked, a dump of mappings
 		 * only: no table at all, rather than one of nothing.) */
@@ -407,6 +515,11 @@ static void json_begin(struct top *t, struct json_writer *w,
 	json_object(w);
 	json_member_string(w, "dump", t->snap->path);
 	json_member_string(w, "policy", t->o->policy->label);
+	/* (Whatever bytes it holds, as they were: json_bytes.) */
+	if (t->snap->command_line && *t->snap->command_line) {
+		json_key(w, "command_line");
+		json_bytes(w, t->snap->command_line);
+	}
 }
 
 static void print_json(struct top *t)
@@ -450,6 +563,8 @@ static void print_json(struct top *t)
 	json_member_uint(&w, "count", t->comps.n - t->comps.shown);
 	json_member_int(&w, "bytes", t->comps.rest);
 	json_end(&w);
+	if (t->has_types)
+		types_json(t, &w);
 	json_member_int(&w, "stack_bytes", t->stack_bytes);
 	json_key(&w, "functions");
 	json_array(&w);
@@ -493,14 +608,16 @@ static size_t tree_cut(const struct top *t, const struct comptree_node *n,
 {
 	size_t nkids = 0, shown = 0, big = 0;
 	bool overflow = false; /* (parts of a sum that fits) */
+	/* (A component split into its types, the one node with a column
+	 * and children: 1% of it, else a small component shows none.) */
+	double whole = (double)(n->col >= 0 ? n->bytes : t->total);
 
 	for (size_t i = 0; i < n->nchildren; i++) {
 		const struct comptree_node *c = n->children[i];
 
 		if (comptree_empty(c))
 			continue;
-		if (big == nkids && big < t->n &&
-		    (double)c->bytes * 100 >= (double)t->total)
+		if (big == nkids && big < t->n && (double)c->bytes * 100 >= whole)
 			big++;
 		kids[nkids++] = c;
 	}
@@ -521,6 +638,86 @@ static size_t tree_cut(const struct top *t, const struct comptree_node *n,
 	for (size_t i = shown; i < nkids; i++)
 		*rest = add64(*rest, kids[i]->bytes, &overflow);
 	return shown;
+}
+
+/* --by-type: an item's blocks in use to its column's types. */
+static int add_type_item(void *ctx, const struct item *it)
+{
+	struct top *t = ctx;
+	struct tally *ct;
+	struct tally_entry *e;
+	const char *name;
+
+	if (it->kind != ITEM_MALLOC || !it->line ||
+	    !policy_in_partition(t->o->policy, it->col))
+		return 0;
+	name = blocktypes_name(&t->o->run.model, it->bucket);
+	if (!name)
+		return 0;
+	ct = &t->coltypes[it->col];
+	e = tally_get(ct, name, strlen(name));
+	e->bytes = add64(e->bytes, it->bytes, &ct->overflow);
+	e->allocs = add64(e->allocs, sub64(it->line->alloc, it->line->free,
+					   &ct->overflow),
+			  &ct->overflow);
+	return 0;
+}
+
+/*
+ * --by-type: leaf C as a node whose children are its column's types
+ * (what holds no block in use, the rest, one child of its own), into
+ * *OUT with its children in KIDS (NODES: their storage, LABELS their
+ * names); false when C is not split (no block in use in it).
+ */
+static bool typed_node(struct top *t, const struct comptree_node *c,
+		       struct comptree_node *out,
+		       struct comptree_node ***kids,
+		       struct comptree_node **nodes, struct strbuf *labels)
+{
+	const struct tally *ct;
+	int64_t rest;
+	size_t n = 0;
+	bool over = false;
+
+	if (!t->by_type || c->nchildren || c->col < 0 ||
+	    !t->coltypes[c->col].n)
+		return false;
+	ct = &t->coltypes[c->col];
+	rest = c->bytes;
+	*nodes = xcalloc(ct->n + 1, sizeof(**nodes));
+	*kids = xcalloc(ct->n + 1, sizeof(**kids));
+	/* (Names first: the labels' buffer moves as it grows.) */
+	for (size_t i = 0; i < ct->n; i++)
+		sb_addf(labels, "%s: %" PRId64 " block%s%c", ct->v[i]->key,
+			ct->v[i]->allocs, ct->v[i]->allocs == 1 ? "" : "s",
+			'\0');
+	if (c->bytes > 0)
+		sb_addf(labels, "<not blocks in use>%c", '\0');
+	for (size_t i = 0, at = 0; i < ct->n; i++) {
+		struct comptree_node *k = &(*nodes)[n];
+
+		k->name = k->path = labels->buf + at;
+		at += strlen(labels->buf + at) + 1;
+		k->bytes = ct->v[i]->bytes;
+		k->col = -1;
+		k->depth = c->depth + 1;
+		k->parent = out;
+		rest = sub64(rest, k->bytes, &over);
+		(*kids)[n++] = k;
+		if (i + 1 == ct->n && rest > 0 && !over) {
+			k = &(*nodes)[n];
+			k->name = k->path = labels->buf + at;
+			k->bytes = rest;
+			k->col = -1;
+			k->depth = c->depth + 1;
+			k->parent = out;
+			(*kids)[n++] = k;
+		}
+	}
+	*out = *c;
+	out->children = *kids;
+	out->nchildren = n;
+	return true;
 }
 
 /* One row of the tree: a node (or <other>) under PARENT. */
@@ -557,13 +754,21 @@ static void tree_text(struct top *t, const struct comptree_node *n,
 		bool last = i + 1 == shown && !more;
 		size_t len = prefix->len;
 
+		struct comptree_node split, **tkids = NULL, *tnodes = NULL;
+		struct strbuf labels = STRBUF_INIT;
+		bool typed;
+
 		tree_row(t, n, c->bytes, prefix->buf ? prefix->buf : "", last,
 			 c->name, c->unclassified ? " (unclassified)" : "");
-		if (!c->nchildren)
+		typed = typed_node(t, c, &split, &tkids, &tnodes, &labels);
+		if (!c->nchildren && !typed)
 			continue;
 		if (n->depth)
 			sb_addstr(prefix, last ? "    " : "|   ");
-		tree_text(t, c, prefix);
+		tree_text(t, typed ? &split : c, prefix);
+		free(tkids);
+		free(tnodes);
+		sb_release(&labels);
 		if (prefix->buf) {
 			prefix->len = len;
 			prefix->buf[len] = '\0';
@@ -590,8 +795,10 @@ static void print_tree_text(struct top *t)
 	sb_release(&prefix);
 }
 
-/* N and every node under it that holds a byte, exactly. */
-static void tree_json(struct json_writer *w, const struct comptree_node *n)
+/* N and every node under it that holds a byte, exactly (with --by-type,
+ * a component's types beside its children, which are components). */
+static void tree_json(struct top *t, struct json_writer *w,
+		      const struct comptree_node *n)
 {
 	bool leaf = !n->nchildren;
 
@@ -606,6 +813,20 @@ static void tree_json(struct json_writer *w, const struct comptree_node *n)
 		json_member_bool(w, "unclassified", true);
 	if (n->self)
 		json_member_bool(w, "self", true);
+	if (t->by_type && leaf && n->col >= 0 && t->coltypes[n->col].n) {
+		const struct tally *ct = &t->coltypes[n->col];
+
+		json_key(w, "types");
+		json_array_line(w);
+		for (size_t i = 0; i < ct->n; i++) {
+			json_object_line(w);
+			json_member_string(w, "name", ct->v[i]->key);
+			json_member_int(w, "count", ct->v[i]->allocs);
+			json_member_int(w, "bytes", ct->v[i]->bytes);
+			json_end(w);
+		}
+		json_end(w);
+	}
 	json_key(w, "children");
 	if (leaf)
 		json_array_line(w);
@@ -613,7 +834,7 @@ static void tree_json(struct json_writer *w, const struct comptree_node *n)
 		json_array(w);
 	for (size_t i = 0; i < n->nchildren; i++)
 		if (!comptree_empty(n->children[i]))
-			tree_json(w, n->children[i]);
+			tree_json(t, w, n->children[i]);
 	json_end(w);
 	json_end(w);
 }
@@ -628,7 +849,7 @@ static void print_tree_json(struct top *t)
 	if (t->builtins.v[B_RSS])
 		json_member_int(&w, "rss", t->builtins.v[B_RSS]);
 	json_key(&w, "tree");
-	tree_json(&w, t->ctree.root);
+	tree_json(t, &w, t->ctree.root);
 	json_end(&w);
 	json_write_finish(&w);
 	sb_release(&out);
@@ -661,6 +882,11 @@ static int64_t comp_bytes(const struct top *t, size_t i)
 static int64_t func_flat(const struct top *t, size_t i)
 {
 	return t->funcs.v[i]->v[0];
+}
+
+static int64_t type_bytes(const struct top *t, size_t i)
+{
+	return t->types.v[i]->bytes;
 }
 
 /*
@@ -745,6 +971,12 @@ static int cmd_top_run(struct cmd_args *a)
 					 component ? "-c" : "--owner or --own");
 		goto early;
 	}
+	t.by_type = args_has(a, OPT_BY_TYPE);
+	if (t.by_type && !t.tree) {
+		status = cmd_usage_error(a, "--by-type splits the tree's "
+					    "components: with --tree");
+		goto early;
+	}
 	/* file:line where the binaries say (the owner rule reads files). */
 	a->sym.want_source = true;
 	if (open_dump(&t, &o, &snap, a, a->argv[0], policy) < 0) {
@@ -760,6 +992,9 @@ static int cmd_top_run(struct cmd_args *a)
 	t.lines = args_has(a, OPT_LINES);
 	t.exact = args_has(a, 'b');
 	tally_init(&t.funcs);
+	tally_init(&t.types);
+	/* (A heap walked from outside: its blocks are known by type.) */
+	t.has_types = snap.has_heap;
 	t.funcs.owners = &t.owners;
 	t.funcs.lines = true;
 	tally_init(&t.passed);
@@ -771,12 +1006,23 @@ static int cmd_top_run(struct cmd_args *a)
 		goto out;
 	}
 	snapshot_warn_unknown_buckets(&snap, "counted as no-bucket");
+	if (t.by_type) {
+		t.coltypes = xcalloc(o.policy->ncols, sizeof(*t.coltypes));
+		for (size_t c = 0; c < o.policy->ncols; c++)
+			tally_init(&t.coltypes[c]);
+	}
 	if (aggregate_snapshot(&o.cls, &snap, NULL, t.values, &t.builtins,
 			       &stats) < 0 ||
 	    (!t.tree &&
-	     aggregate_items(&o.cls, &snap, NULL, true, add_item, &t) < 0)) {
+	     aggregate_items(&o.cls, &snap, NULL, true, add_item, &t) < 0) ||
+	    (t.by_type && aggregate_items(&o.cls, &snap, NULL, true,
+					  add_type_item, &t) < 0)) {
 		status = 1;
 		goto out;
+	}
+	for (size_t c = 0; t.by_type && c < o.policy->ncols; c++) {
+		tally_sort(&t.coltypes[c], tally_cmp_bytes);
+		t.funcs.overflow |= t.coltypes[c].overflow;
 	}
 	t.cols = xcalloc(o.policy->ncols + 1, sizeof(*t.cols));
 	for (size_t c = 0; c < o.policy->ncols; c++)
@@ -800,7 +1046,9 @@ static int cmd_top_run(struct cmd_args *a)
 	t.comps = cut(&t, components(&t, t.cols), comp_bytes);
 	tally_sort(&t.funcs, stacktext_cmp_flat);
 	t.fns = cut(&t, t.funcs.n, func_flat);
-	if (t.funcs.overflow) {
+	tally_sort(&t.types, blocktypes_cmp);
+	t.tys = cut(&t, t.types.n, type_bytes);
+	if (t.funcs.overflow || t.types.overflow) {
 		status = sizes_overflow(&snap);
 		goto out;
 	}
@@ -810,10 +1058,14 @@ static int cmd_top_run(struct cmd_args *a)
 		print_text(&t);
 	setup_say_passed(a, &t.owners, &t.passed, "bytes");
 out:
+	for (size_t c = 0; t.coltypes && c < o.policy->ncols; c++)
+		tally_free(&t.coltypes[c]);
+	free(t.coltypes);
 	comptree_free(&t.ctree);
 	free(t.cols);
 	free(t.values);
 	tally_free(&t.funcs);
+	tally_free(&t.types);
 	tally_free(&t.passed);
 	sb_release(&t.sb);
 	snapshot_release(&snap);

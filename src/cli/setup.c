@@ -400,3 +400,18 @@ int setup_pid(struct cmd_args *a, pid_t *pid)
 	*pid = (pid_t)v;
 	return 0;
 }
+
+int setup_memory_operand(struct cmd_args *a, const char *what, pid_t *pid,
+			 enum dump_format *format)
+{
+	struct cmd_args one = *a;
+
+	*pid = 0;
+	*format = FORMAT_ANY;
+	if (!what[strspn(what, "0123456789")] && access(what, F_OK) < 0) {
+		one.argc = 1;
+		one.argv = (char **)&what;
+		return setup_pid(&one, pid);
+	}
+	return profile_probe(what, format) < 0 ? 1 : 0;
+}

@@ -7,43 +7,17 @@
 
 #include <string.h>
 
+#include "escape.h"
 #include "numfmt.h"
 
 /* Past this much, a writer with a sink empties its buffer. */
 #define FLUSH_AT (64 * 1024)
 
-/* Length of the valid UTF-8 sequence at S (0 if invalid). */
-static size_t utf8_len(const unsigned char *s)
-{
-	size_t n;
-	unsigned min;
-
-	if (s[0] < 0x80)
-		return 1;
-	if ((s[0] & 0xe0) == 0xc0)
-		n = 2, min = 0x80;
-	else if ((s[0] & 0xf0) == 0xe0)
-		n = 3, min = 0x800;
-	else if ((s[0] & 0xf8) == 0xf0 && s[0] <= 0xf4)
-		n = 4, min = 0x10000;
-	else
-		return 0;
-	{
-		unsigned cp = s[0] & (0x3f >> (n - 1));
-
-		for (size_t i = 1; i < n; i++) {
-			if ((s[i] & 0xc0) != 0x80)
-				return 0;
-			cp = cp << 6 | (s[i] & 0x3f);
-		}
-		if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp < 0xe000))
-			return 0;
-	}
-	return n;
-}
-
-/* S as a JSON string literal; invalid UTF-8 bytes become \u00XX. */
-static void string_literal(struct strbuf *sb, const char *s)
+/*
+ * S as a JSON string literal; invalid UTF-8 bytes become \u00XX, or,
+ * with SURROGATES, \udcXX (see json_bytes).
+ */
+static void string_literal(struct strbuf *sb, const char *s, bool surrogates)
 {
 	const unsigned char *p = (const unsigned char *)s;
 
@@ -60,8 +34,8 @@ static void string_literal(struct strbuf *sb, const char *s)
 			sb_addstr(sb, "\\t"), p++;
 		} else if (*p < 0x20) {
 			sb_addf(sb, "\\u%04x", *p++);
-		} else if ((n = utf8_len(p)) == 0) {
-			sb_addf(sb, "\\u%04x", *p++);
+		} else if ((n = utf8_char_len(p)) == 0) {
+			sb_addf(sb, "\\u%04x", (surrogates ? 0xdc00u : 0) | *p++);
 		} else {
 			sb_add(sb, p, n);
 			p += n;
@@ -175,7 +149,7 @@ void json_end(struct json_writer *w)
 void json_key(struct json_writer *w, const char *key)
 {
 	before_value(w);
-	string_literal(w->out, key);
+	string_literal(w->out, key, false);
 	sb_addstr(w->out, w->compact ? ":" : ": ");
 	w->keyed = true;
 }
@@ -183,7 +157,13 @@ void json_key(struct json_writer *w, const char *key)
 void json_string(struct json_writer *w, const char *s)
 {
 	before_value(w);
-	string_literal(w->out, s);
+	string_literal(w->out, s, false);
+}
+
+void json_bytes(struct json_writer *w, const char *s)
+{
+	before_value(w);
+	string_literal(w->out, s, true);
 }
 
 /* The digits of V, backwards from END; returns where they start. */

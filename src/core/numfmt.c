@@ -65,3 +65,23 @@ void format_percent(struct strbuf *sb, int64_t part, int64_t whole, bool sign)
 	p = 100.0 * (double)part / (double)whole;
 	sb_addf(sb, sign ? "%+.1f%%" : "%.1f%%", p);
 }
+
+void format_hexdump(struct strbuf *sb, const uint8_t *p, size_t n,
+		    const char *indent)
+{
+	for (size_t off = 0; off < n; off += 16) {
+		sb_addf(sb, "%s%08zx ", indent, off);
+		for (size_t i = off; i < off + 16; i++) {
+			if (i == off + 8)
+				sb_addch(sb, ' ');
+			if (i < n)
+				sb_addf(sb, " %02x", p[i]);
+			else
+				sb_addstr(sb, "   ");
+		}
+		sb_addstr(sb, "  |");
+		for (size_t i = off; i < off + 16 && i < n; i++)
+			sb_addch(sb, p[i] >= 32 && p[i] < 127 ? p[i] : '.');
+		sb_addstr(sb, "|\n");
+	}
+}

@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "escape.h"
 #include "hashmap.h"
 #include "procstop.h"
 #include "pymalloc.h"
@@ -65,7 +66,12 @@ static char *comm_name(pid_t pid)
 	return xstrdup(n ? buf : "process");
 }
 
-/* /proc/PID/cmdline, its NULs as spaces; "" when it cannot be read. */
+/*
+ * /proc/PID/cmdline, the NULs between its arguments as spaces (those
+ * after the last, of a process that rewrote its arguments, dropped),
+ * every other byte as it is: META escapes it.  "" when it cannot be
+ * read.
+ */
 static char *command_line(pid_t pid)
 {
 	char path[64];
@@ -76,11 +82,16 @@ static char *command_line(pid_t pid)
 	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
 	if ((f = fopen(path, "re"))) {
 		while ((c = getc(f)) != EOF)
-			sb_addch(&sb, c && c != '\n' ? c : ' ');
+			sb_addch(&sb, c);
 		fclose(f);
 	}
-	while (sb.len && sb.buf[sb.len - 1] == ' ')
-		sb.buf[--sb.len] = '\0';
+	while (sb.len && !sb.buf[sb.len - 1])
+		sb.len--;
+	for (size_t i = 0; i < sb.len; i++)
+		if (!sb.buf[i])
+			sb.buf[i] = ' ';
+	if (sb.buf)
+		sb.buf[sb.len] = '\0';
 	return sb.buf ? sb_detach(&sb) : xstrdup("");
 }
 
@@ -502,18 +513,50 @@ static void read_leaks(struct capture *s)
 	free(ok);
 }
 
+/* The typing's visitor and a hook's, both offered every piece. */
+struct two_visitors {
+	struct reach_visitor a, b;
+};
+
+static void both_block(void *ctx, size_t i, uint64_t offset,
+		       const uint64_t *words, size_t nwords)
+{
+	struct two_visitors *v = ctx;
+
+	if (v->a.block)
+		v->a.block(v->a.ctx, i, offset, words, nwords);
+	if (v->b.block)
+		v->b.block(v->b.ctx, i, offset, words, nwords);
+}
+
+static void both_root(void *ctx, const struct heap_root_range *range,
+		      uint64_t addr, const uint64_t *words, size_t nwords)
+{
+	struct two_visitors *v = ctx;
+
+	if (v->a.root)
+		v->a.root(v->a.ctx, range, addr, words, nwords);
+	if (v->b.root)
+		v->b.root(v->b.ctx, range, addr, words, nwords);
+}
+
 /*
  * With the image at one instant: the heap walked, who points at its
- * blocks and what they are, the leaked ones' first bytes.
+ * blocks and what they are, the leaked ones' first bytes; then what a
+ * hook asks.
  */
 static void read_heap(struct capture *s)
 {
 	struct procimage *img = s->img;
+	const struct capture_hook *hook = s->hook;
 	uint64_t *sps = xcalloc(img->nthreads + 1, sizeof(*sps));
 	uint64_t *regs = xcalloc(img->nthreads + 1, IMAGE_NREGS * 8);
+	struct two_visitors two;
 	struct reach_visitor v;
 
 	s->walked = heap_walk(&s->h, img) == 0;
+	if (hook && hook->walked)
+		hook->walked(s, hook->ctx);
 	if (s->walked && !s->no_scan) {
 		for (size_t i = 0; i < img->nthreads; i++) {
 			sps[i] = img->threads[i].sp;
@@ -524,11 +567,23 @@ static void read_heap(struct capture *s)
 				 img->nthreads);
 		typing_init(&s->types, &s->h, img);
 		v = typing_visitor(&s->types);
+		if (hook) {
+			two.a = v;
+			two.b = hook->visitor;
+			v.block = both_block;
+			v.root = both_root;
+			v.ctx = &two;
+		}
 		s->scanned = reach_scan_run(&s->scan, &s->h, img, &s->roots,
 					   &v) == 0;
 		if (s->scanned)
 			read_leaks(s);
+		/* (A question reads types while the memory is at hand.) */
+		if (s->scanned && hook)
+			typing_finish(&s->types, &s->scan);
 	}
+	if (hook && hook->at_hand)
+		hook->at_hand(s, hook->ctx);
 	free(sps);
 	free(regs);
 }
@@ -815,7 +870,8 @@ static void count_blocks(struct capture *s)
  */
 static void after(struct capture *s)
 {
-	if (s->scanned)
+	/* (With a hook, read_heap finished the typing for it.) */
+	if (s->scanned && !s->hook)
 		typing_finish(&s->types, &s->scan);
 	if (s->walked)
 		count_blocks(s);
@@ -836,12 +892,13 @@ uint64_t capture_default_max_copy(void)
 }
 
 int capture_process(struct capture *s, pid_t pid, bool scan,
-		    uint64_t max_copy)
+		    uint64_t max_copy, const struct capture_hook *hook)
 {
 	memset(s, 0, sizeof(*s));
 	s->pid = pid;
 	s->no_scan = !scan;
 	s->max_copy = max_copy;
+	s->hook = hook;
 	/* (Gone from here on, it exited during the snapshot.) */
 	if (kill(pid, 0) < 0 && errno == ESRCH)
 		return error("no process %d", (int)pid);
@@ -862,11 +919,13 @@ int capture_process(struct capture *s, pid_t pid, bool scan,
 }
 
 int capture_core(struct capture *s, const char *path,
-		       const struct read_options *ro)
+		 const struct read_options *ro,
+		 const struct capture_hook *hook)
 {
 	struct stat st;
 
 	memset(s, 0, sizeof(*s));
+	s->hook = hook;
 	s->core = xcalloc(1, sizeof(*s->core));
 	if (coreimage_open_at(s->core, path, ro ? ro->host_path : NULL,
 			      ro ? ro->host_ctx : NULL) < 0) {
@@ -876,8 +935,12 @@ int capture_core(struct capture *s, const char *path,
 	}
 	s->img = &s->core->img;
 	s->pid = s->core->pid;
-	s->command_line = xstrdup(s->core->args[0] ? s->core->args
-						     : s->core->command);
+	/* (Whole from the stack, where it holds it: NT_PRPSINFO keeps 80
+	 * bytes.) */
+	s->command_line = coreimage_command_line(s->core);
+	if (!s->command_line)
+		s->command_line = xstrdup(s->core->args[0] ? s->core->args
+							     : s->core->command);
 	s->threads = s->core->nthreads;
 	if (stat(path, &st) == 0)
 		s->time = (double)st.st_mtim.tv_sec +
@@ -933,7 +996,7 @@ struct emit {
 	int (*put)(void *ctx, const struct snap_record *r);
 	void *ctx;
 	int rc;
-	struct strbuf val;
+	struct strbuf val, escaped;
 };
 
 static void put(struct emit *e, const struct snap_record *r)
@@ -949,7 +1012,11 @@ static void put_kind(struct emit *e, enum snap_record_kind kind)
 	put(e, &r);
 }
 
-/* META's KEY: the value formatted by FMT. */
+/*
+ * META's KEY: the value formatted by FMT, escaped (escape.h: a command
+ * line or a path may hold any byte but NUL, and a META line is one
+ * line), as the file has it and the builder reads it.
+ */
 PRINTF(3, 4) static void meta(struct emit *e, const char *key,
 			      const char *fmt, ...)
 {
@@ -960,10 +1027,12 @@ PRINTF(3, 4) static void meta(struct emit *e, const char *key,
 	va_start(ap, fmt);
 	sb_vaddf(&e->val, fmt, ap);
 	va_end(ap);
+	sb_reset(&e->escaped);
+	escape_line(&e->escaped, e->val.buf ? e->val.buf : "", e->val.len);
 	r.u.meta.key = key;
 	r.u.meta.key_len = strlen(key);
-	r.u.meta.value = e->val.buf;
-	r.u.meta.value_len = e->val.len;
+	r.u.meta.value = e->escaped.buf ? e->escaped.buf : "";
+	r.u.meta.value_len = e->escaped.len;
 	put(e, &r);
 }
 
@@ -1226,13 +1295,14 @@ int capture_emit(const struct capture *s,
 		  int (*put_record)(void *ctx, const struct snap_record *r),
 		  void *ctx)
 {
-	struct emit e = { put_record, ctx, 0, STRBUF_INIT };
+	struct emit e = { put_record, ctx, 0, STRBUF_INIT, STRBUF_INIT };
 
 	emit_meta(&e, s);
 	if (s->walked)
 		emit_heap(&e, s);
 	emit_maps(&e, s);
 	sb_release(&e.val);
+	sb_release(&e.escaped);
 	return e.rc;
 }
 

@@ -35,7 +35,7 @@ int corefile_parse(struct snapshot *snap, const char *path, struct model *m,
 	bool cut;
 	int rc;
 
-	if (capture_core(&s, path, run->opts) < 0)
+	if (capture_core(&s, path, run->opts, NULL) < 0)
 		return -1;
 	/* (A cut core says so first: it is why its heap is not found, not
 	 * "a static binary" or "another allocator".) */

@@ -219,7 +219,12 @@ static void note_auxv(struct coreimage *c, const uint8_t *d, size_t len)
 			c->entry = load_u64(d + i + 8);
 		else if (load_u64(d + i) == AT_SYSINFO_EHDR)
 			c->vdso = load_u64(d + i + 8);
+		else if (load_u64(d + i) == AT_EXECFN)
+			c->execfn = load_u64(d + i + 8);
 	}
+	c->auxv_words = 0;
+	for (size_t i = 0; i + 8 <= len && c->auxv_words < 16; i += 8)
+		c->auxv_head[c->auxv_words++] = load_u64(d + i);
 }
 
 static void dispatch_note(struct core_open *o, uint32_t type,
@@ -941,6 +946,90 @@ uint64_t coreimage_held(const struct coreimage *core, uint64_t start,
 			sum += b - a;
 	}
 	return sum;
+}
+
+/* How much of the top of the main thread's stack is looked at: its
+ * strings (ARG_MAX's share of the stack limit) and the pointers. */
+#define ARGS_WINDOW (4u << 20)
+
+/*
+ * W's N words, read from LO on: the index of the first word of the
+ * auxiliary vector (its first WANT words), looked for from the top; on
+ * the stack below it, NULL, the environment's pointers, NULL, argv's
+ * pointers (into [LO, END)), argc.  The index of argv[0] into *ARGV and
+ * argc into *ARGC; false if they are not all there.
+ */
+static bool find_argv(const uint64_t *w, size_t n, const uint64_t *want,
+		      size_t nwant, uint64_t lo, uint64_t end, size_t *argv,
+		      uint64_t *argc)
+{
+	size_t a = n >= nwant ? n - nwant + 1 : 0, j;
+	uint64_t k = 0;
+
+	while (a && memcmp(w + a - 1, want, nwant * 8))
+		a--;
+	if (a < 3 || w[a - 2])
+		return false;
+	/* the auxiliary vector; A-2 the environment's NULL.) */
+	for (j = a - 2; j && w[j - 1]; j--)
+		;
+	if (!j)
+		return false;
+	/* W[J - 1] is argv's NULL: back over argv to argc. */
+	for (j--; j && w[j - 1] != k; j--, k++)
+		if (w[j - 1] < lo || w[j - 1] >= end)
+			return false;
+	if (!j || !k)
+		return false;
+	*argv = j;
+	*argc = k;
+	return true;
+}
+
+char *coreimage_command_line(struct coreimage *core)
+{
+	const struct vma *v = maps_find(&core->img.maps, core->execfn);
+	struct strbuf sb = STRBUF_INIT;
+	uint64_t lo, len, got, argc;
+	uint64_t *w;
+	size_t argv;
+
+	if (!core->execfn || core->auxv_words < 4 || !v)
+		return NULL;
+	lo = (v->end - v->start > ARGS_WINDOW ? v->end - ARGS_WINDOW
+					      : v->start) & ~7ull;
+	if (lo < v->start)
+		lo += 8;
+	len = (v->end - lo) & ~7ull;
+	w = xmalloc(len ? len : 8);
+	got = procimage_read(&core->img, lo, w, len) & ~7ull;
+	if (!find_argv(w, got / 8, core->auxv_head, core->auxv_words, lo,
+		       lo + got, &argv, &argc)) {
+		free(w);
+		return NULL;
+	}
+	for (uint64_t i = 0; i < argc; i++) {
+		uint64_t p = w[argv + i] - lo;
+		const char *s = (const char *)w + p;
+		const char *nul = memchr(s, '\0', got - p);
+
+		if (!nul)
+			break;
+		/* (As /proc/PID/cmdline has them: each ended by a NUL.) */
+		sb_add(&sb, s, (size_t)(nul - s) + 1);
+	}
+	free(w);
+	while (sb.len && !sb.buf[sb.len - 1])
+		sb.len--;
+	if (!sb.len) {
+		sb_release(&sb);
+		return NULL;
+	}
+	for (size_t i = 0; i < sb.len; i++)
+		if (!sb.buf[i])
+			sb.buf[i] = ' ';
+	sb.buf[sb.len] = '\0';
+	return sb_detach(&sb);
 }
 
 void coreimage_close(struct coreimage *core)

@@ -16,6 +16,7 @@
 
 #include "reader.h"
 #include "deep_parse.h"
+#include "escape.h"
 #include "scan.h"
 #include "util.h"
 
@@ -254,8 +255,13 @@ static int parse_meta(struct parser *p)
 		free(snap->run_id);
 		snap->run_id = trimmed_dup(val, vlen);
 	} else if (KEY("CommandLine")) {
+		/* (Escaped, as the recorder writes it: escape.h.) */
 		free(snap->command_line);
 		snap->command_line = trimmed_dup(val, vlen);
+		snap->command_line[unescape_line(snap->command_line,
+						 snap->command_line,
+						 strlen(snap->command_line))] =
+			'\0';
 	} else if (KEY("Reason")) {
 		free(snap->reason);
 		snap->reason = trimmed_dup(val, vlen);

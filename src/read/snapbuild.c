@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "escape.h"
 #include "scan.h"
 #include "util.h"
 
@@ -148,16 +149,13 @@ bad:
 			  read_quote(b->pos, val, len));
 }
 
-static int put_meta(struct snap_builder *b, const char *key, size_t klen,
-		    const char *val, size_t vlen)
+/* META's KEY (KLEN bytes): VAL, VLEN bytes, unescaped and trimmed. */
+static int put_value(struct snap_builder *b, const char *key, size_t klen,
+		     const char *val, size_t vlen)
 {
 	struct snapshot *snap = b->snap;
 	uint64_t v;
 
-	while (vlen && is_space(*val))
-		val++, vlen--;
-	while (vlen && is_space(val[vlen - 1]))
-		vlen--;
 	if (key_is(key, klen, "Time"))
 		return meta_time(b, val, vlen);
 	if (key_is(key, klen, "CommandLine")) {
@@ -189,6 +187,25 @@ static int put_meta(struct snap_builder *b, const char *key, size_t klen,
 			xstrndup(val, vlen);
 	}
 	return 0;
+}
+
+/* KEY's value VAL (VLEN bytes, escaped: escape.h), unescaped. */
+static int put_meta(struct snap_builder *b, const char *key, size_t klen,
+		    const char *val, size_t vlen)
+{
+	char *raw;
+	int rc;
+
+	while (vlen && is_space(*val))
+		val++, vlen--;
+	while (vlen && is_space(val[vlen - 1]))
+		vlen--;
+	raw = xmalloc(vlen + 1);
+	vlen = unescape_line(raw, val, vlen);
+	raw[vlen] = '\0';
+	rc = put_value(b, key, klen, raw, vlen);
+	free(raw);
+	return rc;
 }
 
 /* ---- HEAP ---- */

@@ -1264,11 +1264,37 @@ static void build_meta(const char *reason, const struct timespec *now,
 			n--;
 		rec_buf_add(&meta, " ", 1);
 		for (size_t i = 0; i < n; i++) {
-			char c = tmp_buf.p[i];
+			/*
+			 * One line, and the same bytes back (escape.h, which
+			 * the reader unescapes): the NULs between arguments
+			 * are spaces; a backslash, control bytes and a space
+			 * at either end are escaped.
+			 */
+			static const char hex[] = "0123456789abcdef";
+			unsigned char c = tmp_buf.p[i] ? tmp_buf.p[i] : ' ';
+			char e[4] = { '\\', 'x', hex[c >> 4], hex[c & 15] };
+			size_t len = 2;
 
-			/* One line: NULs and control characters are spaces. */
-			c = (unsigned char)c < ' ' || c == 127 ? ' ' : c;
-			rec_buf_add(&meta, &c, 1);
+			switch (c) {
+			case '\\':
+				e[1] = '\\';
+				break;
+			case '\n':
+				e[1] = 'n';
+				break;
+			case '\t':
+				e[1] = 't';
+				break;
+			case '\r':
+				e[1] = 'r';
+				break;
+			default:
+				len = c < ' ' || c == 127 ||
+				      (c == ' ' && (!i || i + 1 == n)) ? 4 : 1;
+				if (len == 1)
+					e[0] = (char)c;
+			}
+			rec_buf_add(&meta, e, len);
 		}
 	}
 	rec_buf_str(&meta, "\nRunID: ");

@@ -20,7 +20,8 @@
  *                         first (so the fuzzer works on the protobuf,
  *                         and the gzip path runs too)
  *             and deep's input is a dump as it is, DHAT's a JSON file
- *             read as both of its snapshots.
+ *             read as both of its snapshots; a core is also read block
+ *             by block, as describe and expand -t read it.
  *   buckets   a .buckets file
  *   maps      /proc/PID/maps text (strict, then lenient)
  *   symmap    a symbol map's nm, readelf or decoded-line file (the first
@@ -53,6 +54,7 @@
 #include "bucketfile.h"
 #include "bucket.h"
 #include "classify.h"
+#include "cli.h"
 #include "profile.h"
 #include "json.h"
 #include "maps.h"
@@ -153,6 +155,25 @@ static const struct profile_traits *row;
 static const struct shape *shape;
 static struct policy *linux_policy;
 
+extern const struct cmd_entry cmd_describe, cmd_expand;
+
+/*
+ * A core read block by block too, as describe and expand -t read it:
+ * addresses where the seeds' heap, thread arena, mapped chunk, stack and
+ * binary lie (tests/fuzz/coreseeds.py), and in no mapping; a size class
+ * of blocks.  Their output goes nowhere (stdout is /dev/null).
+ */
+static void inspect_core(const char *path)
+{
+	char *describe[] = { "describe", (char *)path, "0x402010", "0x402100",
+			     "0x402400", "0x7f0008000900", "0x7f0000100010",
+			     "0x7ffff0000100", "0x400010", "0x10", NULL };
+	char *expand[] = { "expand", "-t", "size-25..40", (char *)path, NULL };
+
+	cmd_main(&cmd_describe, "describe", ARRAY_SIZE(describe) - 1, describe);
+	cmd_main(&cmd_expand, "expand", ARRAY_SIZE(expand) - 1, expand);
+}
+
 /* The row and shape of the target, once. */
 static void find_row(void)
 {
@@ -165,6 +186,9 @@ static void find_row(void)
 		if (!strcmp(shapes[i].reader, FUZZ_READER))
 			shape = &shapes[i];
 	linux_policy = policy_load("policies/linux.policy", "linux");
+	/* (describe's and expand's, of a core: see inspect_core.) */
+	if (row->format == FORMAT_CORE && !freopen("/dev/null", "w", stdout))
+		abort();
 }
 
 /* Part PART of the file (0: the one there is), classified. */
@@ -229,6 +253,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			load_and_classify_part(path, part);
 	else
 		load_and_classify_part(path, 0);
+	if (row->format == FORMAT_CORE)
+		inspect_core(path);
 	sb_release(&in);
 	return 0;
 }

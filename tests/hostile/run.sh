@@ -102,6 +102,22 @@ check long-maps-line any "$bin" stacktrace longmaps.0001.heap
 { printf "dmprof-policy 1\ncolumns a\nrule a malloc stack='"; cat long.txt; printf "'\nrule a mmap\nrule a unhooked\n"; } >long.policy
 check long-policy-line any "$bin" policy check long.policy
 
+# 2b. Escaped META values (command lines of any bytes, escape.h): 10 MB
+#     of escapes, and escapes cut short or of no kind, in a deep dump's
+#     CommandLine and a snapshot file's values, read to the end (nothing
+#     of it is an error); describe of that snapshot.
+awk 'BEGIN { printf "CommandLine: "; for (i = 0; i < 10485760 / 24; i++) printf "\\\\\\n\\t\\xff\\x4\\q\\x00\\xZ"; printf "\\\n" }' >esc.txt
+run escmeta '     4096       4096      1      0 @ 1
+' '1 malloc 0x400010
+'
+sed -i "/^Time:/r esc.txt" escmeta.0001.heap
+check escaped-meta-deep 0 "$bin" top --json escmeta.0001.heap
+{ printf 'dmprof-snapshot 1\nMETA:\n'; cat esc.txt
+  printf 'Core: \\x\\\\\\x0a\\\nHeap: \\xff\\xfe\\x\nMAPS:\n'
+  printf '4096 4096 0 1000-2000 r--p 00000000 00:00 0\n'; } >esc.00001.0001.snap
+check escaped-meta-snap 0 "$bin" top --json esc.00001.0001.snap
+check escaped-meta-describe 0 "$bin" describe esc.00001.0001.snap 0x1000 0x10
+
 # 3. Deep nesting: JSON policies and a symbol map's files.json.
 awk 'BEGIN { for (i = 0; i < 200000; i++) printf "["; for (i = 0; i < 200000; i++) printf "]"; printf "\n" }' >deep.json
 check deep-json-policy 1 "$bin" policy check deep.json
@@ -312,12 +328,17 @@ said() {
 		sed 's/^/    /' "$tmp/err" | head -5
 		fail=$((fail + 1)); fi
 }
+# (describe: the addresses in $core_addrs, the program's blocks, and one
+# in no mapping; expand -t: blocks of a size class, or none of it.)
 core_checks() { # NAME WANT CORE
 	check "core-$1-top" "$2" "$bin" top "$3"
 	rm -rf snapdir && mkdir snapdir
 	check "core-$1-snapshot" "$2" "$bin" snapshot -o snapdir "$3"
 	check "core-$1-expand" "$2" "$bin" expand "$3" malloc-leaked
 	check "core-$1-heap" "$2" "$bin" heap --blocks "$3"
+	# shellcheck disable=SC2086
+	check "core-$1-describe" "$2" "$bin" describe "$3" 0x10 $core_addrs
+	check "core-$1-expand-type" any "$bin" expand -t size-25..40 "$3"
 }
 # take_core PROGRAM PREFIX ARGS...: run PROGRAM, gcore it into
 # PREFIX.core once it has written its line (coreprog's: "PID HEAP_BLOCK
@@ -356,6 +377,7 @@ elif ! gcc -O0 -o coreprog "$here/coreprog.c" ||
 	echo "FAIL cores: cannot build coreprog or gcore it"
 	fail=$((fail + 1))
 else
+	core_addrs=$(cut -d' ' -f2,3 gc.out)
 	core_checks gcore 0 gc.core
 	check core-gcore-leaks 0 "$bin" top gc.core
 	if grep -q '^ *[0-9.]* [KMG]*i*B *100  in use, leaked' "$tmp/out"; then
@@ -414,6 +436,7 @@ if [ "$(cat /proc/sys/kernel/core_pattern 2>/dev/null)" != core ]; then
 elif [ -z "$kc" ] || [ ! -s "$kc" ]; then
 	echo "skip core-kernel: no core written (ulimit -c, or a container?)"
 else
+	core_addrs=$(cut -d' ' -f2,3 kc/out)
 	core_checks kernel 0 "$kc"
 	mkdir -p kv
 	# shellcheck disable=SC2046

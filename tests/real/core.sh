@@ -73,6 +73,54 @@ if [ -n "$kcore" ]; then
 	rm -f $kcore
 fi
 
+# A command line of any bytes (issue 38: "core:6: expected 'Key: value'
+# in META, found 'import time'"): a python3 -c whose program spans lines
+# (a tab, a backslash in them) and whose last argument is no UTF-8 and
+# ends in a space.  A live snapshot of it, the kernel's core of it
+# crashed (its command line whole from the core's stack: NT_PRPSINFO
+# keeps 80 bytes) and the snapshot of that core each give it back, byte
+# for byte, in top --json (the NULs between arguments as spaces), and a
+# snapshot file holds it escaped on one line.
+cl_prog='import sys, time
+print("ready", flush=True)
+if 1:
+	time.sleep(600)  # a tab; a \ backslash'
+cl_arg=$(printf '\377\tend ')
+# Is COMMAND_LINE of top --json of DUMP the process's?
+cl_check() { # WHAT DUMP
+	"$bin" top --json "$2" >cl.json 2>cl.err &&
+		python3 -c 'import json, sys
+got = json.load(open("cl.json"))["command_line"].encode("utf-8", "surrogateescape")
+want = open("cl.want", "rb").read().rstrip(b"\0").replace(b"\0", b" ")
+assert got == want, (got, want)' 2>cl.out &&
+		ok || bad "core: command line: $1: $(cat cl.err cl.out | tail -2)"
+}
+if [ "$(cat /proc/sys/kernel/core_pattern)" != core ]; then
+	echo "real: SKIP command line of a kernel's core: core_pattern is not 'core': no kernel core here"
+elif hk_start clpy sh -c 'ulimit -c unlimited && exec "$@"' sh \
+	/usr/bin/python3 -c "$cl_prog" "$cl_arg"; then
+	cat /proc/$hk_pid/cmdline >cl.want
+	rm -rf clsnap clksnap && mkdir clsnap clksnap
+	"$bin" snapshot -o clsnap/ $hk_pid >/dev/null 2>cl.err &&
+		ok || bad "core: command line: snapshot failed: $(cat cl.err)"
+	rm -f core core.$hk_pid
+	kill -SEGV $hk_pid
+	wait $hk_pid 2>/dev/null
+	kcore=$(ls core core.$hk_pid 2>/dev/null | head -1)
+	cl_check "the live snapshot" "$(ls clsnap/*.snap | head -1)"
+	if [ -n "$kcore" ]; then
+		cl_check "the kernel's core" $kcore
+		"$bin" snapshot -o clksnap/ $kcore >/dev/null 2>cl.err &&
+			ok || bad "core: command line: snapshot of the core failed: $(cat cl.err)"
+		cl_check "the snapshot of the kernel's core" "$(ls clksnap/*.snap | head -1)"
+		[ "$(grep -c '^CommandLine: .*import sys, time\\n.*\\n\\ttime.sleep(600)  # a tab; a \\\\ backslash \\xff\\tend\\x20$' clksnap/*.snap)" = 1 ] &&
+			ok || bad "core: command line: not on one line, escaped: $(grep -a -A2 '^CommandLine' clksnap/*.snap | head -3)"
+		rm -f $kcore
+	else
+		echo "real: SKIP command line of a kernel's core: the kernel wrote no core (ulimit -c? a container?)"
+	fi
+fi
+
 "$bin" heap heapknown >notcore.out 2>notcore.err
 [ $? = 1 ] && [ ! -s notcore.out ] &&
 	grep -q "^dmprof: heapknown: not a core file (ELF type 3, a shared library or a PIE)$" notcore.err &&

@@ -51,7 +51,7 @@ ph_count() { # FILE: the lines of pycheck.py
 
 # The checks of a snapshot or a core (FILE) of census.py's process.
 ph_snap() { # LABEL WHAT FILE [ROLLUP]
-	"$bin" top --json "$3" >"$1.top" 2>"$1.terr" &&
+	"$bin" top --json -n 1000 "$3" >"$1.top" 2>"$1.terr" &&
 		"$bin" csv --bytes "$3" >"$1.csv" 2>>"$1.terr" ||
 		{ bad "pyheap: $1: $2: top or csv failed: $(head -3 "$1.terr")"; return; }
 	python3 "$src/pyapp/pycheck.py" snap "$1" "$2" "$1.top" "$1.csv" ${4:-} \

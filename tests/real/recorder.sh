@@ -756,5 +756,24 @@ grep -l "^Reason: crash: SIGSEGV$" pycr/*.heap >/dev/null 2>&1 && ok ||
 grep -l "^Reason: crash: SIGABRT$" plcr/*.heap >/dev/null 2>&1 && ok ||
 	bad "perl abort: no dump of it: $(ls plcr)"
 
+# 8b. A command line of several lines, a tab, a backslash and a byte of no
+#     UTF-8 (issue 38): META escapes it on one line, and top --json gives
+#     it back byte for byte (the NULs between arguments as spaces).
+cl_prog='x = ["y" * 100 for i in range(10000)]
+if 1:
+	y = 1  # a tab; a \ backslash'
+cl_arg=$(printf '\377\tend ')
+"$bin" record -o "$tmp/cl/" -- "$py" -c "$cl_prog" "$cl_arg" >/dev/null 2>cl.err &&
+	ok || bad "command line: record failed: $(cat cl.err)"
+pid=$(main_pid cl.err)
+cl_dump=$(ls cl/*."$(printf %05d "${pid:-0}")".*.heap 2>/dev/null | tail -1)
+[ -n "$cl_dump" ] && [ "$(grep -c '^CommandLine: .*\\n.*\\t.*\\\\ backslash' "$cl_dump")" = 1 ] &&
+	"$bin" top --json "$cl_dump" >cl.json 2>cl.err &&
+	python3 -c 'import json, os, sys
+got = json.load(open("cl.json"))["command_line"].encode("utf-8", "surrogateescape")
+want = b" ".join(os.fsencode(a) for a in sys.argv[1:])
+assert got == want, (got, want)' "$py" -c "$cl_prog" "$cl_arg" 2>cl.out &&
+	ok || bad "command line: not back from $cl_dump: $(cat cl.err cl.out | tail -3)"
+
 echo "recorder: $pass passed, $fail failed"
 [ $fail = 0 ]

@@ -305,6 +305,47 @@ Test(typing, not_classes)
 	cr_assert_eq(t.of[idx(freed)], 0, "a free block is typed");
 }
 
+/*
+ * make_shared's block: the shared_ptr's control block, a
+ * std::_Sp_counted_ptr_inplace<T, ...> whose vtable comes first, then
+ * the object: named by T, whatever T's own vtable says.
+ */
+Test(typing, make_shared_by_its_class)
+{
+	uint64_t w_conn_ms = klass(BIN + 0x480, BIN + 0x2a0, BIN + 0xa00,
+				   "St23_Sp_counted_ptr_inplaceIN2ns4ConnIiEESaI"
+				   "vELN9__gnu_cxx12_Lock_policyE2EE", 0);
+	uint64_t w_map_ms = klass(BIN + 0x4c0, BIN + 0x2c0, BIN + 0xb00,
+				  "St23_Sp_counted_ptr_inplaceISt3mapIiiSt4less"
+				  "IiESaISt4pairIKiiEEESaIvELN9__gnu_cxx12_Lock_"
+				  "policyE2EE", 0);
+	/* (Not make_shared's: its name stays.) */
+	uint64_t w_ptr = klass(BIN + 0x500, BIN + 0x2e0, BIN + 0xc00,
+			       "St15_Sp_counted_ptrIP7SessionLN9__gnu_cxx12_"
+			       "Lock_policyE2EE", 0);
+	uint64_t ms1 = blk(0x50, HEAP_IN_USE), ms2 = blk(0x50, HEAP_IN_USE);
+	uint64_t mm = blk(0x50, HEAP_IN_USE), pt = blk(0x20, HEAP_IN_USE);
+
+	puts_at(ms1, (uint64_t[]){ w_conn_ms, 0x100000001ull, w_conn, 7 }, 4);
+	puts_at(ms2, (uint64_t[]){ w_conn_ms, 0x100000001ull, w_conn, 8 }, 4);
+	put(mm, w_map_ms);
+	puts_at(pt, (uint64_t[]){ w_ptr, 0x100000001ull, s1 }, 3);
+	type_all(0, false);
+	cr_assert_str_eq(type_of(ms1), "ns::Conn<int> (make_shared)");
+	cr_assert_str_eq(type_of(ms2), "ns::Conn<int> (make_shared)");
+	cr_assert_eq(type_named("ns::Conn<int> (make_shared)")->count, 2);
+	cr_assert_eq(type_named("ns::Conn<int> (make_shared)")->kind,
+		     TYPE_CLASS);
+	cr_assert_eq(type_named("ns::Conn<int> (make_shared)")->typeinfo,
+		     BIN + 0x2a0);
+	cr_assert_str_eq(type_of(mm), "std::map<int, int, std::less<int>, "
+				      "std::allocator<std::pair<int const, "
+				      "int> > > (make_shared)");
+	cr_assert_str_eq(type_of(pt), "std::_Sp_counted_ptr<Session*, "
+				      "(__gnu_cxx::_Lock_policy)2>");
+	cr_assert_str_eq(type_of(conn), "ns::Conn<int>");
+}
+
 Test(typing, string_and_vector_bodies)
 {
 	type_all(0, false);

@@ -11,6 +11,11 @@
 //     first word: 100 Session, 37 ns::Conn<int> (a template in a
 //     namespace) and 250 Shape (derived from the abstract class Base: no
 //     block has Base's vtable); all held in global arrays;
+//   - 42 Record (polymorphic) and 25 Point (not) made by std::make_shared,
+//     each in one block with its shared_ptr's control block (a
+//     std::_Sp_counted_ptr_inplace<T, ...>, whose vtable is the block's
+//     first word): named "Record (make_shared)", "Point (make_shared)";
+//     their shared_ptrs in global arrays;
 //   - library layouts: 50 long std::string bodies (16 to 65 characters,
 //     held in a global std::vector<std::string>), 31 std::vector bodies
 //     (30 of std::vector<int>, partly filled, and the body of that
@@ -46,9 +51,13 @@
 // chunk's size - 8):
 //   class NAME COUNT BYTES       blocks whose dynamic type is NAME
 //                                (demangled: Session, ns::Conn<int>,
-//                                Shape, and Base with 0 0), BYTES the sum
-//                                of their sizes (chap's "count used Base"
-//                                counts derived classes too: 250)
+//                                Shape, and Base with 0 0; a make_shared
+//                                block's as dmprof names it, "Record
+//                                (make_shared)": NAME may hold spaces,
+//                                the last two fields are the numbers),
+//                                BYTES the sum of their sizes (chap's
+//                                "count used Base" counts derived
+//                                classes too: 250)
 //   layout KIND COUNT BYTES      KIND, with chap's name for it:
 //                                  long-string        %LongString
 //                                  vector-body        %VectorBody
@@ -86,6 +95,7 @@
 #include <unistd.h>
 
 #include <map>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -102,6 +112,8 @@ enum {
 	SESSIONS = 100,
 	CONNS = 37,
 	SHAPES = 250,
+	RECORDS = 42,
+	POINTS = 25,
 	STRINGS = 50,
 	VECTORS = 30,
 	UMAP_ELEMS = 90,
@@ -178,10 +190,36 @@ private:
 	double w_, h_;
 };
 
+// Made by std::make_shared: the object after its control block.
+class Record {
+public:
+	explicit Record(int ttl) : ttl_(ttl)
+	{
+		snprintf(name_, sizeof(name_), "RECORD-%04d", ttl);
+	}
+	virtual ~Record()
+	{
+	}
+	virtual int ttl() const
+	{
+		return ttl_;
+	}
+
+private:
+	int ttl_;
+	char name_[20];
+};
+
+struct Point {
+	double x, y;
+};
+
 // The roots: globals (not static, so that no store to them is dropped).
 Session *g_sessions[SESSIONS];
 ns::Conn<int> *g_conns[CONNS];
 Base *g_shapes[SHAPES];
+std::shared_ptr<Record> g_records[RECORDS];
+std::shared_ptr<Point> g_points[POINTS];
 std::vector<std::string> g_strings;
 std::vector<int> g_vectors[VECTORS];
 std::unordered_map<int, int> g_umap;
@@ -393,6 +431,37 @@ NOIPA static void make_objects(void)
 	emit("class ns::Conn<int> %d %zu\n", CONNS, bytes[1]);
 	emit("class Shape %d %zu\n", SHAPES, bytes[2]);
 	emit("class Base 0 0\n");
+}
+
+// The block of a make_shared object P: libstdc++'s control block (its
+// vtable, the use and weak counts: 16 bytes) comes first.
+static void *shared_block(const void *p)
+{
+	return (char *)const_cast<void *>(p) - 16;
+}
+
+NOIPA static void make_shared_objects(void)
+{
+	size_t bytes[2] = {0, 0};
+
+	for (int i = 0; i < RECORDS; i++)
+		g_records[i] = std::make_shared<Record>(i);
+	for (int i = 0; i < POINTS; i++)
+		g_points[i] = std::make_shared<Point>(Point{ 1.0 * i, 2.0 });
+	for (int i = 0; i < RECORDS; i++) {
+		void *b = shared_block(g_records[i].get());
+
+		bytes[0] += usable(b);
+		emit("block Record (make_shared) %p %zu\n", b, usable(b));
+	}
+	for (int i = 0; i < POINTS; i++) {
+		void *b = shared_block(g_points[i].get());
+
+		bytes[1] += usable(b);
+		emit("block Point (make_shared) %p %zu\n", b, usable(b));
+	}
+	emit("class Record (make_shared) %d %zu\n", RECORDS, bytes[0]);
+	emit("class Point (make_shared) %d %zu\n", POINTS, bytes[1]);
 }
 
 NOIPA static void make_layouts(void)
@@ -628,6 +697,7 @@ int main(int argc, char **argv)
 		die("cannot create a thread");
 	pthread_barrier_wait(&g_allocated);
 	make_objects();
+	make_shared_objects();
 	make_layouts();
 	make_anchors();
 	make_leaks_and_frees();

@@ -102,8 +102,8 @@ def snap():
         check(py["arenas"] == sums.get("# arenas allocated current"),
               "%d arenas, stats %s" % (py["arenas"],
                                        sums.get("# arenas allocated current")))
-    if "types" in doc:
-        check_counts({t["type"]: t["count"] for t in doc["types"]})
+    check("types" in doc, "no types table in top --json")
+    check_counts({t["name"]: t["count"] for t in doc.get("types", [])})
     lines = list(csv.reader(open(sys.argv[5])))
     head, row = lines[0], lines[1]
     v = {h: int(x) for h, x in zip(head[1:], row[1:])}
