@@ -87,6 +87,9 @@ void rec_buf_pad(struct rec_buf *b, size_t width, size_t used, char c);
 /* Seconds with millisecond decimals ("0.045"). */
 void rec_buf_seconds(struct rec_buf *b, double s);
 void rec_buf_free(struct rec_buf *b);
+/* The hex number at *P (up to END, lower or upper case), *P past it;
+ * *DIGITS (if not NULL) its digits. */
+uint64_t rec_hex(const char **p, const char *end, unsigned *digits);
 bool rec_buf_reserve(struct rec_buf *b, size_t n);
 bool rec_buf_zero(struct rec_buf *b, size_t n);
 bool rec_buf_room(struct rec_buf *b, size_t n);
@@ -383,6 +386,8 @@ void rec_unwind_locks(bool take);
 void rec_unwind_after_fork(void);
 /* Captures that needed glibc's backtrace() (signal frames and such). */
 extern atomic_ulong rec_unwind_fallbacks;
+/* A walk has stepped through code of no object (a JIT's). */
+extern atomic_bool rec_unwind_jit;
 /* This thread's walks that ended in the memo of its last walks, and
  * those that found the same stack as the last time (for the tests, which
  * can turn the memo off, to compare). */

@@ -434,23 +434,6 @@ struct vma {
 	bool resident;    /* smaps says some of it is in memory or swap */
 };
 
-static uint64_t hex_at(const char **pp, const char *end)
-{
-	const char *p = *pp;
-	uint64_t v = 0;
-
-	for (; p < end; p++) {
-		int d = *p >= '0' && *p <= '9'	 ? *p - '0'
-			: *p >= 'a' && *p <= 'f' ? *p - 'a' + 10
-						 : -1;
-		if (d < 0)
-			break;
-		v = v << 4 | (uint64_t)d;
-	}
-	*pp = p;
-	return v;
-}
-
 static const char *skip_field(const char *p, const char *end)
 {
 	while (p < end && *p != ' ')
@@ -502,10 +485,10 @@ static size_t parse_maps(const struct rec_buf *text, struct rec_buf *vmas)
 		memset(&v, 0, sizeof(v));
 		v.line = p;
 		v.linelen = (size_t)(eol - p);
-		v.start = hex_at(&q, eol);
+		v.start = rec_hex(&q, eol, NULL);
 		if (q < eol && *q == '-')
 			q++;
-		v.end = hex_at(&q, eol);
+		v.end = rec_hex(&q, eol, NULL);
 		q = skip_field(q, eol);
 		if (eol - q >= 4)
 			memcpy(v.perms, q, 4);

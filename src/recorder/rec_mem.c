@@ -430,6 +430,27 @@ bool rec_buf_zero(struct rec_buf *b, size_t n)
 	return true;
 }
 
+uint64_t rec_hex(const char **pp, const char *stop, unsigned *digits)
+{
+	const char *p = *pp;
+	uint64_t v = 0;
+	unsigned n = 0;
+
+	for (; p < stop; p++, n++) {
+		int d = *p >= '0' && *p <= '9'	 ? *p - '0'
+			: *p >= 'a' && *p <= 'f' ? *p - 'a' + 10
+			: *p >= 'A' && *p <= 'F' ? *p - 'A' + 10
+						 : -1;
+		if (d < 0)
+			break;
+		v = v << 4 | (uint64_t)d;
+	}
+	*pp = p;
+	if (digits)
+		*digits = n;
+	return v;
+}
+
 /* Right-align: pad with C to WIDTH before text of length USED. */
 void rec_buf_pad(struct rec_buf *b, size_t width, size_t used, char c)
 {
