@@ -11,7 +11,8 @@ cd "$top" || exit 2
 stages="core model read symbol policy analyze cli"
 # Headers without a .c of their own: NAME STAGE.
 header_only="search.h core
-python_offsets.h core"
+python_offsets.h core
+perfmap_name.h core"
 
 rank() {
 	i=0

@@ -33,6 +33,8 @@ struct rec_bucket {
 	uint16_t depth;
 	uint8_t kind;
 	atomic_bool written;          /* in this process's .buckets */
+	uint64_t jit_at;              /* its JIT frames' names: the map's
+					 lines up to there (rec_perfmap.c) */
 	uintptr_t frames[];
 };
 
@@ -61,6 +63,9 @@ long rec_raw_read(int fd, void *buf, size_t n);
 long rec_raw_pread(int fd, void *buf, size_t n, long off);
 int rec_raw_close(int fd);
 int rec_raw_ioctl(int fd, unsigned long request, void *arg);
+/* N bytes from P to FD, at offset AT (-1: where it is), whatever
+ * interrupts the writes; false on an error (errno says). */
+bool rec_write_all(int fd, const char *p, size_t n, long at);
 
 /* Zeroed memory that lives until exit; recorded as the recorder's own. */
 void *rec_alloc(size_t size);
@@ -87,6 +92,13 @@ void rec_buf_pad(struct rec_buf *b, size_t width, size_t used, char c);
 /* Seconds with millisecond decimals ("0.045"). */
 void rec_buf_seconds(struct rec_buf *b, double s);
 void rec_buf_free(struct rec_buf *b);
+/* S (N bytes) with tab, newline and backslash written \\t, \\n and \\\\. */
+void rec_buf_escaped(struct rec_buf *b, const char *s, size_t n);
+/* A .buckets file's name of the frame at ADDR: "frame 0xADDR<TAB>FUNC
+ * <TAB>FILE<TAB>LINE", escaped. */
+void rec_buf_frame(struct rec_buf *b, uint64_t addr, const char *func,
+		   size_t func_len, const char *file, size_t file_len,
+		   uint32_t line);
 /* The hex number at *P (up to END, lower or upper case), *P past it;
  * *DIGITS (if not NULL) its digits. */
 uint64_t rec_hex(const char **p, const char *end, unsigned *digits);
@@ -307,6 +319,33 @@ void rec_python_names_written(unsigned n);
 /* Around fork(): its lock; in the child, after it. */
 void rec_python_locks(bool take);
 void rec_python_after_fork(void);
+
+/* ---- rec_perfmap.c: a JIT's perf map, its names and its copy ---- */
+
+/* Where the addresses of a JIT's named frames start: below Python's. */
+#define REC_JIT_BASE ((uintptr_t)0xfffffc0000000000ULL)
+/* This process image starts: a map older than now is not its own. */
+void rec_perfmap_init(void);
+/*
+ * At a dump, before its buckets are written: what /tmp/perf-PID.map has
+ * gained since the last one, read for its names and appended to the copy
+ * TO (the whole map again where it was rewritten); false on a write
+ * error.
+ */
+bool rec_perfmap_update(const char *to);
+/* How long the map is now (for a bucket made now); UINT64_MAX where no
+ * JIT code has been seen, or there is no map: as at the dump. */
+uint64_t rec_perfmap_now(void);
+/* The address to write for frame ADDR of a bucket made when the map was
+ * AS_OF long: ADDR, or, in code of no object that the map named, the
+ * address of its name. */
+uintptr_t rec_perfmap_frame(uintptr_t addr, uint64_t as_of);
+/* The "frame" lines of the names not yet written into B; returns the
+ * count to give rec_perfmap_names_written once they are. */
+unsigned rec_perfmap_names(struct rec_buf *b);
+void rec_perfmap_names_written(unsigned n);
+/* In a child of fork(): its map is another. */
+void rec_perfmap_after_fork(void);
 
 /* ---- rec_count.c: counts per bucket, kept per thread ---- */
 

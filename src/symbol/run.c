@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "bucketfile.h"
+#include "perfmap.h"
 #include "symbfd.h"
 #include "symmap.h"
 #include "input.h"
@@ -133,9 +134,20 @@ static void init(struct run *r, const struct sym_options *opts,
 	maps_init(&r->maps);
 }
 
+/* A JIT's code: named from the run's copy of its perf map (perfmap.c),
+ * before the symbolizer, which knows binaries only. */
+static int load_perfmap(struct run *r)
+{
+	if (r->self_contained || !r->has_maps || !r->series.ndumps)
+		return 0;
+	return perfmap_name_run(&r->model, r->series.prefix,
+				r->series.dumps[0].path, &r->maps);
+}
+
 static int open_companions(struct run *r)
 {
-	if (load_buckets(r) < 0 || load_maps(r) < 0 || open_symbolizer(r) < 0)
+	if (load_buckets(r) < 0 || load_maps(r) < 0 || load_perfmap(r) < 0 ||
+	    open_symbolizer(r) < 0)
 		return -1;
 	return 0;
 }
