@@ -341,7 +341,8 @@ static void meta_head_line(const struct line *l, struct deep_meta *m)
 		snprintf(m->reason, sizeof(m->reason), "%.*s", (int)vlen, val);
 		if (!strcmp(m->reason, "main returned") ||
 		    !strcmp(m->reason, "exit called") ||
-		    !strcmp(m->reason, "python finalizing"))
+		    !strcmp(m->reason, "python finalizing") ||
+		    !strcmp(m->reason, "node exiting"))
 			m->moment = MOMENT_BEFORE_TEARDOWN;
 		else if (!strcmp(m->reason, "Exiting"))
 			m->moment = MOMENT_AT_EXIT;

@@ -234,10 +234,11 @@ extern struct rec_config rec_cfg;
  * program held (the at-exit dump, "Exiting", comes after them).  REASON
  * is "main returned" or "exit called", or "python finalizing" for a
  * Python program (rec_python.c: its interpreter frees the program's
- * objects before main() returns).  One per process: none when not
- * recording, from the recorder's own work, a second time, or in a child
- * of fork() that has allocated nothing of its own (its heap is its
- * parent's).
+ * objects before main() returns), or "node exiting" for node (rec_node.c:
+ * its exit event, before it disposes of its isolate).  One per process:
+ * none when not recording, from the recorder's own work, a second time,
+ * or in a child of fork() that has allocated nothing of its own (its
+ * heap is its parent's).
  */
 void rec_dump_before_teardown(const char *reason);
 
@@ -319,6 +320,13 @@ void rec_python_names_written(unsigned n);
 /* Around fork(): its lock; in the child, after it. */
 void rec_python_locks(bool take);
 void rec_python_after_fork(void);
+
+/* ---- rec_node.c: node, as dmprof's hook for it tells ---- */
+
+/* node's version ("v20.20.2") once the hook has said it, else NULL. */
+const char *rec_node_version(void);
+/* The path of the binary that holds node's code, or NULL. */
+const char *rec_node_binary(void);
 
 /* ---- rec_perfmap.c: a JIT's perf map, its names and its copy ---- */
 

@@ -1296,11 +1296,14 @@ static void build_meta(const char *reason, const struct timespec *now,
 	rec_buf_str(&meta, "\nWalks: ");
 	rec_buf_i64(&meta, how->walks);
 	rec_buf_str(&meta, how->stable ? "\nStable: yes\n" : "\nStable: no\n");
-	/* The interpreter whose frames the stacks hold, and where its code
-	 * is (the analyzer takes its native frames for the runtime's). */
+	/* The interpreter (or node) whose frames the stacks hold, and where
+	 * its code is (the analyzer takes its native frames for the
+	 * runtime's). */
 	if (rec_python_version())
 		runtime_line("python", rec_python_version(),
 			     rec_python_binary());
+	else if (rec_node_version())
+		runtime_line("node", rec_node_version(), rec_node_binary());
 }
 
 /* Can this process read PFNs?  (Unprivileged ones read as 0.) */
