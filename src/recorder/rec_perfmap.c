@@ -100,18 +100,36 @@ void rec_perfmap_init(void)
 	make_path();
 }
 
+/*
+ * (A JIT that writes no map, node without --perf-basic-prof: the stat(2)
+ * that finds none is not made again for 10 ms.  A map that comes meanwhile
+ * names those buckets as at the dump, as ever without a length.)
+ */
+static _Atomic int64_t no_map_until; /* CLOCK_MONOTONIC_COARSE, in ns */
+
 uint64_t rec_perfmap_now(void)
 {
 	struct stat st;
+	struct timespec ts;
+	int64_t now;
 	int saved;
 	long rc;
 
 	if (!atomic_load_explicit(&rec_unwind_jit, memory_order_relaxed))
 		return UINT64_MAX;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	if (now < atomic_load_explicit(&no_map_until, memory_order_relaxed))
+		return UINT64_MAX;
 	saved = errno;
 	rc = syscall(SYS_stat, map_path, &st);
 	errno = saved;
-	return rc == 0 ? (uint64_t)st.st_size : UINT64_MAX;
+	if (rc != 0) {
+		atomic_store_explicit(&no_map_until, now + 10000000,
+				      memory_order_relaxed);
+		return UINT64_MAX;
+	}
+	return (uint64_t)st.st_size;
 }
 
 /* A hex number of the map's, "0x" or not. */
