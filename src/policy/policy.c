@@ -338,13 +338,18 @@ static int run_pattern(const struct policy *p, struct matcher *mt,
  * A pattern on a field built as it is asked for: partial matching on
  * the field's start (of X alone for "X.*"), a frame longer until it
  * decides (a classifier remembers what its first frames decided); the
- * whole pattern on the whole field.
+ * whole pattern on the whole field.  Past the first few frames, the
+ * start asked for doubles: a pattern that matches every start partially
+ * (linux's source rules of Python's modules, "(?:(?!...)[^ ]+ )*...")
+ * would be run again over each start a frame longer, quadratic in a
+ * stack's depth (a million frames: hours).
  */
 static int run_head(const struct policy *p, struct matcher *mt,
 		    const struct pattern *pat, struct subject *subj, int f,
 		    const char *what)
 {
 	size_t min = 1;
+	unsigned tries = 0;
 
 	for (;;) {
 		const char *s;
@@ -366,7 +371,7 @@ static int run_head(const struct policy *p, struct matcher *mt,
 			return 0;
 		if (rc != PCRE2_ERROR_PARTIAL)
 			return pattern_failed(p, mt, pat, rc, len, what, subj);
-		min = len + 1;
+		min = ++tries < 8 ? len + 1 : 2 * len;
 	}
 }
 
