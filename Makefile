@@ -69,6 +69,8 @@ else
 BIN = dmprof
 RECORDER = libdmprof-recorder.so
 endif
+# dmprof's hook for node, beside the recorder, where dmprof record looks.
+NODE_HOOK = $(dir $(RECORDER))dmprof-node.js
 
 ALL_CPPFLAGS = -Iinclude -D_GNU_SOURCE $(CPPFLAGS)
 ALL_CFLAGS = -std=gnu11 $(WARNINGS) $(SANFLAGS) $(CFLAGS)
@@ -94,7 +96,7 @@ SHARED ?= $(abspath ../shared)
 
 .PHONY: all deps demo check test bench fuzz install uninstall deb clean FORCE
 
-all: $(BIN) $(RECORDER)
+all: $(BIN) $(RECORDER) $(NODE_HOOK)
 
 $(BIN): $(O)/cli/dmprof.o $(O)/libdmprof.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
@@ -148,13 +150,16 @@ $(RECORDER): $(REC_OBJS)
 	$(CC) -shared -pthread $(REC_SANFLAGS) $(LDFLAGS) -Wl,-z,defs \
 		-Wl,-z,now -o $@ $^ -ldl
 
+$(NODE_HOOK): src/recorder/dmprof-node.js
+	cp $< $@
+
 $(O)/unit/%.o: tests/unit/%.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
 
 # (The recorder's unwinder is tested against glibc's backtrace().)
 $(O)/unit-tests: $(UNIT_OBJS) $(O)/libdmprof.a $(O)/recorder/rec_unwind.o \
-		 $(O)/recorder/rec_pyframes.o \
+		 $(O)/recorder/rec_pyframes.o $(O)/recorder/rec_perfmap.o \
 		 $(O)/recorder/rec_mem.o
 	$(CC) $(ALL_LDFLAGS) -pthread -o $@ $^ -lcriterion $(LIBS)
 
@@ -202,7 +207,7 @@ check: deps
 SUITES = $(if $(filter thread,$(SANITIZE)),threads recorder,unit golden compat \
 	 real recorder hostile browser threads \
 	 $(if $(filter 1,$(SANITIZE)),,install))
-test: $(BIN) $(RECORDER) $(if $(filter thread,$(SANITIZE)),,$(O)/unit-tests)
+test: $(BIN) $(RECORDER) $(NODE_HOOK) $(if $(filter thread,$(SANITIZE)),,$(O)/unit-tests)
 	@sh tests/suites.sh $(if $(filter 1,$(SANITIZE)),asan,$(if \
 		$(filter thread,$(SANITIZE)),tsan,plain)) $(BIN) \
 		$(O)/unit-tests $(SHARED) $(O)/results $(SUITES)
@@ -254,7 +259,7 @@ install: all
 		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(DATADIR)/policies \
 		$(DESTDIR)$(LIBDIR)
 	install -m 755 dmprof $(DESTDIR)$(BINDIR)/dmprof
-	install -m 644 libdmprof-recorder.so $(DESTDIR)$(LIBDIR)/
+	install -m 644 libdmprof-recorder.so dmprof-node.js $(DESTDIR)$(LIBDIR)/
 	install -m 644 man/dmprof.1 $(DESTDIR)$(MANDIR)/man1/dmprof.1
 	install -m 644 man/dmprof-policy.5 $(DESTDIR)$(MANDIR)/man5/dmprof-policy.5
 	install -m 644 $(addprefix policies/,$(POLICY_FILES)) \
@@ -265,6 +270,7 @@ install: all
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/dmprof \
 		$(DESTDIR)$(LIBDIR)/libdmprof-recorder.so \
+		$(DESTDIR)$(LIBDIR)/dmprof-node.js \
 		$(DESTDIR)$(MANDIR)/man1/dmprof.1 \
 		$(DESTDIR)$(MANDIR)/man5/dmprof-policy.5 \
 		$(addprefix $(DESTDIR)$(DATADIR)/policies/,$(POLICY_FILES))
@@ -361,4 +367,4 @@ deb: deb-deps
 	$(if $(LINTIAN),$(LINTIAN) --fail-on error $(DEB_FILE))
 
 clean:
-	rm -rf build dmprof libdmprof-recorder.so dmprof_*.deb
+	rm -rf build dmprof libdmprof-recorder.so dmprof-node.js dmprof_*.deb

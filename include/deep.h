@@ -37,6 +37,8 @@ struct deep_meta {
 	bool running;            /* "Stopped: no (WHY)": read with the
 				    threads running, for this */
 	char running_why[128];   /* WHY */
+	char runtime[16];        /* Runtime: "python", "node" ("" if
+				    unsaid) */
 };
 
 /*

@@ -32,6 +32,7 @@ struct model {
 	 * program's interpreted frames run on (see model_note_runtime), or
 	 * 0. */
 	uint32_t runtime_bin;
+	const char *runtime; /* its language ("python", "node"), or NULL */
 	/* Frames a profile named itself (see model_named_frame). */
 	struct hashmap named;
 	uint64_t next_synthetic;

@@ -12,7 +12,8 @@ stages="core model read memory symbol load policy analyze cli"
 # Headers without a .c of their own: NAME STAGE.
 header_only="search.h core
 leb128.h core
-python_offsets.h core"
+python_offsets.h core
+perfmap_name.h core"
 
 rank() {
 	i=0

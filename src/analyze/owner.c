@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "pattern.h"
+#include "perfmap.h"
 #include "stacktext.h"
 #include "util.h"
 
@@ -168,6 +169,10 @@ bool owner_frame_is_own(const struct owners *o, const struct model *m,
 	/* An interpreter's own code (CPython's eval loop, its objects):
 	 * the runtime the program's interpreted frames run on. */
 	if (f->bin && f->bin == m->runtime_bin)
+		return false;
+	/* JIT code named from a perf map: the program's JavaScript, not
+	 * node's own (node:internal/...), a package's or V8's builtins. */
+	if (!bin && perfmap_runtime_frame(func, file))
 		return false;
 	if (!bin)
 		return true; /* named by the profile (Go, DHAT): by its name */

@@ -228,8 +228,9 @@ struct diff {
 	struct run_shape shape;
 	bool has_shape;
 	/* The run's stacks run on an interpreter (Python): its teardown is
-	 * its finalization, not atexit handlers and static destructors. */
-	bool interpreter;
+	 * its finalization, not atexit handlers and static destructors; on
+	 * node, what follows its exit event. */
+	bool interpreter, node;
 };
 
 static struct row *add_row(struct table *t)
@@ -651,7 +652,11 @@ static void print_teardown(struct diff *d)
 		       d->td.last_said ? "written" : "which the format writes");
 		return;
 	}
-	if (d->td.said && d->interpreter)
+	if (d->td.said && d->node)
+		printf("B is the last dump before teardown, at node's exit "
+		       "event; then the disposal of its isolate (the "
+		       "JavaScript heap, the Buffers), by %s, took ", last);
+	else if (d->td.said && d->interpreter)
 		printf("B is the last dump before teardown; then the "
 		       "interpreter's finalization (its modules cleared), by "
 		       "%s, took ", last);
@@ -918,6 +923,7 @@ static int in_run(struct diff *d, struct setup *o, struct cmd_args *a,
 	if (changes_in_run(&d->c, &o->run, &o->cls, ia, ib) < 0)
 		return -1;
 	d->interpreter = o->run.model.runtime_bin != 0;
+	d->node = d->interpreter && !strcmp(o->run.model.runtime, "node");
 	if (!d->first_form)
 		return 0;
 	/* What teardown freed: the last dump, read alone. */

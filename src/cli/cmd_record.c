@@ -405,6 +405,46 @@ static void set_environment(const struct record_opts *o,
 }
 
 /*
+ * node programs: dmprof's hook for node (dmprof-node.js, beside the
+ * recorder) required by every node the command starts, through
+ * NODE_OPTIONS (which node's children inherit), after what it holds
+ * already.  The hook names node to the recorder and asks for the dump
+ * before teardown at the exit event (src/recorder/rec_node.c); any other
+ * program ignores the variable.  A path with a space, a quote or a
+ * backslash is quoted as node reads NODE_OPTIONS.
+ */
+static void require_node_hook(const char *recorder)
+{
+	char *copy = xstrdup(recorder), *hook;
+	const char *old = getenv("NODE_OPTIONS");
+	struct strbuf opts = STRBUF_INIT;
+
+	hook = xasprintf("%s/dmprof-node.js", dirname(copy));
+	free(copy);
+	if (access(hook, R_OK) < 0) {
+		free(hook);
+		return;
+	}
+	if (old && *old)
+		sb_addf(&opts, "%s ", old);
+	sb_addstr(&opts, "--require ");
+	if (strpbrk(hook, " \t\"\\")) {
+		sb_addch(&opts, '"');
+		for (const char *p = hook; *p; p++) {
+			if (*p == '"' || *p == '\\')
+				sb_addch(&opts, '\\');
+			sb_addch(&opts, *p);
+		}
+		sb_addch(&opts, '"');
+	} else {
+		sb_addstr(&opts, hook);
+	}
+	setenv("NODE_OPTIONS", opts.buf, 1);
+	sb_release(&opts);
+	free(hook);
+}
+
+/*
  * The recorder's notices come here, to this command's stderr, never to
  * the program's (whose output must be what it is unrecorded): a copy of
  * fd 2 out of the way of the program's own descriptors, which it and its
@@ -499,6 +539,7 @@ static int cmd_record_run(struct cmd_args *a)
 		return 1;
 	}
 	set_environment(&o, recorder, prefix);
+	require_node_hook(recorder);
 	free(recorder);
 	notices = pass_stderr();
 	pid = run_child(a->argv, o.signal, &wstatus);

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "bucketfile.h"
+#include "perfmap.h"
 #include "symbfd.h"
 #include "symmap.h"
 #include "util.h"
@@ -63,6 +64,16 @@ static int load_maps(struct run *r)
 	return rc;
 }
 
+/* A JIT's code: named from the run's copy of its perf map (perfmap.c),
+ * before the symbolizer, which knows binaries only. */
+static int load_perfmap(struct run *r)
+{
+	if (r->self_contained || !r->has_maps || !r->series.ndumps)
+		return 0;
+	return perfmap_name_run(&r->model, r->series.prefix,
+				r->series.dumps[0].path, &r->maps);
+}
+
 static int open_symbolizer(struct run *r)
 {
 	struct strbuf dir = STRBUF_INIT;
@@ -90,6 +101,7 @@ static const struct companion {
 } companions[] = {
 	{ "bucket definitions: PREFIX.NNNN.buckets", load_buckets },
 	{ "maps: PREFIX.maps, else PREFIX.symmap/maps", load_maps },
+	{ "JIT code's names: PREFIX.PID.perfmap copies", load_perfmap },
 	{ "a symbolizer: PREFIX.symmap/, else the binaries", open_symbolizer },
 };
 

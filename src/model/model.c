@@ -377,6 +377,7 @@ void model_note_runtime(struct model *m, const struct snapshot *snap)
 		return;
 	m->runtime_bin = model_binary(m, strtab_intern_str(&m->strings,
 							   path + 1));
+	m->runtime = strtab_intern(&m->strings, v, strcspn(v, " "));
 }
 
 uint32_t model_binary(struct model *m, const char *path)

@@ -294,12 +294,20 @@ static void meta_head_line(const struct line *l, struct deep_meta *m)
 		snprintf(m->reason, sizeof(m->reason), "%.*s", (int)vlen, val);
 		if (!strcmp(m->reason, "main returned") ||
 		    !strcmp(m->reason, "exit called") ||
-		    !strcmp(m->reason, "python finalizing"))
+		    !strcmp(m->reason, "python finalizing") ||
+		    !strcmp(m->reason, "node exiting"))
 			m->moment = MOMENT_BEFORE_TEARDOWN;
 		else if (!strcmp(m->reason, "Exiting"))
 			m->moment = MOMENT_AT_EXIT;
 		else
 			m->moment = MOMENT_OTHER;
+	} else if (KEY("Runtime")) {
+		/* "LANGUAGE VERSION PATH": the language. */
+		size_t n = 0;
+
+		while (n < vlen && !is_space(val[n]))
+			n++;
+		snprintf(m->runtime, sizeof(m->runtime), "%.*s", (int)n, val);
 	} else if (KEY("DumpSeconds")) {
 		m->dump_seconds = strtod(val, NULL);
 	} else if (KEY("StoppedSeconds")) {

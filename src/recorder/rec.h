@@ -33,6 +33,8 @@ struct rec_bucket {
 	uint16_t depth;
 	uint8_t kind;
 	atomic_bool written;          /* in this process's .buckets */
+	uint64_t jit_at;              /* its JIT frames' names: the map's
+					 lines up to there (rec_perfmap.c) */
 	uintptr_t frames[];
 };
 
@@ -61,6 +63,9 @@ long rec_raw_read(int fd, void *buf, size_t n);
 long rec_raw_pread(int fd, void *buf, size_t n, long off);
 int rec_raw_close(int fd);
 int rec_raw_ioctl(int fd, unsigned long request, void *arg);
+/* N bytes from P to FD, at offset AT (-1: where it is), whatever
+ * interrupts the writes; false on an error (errno says). */
+bool rec_write_all(int fd, const char *p, size_t n, long at);
 
 /* Zeroed memory that lives until exit; recorded as the recorder's own. */
 void *rec_alloc(size_t size);
@@ -87,6 +92,16 @@ void rec_buf_pad(struct rec_buf *b, size_t width, size_t used, char c);
 /* Seconds with millisecond decimals ("0.045"). */
 void rec_buf_seconds(struct rec_buf *b, double s);
 void rec_buf_free(struct rec_buf *b);
+/* S (N bytes) with tab, newline and backslash written \\t, \\n and \\\\. */
+void rec_buf_escaped(struct rec_buf *b, const char *s, size_t n);
+/* A .buckets file's name of the frame at ADDR: "frame 0xADDR<TAB>FUNC
+ * <TAB>FILE<TAB>LINE", escaped. */
+void rec_buf_frame(struct rec_buf *b, uint64_t addr, const char *func,
+		   size_t func_len, const char *file, size_t file_len,
+		   uint32_t line);
+/* The hex number at *P (up to END, lower or upper case), *P past it;
+ * *DIGITS (if not NULL) its digits. */
+uint64_t rec_hex(const char **p, const char *end, unsigned *digits);
 bool rec_buf_reserve(struct rec_buf *b, size_t n);
 bool rec_buf_zero(struct rec_buf *b, size_t n);
 bool rec_buf_room(struct rec_buf *b, size_t n);
@@ -221,10 +236,11 @@ extern struct rec_config rec_cfg;
  * program held (the at-exit dump, "Exiting", comes after them).  REASON
  * is "main returned" or "exit called", or "python finalizing" for a
  * Python program (rec_python.c: its interpreter frees the program's
- * objects before main() returns).  One per process: none when not
- * recording, from the recorder's own work, a second time, or in a child
- * of fork() that has allocated nothing of its own (its heap is its
- * parent's).
+ * objects before main() returns), or "node exiting" for node (rec_node.c:
+ * its exit event, before it disposes of its isolate).  One per process:
+ * none when not recording, from the recorder's own work, a second time,
+ * or in a child of fork() that has allocated nothing of its own (its
+ * heap is its parent's).
  */
 void rec_dump_before_teardown(const char *reason);
 
@@ -319,6 +335,40 @@ void rec_python_names_written(unsigned n);
 void rec_python_locks(bool take);
 void rec_python_after_fork(void);
 
+/* ---- rec_node.c: node, as dmprof's hook for it tells ---- */
+
+/* node's version ("v20.20.2") once the hook has said it, else NULL. */
+const char *rec_node_version(void);
+/* The path of the binary that holds node's code, or NULL. */
+const char *rec_node_binary(void);
+
+/* ---- rec_perfmap.c: a JIT's perf map, its names and its copy ---- */
+
+/* Where the addresses of a JIT's named frames start: below Python's. */
+#define REC_JIT_BASE ((uintptr_t)0xfffffc0000000000ULL)
+/* This process image starts: a map older than now is not its own. */
+void rec_perfmap_init(void);
+/*
+ * At a dump, before its buckets are written: what /tmp/perf-PID.map has
+ * gained since the last one, read for its names and appended to the copy
+ * TO (the whole map again where it was rewritten); false on a write
+ * error.
+ */
+bool rec_perfmap_update(const char *to);
+/* How long the map is now (for a bucket made now); UINT64_MAX where no
+ * JIT code has been seen, or there is no map: as at the dump. */
+uint64_t rec_perfmap_now(void);
+/* The address to write for frame ADDR of a bucket made when the map was
+ * AS_OF long: ADDR, or, in code of no object that the map named, the
+ * address of its name. */
+uintptr_t rec_perfmap_frame(uintptr_t addr, uint64_t as_of);
+/* The "frame" lines of the names not yet written into B; returns the
+ * count to give rec_perfmap_names_written once they are. */
+unsigned rec_perfmap_names(struct rec_buf *b);
+void rec_perfmap_names_written(unsigned n);
+/* In a child of fork(): its map is another. */
+void rec_perfmap_after_fork(void);
+
 /* ---- rec_count.c: counts per bucket, kept per thread ---- */
 
 void rec_count_init(void);
@@ -403,6 +453,8 @@ void rec_unwind_locks(bool take);
 void rec_unwind_after_fork(void);
 /* Captures that needed glibc's backtrace() (signal frames and such). */
 extern atomic_ulong rec_unwind_fallbacks;
+/* A walk has stepped through code of no object (a JIT's). */
+extern atomic_bool rec_unwind_jit;
 /* This thread's walks that ended in the memo of its last walks, and
  * those that found the same stack as the last time (for the tests, which
  * can turn the memo off, to compare). */

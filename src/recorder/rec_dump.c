@@ -1,7 +1,8 @@
 /*
  * Writing a dump: PREFIX.PID.NNNN.heap in DUMP_DEEP_6, the buckets first
- * seen since the last dump in PREFIX.PID.NNNN.buckets, and the process's
- * mappings in PREFIX.PID.maps.
+ * seen since the last dump in PREFIX.PID.NNNN.buckets, the process's
+ * mappings in PREFIX.PID.maps, and a JIT's perf map, if it writes one, in
+ * PREFIX.PID.perf.map (rec_perfmap.c).
  *
  * Every VMA of the process's maps is cut into regions: the mappings the hooks
  * saw ("hooked", with the bucket of the call that made them), the
@@ -48,7 +49,6 @@ static bool said_write_error, said_limit, said_pfn, said_not_stopped;
  * thread while the dump thread may be reading it.) */
 static atomic_uint_fast64_t last_seconds;
 
-static bool write_all(int fd, const char *p, size_t n);
 static void note_seconds(double s);
 
 /*
@@ -134,7 +134,7 @@ void rec_say(const char *first, ...)
 	va_end(ap);
 	line[n++] = '\n';
 	if (notice_fd_ok()) {
-		write_all(notice_fd, line, n);
+		rec_write_all(notice_fd, line, n, -1);
 		return;
 	}
 	if (!rec_cfg.prefix[0])
@@ -145,7 +145,7 @@ void rec_say(const char *first, ...)
 			  O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return;
-	write_all(fd, line, n);
+	rec_write_all(fd, line, n, -1);
 	rec_raw_close(fd);
 }
 
@@ -185,21 +185,6 @@ static bool read_all(const char *path, struct rec_buf *b)
 	if (fd >= 0)
 		rec_raw_close(fd);
 	return ok;
-}
-
-static bool write_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return false;
-		p += w;
-		n -= (size_t)w;
-	}
-	return true;
 }
 
 /*
@@ -277,8 +262,8 @@ again:
 		goto fail;
 	}
 	for (int i = 0; i < n && ok; i++)
-		ok = write_all(fd, parts[i]->p ? parts[i]->p : "",
-			       parts[i]->len);
+		ok = rec_write_all(fd, parts[i]->p ? parts[i]->p : "",
+				   parts[i]->len, -1);
 	if (!ok)
 		err = errno;
 	if (ok && unnamed && !name_unnamed(fd, path, tmp)) {
@@ -434,23 +419,6 @@ struct vma {
 	bool resident;    /* smaps says some of it is in memory or swap */
 };
 
-static uint64_t hex_at(const char **pp, const char *end)
-{
-	const char *p = *pp;
-	uint64_t v = 0;
-
-	for (; p < end; p++) {
-		int d = *p >= '0' && *p <= '9'	 ? *p - '0'
-			: *p >= 'a' && *p <= 'f' ? *p - 'a' + 10
-						 : -1;
-		if (d < 0)
-			break;
-		v = v << 4 | (uint64_t)d;
-	}
-	*pp = p;
-	return v;
-}
-
 static const char *skip_field(const char *p, const char *end)
 {
 	while (p < end && *p != ' ')
@@ -502,10 +470,10 @@ static size_t parse_maps(const struct rec_buf *text, struct rec_buf *vmas)
 		memset(&v, 0, sizeof(v));
 		v.line = p;
 		v.linelen = (size_t)(eol - p);
-		v.start = hex_at(&q, eol);
+		v.start = rec_hex(&q, eol, NULL);
 		if (q < eol && *q == '-')
 			q++;
-		v.end = hex_at(&q, eol);
+		v.end = rec_hex(&q, eol, NULL);
 		q = skip_field(q, eol);
 		if (eol - q >= 4)
 			memcpy(v.perms, q, 4);
@@ -1161,7 +1129,8 @@ static void bucket_line(struct rec_buf *b, const struct rec_bucket *k)
 		return;
 	p = b->p + b->len;
 	for (unsigned i = 0; i < k->depth; i++) {
-		uint64_t v = k->frames[i];
+		/* (A JIT's code by its name now: rec_perfmap.c.) */
+		uint64_t v = rec_perfmap_frame(k->frames[i], k->jit_at);
 		int n = v >> 32 ? (67 - __builtin_clzll(v)) / 4 : 8;
 
 		memcpy(p, " 0x", 3);
@@ -1237,6 +1206,21 @@ struct how {
 	int walks;                /* reads of the process, 1 when all agreed */
 	bool stable;              /* Rss the same before, during and after */
 };
+
+/* META's "Runtime: LANGUAGE VERSION [PATH]". */
+static void runtime_line(const char *language, const char *version,
+			 const char *binary)
+{
+	rec_buf_str(&meta, "Runtime: ");
+	rec_buf_str(&meta, language);
+	rec_buf_add(&meta, " ", 1);
+	rec_buf_str(&meta, version);
+	if (binary) {
+		rec_buf_add(&meta, " ", 1);
+		rec_buf_str(&meta, binary);
+	}
+	rec_buf_add(&meta, "\n", 1);
+}
 
 static void build_meta(const char *reason, const struct timespec *now,
 		       const int64_t kernel[3], const struct how *how)
@@ -1338,17 +1322,14 @@ static void build_meta(const char *reason, const struct timespec *now,
 	rec_buf_str(&meta, "\nWalks: ");
 	rec_buf_i64(&meta, how->walks);
 	rec_buf_str(&meta, how->stable ? "\nStable: yes\n" : "\nStable: no\n");
-	/* The interpreter whose frames the stacks hold, and where its code
-	 * is (the analyzer takes its native frames for the runtime's). */
-	if (rec_python_version()) {
-		rec_buf_str(&meta, "Runtime: python ");
-		rec_buf_str(&meta, rec_python_version());
-		if (rec_python_binary()) {
-			rec_buf_add(&meta, " ", 1);
-			rec_buf_str(&meta, rec_python_binary());
-		}
-		rec_buf_add(&meta, "\n", 1);
-	}
+	/* The interpreter (or node) whose frames the stacks hold, and where
+	 * its code is (the analyzer takes its native frames for the
+	 * runtime's). */
+	if (rec_python_version())
+		runtime_line("python", rec_python_version(),
+			     rec_python_binary());
+	else if (rec_node_version())
+		runtime_line("node", rec_node_version(), rec_node_binary());
 }
 
 /* Can this process read PFNs?  (Unprivileged ones read as 0.) */
@@ -1591,15 +1572,14 @@ static void write_files(void)
 					  &stacks };
 	struct rec_buf *one[1], *two[2];
 	char name[PAGE_MAX_NAME];
-	unsigned named;
+	unsigned named, jit_named;
 
-	if (!dump_count)
-		choose_prefix();
 	dump_count++;
 	file_name(name, dump_count, ".buckets");
-	/* Python frames' names first: the buckets use them. */
+	/* Python's and a JIT's frames' names first: the buckets use them. */
 	rec_buf_free(&names_text);
 	named = rec_python_names(&names_text);
+	jit_named = rec_perfmap_names(&names_text);
 	two[0] = &names_text;
 	two[1] = &buckets_text;
 	if (!write_file(name, two, 2)) {
@@ -1607,6 +1587,7 @@ static void write_files(void)
 		return;
 	}
 	rec_python_names_written(named);
+	rec_perfmap_names_written(jit_named);
 	/* Written: the next .buckets files need not define them again. */
 	for (size_t i = 0; i < new_ids.len / sizeof(uint32_t); i++) {
 		uint32_t id;
@@ -1771,6 +1752,19 @@ static void do_dump(const char *reason)
 	how.walks = c.walks;
 	how.stable = c.stable;
 
+	if (!dump_count)
+		choose_prefix();
+	/* A JIT's names of its code as they are now, for the new buckets,
+	 * and its map's copy (rec_perfmap.c). */
+	{
+		char name[PAGE_MAX_NAME];
+
+		file_name(name, 0, ".perf.map");
+		if (!rec_perfmap_update(name) && !said_write_error) {
+			said_write_error = true;
+			rec_say("cannot write ", name, ": ", why(errno), NULL);
+		}
+	}
 	build_stacktraces(&d);
 	build_global_stats(&d);
 	how.seconds = monotonic() - t0;

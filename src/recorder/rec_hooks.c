@@ -814,6 +814,7 @@ static void init(void)
 	thread_wanted = rec_cfg.time_interval > 0 || rec_cfg.signal > 0;
 	page_size = (size_t)sysconf(_SC_PAGESIZE);
 	owner = getpid();
+	rec_perfmap_init();
 	dl_iterate_phdr(text_range, (void *)(uintptr_t)init);
 	dl_iterate_phdr(runtime_range, NULL);
 	if (!rec_table_init()) {
@@ -1142,6 +1143,7 @@ static void become_child(void)
 	rec_count_after_fork();
 	rec_unwind_after_fork();
 	rec_python_after_fork();
+	rec_perfmap_after_fork();
 	locks(false);
 	atomic_store(&rec_dumping, false);
 	have_dumper = false;

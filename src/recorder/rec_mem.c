@@ -6,6 +6,7 @@
  */
 #include "rec.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <time.h>
@@ -58,6 +59,23 @@ int rec_raw_close(int fd)
 int rec_raw_ioctl(int fd, unsigned long request, void *arg)
 {
 	return (int)syscall(SYS_ioctl, fd, request, arg);
+}
+
+bool rec_write_all(int fd, const char *p, size_t n, long at)
+{
+	while (n) {
+		ssize_t w = at < 0 ? write(fd, p, n) : pwrite(fd, p, n, at);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return false;
+		p += w;
+		n -= (size_t)w;
+		if (at >= 0)
+			at += (long)w;
+	}
+	return true;
 }
 
 void rec_relax(void)
@@ -436,6 +454,56 @@ bool rec_buf_zero(struct rec_buf *b, size_t n)
 	memset(b->p + b->len, 0, n);
 	b->len += n;
 	return true;
+}
+
+/* S (N bytes) with tab, newline and backslash written \\t, \\n and \\\\. */
+void rec_buf_escaped(struct rec_buf *b, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+
+		if (c == '\\' || c == '\t' || c == '\n') {
+			rec_buf_add(b, "\\", 1);
+			c = c == '\t' ? 't' : c == '\n' ? 'n' : '\\';
+		}
+		rec_buf_add(b, &c, 1);
+	}
+}
+
+void rec_buf_frame(struct rec_buf *b, uint64_t addr, const char *func,
+		   size_t func_len, const char *file, size_t file_len,
+		   uint32_t line)
+{
+	rec_buf_str(b, "frame 0x");
+	rec_buf_hex(b, addr, 16);
+	rec_buf_add(b, "\t", 1);
+	rec_buf_escaped(b, func, func_len);
+	rec_buf_add(b, "\t", 1);
+	rec_buf_escaped(b, file, file_len);
+	rec_buf_add(b, "\t", 1);
+	rec_buf_u64(b, line);
+	rec_buf_add(b, "\n", 1);
+}
+
+uint64_t rec_hex(const char **pp, const char *stop, unsigned *digits)
+{
+	const char *p = *pp;
+	uint64_t v = 0;
+	unsigned n = 0;
+
+	for (; p < stop; p++, n++) {
+		int d = *p >= '0' && *p <= '9'	 ? *p - '0'
+			: *p >= 'a' && *p <= 'f' ? *p - 'a' + 10
+			: *p >= 'A' && *p <= 'F' ? *p - 'A' + 10
+						 : -1;
+		if (d < 0)
+			break;
+		v = v << 4 | (uint64_t)d;
+	}
+	*pp = p;
+	if (digits)
+		*digits = n;
+	return v;
 }
 
 /* Right-align: pad with C to WIDTH before text of length USED. */

@@ -598,19 +598,6 @@ bool rec_pyframes_init(const struct rec_py *py)
 
 /* ---- the dump ---- */
 
-static void escaped(struct rec_buf *b, const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-
-		if (c == '\\' || c == '\t' || c == '\n') {
-			rec_buf_add(b, "\\", 1);
-			c = c == '\t' ? 't' : c == '\n' ? 'n' : '\\';
-		}
-		rec_buf_add(b, &c, 1);
-	}
-}
-
 unsigned rec_python_names(struct rec_buf *b)
 {
 	unsigned n = atomic_load_explicit(&nnames, memory_order_acquire);
@@ -618,15 +605,8 @@ unsigned rec_python_names(struct rec_buf *b)
 	for (unsigned i = names_written; i < n; i++) {
 		const struct py_name *e = name_at(i);
 
-		rec_buf_str(b, "frame 0x");
-		rec_buf_hex(b, name_addr(i), 16);
-		rec_buf_add(b, "\t", 1);
-		escaped(b, e->func, e->func_len);
-		rec_buf_add(b, "\t", 1);
-		escaped(b, e->file, e->file_len);
-		rec_buf_add(b, "\t", 1);
-		rec_buf_u64(b, e->line);
-		rec_buf_add(b, "\n", 1);
+		rec_buf_frame(b, name_addr(i), e->func, e->func_len, e->file,
+			      e->file_len, e->line);
 	}
 	return n;
 }

@@ -161,12 +161,15 @@ struct rec_bucket *rec_bucket_get(enum rec_kind kind, const uintptr_t *frames,
 	struct rec_bucket *b;
 	uint32_t id;
 	size_t i;
+	uint64_t jit_at;
 
 	if (!t)
 		return NULL;
 	b = find(t, h, kind, frames, depth, &i);
 	if (b)
 		return b;
+	/* (Outside the lock: a system call, where a JIT runs.) */
+	jit_at = rec_perfmap_now();
 
 	/* A new stack (or one another thread just added). */
 	rec_lock_take(&insert_lock);
@@ -194,6 +197,7 @@ struct rec_bucket *rec_bucket_get(enum rec_kind kind, const uintptr_t *frames,
 	b->hash = h;
 	b->kind = (uint8_t)kind;
 	b->depth = (uint16_t)depth;
+	b->jit_at = jit_at;
 	memcpy(b->frames, frames, depth * sizeof(uintptr_t));
 	b->id = id;
 	atomic_store_explicit(id_slot(id, false), b, memory_order_release);

@@ -13,16 +13,23 @@
  * two loads, several times less than libgcc's unwinder, which redoes the
  * work every time.
  *
- * Anything else (signal frames, CFA expressions, registers saved in other
- * registers, no CFI) makes the whole capture fall back to glibc's
- * backtrace(), so stacks are never wrong, only sometimes slower.
+ * Code with no CFI at all (a JIT's, V8's and the JVM's, which keep frame
+ * pointers in it; the builtins V8 embeds in node's binary) is stepped
+ * along the frame-pointer chain: CFA = RBP + 16, the return address at
+ * CFA - 8, the caller's RBP at CFA - 16, checked as it goes (see walk()),
+ * the walk ending where the chain breaks.  Anything else (signal frames,
+ * CFA expressions, registers saved in other registers) makes the whole
+ * capture fall back to glibc's backtrace(), so stacks are never wrong,
+ * only sometimes slower.
  */
 #include "leb128.h"
 #include "rec.h"
 #include "search.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <execinfo.h>
+#include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
 #include <string.h>
@@ -67,6 +74,8 @@ static unsigned from_backtrace(uintptr_t *frames, unsigned max,
 #define RULE_END (1ULL << 61)      /* outermost frame */
 #define RULE_CFA_RBP (1ULL << 60)  /* CFA = RBP + off, else RSP + off */
 #define RULE_BP_SAVED (1ULL << 59) /* RBP saved at CFA + bp_off */
+#define RULE_FP (1ULL << 58)       /* the frame-pointer chain: no CFI */
+#define RULE_NOTCODE (1ULL << 57)  /* (with END) not code: no frame */
 
 struct rule {
 	int32_t cfa_off;
@@ -86,7 +95,8 @@ static void unpack(uint64_t v, struct rule *r)
 	r->cfa_off = (int32_t)(uint32_t)v;
 	r->bp_off = (int16_t)(uint16_t)(v >> 32);
 	r->ra_off = (int16_t)((int8_t)(uint8_t)(v >> 48) * 8);
-	r->flags = v & (RULE_SLOW | RULE_END | RULE_CFA_RBP | RULE_BP_SAVED);
+	r->flags = v & (RULE_SLOW | RULE_END | RULE_CFA_RBP | RULE_BP_SAVED |
+			RULE_FP | RULE_NOTCODE);
 }
 
 /* ---- reading .eh_frame ---- */
@@ -139,8 +149,9 @@ static uintptr_t encoded(struct byte_cur *c, uint8_t enc, uintptr_t data)
 	return (uintptr_t)v;
 }
 
-/* The FDE for PC through .eh_frame_hdr's table; NULL if none. */
-static const uint8_t *find_fde(const uint8_t *hdr, uintptr_t pc)
+/* The FDE for PC through .eh_frame_hdr's table; NULL if none (and
+ * *USABLE false if the table is not one this can read). */
+static const uint8_t *find_fde(const uint8_t *hdr, uintptr_t pc, bool *usable)
 {
 	struct byte_cur c = { hdr, hdr + 12, false };
 	uint8_t enc_ptr, enc_count, enc_table;
@@ -148,6 +159,7 @@ static const uint8_t *find_fde(const uint8_t *hdr, uintptr_t pc)
 	size_t k;
 	const int32_t *table;
 
+	*usable = false;
 	if (fixed(&c, 1) != 1)
 		return NULL;
 	enc_ptr = (uint8_t)fixed(&c, 1);
@@ -157,7 +169,10 @@ static const uint8_t *find_fde(const uint8_t *hdr, uintptr_t pc)
 	encoded(&c, enc_ptr, (uintptr_t)hdr);
 	count = encoded(&c, enc_count, (uintptr_t)hdr);
 	/* What every toolchain writes: datarel sdata4 pairs. */
-	if (c.bad || enc_table != 0x3b || !count)
+	if (c.bad || enc_table != 0x3b)
+		return NULL;
+	*usable = true;
+	if (!count)
 		return NULL;
 	table = (const int32_t *)(const void *)c.p;
 	/* The last entry that starts at or before PC. */
@@ -419,6 +434,148 @@ void rec_unwind_ready(void)
 			dlsym(gcc, "_Unwind_Find_FDE");
 }
 
+/* ---- executable memory: where a frame pointer's return address goes ---- */
+
+/*
+ * In code without CFI, RBP is believed to be the frame pointer, which a
+ * JIT's code keeps it as; other code (hand-written assembly) may keep
+ * anything there.  So the return address a frame-pointer step reads counts
+ * only where it points into executable memory, as /proc/self/maps says.
+ * Its executable mappings are kept in a sorted table that a miss reads
+ * again (new JIT code), under a sequence count: a reader that sees it
+ * odd, or changed, reads the maps itself, as does a thread that finds
+ * another (or the code its signal handler interrupted) making the table.
+ * (Its accesses are sequentially consistent, with no fences, which
+ * ThreadSanitizer does not follow: the count read after the table then
+ * cannot miss a write the table read saw.)  Each code address is asked
+ * about once, when its rule is worked out.
+ */
+#define EXEC_MAX 1024
+static _Atomic uintptr_t exec_lo[EXEC_MAX], exec_hi[EXEC_MAX];
+static atomic_uint exec_n, exec_seq;
+static atomic_bool exec_making;
+
+/* One line of the maps: its range, if executable. */
+static bool exec_line(const char *p, const char *eol, uintptr_t *lo,
+		      uintptr_t *hi)
+{
+	*lo = rec_hex(&p, eol, NULL);
+	if (p >= eol || *p++ != '-')
+		return false;
+	*hi = rec_hex(&p, eol, NULL);
+	return eol - p >= 4 && p[0] == ' ' && p[3] == 'x' && *lo < *hi;
+}
+
+/* Add [LO, HI) to the table being made, which has *N ranges. */
+static void exec_add(unsigned *n, uintptr_t lo, uintptr_t hi)
+{
+	if (*n && atomic_load(&exec_hi[*n - 1]) == lo) {
+		atomic_store(&exec_hi[*n - 1], hi);
+	} else if (*n < EXEC_MAX) {
+		atomic_store(&exec_lo[*n], lo);
+		atomic_store(&exec_hi[*n], hi);
+		++*n;
+	}
+}
+
+/* Is PC in an executable mapping, as the maps say now?  With MAKE, the
+ * table is made again from them (the caller holds EXEC_MAKING). */
+static bool exec_read(uintptr_t pc, bool make)
+{
+	char buf[1024]; /* (a hook's stack may be a signal's, small) */
+	size_t have = 0;
+	unsigned n = 0, seq = 0;
+	bool found = false, skipping = false;
+	int saved = errno, fd = rec_raw_open("/proc/self/maps",
+					     O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		errno = saved;
+		return true; /* (no /proc: the stack's bounds must do) */
+	}
+	if (make) {
+		seq = atomic_load(&exec_seq);
+		atomic_store(&exec_seq, seq + 1);
+	}
+	for (;;) {
+		long got = rec_raw_read(fd, buf + have, sizeof(buf) - have);
+		const char *p = buf, *end, *eol;
+		uintptr_t lo, hi;
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			break;
+		end = buf + have + got;
+		while (p < end) {
+			eol = memchr(p, '\n', (size_t)(end - p));
+			/* (The rest of the line comes with the next read, but
+			 * for a line longer than the buffer: its start is all
+			 * that counts.) */
+			if (!eol && (p > buf || end < buf + sizeof(buf)))
+				break;
+			if (!skipping && exec_line(p, eol ? eol : end, &lo, &hi)) {
+				found |= pc >= lo && pc < hi;
+				if (make)
+					exec_add(&n, lo, hi);
+			}
+			skipping = !eol;
+			p = eol ? eol + 1 : end;
+		}
+		have = (size_t)(end - p);
+		memmove(buf, p, have);
+	}
+	rec_raw_close(fd);
+	if (make) {
+		atomic_store(&exec_n, n);
+		atomic_store(&exec_seq, seq + 2);
+	}
+	errno = saved;
+	return found;
+}
+
+/* 1: PC is in the table; 0: not; -1: the table is being made. */
+static int exec_find(uintptr_t pc)
+{
+	unsigned seq = atomic_load(&exec_seq);
+	unsigned n = atomic_load(&exec_n);
+	size_t k;
+	bool found;
+
+	if (seq & 1)
+		return -1;
+	if (n > EXEC_MAX)
+		n = EXEC_MAX;
+	k = PARTITION_POINT(n, i, atomic_load(&exec_hi[i]) <= pc);
+	found = k < n && atomic_load(&exec_lo[k]) <= pc;
+	return atomic_load(&exec_seq) == seq ? found : -1;
+}
+
+static bool executable(uintptr_t pc)
+{
+	bool make, found;
+
+	if (exec_find(pc) == 1)
+		return true;
+	make = !atomic_exchange(&exec_making, true);
+	found = exec_read(pc, make);
+	if (make)
+		atomic_store(&exec_making, false);
+	return found;
+}
+
+/* The rule of code at PC that has no CFI: a step along the frame-pointer
+ * chain, if it is code at all. */
+static uint64_t fp_rule(uintptr_t pc)
+{
+	struct rule r = { 16, -16, -8,
+			  RULE_CFA_RBP | RULE_BP_SAVED | RULE_FP };
+
+	if (!executable(pc))
+		r = (struct rule){ 0, 0, 0, RULE_END | RULE_NOTCODE };
+	return pack(&r);
+}
+
 /* Work out the rule for code address PC (a return address minus one, or
  * the exact address of the first frame). */
 static uint64_t compute(uintptr_t pc)
@@ -431,25 +588,31 @@ static uint64_t compute(uintptr_t pc)
 	struct byte_cur c;
 	uint64_t len;
 	uintptr_t begin, range;
+	bool usable;
+	uint64_t v;
 
 	if (_dl_find_object((void *)pc, &fo) != 0) {
 		struct fde_bases bases;
 
 		/*
-		 * Code of no object (a JIT's, V8's): backtrace() stops at its
-		 * frame, which the walk has kept, unless libgcc knows frames
-		 * registered there.  Stopping here is the same stack without
-		 * unwinding it all again in libgcc.
+		 * Code of no object: a JIT's (V8's, the JVM's), along its
+		 * frame pointers, unless it registered CFI with libgcc,
+		 * which backtrace() then follows.
 		 */
-		if (libgcc_find_fde && !libgcc_find_fde((void *)pc, &bases))
-			r.flags = RULE_END;
-		return pack(&r);
+		if (libgcc_find_fde && libgcc_find_fde((void *)pc, &bases))
+			return pack(&r);
+		v = fp_rule(pc);
+		if (v & RULE_FP)
+			atomic_store_explicit(&rec_unwind_jit, true,
+					      memory_order_relaxed);
+		return v;
 	}
+	/* (An object's code without CFI: V8's builtins in node's binary.) */
 	if (!fo.dlfo_eh_frame)
-		return pack(&r);
-	fde = find_fde(fo.dlfo_eh_frame, pc);
+		return fp_rule(pc);
+	fde = find_fde(fo.dlfo_eh_frame, pc, &usable);
 	if (!fde)
-		return pack(&r);
+		return usable ? fp_rule(pc) : pack(&r);
 	c = (struct byte_cur){ fde, fde + 8, false };
 	len = fixed(&c, 4);
 	if (len == 0xffffffff || len < 8)
@@ -461,8 +624,10 @@ static uint64_t compute(uintptr_t pc)
 		return pack(&r);
 	begin = encoded(&c, cie.fde_enc, 0);
 	range = encoded(&c, cie.fde_enc & 0x0f, 0);
-	if (c.bad || pc < begin || pc >= begin + range)
+	if (c.bad)
 		return pack(&r);
+	if (pc < begin || pc >= begin + range)
+		return fp_rule(pc); /* (between two functions' FDEs) */
 	if (cie.has_z)
 		c.p += leb128_u(&c);
 
@@ -507,6 +672,7 @@ struct entry {
 
 static struct entry *cache;
 atomic_ulong rec_unwind_fallbacks;
+atomic_bool rec_unwind_jit;
 static atomic_uint_fast64_t generation;
 
 static uint64_t rule_for(uintptr_t pc)
@@ -540,7 +706,16 @@ static uint64_t rule_for(uintptr_t pc)
 
 void rec_unwind_forget(void)
 {
-	/* Libraries go away with dlclose(): their rules with them. */
+	/* Libraries go away with dlclose(): their rules with them, and
+	 * their code from the table of executable memory. */
+	if (!atomic_exchange(&exec_making, true)) {
+		unsigned seq = atomic_load(&exec_seq);
+
+		atomic_store(&exec_seq, seq + 1);
+		atomic_store(&exec_n, 0);
+		atomic_store(&exec_seq, seq + 2);
+		atomic_store(&exec_making, false);
+	}
 	atomic_fetch_add(&generation, 1);
 	for (size_t i = 0; cache && i < CACHE_SIZE; i++) {
 		atomic_store_explicit(&cache[i].key, 0, memory_order_relaxed);
@@ -796,6 +971,9 @@ static inline unsigned walk(uintptr_t pc, uintptr_t sp, uintptr_t bp,
 	struct slot *sl = NULL;
 	unsigned k = 0, nf = 0, used = 0;
 	int r = -1;
+	/* The last step was along the frame pointers and kept its frame;
+	 * the walk ended on what the last frame's RBP was. */
+	bool fp_kept = false, end_on_bp = false;
 
 	if (!cache)
 		goto slow;
@@ -860,10 +1038,33 @@ static inline unsigned walk(uintptr_t pc, uintptr_t sp, uintptr_t bp,
 		}
 
 		unpack(rule_for(at), &rl);
-		if (rl.flags & RULE_END)
+		if (rl.flags & RULE_END) {
+			/*
+			 * A frame pointer's return address into no code: RBP
+			 * was no frame pointer there (code without CFI that
+			 * is no JIT's), and what the step read no frame.
+			 */
+			if ((rl.flags & RULE_NOTCODE) && fp_kept) {
+				n--;
+				if (m && nf <= MEMO_STEPS)
+					m->fresh[nf - 1].keep = 0;
+			}
 			break;
+		}
 		if (rl.flags & RULE_SLOW)
 			goto slow;
+		/*
+		 * Along the frame pointers, each frame above the last (so
+		 * strictly up the stack), its two words inside it; where
+		 * the chain breaks, so does the walk: what code without CFI
+		 * did with RBP, backtrace() would not know either.
+		 */
+		if ((rl.flags & RULE_FP) &&
+		    (bp < sp || bp - sp > MAX_FRAME || (bp & 7) ||
+		     bp > stack_top - 16)) {
+			end_on_bp = true;
+			break;
+		}
 		cfa = (rl.flags & RULE_CFA_RBP ? bp : sp) + (uintptr_t)rl.cfa_off;
 		if (cfa <= sp || cfa - sp > MAX_FRAME ||
 		    cfa + rl.ra_off + 8 > stack_top ||
@@ -884,6 +1085,7 @@ static inline unsigned walk(uintptr_t pc, uintptr_t sp, uintptr_t bp,
 			bp = *bp_at;
 		sp = cfa;
 		first = false;
+		fp_kept = false;
 		nf++;
 		if (!pc)
 			break;
@@ -897,6 +1099,7 @@ static inline unsigned walk(uintptr_t pc, uintptr_t sp, uintptr_t bp,
 		if (m && nf <= MEMO_STEPS)
 			m->fresh[nf - 1].keep = 1;
 		frames[n++] = pc;
+		fp_kept = (rl.flags & RULE_FP) != 0;
 	}
 	if (!m)
 		return n;
@@ -912,7 +1115,8 @@ replayed:
 	 * checks its return address twice instead.
 	 */
 	if ((unsigned)(r + 1) + nf <= MEMO_STEPS) {
-		bool need = r >= 0 && (m->s[r][k].flags & STEP_NEED);
+		bool need = r >= 0 ? (m->s[r][k].flags & STEP_NEED) != 0
+				   : end_on_bp;
 
 		for (unsigned j = nf; j-- > 0;) {
 			struct step *s = &m->s[r + (int)nf - (int)j][k];
@@ -992,6 +1196,7 @@ rec_unwind_from(const struct rec_frame *from, uintptr_t *frames, unsigned max,
 #else /* not x86-64 with _dl_find_object: glibc's unwinder */
 
 atomic_ulong rec_unwind_fallbacks;
+atomic_bool rec_unwind_jit;
 
 void rec_unwind_ready(void)
 {

@@ -401,7 +401,8 @@ recorder() {
 # plain run: make -j2 of a generated C project of 100 files (a process
 # per compiler stage of each: short processes, each starting and exiting
 # under the recorder), sqlite3 filling a table, ruby and node building a
-# hash of a million entries.  Runs alternate, plain then recorded, three
+# hash of a million entries (node also with the flags that have it write
+# a perf map, which names its JavaScript frames).  Runs alternate, plain then recorded, three
 # of each; the slowdown is the medians' ratio, of the wall time (CPU time,
 # user + system, beside it).  Every stack is kept (no sampling).
 recorder_programs() {
@@ -441,6 +442,20 @@ recorder_programs() {
 	if command -v node >/dev/null 2>&1; then
 		prog_row node "node, a Map of 10^6" node -e \
 			'const m = new Map(); for (let i = 0; i < 1e6; i++) m.set("k" + i, i); console.log(m.size)'
+		# The same with the flags that name its JavaScript frames
+		# (README; V8's log, which they start, not written), the perf
+		# maps it writes in /tmp removed after.
+		maps_before=$(ls /tmp/perf-*.map 2>/dev/null)
+		prog_row node-perfmap "node --perf-basic-prof, Map 10^6" \
+			node --perf-basic-prof --interpreted-frames-native-stack \
+			--logfile=/dev/null -e \
+			'const m = new Map(); for (let i = 0; i < 1e6; i++) m.set("k" + i, i); console.log(m.size)'
+		for f in /tmp/perf-*.map; do
+			case " $(echo $maps_before) " in
+			*" $f "*) ;;
+			*) rm -f "$f" ;;
+			esac
+		done
 	else
 		echo "bench: node is missing"
 	fi

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Hostile inputs, generated here (nothing large is committed): deep
 # nesting, a stack of a million frames, 10 MB lines, NUL bytes, numbers at
-# and past 2^64, a dump that claims 10^12 buckets, hostile cores, and
+# and past 2^64, a dump that claims 10^12 buckets, hostile cores, a
+# JIT's perf map (10 MB names, a million overlapping lines), and
 # inputs fuzzing found.  Each command must end within its time limit, with
 # status 0 or 1 (and a message on stderr for 1), within its memory limit,
 # and never by a signal.
@@ -117,6 +118,21 @@ check escaped-meta-deep 0 "$bin" top --json escmeta.0001.heap
   printf '4096 4096 0 1000-2000 r--p 00000000 00:00 0\n'; } >esc.00001.0001.snap
 check escaped-meta-snap 0 "$bin" top --json esc.00001.0001.snap
 check escaped-meta-describe 0 "$bin" describe esc.00001.0001.snap 0x1000 0x10
+
+# 2c. A JIT's perf map beside a run whose frames are in code of no
+#     binary: a 10 MB name, NUL bytes, a size past 2^64, a million lines
+#     over one range (each later one wins), a last line cut short.
+run jit '     4096       4096      1      0 @ 1
+' '1 malloc 0x7f0000001011 0x7f0000002011 0x7f0000003011
+'
+{
+	printf '7f0000001000 100 JS:*'; cat long.txt
+	printf '7f0000002000 100 JS:~a\000b /x.js:1:1\n'
+	printf 'ffffffffffffff00 fffffffffffffff0 JS:*big /x.js:1:1\n'
+	awk 'BEGIN { for (i = 0; i < 1000000; i++) printf "7f0000003000 %x JS:*f%d /x.js:%d:1\n", 4096 - i % 4096, i, i }'
+	printf '7f0000004000 100 JS:*cut /x.j'
+} >jit.perf.map
+check perf-map-hostile 0 "$bin" stacktrace jit.0001.heap
 
 # 3. Deep nesting: JSON policies and a symbol map's files.json.
 awk 'BEGIN { for (i = 0; i < 200000; i++) printf "["; for (i = 0; i < 200000; i++) printf "]"; printf "\n" }' >deep.json

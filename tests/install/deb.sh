@@ -42,6 +42,7 @@ deb_test() {
 	# The files, in their Debian places, and nothing else.
 	{
 		for f in usr/bin/dmprof usr/lib/dmprof/libdmprof-recorder.so \
+			usr/lib/dmprof/dmprof-node.js \
 			usr/share/man/man1/dmprof.1.gz \
 			usr/share/man/man5/dmprof-policy.5.gz \
 			usr/share/doc/dmprof/copyright \

@@ -61,7 +61,8 @@ files() { # DIR: the files under it
 # PREFIX, after the default build: paths rebuilt as tracked.
 p=$tmp/prefix
 make -s install PREFIX="$p" >inst.log 2>&1 || bad "make install PREFIX: $(tail -3 inst.log)"
-for f in bin/dmprof lib/dmprof/libdmprof-recorder.so share/dmprof/policies/index \
+for f in bin/dmprof lib/dmprof/libdmprof-recorder.so lib/dmprof/dmprof-node.js \
+	share/dmprof/policies/index \
 	share/dmprof/policies/linux.policy share/man/man1/dmprof.1 share/man/man5/dmprof-policy.5; do
 	[ -f "$p/$f" ] && ok || bad "make install PREFIX: no $f"
 done

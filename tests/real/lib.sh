@@ -29,3 +29,22 @@ redis_wait() { # PORT
 		i=$((i + 1))
 	done
 }
+
+# A dump's numbers add up (the components between the markers to
+# total-exclude-profiler), its total the kernel's Rss + Swap (0.5%).
+dump_sums() { # LABEL FIRST_DUMP
+	"$bin" csv --bytes "$2" >sums.csv 2>sums.err ||
+		{ bad "$1: csv: $(head -2 sums.err)"; return; }
+	grep -v 'has no symbols (stripped' sums.err >sums.warn
+	[ -s sums.warn ] && bad "$1: the analyzer warns: $(head -2 sums.warn)" || ok
+	awk -F, -v label="$1" '
+	NR == 1 { for (i = 1; i <= NF; i++) { c[$i] = i; if ($i == "FROM_HERE_FOR_TOTAL") f = i; if ($i == "UNTIL_HERE_FOR_TOTAL") u = i } next }
+	{
+		s = 0; for (i = f + 1; i < u; i++) s += $i
+		if (s != $c["total-exclude-profiler"]) { printf "FAIL %s: row %d: components %d, total-exclude-profiler %d\n", label, NR, s, $c["total-exclude-profiler"]; bad = 1 }
+		k = $c["rss"] + $c["swap"]
+		if ($c["total"] - k > k * 0.005 || k - $c["total"] > k * 0.005) { printf "FAIL %s: row %d: total %d, Rss+Swap %d\n", label, NR, $c["total"], k; bad = 1 }
+		if ($c["mustbezero"] != 0) { printf "FAIL %s: row %d: mustbezero %d\n", label, NR, $c["mustbezero"]; bad = 1 }
+	}
+	END { exit bad }' sums.csv && ok || fail=$((fail + 1))
+}

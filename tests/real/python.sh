@@ -54,25 +54,6 @@ esac
 [ -n "$pyp" ] && pyp=$("$pyp" -c 'import sys; print(sys.executable)' 2>/dev/null)
 [ -n "$pyp" ] && py_offsets "$pyp"
 
-# A dump's numbers add up (the components between the markers to
-# total-exclude-profiler), its total the kernel's Rss + Swap (0.5%).
-py_sums() { # LABEL FIRST_DUMP
-	"$bin" csv --bytes "$2" >pysums.csv 2>pysums.err ||
-		{ bad "$1: csv: $(head -2 pysums.err)"; return; }
-	grep -v 'has no symbols (stripped' pysums.err >pysums.warn
-	[ -s pysums.warn ] && bad "$1: the analyzer warns: $(head -2 pysums.warn)" || ok
-	awk -F, -v label="$1" '
-	NR == 1 { for (i = 1; i <= NF; i++) { c[$i] = i; if ($i == "FROM_HERE_FOR_TOTAL") f = i; if ($i == "UNTIL_HERE_FOR_TOTAL") u = i } next }
-	{
-		s = 0; for (i = f + 1; i < u; i++) s += $i
-		if (s != $c["total-exclude-profiler"]) { printf "FAIL %s: row %d: components %d, total-exclude-profiler %d\n", label, NR, s, $c["total-exclude-profiler"]; bad = 1 }
-		k = $c["rss"] + $c["swap"]
-		if ($c["total"] - k > k * 0.005 || k - $c["total"] > k * 0.005) { printf "FAIL %s: row %d: total %d, Rss+Swap %d\n", label, NR, $c["total"], k; bad = 1 }
-		if ($c["mustbezero"] != 0) { printf "FAIL %s: row %d: mustbezero %d\n", label, NR, $c["mustbezero"]; bad = 1 }
-	}
-	END { exit bad }' pysums.csv && ok || fail=$((fail + 1))
-}
-
 # The run of PYTHON ARGS... under record into DIR: its first dump, and
 # in py_peak the dump top names the peak.
 py_record() { # DIR PYTHON ARGS...
@@ -96,7 +77,7 @@ py_app() { # LABEL DIR [ENV=VALUE...]: app.py under record, checked
 	label=$1 d=$2
 	shift 2
 	py_record "$d" env "$@" "$pyd" "$pysrc/app.py" || return
-	py_sums "$label" "$py_first"
+	dump_sums "$label" "$py_first"
 	"$bin" top --json "$py_peak" >"$d.top" 2>"$d.top.err" ||
 		{ bad "$label: top: $(head -2 "$d.top.err")"; return; }
 	python3 "$pysrc/compare.py" "$pysrc" "$d.top" traced.txt >"$d.cmp" 2>&1 &&
@@ -174,7 +155,7 @@ if [ -r "$inc/Python.h" ] && gcc -g -O1 -shared -fPIC -I"$inc" "$src/pyext.c" -o
 		"$bin" expand "$t" linux malloc-app 3 2>/dev/null >pyext.exp
 		awk '/native_worker/ && $1 >= 3000 * 1024 { f = 1 } END { exit !f }' pyext.exp &&
 			ok || bad "pyext: the native thread's 3000 KiB are not native_worker's: $(head -3 pyext.exp)"
-		py_sums "pyext" "$py_first"
+		dump_sums "pyext" "$py_first"
 	}
 else
 	echo "real: note: no Python.h ($inc): the C extension is not tested"
@@ -204,6 +185,6 @@ if [ -n "$pyp" ] && [ -x "$pyp" ]; then
 			ok || bad "$pyp: no named frame of store.py:19"
 		grep -q "^Runtime: python 3\.[0-9.]* /" "$py_first" &&
 			ok || bad "$pyp: no Runtime line in META"
-		py_sums "$pyp" "$py_first"
+		dump_sums "$pyp" "$py_first"
 	fi
 fi

@@ -29,7 +29,10 @@
 #     (wrappers.sh);
 #   - Python programs under dmprof record: their lines' bytes as
 #     tracemalloc counts them, children, allocator modes, a C extension
-#     (python.sh).
+#     (python.sh);
+#   - node programs under dmprof record: the JavaScript functions that
+#     made its Buffers own exactly their bytes, the growing cache's
+#     first in diff FIRST, a dump before node's teardown (node.sh).
 # Usage: tests/real/run.sh DMPROF_BINARY
 set -u
 bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -219,6 +222,7 @@ fi
 . "$top/tests/real/wrappers.sh"
 . "$top/tests/real/python.sh"
 . "$top/tests/real/pyheap.sh"
+. "$top/tests/real/node.sh"
 
 echo "real: $pass passed, $fail failed"
 [ $fail = 0 ]

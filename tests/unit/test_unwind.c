@@ -7,6 +7,11 @@
  * a walk without it gives, word for word: when the stack above changes
  * under the same frame, with frame pointers, cut short at a depth, in a
  * signal handler that interrupts it, and after the rules are forgotten.
+ * Through code of no object, as a JIT's, along its frame pointers: on to
+ * the code that called it, or, where the chain breaks (RBP unaligned, out
+ * of the stack, at a return address that is no code), to the JIT's frame
+ * and no further, never falling back; the memo the same, where the end of
+ * a walk depends on RBP.
  */
 #include <criterion/criterion.h>
 #include <execinfo.h>
@@ -15,6 +20,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/time.h>
 
 #include "../../src/recorder/rec.h"
@@ -500,4 +506,158 @@ Test(unwind, memo_interrupted)
 	memset(&it, 0, sizeof(it));
 	setitimer(ITIMER_REAL, &it, NULL);
 	cr_assert_gt(seen, 0, "no signal came");
+}
+
+/* ---- code of no object: a JIT's, along its frame pointers ---- */
+
+/*
+ * A function of no object, as a JIT makes one: a frame pointer, then a
+ * call of FN(ARG) with RBP set to BP meanwhile (BP 0: left alone), its
+ * return address JIT_RA.  (push rbp; mov rbp, rsp; push rbx; sub rsp, 8;
+ * mov rbx, rbp; mov rax, rdi; mov rdi, rsi; test rdx, rdx; cmovne rbp,
+ * rdx; call rax; mov rbp, rbx; add rsp, 8; pop rbx; pop rbp; ret)
+ */
+static const unsigned char jit_code[] = {
+	0x55, 0x48, 0x89, 0xe5, 0x53, 0x48, 0x83, 0xec, 0x08, 0x48, 0x89,
+	0xeb, 0x48, 0x89, 0xf8, 0x48, 0x89, 0xf7, 0x48, 0x85, 0xd2, 0x48,
+	0x0f, 0x45, 0xea, 0xff, 0xd0, 0x48, 0x89, 0xdd, 0x48, 0x83, 0xc4,
+	0x08, 0x5b, 0x5d, 0xc3,
+};
+#define JIT_RA 27 /* after the call */
+
+typedef void jit_fn(void (*fn)(void *), void *arg, uintptr_t bp);
+static jit_fn *jit;
+static uintptr_t data_word; /* not code */
+
+static void jit_make(void)
+{
+	void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	cr_assert_neq(p, MAP_FAILED);
+	memcpy(p, jit_code, sizeof(jit_code));
+	cr_assert_eq(mprotect(p, 4096, PROT_READ | PROT_EXEC), 0);
+	jit = (jit_fn *)p;
+}
+
+static __attribute__((noinline)) void in_jit(void *arg)
+{
+	take(arg);
+	__asm__ volatile("" ::: "memory");
+}
+
+/* The walk's frames past the JIT's: where the code that called it was
+ * called from, as backtrace() has them. */
+static void *after_jit[REC_MAX_DEPTH];
+static int n_after_jit;
+
+/* Call in_jit through the JIT's function, RBP BP in it (0: a frame
+ * pointer); a fake frame of FAKE_RA above, for BP to point at. */
+static __attribute__((noinline)) void via_jit(struct both *b, int bp_kind,
+					      uintptr_t fake_ra)
+{
+	volatile uintptr_t fake[4] = { 0, fake_ra, 0, 0 };
+	uintptr_t bp = bp_kind == 1 ? 8                       /* unaligned */
+		       : bp_kind == 2 ? (uintptr_t)&data_word /* no stack */
+		       : bp_kind == 3 ? (uintptr_t)&fake[0]   /* a frame */
+				      : 0;
+
+	n_after_jit = backtrace(after_jit, REC_MAX_DEPTH);
+	jit(in_jit, b, bp);
+	__asm__ volatile("" : : "r"(fake) : "memory");
+}
+
+/* B's frames: take's caller, the JIT's frame, then (BROKEN) nothing or
+ * what led to via_jit. */
+static void through_jit(const struct both *b, bool broken)
+{
+	uintptr_t ra = (uintptr_t)jit + JIT_RA;
+	int j;
+
+	cr_assert_geq(b->n_mine, 3, "%u frames", b->n_mine);
+	cr_assert_eq(b->mine[2], ra, "frame 2: %#lx, not the JIT's %#lx",
+		     (unsigned long)b->mine[2], (unsigned long)ra);
+	if (broken) {
+		cr_assert_eq(b->n_mine, 3, "%u frames past a broken chain",
+			     b->n_mine - 3);
+		return;
+	}
+	/* Frame 3 is in via_jit, then via_jit's callers as backtrace()
+	 * saw them from it (after its frame in via_jit, and ASan's
+	 * interceptor of it in front of that). */
+	cr_assert_geq(b->n_mine, 5, "%u frames", b->n_mine);
+	for (j = 1; j < 3 && j < n_after_jit &&
+		    (uintptr_t)after_jit[j] != b->mine[4];
+	     j++)
+		;
+	cr_assert(j < n_after_jit && (uintptr_t)after_jit[j] == b->mine[4],
+		  "frame 4: %#lx, which backtrace does not have",
+		  (unsigned long)b->mine[4]);
+	for (unsigned i = 5; i < b->n_mine && (int)i - 4 + j < n_after_jit;
+	     i++)
+		cr_assert_eq(b->mine[i], (uintptr_t)after_jit[(int)i - 4 + j],
+			     "frame %u: %#lx, backtrace says %p", i,
+			     (unsigned long)b->mine[i],
+			     after_jit[(int)i - 4 + j]);
+}
+
+Test(unwind, jit_frames)
+{
+	static struct both b;
+
+	jit_make();
+	from_caller = true;
+	for (int i = 0; i < 3; i++) {
+		memset(&b, 0, sizeof(b));
+		via_jit(&b, 0, 0);
+		through_jit(&b, false);
+	}
+	cr_assert_eq(rec_unwind_fallbacks, 0, "the JIT's frame fell back");
+	cr_assert(rec_unwind_jit, "no JIT frame seen");
+}
+
+/* A chain broken in the JIT's frame ends the walk there: RBP unaligned,
+ * out of the stack, at a frame whose return address is no code (the
+ * frame is not one), at one whose is the JIT's code (a frame more, then
+ * the end at its RBP 0). */
+Test(unwind, jit_broken_chain)
+{
+	static struct both b;
+
+	jit_make();
+	from_caller = true;
+	for (int kind = 1; kind <= 3; kind++) {
+		memset(&b, 0, sizeof(b));
+		via_jit(&b, kind, (uintptr_t)&data_word);
+		through_jit(&b, true);
+	}
+	memset(&b, 0, sizeof(b));
+	via_jit(&b, 3, (uintptr_t)jit + 1);
+	cr_assert_eq(b.n_mine, 4, "%u frames", b.n_mine);
+	cr_assert_eq(b.mine[3], (uintptr_t)jit + 1);
+	cr_assert_eq(rec_unwind_fallbacks, 0, "a broken chain fell back");
+}
+
+/* The memo through the JIT's frames: the same frames as without it, the
+ * chain whole or broken by turns under the same frame (where the walk
+ * ended depends on RBP, which the memo must check). */
+Test(unwind, memo_jit)
+{
+	static struct both b;
+	/* (A broken chain first: the walks after it must not take its
+	 * end for theirs.) */
+	static const int kinds[] = { 1, 0, 1, 3, 0, 0, 3, 3, 2, 0, 2, 3 };
+
+	jit_make();
+	noted = true;
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		memset(&b, 0, sizeof(b));
+		via_jit(&b, kinds[i], (uintptr_t)jit + 1);
+		if (kinds[i] == 3)
+			cr_assert_eq(b.mine[3], (uintptr_t)jit + 1,
+				     "walk %zu: no fake frame", i);
+		else
+			through_jit(&b, kinds[i] != 0);
+	}
+	cr_assert_gt(rec_unwind_same, 0, "no walk found the same stack");
 }
