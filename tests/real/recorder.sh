@@ -718,8 +718,11 @@ crash() { # HOW WANT_OUTPUT WANT_DUMP
 	p=$?
 	pcore=$(ls core* 2>/dev/null | head -1)
 	rm -f core core.*
+	# (ASan's runtime sets RLIMIT_CORE to 0 unless told not to: the
+	# child would inherit it.)
 	(ulimit -c unlimited
-	 exec "$bin" record -o "$tmp/cr/" -- ./crash "$1" >cr.out 2>cr.err)
+	 ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}disable_coredump=0" \
+		exec "$bin" record -o "$tmp/cr/" -- ./crash "$1" >cr.out 2>cr.err)
 	r=$?
 	rcore=$(ls core* 2>/dev/null | head -1)
 	[ $p = $r ] && cmp -s cr.plain cr.out && [ "$(cat cr.out)" = "$2" ] && ok ||
