@@ -203,6 +203,14 @@ static void print_heap(struct top *t)
 	if (h->t.unknown)
 		printf("%s %10s  unknown, past a corruption\n",
 		       human(t, (int64_t)h->t.unknown, 10), "");
+	if (h->py.present) {
+		printf("%s %10" PRIu64 "  in use: Python's objects (pymalloc, "
+		       "%" PRIu64 " arena%s)\n",
+		       human(t, (int64_t)h->py.bytes, 10), h->py.count,
+		       h->py.arenas, h->py.arenas == 1 ? "" : "s");
+		printf("%s %10s  free in pymalloc's arenas\n",
+		       human(t, (int64_t)h->py.free, 10), "");
+	}
 	if (h->scanned) {
 		printf("%s %10" PRIu64 "  in use, leaked: nothing reachable "
 		       "points at them\n",
