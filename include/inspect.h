@@ -23,6 +23,8 @@ enum inspect_place {
 	PLACE_HEADER,   /* in a chunk's header (of a block in use) */
 	PLACE_FREE,     /* in a free chunk (tcache, bins, top...) */
 	PLACE_HEAP,     /* in an arena's heap, in no chunk: its headers */
+	PLACE_PYBLOCK,  /* in a block in use of pymalloc's (h.py) */
+	PLACE_PYFREE,   /* in pymalloc's arenas, in no block in use */
 	PLACE_STACK,    /* in a mapping a thread's stack pointer is in */
 	PLACE_MAPPING,  /* in another mapping */
 	PLACE_NONE,     /* in no mapping */
@@ -33,8 +35,9 @@ struct inspect_ref {
 	uint64_t at;          /* the word's address (0: a register) */
 	uint64_t value;       /* what it holds */
 	/* Incoming: the block in use it lies in, or -1 (a root); outgoing:
-	 * the block in use it points into. */
+	 * the block in use it points into (of pymalloc's, PY). */
 	ptrdiff_t block;
+	bool py;
 	enum heap_root_kind root;  /* incoming from a root */
 	size_t thread;        /* a register's thread (in img->threads) */
 	int reg;              /* its index in user_regs_struct */
@@ -48,7 +51,8 @@ struct inspect_ref {
 struct inspect_target {
 	uint64_t addr;
 	enum inspect_place place;
-	ptrdiff_t block;      /* its chunk (BLOCK, HEADER, FREE), or -1 */
+	ptrdiff_t block;      /* its chunk (BLOCK, HEADER, FREE), its
+				 block of pymalloc's (PYBLOCK), or -1 */
 	unsigned arena;       /* PLACE_HEAP's */
 	ptrdiff_t vma;        /* its mapping (in img->maps), or -1 */
 	ptrdiff_t thread;     /* PLACE_STACK: the lowest stack pointer's
@@ -58,6 +62,7 @@ struct inspect_target {
 	 * reference is looked for. */
 	uint64_t lo, hi;
 	uint8_t *bytes;       /* the block's (or free chunk's) user bytes */
+	char *value;          /* a Python object's, for people, or NULL */
 	size_t nbytes;
 	bool unread;          /* they could not all be read */
 	struct inspect_ref *in, *out;
@@ -68,7 +73,10 @@ struct inspect_target {
 /* A block of the type asked for, and its first bytes. */
 #define INSPECT_HEAD 64
 struct inspect_block {
-	size_t block;         /* in h.blocks */
+	size_t block;         /* in h.blocks, or in h.py->blocks (PY) */
+	bool py;
+	uint64_t addr, size;  /* its user bytes; its chunk's size */
+	char *value;          /* a Python object's, for people, or NULL */
 	uint8_t head[INSPECT_HEAD];
 	uint8_t nhead;
 };

@@ -163,6 +163,20 @@ size_t pymalloc_storage(struct pymalloc *p, uint32_t t, uint64_t block,
 			const uint8_t *head, size_t len, uint64_t *targets,
 			uint32_t *layouts);
 
+/*
+ * The object of the Python type NAME, whose type object is at TYPE (0:
+ * a storage layout), in a block whose first LEN bytes are BYTES, for
+ * people, into SB: its type's name and a short
+ * value, as chap's describe gives it ("str 'key-1'", "int 42", "float
+ * 1.5", "dict len=3", "list len=5"; a str of 40 characters at most, an
+ * int of two digits; the name alone for other types, or where the bytes
+ * are not the type's).
+ */
+struct strbuf;
+void pymalloc_value(const struct pymalloc *p, const char *name,
+		    uint64_t type, const uint8_t *bytes, size_t len,
+		    struct strbuf *sb);
+
 /* The in-use block of P holding ADDR: its index, or -1. */
 ptrdiff_t pymalloc_find(const struct pymalloc *p, uint64_t addr);
 

@@ -52,6 +52,13 @@ struct python_offsets {
 	uint32_t flag_managed_dict, flag_have_gc;
 	uint16_t dict_keys, dict_values, list_items, bytearray_bytes,
 		set_table, set_smalltable;
+	/* What a value is said by (dmprof expand -t, describe): a
+	 * variable-size object's ob_size (a list's, tuple's, bytes',
+	 * bytearray's, an int's digits, signed), a dict's ma_used, a set's
+	 * used, where an int's 30-bit digits, a float's double and the
+	 * bytes of a bytes object start */
+	uint16_t var_size, dict_used, set_used, long_digits, float_value,
+		bytes_data;
 };
 
 /*
@@ -95,6 +102,8 @@ static const struct python_offsets python_offsets_table[] = {
 		.flag_managed_dict = 1u << 4, .flag_have_gc = 1u << 14,
 		.dict_keys = 32, .dict_values = 40, .list_items = 24,
 		.bytearray_bytes = 32, .set_table = 40, .set_smalltable = 64,
+		.var_size = 16, .dict_used = 16, .set_used = 24,
+		.long_digits = 24, .float_value = 16, .bytes_data = 32,
 	},
 };
 static const struct pymalloc_layout pymalloc_table[] = {

@@ -19,6 +19,7 @@
 #include "inspect.h"
 #include "numfmt.h"
 #include "profile.h"
+#include "pymalloc.h"
 #include "scan.h"
 #include "setup.h"
 #include "util.h"
@@ -76,6 +77,37 @@ static void block_text(struct strbuf *sb, const struct capture *s, size_t i)
 	sb_release(&name);
 }
 
+/* Block I of pymalloc's for people: "object 0x... (str, 48 bytes)". */
+static void py_block_text(struct strbuf *sb, const struct capture *s,
+			  size_t i)
+{
+	const struct pymalloc *py = s->h.py;
+	uint64_t b = py->blocks[i];
+
+	sb_addf(sb, "Python object 0x%" PRIx64 " (%s, %" PRIu64 " bytes)",
+		py_block_addr(b),
+		py->type_of[i] ? py->types[py->type_of[i]].name
+			       : "type unknown",
+		py_class_size(py, py_block_class(b)));
+}
+
+/* The block of pymalloc's at ADDR, or -1. */
+static ptrdiff_t py_at(const struct capture *s, uint64_t addr)
+{
+	return s->h.py && s->h.py->walked ? pymalloc_find(s->h.py, addr) : -1;
+}
+
+/* Whether ADDR lies in one of pymalloc's arenas. */
+static bool in_py_arena(const struct capture *s, uint64_t addr)
+{
+	const struct pymalloc *py = s->h.py;
+
+	for (size_t k = 0; py && py->walked && k < py->narenas; k++)
+		if (addr >= py->spans[k][0] && addr < py->spans[k][1])
+			return true;
+	return false;
+}
+
 /* Where an incoming reference R of S lies. */
 static void ref_from(struct strbuf *sb, const struct capture *s,
 		     const struct inspect_target *t,
@@ -83,6 +115,7 @@ static void ref_from(struct strbuf *sb, const struct capture *s,
 {
 	const struct vma *v;
 	const struct image_thread *th;
+	ptrdiff_t j;
 
 	if (r->block >= 0) {
 		const struct heap_block *b = &s->h.blocks[r->block];
@@ -102,6 +135,19 @@ static void ref_from(struct strbuf *sb, const struct capture *s,
 		return;
 	}
 	sb_addf(sb, "0x%016" PRIx64 "  ", r->at);
+	if ((j = py_at(s, r->at)) >= 0) {
+		sb_addf(sb, "at +%" PRIu64 " of ",
+			r->at - py_block_addr(s->h.py->blocks[j]));
+		if (t->place == PLACE_PYBLOCK && j == t->block)
+			sb_addstr(sb, "the object itself");
+		else
+			py_block_text(sb, s, (size_t)j);
+		return;
+	}
+	if (in_py_arena(s, r->at)) {
+		sb_addstr(sb, "pymalloc's arenas, in no block in use (a root)");
+		return;
+	}
 	v = maps_find(&s->img->maps, r->at);
 	th = thread_of(s->img, v);
 	if (r->root == ROOT_STACK && th)
@@ -124,7 +170,8 @@ static void ref_from(struct strbuf *sb, const struct capture *s,
 static void say_refs(const struct capture *s, const struct inspect_target *t)
 {
 	struct strbuf sb = STRBUF_INIT;
-	uint64_t lo = s->h.blocks[t->block].chunk + 16;
+	bool py = t->place == PLACE_PYBLOCK;
+	uint64_t lo = py ? t->lo : s->h.blocks[t->block].chunk + 16;
 
 	printf("  pointed at by %" PRIu64 " word%s%s\n", t->in_count,
 	       t->in_count == 1 ? "" : "s", t->in_count ? ":" : "");
@@ -138,7 +185,7 @@ static void say_refs(const struct capture *s, const struct inspect_target *t)
 	}
 	if (t->in_count > t->nin)
 		printf("    (%" PRIu64 " more)\n", t->in_count - t->nin);
-	if (s->h.blocks[t->block].state != HEAP_IN_USE) {
+	if (!py && s->h.blocks[t->block].state != HEAP_IN_USE) {
 		sb_release(&sb);
 		return;
 	}
@@ -146,11 +193,14 @@ static void say_refs(const struct capture *s, const struct inspect_target *t)
 	       t->out_count == 1 ? "" : "s", t->out_count ? ":" : "");
 	for (size_t k = 0; k < t->nout; k++) {
 		const struct inspect_ref *r = &t->out[k];
-		uint64_t to = s->h.blocks[r->block].chunk + 16;
+		uint64_t to = r->py ? py_block_addr(s->h.py->blocks[r->block])
+				    : s->h.blocks[r->block].chunk + 16;
 
 		sb_reset(&sb);
-		if (r->block == t->block)
+		if (r->block == t->block && r->py == py)
 			sb_addstr(&sb, "the block itself");
+		else if (r->py)
+			py_block_text(&sb, s, (size_t)r->block);
 		else
 			block_text(&sb, s, (size_t)r->block);
 		printf("    +%-6" PRIu64 " 0x%016" PRIx64 "  ", r->at - lo,
@@ -222,7 +272,9 @@ static void say_chunk(const struct capture *s, const struct inspect_target *t)
 		       "0x%" PRIx64 "\n", t->addr, t->addr - user, user);
 	printf("  block 0x%" PRIx64 ": %" PRIu64 " bytes (a chunk of %" PRIu64
 	       " %s)\n", user, heap_block_usable(b), (uint64_t)b->size, arena);
-	if (s->scanned && s->types.of[t->block])
+	if (t->value)
+		printf("  type: %s\n", t->value);
+	else if (s->scanned && s->types.of[t->block])
 		printf("  type: %s\n",
 		       inspect_type_name(s, (size_t)t->block, &sb));
 	else
@@ -235,6 +287,30 @@ static void say_chunk(const struct capture *s, const struct inspect_target *t)
 	sb_release(&sb);
 }
 
+/* A block of pymalloc's that T's address falls in. */
+static void say_py_block(const struct capture *s,
+			 const struct inspect_target *t)
+{
+	const struct pymalloc *py = s->h.py;
+	uint32_t ty = py->type_of[t->block];
+
+	if (t->addr == t->lo)
+		printf("0x%" PRIx64 ": a Python object\n", t->addr);
+	else
+		printf("0x%" PRIx64 ": %" PRIu64 " bytes into a Python object "
+		       "at 0x%" PRIx64 "\n", t->addr, t->addr - t->lo, t->lo);
+	printf("  block 0x%" PRIx64 ": %" PRIu64 " bytes of pymalloc's (size "
+	       "class %u)\n", t->lo, t->hi - t->lo,
+	       py_block_class(py->blocks[t->block]));
+	if (t->value)
+		printf("  type: %s\n", t->value);
+	else
+		printf("  type: %s\n", ty ? py->types[ty].name : "none known");
+	if (s->scanned)
+		say_refs(s, t);
+	say_bytes(t);
+}
+
 static void say_target(const struct capture *s, const struct inspect_target *t)
 {
 	const struct vma *v = t->vma >= 0 ? &s->img->maps.v[t->vma] : NULL;
@@ -245,6 +321,14 @@ static void say_target(const struct capture *s, const struct inspect_target *t)
 	case PLACE_HEADER:
 	case PLACE_FREE:
 		say_chunk(s, t);
+		break;
+	case PLACE_PYBLOCK:
+		say_py_block(s, t);
+		break;
+	case PLACE_PYFREE:
+		printf("0x%" PRIx64 ": in pymalloc's arenas, in no block in use "
+		       "(a free block, a pool's header or an unused pool)\n",
+		       t->addr);
 		break;
 	case PLACE_HEAP:
 		if (t->arena == HEAP_MMAPPED_ARENA)

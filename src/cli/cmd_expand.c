@@ -21,6 +21,7 @@
 #include "capture.h"
 #include "inspect.h"
 #include "numfmt.h"
+#include "pymalloc.h"
 #include "setup.h"
 #include "stacktext.h"
 #include "tally.h"
@@ -286,6 +287,11 @@ static int type_in_memory(struct cmd_args *a, pid_t pid, const char *core,
 			if (s.h.blocks[i].state == HEAP_IN_USE)
 				tally_get(&names, name, strlen(name));
 		}
+		for (size_t i = 0; s.h.py && s.h.py->walked &&
+				   i < s.h.py->ntypes; i++)
+			if (s.h.py->types[i].count)
+				tally_get(&names, s.h.py->types[i].name,
+					  strlen(s.h.py->types[i].name));
 		{
 			const char **v = xcalloc(names.n + 1, sizeof(*v));
 
@@ -300,10 +306,11 @@ static int type_in_memory(struct cmd_args *a, pid_t pid, const char *core,
 		rc = 1;
 	}
 	for (size_t k = 0; k < in.nblocks; k++) {
-		size_t i = in.blocks[k].block;
+		const struct inspect_block *ib = &in.blocks[k];
 
-		bytes += (int64_t)s.h.blocks[i].size;
-		leaked += s.scanned && s.scan.state[i] >= REACH_LEAKED;
+		bytes += (int64_t)ib->size;
+		leaked += !ib->py && s.scanned &&
+			  s.scan.state[ib->block] >= REACH_LEAKED;
 	}
 	if (in.nblocks)
 		type_heading(type, (int64_t)in.nblocks, bytes, leaked,
@@ -313,11 +320,12 @@ static int type_in_memory(struct cmd_args *a, pid_t pid, const char *core,
 			"", "  anchored", "  leaked", "  leaked, unreferenced"
 		};
 		const struct inspect_block *ib = &in.blocks[k];
-		const struct heap_block *b = &s.h.blocks[ib->block];
 
-		printf("  0x%" PRIx64 "  %" PRIu64 " bytes%s\n", b->chunk + 16,
-		       (uint64_t)b->size,
-		       s.scanned ? reach[s.scan.state[ib->block] & 3] : "");
+		printf("  0x%" PRIx64 "  %" PRIu64 " bytes%s%s%s\n", ib->addr,
+		       ib->size,
+		       s.scanned && !ib->py ? reach[s.scan.state[ib->block] & 3]
+					    : "",
+		       ib->value ? "  " : "", ib->value ? ib->value : "");
 		hexdump(ib->head, ib->nhead);
 	}
 	capture_free(&s);

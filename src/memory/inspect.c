@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pymalloc.h"
 #include "search.h"
 #include "snapfile.h"
 #include "util.h"
@@ -76,6 +77,37 @@ static ptrdiff_t stack_thread(const struct procimage *img, const struct vma *v)
 	return best;
 }
 
+static bool walked_py(const struct heap *h)
+{
+	return h->py && h->py->walked;
+}
+
+/* The Python type of block I of S (glibc's), or NULL; its type object's
+ * address in *ADDR. */
+static const char *py_type_of(const struct capture *s, size_t i,
+			      uint64_t *addr)
+{
+	const struct block_type *bt;
+
+	if (!s->scanned || i >= s->types.nblocks || !s->types.of[i])
+		return NULL;
+	bt = &s->types.types[s->types.of[i]];
+	*addr = bt->typeinfo;
+	return bt->kind == TYPE_PYTHON ? bt->name : NULL;
+}
+
+/* A Python object's value, for people, from its first LEN bytes. */
+static char *py_value(const struct capture *s, const char *name,
+		      uint64_t type, const uint8_t *bytes, size_t len)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	if (!name || !walked_py(&s->h))
+		return NULL;
+	pymalloc_value(s->h.py, name, type, bytes, len, &sb);
+	return sb_detach(&sb);
+}
+
 /* Where T's address lies, and what references into it are. */
 static void place(struct capture *s, struct inspect_target *t)
 {
@@ -111,6 +143,20 @@ static void place(struct capture *s, struct inspect_target *t)
 		}
 		return;
 	}
+	if (walked_py(h) && (i = pymalloc_find(h->py, a)) >= 0) {
+		const struct pymalloc *py = h->py;
+
+		t->place = PLACE_PYBLOCK;
+		t->block = i;
+		t->lo = py_block_addr(py->blocks[i]);
+		t->hi = t->lo + py_class_size(py, py_block_class(py->blocks[i]));
+		return;
+	}
+	for (size_t k = 0; walked_py(h) && k < h->py->narenas; k++)
+		if (a >= h->py->spans[k][0] && a < h->py->spans[k][1]) {
+			t->place = PLACE_PYFREE;
+			return;
+		}
 	for (size_t k = 0; s->walked && k < h->nextents; k++)
 		if (a >= h->extents[k].start && a < h->extents[k].end) {
 			t->place = PLACE_HEAP;
@@ -167,6 +213,7 @@ static void walked(struct capture *s, void *ctx)
 		uint64_t addr = t->addr;
 
 		free(t->bytes);
+		free(t->value);
 		free(t->in);
 		free(t->out);
 		memset(t, 0, sizeof(*t));
@@ -174,6 +221,8 @@ static void walked(struct capture *s, void *ctx)
 		place(s, t);
 	}
 	order_targets(in);
+	for (size_t k = 0; k < in->nblocks; k++)
+		free(in->blocks[k].value);
 	in->nblocks = 0;
 	in->type_known = false;
 }
@@ -278,39 +327,143 @@ static void registers(struct capture *s, struct inspect *in)
 	}
 }
 
-/* T's block's bytes, and the blocks in use they point into. */
+/* A word W at AT of T's block: an outgoing reference, if it points into
+ * a block in use (glibc's or pymalloc's). */
+static void out_ref(const struct capture *s, struct inspect_target *t,
+		    uint64_t at, uint64_t w)
+{
+	struct inspect_ref *r;
+	ptrdiff_t j = heap_find_block(&s->h, w);
+	bool py = false;
+
+	if (j < 0 && walked_py(&s->h) &&
+	    (j = pymalloc_find(s->h.py, w)) >= 0)
+		py = true;
+	if (j < 0)
+		return;
+	r = add_ref(&t->out, &t->nout, &t->out_alloc, &t->out_count);
+	if (!r)
+		return;
+	r->at = at;
+	r->value = w;
+	r->block = j;
+	r->py = py;
+}
+
+/* T's block's bytes, the blocks in use they point into, and, of a Python
+ * object, its value. */
 static void read_target(struct capture *s, struct inspect_target *t)
 {
-	const struct heap_block *b = &s->h.blocks[t->block];
-	uint64_t start = b->chunk + 16;
-	uint64_t len = b->state == HEAP_IN_USE ? heap_block_usable(b)
-					       : b->size - 16;
+	const struct heap_block *b = NULL;
+	uint64_t start, len, type = 0;
+	const char *pyname = NULL;
 
+	if (t->place == PLACE_PYBLOCK) {
+		const struct pymalloc *py = s->h.py;
+		const struct py_type *pt = &py->types[py->type_of[t->block]];
+
+		start = t->lo;
+		len = t->hi - t->lo;
+		if (py->type_of[t->block])
+			pyname = pt->name, type = pt->addr;
+	} else {
+		b = &s->h.blocks[t->block];
+		start = b->chunk + 16;
+		len = b->state == HEAP_IN_USE ? heap_block_usable(b)
+					      : b->size - 16;
+		if (b->state == HEAP_IN_USE)
+			pyname = py_type_of(s, (size_t)t->block, &type);
+	}
 	if (len > INSPECT_MAX_BYTES)
 		len = INSPECT_MAX_BYTES;
 	t->bytes = xmalloc(len ? len : 1);
 	t->nbytes = procimage_read(s->img, start, t->bytes, len);
 	t->unread = t->nbytes < len;
-	if (b->state != HEAP_IN_USE)
+	if (b && b->state != HEAP_IN_USE)
 		return; /* (what a free chunk holds is stale) */
-	for (size_t off = 0; off + 8 <= t->nbytes; off += 8) {
-		struct inspect_ref *r;
-		uint64_t w;
-		ptrdiff_t j;
+	t->value = py_value(s, pyname, type, t->bytes, t->nbytes);
+	for (size_t off = 0; off + 8 <= t->nbytes; off += 8)
+		out_ref(s, t, start + off, load_u64(t->bytes + off));
+}
 
-		memcpy(&w, t->bytes + off, 8);
-		if ((j = heap_find_block(&s->h, w)) < 0)
-			continue;
-		r = add_ref(&t->out, &t->nout, &t->out_alloc, &t->out_count);
-		if (!r)
-			continue;
-		r->at = start + off;
-		r->value = w;
-		r->block = j;
+static void add_block(struct inspect *in, size_t i, bool py, uint64_t addr,
+		      uint64_t size)
+{
+	struct inspect_block *ib;
+
+	GROW(in->blocks, in->nblocks + 1, in->blocks_alloc);
+	ib = &in->blocks[in->nblocks++];
+	memset(ib, 0, sizeof(*ib));
+	ib->block = i;
+	ib->py = py;
+	ib->addr = addr;
+	ib->size = size;
+}
+
+/* IN's blocks of pymalloc's, of its type. */
+static void type_py_blocks(struct capture *s, struct inspect *in)
+{
+	const struct pymalloc *py = s->h.py;
+
+	for (size_t i = 0; walked_py(&s->h) && i < py->nblocks; i++) {
+		uint64_t b = py->blocks[i];
+
+		if (py->type_of[i] &&
+		    !strcmp(py->types[py->type_of[i]].name, in->type))
+			add_block(in, i, true, py_block_addr(b),
+				  py_class_size(py, py_block_class(b)));
 	}
 }
 
-/* The blocks of IN's type, and their first bytes (one gather). */
+/* The Python type of IB, or NULL; its type object in *TYPE. */
+static const char *block_py_type(const struct capture *s,
+				 const struct inspect_block *ib,
+				 uint64_t *type)
+{
+	const struct py_type *pt;
+
+	if (!ib->py)
+		return py_type_of(s, ib->block, type);
+	pt = &s->h.py->types[s->h.py->type_of[ib->block]];
+	*type = pt->addr;
+	return pt->name;
+}
+
+/* The values of IN's blocks that are Python objects (one gather). */
+#define VALUE_BYTES 256
+static void type_values(struct capture *s, struct inspect *in)
+{
+	uint64_t *addrs = xcalloc(in->nblocks, sizeof(*addrs)), type;
+	uint8_t *out = xcalloc(in->nblocks, VALUE_BYTES);
+	bool *ok = xcalloc(in->nblocks, sizeof(*ok));
+
+	for (size_t k = 0; k < in->nblocks; k++)
+		addrs[k] = in->blocks[k].addr;
+	procimage_gather(s->img, addrs, in->nblocks, VALUE_BYTES, out, ok);
+	for (size_t k = 0; k < in->nblocks; k++) {
+		struct inspect_block *ib = &in->blocks[k];
+		const char *name = block_py_type(s, ib, &type);
+
+		if (ok[k] && name)
+			ib->value = py_value(s, name, type,
+					     out + k * VALUE_BYTES,
+					     ib->size < VALUE_BYTES ? ib->size
+								   : VALUE_BYTES);
+	}
+	free(addrs);
+	free(out);
+	free(ok);
+}
+
+static int cmp_block_addr(const void *a, const void *b)
+{
+	const struct inspect_block *x = a, *y = b;
+
+	return (x->addr > y->addr) - (x->addr < y->addr);
+}
+
+/* The blocks of IN's type, by address, their first bytes (one gather),
+ * and a Python object's value. */
 static void type_blocks(struct capture *s, struct inspect *in)
 {
 	struct strbuf sb = STRBUF_INIT;
@@ -319,26 +472,28 @@ static void type_blocks(struct capture *s, struct inspect *in)
 	bool *ok;
 
 	for (size_t i = 0; i < s->h.nblocks; i++) {
-		if (s->h.blocks[i].state != HEAP_IN_USE ||
-		    strcmp(inspect_type_name(s, i, &sb), in->type))
-			continue;
-		GROW(in->blocks, in->nblocks + 1, in->blocks_alloc);
-		memset(&in->blocks[in->nblocks], 0, sizeof(*in->blocks));
-		in->blocks[in->nblocks++].block = i;
+		const struct heap_block *b = &s->h.blocks[i];
+
+		if (b->state == HEAP_IN_USE &&
+		    !strcmp(inspect_type_name(s, i, &sb), in->type))
+			add_block(in, i, false, b->chunk + 16, b->size);
 	}
 	sb_release(&sb);
+	type_py_blocks(s, in);
 	in->type_known = in->nblocks > 0;
 	if (!in->nblocks)
 		return;
+	qsort(in->blocks, in->nblocks, sizeof(*in->blocks), cmp_block_addr);
 	addrs = xcalloc(in->nblocks, sizeof(*addrs));
 	out = xcalloc(in->nblocks, INSPECT_HEAD);
 	ok = xcalloc(in->nblocks, sizeof(*ok));
 	for (size_t k = 0; k < in->nblocks; k++)
-		addrs[k] = s->h.blocks[in->blocks[k].block].chunk + 16;
+		addrs[k] = in->blocks[k].addr;
 	procimage_gather(s->img, addrs, in->nblocks, INSPECT_HEAD, out, ok);
 	for (size_t k = 0; k < in->nblocks; k++) {
 		struct inspect_block *ib = &in->blocks[k];
-		uint64_t u = heap_block_usable(&s->h.blocks[ib->block]);
+		uint64_t u = ib->py ? ib->size
+				    : heap_block_usable(&s->h.blocks[ib->block]);
 
 		if (!ok[k])
 			continue;
@@ -348,6 +503,7 @@ static void type_blocks(struct capture *s, struct inspect *in)
 	free(addrs);
 	free(out);
 	free(ok);
+	type_values(s, in);
 }
 
 static void at_hand(struct capture *s, void *ctx)
@@ -383,7 +539,10 @@ void inspect_init(struct inspect *in, const uint64_t *addrs, size_t n,
 
 void inspect_release(struct inspect *in)
 {
+	for (size_t k = 0; k < in->nblocks; k++)
+		free(in->blocks[k].value);
 	for (size_t k = 0; k < in->ntargets; k++) {
+		free(in->targets[k].value);
 		free(in->targets[k].bytes);
 		free(in->targets[k].in);
 		free(in->targets[k].out);

@@ -736,3 +736,107 @@ void pymalloc_free(struct pymalloc *p)
 	arena_free(&p->arena);
 	free(p);
 }
+
+/* ---- a value, for people ---- */
+
+/* Up to MAX characters of a str whose LEN characters of KIND bytes each
+ * start at P (N bytes there), quoted, escaped as Python would. */
+static void str_text(struct strbuf *sb, const uint8_t *p, size_t n,
+		     uint64_t len, unsigned kind)
+{
+	const size_t max = 40;
+	size_t k;
+
+	sb_addch(sb, '\'');
+	for (k = 0; k < len && k < max && (k + 1) * kind <= n; k++) {
+		uint32_t c = kind == 1 ? p[k]
+			   : kind == 2 ? (uint32_t)p[2 * k] | p[2 * k + 1] << 8
+				       : load_u32(p + 4 * k);
+
+		if (c == '\'' || c == '\\')
+			sb_addf(sb, "\\%c", (char)c);
+		else if (c >= 32 && c < 127)
+			sb_addch(sb, (char)c);
+		else if (c < 256)
+			sb_addf(sb, "\\x%02x", c);
+		else if (c < 0x10000)
+			sb_addf(sb, "\\u%04x", c);
+		else
+			sb_addf(sb, "\\U%08x", c);
+	}
+	sb_addch(sb, '\'');
+	if (k < len)
+		sb_addf(sb, "... (%" PRIu64 " characters)", len);
+}
+
+/* An int of SIZE 30-bit digits (its sign SIZE's) at D (N bytes). */
+static void int_text(struct strbuf *sb, const uint8_t *d, size_t n,
+		     int64_t size)
+{
+	uint64_t v = 0, digits = size < 0 ? -(uint64_t)size : (uint64_t)size;
+
+	if (digits > 2 || digits * 4 > n) {
+		sb_addf(sb, " of %" PRIu64 " digits", digits);
+		return;
+	}
+	for (uint64_t i = digits; i-- > 0;)
+		v = v << 30 | (load_u32(d + 4 * i) & 0x3fffffff);
+	sb_addf(sb, " %s%" PRIu64, size < 0 ? "-" : "", v);
+}
+
+void pymalloc_value(const struct pymalloc *p, const char *name,
+		    uint64_t type, const uint8_t *bytes, size_t len,
+		    struct strbuf *sb)
+{
+	const struct python_offsets *o = p->off;
+	const struct py_type one = { .addr = type, .name = name };
+	const struct py_type *ty = &one;
+	const uint8_t *ob = NULL;
+	size_t n = 0;
+	double f;
+
+	sb_addstr(sb, ty->name);
+	if (!ty->addr || !o)
+		return;
+	/* (Where the type pointer is: the object's start before it.) */
+	for (size_t off = 0; off <= 2u * o->gc_head && !ob; off += o->gc_head)
+		if (off + o->ob_type + 8 <= len &&
+		    load_u64(bytes + off + o->ob_type) == ty->addr)
+			ob = bytes + off, n = len - off;
+	if (!ob)
+		return;
+#define HAS(field, size) ((size_t)o->field + (size) <= n)
+	if (!strcmp(ty->name, "str") && HAS(str_state, 4) &&
+	    HAS(str_length, 8)) {
+		uint32_t st = load_u32(ob + o->str_state);
+		unsigned kind = st >> 2 & 7;
+		size_t at = st >> 6 & 1 ? o->str_ascii_data : o->str_compact_data;
+
+		/* (compact, ready; kind 1, 2 or 4) */
+		if ((st >> 5 & 1) && (st >> 7 & 1) &&
+		    (kind == 1 || kind == 2 || kind == 4) && at <= n) {
+			sb_addch(sb, ' ');
+			str_text(sb, ob + at, n - at, load_u64(ob + o->str_length),
+				 kind);
+		}
+	} else if (!strcmp(ty->name, "bool") && HAS(var_size, 8)) {
+		sb_addstr(sb, load_u64(ob + o->var_size) ? " True" : " False");
+	} else if (!strcmp(ty->name, "int") && HAS(var_size, 8)) {
+		int_text(sb, ob + o->long_digits,
+			 n > o->long_digits ? n - o->long_digits : 0,
+			 (int64_t)load_u64(ob + o->var_size));
+	} else if (!strcmp(ty->name, "float") && HAS(float_value, 8)) {
+		memcpy(&f, ob + o->float_value, 8);
+		sb_addf(sb, " %.17g", f);
+	} else if (!strcmp(ty->name, "dict") && HAS(dict_used, 8)) {
+		sb_addf(sb, " len=%" PRId64, (int64_t)load_u64(ob + o->dict_used));
+	} else if ((!strcmp(ty->name, "set") ||
+		    !strcmp(ty->name, "frozenset")) && HAS(set_used, 8)) {
+		sb_addf(sb, " len=%" PRId64, (int64_t)load_u64(ob + o->set_used));
+	} else if ((!strcmp(ty->name, "list") || !strcmp(ty->name, "tuple") ||
+		    !strcmp(ty->name, "bytes") ||
+		    !strcmp(ty->name, "bytearray")) && HAS(var_size, 8)) {
+		sb_addf(sb, " len=%" PRId64, (int64_t)load_u64(ob + o->var_size));
+	}
+#undef HAS
+}

@@ -26,6 +26,9 @@ if [ ! -x "$pyd" ]; then
 fi
 mkdir -p "$tmp/pyheap" && cd "$tmp/pyheap" || exit 1
 
+# (At scale 0.1, the big dict's entries.)
+ph_big=100000
+
 # Start census.py (PYTHON SCALE, ENV...) as LABEL: sets ph_pid once it is
 # ready (its census in LABEL.out, its stats in LABEL.stats).
 ph_start() { # LABEL PYTHON [ENV=VALUE...]
@@ -59,6 +62,32 @@ ph_snap() { # LABEL WHAT FILE [ROLLUP]
 	ph_count "$1.checks"
 }
 
+# Single objects (describe, expand -t) of census.py's process or core
+# (WHAT): the big dict by its address, its first key, a Plain, and every
+# Slotted and Plain listed with the census's count.
+ph_inspect() { # LABEL WHAT PID_OR_CORE
+	big=$(awk '$1 == "id" && $2 == "big" { print $3 }' "$1.out")
+	key=$(awk '$1 == "id" && $2 == "key" { print $3 }' "$1.out")
+	plain=$(awk '$1 == "id" && $2 == "plain" { print $3 }' "$1.out")
+	"$bin" describe "$3" "$big" "$key" "$plain" >"$1.desc" 2>"$1.derr" ||
+		{ bad "pyheap: $1: $2: describe failed: $(head -3 "$1.derr")"; return; }
+	grep -q "^$big: .*a Python object" "$1.desc" &&
+		grep -q "^  type: dict len=$ph_big\$" "$1.desc" &&
+		grep -q "^  type: str 'key-0'\$" "$1.desc" &&
+		grep -q "^  type: Plain\$" "$1.desc" && ok ||
+		bad "pyheap: $1: $2: describe: $(head -30 "$1.desc" | tr '\n' '|')"
+	for t in Plain Slotted; do
+		want=$(awk -v t=$t '$1 == "type" && $2 == t { print $3 }' "$1.out")
+		"$bin" expand -t $t "$3" >"$1.exp" 2>"$1.eerr" &&
+			grep -q "^$t: $want blocks in use, " "$1.exp" &&
+			[ "$(grep -c "^  0x[0-9a-f]*  [0-9]* bytes  $t\$" "$1.exp")" = "$want" ] &&
+			ok || bad "pyheap: $1: $2: expand -t $t: $(head -2 "$1.exp" "$1.eerr" | tr '\n' '|')"
+	done
+	"$bin" expand -t dict "$3" >"$1.exp" 2>"$1.eerr" &&
+		grep -q "^  0x[0-9a-f]*  [0-9]* bytes  dict len=$ph_big\$" "$1.exp" && ok ||
+		bad "pyheap: $1: $2: expand -t dict: none of len $ph_big: $(head -3 "$1.exp" "$1.eerr" | tr '\n' '|')"
+}
+
 ph_run() { # LABEL PYTHON
 	if ph_start "$1" "$2"; then
 		"$bin" heap --json $ph_pid >"$1.json" 2>"$1.err" ||
@@ -66,6 +95,7 @@ ph_run() { # LABEL PYTHON
 		python3 "$src/pyapp/pycheck.py" heap "$1" live "$1.json" \
 			>"$1.checks" 2>&1
 		ph_count "$1.checks"
+		ph_inspect "$1" live $ph_pid
 		rm -rf "$1.snaps"
 		"$bin" snapshot -o "$1.snaps/" $ph_pid >/dev/null 2>"$1.serr" ||
 			bad "pyheap: $1: dmprof snapshot failed: $(cat "$1.serr")"
@@ -84,6 +114,7 @@ ph_run() { # LABEL PYTHON
 					>"$1.cchecks" 2>&1
 				ph_count "$1.cchecks"
 				ph_snap "$1" "gcore's core" "$1.core.$ph_pid"
+				ph_inspect "$1" "gcore's core" "$1.core.$ph_pid"
 				rm -f "$1.core.$ph_pid"
 			else
 				bad "pyheap: $1: gcore wrote no core"

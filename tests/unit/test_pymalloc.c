@@ -248,3 +248,71 @@ Test(pymalloc, unknown_version)
 	cr_assert(strstr(p->why.what, "python 3.9"), "%s", p->why.what);
 	pymalloc_free(p);
 }
+
+/* The value of an object of type NAME (its type object at 0x7000) whose
+ * block's first LEN bytes are BYTES. */
+static char *value_of(struct pymalloc *p, const char *name,
+		      const uint8_t *bytes, size_t len)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	pymalloc_value(p, name, 0x7000, bytes, len, &sb);
+	return sb_detach(&sb);
+}
+
+static void set64(uint8_t *b, size_t off, uint64_t v)
+{
+	memcpy(b + off, &v, 8);
+}
+
+Test(pymalloc, values)
+{
+	struct pymalloc *p = pymalloc_new(MODULE, 3, 11, 2, TYPE_TYPE);
+	uint8_t b[256] = { 0 };
+	uint32_t st = 1u << 2 | 1u << 5 | 1u << 6 | 1u << 7, d[2] = { 5, 1 };
+	char *v;
+
+	/* A compact ASCII str (no collector header), quote escaped. */
+	set64(b, 8, 0x7000);
+	set64(b, 16, 6);
+	memcpy(b + 32, &st, 4);
+	memcpy(b + 48, "it's\n!", 6);
+	v = value_of(p, "str", b, sizeof(b));
+	cr_expect_str_eq(v, "str 'it\\'s\\x0a!'");
+	free(v);
+	/* Longer than it says: 40 characters, then the length. */
+	set64(b, 16, 1000);
+	memset(b + 48, 'a', 200);
+	v = value_of(p, "str", b, sizeof(b));
+	cr_expect(strstr(v, "'... (1000 characters)") != NULL, "%s", v);
+	free(v);
+	/* Cut short by the bytes read: what they hold. */
+	v = value_of(p, "str", b, 52);
+	cr_expect_str_eq(v, "str 'aaaa'... (1000 characters)");
+	free(v);
+	/* A dict after its PyGC_Head: its length. */
+	memset(b, 0, sizeof(b));
+	set64(b, 16 + 8, 0x7000);
+	set64(b, 16 + 16, 3);
+	v = value_of(p, "dict", b, sizeof(b));
+	cr_expect_str_eq(v, "dict len=3");
+	free(v);
+	/* An int of two 30-bit digits, negative. */
+	memset(b, 0, sizeof(b));
+	set64(b, 8, 0x7000);
+	set64(b, 16, (uint64_t)-2);
+	memcpy(b + 24, d, 8);
+	v = value_of(p, "int", b, sizeof(b));
+	cr_expect_str_eq(v, "int -1073741829");
+	free(v);
+	/* A type pointer that is not the type's: the name alone. */
+	set64(b, 8, 0x7008);
+	v = value_of(p, "int", b, sizeof(b));
+	cr_expect_str_eq(v, "int");
+	free(v);
+	/* Fewer bytes than a header: the name alone. */
+	v = value_of(p, "float", b, 8);
+	cr_expect_str_eq(v, "float");
+	free(v);
+	pymalloc_free(p);
+}

@@ -48,5 +48,11 @@ int main(void)
 	P("bytearray_bytes", offsetof(PyByteArrayObject, ob_bytes));
 	P("set_table", offsetof(PySetObject, table));
 	P("set_smalltable", offsetof(PySetObject, smalltable));
+	P("var_size", offsetof(PyVarObject, ob_size));
+	P("dict_used", offsetof(PyDictObject, ma_used));
+	P("set_used", offsetof(PySetObject, used));
+	P("long_digits", offsetof(PyLongObject, ob_digit));
+	P("float_value", offsetof(PyFloatObject, ob_fval));
+	P("bytes_data", offsetof(PyBytesObject, ob_sval));
 	return 0;
 }

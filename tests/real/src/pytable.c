@@ -51,5 +51,11 @@ int main(int argc, char **argv)
 	P(bytearray_bytes);
 	P(set_table);
 	P(set_smalltable);
+	P(var_size);
+	P(dict_used);
+	P(set_used);
+	P(long_digits);
+	P(float_value);
+	P(bytes_data);
 	return 0;
 }

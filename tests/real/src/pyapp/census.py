@@ -6,6 +6,8 @@ census, then waits (for a snapshot, gcore, or a signal that cores it):
 
   ready PID
   type NAME COUNT     gc.get_objects() by type name, for its classes
+  id WHAT ADDRESS     where some objects are: the big dict, its first
+                      key (a str), a Plain
   (then sys._debugmallocstats() on stderr)
   waiting
 
@@ -65,6 +67,9 @@ counts["Word"] = sum(1 for w in WORDS if type(w) is Word)
 print("ready", os.getpid())
 for t in ("Plain", "Word", "Bag", "Slotted"):
     print("type", t, counts.get(t, 0))
+print("id big", hex(id(BIG)))
+print("id key", hex(id(next(iter(BIG)))))
+print("id plain", hex(id(PLAINS[7])))
 sys.stdout.flush()
 sys._debugmallocstats()
 sys.stderr.flush()
