@@ -17,7 +17,7 @@ work=${BENCH_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/dmprof-bench.XXXXXX")}
 [ -n "${BENCH_DIR:-}" ] || trap 'rm -rf "$work"' EXIT INT TERM
 mkdir -p "$work"
 export LC_ALL=C DMPROF_POLICY_PATH="$top/policies" XDG_CACHE_HOME="$work/cache"
-cases=${*:-gperf-1m deep parse gperf-series symbolize-dynsym symbolize-dwarf recorder recorder-programs python snapshot daemon core}
+cases=${*:-gperf-1m deep parse gperf-series symbolize-dynsym symbolize-dwarf recorder recorder-programs python snapshot daemon python-heap core}
 
 # measure NAME COMMAND...: run it, set $secs (wall, to the millisecond:
 # time(1) says only hundredths), $rss_kb (peak) and $cpu (percent of one
@@ -726,6 +726,86 @@ PY
 		"$(printf '%.1f ms' "$(echo "$worst * 1000" | bc -l)")" stated
 }
 
+# A Python process's heap: Debian's python3.11 holding 3.4 million
+# tuples of an int and a 100-to-200-byte string (10.2 M objects, about
+# 1 GB, every one in pymalloc's arenas).  How long dmprof snapshot holds
+# it and takes in all (pymalloc walked, every object typed), against
+# reading its anonymous memory once (heapread all: the floor); then gdb's
+# core of it: snapshot of the core, against chap's count used on it where
+# chap is found (CHAP=PATH, or on PATH).  Stated per GB and per million
+# objects.
+python_heap() {
+	py=/usr/bin/python3.11
+	d=$work/pyheap
+	if [ ! -x "$py" ]; then
+		echo "bench: python-heap: $py is missing"
+		return
+	fi
+	mkdir -p "$d"
+	gcc -O2 "$here/heapread.c" -o "$d/heapread" || return
+	"$py" -c '
+import os, sys, time
+objs = [(i, str(i) * 16) for i in range(3400000)]
+print("ready", flush=True)
+time.sleep(3600)' >"$d/ready" 2>&1 &
+	pid=$!
+	for _ in $(seq 1200); do
+		grep -q '^ready$' "$d/ready" 2>/dev/null && break
+		sleep 0.1
+	done
+	rss=$(awk '/^VmRSS/ { print $2 }' /proc/$pid/status)
+	floor= held= took=
+	for i in 1 2 3; do
+		f=$("$d/heapread" $pid all | awk '{ print $2 / 1000 }')
+		rm -rf "$d/out"
+		"$bin" snapshot -o "$d/out/" $pid >"$d/snap.err" 2>&1
+		h=$(sed -n 's/.* stood still \([0-9.]*\) ms.*/\1/p' "$d/snap.err" |
+			awk '{ print $1 / 1000 }')
+		t=$(sed -n 's/.*the snapshot took \([0-9.]*\) ms.*/\1/p' "$d/snap.err" |
+			awk '{ print $1 / 1000 }')
+		floor=$(least "$floor" "$f") held=$(least "$held" "$h")
+		took=$(least "$took" "$t")
+	done
+	objs=$(awk '/^Python:/ { for (i = 1; i <= NF; i++) if ($i == "blocks") print $(i - 1) }' \
+		"$d"/out/*.snap | head -1)
+	gcore -o "$d/core" $pid >"$d/gcore.out" 2>&1
+	kill $pid
+	wait $pid 2>/dev/null
+	gb=$(echo "$rss / 1048576" | bc -l)
+	mo=$(echo "${objs:-0} / 1000000" | bc -l)
+	stop_row "python $((rss / 1024)) MB, $(printf %.1f "$mo") M objects: held" \
+		"$floor" "$held"
+	stop_row "the same: its whole time" "$floor" "$took"
+	printf '%-22s %-34s %9.2f s/GB %8.3f s/M objects\n' snapshot \
+		"the same, per GB and M objects" "$(echo "$took / $gb" | bc -l)" \
+		"$(echo "$took / ($mo + 0.000001)" | bc -l)"
+	target "python heap: a stop within 2x reading its memory" \
+		"$(ratio_of "$held" "$floor")" "$(at_most "$held" "$(echo "2 * $floor" | bc -l)")"
+	if [ -s "$d/core.$pid" ]; then
+		cat "$d/core.$pid" >/dev/null
+		best3 pycore-snapshot sh -c 'rm -rf "$1" && exec "$0" snapshot -o "$1/" "$2"' \
+			"$bin" "$d/cout" "$d/core.$pid" || return
+		snap_s=$secs snap_kb=$rss_kb
+		chap=${CHAP:-$(command -v chap || true)}
+		if [ -n "$chap" ] && [ -x "$chap" ]; then
+			best3 pycore-chap sh -c 'echo "count used" | "$0" "$1"' \
+				"$chap" "$d/core.$pid" || return
+			row core "python core: snapshot, vs chap's count used" \
+				$secs $rss_kb $snap_s $snap_kb
+			target "python core: snapshot against chap's count used" \
+				"$(printf '%.2fx its time' "$(echo "$snap_s / ($secs + 0.0005)" | bc -l)")" \
+				stated
+		else
+			printf '%-22s %-34s %9.2f s %8d MB\n' core \
+				"python core: snapshot" "$snap_s" $((snap_kb / 1024))
+			echo "bench: python-heap: no chap (CHAP=PATH, or on PATH): not compared"
+		fi
+	else
+		echo "bench: python-heap: gcore failed: $(tail -2 "$d/gcore.out")"
+	fi
+	rm -f "$d/core.$pid"
+}
+
 # A core of a C++ program's 1 GB heap of 10 M blocks that point at each
 # other (tests/bench/core_heap.cc: objects of four classes with vtables,
 # std::string bodies, vectors, hash tables, trees, C lists, and leaked
@@ -837,6 +917,8 @@ for c in $cases; do
 		recorder ;;
 	daemon)
 		daemon ;;
+	python-heap)
+		python_heap ;;
 	recorder-programs)
 		recorder_programs ;;
 	python)
