@@ -32,6 +32,7 @@
 struct step {
 	int64_t last;
 	uint32_t pass;  /* 0: none yet */
+	uint32_t first; /* the pass it first had bytes at */
 	uint32_t grown;
 };
 
@@ -232,6 +233,22 @@ static struct change *add_change(struct changes *c)
 
 /* The changes of a run, from what the passes kept; CA and CB are the
  * counts of A and B. */
+/*
+ * A leak suspect: never shrank, and grew at two steps or more, and at
+ * more than half of the STEPS since it first had bytes (the step into
+ * that pass counted: a leak that starts late in a run is one, however
+ * few dumps came before it).
+ */
+static bool suspect(const struct step *e, size_t steps)
+{
+	size_t since = e->first > 1 && e->first - 2 < steps
+			       ? steps - (e->first - 2)
+			       : steps;
+
+	return !(e->grown & SHRANK) && e->grown >= 2 &&
+	       2 * (size_t)e->grown > since;
+}
+
 static void collect(struct changes *c, const struct pass *s,
 		    const struct counts *ca, const struct counts *cb,
 		    const struct model *m, const int64_t *a_bytes,
@@ -281,10 +298,8 @@ static void collect(struct changes *c, const struct pass *s,
 		ch->allocated = bytes;
 		ch->blocks_a = blocks_a;
 		ch->blocks_b = blocks_b;
-		/* Never shrank, and grew at more than half the steps. */
 		ch->suspect = (c->has & CHANGES_SERIES) &&
-			      !(step[id].grown & SHRANK) &&
-			      2 * (size_t)step[id].grown > steps;
+			      suspect(&step[id], steps);
 	}
 }
 
@@ -365,6 +380,8 @@ int change_walk_add(struct change_walk *w, size_t k,
 		if (k && (now < before ||
 			  (e->pass && e->pass + 1 < s->k && e->last > 0)))
 			e->grown |= SHRANK;
+		if (!e->first && now > 0)
+			e->first = s->k;
 		e->last = now;
 		e->pass = s->k;
 	}

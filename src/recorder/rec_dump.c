@@ -546,11 +546,25 @@ static size_t tidy_maps(struct rec_map *a, size_t n)
 	return out;
 }
 
-static bool vma_at(const struct vma *v, size_t n, uintptr_t start)
+/*
+ * Is there still a heap of glibc's at BASE: in an anonymous mapping, not
+ * always at its start (the kernel merges a heap's first part with an
+ * anonymous mapping of the same rights just below it: a JIT's), its
+ * heap_info's size a number of 4 KiB pages no more than a heap holds.
+ */
+static bool heap_at(const struct vma *v, size_t n, uintptr_t base)
 {
-	size_t k = PARTITION_POINT(n, i, v[i].start < start);
+	size_t k = PARTITION_POINT(n, i, v[i].end <= base);
+	size_t size;
 
-	return k < n && v[k].start == start && v[k].cls == C_ANON;
+	if (k >= n || v[k].start > base || v[k].cls != C_ANON ||
+	    v[k].perms[0] != 'r' || v[k].perms[1] != 'w')
+		return false;
+	if (v[k].start == base)
+		return true;
+	/* (heap_info: ar_ptr, prev, size, ...) */
+	memcpy(&size, (const char *)base + 2 * sizeof(void *), sizeof(size));
+	return size && size <= REC_HEAP_MAX && !(size & 4095);
 }
 
 /*
@@ -595,8 +609,8 @@ static size_t build_regions(const struct vma *vmas, size_t nv,
 	}
 	nbases = rec_arena_snapshot(&bases);
 	for (size_t i = 0; i < nbases; i++) {
-		/* A heap that is gone no longer starts a VMA. */
-		if (vma_at(vmas, nv, bases[i])) {
+		/* (A heap that is gone is in no mapping, or in another.) */
+		if (heap_at(vmas, nv, bases[i])) {
 			struct rec_map m = { bases[i], bases[i] + REC_HEAP_MAX,
 					     ab };
 

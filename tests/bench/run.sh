@@ -581,6 +581,23 @@ stop_row() {
 		"$2" "" "$3" "" "$(echo "$2 / ($3 + 0.0005)" | bc -l)"
 }
 
+# held_thrice DIR PID: three snapshots of PID into DIR/out/, each after
+# reading its anonymous memory once (heapread all): the least of each,
+# in seconds, in floor, held (it stood still) and took (in all).
+held_thrice() {
+	floor= held= took=
+	for i in 1 2 3; do
+		f=$("$1/heapread" $2 all | awk '{ print $2 / 1000 }')
+		"$bin" snapshot -o "$1/out/" $2 >"$1/snap.err" 2>&1
+		h=$(sed -n 's/.* stood still \([0-9.]*\) ms.*/\1/p' "$1/snap.err" |
+			awk '{ print $1 / 1000 }')
+		t=$(sed -n 's/.*the snapshot took \([0-9.]*\) ms.*/\1/p' "$1/snap.err" |
+			awk '{ print $1 / 1000 }')
+		floor=$(least "$floor" "$f") held=$(least "$held" "$h")
+		took=$(least "$took" "$t")
+	done
+}
+
 least() { # A B: the smaller number (A may be empty)
 	if [ -z "$1" ] || [ "$(echo "$2 < $1" | bc -l)" = 1 ]; then
 		echo "$2"
@@ -676,17 +693,8 @@ PY
 	timeout 120 "$d/dnsload" $port $names fill >"$d/fill" ||
 		{ echo "bench: daemon: the fill failed: $(tail -2 "$d/log")"; kill $pid; return; }
 	rss=$(awk '/^VmRSS/ { print $2 }' /proc/$pid/status)
-	floor= idle= took=
-	for i in 1 2 3; do
-		f=$("$d/heapread" $pid all | awk '{ print $2 / 1000 }')
-		"$bin" snapshot -o "$d/out/" $pid >"$d/snap.err" 2>&1
-		h=$(sed -n 's/.* stood still \([0-9.]*\) ms.*/\1/p' "$d/snap.err" |
-			awk '{ print $1 / 1000 }')
-		t=$(sed -n 's/.*the snapshot took \([0-9.]*\) ms.*/\1/p' "$d/snap.err" |
-			awk '{ print $1 / 1000 }')
-		floor=$(least "$floor" "$f") idle=$(least "$idle" "$h")
-		took=$(least "$took" "$t")
-	done
+	held_thrice "$d" $pid
+	idle=$held
 	# As before the copy: held while walked and scanned (--max-copy 0).
 	"$bin" snapshot --max-copy 0 -o "$d/out/" $pid >"$d/snap.err" 2>&1
 	nocopy=$(sed -n 's/.* stood still \([0-9.]*\) ms.*/\1/p' "$d/snap.err" |
@@ -754,18 +762,8 @@ time.sleep(3600)' >"$d/ready" 2>&1 &
 		sleep 0.1
 	done
 	rss=$(awk '/^VmRSS/ { print $2 }' /proc/$pid/status)
-	floor= held= took=
-	for i in 1 2 3; do
-		f=$("$d/heapread" $pid all | awk '{ print $2 / 1000 }')
-		rm -rf "$d/out"
-		"$bin" snapshot -o "$d/out/" $pid >"$d/snap.err" 2>&1
-		h=$(sed -n 's/.* stood still \([0-9.]*\) ms.*/\1/p' "$d/snap.err" |
-			awk '{ print $1 / 1000 }')
-		t=$(sed -n 's/.*the snapshot took \([0-9.]*\) ms.*/\1/p' "$d/snap.err" |
-			awk '{ print $1 / 1000 }')
-		floor=$(least "$floor" "$f") held=$(least "$held" "$h")
-		took=$(least "$took" "$t")
-	done
+	rm -rf "$d/out"
+	held_thrice "$d" $pid
 	objs=$(awk '/^Python:/ { for (i = 1; i <= NF; i++) if ($i == "blocks") print $(i - 1) }' \
 		"$d"/out/*.snap | head -1)
 	gcore -o "$d/core" $pid >"$d/gcore.out" 2>&1

@@ -30,11 +30,16 @@ nd_flags="--perf-basic-prof --interpreted-frames-native-stack --logfile=/dev/nul
 node "$ndsrc/app.js" >nd-plain.out 2>&1 || bad "node app.js: $(tail -2 nd-plain.out)"
 
 # The run of node ARGS... under record into DIR: nd_pid, nd_first (its
-# first dump), nd_peak (the dump top names the peak).
+# first dump), nd_peak (the dump top names the peak).  A dump each 8 MB
+# more in use: the dumps at new peaks come at each doubling, and no
+# sooner than the program can run nine tenths of the time (on a busy
+# machine, a second apart or more), so the cache's growth (app.js's
+# rounds are 0.15 s apart) could fall between two, where a leak
+# suspect's growth must be seen at two steps.
 nd_record() { # DIR ARGS...
 	d=$1
 	shift
-	"$bin" record -o "$tmp/$d/" -- node "$@" >"$d.out" 2>"$d.err" ||
+	"$bin" record --inuse-interval 8M -o "$tmp/$d/" -- node "$@" >"$d.out" 2>"$d.err" ||
 		{ bad "$d: record exited $?: $(tail -3 "$d.err")"; return 1; }
 	nd_pid=$(sed -n 's/^dmprof record: [0-9]* dumps\{0,1\} of pid \([0-9]*\):.*/\1/p' "$d.err")
 	nd_first=$(ls "$d"/*."$(printf %05d "${nd_pid:-0}")".0001.heap 2>/dev/null | head -1)

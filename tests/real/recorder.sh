@@ -75,6 +75,7 @@ else
 	gcc -g -O1 -pthread "$src/rec_writers.c" -o writers || exit 1
 	gcc -g -O1 -pthread "$src/rec_paths.c" -o paths || exit 1
 	gcc -g -O1 "$src/rec_sparse.c" -o sparse || exit 1
+	gcc -g -O1 -pthread "$src/rec_merged.c" -o merged || exit 1
 	gcc -g -O1 "$src/rec_output.c" -o output || exit 1
 	gcc -g -O1 "$src/rec_crash.c" -o crash || exit 1
 	g++ -g -O2 -pthread "$src/rec_teardown.cc" -o teardown || exit 1
@@ -336,6 +337,19 @@ grep -q 'start_threads' th.st && grep -q ' main ' th.st && ! grep -q "$own" th.s
 [ $? = 0 ] && grep -qx 'sparse: ok' sp.out && ok || bad "sparse: $(cat sp.out sp.err | head -3)"
 pid=$(main_pid sp.err)
 [ -n "$pid" ] && check_dumps sparse "$(first sp/prof "$pid")" 2
+
+# 3c''. A thread's arena whose heap the kernel merged with a mapping just
+#      below it (where a JIT's may land): its heap is found all the same,
+#      and the dumps add up (malloc-unused was negative).
+"$bin" record -o "$tmp/mg/prof" -- ./merged >mg.out 2>mg.err
+[ $? = 0 ] && grep -q '^merged: ' mg.out && ok || bad "merged: $(cat mg.out mg.err | head -3)"
+if grep -qx 'merged: yes' mg.out; then
+	pid=$(main_pid mg.err)
+	[ -n "$pid" ] && check_dumps merged "$(first mg/prof "$pid")" 2
+else
+	echo "recorder: note: the kernel did not merge the heap with the mapping below it: not checked"
+fi
+
 sig=$(grep -l '^Reason: signal' sp/prof.*.heap | head -1)
 kernel=$(uname -r | awk -F. '{ print $1 * 1000 + $2 }')
 if [ -z "$sig" ]; then

@@ -171,13 +171,15 @@ Test(change, across_runs_by_names)
  */
 Test(change, stacks_that_go_shrank)
 {
-	/* Bytes of 0x50 .. 0x90 in five dumps; -1: not in the dump. */
-	static const int bytes[5][5] = {
+	/* Bytes of 0x50 .. 0xb0 in five dumps; -1: not in the dump. */
+	static const int bytes[7][5] = {
 		{ 100, -1, 300, 400, 500 },  /* 0x50: went, came back */
 		{ 100, 200, 300, 400, -1 },  /* 0x60: went at the end */
 		{ 100, 200, 300, 400, 500 }, /* 0x70: a leak */
 		{ 100, 0, 100, 200, 300 },   /* 0x80: down to 0, in it */
 		{ -1, -1, 100, 200, 300 },   /* 0x90: came late */
+		{ -1, -1, -1, 100, 200 },    /* 0xa0: came later, grew on */
+		{ -1, -1, -1, -1, 100 },     /* 0xb0: came at the end */
 	};
 	struct open_run o;
 	struct changes c;
@@ -187,7 +189,7 @@ Test(change, stacks_that_go_shrank)
 		struct strbuf sb = STRBUF_INIT;
 
 		sb_addstr(&sb, "heap profile: 1: 1 [ 1: 1] @ heapprofile\n");
-		for (int s = 0; s < 5; s++)
+		for (int s = 0; s < 7; s++)
 			if (bytes[s][d] >= 0)
 				sb_addf(&sb, "1: %d [ 1: %d] @ 0x%x 0x99\n",
 					bytes[s][d], bytes[s][d], 0x50 + 16 * s);
@@ -207,6 +209,10 @@ Test(change, stacks_that_go_shrank)
 	cr_assert_not(of(&c, 0x80)->suspect);
 	cr_assert(of(&c, 0x90)->suspect);
 	cr_assert_eq(of(&c, 0x90)->a, 0);
+	/* (Two steps of growth since it came: a leak that started late;
+	 * one step is not yet one.) */
+	cr_assert(of(&c, 0xa0)->suspect);
+	cr_assert_not(of(&c, 0xb0)->suspect);
 	changes_free(&c);
 	close_run(&o);
 }
