@@ -80,6 +80,15 @@ struct rule {
 	unsigned sharing;     /* SHARE_* bits; 0: any */
 	unsigned long line;
 	bool broken;          /* had an error: never a catch-all */
+	/*
+	 * The field of its one condition (-1: none, or several) when that
+	 * pattern has literals: once the field is scanned, their absence
+	 * fails the rule at once (see policy_match_with).  With one literal
+	 * (most rules), its bit: word LIT_WORD of the scan, LIT_MASK.
+	 */
+	int8_t only;
+	uint32_t lit_word;
+	uint64_t lit_mask;
 };
 
 /*

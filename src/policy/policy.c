@@ -237,6 +237,31 @@ int policy_column(const struct policy *p, const char *name)
  * A pattern whose literals the subject lacks cannot match, and is not
  * run.  Literals shorter than 3 bytes are not worth it.
  */
+/* R's one condition with literals, for policy_match_with (see struct
+ * rule). */
+static void rule_only(struct rule *r)
+{
+	const struct pattern *pat = NULL;
+
+	r->only = -1;
+	for (int f = 0; f < COND_NFIELDS; f++) {
+		if (!r->cond[f])
+			continue;
+		if (pat)
+			return; /* (several: their order of side effects) */
+		pat = r->cond[f];
+		r->only = (int8_t)f;
+	}
+	if (!pat || !pat->nlits) {
+		r->only = -1;
+		return;
+	}
+	if (pat->nlits == 1 && pat->ngroups == 1) {
+		r->lit_word = pat->lits[0] / 64;
+		r->lit_mask = 1ULL << (pat->lits[0] % 64);
+	}
+}
+
 void policy_build_prefilter(struct policy *p)
 {
 	for (int f = 0; f < COND_NFIELDS; f++) {
@@ -271,6 +296,8 @@ void policy_build_prefilter(struct policy *p)
 			p->found[f] = xcalloc(acm_words(a), sizeof(uint64_t));
 		}
 	}
+	for (size_t i = 0; i < p->nrules; i++)
+		rule_only(&p->rules[i]);
 }
 
 const struct acm *policy_prefilter(const struct policy *p, enum cond_field f)
@@ -440,6 +467,17 @@ int policy_match_with(const struct policy *p, struct matcher *mt,
 		 * every file mapping under l2's "-others" column.
 		 */
 		if (r->sharing && !(r->sharing & subj->sharing))
+			continue;
+		/*
+		 * The common rule, one pattern on a field already scanned
+		 * without its literals, fails here as it would below (where
+		 * each path starts so), without the walk through its fields:
+		 * a hundred rules for each of a million stacks.
+		 */
+		if (r->only >= 0 && found[r->only] &&
+		    (r->lit_mask ? !(found[r->only][r->lit_word] & r->lit_mask)
+				 : !has_literal(r->cond[r->only],
+						found[r->only])))
 			continue;
 		for (int f = 0; f < COND_NFIELDS && ok; f++) {
 			const struct pattern *pat = r->cond[f];

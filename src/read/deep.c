@@ -816,6 +816,30 @@ static void add_stack_line(struct parser *p, const struct stack_line *sl,
 	read_add_line(snap, sl);
 }
 
+/*
+ * The lines of R in the producer's exact layout (most of them), many at
+ * once, as far as the arrays have room (see deep_tail_start): R goes on
+ * after them.
+ */
+static void fixed_lines(struct parser *p, struct line_reader *r)
+{
+	struct snapshot *snap = p->snap;
+	size_t at = snap->nlines, room, n;
+
+	room = snap->lines_alloc < p->ids_alloc ? snap->lines_alloc
+						 : p->ids_alloc;
+	if (p->nos_alloc < room)
+		room = p->nos_alloc;
+	if (room <= at)
+		return;
+	n = deep_fixed_lines(r->p, r->end, snap->lines + at, p->ids + at,
+			     room - at, &r->p);
+	for (size_t i = 0; i < n; i++)
+		p->nos[at + i] = r->no + i + 1;
+	r->no += n;
+	snap->nlines += n;
+}
+
 static int parse_stack_line(struct parser *p)
 {
 	struct snapshot *snap = p->snap;
@@ -905,6 +929,8 @@ static int parse_lines(struct parser *p, const struct filebuf *fb)
 		struct stack_line sl;
 		uint64_t id;
 
+		if (p->sec == SEC_STACKTRACES)
+			fixed_lines(p, &r);
 		if (!lines_next(&r, &l)) {
 			/* (Where the tail starts, with one: on after it.) */
 			if (p->tail &&

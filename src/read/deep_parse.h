@@ -112,6 +112,18 @@ static inline bool deep_fast_stack_line(const struct line *l,
 }
 
 /*
+ * From P, a line's start, before END: the lines that are exactly the
+ * producer's "%10lld %10lld %6d %6d @ %d\n" (each number in its width,
+ * the id of 1 to 7 digits), at most ROOM of them, into LINES (counts
+ * only) and IDS (their bucket ids): how many.  *STOP: where the first
+ * line not read starts, for deep_fast_stack_line and the general parser.
+ * (Each of those lines is one deep_fast_stack_line reads the same way.)
+ */
+size_t deep_fixed_lines(const char *p, const char *end,
+			struct stack_line *lines, uint64_t *ids, size_t room,
+			const char **stop);
+
+/*
  * The section STACKTRACES, the rest of R: room for its lines, and its
  * second part to a thread when it is big.  The reader R then stops where
  * that starts (see deep_tail_take).

@@ -317,6 +317,95 @@ Test(policy, shipped_policies_load)
 	}
 }
 
+/*
+ * The first rule that holds, tried in order one condition after another
+ * (policy_rule_test), is what policy_match says: its shortcuts (a rule
+ * failed by its literals' absence from a field scanned for an earlier
+ * one, a pattern run only on the start of a field) decide as the rules
+ * do.  Every shipped policy, on random subjects of words its rules look
+ * for, several conditions and sharing among them.
+ */
+Test(policy, shortcuts_decide_as_each_rule_does)
+{
+	static const char *const names[] = {
+		"l0", "l1", "l2", "t0", "sourcefile", "linux",
+		"android.browser", "android.renderer", "android.webview",
+	};
+	static const char *const words[] = {
+		"WebCore::FontCache::getCachedFontData", "WTF::fastMalloc",
+		"WebCore::RenderArena::allocate", "v8::internal::Heap::Setup",
+		"v8::internal::NewSpace::SetUp", "SkCanvas::draw", " Sk",
+		"std::vector<int>::_M_realloc_insert", "std::_Rb_tree::insert",
+		"WTF::StringImpl::create", "WebCore::Node::create", "malloc",
+		"operator new", "__libc_malloc", "_PyObject_Malloc", "main",
+		"ProfilerMalloc", "DoAllocWithArena", "tc_malloc", "?",
+		"../../v8/src/heap.cc", "/usr/lib/python3.11/os.py",
+		"../../third_party/WebKit/Source/WebCore/dom/Node.cpp",
+	};
+	static const char *const paths[] = { "", "/lib/libc.so.6",
+					     "[stack]", "[heap]", "/dev/x" };
+	static const char *const perms[] = { "r-xp", "rw-p", "r--s" };
+	uint64_t x = 0x2545f4914f6cdd1dULL;
+	unsigned checked = 0;
+
+	for (size_t k = 0; k < ARRAY_SIZE(names); k++) {
+		char path[128];
+		struct policy *p;
+		struct matcher mt;
+
+		snprintf(path, sizeof(path), "policies/%s.policy", names[k]);
+		p = policy_load(path, names[k]);
+		cr_assert_not_null(p, "%s", path);
+		matcher_of_policy(&mt, p, false);
+		for (int t = 0; t < 600; t++) {
+			struct strbuf f[2] = { STRBUF_INIT, STRBUF_INIT };
+			enum rule_alloc a = (enum rule_alloc)(t % 3);
+			struct subject subj;
+			int want = -1, got, failed;
+
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			for (int i = 0; i < 2; i++)
+				for (uint64_t n = (x >> (4 * i)) % 7, r = x;
+				     n > 0; n--, r = r * 6364136223846793005ULL +
+							1442695040888963407ULL) {
+					if (f[i].len)
+						sb_addch(&f[i], ' ');
+					sb_addstr(&f[i], words[(r >> 33) %
+							       ARRAY_SIZE(words)]);
+				}
+			memset(&subj, 0, sizeof(subj));
+			for (int i = 0; i < 2; i++) {
+				int field = i ? COND_SOURCE : COND_STACK;
+
+				subj.s[field] = f[i].buf ? f[i].buf : "";
+				subj.len[field] = f[i].len;
+			}
+			subj.s[COND_TYPE] = x & 1 ? "std::string" : "";
+			subj.len[COND_TYPE] = strlen(subj.s[COND_TYPE]);
+			subj.s[COND_PATH] = paths[(x >> 20) % ARRAY_SIZE(paths)];
+			subj.len[COND_PATH] = strlen(subj.s[COND_PATH]);
+			subj.s[COND_PERM] = perms[(x >> 24) % ARRAY_SIZE(perms)];
+			subj.len[COND_PERM] = 4;
+			subj.sharing = 1u << ((x >> 28) % 3);
+			for (size_t r = 0; r < p->nrules && want < 0; r++)
+				if (p->rules[r].alloc == a &&
+				    policy_rule_test(p, &mt, &p->rules[r], &subj,
+						     "test", &failed) == 1)
+					want = (int)p->rules[r].column;
+			got = policy_match(p, a, &subj, "test");
+			cr_assert_eq(got, want, "%s: '%s' / '%s'", names[k],
+				     subj.s[COND_STACK], subj.s[COND_SOURCE]);
+			checked++;
+			sb_release(&f[0]);
+			sb_release(&f[1]);
+		}
+		policy_free(p);
+	}
+	cr_assert_eq(checked, 600 * ARRAY_SIZE(names));
+}
+
 /* ---- the partition between the markers ---- */
 
 #define ARENA "rule allocator-arena mmap stack='.*arena.*'\n"
