@@ -240,6 +240,10 @@ struct subject {
 	void (*fill_start)(void *ctx, int field, size_t min, const char **s,
 			   size_t *len, bool *whole);
 	const uint64_t *(*scan)(void *ctx, int field);
+	/* Optional: SCAN's, where SCAN may stand in for it (a classifier's
+	 * clean stack: see struct classifier), the field's own; NULL when
+	 * not worth it yet (see run_head). */
+	const uint64_t *(*scan_own)(void *ctx, int field);
 	/*
 	 * Optional: does the field hold PAT's pieces (PAT->seq), frame by
 	 * frame, each frame's state from pattern_seq_step?  1 or 0, or -1

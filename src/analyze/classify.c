@@ -359,6 +359,26 @@ static const uint64_t *scan_field(void *ctx, int field)
 	return scan_stack(c, field, c->cur->stack);
 }
 
+/* Starts longer than this are not remembered (see prefix_add). */
+#define PREFIX_MAX 4
+
+/*
+ * The same, of the field itself, a clean stack's too; but NULL (not
+ * yet) while what the matching looked at is a start short enough to be
+ * remembered: the scan looks at all of it.
+ */
+static const uint64_t *scan_own(void *ctx, int field)
+{
+	struct classifier *c = ctx;
+
+	if (field != COND_STACK && field != COND_SOURCE)
+		return NULL;
+	if (!c->prefix_off && c->used + c->used_end <= PREFIX_MAX)
+		return NULL;
+	used(c, c->cur->stack->depth, true);
+	return scan_stack(c, field, c->cur->stack);
+}
+
 #define SEQ_UNKNOWN 0xff
 
 /*
@@ -443,6 +463,7 @@ static void stack_subject(struct classifier *c, const struct bucket *b,
 	subj->fill = fill_subject;
 	subj->fill_start = fill_start;
 	subj->scan = scan_field;
+	subj->scan_own = scan_own;
 	subj->seq = seq_field;
 	subj->describe = describe_bucket;
 	subj->ctx = c;
@@ -450,8 +471,6 @@ static void stack_subject(struct classifier *c, const struct bucket *b,
 
 #define PREFIX_END UINT32_MAX
 #define PREFIX_COL 0x80000000u
-/* Starts longer than this are not remembered. */
-#define PREFIX_MAX 4
 
 /*
  * The entry of (NODE, FRAME) in trie T: 0 if none.  The root's are in
@@ -794,6 +813,38 @@ struct share {
  * entries of the stack's frames).  A stack is too short for its own
  * frames to be fetched ahead of each other in time.
  */
+/* Frames whose files a source field's start is built of, ahead (see
+ * source_ahead). */
+#define SOURCE_AHEAD 8
+
+/*
+ * The same for a policy that looks at source files: those are not in
+ * the scan's memo, and a field's start is built of the frames
+ * themselves, each a miss (the linux policy's Python rules read a few of
+ * every stack's).  The next bucket's frame pointers, then this one's
+ * frames, all asked for at once rather than one after the other; and
+ * the next one's memo entries of the source field.
+ */
+static void source_ahead(const struct classifier *c, const uint32_t *v,
+			 size_t i, size_t n)
+{
+	struct bucket *const *b = c->m->buckets.v;
+	struct frame *const *fv = c->m->frames.v;
+	const struct frame_scan *fs = &c->scan[1];
+	const struct stack *st = b[v[i]]->stack;
+
+	for (uint32_t k = 0; k < st->depth && k < SOURCE_AHEAD; k++)
+		prefetch(fv[st->frames[k]]);
+	if (i + 1 >= n)
+		return;
+	st = b[v[i + 1]]->stack;
+	for (uint32_t k = 0; k < st->depth && k < SOURCE_AHEAD; k++)
+		prefetch(&fv[st->frames[k]]);
+	for (uint32_t k = 0; fs->e && k < st->depth; k++)
+		if (st->frames[k] < fs->nframes)
+			prefetch(&fs->e[2 * (size_t)st->frames[k] + (k > 0)]);
+}
+
 static void classify_ahead(const struct classifier *c, const uint32_t *v,
 			   size_t i, size_t n)
 {
@@ -818,6 +869,8 @@ static void classify_ahead(const struct classifier *c, const uint32_t *v,
 				prefetch(&fs->e[2 * (size_t)st->frames[k] +
 						(k > 0)]);
 	}
+	if (c->p->uses[COND_SOURCE])
+		source_ahead(c, v, i, n);
 }
 
 static void classify_shares(struct share *s)

@@ -6,9 +6,10 @@
  * escapes, classes, groups with alternatives, quantifiers) and keeps the
  * most selective requirement: a run of literal bytes that every match
  * must contain in one piece, or, for a group of alternatives, one literal
- * of each.  Anything it does not know (backreferences, lookarounds,
- * inline options, \Q...\E, {n,m}) makes it give up, which only costs
- * speed: the regex then always runs.
+ * of each.  A lookaround requires nothing (what it looks for is not
+ * part of the match) and separates what is around it.  Anything it does
+ * not know (backreferences, inline options, \Q...\E, {n,m}) makes it
+ * give up, which only costs speed: the regex then always runs.
  */
 #include "literals.h"
 
@@ -178,6 +179,18 @@ static void skip_class(struct parser *ps)
 	ps->p = p + 1;
 }
 
+/* The length of the opening of a lookaround at P ("(?=", "(?!", "(?<=",
+ * "(?<!"), else 0. */
+static size_t lookaround(const char *p, const char *end)
+{
+	if (end - p >= 3 && p[1] == '?' && (p[2] == '=' || p[2] == '!'))
+		return 3;
+	if (end - p >= 4 && p[1] == '?' && p[2] == '<' &&
+	    (p[3] == '=' || p[3] == '!'))
+		return 4;
+	return 0;
+}
+
 /* One alternative: items up to '|', ')' or the end. */
 static void parse_seq(struct parser *ps, struct literals *out)
 {
@@ -225,13 +238,16 @@ static void parse_seq(struct parser *ps, struct literals *out)
 			break;
 		case '(': {
 			struct literals g = { 0 };
+			size_t look = lookaround(ps->p, ps->end);
 
 			commit(ps, &q);
-			if (ps->p + 1 < ps->end && ps->p[1] == '?') {
+			if (look) {
+				ps->p += look;
+			} else if (ps->p + 1 < ps->end && ps->p[1] == '?') {
 				if (ps->p + 2 < ps->end && ps->p[2] == ':') {
 					ps->p += 3;
 				} else {
-					ps->bail = true; /* lookaround, options */
+					ps->bail = true; /* options, names, ... */
 					break;
 				}
 			} else {
@@ -249,6 +265,19 @@ static void parse_seq(struct parser *ps, struct literals *out)
 				break;
 			}
 			ps->p++;
+			if (look) {
+				/*
+				 * A lookaround matches no text: what it
+				 * asks of the subject is not required of
+				 * it (a negative one's least of all), and
+				 * what is around it is not adjacent as far
+				 * as we say.  A quantifier after it gives
+				 * up (pending none).
+				 */
+				lits_clear(&g);
+				flush(ps, &q);
+				break;
+			}
 			q.pending = P_GROUP;
 			q.group = g;
 			break;

@@ -235,7 +235,10 @@ int policy_column(const struct policy *p, const char *name)
  * The prefilter: for each field, one automaton over the literals that its
  * patterns require (a literal shared by several patterns is there once).
  * A pattern whose literals the subject lacks cannot match, and is not
- * run.  Literals shorter than 3 bytes are not worth it.
+ * run.  Literals shorter than 3 bytes are not worth it, but for a head
+ * pattern's that has no longer ones: those are looked for only once the
+ * pattern is undecided over the field's start (see run_head), where the
+ * alternative is to build all of it.
  */
 /* R's one condition with literals, for policy_match_with (see struct
  * rule). */
@@ -272,7 +275,9 @@ void policy_build_prefilter(struct policy *p)
 			struct literals l;
 
 			if (!pat || pat->match_all ||
-			    !regex_literals(pat->text, pat->len, 3, &l))
+			    (!regex_literals(pat->text, pat->len, 3, &l) &&
+			     !(pat->head &&
+			       regex_literals(pat->text, pat->len, 1, &l))))
 				continue;
 			if (!a)
 				a = acm_new();
@@ -369,7 +374,7 @@ static int run_pattern(const struct policy *p, struct matcher *mt,
  */
 static int run_head(const struct policy *p, struct matcher *mt,
 		    const struct pattern *pat, struct subject *subj, int f,
-		    const char *what)
+		    const char *what, const uint64_t **found)
 {
 	size_t min = 1;
 
@@ -393,6 +398,20 @@ static int run_head(const struct policy *p, struct matcher *mt,
 			return 0;
 		if (rc != PCRE2_ERROR_PARTIAL)
 			return pattern_failed(p, mt, pat, rc, len, what, subj);
+		/*
+		 * Undecided over the start: the field's literals, from its
+		 * frames' (remembered by the caller), may say it cannot
+		 * match without it built (the linux policy's Python rules
+		 * on a stack with no Python frame: a loop over every frame,
+		 * for each of a million stacks).  (SCAN_OWN may say not
+		 * yet: asked again on more of the field.)
+		 */
+		if (pat->nlits && !*found && subj->scan && p->acm[f]) {
+			*found = subj->scan_own ? subj->scan_own(subj->ctx, f)
+						: subj->scan(subj->ctx, f);
+			if (*found && !has_literal(pat, *found))
+				return 0;
+		}
 		/*
 		 * Twice as long, not a frame longer: a pattern that stays
 		 * undecided over the start of a long field (a loop over the
@@ -503,7 +522,7 @@ int policy_match_with(const struct policy *p, struct matcher *mt,
 					    ? subj->seq(subj->ctx, f, pat, mt,
 							what, subj)
 					    : run_head(p, mt, pat, subj, f,
-						       what);
+						       what, &found[f]);
 				if (m < 0)
 					return -2;
 				ok = m == 1;

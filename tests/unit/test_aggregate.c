@@ -360,6 +360,9 @@ Test(aggregate, first_frames_memo_decides_as_matching_does)
 		"third_party/WebKit/Source/core/dom/Node.cpp", "v8/src/heap.cc",
 		"base/memory.cc", "?", "skia/ext/canvas.cc",
 		"/usr/include/c++/12/bits/basic_string.tcc",
+		/* (The linux policy's Python rules: their files.) */
+		"/usr/lib/python3.11/json/encoder.py", "app.py",
+		"<frozen importlib._bootstrap>", "/x/site-packages/m.py",
 	};
 	/* Each way of matching first (as later rules would hide what it
 	 * looked at): frame by frame, by the prefilter's scan, by source. */
@@ -446,6 +449,22 @@ Test(aggregate, first_frames_memo_decides_as_matching_does)
 					     classify_malloc(&without, b),
 					     "%s: bucket %zu", pols[k], i);
 			}
+		/* And as the whole fields, built, say (the prefilter's
+		 * literals, looked for frame by frame, stand for them). */
+		for (size_t i = 0; i < m.buckets.n; i++) {
+			const struct bucket *b = m.buckets.v[i];
+			struct subject_text t = { 0 };
+			struct subject subj;
+
+			classify_subject(&without, b, NULL, 0, &subj, &t);
+			cr_assert_eq(policy_match(pol, RULE_MALLOC, &subj,
+						  NULL),
+				     classify_malloc(&without, b),
+				     "%s: bucket %zu: '%s'", pols[k], i,
+				     subj.s[COND_SOURCE] ? subj.s[COND_SOURCE]
+							 : "");
+			subject_text_release(&t);
+		}
 		remembered = 0;
 		for (int t = 0; t < 2; t++) {
 			remembered += with.trie[t].map.count;

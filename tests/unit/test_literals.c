@@ -18,14 +18,15 @@
 
 static struct literals l;
 
-/* The literals of RE as "a|b&c" (| within a group, & between groups). */
-static const char *lits(const char *re)
+/* The literals of RE, none shorter than MIN_LEN, as "a|b&c" (| within a
+ * group, & between groups). */
+static const char *lits_min(const char *re, size_t min_len)
 {
 	static char buf[1024];
 	size_t n = 0;
 
 	literals_free(&l);
-	if (!regex_literals(re, strlen(re), 3, &l))
+	if (!regex_literals(re, strlen(re), min_len, &l))
 		return "-";
 	for (uint32_t g = 0; g < l.ngroups; g++) {
 		bool first = true;
@@ -44,6 +45,11 @@ static const char *lits(const char *re)
 	}
 	buf[n] = 0;
 	return buf;
+}
+
+static const char *lits(const char *re)
+{
+	return lits_min(re, 3);
 }
 
 #define LITS(re, want) cr_assert_str_eq(lits(re), want, "%s", re)
@@ -142,6 +148,36 @@ Test(literals, automaton)
  * the prefilter lets it through; for exact patterns, the prefilter alone
  * gives PCRE2's answer.
  */
+/* A lookaround matches no text: what is in it is not required, what is
+ * around it is not adjacent. */
+Test(literals, lookarounds)
+{
+	LITS("abc(?=def)ghi", "abc&ghi");
+	LITS("abc(?!def)ghi.*", "abc&ghi");
+	LITS(".*abc(?<=bc)ghi", "abc&ghi");
+	LITS(".*abc(?<!x|y)ghi", "abc&ghi");
+	LITS("(?!abc)def.*", "def");
+	LITS(".*(?=abc).*", "-");
+	/* A quantifier after one: given up. */
+	LITS(".*abc(?=d)*efg.*", "-");
+	/* What it does not understand inside: given up. */
+	LITS(".*abc(?=\\x41)efg.*", "-");
+	/* The linux policy's Python rules. */
+	LITS("(?:(?![^ ]*\\.py |<)[^ ]+ )*+[^ ]*/(?:site|dist)-packages/"
+	     "[^ ]*\\.py .*",
+	     "site|dist&-packages/&.py ");
+	LITS("(?:(?![^ ]*\\.py |<)[^ ]+ )*+(?:[^ ]*/lib/python\\d[.\\d]*/"
+	     "[^ ]*\\.py|<frozen) .*",
+	     "/lib/python|<frozen");
+	LITS("(?:(?![^ ]*\\.py |<)[^ ]+ )*+(?:[^ ]*\\.py|<[^ >]*>) .*", "-");
+	/* (Shorter ones, which a head pattern's prefilter takes.) */
+	cr_assert_str_eq(lits_min("(?:(?![^ ]*\\.py |<)[^ ]+ )*+"
+				  "(?:[^ ]*\\.py|<[^ >]*>) .*",
+				  1),
+			 ".py|<& ");
+	literals_free(&l);
+}
+
 static uint64_t rnd = 88172645463325252ULL;
 
 static uint64_t next(void)
@@ -152,12 +188,15 @@ static uint64_t next(void)
 	return rnd;
 }
 
-static void check_pattern(const char *re, size_t len, const char *where)
+static void check_pattern(const char *re, size_t len, size_t min_len,
+			  const char *where)
 {
 	static const char *const words[] = {
 		"WebCore::Node::create", "v8::internal::Heap", "WTF::fastMalloc",
 		"std::vector::push_back", "SkCanvas::draw", "main", "operator new",
 		"RendererMain", " ", "::", "create ", "(", ")", "x",
+		"/usr/lib/python3.11/json/encoder.py", "app.py", "<frozen os>",
+		"/x/site-packages/m.py", "?", "<", ">",
 	};
 	struct literals lt;
 	pcre2_code *code;
@@ -167,7 +206,7 @@ static void check_pattern(const char *re, size_t len, const char *where)
 	int err;
 	PCRE2_SIZE off;
 
-	if (!regex_literals(re, len, 3, &lt))
+	if (!regex_literals(re, len, min_len, &lt))
 		return;
 	code = pcre2_compile((PCRE2_SPTR)re, len,
 			     PCRE2_ANCHORED | PCRE2_ENDANCHORED | PCRE2_DOTALL,
@@ -199,7 +238,8 @@ static void check_pattern(const char *re, size_t len, const char *where)
 				       cut == 0 && lt.len[i] > 1 ? lt.len[i] - 1
 								  : lt.len[i]);
 			} else {
-				sb_addstr(&s, words[(r >> 8) % 14]);
+				sb_addstr(&s, words[(r >> 8) %
+						    ARRAY_SIZE(words)]);
 			}
 		}
 		if (t == 0) { /* the regex's own text, and the literals */
@@ -256,7 +296,11 @@ Test(literals, shipped_policies_are_safe)
 
 				if (!pat)
 					continue;
-				check_pattern(pat->text, pat->len, path);
+				check_pattern(pat->text, pat->len, 3, path);
+				/* (A head pattern's shorter ones.) */
+				if (pat->head)
+					check_pattern(pat->text, pat->len, 1,
+						      path);
 				checked++;
 			}
 		policy_free(p);
