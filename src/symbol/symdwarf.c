@@ -1489,12 +1489,6 @@ static const struct urange *interval_at(const struct dwarf *d, uint64_t addr)
 	return i && addr < d->uranges[i - 1].high ? &d->uranges[i - 1] : NULL;
 }
 
-static struct unit *unit_at(struct dwarf *d, uint64_t addr)
-{
-	const struct urange *r = interval_at(d, addr);
-
-	return r ? &d->units[r->unit] : NULL;
-}
 
 /* Is [LOW, HIGH) within U's own ranges? */
 static bool inside_own(const struct dwarf *d, const struct unit *u,
@@ -1549,13 +1543,17 @@ static void prep_extend(struct prep *p, struct unit *u, uint64_t low,
 	u->exts[u->nexts++] = (struct urange_pair){ low, high };
 }
 
-/* The unit of ADDR: its ranges, else a decoded unit's extension. */
-static struct unit *unit_of(struct dwarf *d, uint64_t addr)
+/*
+ * The unit of ADDR: its ranges (R, interval_at's), else a decoded unit's
+ * extension.
+ */
+static struct unit *unit_of(struct dwarf *d, uint64_t addr,
+			    const struct urange *r)
 {
-	struct unit *u = unit_at(d, addr), *found = NULL;
+	struct unit *u, *found = NULL;
 
-	if (u)
-		return u;
+	if (r)
+		return &d->units[r->unit];
 	for (size_t i = 0; i < d->next; i++) {
 		if (addr < d->ext[i].low || addr >= d->ext[i].high)
 			continue;
@@ -2423,13 +2421,14 @@ static void ahead_share(void *ctx, size_t i, bool here)
 }
 
 /*
- * The units that the N addresses of ADDRS lie in (by their ranges), not
- * decoded yet, prepared ahead on the threads wanted, a unit at a time
+ * The units that N addresses lie in by their ranges (AT, interval_at's
+ * for each), not decoded yet, prepared ahead on the threads wanted, a unit at a time
  * each: decoding line programs and walking DIEs is most of a batch's
  * work, and depends on nothing but the unit, while the order in which
  * units are taken (locate, in the order asked) decides libbfd's answers.
  */
-static void prepare_ahead(struct dwarf *d, const uint64_t *addrs, size_t n)
+static void prepare_ahead(struct dwarf *d, const struct urange *const *at,
+			  size_t n)
 {
 	size_t threads = threads_wanted();
 	struct ahead_work w = { d, NULL, 0, 0 };
@@ -2440,7 +2439,7 @@ static void prepare_ahead(struct dwarf *d, const uint64_t *addrs, size_t n)
 	seen = xcalloc(d->nunits, 1);
 	w.todo = xcalloc(d->nunits, sizeof(*w.todo));
 	for (size_t i = 0; i < n; i++) {
-		const struct urange *r = interval_at(d, addrs[i]);
+		const struct urange *r = at[i];
 		struct unit *u;
 
 		if (!r || seen[r->unit])
@@ -2541,9 +2540,11 @@ struct locus {
 
 /*
  * The first part of a question, in the order asked: libbfd's unit for
- * ADDR (decoded now, as libbfd decodes it on its first address), or NULL.
+ * ADDR, in interval R (interval_at's), decoded now, as libbfd decodes it
+ * on its first address, or NULL.
  */
-static void locate(struct dwarf *d, uint64_t addr, struct locus *w)
+static void locate(struct dwarf *d, uint64_t addr, const struct urange *r,
+		   struct locus *w)
 {
 	struct unit *u;
 
@@ -2562,7 +2563,7 @@ static void locate(struct dwarf *d, uint64_t addr, struct locus *w)
 		decline(d, "an address two units claim");
 		return;
 	}
-	u = unit_of(d, addr);
+	u = unit_of(d, addr, r);
 	if (d->declined)
 		return;
 	if (u && prepare_unit(d, u))
@@ -2761,20 +2762,27 @@ int dwarf_lookup(struct dwarf *d, const uint64_t *addrs, size_t n,
 		 struct dwarf_answer *out, const char **why)
 {
 	size_t first = d->nframes;
+	const struct urange **at;
 	struct locus *w;
 
 	if (d->declined)
 		goto no;
-	prepare_ahead(d, addrs, n);
+	/* (The units' ranges stay as they are: searched once.) */
+	at = xcalloc(n ? n : 1, sizeof(*at));
+	for (size_t i = 0; i < n; i++)
+		at[i] = interval_at(d, addrs[i]);
+	prepare_ahead(d, at, n);
 	/* (Whatever declines the file does so in the first part.) */
 	w = xcalloc(n ? n : 1, sizeof(*w));
 	for (size_t i = 0; i < n; i++) {
-		locate(d, addrs[i], &w[i]);
+		locate(d, addrs[i], at[i], &w[i]);
 		if (d->declined) {
 			free(w);
+			free(at);
 			goto no;
 		}
 	}
+	free(at);
 	find_all(d, addrs, n, w);
 	for (size_t i = 0; i < n; i++) {
 		/* (The functions are read out of order: asked for ahead.) */
