@@ -293,9 +293,20 @@ struct bsym {
 	const char *name;
 };
 
+/* .debug_info inflating on another core (see inflate_begin). */
+struct inflating {
+	struct section *x;
+	bool ok;
+	struct task task;
+	bool threaded;
+	bool others_ok; /* the other sections' */
+};
+
 struct dwarf {
 	const struct elf_image *img;
 	struct section s[NSECT];
+	struct inflating info;
+	int begun;        /* dwarf_begin's result: 0, or -1 (declined) */
 	struct arena arena;
 	struct unit *units;
 	size_t nunits;
@@ -649,11 +660,6 @@ static bool inflate(struct section *x)
 
 static void read_all_abbrevs(struct dwarf *d);
 
-struct inflating {
-	struct section *x;
-	bool ok;
-};
-
 static void inflate_task(void *arg)
 {
 	struct inflating *in = arg;
@@ -661,29 +667,40 @@ static void inflate_task(void *arg)
 	in->ok = inflate(in->x);
 }
 
-static int inflate_all(struct dwarf *d)
+/*
+ * The sections inflated: .debug_info, most of the work, on another core
+ * until inflate_end, while this one inflates the others and reads the
+ * abbreviation tables.
+ */
+static void inflate_begin(struct dwarf *d)
 {
-	struct inflating info = { &d->s[S_INFO], false };
-	struct task t = { 0 };
-	bool threaded, ok = true;
+	struct inflating *in = &d->info;
 
-	/* .debug_info is most of the work: on another core. */
-	threaded = d->s[S_INFO].compressed &&
-		   task_start(&t, inflate_task, &info, false);
-	if (!threaded)
-		ok = inflate(&d->s[S_INFO]);
+	in->x = &d->s[S_INFO];
+	in->ok = false;
+	in->threaded = in->x->compressed &&
+		       task_start(&in->task, inflate_task, in, false);
+	if (!in->threaded)
+		in->ok = inflate(in->x);
+	in->others_ok = true;
 	/* (.debug_abbrev first: its tables are read in the meantime.) */
 	for (int k = 1; k < NSECT; k++) {
 		if (!inflate(&d->s[k]))
-			ok = false;
+			in->others_ok = false;
 		else if (k == S_ABBREV)
 			read_all_abbrevs(d);
 	}
-	if (threaded) {
-		task_release(&t);
-		ok &= info.ok;
+}
+
+static int inflate_end(struct dwarf *d)
+{
+	struct inflating *in = &d->info;
+
+	if (in->threaded) {
+		task_release(&in->task);
+		in->threaded = false;
 	}
-	if (!ok)
+	if (!in->ok || !in->others_ok)
 		return decline(d, "a compressed DWARF section that does not "
 				  "inflate (or is not zlib)");
 	for (int k = 0; k < NSECT; k++) {
@@ -2801,7 +2818,7 @@ no:
 	return d->refused ? -2 : -1;
 }
 
-struct dwarf *dwarf_open(const struct elf_image *img, const char **why)
+struct dwarf *dwarf_begin(const struct elf_image *img)
 {
 	struct dwarf *d = xcalloc(1, sizeof(*d));
 
@@ -2809,12 +2826,25 @@ struct dwarf *dwarf_open(const struct elf_image *img, const char **why)
 	d->cache_sec = -1;
 	d->prep.d = d;
 	hashmap_init(&d->abbrev_tabs, 64);
-	if (read_elf(d) < 0 || inflate_all(d) < 0 || read_units(d) < 0) {
+	d->begun = read_elf(d);
+	if (!d->begun)
+		inflate_begin(d);
+	return d;
+}
+
+struct dwarf *dwarf_finish(struct dwarf *d, const char **why)
+{
+	if (d->begun < 0 || inflate_end(d) < 0 || read_units(d) < 0) {
 		*why = d->why;
 		dwarf_close(d);
 		return NULL;
 	}
 	return d;
+}
+
+struct dwarf *dwarf_open(const struct elf_image *img, const char **why)
+{
+	return dwarf_finish(dwarf_begin(img), why);
 }
 
 void dwarf_close(struct dwarf *d)
@@ -2823,6 +2853,9 @@ void dwarf_close(struct dwarf *d)
 
 	if (!d)
 		return;
+	/* (Begun, and not finished: its inflating ends first.) */
+	if (d->info.threaded)
+		task_release(&d->info.task);
 	for (size_t pos = 0; hashmap_next(&d->abbrev_tabs, &pos, (void **)&k);)
 		abbrevs_free(&k->t);
 	hashmap_free(&d->abbrev_tabs);

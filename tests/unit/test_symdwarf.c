@@ -1137,3 +1137,41 @@ Test(symdwarf, units_prepared_ahead)
 		cr_assert_eq(ask_ahead(NUNITS, bad, "2", addrs, N, two), -1);
 	}
 }
+
+/*
+ * A reader begun (.debug_info inflating on another thread) and finished
+ * answers as one opened; one begun and closed unfinished lets its thread
+ * end; one that declines as it begins says why when finished.
+ */
+Test(symdwarf, begun_then_finished_or_closed)
+{
+	struct strbuf err = STRBUF_INIT;
+	struct elf e = { .n = 0 };
+	const char *why = NULL, *path;
+	struct dwarf *d;
+
+	one_function(&e, 4);
+	for (int i = 0; i < e.n; i++) {
+		compress_section(&e.s[i].data, e.s[i].data.len);
+		e.s[i].flags |= SHF_COMPRESSED;
+	}
+	path = write_elf(&e, "begun", 0x100);
+	elfimage_close(&img);
+	cr_assert_eq(elfimage_open(&img, path, &err), 0, "%s", err.buf);
+	setenv("DMPROF_THREADS", "2", 1);
+	dwarf_close(dwarf_begin(&img));
+	dw = dwarf_finish(dwarf_begin(&img), &why);
+	unsetenv("DMPROF_THREADS");
+	cr_assert_not_null(dw, "%s", why);
+	answers(0x1018, "f", 2);
+	close_reader();
+
+	e.n = 0;
+	add_section(&e, ".debug_abbrev", 0);
+	cr_assert_eq(elfimage_open(&img, write_elf(&e, "none", 0x100), &err),
+		     0, "%s", err.buf);
+	d = dwarf_begin(&img);
+	cr_assert_null(dwarf_finish(d, &why));
+	cr_assert_str_eq(why, "no .debug_info");
+	sb_release(&err);
+}
