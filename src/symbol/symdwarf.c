@@ -21,7 +21,10 @@
  * Every read is bounded by its section: a hostile file makes it decline,
  * never read astray.  Compressed sections (SHF_COMPRESSED, zlib) are
  * inflated whole with libdeflate, .debug_info on a second thread while
- * the others are inflated, and the abbreviation tables read, here.
+ * the others are inflated, and the abbreviation tables read, here (the
+ * caller may work meanwhile: dwarf_begin, dwarf_finish).  The units a
+ * batch of addresses needs are decoded on both cores before they are
+ * taken in libbfd's order (prepare_ahead).
  */
 #include "symdwarf.h"
 
