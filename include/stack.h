@@ -102,6 +102,18 @@ static inline void frames_prefetch(const struct frame_table *t, uint64_t addr)
 {
 	prefetch(&t->slots[(size_t)hash_u64(addr) & t->mask]);
 }
+/*
+ * The id of ADDR's frame, which the caller knows is not interned: its
+ * slot is not made, and the address table is let go (as frames_trim) for
+ * frames_adopt to give it one, else for the next frames_intern to build.
+ */
+uint32_t frames_append(struct frame_table *t, uint64_t addr);
+/*
+ * SLOTS (MASK + 1 of them, from xmalloc) as T's address table, let go
+ * since: the caller's, that holds exactly T's frames.
+ */
+void frames_adopt(struct frame_table *t, struct frame_slot *slots,
+		  size_t mask);
 /* Forget the frames from id N on (a reader's failed file). */
 void frames_truncate(struct frame_table *t, size_t n);
 /*

@@ -44,6 +44,14 @@ struct dwarf;
  */
 struct dwarf *dwarf_open(const struct elf_image *img, const char **why);
 /*
+ * The same in two steps, for a caller with work of its own meanwhile:
+ * dwarf_begin starts reading (.debug_info inflating on another core,
+ * where there are two), dwarf_finish waits for it and returns what
+ * dwarf_open would.  A reader begun is finished or closed.
+ */
+struct dwarf *dwarf_begin(const struct elf_image *img);
+struct dwarf *dwarf_finish(struct dwarf *d, const char **why);
+/*
  * Answer the N addresses of ADDRS (link-time addresses of the calls, not
  * the return addresses), in this order: libbfd's answers depend on the
  * questions asked before.  Returns 0, or -1 (with WHY set) when the file

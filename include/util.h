@@ -124,6 +124,12 @@ char *xasprintf(const char *fmt, ...) PRINTF(1, 2);
  * with free().
  */
 void *xcalloc_table(size_t n, size_t size);
+/*
+ * malloc's heap grown 64 MiB at a time, the first 64 MiB in huge pages
+ * where the kernel gives them: called once, first thing in main.
+ * Returns whether some was advised.
+ */
+bool malloc_setup(void);
 size_t st_add(size_t a, size_t b);
 
 /*

@@ -78,6 +78,7 @@ int main(int argc, char **argv)
 
 	static char outbuf[1 << 16];
 
+	malloc_setup();
 	setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
 	if (argc < 2) {
 		cli_overview(stderr);

@@ -44,6 +44,19 @@ void frame_slots_grow(struct frame_slot **slots, size_t *mask)
 	*mask = m;
 }
 
+/* A new frame for ADDR, the next id's (which must be free). */
+static struct frame *frame_new(struct frame_table *t, uint64_t addr)
+{
+	struct frame *f = arena_alloc(t->arena, sizeof(*f));
+
+	memset(f, 0, sizeof(*f));
+	f->addr = addr;
+	f->id = (uint32_t)t->n;
+	GROW(t->v, t->n + 1, t->alloc);
+	t->v[t->n++] = f;
+	return f;
+}
+
 uint32_t frames_intern(struct frame_table *t, uint64_t addr)
 {
 	size_t k;
@@ -58,17 +71,32 @@ uint32_t frames_intern(struct frame_table *t, uint64_t addr)
 	}
 	if (t->n >= FRAME_NONE - 1)
 		return FRAME_NONE;
-	f = arena_alloc(t->arena, sizeof(*f));
-	memset(f, 0, sizeof(*f));
-	f->addr = addr;
-	f->id = (uint32_t)t->n;
-	GROW(t->v, t->n + 1, t->alloc);
-	t->v[t->n++] = f;
+	f = frame_new(t, addr);
 	t->slots[k].addr = addr;
 	t->slots[k].id = f->id + 1;
 	if (t->n * 2 > t->mask)
 		frame_slots_grow(&t->slots, &t->mask);
 	return f->id;
+}
+
+uint32_t frames_append(struct frame_table *t, uint64_t addr)
+{
+	if (t->n >= FRAME_NONE - 1)
+		return FRAME_NONE;
+	if (!t->stale)
+		frames_trim(t);
+	return frame_new(t, addr)->id;
+}
+
+void frames_adopt(struct frame_table *t, struct frame_slot *slots,
+		  size_t mask)
+{
+	if (!t->stale)
+		BUG("frames adopted over a table in use");
+	free(t->slots);
+	t->slots = slots;
+	t->mask = mask;
+	t->stale = false;
 }
 
 /* Put frame F's address in the (large enough) table. */

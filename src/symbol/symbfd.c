@@ -96,9 +96,11 @@ struct memo {
  * Memos by key pointer, the last found of each slot of a small table in
  * front of the hash table: five are asked per address (a name per frame,
  * its file, the names shown), and the hash table's random accesses were
- * a twentieth of a cold run.
+ * a twentieth of a cold run.  (Of 16,384 slots: with 4,096, a cold
+ * symbolize-dwarf run found 79,000 of 178,000 names in front, 145,000
+ * now; the functions of 82,000 addresses and their callers are many.)
  */
-#define MEMO_FRONT_BITS 12
+#define MEMO_FRONT_BITS 14
 #define MEMO_FRONT (1 << MEMO_FRONT_BITS)
 
 struct memo_map {
@@ -749,11 +751,14 @@ static int own_answers(struct bfdsym *bs, struct binary *b)
 {
 	const char *why = NULL;
 	uint64_t *q = NULL;
-	size_t n;
+	size_t n = 0;
+	bool found = false;
 
 	if (b->dw_off)
 		return -1;
 	if (!b->dw_tried) {
+		struct dwarf *d;
+
 		b->dw_tried = true;
 		/* For comparing the two readers (tests/real/dwarf.sh). */
 		if (getenv("DMPROF_DWARF") && !strcmp(getenv("DMPROF_DWARF"),
@@ -761,11 +766,17 @@ static int own_answers(struct bfdsym *bs, struct binary *b)
 			b->dw_off = true;
 			return -1;
 		}
-		b->dw = dwarf_open(b->has_dbg && b->dbg.has_debug_info
-					   ? &b->dbg
-					   : &b->img,
-				   &why);
+		d = dwarf_begin(b->has_dbg && b->dbg.has_debug_info ? &b->dbg
+								    : &b->img);
+		/* (The batch's questions found while .debug_info inflates
+		 * on the other core: it took longer than this core's part.) */
+		if (bs->batch && bs->next) {
+			n = batch_queries(bs, b, &q);
+			found = true;
+		}
+		b->dw = dwarf_finish(d, &why);
 		if (!b->dw) {
+			free(q);
 			b->dw_off = true;
 			if (bs->base.opts->verbose > 1)
 				note("%s: its DWARF is read by libbfd (%s)",
@@ -776,7 +787,8 @@ static int own_answers(struct bfdsym *bs, struct binary *b)
 	if (b->batch != bs->batch_id || b->next_answer == b->nanswers) {
 		/* A new batch, or code() called outside one: from here on. */
 		if (bs->batch && bs->next) {
-			n = batch_queries(bs, b, &q);
+			if (!found)
+				n = batch_queries(bs, b, &q);
 		} else {
 			/* (Outside a batch: libbfd's pace, one at a time.) */
 			return -1;

@@ -21,7 +21,10 @@
  * Every read is bounded by its section: a hostile file makes it decline,
  * never read astray.  Compressed sections (SHF_COMPRESSED, zlib) are
  * inflated whole with libdeflate, .debug_info on a second thread while
- * the others are inflated, and the abbreviation tables read, here.
+ * the others are inflated, and the abbreviation tables read, here (the
+ * caller may work meanwhile: dwarf_begin, dwarf_finish).  The units a
+ * batch of addresses needs are decoded on both cores before they are
+ * taken in libbfd's order (prepare_ahead).
  */
 #include "symdwarf.h"
 
@@ -179,8 +182,25 @@ struct abbrev_scratch {
 /* libbfd's struct arange: a first range, more after it. */
 struct arange {
 	uint64_t low, high;
-	uint32_t next; /* index + 1 in the reader's pool, 0: none */
+	uint32_t next; /* index + 1 in its pool, 0: none */
 };
+
+/*
+ * Where ranges after a first one go: the units' in the reader's, a
+ * unit's functions' in the unit's own (so that units are prepared on
+ * several threads at once).
+ */
+struct arange_pool {
+	struct arange *v;
+	size_t n, alloc;
+};
+
+/* The range after R in POOL, or NULL. */
+static inline const struct arange *arange_next(const struct arange_pool *pool,
+					       const struct arange *r)
+{
+	return r->next ? &pool->v[r->next - 1] : NULL;
+}
 
 /*
  * File numbers of line rows and call sites are kept as numbers, and
@@ -253,6 +273,18 @@ struct unit {
 	size_t nfuncs;
 	struct fspan *spans;
 	size_t nspans;
+	struct arange_pool fpool; /* its functions' ranges after the first */
+	/*
+	 * Prepared ahead of the questions (see prepare_ahead), to be taken
+	 * in turn: then its ranges that join the unit's ranges in libbfd
+	 * once it is decoded (extend's, in order; those within its own
+	 * ranges left out), made part of the reader's then.
+	 */
+	bool ahead;
+	struct urange_pair {
+		uint64_t low, high;
+	} *exts;
+	size_t nexts, aexts;
 };
 
 /* A symbol as libbfd's _bfd_elf_find_function sees it. */
@@ -264,9 +296,20 @@ struct bsym {
 	const char *name;
 };
 
+/* .debug_info inflating on another core (see inflate_begin). */
+struct inflating {
+	struct section *x;
+	bool ok;
+	struct task task;
+	bool threaded;
+	bool others_ok; /* the other sections' */
+};
+
 struct dwarf {
 	const struct elf_image *img;
 	struct section s[NSECT];
+	struct inflating info;
+	int begun;        /* dwarf_begin's result: 0, or -1 (declined) */
 	struct arena arena;
 	struct unit *units;
 	size_t nunits;
@@ -278,12 +321,7 @@ struct dwarf {
 	size_t nuranges, next, aext, namb, aamb;
 	struct hashmap abbrev_tabs; /* offset -> struct abbrevs */
 	struct abbrev_scratch scratch;
-	struct arange *pool;        /* ranges after a function's first */
-	/* Where a unit's line program is decoded (decode_lines). */
-	struct line_row *rows;
-	struct sequence *seqs;
-	size_t arows, aseqs;
-	size_t npool, apool;
+	struct arange_pool upool;   /* units' ranges after the first */
 	/* ELF sections (SHF_ALLOC) in header order, and the symbols. */
 	struct esec {
 		uint64_t addr, size;
@@ -303,6 +341,27 @@ struct dwarf {
 	bool refused;           /* and libbfd must not read it either */
 	const char *why;
 	unsigned nesting; /* prepare_unit's, through other units' DIEs */
+	struct prep {
+		/*
+		 * A unit's preparation (its line program decoded, its DIEs
+		 * walked): where it writes beside the unit, and how it
+		 * fails.  In turn (AHEAD false), as libbfd decodes a unit on
+		 * its first question, its effects on the reader are made as
+		 * they come (this one is the reader's own).  Ahead of the
+		 * questions, on any thread (see prepare_ahead), they are
+		 * noted in the unit, and anything that would reach beyond it
+		 * (another unit decoded, a decline) fails it instead: it is
+		 * then prepared in turn, as if never tried.
+		 */
+		struct dwarf *d;
+		struct unit *u;   /* ahead: the unit being prepared */
+		bool ahead;
+		bool failed;      /* ahead: something reached beyond U */
+		/* Where line programs are decoded (decode_lines). */
+		struct line_row *rows;
+		struct sequence *seqs;
+		size_t arows, aseqs;
+	} prep;
 };
 
 /*
@@ -402,6 +461,31 @@ static int refuse(struct dwarf *d, const char *why)
 	if (!d->declined)
 		d->refused = true;
 	return decline(d, why);
+}
+
+/* A unit's preparation declines (ahead: fails, see struct prep). */
+static int prep_decline(struct prep *p, const char *why)
+{
+	if (p->ahead) {
+		p->failed = true;
+		return -1;
+	}
+	return decline(p->d, why);
+}
+
+static int prep_refuse(struct prep *p, const char *why)
+{
+	if (p->ahead) {
+		p->failed = true;
+		return -1;
+	}
+	return refuse(p->d, why);
+}
+
+/* Has it declined (or, ahead, failed)? */
+static bool prep_declined(const struct prep *p)
+{
+	return p->ahead ? p->failed : p->d->declined;
 }
 
 /* ---- the ELF side: sections, symbols, compressed sections ---- */
@@ -579,11 +663,6 @@ static bool inflate(struct section *x)
 
 static void read_all_abbrevs(struct dwarf *d);
 
-struct inflating {
-	struct section *x;
-	bool ok;
-};
-
 static void inflate_task(void *arg)
 {
 	struct inflating *in = arg;
@@ -591,29 +670,40 @@ static void inflate_task(void *arg)
 	in->ok = inflate(in->x);
 }
 
-static int inflate_all(struct dwarf *d)
+/*
+ * The sections inflated: .debug_info, most of the work, on another core
+ * until inflate_end, while this one inflates the others and reads the
+ * abbreviation tables.
+ */
+static void inflate_begin(struct dwarf *d)
 {
-	struct inflating info = { &d->s[S_INFO], false };
-	struct task t = { 0 };
-	bool threaded, ok = true;
+	struct inflating *in = &d->info;
 
-	/* .debug_info is most of the work: on another core. */
-	threaded = d->s[S_INFO].compressed &&
-		   task_start(&t, inflate_task, &info, false);
-	if (!threaded)
-		ok = inflate(&d->s[S_INFO]);
+	in->x = &d->s[S_INFO];
+	in->ok = false;
+	in->threaded = in->x->compressed &&
+		       task_start(&in->task, inflate_task, in, false);
+	if (!in->threaded)
+		in->ok = inflate(in->x);
+	in->others_ok = true;
 	/* (.debug_abbrev first: its tables are read in the meantime.) */
 	for (int k = 1; k < NSECT; k++) {
 		if (!inflate(&d->s[k]))
-			ok = false;
+			in->others_ok = false;
 		else if (k == S_ABBREV)
 			read_all_abbrevs(d);
 	}
-	if (threaded) {
-		task_release(&t);
-		ok &= info.ok;
+}
+
+static int inflate_end(struct dwarf *d)
+{
+	struct inflating *in = &d->info;
+
+	if (in->threaded) {
+		task_release(&in->task);
+		in->threaded = false;
 	}
-	if (!ok)
+	if (!in->ok || !in->others_ok)
 		return decline(d, "a compressed DWARF section that does not "
 				  "inflate (or is not zlib)");
 	for (int k = 0; k < NSECT; k++) {
@@ -940,8 +1030,9 @@ struct attr {
 };
 
 /* Read one attribute value as libbfd's read_attribute_value would. */
-static bool read_value(struct dwarf *d, const struct unit *u, struct byte_cur *c,
-		       const struct abbrev_attr *aa, struct attr *v)
+static bool read_value(const struct dwarf *d, const struct unit *u,
+		       struct byte_cur *c, const struct abbrev_attr *aa,
+		       struct attr *v)
 {
 	bool bad = false;
 
@@ -1036,8 +1127,8 @@ static bool read_value(struct dwarf *d, const struct unit *u, struct byte_cur *c
 }
 
 /* Skip a DIE's attributes; false when they do not fit. */
-static bool skip_attrs(struct dwarf *d, const struct unit *u, struct byte_cur *c,
-		       const struct abbrev *a)
+static bool skip_attrs(const struct dwarf *d, const struct unit *u,
+		       struct byte_cur *c, const struct abbrev *a)
 {
 	struct attr v;
 
@@ -1056,8 +1147,8 @@ static bool skip_attrs(struct dwarf *d, const struct unit *u, struct byte_cur *c
 
 /* ---- ranges, as libbfd's arange_add ---- */
 
-static void arange_add(struct dwarf *d, struct arange *first, uint64_t low,
-		       uint64_t high)
+static void arange_add(struct arange_pool *pool, struct arange *first,
+		       uint64_t low, uint64_t high)
 {
 	struct arange *r;
 	uint32_t i;
@@ -1069,7 +1160,7 @@ static void arange_add(struct dwarf *d, struct arange *first, uint64_t low,
 		first->high = high;
 		return;
 	}
-	for (r = first;; r = &d->pool[i - 1]) {
+	for (r = first;; r = &pool->v[i - 1]) {
 		if (low == r->high) {
 			r->high = high;
 			return;
@@ -1081,13 +1172,14 @@ static void arange_add(struct dwarf *d, struct arange *first, uint64_t low,
 		if (!(i = r->next))
 			break;
 	}
-	GROW(d->pool, d->npool + 1, d->apool);
-	d->pool[d->npool] = (struct arange){ low, high, first->next };
-	first->next = (uint32_t)++d->npool;
+	GROW(pool->v, pool->n + 1, pool->alloc);
+	pool->v[pool->n] = (struct arange){ low, high, first->next };
+	first->next = (uint32_t)++pool->n;
 }
 
-static bool read_rangelist(struct dwarf *d, const struct unit *u,
-			   struct arange *ar, uint64_t off)
+static bool read_rangelist(const struct dwarf *d, const struct unit *u,
+			   struct arange_pool *pool, struct arange *ar,
+			   uint64_t off)
 {
 	uint64_t base = u->base;
 	struct byte_cur c;
@@ -1111,7 +1203,7 @@ static bool read_rangelist(struct dwarf *d, const struct unit *u,
 			    hi != lo)
 				base = hi;
 			else
-				arange_add(d, ar, base + lo, base + hi);
+				arange_add(pool, ar, base + lo, base + hi);
 		}
 	}
 	{
@@ -1151,7 +1243,7 @@ static bool read_rangelist(struct dwarf *d, const struct unit *u,
 		}
 		if (c.bad)
 			return false;
-		arange_add(d, ar, lo, hi);
+		arange_add(pool, ar, lo, hi);
 	}
 }
 
@@ -1250,7 +1342,8 @@ static int read_unit(struct dwarf *d, struct unit *u)
 			}
 			break;
 		case AT_ranges:
-			if (v.is_int && !read_rangelist(d, u, &u->ar, v.val))
+			if (v.is_int && !read_rangelist(d, u, &d->upool, &u->ar,
+							v.val))
 				return decline(d, "a unit's bad range list");
 			break;
 		case AT_comp_dir:
@@ -1277,7 +1370,7 @@ static int read_unit(struct dwarf *d, struct unit *u)
 	if (high_rel)
 		high += low;
 	if (high)
-		arange_add(d, &u->ar, low, high);
+		arange_add(&d->upool, &u->ar, low, high);
 	u->ok = true;
 	return 0;
 }
@@ -1361,7 +1454,7 @@ static int read_units(struct dwarf *d)
 
 		if (!u->ok || !u->ar.high)
 			continue;
-		for (r = &u->ar; r; r = r->next ? &d->pool[r->next - 1] : NULL) {
+		for (r = &u->ar; r; r = arange_next(&d->upool, r)) {
 			if (r->low > r->high)
 				return decline(d, "a unit range that ends "
 						  "before it starts");
@@ -1416,12 +1509,6 @@ static const struct urange *interval_at(const struct dwarf *d, uint64_t addr)
 	return i && addr < d->uranges[i - 1].high ? &d->uranges[i - 1] : NULL;
 }
 
-static struct unit *unit_at(struct dwarf *d, uint64_t addr)
-{
-	const struct urange *r = interval_at(d, addr);
-
-	return r ? &d->units[r->unit] : NULL;
-}
 
 /* Is [LOW, HIGH) within U's own ranges? */
 static bool inside_own(const struct dwarf *d, const struct unit *u,
@@ -1458,13 +1545,35 @@ static void extend(struct dwarf *d, struct unit *u, uint64_t low,
 					     (uint32_t)(u - d->units) };
 }
 
-/* The unit of ADDR: its ranges, else a decoded unit's extension. */
-static struct unit *unit_of(struct dwarf *d, uint64_t addr)
+/*
+ * extend(), as a unit's preparation makes it: ahead, noted in the unit
+ * for when it is taken (but for what lies within its own ranges, which
+ * extend() leaves alone whenever it comes).
+ */
+static void prep_extend(struct prep *p, struct unit *u, uint64_t low,
+			uint64_t high)
 {
-	struct unit *u = unit_at(d, addr), *found = NULL;
+	if (!p->ahead) {
+		extend(p->d, u, low, high);
+		return;
+	}
+	if (inside_own(p->d, u, low, high))
+		return;
+	GROW(u->exts, u->nexts + 1, u->aexts);
+	u->exts[u->nexts++] = (struct urange_pair){ low, high };
+}
 
-	if (u)
-		return u;
+/*
+ * The unit of ADDR: its ranges (R, interval_at's), else a decoded unit's
+ * extension.
+ */
+static struct unit *unit_of(struct dwarf *d, uint64_t addr,
+			    const struct urange *r)
+{
+	struct unit *u, *found = NULL;
+
+	if (r)
+		return &d->units[r->unit];
 	for (size_t i = 0; i < d->next; i++) {
 		if (addr < d->ext[i].low || addr >= d->ext[i].high)
 			continue;
@@ -1537,8 +1646,9 @@ static const char *file_of(struct dwarf *d, struct unit *u, uint64_t file)
 
 /* DWARF 5's directory or file table; NAMES gets (name, dir) pairs or
  * names alone. */
-static bool read_entries(struct dwarf *d, const struct unit *u, struct byte_cur *c,
-			 const char ***names, uint32_t *n, bool files)
+static bool read_entries(const struct dwarf *d, const struct unit *u,
+			 struct byte_cur *c, const char ***names, uint32_t *n,
+			 bool files)
 {
 	uint8_t nformat = (uint8_t)rd(c, 1);
 	struct byte_cur fmt = *c;
@@ -1599,14 +1709,13 @@ static int cmp_seq(const void *a, const void *b, void *arg)
 	return x->index < y->index ? -1 : x->index > y->index;
 }
 
-static void add_row(struct dwarf *d, struct unit *u, size_t *alloc,
+static void add_row(struct prep *p, struct unit *u, size_t *alloc,
 		    size_t *salloc, uint64_t addr, uint64_t file,
 		    uint32_t line, bool end)
 {
 	struct sequence *s = u->nseqs ? &u->seqs[u->nseqs - 1] : NULL;
 	struct line_row *last = u->nrows ? &u->rows[u->nrows - 1] : NULL;
 
-	(void)d;
 	if (s && last->addr == addr && last->end == end) {
 		/* libbfd keeps the last row of an address. */
 		*last = (struct line_row){ addr, file, line, end };
@@ -1620,7 +1729,7 @@ static void add_row(struct dwarf *d, struct unit *u, size_t *alloc,
 		s->n = 0;
 	} else if (addr < last->addr) {
 		/* Rows out of order: libbfd sorts them its own way. */
-		decline(d, "line rows out of order");
+		prep_decline(p, "line rows out of order");
 	}
 	GROW(u->rows, u->nrows + 1, *alloc);
 	u->rows[u->nrows++] = (struct line_row){ addr, file, line, end };
@@ -1631,9 +1740,10 @@ static void add_row(struct dwarf *d, struct unit *u, size_t *alloc,
  * libbfd's decode_line_info, for U's line program, into U's rows and
  * sequences of ALLOC and SALLOC (grown as they must).
  */
-static bool decode_program(struct dwarf *d, struct unit *u, size_t *alloc,
+static bool decode_program(struct prep *p, struct unit *u, size_t *alloc,
 			   size_t *salloc)
 {
+	const struct dwarf *d = p->d;
 	const struct section *x = &d->s[S_LINE];
 	struct byte_cur c;
 	uint64_t len, hdr;
@@ -1677,14 +1787,14 @@ static bool decode_program(struct dwarf *d, struct unit *u, size_t *alloc,
 	range = (uint8_t)rd(&c, 1);
 	opbase = (uint8_t)rd(&c, 1);
 	if (max_ops != 1 || !range || !opbase)
-		return decline(d, "VLIW line programs"), false;
+		return prep_decline(p, "VLIW line programs"), false;
 	if (c.p + (opbase - 1) >= c.end)
 		return false;
 	lengths = c.p - 1; /* lengths[op] for 1 <= op < opbase */
 	c.p += opbase - 1;
 	if (version >= 5) {
-		if (!read_entries(d, u, &c, &u->dirs, &u->ndirs, false) ||
-		    !read_entries(d, u, &c, &u->files, &u->nfiles, true))
+		if (!read_entries(p->d, u, &c, &u->dirs, &u->ndirs, false) ||
+		    !read_entries(p->d, u, &c, &u->files, &u->nfiles, true))
 			return false;
 		u->dir_file_0 = true;
 	} else {
@@ -1725,7 +1835,7 @@ static bool decode_program(struct dwarf *d, struct unit *u, size_t *alloc,
 
 				addr += (uint64_t)(adj / range) * min_insn;
 				line += (uint32_t)(line_base + adj % range);
-				add_row(d, u, alloc, salloc, addr, file,
+				add_row(p, u, alloc, salloc, addr, file,
 					line, false);
 				low = addr < low ? addr : low;
 				high = addr > high ? addr : high;
@@ -1739,14 +1849,14 @@ static bool decode_program(struct dwarf *d, struct unit *u, size_t *alloc,
 				switch (rd(&c, 1)) {
 				case LNE_end_sequence:
 					end = true;
-					add_row(d, u, alloc, salloc, addr,
+					add_row(p, u, alloc, salloc, addr,
 						file, line, true);
 					low = addr < low ? addr : low;
 					high = addr > high ? addr : high;
 					/* libbfd's unit grows by its
 					 * sequences: they must be in it. */
 					if (low < high)
-						extend(d, u, low, high);
+						prep_extend(p, u, low, high);
 					break;
 				case LNE_set_address:
 					addr = rd(&c, u->addr_size);
@@ -1756,14 +1866,15 @@ static bool decode_program(struct dwarf *d, struct unit *u, size_t *alloc,
 					break;
 				default:
 					/* define_file, HP's, unknown ones. */
-					return decline(d, "an extended line "
-							  "opcode not followed"),
+					return prep_decline(p, "an extended "
+							       "line opcode not "
+							       "followed"),
 					       false;
 				}
 				break;
 			}
 			case LNS_copy:
-				add_row(d, u, alloc, salloc, addr, file,
+				add_row(p, u, alloc, salloc, addr, file,
 					line, false);
 				low = addr < low ? addr : low;
 				high = addr > high ? addr : high;
@@ -1799,7 +1910,7 @@ static bool decode_program(struct dwarf *d, struct unit *u, size_t *alloc,
 		if (c.bad)
 			return false;
 	}
-	if (d->declined)
+	if (prep_declined(p))
 		return false;
 	/* libbfd's sort_line_sequences: by start, the longest first, the
 	 * last read first; nested ones go, overlapping ones are cut. */
@@ -1832,23 +1943,23 @@ static bool decode_program(struct dwarf *d, struct unit *u, size_t *alloc,
  * by doubling for each unit, they were allocated, copied and faulted in
  * over and over (libc's 1,600 units have 110,000 rows).
  */
-static bool decode_lines(struct dwarf *d, struct unit *u)
+static bool decode_lines(struct prep *p, struct unit *u)
 {
 	bool ok;
 
-	u->rows = d->rows;
-	u->seqs = d->seqs;
-	ok = decode_program(d, u, &d->arows, &d->aseqs);
-	d->rows = u->rows;
-	d->seqs = u->seqs;
-	u->rows = copy_array(d->rows, u->nrows, sizeof(*u->rows));
-	u->seqs = copy_array(d->seqs, u->nseqs, sizeof(*u->seqs));
+	u->rows = p->rows;
+	u->seqs = p->seqs;
+	ok = decode_program(p, u, &p->arows, &p->aseqs);
+	p->rows = u->rows;
+	p->seqs = u->seqs;
+	u->rows = copy_array(p->rows, u->nrows, sizeof(*u->rows));
+	u->seqs = copy_array(p->seqs, u->nseqs, sizeof(*u->seqs));
 	return ok;
 }
 
 /* ---- functions ---- */
 
-static struct unit *unit_of_offset(struct dwarf *d, uint64_t off)
+static struct unit *unit_of_offset(const struct dwarf *d, uint64_t off)
 {
 	size_t i = PARTITION_POINT(d->nunits, k, d->units[k].off <= off);
 
@@ -1863,10 +1974,11 @@ static struct unit *unit_of_offset(struct dwarf *d, uint64_t off)
  * naming its specification twice, in a chain of 100, would be read 2^100
  * times.  (Giving up declines the file: libbfd answers it.)
  */
-static bool abstract_name(struct dwarf *d, struct unit *u,
+static bool abstract_name(struct prep *p, struct unit *u,
 			  const struct attr *ref, unsigned *calls,
 			  const char **name, bool *linkage)
 {
+	const struct dwarf *d = p->d;
 	const struct section *x = &d->s[S_INFO];
 	uint64_t off;
 	const struct abbrev *a;
@@ -1874,7 +1986,8 @@ static bool abstract_name(struct dwarf *d, struct unit *u,
 	struct attr v;
 
 	if (++*calls > 100)
-		return refuse(d, "a DIE naming more than 100 others"), false;
+		return prep_refuse(p, "a DIE naming more than 100 others"),
+		       false;
 	if (ref->form == FORM_ref_addr) {
 		if (!ref->val)
 			return true;
@@ -1927,7 +2040,7 @@ static bool abstract_name(struct dwarf *d, struct unit *u,
 			break;
 		case AT_specification:
 			if (v.is_int &&
-			    !abstract_name(d, u, &v, calls, name, linkage))
+			    !abstract_name(p, u, &v, calls, name, linkage))
 				return false;
 			break;
 		case AT_linkage_name:
@@ -1938,8 +2051,13 @@ static bool abstract_name(struct dwarf *d, struct unit *u,
 			}
 			break;
 		case 0x3a: /* DW_AT_decl_file: libbfd decodes the unit's lines */
-			if (!prepare_unit(d, u))
+			if (p->ahead) {
+				/* (Its own is being decoded: nothing to do.) */
+				if (u != p->u)
+					return p->failed = true, false;
+			} else if (!prepare_unit(p->d, u)) {
 				return false;
+			}
 			break;
 		default:
 			break;
@@ -1954,8 +2072,9 @@ static bool abstract_name(struct dwarf *d, struct unit *u,
  * nearest function around it, for inlined ones), name, call site and
  * ranges.
  */
-static bool scan_functions(struct dwarf *d, struct unit *u)
+static bool scan_functions(struct prep *p, struct unit *u)
 {
+	const struct dwarf *d = p->d;
 	const struct section *x = &d->s[S_INFO];
 	struct byte_cur c = { x->p + u->die, x->p + u->end, false };
 	uint32_t *nest = NULL;
@@ -2028,7 +2147,7 @@ static bool scan_functions(struct dwarf *d, struct unit *u)
 					unsigned calls = 0;
 
 					if (v.is_int &&
-					    !abstract_name(d, u, &v, &calls,
+					    !abstract_name(p, u, &v, &calls,
 							   &f->name,
 							   &f->is_linkage))
 						goto out;
@@ -2062,7 +2181,8 @@ static bool scan_functions(struct dwarf *d, struct unit *u)
 					if (aa->form == FORM_loclistx)
 						goto out; /* rnglistx: not followed */
 					if (v.is_int &&
-					    !read_rangelist(d, u, &f->ar, v.val))
+					    !read_rangelist(d, u, &u->fpool,
+							    &f->ar, v.val))
 						goto out;
 					break;
 				default:
@@ -2072,7 +2192,7 @@ static bool scan_functions(struct dwarf *d, struct unit *u)
 			if (high_rel)
 				high += low;
 			if (high)
-				arange_add(d, &f->ar, low, high);
+				arange_add(&u->fpool, &f->ar, low, high);
 		} else if (!skip_attrs(d, u, &c, a)) {
 			goto out;
 		}
@@ -2138,7 +2258,7 @@ static size_t unpainted(size_t *next, size_t k)
  * spans answer in one search.  They are painted shortest range first,
  * and a stretch painted once keeps its function.
  */
-static void build_spans(struct dwarf *d, struct unit *u)
+static void build_spans(struct unit *u)
 {
 	struct frange *r = NULL;
 	uint64_t *pts;
@@ -2147,7 +2267,7 @@ static void build_spans(struct dwarf *d, struct unit *u)
 
 	for (size_t i = 0; i < u->nfuncs; i++)
 		for (const struct arange *q = &u->funcs[i].ar; q;
-		     q = q->next ? &d->pool[q->next - 1] : NULL)
+		     q = arange_next(&u->fpool, q))
 			if (q->low < q->high) {
 				GROW(r, nr + 1, ar);
 				r[nr++] = (struct frange){ q->low, q->high,
@@ -2196,7 +2316,7 @@ static void build_spans(struct dwarf *d, struct unit *u)
  * The function table of U, for lookups (build_lookup_funcinfo_table):
  * its ranges join the unit's.
  */
-static void build_lookup(struct dwarf *d, struct unit *u)
+static void build_lookup(struct prep *p, struct unit *u)
 {
 	for (size_t i = 0; i < u->nfuncs; i++) {
 		const struct arange *r = &u->funcs[i].ar;
@@ -2204,14 +2324,14 @@ static void build_lookup(struct dwarf *d, struct unit *u)
 		/* Ranges of functions outside the unit's: libbfd would find
 		 * the unit for them too.  Not followed. */
 		for (const struct arange *q = r; q && q->high;
-		     q = q->next ? &d->pool[q->next - 1] : NULL)
+		     q = arange_next(&u->fpool, q))
 			if (q->low > q->high)
-				decline(d, "a function range that ends "
-					   "before it starts");
+				prep_decline(p, "a function range that ends "
+						"before it starts");
 			else if (q->low < q->high)
-				extend(d, u, q->low, q->high);
+				prep_extend(p, u, q->low, q->high);
 	}
-	build_spans(d, u);
+	build_spans(u);
 }
 
 /*
@@ -2236,17 +2356,124 @@ static bool prepare_unit(struct dwarf *d, struct unit *u)
 	if (d->nesting == 32)
 		return refuse(d, "units naming each other's DIEs 32 deep"),
 		       false;
+	if (u->ahead) {
+		/* Prepared ahead: its effects on the reader, now. */
+		u->decoded = true;
+		for (size_t i = 0; i < u->nexts; i++)
+			extend(d, u, u->exts[i].low, u->exts[i].high);
+		return !d->declined;
+	}
 	/* Anything else amiss: libbfd's way with it is not followed. */
-	if (!decode_lines(d, u))
+	if (!decode_lines(&d->prep, u))
 		return decline(d, "a line program not followed"), false;
 	u->decoded = true;
 	d->nesting++;
-	ok = scan_functions(d, u);
+	ok = scan_functions(&d->prep, u);
 	d->nesting--;
 	if (!ok)
 		return decline(d, "a DIE tree not followed"), false;
-	build_lookup(d, u);
+	build_lookup(&d->prep, u);
 	return !d->declined;
+}
+
+/* What preparing U left in it, gone: as if it had never been tried. */
+static void unit_forget(struct unit *u)
+{
+	free(u->files);
+	free(u->dirs);
+	free(u->rows);
+	free(u->seqs);
+	free(u->funcs);
+	free(u->spans);
+	free(u->fpool.v);
+	free(u->exts);
+	u->files = u->dirs = NULL;
+	u->nfiles = u->ndirs = 0;
+	u->dir_file_0 = false;
+	u->rows = NULL;
+	u->seqs = NULL;
+	u->nrows = u->nseqs = 0;
+	u->funcs = NULL;
+	u->nfuncs = 0;
+	u->spans = NULL;
+	u->nspans = 0;
+	memset(&u->fpool, 0, sizeof(u->fpool));
+	u->exts = NULL;
+	u->nexts = u->aexts = 0;
+}
+
+/* U prepared ahead with P (see struct prep), or left as it was. */
+static void prepare_one_ahead(struct prep *p, struct unit *u)
+{
+	p->u = u;
+	p->failed = false;
+	if (decode_lines(p, u) && !p->failed && scan_functions(p, u) &&
+	    !p->failed) {
+		build_lookup(p, u);
+		if (!p->failed) {
+			u->ahead = true;
+			return;
+		}
+	}
+	unit_forget(u);
+}
+
+/* The units to prepare ahead, shared by the threads: the next is NEXT. */
+struct ahead_work {
+	struct dwarf *d;
+	struct unit **todo;
+	size_t n;
+	size_t next; /* (atomic) */
+};
+
+static void ahead_share(void *ctx, size_t i, bool here)
+{
+	struct ahead_work *w = ctx;
+	struct prep p = { .d = w->d, .ahead = true };
+	size_t k;
+
+	(void)i;
+	(void)here;
+	while ((k = __atomic_fetch_add(&w->next, 1, __ATOMIC_RELAXED)) < w->n)
+		prepare_one_ahead(&p, w->todo[k]);
+	free(p.rows);
+	free(p.seqs);
+}
+
+/*
+ * The units that N addresses lie in by their ranges (AT, interval_at's
+ * for each), not decoded yet, prepared ahead on the threads wanted, a unit at a time
+ * each: decoding line programs and walking DIEs is most of a batch's
+ * work, and depends on nothing but the unit, while the order in which
+ * units are taken (locate, in the order asked) decides libbfd's answers.
+ */
+static void prepare_ahead(struct dwarf *d, const struct urange *const *at,
+			  size_t n)
+{
+	size_t threads = threads_wanted();
+	struct ahead_work w = { d, NULL, 0, 0 };
+	uint8_t *seen;
+
+	if (threads < 2 || d->nunits < 2)
+		return;
+	seen = xcalloc(d->nunits, 1);
+	w.todo = xcalloc(d->nunits, sizeof(*w.todo));
+	for (size_t i = 0; i < n; i++) {
+		const struct urange *r = at[i];
+		struct unit *u;
+
+		if (!r || seen[r->unit])
+			continue;
+		seen[r->unit] = 1;
+		u = &d->units[r->unit];
+		if (u->ok && u->stmtlist && !u->decoded && !u->failed &&
+		    !u->ahead)
+			w.todo[w.n++] = u;
+	}
+	if (w.n > 1)
+		pool_run(threads < w.n ? threads : w.n, ahead_share, &w);
+	free(seen);
+	free(w.todo);
 }
 
 /* ---- names: libbfd's _bfd_elf_find_function and its cache ---- */
@@ -2333,9 +2560,11 @@ struct locus {
 
 /*
  * The first part of a question, in the order asked: libbfd's unit for
- * ADDR (decoded now, as libbfd decodes it on its first address), or NULL.
+ * ADDR, in interval R (interval_at's), decoded now, as libbfd decodes it
+ * on its first address, or NULL.
  */
-static void locate(struct dwarf *d, uint64_t addr, struct locus *w)
+static void locate(struct dwarf *d, uint64_t addr, const struct urange *r,
+		   struct locus *w)
 {
 	struct unit *u;
 
@@ -2354,7 +2583,7 @@ static void locate(struct dwarf *d, uint64_t addr, struct locus *w)
 		decline(d, "an address two units claim");
 		return;
 	}
-	u = unit_of(d, addr);
+	u = unit_of(d, addr, r);
 	if (d->declined)
 		return;
 	if (u && prepare_unit(d, u))
@@ -2553,19 +2782,27 @@ int dwarf_lookup(struct dwarf *d, const uint64_t *addrs, size_t n,
 		 struct dwarf_answer *out, const char **why)
 {
 	size_t first = d->nframes;
+	const struct urange **at;
 	struct locus *w;
 
 	if (d->declined)
 		goto no;
+	/* (The units' ranges stay as they are: searched once.) */
+	at = xcalloc(n ? n : 1, sizeof(*at));
+	for (size_t i = 0; i < n; i++)
+		at[i] = interval_at(d, addrs[i]);
+	prepare_ahead(d, at, n);
 	/* (Whatever declines the file does so in the first part.) */
 	w = xcalloc(n ? n : 1, sizeof(*w));
 	for (size_t i = 0; i < n; i++) {
-		locate(d, addrs[i], &w[i]);
+		locate(d, addrs[i], at[i], &w[i]);
 		if (d->declined) {
 			free(w);
+			free(at);
 			goto no;
 		}
 	}
+	free(at);
 	find_all(d, addrs, n, w);
 	for (size_t i = 0; i < n; i++) {
 		/* (The functions are read out of order: asked for ahead.) */
@@ -2584,19 +2821,33 @@ no:
 	return d->refused ? -2 : -1;
 }
 
-struct dwarf *dwarf_open(const struct elf_image *img, const char **why)
+struct dwarf *dwarf_begin(const struct elf_image *img)
 {
 	struct dwarf *d = xcalloc(1, sizeof(*d));
 
 	d->img = img;
 	d->cache_sec = -1;
+	d->prep.d = d;
 	hashmap_init(&d->abbrev_tabs, 64);
-	if (read_elf(d) < 0 || inflate_all(d) < 0 || read_units(d) < 0) {
+	d->begun = read_elf(d);
+	if (!d->begun)
+		inflate_begin(d);
+	return d;
+}
+
+struct dwarf *dwarf_finish(struct dwarf *d, const char **why)
+{
+	if (d->begun < 0 || inflate_end(d) < 0 || read_units(d) < 0) {
 		*why = d->why;
 		dwarf_close(d);
 		return NULL;
 	}
 	return d;
+}
+
+struct dwarf *dwarf_open(const struct elf_image *img, const char **why)
+{
+	return dwarf_finish(dwarf_begin(img), why);
 }
 
 void dwarf_close(struct dwarf *d)
@@ -2605,6 +2856,9 @@ void dwarf_close(struct dwarf *d)
 
 	if (!d)
 		return;
+	/* (Begun, and not finished: its inflating ends first.) */
+	if (d->info.threaded)
+		task_release(&d->info.task);
 	for (size_t pos = 0; hashmap_next(&d->abbrev_tabs, &pos, (void **)&k);)
 		abbrevs_free(&k->t);
 	hashmap_free(&d->abbrev_tabs);
@@ -2619,6 +2873,8 @@ void dwarf_close(struct dwarf *d)
 		free(u->seqs);
 		free(u->funcs);
 		free(u->spans);
+		free(u->fpool.v);
+		free(u->exts);
 	}
 	for (int i = 0; i < NSECT; i++)
 		if (d->s[i].mapped)
@@ -2629,9 +2885,9 @@ void dwarf_close(struct dwarf *d)
 	free(d->uranges);
 	free(d->ext);
 	free(d->amb);
-	free(d->pool);
-	free(d->rows);
-	free(d->seqs);
+	free(d->upool.v);
+	free(d->prep.rows);
+	free(d->prep.seqs);
 	free(d->secs);
 	free(d->syms);
 	free(d->frames);

@@ -1019,3 +1019,47 @@ Test(gperf, two_cores_read_as_one)
 	sb_release(&two);
 	sb_release(&big);
 }
+
+/*
+ * Read on two cores, the model's frames are those the thread that parses
+ * the lines met first, only appended, and its table is taken over at the
+ * end (frames_append, frames_adopt), sized for the file from the start:
+ * each address is one frame, found by its address afterwards, and the
+ * frames the model had keep their ids.
+ */
+Test(gperf, frames_of_the_thread_taken_over)
+{
+	enum { NLINES = 3000, DEPTH = 4 };
+	struct strbuf sb = STRBUF_INIT;
+
+	sb_addstr(&sb, HDR("heapprofile"));
+	for (int i = 0; i < NLINES; i++) {
+		sb_addstr(&sb, "     1:       16 [     1:       16] @");
+		for (int j = 0; j < DEPTH; j++)
+			sb_addf(&sb, " 0x%x", 0x100000 + 16 * (DEPTH * i + j));
+		/* (And a frame met again and again.) */
+		sb_addstr(&sb, " 0x401136\n");
+	}
+	sb_addstr(&sb, MAPS);
+	/* Frames the model had (an earlier dump's): the thread's table,
+	 * larger, starts with them. */
+	for (uint32_t k = 0; k < 100; k++)
+		cr_assert_eq(frames_intern(&m.frames, 0x100000 + 16 * k), k);
+	setenv("DMPROF_THREADS", "2", 1);
+	capture_stderr();
+	cr_assert_eq(load(sb.buf), 0, "%s", stderr_text());
+	unsetenv("DMPROF_THREADS");
+	cr_assert_eq(m.frames.n, NLINES * DEPTH + 1);
+	for (uint32_t k = 0; k <= NLINES * DEPTH; k++) {
+		uint64_t a = k < NLINES * DEPTH ? 0x100000 + 16 * (uint64_t)k
+					       : 0x401136;
+		uint32_t id = frames_intern(&m.frames, a);
+
+		cr_assert_neq(id, FRAME_NONE);
+		cr_assert_eq(frame_get(&m.frames, id)->addr, a);
+		cr_assert(k >= 100 || id == k);
+	}
+	cr_assert_eq(m.frames.n, NLINES * DEPTH + 1, "a frame interned twice");
+	sb_release(&sb);
+}
+

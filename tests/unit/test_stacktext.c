@@ -318,6 +318,38 @@ Test(stacks, trimmed_tables_come_back)
 }
 
 /*
+ * Frames known to be new appended without their slots: the table is
+ * built again when a frame is next interned, or another that holds
+ * exactly those frames is taken over.
+ */
+Test(stacks, frames_appended_then_interned_or_adopted)
+{
+	struct frame_table copy;
+
+	cr_assert_eq(frames_intern(&m.frames, 0x10), 0);
+	for (uint32_t i = 1; i < 10000; i++)
+		cr_assert_eq(frames_append(&m.frames, 0x10 * i + 0x10), i);
+	cr_assert(m.frames.stale);
+	cr_assert_eq(frames_intern(&m.frames, 0x10 * 5000), 4999);
+	cr_assert_eq(frames_intern(&m.frames, 0x8), 10000);
+	/* Another table of the same frames, taken over. */
+	frames_init(&copy, &m.arena);
+	for (uint32_t i = 0; i <= 10000; i++)
+		frames_intern(&copy, m.frames.v[i]->addr);
+	cr_assert_eq(frames_append(&m.frames, 0x9), 10001);
+	frames_intern(&copy, 0x9);
+	frames_adopt(&m.frames, copy.slots, copy.mask);
+	copy.slots = NULL;
+	frames_free(&copy);
+	cr_assert_not(m.frames.stale);
+	for (uint32_t i = 1; i < 10000; i++)
+		cr_assert_eq(frames_intern(&m.frames, 0x10 * i + 0x10), i);
+	cr_assert_eq(frames_intern(&m.frames, 0x9), 10001);
+	cr_assert_eq(frames_intern(&m.frames, 0x7), 10002);
+	cr_assert_eq(m.frames.n, 10003);
+}
+
+/*
  * The program's own code: a C++ stack, innermost first, of frames in
  * three binaries (the executable, libstdc++, libc) with functions inlined
  * from the system's headers.

@@ -1001,3 +1001,177 @@ Test(symdwarf, abbreviation_tables_read_ahead)
 		close_reader();
 	}
 }
+
+/* A line program of rows out of order: LOW + 16, then LOW. */
+static void line_program_backwards(struct strbuf *l, uint64_t low)
+{
+	/* (line_program's header, 37 bytes, then rows of its own.) */
+	size_t start = l->len;
+
+	line_program(l, low);
+	l->len = start + 37;
+	for (int i = 0; i < 2; i++) {
+		put(l, 0, 1); /* DW_LNE_set_address */
+		uleb(l, 9);
+		put(l, 2, 1);
+		put(l, i ? low : low + 16, 8);
+		put(l, 1, 1); /* DW_LNS_copy */
+	}
+	put(l, 2, 1); /* DW_LNS_advance_pc */
+	uleb(l, 32);
+	put(l, 0, 1); /* DW_LNE_end_sequence */
+	uleb(l, 1);
+	put(l, 1, 1);
+	patch32(l, start, l->len - start - 4);
+}
+
+/*
+ * A file of NUNITS units, unit K's code at 0x1000 + 0x20 * K: an even
+ * unit has function "fK" and an abstract DIE "gK" with a DW_AT_decl_file;
+ * an odd unit's function takes its name from the unit before's "gK",
+ * whose DW_AT_decl_file decodes that unit meanwhile (so it cannot be
+ * prepared on its own, ahead of the questions).  Unit BAD's line rows go
+ * backwards (the file is declined once it is decoded); -1: none.
+ */
+static void units_for_ahead(struct elf *e, int nunits, int bad)
+{
+	struct dw w = dwarf_sections(e);
+	size_t abstract = 0;
+
+	abbrev(w.ab, 1, TAG_compile_unit, true, UNIT_ATTRS, 0);
+	abbrev(w.ab, 2, TAG_subprogram, false, FUNC_ATTRS, 0);
+	abbrev(w.ab, 3, TAG_subprogram, false, AT_abstract_origin,
+	       FORM_ref_addr, AT_low_pc, FORM_addr, AT_high_pc, FORM_data8, 0);
+	abbrev(w.ab, 4, TAG_subprogram, false, AT_decl_file, FORM_data1,
+	       AT_name, FORM_string, 0);
+	uleb(w.ab, 0);
+	for (int k = 0; k < nunits; k++) {
+		uint64_t low = 0x1000 + 0x20 * (uint64_t)k;
+		size_t u = unit_begin(w.in, 4, 0);
+		char name[16];
+
+		unit_die(w.in, 1, w.li->len, low);
+		if (k % 2) {
+			uleb(w.in, 3);
+			put(w.in, abstract, 4);
+			put(w.in, low, 8);
+			put(w.in, 0x20, 8);
+		} else {
+			snprintf(name, sizeof(name), "f%d", k);
+			func_die(w.in, 2, name, low);
+			abstract = w.in->len;
+			snprintf(name, sizeof(name), "g%d", k);
+			uleb(w.in, 4);
+			put(w.in, 1, 1);
+			str(w.in, name);
+		}
+		uleb(w.in, 0);
+		unit_end(w.in, u);
+		if (k != bad) {
+			line_program(w.li, low);
+			continue;
+		}
+		line_program_backwards(w.li, low);
+	}
+	open_elf(e, "ahead", 0x20 * (uint64_t)nunits);
+}
+
+/* The batch ADDRS asked of a file units_for_ahead makes, on THREADS. */
+static int ask_ahead(int nunits, int bad, const char *threads,
+		     const uint64_t *addrs, size_t n, struct dwarf_answer *out)
+{
+	struct elf e = { .n = 0 };
+	const char *why = NULL;
+	int rc;
+
+	close_reader();
+	units_for_ahead(&e, nunits, bad);
+	setenv("DMPROF_THREADS", threads, 1);
+	rc = dwarf_lookup(dw, addrs, n, out, &why);
+	unsetenv("DMPROF_THREADS");
+	return rc;
+}
+
+/*
+ * Units decoded ahead of the questions, on two threads, answer as units
+ * decoded one by one as questions come: the one that another's DIE
+ * decodes too, in whatever order the questions come; and a unit that
+ * declines the file declines it the same, whether decoded ahead or not.
+ */
+Test(symdwarf, units_prepared_ahead)
+{
+	enum { NUNITS = 40, N = 2 * NUNITS };
+	static struct dwarf_answer one[N], two[N];
+	uint64_t addrs[N];
+	char want[16];
+
+	/* The last unit first, each unit's two lines. */
+	for (int i = 0; i < N; i++)
+		addrs[i] = 0x1000 + 0x20 * (uint64_t)(NUNITS - 1 - i / 2) +
+			   (i % 2 ? 0x18 : 0x8);
+	cr_assert_eq(ask_ahead(NUNITS, -1, "1", addrs, N, one), 0);
+	/* (The answers live in the reader until it closes: copied.) */
+	for (int i = 0; i < N; i++) {
+		cr_assert_eq(one[i].nframes, 1);
+		one[i].frames = memcpy(xmalloc(sizeof(*one[i].frames)),
+				       one[i].frames, sizeof(*one[i].frames));
+	}
+	cr_assert_eq(ask_ahead(NUNITS, -1, "2", addrs, N, two), 0);
+	for (int i = 0; i < N; i++) {
+		int k = NUNITS - 1 - i / 2;
+
+		snprintf(want, sizeof(want), "%c%d", k % 2 ? 'g' : 'f',
+			 k - k % 2);
+		cr_assert_eq(two[i].addr, addrs[i]);
+		cr_assert_eq(two[i].nframes, 1);
+		cr_assert_str_eq(two[i].frames[0].func, want);
+		cr_assert_str_eq(one[i].frames[0].func, want);
+		cr_assert_str_eq(two[i].frames[0].file, "a.c");
+		cr_assert_eq(two[i].frames[0].line, one[i].frames[0].line);
+		cr_assert_eq(two[i].frames[0].line, i % 2 ? 2u : 1u);
+		free((void *)one[i].frames);
+	}
+	/* An odd unit, then an even one. */
+	for (int bad = 19; bad <= 20; bad++) {
+		cr_assert_eq(ask_ahead(NUNITS, bad, "1", addrs, N, one), -1);
+		cr_assert_eq(ask_ahead(NUNITS, bad, "2", addrs, N, two), -1);
+	}
+}
+
+/*
+ * A reader begun (.debug_info inflating on another thread) and finished
+ * answers as one opened; one begun and closed unfinished lets its thread
+ * end; one that declines as it begins says why when finished.
+ */
+Test(symdwarf, begun_then_finished_or_closed)
+{
+	struct strbuf err = STRBUF_INIT;
+	struct elf e = { .n = 0 };
+	const char *why = NULL, *path;
+	struct dwarf *d;
+
+	one_function(&e, 4);
+	for (int i = 0; i < e.n; i++) {
+		compress_section(&e.s[i].data, e.s[i].data.len);
+		e.s[i].flags |= SHF_COMPRESSED;
+	}
+	path = write_elf(&e, "begun", 0x100);
+	elfimage_close(&img);
+	cr_assert_eq(elfimage_open(&img, path, &err), 0, "%s", err.buf);
+	setenv("DMPROF_THREADS", "2", 1);
+	dwarf_close(dwarf_begin(&img));
+	dw = dwarf_finish(dwarf_begin(&img), &why);
+	unsetenv("DMPROF_THREADS");
+	cr_assert_not_null(dw, "%s", why);
+	answers(0x1018, "f", 2);
+	close_reader();
+
+	e.n = 0;
+	add_section(&e, ".debug_abbrev", 0);
+	cr_assert_eq(elfimage_open(&img, write_elf(&e, "none", 0x100), &err),
+		     0, "%s", err.buf);
+	d = dwarf_begin(&img);
+	cr_assert_null(dwarf_finish(d, &why));
+	cr_assert_str_eq(why, "no .debug_info");
+	sb_release(&err);
+}

@@ -1,7 +1,9 @@
 /* Unit tests for the allocation helpers of util.c. */
 #include <criterion/criterion.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "util.h"
 
@@ -26,4 +28,40 @@ Test(util, recallocarray_keeps_and_zeroes)
 	v = xrecallocarray(v, n, n, sizeof(*v));
 	cr_assert_eq(v[n - 1], (n - 1) * 7 + 1);
 	free(v);
+}
+
+/* Is some mapping of this process advised huge (VmFlags "hg")? */
+static bool some_mapping_huge(void)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512];
+	bool hg = false;
+
+	cr_assert_not_null(f);
+	while (!hg && fgets(line, sizeof(line), f))
+		hg = !strncmp(line, "VmFlags:", 8) && strstr(line, " hg");
+	fclose(f);
+	return hg;
+}
+
+/*
+ * After malloc_setup, malloc serves as before (64 MiB in pieces of every
+ * size, written and freed), and what it says it advised is advised.
+ */
+Test(util, malloc_setup_keeps_malloc_whole)
+{
+	bool advised = malloc_setup();
+	char *p[64];
+
+	cr_assert(!advised || some_mapping_huge());
+	for (int i = 0; i < 64; i++) {
+		size_t n = (size_t)1 << (i % 21);
+
+		p[i] = xmalloc(n);
+		memset(p[i], i, n);
+	}
+	for (int i = 0; i < 64; i++) {
+		cr_assert_eq(p[i][((size_t)1 << (i % 21)) - 1], (char)i);
+		free(p[i]);
+	}
 }
