@@ -2,7 +2,7 @@
  * make bench: a big gperftools heap profile, as Debian's tcmalloc writes
  * it, for the profile benchmarks.
  *
- *   gen_gperf STACKS ADDRS MAPS >OUT
+ *   gen_gperf STACKS ADDRS MAPS [wide] >OUT
  *
  * writes a "heapprofile" profile of STACKS distinct stack lines, 8 to 26
  * frames deep, whose frames are return addresses read from the file ADDRS
@@ -10,8 +10,10 @@
  * maps them), then MAPPED_LIBRARIES: and MAPS.  Stacks are paths down a
  * call tree: the frames near the root are shared by many stacks, those
  * near the allocation site by few, so the distinct frames are a fraction
- * of the frames written, as in a real program.  Deterministic: the same
- * arguments give the same file.
+ * of the frames written, as in a real program; "wide" makes the tree
+ * four times as wide at every level (fewer frames shared: the second
+ * generator of make bench, with its addresses from more binaries).
+ * Deterministic: the same arguments give the same file.
  */
 #include <inttypes.h>
 #include <stdint.h>
@@ -42,11 +44,15 @@ int main(int argc, char **argv)
 {
 	uint64_t *addrs = NULL, a, nstacks, objs_all = 0, bytes_all = 0;
 	size_t n = 0, cap = 0;
+	unsigned wide = 1;
 	char line[4096];
 	FILE *f;
 
-	if (argc != 4 || !(nstacks = strtoull(argv[1], NULL, 10))) {
-		fprintf(stderr, "usage: gen_gperf STACKS ADDRS MAPS >OUT\n");
+	if (argc == 5 && !strcmp(argv[4], "wide"))
+		wide = 4;
+	if ((argc != 4 && wide == 1) ||
+	    !(nstacks = strtoull(argv[1], NULL, 10))) {
+		fprintf(stderr, "usage: gen_gperf STACKS ADDRS MAPS [wide] >OUT\n");
 		return 2;
 	}
 	if (!(f = fopen(argv[2], "r"))) {
@@ -86,7 +92,7 @@ int main(int argc, char **argv)
 			uint64_t more_objs = next() % 8, more = next() % 65536;
 
 			for (unsigned lv = 0; lv < depth; lv++) {
-				unsigned fan = lv < 6 ? 4 : lv < 12 ? 16 : 64;
+				unsigned fan = wide * (lv < 6 ? 4 : lv < 12 ? 16 : 64);
 
 				node = mix(node * 131 + (path % fan) + lv);
 				path /= fan;

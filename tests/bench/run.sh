@@ -17,7 +17,7 @@ work=${BENCH_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/dmprof-bench.XXXXXX")}
 [ -n "${BENCH_DIR:-}" ] || trap 'rm -rf "$work"' EXIT INT TERM
 mkdir -p "$work"
 export LC_ALL=C DMPROF_POLICY_PATH="$top/policies" XDG_CACHE_HOME="$work/cache"
-cases=${*:-gperf-1m deep parse gperf-series symbolize-dynsym symbolize-dwarf recorder recorder-programs python snapshot daemon python-heap core}
+cases=${*:-gperf-1m gperf-pool deep parse gperf-series symbolize-dynsym symbolize-dwarf recorder recorder-programs python snapshot daemon python-heap core}
 
 # measure NAME COMMAND...: run it, set $secs (wall, to the millisecond:
 # time(1) says only hundredths), $rss_kb (peak) and $cpu (percent of one
@@ -272,6 +272,54 @@ gperf_1m() {
 			return
 		grow gperf-1m "csv, 10^$((${#n} - 1)) stacks" $secs $rss_kb $n stack
 	done
+}
+
+# The same profile's size and shape from a second generator (issue 41):
+# its frames drawn from a larger pool, 60,000 call sites in each of up
+# to eight binaries (those installed; four at least), down a call tree
+# four times as wide, so that stacks share fewer frames.
+gperf_pool() {
+	d=$work/gperfpool
+	mkdir -p "$d"
+	gcc -O2 -o "$work/gen_gperf" "$here/gen_gperf.c" || return
+	if [ ! -s "$d/addrs" ]; then
+		: >"$d/addrs.tmp"
+		: >"$d/maps"
+		k=0
+		for lib in libLLVM-14.so.1 libc.so.6 libstdc++.so.6 \
+			libpython3.11.so.1.0 libcrypto.so.3 libbfd-2.40-system.so \
+			libpcre2-8.so.0 libicuuc.so.72; do
+			lib=/usr/lib/x86_64-linux-gnu/$lib
+			if [ ! -r "$lib" ]; then
+				echo "bench: gperf-pool: $lib is missing: left out"
+				continue
+			fi
+			k=$((k + 1))
+			sh "$here/gen_symbolize.sh" "$lib" 60000 "$d/lib$k" \
+				"$(printf '0x%x' $((0x7e0000000000 + k * 0x10000000000)))" ||
+				return
+			cat "$d/lib$k/frames.txt" >>"$d/addrs.tmp"
+			cat "$d/lib$k/maps.txt" >>"$d/maps"
+		done
+		if [ $k -lt 4 ]; then
+			echo "bench: gperf-pool: $k binaries found, 4 wanted"
+			return
+		fi
+		mv "$d/addrs.tmp" "$d/addrs"
+	fi
+	f=$d/p1000000.0001.heap
+	[ -s "$f" ] || "$work/gen_gperf" 1000000 "$d/addrs" "$d/maps" wide >"$f" ||
+		return
+	mb=$(($(wc -c <"$f") / 1048576))
+	nbin=$(grep -c ' r-xp ' "$d/maps")
+	awk_pass awk-pool "$f" || return
+	base_s=$secs base_kb=$rss_kb
+	best3 csv-pool "$bin" csv --no-symbol-cache "$f" || return
+	row gperf-pool "$mb MB, 10^6 stacks, $nbin binaries: csv, vs awk" \
+		$base_s $base_kb $secs $rss_kb
+	within "gperf-pool: csv within 1.0x of one awk pass" $base_s $secs 1.0
+	target "gperf-pool: peak RSS below the file's $mb MB" \
+		"$((rss_kb / 1024)) MB" "$(at_most $((rss_kb / 1024)) $((mb - 1)))"
 }
 
 # The page's size, and how long a headless chromium takes to load it and
@@ -925,6 +973,8 @@ for c in $cases; do
 		deep ;;
 	gperf-1m)
 		gperf_1m ;;
+	gperf-pool)
+		gperf_pool ;;
 	parse)
 		parse ;;
 	gperf-series)
