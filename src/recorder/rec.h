@@ -205,6 +205,13 @@ bool rec_map_bucket_at(uintptr_t addr, uint32_t *bucket);
 #define REC_HEAP_MAX ((uintptr_t)64 << 20)
 void rec_arena_note(uintptr_t heap);
 size_t rec_arena_snapshot(uintptr_t **out);
+/*
+ * Where glibc's main arena went on past its brk heap (the break could not
+ * grow: a mapping above it, V8's), in mappings of its own: an address in
+ * each, by the MiB; the mapping that holds it is the arena's.
+ */
+void rec_main_ext_note(uintptr_t addr);
+size_t rec_main_ext_snapshot(uintptr_t **out);
 
 /* Stacks of the recorder's synthetic buckets (marker functions). */
 extern struct rec_bucket *rec_self_bucket;   /* the recorder's memory */

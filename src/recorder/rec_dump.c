@@ -552,15 +552,22 @@ static size_t tidy_maps(struct rec_map *a, size_t n)
  * anonymous mapping of the same rights just below it: a JIT's), its
  * heap_info's size a number of 4 KiB pages no more than a heap holds.
  */
-static bool heap_at(const struct vma *v, size_t n, uintptr_t base)
+/* The mapping holding ADDR, or NULL. */
+static const struct vma *vma_of(const struct vma *v, size_t n, uintptr_t addr)
 {
-	size_t k = PARTITION_POINT(n, i, v[i].end <= base);
+	size_t k = PARTITION_POINT(n, i, v[i].end <= addr);
+
+	return k < n && v[k].start <= addr ? &v[k] : NULL;
+}
+
+static bool heap_at(const struct vma *vmas, size_t n, uintptr_t base)
+{
+	const struct vma *v = vma_of(vmas, n, base);
 	size_t size;
 
-	if (k >= n || v[k].start > base || v[k].cls != C_ANON ||
-	    v[k].perms[0] != 'r' || v[k].perms[1] != 'w')
+	if (!v || v->cls != C_ANON || v->perms[0] != 'r' || v->perms[1] != 'w')
 		return false;
-	if (v[k].start == base)
+	if (v->start == base)
 		return true;
 	/* (heap_info: ar_ptr, prev, size, ...) */
 	memcpy(&size, (const char *)base + 2 * sizeof(void *), sizeof(size));
@@ -613,6 +620,17 @@ static size_t build_regions(const struct vma *vmas, size_t nv,
 		if (heap_at(vmas, nv, bases[i])) {
 			struct rec_map m = { bases[i], bases[i] + REC_HEAP_MAX,
 					     ab };
+
+			rec_buf_add(tmp, &m, sizeof(m));
+		}
+	}
+	/* The mappings the main arena went on in past its brk heap. */
+	nbases = rec_main_ext_snapshot(&bases);
+	for (size_t i = 0; i < nbases; i++) {
+		const struct vma *v = vma_of(vmas, nv, bases[i]);
+
+		if (v && v->cls == C_ANON) {
+			struct rec_map m = { v->start, v->end, ab };
 
 			rec_buf_add(tmp, &m, sizeof(m));
 		}
@@ -1691,7 +1709,7 @@ static void make_room(void)
 		per_vma = maps_text.len / (vmas_buf.len / sizeof(struct vma)) +
 			  256;
 	nrec = rec_table_room() + rec_self_count() +
-	       rec_arena_snapshot(&bases) + 64;
+	       rec_arena_snapshot(&bases) + rec_main_ext_snapshot(&bases) + 64;
 	nrec += nrec / 4 + nv;
 	nb = rec_bucket_count();
 	nb += nb / 4 + 1024;

@@ -230,8 +230,21 @@ static bool tracking(void)
 static void init(void);
 static void poll_dumper(size_t size);
 
-/* The heap of the last block of another arena this thread made. */
-static __thread uintptr_t last_heap;
+/* The heap of the last block of another arena this thread made, and
+ * the MiB of its last block of the main arena. */
+static __thread uintptr_t last_heap, last_main_mib;
+
+/* Where the program break was when the recorder started: the main
+ * arena's brk heap is at or above it (or a little below: what was
+ * allocated before, noted for nothing). */
+static uintptr_t brk_start;
+
+/* A block of the main arena at RAW outside its brk heap: in a mapping
+ * that the arena made when the break could not grow. */
+static bool past_brk(uintptr_t raw)
+{
+	return raw < brk_start || raw >= (uintptr_t)sbrk(0);
+}
 
 /* The raw block RAW holds SIZE bytes for the user at RAW + OFF; AT is
  * where the hook was called. */
@@ -292,6 +305,12 @@ static void *finish(void *raw, size_t size, size_t off,
 	    ((uintptr_t)raw & ~(REC_HEAP_MAX - 1)) != last_heap) {
 		last_heap = (uintptr_t)raw & ~(REC_HEAP_MAX - 1);
 		rec_arena_note(last_heap);
+	}
+	if ((chunk_word(raw) & 6) == 0 &&
+	    (uintptr_t)raw >> 20 != last_main_mib) {
+		last_main_mib = (uintptr_t)raw >> 20;
+		if (past_brk((uintptr_t)raw))
+			rec_main_ext_note(last_main_mib << 20);
 	}
 	return p;
 }
@@ -813,6 +832,7 @@ static void init(void)
 		rec_cfg.signal = 0;
 	thread_wanted = rec_cfg.time_interval > 0 || rec_cfg.signal > 0;
 	page_size = (size_t)sysconf(_SC_PAGESIZE);
+	brk_start = (uintptr_t)sbrk(0);
 	owner = getpid();
 	rec_perfmap_init();
 	dl_iterate_phdr(text_range, (void *)(uintptr_t)init);

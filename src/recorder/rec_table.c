@@ -472,44 +472,67 @@ size_t rec_table_room(void)
 
 #define ARENAS_MAX 1024
 
-static uintptr_t arenas[ARENAS_MAX];
-static atomic_size_t narenas;
-static rec_lock arena_lock = REC_LOCK_INIT;
+/* Addresses noted once each, at most ARENAS_MAX; read without a lock
+ * (an entry is written before the count that shows it). */
+struct addr_set {
+	uintptr_t v[ARENAS_MAX];
+	atomic_size_t n;
+	rec_lock lock;
+};
 
-void rec_arena_note(uintptr_t base)
+static struct addr_set arenas = { .lock = REC_LOCK_INIT };
+static struct addr_set main_exts = { .lock = REC_LOCK_INIT };
+
+static bool has(const struct addr_set *s, size_t n, uintptr_t a)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s->v[i] == a)
+			return true;
+	return false;
+}
+
+static void note(struct addr_set *s, uintptr_t a)
 {
 	size_t n;
 
-	n = atomic_load(&narenas);
-	for (size_t i = 0; i < n; i++)
-		if (arenas[i] == base)
-			return;
-	rec_lock_take(&arena_lock);
-	n = atomic_load(&narenas);
-	for (size_t i = 0; i < n; i++) {
-		if (arenas[i] == base) {
-			rec_lock_give(&arena_lock);
-			return;
-		}
+	if (has(s, atomic_load(&s->n), a))
+		return;
+	rec_lock_take(&s->lock);
+	n = atomic_load(&s->n);
+	if (!has(s, n, a) && n < ARENAS_MAX) {
+		s->v[n] = a;
+		atomic_store(&s->n, n + 1);
 	}
-	if (n < ARENAS_MAX) {
-		arenas[n] = base;
-		atomic_store(&narenas, n + 1);
-	}
-	rec_lock_give(&arena_lock);
+	rec_lock_give(&s->lock);
+}
+
+void rec_arena_note(uintptr_t base)
+{
+	note(&arenas, base);
 }
 
 size_t rec_arena_snapshot(uintptr_t **out)
 {
-	*out = arenas;
-	return atomic_load(&narenas);
+	*out = arenas.v;
+	return atomic_load(&arenas.n);
+}
+
+void rec_main_ext_note(uintptr_t addr)
+{
+	note(&main_exts, addr);
+}
+
+size_t rec_main_ext_snapshot(uintptr_t **out)
+{
+	*out = main_exts.v;
+	return atomic_load(&main_exts.n);
 }
 
 /* Around fork(): every table lock, in the order the tables take them. */
 void rec_table_locks(bool take)
 {
 	rec_lock *all[] = { &insert_lock, &large_lock, &maps_lock,
-			    &arena_lock };
+			    &arenas.lock, &main_exts.lock };
 
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
 		if (take)
@@ -522,5 +545,6 @@ void rec_table_locks(bool take)
 bool rec_table_locks_free(void)
 {
 	return rec_lock_free(&insert_lock) && rec_lock_free(&large_lock) &&
-	       rec_lock_free(&maps_lock) && rec_lock_free(&arena_lock);
+	       rec_lock_free(&maps_lock) && rec_lock_free(&arenas.lock) &&
+	       rec_lock_free(&main_exts.lock);
 }
