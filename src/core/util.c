@@ -366,7 +366,8 @@ void sb_grow(struct strbuf *sb, size_t extra)
 void sb_add(struct strbuf *sb, const void *data, size_t len)
 {
 	sb_grow(sb, len);
-	memcpy(sb->buf + sb->len, data, len);
+	if (len) /* (DATA may then be NULL) */
+		memcpy(sb->buf + sb->len, data, len);
 	sb->len += len;
 	sb->buf[sb->len] = '\0';
 }
