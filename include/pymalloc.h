@@ -177,6 +177,9 @@ void pymalloc_value(const struct pymalloc *p, const char *name,
 		    uint64_t type, const uint8_t *bytes, size_t len,
 		    struct strbuf *sb);
 
+/* Whether ADDR lies in one of the arenas of P (walked; NULL: no). */
+bool pymalloc_in_arenas(const struct pymalloc *p, uint64_t addr);
+
 /* The in-use block of P holding ADDR: its index, or -1. */
 ptrdiff_t pymalloc_find(const struct pymalloc *p, uint64_t addr);
 

@@ -97,17 +97,6 @@ static ptrdiff_t py_at(const struct capture *s, uint64_t addr)
 	return s->h.py && s->h.py->walked ? pymalloc_find(s->h.py, addr) : -1;
 }
 
-/* Whether ADDR lies in one of pymalloc's arenas. */
-static bool in_py_arena(const struct capture *s, uint64_t addr)
-{
-	const struct pymalloc *py = s->h.py;
-
-	for (size_t k = 0; py && py->walked && k < py->narenas; k++)
-		if (addr >= py->spans[k][0] && addr < py->spans[k][1])
-			return true;
-	return false;
-}
-
 /* Where an incoming reference R of S lies. */
 static void ref_from(struct strbuf *sb, const struct capture *s,
 		     const struct inspect_target *t,
@@ -144,7 +133,7 @@ static void ref_from(struct strbuf *sb, const struct capture *s,
 			py_block_text(sb, s, (size_t)j);
 		return;
 	}
-	if (in_py_arena(s, r->at)) {
+	if (pymalloc_in_arenas(s->h.py, r->at)) {
 		sb_addstr(sb, "pymalloc's arenas, in no block in use (a root)");
 		return;
 	}

@@ -152,11 +152,10 @@ static void place(struct capture *s, struct inspect_target *t)
 		t->hi = t->lo + py_class_size(py, py_block_class(py->blocks[i]));
 		return;
 	}
-	for (size_t k = 0; walked_py(h) && k < h->py->narenas; k++)
-		if (a >= h->py->spans[k][0] && a < h->py->spans[k][1]) {
-			t->place = PLACE_PYFREE;
-			return;
-		}
+	if (pymalloc_in_arenas(h->py, a)) {
+		t->place = PLACE_PYFREE;
+		return;
+	}
 	for (size_t k = 0; s->walked && k < h->nextents; k++)
 		if (a >= h->extents[k].start && a < h->extents[k].end) {
 			t->place = PLACE_HEAP;

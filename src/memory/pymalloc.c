@@ -17,6 +17,7 @@
 #include "heap.h"
 #include "procimage.h"
 #include "reach.h"
+#include "search.h"
 
 #define MAX_PROBLEMS 1000
 /* How far a type's type may be from type itself (a metaclass's metaclass
@@ -605,6 +606,16 @@ static void walk_arenas(struct walk *w)
 	p->arena_bytes = (uint64_t)p->narenas * l->arena_size;
 	free(a);
 	free(t);
+}
+
+bool pymalloc_in_arenas(const struct pymalloc *p, uint64_t addr)
+{
+	size_t k;
+
+	if (!p || !p->walked)
+		return false;
+	k = PARTITION_POINT(p->narenas, i, p->spans[i][1] <= addr);
+	return k < p->narenas && p->spans[k][0] <= addr;
 }
 
 ptrdiff_t pymalloc_find(const struct pymalloc *p, uint64_t addr)

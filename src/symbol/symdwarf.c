@@ -2864,17 +2864,8 @@ void dwarf_close(struct dwarf *d)
 	hashmap_free(&d->abbrev_tabs);
 	scratch_free(&d->scratch);
 	for (size_t i = 0; i < d->nunits; i++) {
-		struct unit *u = &d->units[i];
-
-		free(u->files);
-		free(u->names);
-		free(u->dirs);
-		free(u->rows);
-		free(u->seqs);
-		free(u->funcs);
-		free(u->spans);
-		free(u->fpool.v);
-		free(u->exts);
+		free(d->units[i].names);
+		unit_forget(&d->units[i]);
 	}
 	for (int i = 0; i < NSECT; i++)
 		if (d->s[i].mapped)

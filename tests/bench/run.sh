@@ -218,24 +218,43 @@ grow() {
 # so symbolizing them is real work.  Beside one awk pass over the file,
 # and go tool pprof -top where go is installed; then 10^4 and 10^5 stacks
 # of the same kind, to show how cost grows.
+# call_sites DIR CASE N MIN LIB...: N call sites in each LIB of Debian's
+# (those installed; MIN of them at least, else CASE says so and fails),
+# the K-th mapped at 0x7f0000000000 + K * 2^36, into DIR/addrs (return
+# addresses, one per line) and DIR/maps (their mappings); made once.
+call_sites() {
+	dir=$1 what=$2 n=$3 min=$4
+	shift 4
+	[ -s "$dir/addrs" ] && return
+	: >"$dir/addrs.tmp"
+	: >"$dir/maps"
+	k=0
+	for lib in "$@"; do
+		lib=/usr/lib/x86_64-linux-gnu/$lib
+		if [ ! -r "$lib" ]; then
+			echo "bench: $what: $lib is missing: left out"
+			continue
+		fi
+		k=$((k + 1))
+		sh "$here/gen_symbolize.sh" "$lib" $n "$dir/lib$k" \
+			"$(printf '0x%x' $((0x7f0000000000 + k * 0x1000000000)))" ||
+			return 1
+		cat "$dir/lib$k/frames.txt" >>"$dir/addrs.tmp"
+		cat "$dir/lib$k/maps.txt" >>"$dir/maps"
+	done
+	if [ $k -lt $min ]; then
+		echo "bench: $what: $k binaries found, $min wanted"
+		return 1
+	fi
+	mv "$dir/addrs.tmp" "$dir/addrs"
+}
+
 gperf_1m() {
 	d=$work/gperf1m
 	mkdir -p "$d"
 	gcc -O2 -o "$work/gen_gperf" "$here/gen_gperf.c" || return
-	if [ ! -s "$d/addrs" ]; then
-		: >"$d/addrs.tmp"
-		: >"$d/maps"
-		for spec in libLLVM-14.so.1:0x7f1000000000 libc.so.6:0x7f2000000000 \
-			libstdc++.so.6:0x7f3000000000; do
-			lib=/usr/lib/x86_64-linux-gnu/${spec%%:*}
-			[ -r "$lib" ] || { echo "bench: gperf-1m: $lib is missing"; return; }
-			sh "$here/gen_symbolize.sh" "$lib" 40000 "$d/lib" "${spec#*:}" ||
-				return
-			cat "$d/lib/frames.txt" >>"$d/addrs.tmp"
-			cat "$d/lib/maps.txt" >>"$d/maps"
-		done
-		mv "$d/addrs.tmp" "$d/addrs"
-	fi
+	call_sites "$d" gperf-1m 40000 3 libLLVM-14.so.1 libc.so.6 \
+		libstdc++.so.6 || return
 	for n in 10000 100000 1000000 10000000; do
 		[ -s "$d/p$n.0001.heap" ] ||
 			"$work/gen_gperf" $n "$d/addrs" "$d/maps" >"$d/p$n.0001.heap" ||
@@ -282,31 +301,9 @@ gperf_pool() {
 	d=$work/gperfpool
 	mkdir -p "$d"
 	gcc -O2 -o "$work/gen_gperf" "$here/gen_gperf.c" || return
-	if [ ! -s "$d/addrs" ]; then
-		: >"$d/addrs.tmp"
-		: >"$d/maps"
-		k=0
-		for lib in libLLVM-14.so.1 libc.so.6 libstdc++.so.6 \
-			libpython3.11.so.1.0 libcrypto.so.3 libbfd-2.40-system.so \
-			libpcre2-8.so.0 libicuuc.so.72; do
-			lib=/usr/lib/x86_64-linux-gnu/$lib
-			if [ ! -r "$lib" ]; then
-				echo "bench: gperf-pool: $lib is missing: left out"
-				continue
-			fi
-			k=$((k + 1))
-			sh "$here/gen_symbolize.sh" "$lib" 60000 "$d/lib$k" \
-				"$(printf '0x%x' $((0x7e0000000000 + k * 0x10000000000)))" ||
-				return
-			cat "$d/lib$k/frames.txt" >>"$d/addrs.tmp"
-			cat "$d/lib$k/maps.txt" >>"$d/maps"
-		done
-		if [ $k -lt 4 ]; then
-			echo "bench: gperf-pool: $k binaries found, 4 wanted"
-			return
-		fi
-		mv "$d/addrs.tmp" "$d/addrs"
-	fi
+	call_sites "$d" gperf-pool 60000 4 libLLVM-14.so.1 libc.so.6 \
+		libstdc++.so.6 libpython3.11.so.1.0 libcrypto.so.3 \
+		libbfd-2.40-system.so libpcre2-8.so.0 libicuuc.so.72 || return
 	f=$d/p1000000.0001.heap
 	[ -s "$f" ] || "$work/gen_gperf" 1000000 "$d/addrs" "$d/maps" wide >"$f" ||
 		return
