@@ -54,8 +54,12 @@ esac
 [ -n "$pyp" ] && pyp=$("$pyp" -c 'import sys; print(sys.executable)' 2>/dev/null)
 [ -n "$pyp" ] && py_offsets "$pyp"
 
-# The run of PYTHON ARGS... under record into DIR: its first dump, and
-# in py_peak the dump top names the peak.
+# The run of PYTHON ARGS... under record into DIR: its first dump, in
+# py_peak the dump top names the peak, and in py_final the dump taken as
+# Python began to finalize (the instant app.py prints tracemalloc's
+# statistics: at the peak, which the dumps at new peaks may find in the
+# middle of a round, the round's temporaries may be alive), else the
+# peak.
 py_record() { # DIR PYTHON ARGS...
 	d=$1
 	shift
@@ -67,6 +71,9 @@ py_record() { # DIR PYTHON ARGS...
 	py_peak=$("$bin" top --json "$py_first" 2>/dev/null | python3 -c '
 import json, sys; print(json.load(sys.stdin)["run"]["peak"]["dump"])')
 	[ -n "$py_peak" ] || { bad "$d: top names no peak"; return 1; }
+	py_final=$(grep -l '^Reason: python finalizing' \
+		"${py_first%.0001.heap}".*.heap 2>/dev/null | tail -1)
+	py_final=${py_final:-$py_peak}
 }
 
 # tracemalloc's statistics by line for app.py ARGS (a run of its own).
@@ -78,7 +85,7 @@ py_app() { # LABEL DIR [ENV=VALUE...]: app.py under record, checked
 	shift 2
 	py_record "$d" env "$@" "$pyd" "$pysrc/app.py" || return
 	dump_sums "$label" "$py_first"
-	"$bin" top --json "$py_peak" >"$d.top" 2>"$d.top.err" ||
+	"$bin" top --json "$py_final" >"$d.top" 2>"$d.top.err" ||
 		{ bad "$label: top: $(head -2 "$d.top.err")"; return; }
 	python3 "$pysrc/compare.py" "$pysrc" "$d.top" traced.txt >"$d.cmp" 2>&1 &&
 		ok || bad "$label: against tracemalloc: $(tr '\n' ' ' <"$d.cmp")"

@@ -37,8 +37,6 @@ def main(rounds, n):
             s.remember(w, i)
             if i % 4 == 0:
                 s.keep(w, i)
-        # (Freed each round: at the peak, the end of the last round,
-        # what is alive is what tracemalloc counts at the end.)
         del ranked, words
     return s, kept
 
