@@ -1,7 +1,8 @@
 /*
  * Writes to its stdout and its stderr, interleaved, the same whatever the
  * time, while it allocates ROUNDS (argv[1]) times 256 blocks, and runs on
- * at least SECONDS (argv[2]): long enough, under dmprof record -i 0.001,
+ * at least SECONDS (argv[2]) once its blocks are made: long enough, under
+ * dmprof record -i 0.001,
  * for the recorder to say that a dump takes more than a tenth of the
  * interval.  With "reuse" (argv[3]), it first closes every descriptor but
  * 0, 1 and 2, as a daemon would, and opens a file of its own (argv[4])
@@ -27,7 +28,7 @@ static double now(void)
 int main(int argc, char **argv)
 {
 	unsigned long rounds = argc > 1 ? strtoul(argv[1], NULL, 10) : 1000;
-	double seconds = argc > 2 ? atof(argv[2]) : 0, start = now();
+	double seconds = argc > 2 ? atof(argv[2]) : 0, start;
 	void *keep[256] = { 0 }, **hold;
 	unsigned long i = 0;
 
@@ -44,6 +45,9 @@ int main(int argc, char **argv)
 	for (int k = 0; hold && k < HOLD; k++)
 		hold[k] = malloc(24);
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	/* (SECONDS of churn from here: on a busy machine the blocks held may
+	 * take longer than that to make, and no dump would come in time.) */
+	start = now();
 	while (i < rounds || now() - start < seconds) {
 		for (int k = 0; k < 256; k++) {
 			free(keep[k]);
