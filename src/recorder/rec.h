@@ -306,15 +306,19 @@ uintptr_t rec_pyframes_first(uintptr_t tstate);
 unsigned rec_pyframes_walk(uintptr_t *framep, uintptr_t *out, unsigned max,
 			   bool entry_only, bool *broken);
 /*
- * The whole chain of the thread whose PyThreadState is TSTATE (a walk
- * without ENTRY_ONLY from its first frame), up to MAX frames,
- * as fast as the chain is what it was at this thread's last call: its
- * count, and in *ADDRS the thread's own array of them (until its next
- * call).  *GEN changes whenever they may have (the same GEN, the same
- * addresses).
+ * What up to MAX frames of the chain of the thread whose PyThreadState is
+ * TSTATE run, innermost first, without a name: each frame's instruction
+ * into OUT (a frame that fails a check: its address, odd, the last one).
+ * Their count; *HASH mixed with them.  An instruction is in its code
+ * object: while rec_pyframes_codes_freed stays the same, the same
+ * instructions are the same names, and a cache of stacks by them needs
+ * no walk that names.
  */
-unsigned rec_pyframes_chain(uintptr_t tstate, unsigned max,
-			    const uintptr_t **addrs, unsigned *gen);
+unsigned rec_pyframes_key(uintptr_t tstate, unsigned max, uintptr_t *out,
+			  uint64_t *hash);
+/* How many code objects the object allocator's hook saw freed (or blocks
+ * it took for one). */
+extern atomic_uint rec_pyframes_codes_freed;
 /* Find the interpreter (from the constructor): Python frames on. */
 void rec_python_init(void);
 /* CPython 3.11.2, or NULL where Python frames are not recorded. */
@@ -383,11 +387,26 @@ void rec_count_init(void);
 void rec_count_alloc(uint32_t id, uint64_t size, uint64_t header);
 void rec_count_free(uint32_t id, uint64_t size, uint64_t header);
 /* This thread's counters of bucket ID (NULL: no memory), for a hook that
- * keeps it (valid as long as the thread), and a block counted there. */
-struct rec_cell;
+ * keeps it (valid as long as the thread's counters, which the next new
+ * thread takes over: never freed), and a block counted there. */
+struct rec_cell {
+	int64_t allocs, frees, live;
+};
 struct rec_cell *rec_count_cell(uint32_t id);
 void rec_count_alloc_cell(struct rec_cell *cell, uint64_t size,
 			  uint64_t header);
+/*
+ * SIZE bytes (zeroed when made, the same SIZE at every call) that go with
+ * this thread's counters: when the thread ends, to the next thread that
+ * takes the counters over, as they were, so that the cells a hook keeps
+ * there stay its own.  NULL without memory.
+ */
+void *rec_count_scratch(size_t size);
+/* A block of SIZE bytes counted in K (the header not counted: the dump
+ * knows it), and freed, by hooks that the GIL orders (pymalloc's): K may
+ * be another thread's. */
+void rec_count_gil_alloc(struct rec_cell *k, uint64_t size);
+void rec_count_gil_free(struct rec_cell *k, uint64_t size);
 struct rec_totals {
 	int64_t allocs, frees, live;
 };

@@ -16,14 +16,10 @@
 #include <pthread.h>
 #include <string.h>
 
-struct cell {
-	int64_t allocs, frees, live;
-};
-
 #define PAGE_CELLS 512
 
 struct page {
-	struct cell v[PAGE_CELLS];
+	struct rec_cell v[PAGE_CELLS];
 };
 
 /* A thread's pages, by id / PAGE_CELLS (NULL: none yet). */
@@ -38,6 +34,7 @@ struct counters {
 	int64_t headers;          /* header bytes live (a thread's part) */
 	int64_t alloc_pending;    /* not yet in rec_allocated */
 	int64_t inuse_pending;    /* not yet in rec_inuse */
+	void *scratch;            /* rec_count_scratch's */
 };
 
 atomic_uint_fast64_t rec_allocated;
@@ -97,7 +94,7 @@ static struct counters *get(void)
 }
 
 /* The cell of bucket ID in C, its page made now. */
-static __attribute__((noinline)) struct cell *new_cell(struct counters *c,
+static __attribute__((noinline)) struct rec_cell *new_cell(struct counters *c,
 							uint32_t id)
 {
 	struct pages *a = atomic_load_explicit(&c->pages, memory_order_relaxed);
@@ -134,7 +131,7 @@ static __attribute__((noinline)) struct cell *new_cell(struct counters *c,
 
 /* The cell of bucket ID in this thread's counters (NULL: no memory).
  * The hooks' path, inline: three loads when the page is there. */
-static inline struct cell *cell(uint32_t id)
+static inline struct rec_cell *cell(uint32_t id)
 {
 	struct counters *c = mine;
 	struct pages *a;
@@ -157,18 +154,27 @@ static inline struct cell *cell(uint32_t id)
 	return new_cell(c, id);
 }
 
+void *rec_count_scratch(size_t size)
+{
+	struct counters *c = get();
+
+	if (c && !c->scratch)
+		c->scratch = rec_alloc(size);
+	return c ? c->scratch : NULL;
+}
+
 /* Totals the dump thread's triggers look at, a batch at a time. */
 #define BATCH (256 * 1024)
 
 struct rec_cell *rec_count_cell(uint32_t id)
 {
-	return (struct rec_cell *)cell(id);
+	return cell(id);
 }
 
 void rec_count_alloc_cell(struct rec_cell *cell_of, uint64_t size,
 			  uint64_t header)
 {
-	struct cell *k = (struct cell *)cell_of;
+	struct rec_cell *k = cell_of;
 	struct counters *c = mine;
 
 	ADD(k->allocs, 1);
@@ -182,15 +188,15 @@ void rec_count_alloc_cell(struct rec_cell *cell_of, uint64_t size,
 
 void rec_count_alloc(uint32_t id, uint64_t size, uint64_t header)
 {
-	struct cell *k = cell(id);
+	struct rec_cell *k = cell(id);
 
 	if (k)
-		rec_count_alloc_cell((struct rec_cell *)k, size, header);
+		rec_count_alloc_cell(k, size, header);
 }
 
 void rec_count_free(uint32_t id, uint64_t size, uint64_t header)
 {
-	struct cell *k = cell(id);
+	struct rec_cell *k = cell(id);
 	struct counters *c = mine;
 
 	if (!k)
@@ -201,6 +207,42 @@ void rec_count_free(uint32_t id, uint64_t size, uint64_t header)
 	c->inuse_pending -= (int64_t)size;
 	if (c->inuse_pending <= -BATCH)
 		flush(c);
+}
+
+/*
+ * pymalloc's objects: the GIL orders every call of the hooks, so that a
+ * block is counted in the cell of the thread that made it, whichever
+ * thread frees it (its header says which cell), with pending totals of
+ * their own.
+ */
+static int64_t gil_alloc_pending, gil_inuse_pending;
+
+static void gil_flush(void)
+{
+	atomic_fetch_add_explicit(&rec_allocated, (uint64_t)gil_alloc_pending,
+				  memory_order_relaxed);
+	atomic_fetch_add_explicit(&rec_inuse, gil_inuse_pending,
+				  memory_order_relaxed);
+	gil_alloc_pending = gil_inuse_pending = 0;
+}
+
+void rec_count_gil_alloc(struct rec_cell *k, uint64_t size)
+{
+	ADD(k->allocs, 1);
+	ADD(k->live, (int64_t)size);
+	gil_alloc_pending += (int64_t)size;
+	gil_inuse_pending += (int64_t)size;
+	if (gil_alloc_pending >= BATCH)
+		gil_flush();
+}
+
+void rec_count_gil_free(struct rec_cell *k, uint64_t size)
+{
+	ADD(k->frees, 1);
+	ADD(k->live, -(int64_t)size);
+	gil_inuse_pending -= (int64_t)size;
+	if (gil_inuse_pending <= -BATCH)
+		gil_flush();
 }
 
 uint64_t rec_count_allocated(void)

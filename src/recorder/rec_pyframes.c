@@ -448,103 +448,27 @@ unreadable:
 	return n;
 }
 
-/*
- * Each thread's last whole chain, frame by frame, and what it gave.  A
- * thread allocates again and again under the same chain (a C function
- * called from Python making its objects, a loop at one line): found as
- * it was, the chain costs a compare per frame, not a walk.
- */
-struct chain_frame {
-	uintptr_t frame, code, instr, qualname, filename;
-};
-static __thread struct {
-	unsigned n, gen;
-	bool whole;          /* the chain ended there (not cut by MAX) */
-	struct chain_frame fr[REC_MAX_DEPTH];
-	uintptr_t addr[REC_MAX_DEPTH];
-} last;
+atomic_uint rec_pyframes_codes_freed;
 
-unsigned rec_pyframes_chain(uintptr_t tstate, unsigned max,
-			    const uintptr_t **addrs, unsigned *gen)
+unsigned rec_pyframes_key(uintptr_t tstate, unsigned max, uintptr_t *out,
+			  uint64_t *hash)
 {
 	const struct python_offsets *o = rec_py.off;
-	const unsigned fc = o->frame_code, fi = o->frame_prev_instr,
-		       fp = o->frame_previous, cq = o->code_qualname,
-		       cf = o->code_filename;
-	uintptr_t f = 0, g, cfr;
-	unsigned n, i = 0;
-	bool broken = false;
+	const unsigned fi = o->frame_prev_instr, fp = o->frame_previous;
+	uintptr_t f = rec_pyframes_first(tstate);
+	uint64_t h = *hash;
+	unsigned n = 0;
 
-	if (plausible(tstate)) {
-		cfr = word(tstate, o->tstate_cframe);
-		if (plausible(cfr))
-			f = word(cfr, o->cframe_current_frame);
-	}
-	g = f;
-
-	if (max > REC_MAX_DEPTH)
-		max = REC_MAX_DEPTH;
-	*addrs = last.addr;
-	/*
-	 * As it was?  (The frames the last walk checked are readable.)  A
-	 * frame may have moved on to another instruction of its code (a
-	 * loop's body allocates at several): its address is the memo's, and
-	 * the chain stays what it was where that is the same line's.
-	 */
-	if (last.n <= max) {
-		bool moved = false;
-
-		for (; i < last.n && g; i++) {
-			struct chain_frame *c = &last.fr[i];
-			uintptr_t code, instr;
-
-			if (g != c->frame)
-				break;
-			code = word(g, fc);
-			if (code != c->code || word(code, cq) != c->qualname ||
-			    word(code, cf) != c->filename)
-				break;
-			instr = word(g, fi);
-			if (instr != c->instr) {
-				uintptr_t a = frame_addr(g, code, instr,
-							 c->qualname,
-							 c->filename);
-
-				if (!a)
-					break;
-				c->instr = instr;
-				if (a != last.addr[i]) {
-					last.addr[i] = a;
-					moved = true;
-				}
-			}
-			g = word(g, fp);
+	for (; f && n < max; n++) {
+		if (!plausible(f)) {
+			out[n++] = f | 1; /* (no instruction is odd) */
+			break;
 		}
-		if (i == last.n && (last.whole ? !g : i == max)) {
-			if (moved)
-				last.gen++;
-			*gen = last.gen;
-			return i;
-		}
+		out[n] = word(f, fi);
+		h = (h << 7 | h >> 57) ^ out[n];
+		f = word(f, fp);
 	}
-	g = f;
-	n = rec_pyframes_walk(&g, last.addr, max, false, &broken);
-	*gen = ++last.gen;
-	/* Remembered unless cut by a frame that failed a check. */
-	last.n = 0;
-	if (broken)
-		return n;
-	g = f;
-	for (i = 0; i < n; i++) {
-		uintptr_t code = word(g, fc);
-
-		last.fr[i] = (struct chain_frame){ g, code, word(g, fi),
-						   word(code, cq),
-						   word(code, cf) };
-		g = word(g, fp);
-	}
-	last.whole = !g;
-	last.n = n;
+	*hash = h;
 	return n;
 }
 

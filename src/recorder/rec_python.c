@@ -12,7 +12,7 @@
  * carves them out of arenas it maps.  The recorder wraps the object and
  * memory domains' allocator (PyMem_SetAllocator, the API tracemalloc
  * uses) once the interpreter runs: a small object gets a 16-byte header
- * of its own in front (its size and bucket, as a malloc block's) and a
+ * of its own in front (its size and the counters of its bucket) and a
  * stack of its Python frames and the C function that asked for it; the
  * native frames between are not walked (the walk through the interpreter
  * costs more than the rest: a pymalloc allocation is a few dozen
@@ -79,12 +79,12 @@ static char binary[4096]; /* the file the interpreter's code is in */
  * after that: too late for the C rule's dump).  Seen at the first call
  * of the allocators after it.
  */
+static const _Atomic uintptr_t *finalizing, *tstate_current; /* _PyRuntime's */
+
 static inline void teardown_check(void)
 {
-	if (__builtin_expect(atomic_load_explicit(
-				     (const _Atomic uintptr_t *)(rec_py.runtime +
-								 rec_py.off->runtime_finalizing),
-				     memory_order_relaxed) != 0,
+	if (__builtin_expect(atomic_load_explicit(finalizing,
+						  memory_order_relaxed) != 0,
 			     0) &&
 	    atomic_exchange(&rec_python_state, PY_DONE) == PY_ON)
 		rec_dump_before_teardown("python finalizing");
@@ -93,14 +93,15 @@ static inline void teardown_check(void)
 /* ---- pymalloc's objects ---- */
 
 /*
- * A small object's header: as a malloc block's in rec_hooks.c, with a
- * check word of another tag, so that neither takes the other's for its
- * own (a small object pymalloc could not place goes to malloc, whose
- * block has a header there too).
+ * A small object's header: its size and the cell it is counted in (its
+ * bucket's in the thread that made it), and a check word of another tag
+ * than a malloc block's (rec_hooks.c), so that neither takes the other's
+ * for its own (a small object pymalloc could not place goes to malloc,
+ * whose block has a header there too).
  */
 struct py_hdr {
-	uint64_t size;
-	uint32_t bucket;
+	struct rec_cell *cell; /* NULL: not counted */
+	uint32_t size;
 	uint32_t check;
 };
 
@@ -108,7 +109,8 @@ struct py_hdr {
 
 static uint32_t py_check(const struct py_hdr *h)
 {
-	uint64_t x = h->size ^ ((uint64_t)h->bucket << 32) ^ (uintptr_t)h;
+	uint64_t x = (uintptr_t)h->cell ^ ((uint64_t)h->size << 48) ^
+		     (uintptr_t)h;
 
 	x *= 0x9e3779b97f4a7c15ULL;
 	return (uint32_t)(x >> 32) ^ PY_TAG;
@@ -126,64 +128,96 @@ static struct py_hdr *py_hdr_of(void *p)
 __thread int rec_python_inside;
 
 /*
- * The buckets this thread made objects of lately: by their C caller, for
- * the chain of Python frames as it is (a chain's generation: see
- * rec_pyframes_chain), and by a hash of their stacks.  A hit of the first
- * costs two compares; of the second, a compare with the bucket's own
- * frames, where the recorder's table would cost a probe in a table of
- * every stack (out of the cache: a program has tens of thousands).
+ * Each thread's stacks of the objects it made lately, by what asked for
+ * them: the C function, and each Python frame's instruction as it is now
+ * (while no code object is freed, the same instructions are the same
+ * names).  A hit costs a read of the chain, two words a frame, and a
+ * compare; a miss, the walk that names the frames and a
+ * probe of the recorder's table of every stack.  (Kept with the thread's
+ * counters, whose cells they hold: rec_count_scratch.)
  */
-#define BY_CALLER 64
-#define RECENT 256
-static __thread struct {
-	uintptr_t caller;
-	unsigned gen;
+struct chain {
+	uint64_t hash;
+	uint32_t n;     /* words of KEY */
+	uint32_t freed; /* rec_pyframes_codes_freed when made */
 	struct rec_bucket *b;
 	struct rec_cell *cell; /* b's counters in this thread */
-} by_caller[BY_CALLER];
-static __thread struct rec_bucket *recent[RECENT];
+	uintptr_t key[];       /* the caller, then a frame's instruction */
+};
+#define CHAINS 64
+#define KEY_MAX (1 + REC_MAX_DEPTH)
+static size_t chain_size; /* with room for the key of rec_cfg.depth */
+static __thread char *chains;
+
+static inline struct chain *chain_at(uint64_t h)
+{
+	return (struct chain *)(chains + (h ^ h >> 32) % CHAINS * chain_size);
+}
+
+/* The miss: the stack named, its bucket into C. */
+static __attribute__((noinline)) struct rec_bucket *
+chain_fill(struct chain *c, const uintptr_t *key, unsigned nk, uint64_t h,
+	   uint32_t freed, uintptr_t ts, struct rec_cell **cell)
+{
+	uintptr_t frames[REC_MAX_DEPTH], f = rec_pyframes_first(ts);
+	bool broken = false;
+	struct rec_bucket *b;
+	unsigned n;
+
+	frames[0] = key[0];
+	n = 1 + rec_pyframes_walk(&f, frames + 1, rec_cfg.depth - 1, false,
+				  &broken);
+	rec_busy++;
+	b = rec_bucket_get(REC_PYOBJ, frames, n);
+	*cell = b ? rec_count_cell(b->id) : NULL;
+	rec_busy--;
+	if (!b || !*cell)
+		return NULL;
+	c->hash = h;
+	c->n = nk;
+	c->freed = freed;
+	c->b = b;
+	c->cell = *cell;
+	memcpy(c->key, key, nk * sizeof(*key));
+	return b;
+}
 
 /* The bucket of an object allocated now, asked for by code at CALLER, and
  * its counters in *CELL (NULL: none). */
 static inline struct rec_bucket *object_bucket(uintptr_t caller,
 					       struct rec_cell **cell)
 {
-	uintptr_t frames[REC_MAX_DEPTH];
-	uintptr_t ts = atomic_load_explicit(
-		(const _Atomic uintptr_t *)(rec_py.runtime +
-					    rec_py.off->runtime_tstate_current),
-		memory_order_relaxed);
-	const uintptr_t *addrs;
-	unsigned n, gen;
-	struct rec_bucket *b, **slot;
+	uintptr_t key[KEY_MAX];
+	uintptr_t ts = atomic_load_explicit(tstate_current,
+					    memory_order_relaxed);
+	uint32_t freed = atomic_load_explicit(&rec_pyframes_codes_freed,
+					      memory_order_relaxed);
 	uint64_t h = caller;
-	__typeof__(by_caller[0]) *c = &by_caller[(caller ^ caller >> 7) % BY_CALLER];
+	unsigned nk;
+	struct chain *c;
 
-	n = rec_pyframes_chain(ts, rec_cfg.depth - 1, &addrs, &gen);
-	if (c->b && c->caller == caller && c->gen == gen) {
-		*cell = c->cell;
-		return c->b;
-	}
-	frames[0] = caller;
-	for (unsigned i = 0; i < n; i++) {
-		frames[i + 1] = addrs[i];
-		h = (h ^ addrs[i]) * 0x9e3779b97f4a7c15ULL;
-	}
-	n++;
-	slot = &recent[(h ^ h >> 29 ^ n) % RECENT];
-	b = *slot;
-	if (!b || b->depth != n ||
-	    memcmp(b->frames, frames, n * sizeof(*frames))) {
-		b = rec_bucket_get(REC_PYOBJ, frames, n);
-		if (!b)
+	if (__builtin_expect(!chains, 0)) {
+		chains = rec_count_scratch(CHAINS * chain_size);
+		if (!chains)
 			return NULL;
-		*slot = b;
 	}
-	c->caller = caller;
-	c->gen = gen;
-	c->b = b;
-	c->cell = *cell = rec_count_cell(b->id);
-	return b;
+	key[0] = caller;
+	nk = 1 + rec_pyframes_key(ts, rec_cfg.depth - 1, key + 1, &h);
+	h ^= h >> 31; /* (every word's every bit into the slot's) */
+	h *= 0x9e3779b97f4a7c15ULL;
+	h ^= h >> 29;
+	c = chain_at(h);
+	if (c->b && c->hash == h && c->n == nk && c->freed == freed) {
+		unsigned i = 0;
+
+		while (i < nk && c->key[i] == key[i])
+			i++;
+		if (i == nk) {
+			*cell = c->cell;
+			return c->b;
+		}
+	}
+	return chain_fill(c, key, nk, h, freed, ts, cell);
 }
 
 static __thread unsigned polls;
@@ -193,19 +227,17 @@ static __thread unsigned polls;
 static void *object(void *raw, size_t n, uintptr_t caller)
 {
 	struct py_hdr *h = raw;
-	struct rec_bucket *b;
 	struct rec_cell *cell = NULL;
 
 	if (!raw)
 		return NULL;
-	rec_busy++;
-	b = object_bucket(caller, &cell);
-	rec_busy--;
-	h->size = n;
-	h->bucket = b && cell ? b->id : UINT32_MAX;
+	if (!object_bucket(caller, &cell))
+		cell = NULL;
+	h->cell = cell;
+	h->size = (uint32_t)n;
 	h->check = py_check(h);
-	if (b && cell)
-		rec_count_alloc_cell(cell, n, sizeof(*h));
+	if (cell)
+		rec_count_gil_alloc(cell, n);
 	/* (The dump triggers every 64 objects, as if each one was looked
 	 * at: objects are small.) */
 	if (__builtin_expect(++polls == 64, 0)) {
@@ -217,13 +249,22 @@ static void *object(void *raw, size_t n, uintptr_t caller)
 
 static void forget(struct py_hdr *h)
 {
-	if (h->bucket != UINT32_MAX)
-		rec_count_free(h->bucket, h->size, sizeof(*h));
+	if (h->cell)
+		rec_count_gil_free(h->cell, h->size);
 	h->check = 0;
 }
 
 /* The wrapped call CALL, with the malloc hooks off in this thread (a
  * block pymalloc could not place itself is counted here, not there). */
+#define BUSY(call)                                                           \
+	({                                                                   \
+		rec_busy++;                                                  \
+		__typeof__(call) r_ = (call);                                \
+		rec_busy--;                                                  \
+		r_;                                                          \
+	})
+/* The same, in pymalloc's arena allocator: the arena mapped then is
+ * noted as one, not as a mapping of the program's. */
 #define INSIDE(call)                                                         \
 	({                                                                   \
 		rec_busy++;                                                  \
@@ -247,10 +288,9 @@ static void *py_malloc(void *ctx, size_t n)
 	uintptr_t caller = (uintptr_t)__builtin_return_address(0);
 
 	rec_hooks_wait_dump();
-	teardown_check();
 	if (!wanted(n))
 		return o->malloc(o->ctx, n);
-	return object(INSIDE(o->malloc(o->ctx, n + sizeof(struct py_hdr))), n,
+	return object(BUSY(o->malloc(o->ctx, n + sizeof(struct py_hdr))), n,
 		      caller);
 }
 
@@ -263,7 +303,7 @@ static void *py_calloc(void *ctx, size_t k, size_t size)
 	rec_hooks_wait_dump();
 	if (__builtin_mul_overflow(k, size, &n) || !wanted(n))
 		return o->calloc(o->ctx, k, size);
-	return object(INSIDE(o->calloc(o->ctx, 1, n + sizeof(struct py_hdr))),
+	return object(BUSY(o->calloc(o->ctx, 1, n + sizeof(struct py_hdr))),
 		      n, caller);
 }
 
@@ -276,13 +316,19 @@ static void py_free(void *ctx, void *p)
 		return;
 	rec_hooks_wait_dump();
 	teardown_check();
+	/* (A block whose second word is the code type, be it a code object
+	 * or not, costs the chains' memos a walk.) */
+	if (*(const uintptr_t *)((const char *)p + rec_py.off->ob_type) ==
+	    rec_py.code_type)
+		atomic_fetch_add_explicit(&rec_pyframes_codes_freed, 1,
+					  memory_order_relaxed);
 	h = py_hdr_of(p);
 	if (!h) {
 		o->free(o->ctx, p); /* not one of ours: as if unwrapped */
 		return;
 	}
 	forget(h);
-	INSIDE((o->free(o->ctx, h), 0));
+	BUSY((o->free(o->ctx, h), 0));
 }
 
 static void *py_realloc(void *ctx, void *p, size_t n)
@@ -306,10 +352,10 @@ static void *py_realloc(void *ctx, void *p, size_t n)
 			return NULL;
 		memcpy(q, p, saved.size < n ? saved.size : n);
 		forget(h);
-		INSIDE((o->free(o->ctx, h), 0));
+		BUSY((o->free(o->ctx, h), 0));
 		return q;
 	}
-	q = INSIDE(o->realloc(o->ctx, h, n + sizeof(struct py_hdr)));
+	q = BUSY(o->realloc(o->ctx, h, n + sizeof(struct py_hdr)));
 	if (!q)
 		return NULL; /* the old block as it was */
 	forget(&saved);
@@ -374,9 +420,7 @@ void rec_python_poll(void)
 		teardown_check();
 		return;
 	}
-	holder = atomic_load_explicit(
-		(const _Atomic uintptr_t *)(rec_py.runtime + rec_py.off->runtime_tstate_current),
-		memory_order_acquire);
+	holder = atomic_load_explicit(tstate_current, memory_order_acquire);
 	if (!holder)
 		return;
 	rec_busy++;
@@ -475,6 +519,11 @@ void rec_python_init(void)
 			"missing; its stacks have native frames only", NULL);
 		return;
 	}
+	finalizing = (const _Atomic uintptr_t *)(py.runtime +
+						 py.off->runtime_finalizing);
+	tstate_current = (const _Atomic uintptr_t *)(
+		py.runtime + py.off->runtime_tstate_current);
+	chain_size = sizeof(struct chain) + rec_cfg.depth * sizeof(uintptr_t);
 	py.eval_lo = (uintptr_t)eval;
 	py.eval_hi = py.eval_lo + es->st_size;
 	find_binary(eval);
