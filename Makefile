@@ -135,19 +135,25 @@ $(O)/PATHS: FORCE
 	@if cmp -s $@.new $@; then rm $@.new; else mv $@.new $@; fi
 
 # The recorder: a preload library, hidden but for the functions it hooks.
-# (The more specific pattern wins over the one above.)
+# (The more specific pattern wins over the one above.)  Optimized across
+# its files where no sanitizer is on: a Python program's every object
+# goes through three of them (5% of its run time under record).  The
+# objects keep their plain code too, for the unit tests.
+ifeq ($(SANITIZE),)
+REC_LTO = -flto=auto -ffat-lto-objects
+endif
 $(O)/recorder/%.o: src/recorder/%.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) -std=gnu11 $(WARNINGS) $(REC_SANFLAGS) $(CFLAGS) \
 		-fPIC -fvisibility=hidden -ftls-model=initial-exec -pthread \
-		-MMD -MP -c -o $@ $<
+		$(REC_LTO) -MMD -MP -c -o $@ $<
 
 # (The test build's entry points run before ThreadSanitizer's runtime has
 # started: they are not instrumented.)
 $(O)/recorder/rec_tsan.o: REC_SANFLAGS = -DREC_TSAN
 
 $(RECORDER): $(REC_OBJS)
-	$(CC) -shared -pthread $(REC_SANFLAGS) $(LDFLAGS) -Wl,-z,defs \
+	$(CC) -shared -pthread $(REC_SANFLAGS) $(REC_LTO) $(CFLAGS) $(LDFLAGS) -Wl,-z,defs \
 		-Wl,-z,now -o $@ $^ -ldl
 
 $(NODE_HOOK): src/recorder/dmprof-node.js

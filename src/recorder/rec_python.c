@@ -132,37 +132,49 @@ __thread int rec_python_inside;
  * them: the C function, and each Python frame's instruction as it is now
  * (while no code object is freed, the same instructions are the same
  * names).  A hit costs a read of the chain, two words a frame, and a
- * compare; a miss, the walk that names the frames and a
- * probe of the recorder's table of every stack.  (Kept with the thread's
- * counters, whose cells they hold: rec_count_scratch.)
+ * compare; a miss, the walk that names the frames and a probe of the
+ * recorder's table of every stack.  Four ways a set: a loop's few stacks
+ * never take each other's place (with one way, two of them in one slot
+ * did, in one run of three: every object then a miss).  (Kept with the
+ * thread's counters, whose cells they hold: rec_count_scratch.)
  */
 struct chain {
-	uint64_t hash;
 	uint32_t n;     /* words of KEY */
 	uint32_t freed; /* rec_pyframes_codes_freed when made */
 	struct rec_bucket *b;
 	struct rec_cell *cell; /* b's counters in this thread */
 	uintptr_t key[];       /* the caller, then a frame's instruction */
 };
-#define CHAINS 64
+#define SET_BITS 5
+#define SETS (1 << SET_BITS)
+#define WAYS 4
+struct chains {
+	uint64_t tag[SETS][WAYS]; /* the stacks' hashes: a set in a line */
+	uint8_t next[SETS];       /* the way a miss takes next */
+	/* then the chains, (1 << shift) bytes each */
+};
 #define KEY_MAX (1 + REC_MAX_DEPTH)
-static size_t chain_size; /* with room for the key of rec_cfg.depth */
-static __thread char *chains;
+static unsigned chain_shift; /* log2 of a chain's bytes, its key's room */
+static size_t chains_size;
+static __thread struct chains *chains;
 
-static inline struct chain *chain_at(uint64_t h)
+static inline struct chain *chain_at(struct chains *t, unsigned set,
+				     unsigned way)
 {
-	return (struct chain *)(chains + (h ^ h >> 32) % CHAINS * chain_size);
+	return (struct chain *)((char *)(t + 1) +
+				((size_t)(set * WAYS + way) << chain_shift));
 }
 
-/* The miss: the stack named, its bucket into C. */
+/* The miss: the stack named, its bucket into a way of SET. */
 static __attribute__((noinline)) struct rec_bucket *
-chain_fill(struct chain *c, const uintptr_t *key, unsigned nk, uint64_t h,
+chain_fill(unsigned set, const uintptr_t *key, unsigned nk, uint64_t h,
 	   uint32_t freed, uintptr_t ts, struct rec_cell **cell)
 {
 	uintptr_t frames[REC_MAX_DEPTH], f = rec_pyframes_first(ts);
 	bool broken = false;
 	struct rec_bucket *b;
-	unsigned n;
+	struct chain *c;
+	unsigned n, way;
 
 	frames[0] = key[0];
 	n = 1 + rec_pyframes_walk(&f, frames + 1, rec_cfg.depth - 1, false,
@@ -173,7 +185,9 @@ chain_fill(struct chain *c, const uintptr_t *key, unsigned nk, uint64_t h,
 	rec_busy--;
 	if (!b || !*cell)
 		return NULL;
-	c->hash = h;
+	way = chains->next[set]++ % WAYS;
+	c = chain_at(chains, set, way);
+	chains->tag[set][way] = h;
 	c->n = nk;
 	c->freed = freed;
 	c->b = b;
@@ -193,31 +207,34 @@ static inline struct rec_bucket *object_bucket(uintptr_t caller,
 	uint32_t freed = atomic_load_explicit(&rec_pyframes_codes_freed,
 					      memory_order_relaxed);
 	uint64_t h = caller;
-	unsigned nk;
-	struct chain *c;
+	unsigned nk, set;
+	struct chains *t = chains;
 
-	if (__builtin_expect(!chains, 0)) {
-		chains = rec_count_scratch(CHAINS * chain_size);
-		if (!chains)
+	if (__builtin_expect(!t, 0)) {
+		chains = t = rec_count_scratch(chains_size);
+		if (!t)
 			return NULL;
 	}
 	key[0] = caller;
 	nk = 1 + rec_pyframes_key(ts, rec_cfg.depth - 1, key + 1, &h);
-	h ^= h >> 31; /* (every word's every bit into the slot's) */
-	h *= 0x9e3779b97f4a7c15ULL;
-	h ^= h >> 29;
-	c = chain_at(h);
-	if (c->b && c->hash == h && c->n == nk && c->freed == freed) {
-		unsigned i = 0;
+	h *= 0x9e3779b97f4a7c15ULL; /* (the top bits: every word's bits) */
+	set = (unsigned)(h >> (64 - SET_BITS));
+	for (unsigned way = 0; way < WAYS; way++) {
+		struct chain *c;
+		uintptr_t diff;
 
-		while (i < nk && c->key[i] == key[i])
-			i++;
-		if (i == nk) {
+		if (t->tag[set][way] != h)
+			continue;
+		c = chain_at(t, set, way);
+		diff = (c->n ^ nk) | (c->freed ^ freed) | !c->b;
+		for (unsigned i = 0; !diff && i < nk; i++)
+			diff = c->key[i] ^ key[i];
+		if (!diff) {
 			*cell = c->cell;
 			return c->b;
 		}
 	}
-	return chain_fill(c, key, nk, h, freed, ts, cell);
+	return chain_fill(set, key, nk, h, freed, ts, cell);
 }
 
 static __thread unsigned polls;
@@ -523,7 +540,11 @@ void rec_python_init(void)
 						 py.off->runtime_finalizing);
 	tstate_current = (const _Atomic uintptr_t *)(
 		py.runtime + py.off->runtime_tstate_current);
-	chain_size = sizeof(struct chain) + rec_cfg.depth * sizeof(uintptr_t);
+	while (((size_t)1 << chain_shift) <
+	       sizeof(struct chain) + rec_cfg.depth * sizeof(uintptr_t))
+		chain_shift++;
+	chains_size = sizeof(struct chains) +
+		      ((size_t)SETS * WAYS << chain_shift);
 	py.eval_lo = (uintptr_t)eval;
 	py.eval_hi = py.eval_lo + es->st_size;
 	find_binary(eval);
