@@ -306,16 +306,15 @@ uintptr_t rec_pyframes_first(uintptr_t tstate);
 unsigned rec_pyframes_walk(uintptr_t *framep, uintptr_t *out, unsigned max,
 			   bool entry_only, bool *broken);
 /*
- * What up to MAX frames of the chain of the thread whose PyThreadState is
- * TSTATE run, innermost first, without a name: each frame's instruction
- * into OUT (a frame that fails a check: its address, odd, the last one).
- * Their count; *HASH mixed with them.  An instruction is in its code
- * object: while rec_pyframes_codes_freed stays the same, the same
- * instructions are the same names, and a cache of stacks by them needs
- * no walk that names.
+ * Up to MAX frames of the chain from frame F on, innermost first: their
+ * addresses into FRAMES, their instructions into INSTRS, *WHOLE whether
+ * the chain ended there.  Their count; more than MAX where a frame fails
+ * a check.  (An instruction is in its code object: while
+ * rec_pyframes_codes_freed stays the same, the same instructions are the
+ * same names.)
  */
-unsigned rec_pyframes_key(uintptr_t tstate, unsigned max, uintptr_t *out,
-			  uint64_t *hash);
+unsigned rec_pyframes_list(uintptr_t f, unsigned max, uintptr_t *frames,
+			   uintptr_t *instrs, bool *whole);
 /* How many code objects the object allocator's hook saw freed (or blocks
  * it took for one). */
 extern atomic_uint rec_pyframes_codes_freed;

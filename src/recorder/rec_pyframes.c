@@ -450,25 +450,20 @@ unreadable:
 
 atomic_uint rec_pyframes_codes_freed;
 
-unsigned rec_pyframes_key(uintptr_t tstate, unsigned max, uintptr_t *out,
-			  uint64_t *hash)
+unsigned rec_pyframes_list(uintptr_t f, unsigned max, uintptr_t *frames,
+			   uintptr_t *instrs, bool *whole)
 {
 	const struct python_offsets *o = rec_py.off;
-	const unsigned fi = o->frame_prev_instr, fp = o->frame_previous;
-	uintptr_t f = rec_pyframes_first(tstate);
-	uint64_t h = *hash;
 	unsigned n = 0;
 
 	for (; f && n < max; n++) {
-		if (!plausible(f)) {
-			out[n++] = f | 1; /* (no instruction is odd) */
-			break;
-		}
-		out[n] = word(f, fi);
-		h = (h << 7 | h >> 57) ^ out[n];
-		f = word(f, fp);
+		if (!plausible(f))
+			return UINT32_MAX;
+		frames[n] = f;
+		instrs[n] = word(f, o->frame_prev_instr);
+		f = word(f, o->frame_previous);
 	}
-	*hash = h;
+	*whole = !f;
 	return n;
 }
 

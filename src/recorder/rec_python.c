@@ -128,55 +128,118 @@ static struct py_hdr *py_hdr_of(void *p)
 __thread int rec_python_inside;
 
 /*
- * Each thread's stacks of the objects it made lately, by what asked for
- * them: the C function, and each Python frame's instruction as it is now
- * (while no code object is freed, the same instructions are the same
- * names).  A hit costs a read of the chain, two words a frame, and a
- * compare; a miss, the walk that names the frames and a probe of the
- * recorder's table of every stack.  Four ways a set: a loop's few stacks
- * never take each other's place (with one way, two of them in one slot
- * did, in one run of three: every object then a miss).  (Kept with the
- * thread's counters, whose cells they hold: rec_count_scratch.)
+ * Each thread's chains of Python frames lately run, by their innermost
+ * frame, and in each the stacks of the objects made under it, by the C
+ * function that asked and the instruction the innermost frame ran.
+ *
+ * A chain is as it was while each frame's previous one and instruction
+ * are: the frames' addresses are the chain's own, so that the words to
+ * compare are known before any is read, and the processor reads them at
+ * once, not one frame after the other as a walk does.  (Each frame is
+ * read only once the one inside it says it is its previous: a frame gone,
+ * its memory unmapped, is never read.)  While no code object is freed,
+ * the same instructions are the same names.  A miss of a chain costs a
+ * walk of the frames; of a stack, the walk that names them and a probe of
+ * the recorder's table of every stack.  (Kept with the thread's counters,
+ * whose cells they hold: rec_count_scratch.)
  */
-struct chain {
-	uint32_t n;     /* words of KEY */
-	uint32_t freed; /* rec_pyframes_codes_freed when made */
+struct site {
+	uintptr_t caller, instr;
 	struct rec_bucket *b;
 	struct rec_cell *cell; /* b's counters in this thread */
-	uintptr_t key[];       /* the caller, then a frame's instruction */
 };
-#define SET_BITS 5
+#define SITE_BITS 4
+#define SITE_WAYS 2
+struct chain {
+	uint32_t n;      /* frames */
+	uint32_t freed;  /* rec_pyframes_codes_freed when made */
+	uint32_t next;   /* the way a miss takes next */
+	bool whole;      /* the chain ends at frame N - 1 (not cut) */
+	struct site site[1 << SITE_BITS][SITE_WAYS];
+	uintptr_t word[]; /* N frames, then their N instructions */
+};
+#define SET_BITS 3
 #define SETS (1 << SET_BITS)
 #define WAYS 4
 struct chains {
-	uint64_t tag[SETS][WAYS]; /* the stacks' hashes: a set in a line */
-	uint8_t next[SETS];       /* the way a miss takes next */
-	/* then the chains, (1 << shift) bytes each */
+	uintptr_t first[SETS][WAYS]; /* the chains' innermost frames */
+	uint8_t next[SETS];          /* the way a miss takes next */
+	/* then the chains, CHAIN_SIZE bytes each */
 };
-#define KEY_MAX (1 + REC_MAX_DEPTH)
-static unsigned chain_shift; /* log2 of a chain's bytes, its key's room */
-static size_t chains_size;
+static size_t chain_size, chains_size;
+static unsigned off_prev, off_instr; /* the frame's (python_offsets) */
 static __thread struct chains *chains;
 
 static inline struct chain *chain_at(struct chains *t, unsigned set,
 				     unsigned way)
 {
 	return (struct chain *)((char *)(t + 1) +
-				((size_t)(set * WAYS + way) << chain_shift));
+				(set * WAYS + way) * chain_size);
 }
 
-/* The miss: the stack named, its bucket into a way of SET. */
-static __attribute__((noinline)) struct rec_bucket *
-chain_fill(unsigned set, const uintptr_t *key, unsigned nk, uint64_t h,
-	   uint32_t freed, uintptr_t ts, struct rec_cell **cell)
+static inline uintptr_t frame_word(uintptr_t f, unsigned at)
 {
-	uintptr_t frames[REC_MAX_DEPTH], f = rec_pyframes_first(ts);
+	return *(const uintptr_t *)(f + at);
+}
+
+/* Is C the chain from F on (F its first frame) as it was? */
+static inline bool chain_as_was(const struct chain *c, uintptr_t f)
+{
+	const uintptr_t *frame = c->word, *instr = c->word + c->n;
+
+	for (unsigned i = 1; i < c->n; i++) {
+		if (frame_word(f, off_prev) != frame[i])
+			return false;
+		f = frame[i];
+		if (frame_word(f, off_instr) != instr[i])
+			return false;
+	}
+	return !c->whole || !c->n || !frame_word(f, off_prev);
+}
+
+/* The chain from F (made now in a way of SET); NULL where a frame fails
+ * a check (such a chain is walked at each object). */
+static __attribute__((noinline)) struct chain *
+chain_make(struct chains *t, unsigned set, uintptr_t f, uint32_t freed)
+{
+	unsigned way = t->next[set]++ % WAYS, max = rec_cfg.depth - 1;
+	struct chain *c = chain_at(t, set, way);
+	uintptr_t frames[REC_MAX_DEPTH], instrs[REC_MAX_DEPTH];
+	bool whole;
+	unsigned n = rec_pyframes_list(f, max, frames, instrs, &whole);
+
+	t->first[set][way] = 0;
+	if (n > max)
+		return NULL;
+	memset(c, 0, sizeof(*c));
+	c->n = n;
+	c->freed = freed;
+	c->whole = whole;
+	memcpy(c->word, frames, n * sizeof(*frames));
+	memcpy(c->word + n, instrs, n * sizeof(*instrs));
+	t->first[set][way] = f;
+	return c;
+}
+
+static inline unsigned site_set(uintptr_t caller, uintptr_t instr)
+{
+	return (unsigned)(((caller ^ instr * 31) * 0x9e3779b97f4a7c15ULL) >>
+			  (64 - SITE_BITS));
+}
+
+/* The stack from F, asked for at CALLER, named: its bucket, its cell in
+ * *CELL, kept as a site of C (if any). */
+static __attribute__((noinline)) struct rec_bucket *
+site_make(struct chain *c, uintptr_t caller, uintptr_t f, uintptr_t instr,
+	  struct rec_cell **cell)
+{
+	uintptr_t frames[REC_MAX_DEPTH];
 	bool broken = false;
 	struct rec_bucket *b;
-	struct chain *c;
-	unsigned n, way;
+	struct site *s;
+	unsigned n;
 
-	frames[0] = key[0];
+	frames[0] = caller;
 	n = 1 + rec_pyframes_walk(&f, frames + 1, rec_cfg.depth - 1, false,
 				  &broken);
 	rec_busy++;
@@ -185,14 +248,10 @@ chain_fill(unsigned set, const uintptr_t *key, unsigned nk, uint64_t h,
 	rec_busy--;
 	if (!b || !*cell)
 		return NULL;
-	way = chains->next[set]++ % WAYS;
-	c = chain_at(chains, set, way);
-	chains->tag[set][way] = h;
-	c->n = nk;
-	c->freed = freed;
-	c->b = b;
-	c->cell = *cell;
-	memcpy(c->key, key, nk * sizeof(*key));
+	if (c) {
+		s = &c->site[site_set(caller, instr)][c->next++ % SITE_WAYS];
+		*s = (struct site){ caller, instr, b, *cell };
+	}
 	return b;
 }
 
@@ -201,40 +260,45 @@ chain_fill(unsigned set, const uintptr_t *key, unsigned nk, uint64_t h,
 static inline struct rec_bucket *object_bucket(uintptr_t caller,
 					       struct rec_cell **cell)
 {
-	uintptr_t key[KEY_MAX];
 	uintptr_t ts = atomic_load_explicit(tstate_current,
 					    memory_order_relaxed);
 	uint32_t freed = atomic_load_explicit(&rec_pyframes_codes_freed,
 					      memory_order_relaxed);
-	uint64_t h = caller;
-	unsigned nk, set;
+	uintptr_t f = rec_pyframes_first(ts), instr;
+	unsigned set = (unsigned)((f * 0x9e3779b97f4a7c15ULL) >>
+				  (64 - SET_BITS));
 	struct chains *t = chains;
+	struct chain *c = NULL;
 
 	if (__builtin_expect(!t, 0)) {
 		chains = t = rec_count_scratch(chains_size);
 		if (!t)
 			return NULL;
 	}
-	key[0] = caller;
-	nk = 1 + rec_pyframes_key(ts, rec_cfg.depth - 1, key + 1, &h);
-	h *= 0x9e3779b97f4a7c15ULL; /* (the top bits: every word's bits) */
-	set = (unsigned)(h >> (64 - SET_BITS));
 	for (unsigned way = 0; way < WAYS; way++) {
-		struct chain *c;
-		uintptr_t diff;
+		struct chain *k;
 
-		if (t->tag[set][way] != h)
+		if (t->first[set][way] != f)
 			continue;
-		c = chain_at(t, set, way);
-		diff = (c->n ^ nk) | (c->freed ^ freed) | !c->b;
-		for (unsigned i = 0; !diff && i < nk; i++)
-			diff = c->key[i] ^ key[i];
-		if (!diff) {
-			*cell = c->cell;
-			return c->b;
+		k = chain_at(t, set, way);
+		if (k->freed == freed && chain_as_was(k, f)) {
+			c = k;
+			break;
 		}
 	}
-	return chain_fill(set, key, nk, h, freed, ts, cell);
+	if (!c)
+		c = chain_make(t, set, f, freed);
+	/* (F is read once a walk found it a frame.) */
+	instr = c && f ? frame_word(f, off_instr) : 0;
+	for (unsigned i = 0; c && i < SITE_WAYS; i++) {
+		const struct site *s = &c->site[site_set(caller, instr)][i];
+
+		if (s->caller == caller && s->instr == instr && s->b) {
+			*cell = s->cell;
+			return s->b;
+		}
+	}
+	return site_make(c, caller, f, instr, cell);
 }
 
 static __thread unsigned polls;
@@ -540,11 +604,11 @@ void rec_python_init(void)
 						 py.off->runtime_finalizing);
 	tstate_current = (const _Atomic uintptr_t *)(
 		py.runtime + py.off->runtime_tstate_current);
-	while (((size_t)1 << chain_shift) <
-	       sizeof(struct chain) + rec_cfg.depth * sizeof(uintptr_t))
-		chain_shift++;
-	chains_size = sizeof(struct chains) +
-		      ((size_t)SETS * WAYS << chain_shift);
+	chain_size = sizeof(struct chain) +
+		     2 * (size_t)rec_cfg.depth * sizeof(uintptr_t);
+	chains_size = sizeof(struct chains) + SETS * WAYS * chain_size;
+	off_prev = py.off->frame_previous;
+	off_instr = py.off->frame_prev_instr;
 	py.eval_lo = (uintptr_t)eval;
 	py.eval_hi = py.eval_lo + es->st_size;
 	find_binary(eval);

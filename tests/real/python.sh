@@ -15,6 +15,8 @@
 #   - the same under python3 -m, PYTHONMALLOC=malloc and =debug;
 #   - children: subprocess, multiprocessing (spawn), os.fork() without
 #     exec: their Python frames are named;
+#   - a function called from three lines of another, a generator resumed
+#     from two: each line's stack keeps its own strings, to the object;
 #   - a program that sets sys.setprofile, and a C extension whose thread
 #     never held the GIL (its blocks keep their native frames);
 #   - a recorder built without the table (-DPYTHON_OFFSETS_NONE) says
@@ -148,6 +150,25 @@ py_record pyfork "$pyd" "$S" fork && {
 	n=$(ls pyfork/*.0001.heap | wc -l)
 	[ "$n" = 2 ] && ok || bad "os.fork(): $n processes wrote dumps, want 2"
 	py_child "os.fork()" pyfork "scenarios.py fork" "child_strings.<locals>.<listcomp>" scenarios.py 19
+}
+# Each caller's line holds its strings, to the object: the recorder's
+# cache of stacks tells a frame at the same address, running the same
+# code at the same instruction, called from another line.
+py_record pycallers "$pyd" "$S" callers && {
+	"$bin" expand "$py_final" linux malloc-python-app 2>/dev/null >pycallers.exp
+	for n in 3000 2000 1000 1500 2500; do
+		line=$(grep -n "# caller $n\$" "$S" | cut -d: -f1)
+		case $n in
+		1500 | 2500) site=$(grep -n "# the generated site" "$S" | cut -d: -f1) fn=generated ;;
+		*) site=$(grep -n "# the listed site" "$S" | cut -d: -f1) fn="listed.<locals>.<listcomp>" ;;
+		esac
+		awk -v n="$n" -v fn="<- $fn (" -v site="scenarios.py:$site) <- " \
+			-v line="scenarios.py:$line) <- " '
+			$2 == "alloc=" n && $3 == "free=0" && index($0, fn) &&
+			index($0, site) && index($0, line) { f = 1 }
+			END { exit !f }' pycallers.exp && ok ||
+			bad "callers: no stack of $n strings from scenarios.py:$line: $(grep -c . pycallers.exp) stacks"
+	done
 }
 py_record pyprof "$pyd" "$S" setprofile &&
 	py_child "sys.setprofile" pyprof "setprofile" "setprofile.<locals>.<listcomp>" scenarios.py 33

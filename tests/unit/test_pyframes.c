@@ -237,50 +237,37 @@ Test(pyframes, a_code_object_made_again_at_an_address)
 	free(text);
 }
 
-/* A thread state whose current frame is F. */
-static uintptr_t tstate_at(uintptr_t f)
-{
-	const struct python_offsets *o = python_offsets_for(3, 11);
-	char *cf = obj(64), *ts = obj(512);
-
-	put(cf, o->cframe_current_frame, f);
-	put(ts, o->tstate_cframe, (uintptr_t)cf);
-	return (uintptr_t)ts;
-}
-
-Test(pyframes, a_chains_key_is_its_instructions)
+Test(pyframes, a_chains_list_is_its_frames_and_instructions)
 {
 	const struct python_offsets *o = python_offsets_for(3, 11);
 	uintptr_t outer = frame(code("<module>", "/app/prog.py", 1), 3, 0, true);
 	uintptr_t inner = frame(code("f", "/app/prog.py", 10), 2, outer, false);
-	uintptr_t ts = tstate_at(inner), key[8], again[8];
-	uint64_t h = 7, h2 = 7, h3 = 7;
+	uintptr_t frames[8], instrs[8];
+	bool whole = false;
 
 	start(o);
-	cr_assert_eq(rec_pyframes_key(ts, 8, key, &h), 2);
-	cr_assert_eq(key[0], *(uintptr_t *)(inner + o->frame_prev_instr));
-	cr_assert_eq(key[1], *(uintptr_t *)(outer + o->frame_prev_instr));
-	cr_assert_eq(rec_pyframes_key(ts, 8, again, &h2), 2);
-	cr_assert_eq(h, h2, "the same chain, the same hash");
-	/* The outer frame at another instruction: another key. */
-	put((void *)outer, o->frame_prev_instr, key[1] + 2);
-	cr_assert_eq(rec_pyframes_key(ts, 8, again, &h3), 2);
-	cr_assert_neq(h3, h);
-	cr_assert_eq(again[1], key[1] + 2);
-	/* Cut at MAX frames. */
-	cr_assert_eq(rec_pyframes_key(ts, 1, again, &h3), 1);
-	/* No thread state, no frame: nothing. */
-	cr_assert_eq(rec_pyframes_key(0, 8, again, &h3), 0);
+	cr_assert_eq(rec_pyframes_list(inner, 8, frames, instrs, &whole), 2);
+	cr_assert(whole);
+	cr_assert_eq(frames[0], inner);
+	cr_assert_eq(frames[1], outer);
+	cr_assert_eq(instrs[0], *(uintptr_t *)(inner + o->frame_prev_instr));
+	cr_assert_eq(instrs[1], *(uintptr_t *)(outer + o->frame_prev_instr));
+	/* Cut at MAX frames: not whole. */
+	cr_assert_eq(rec_pyframes_list(inner, 1, frames, instrs, &whole), 1);
+	cr_assert(!whole);
+	/* No frame: nothing, whole. */
+	cr_assert_eq(rec_pyframes_list(0, 8, frames, instrs, &whole), 0);
+	cr_assert(whole);
 }
 
-Test(pyframes, a_chains_key_ends_at_a_wild_pointer)
+Test(pyframes, a_chains_list_refuses_a_wild_pointer)
 {
 	uintptr_t inner = frame(code("f", "/app/prog.py", 1), 0,
 				0x7f0000000003ULL, false);
-	uintptr_t key[8];
-	uint64_t h = 0;
+	uintptr_t frames[8], instrs[8];
+	bool whole;
 
 	start(python_offsets_for(3, 11));
-	cr_assert_eq(rec_pyframes_key(tstate_at(inner), 8, key, &h), 2);
-	cr_assert(key[1] & 1, "the frame that fails a check marks the key");
+	cr_assert_gt(rec_pyframes_list(inner, 8, frames, instrs, &whole), 8,
+		     "a chain with a frame that fails a check is not listed");
 }

@@ -48,6 +48,27 @@ def spawn():
     child.join()
 
 
+def listed(n):
+    return ["called-%08d" % i * 3 for i in range(n)]  # the listed site
+
+
+def generated(n):
+    for i in range(n):
+        yield "generated-%08d" % i * 3  # the generated site
+
+
+# callers: one function called from three lines of another (3000, 2000
+# and 1000 strings kept), and a generator resumed from two (1500 and
+# 2500): each line its own stack.
+def callers():
+    KEEP.append(listed(3000))  # caller 3000
+    KEEP.append(listed(2000))  # caller 2000
+    KEEP.append(listed(1000))  # caller 1000
+    g = generated(4000)
+    KEEP.append([next(g) for _ in range(1500)])  # caller 1500
+    KEEP.append(list(g))  # caller 2500
+
+
 def ext(n):
     sys.path.insert(0, os.getcwd())
     import pyext
@@ -64,5 +85,7 @@ if __name__ == "__main__":
         subprocess_child()
     elif what == "spawn":
         spawn()
+    elif what == "callers":
+        callers()
     elif what == "ext":
         ext(int(sys.argv[2]))
