@@ -148,8 +148,8 @@ struct site {
 	struct rec_bucket *b;
 	struct rec_cell *cell; /* b's counters in this thread */
 };
-#define SITE_BITS 4
-#define SITE_WAYS 2
+#define SITE_BITS 3
+#define SITE_WAYS 4
 struct chain {
 	uint32_t n;      /* frames */
 	uint32_t freed;  /* rec_pyframes_codes_freed when made */
@@ -158,7 +158,7 @@ struct chain {
 	struct site site[1 << SITE_BITS][SITE_WAYS];
 	uintptr_t word[]; /* N frames, then their N instructions */
 };
-#define SET_BITS 3
+#define SET_BITS 2
 #define SETS (1 << SET_BITS)
 #define WAYS 4
 struct chains {
