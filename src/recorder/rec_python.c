@@ -151,7 +151,8 @@ struct site {
 #define SITE_BITS 3
 #define SITE_WAYS 4
 struct chain {
-	uint32_t n;      /* frames */
+	uintptr_t first; /* its innermost frame */
+	uint32_t n;      /* frames (UINT32_MAX: none kept here) */
 	uint32_t freed;  /* rec_pyframes_codes_freed when made */
 	uint32_t next;   /* the way a miss takes next */
 	bool whole;      /* the chain ends at frame N - 1 (not cut) */
@@ -162,8 +163,8 @@ struct chain {
 #define SETS (1 << SET_BITS)
 #define WAYS 4
 struct chains {
-	uintptr_t first[SETS][WAYS]; /* the chains' innermost frames */
-	uint8_t next[SETS];          /* the way a miss takes next */
+	struct chain *last;  /* the chain of the thread's last object */
+	uint8_t next[SETS];  /* the way a miss takes next */
 	/* then the chains, CHAIN_SIZE bytes each */
 };
 static size_t chain_size, chains_size;
@@ -208,16 +209,19 @@ chain_make(struct chains *t, unsigned set, uintptr_t f, uint32_t freed)
 	bool whole;
 	unsigned n = rec_pyframes_list(f, max, frames, instrs, &whole);
 
-	t->first[set][way] = 0;
-	if (n > max)
-		return NULL;
+	if (t->last == c)
+		t->last = NULL;
 	memset(c, 0, sizeof(*c));
+	if (n > max) {
+		c->n = UINT32_MAX;
+		return NULL;
+	}
+	c->first = f;
 	c->n = n;
 	c->freed = freed;
 	c->whole = whole;
 	memcpy(c->word, frames, n * sizeof(*frames));
 	memcpy(c->word + n, instrs, n * sizeof(*instrs));
-	t->first[set][way] = f;
 	return c;
 }
 
@@ -257,6 +261,39 @@ site_make(struct chain *c, uintptr_t caller, uintptr_t f, uintptr_t instr,
 
 /* The bucket of an object allocated now, asked for by code at CALLER, and
  * its counters in *CELL (NULL: none). */
+/* The chain from F: the thread's last one, if it is F's as it was (its
+ * words are read while F is, from the chain's own first frame: neither
+ * waits for the other), else one of F's set. */
+static inline struct chain *chain_of(struct chains *t, uintptr_t f,
+				     uint32_t freed, uintptr_t *first)
+{
+	struct chain *c = t->last;
+	unsigned set;
+
+	if (__builtin_expect(c != NULL, 1)) {
+		uintptr_t g = c->first;
+
+		/* (G, not F: the compiler may not take one for the other.) */
+		__asm__("" : "+r"(g));
+		if (c->first == f && c->freed == freed && chain_as_was(c, g)) {
+			*first = g;
+			return c;
+		}
+	}
+	*first = f;
+	set = (unsigned)((f * 0x9e3779b97f4a7c15ULL) >> (64 - SET_BITS));
+	for (unsigned way = 0; way < WAYS; way++) {
+		c = chain_at(t, set, way);
+		if (c->first == f && c->n != UINT32_MAX && c->freed == freed &&
+		    chain_as_was(c, f))
+			return t->last = c;
+	}
+	c = chain_make(t, set, f, freed);
+	return c ? (t->last = c) : NULL;
+}
+
+/* The bucket of an object allocated now, asked for by code at CALLER, and
+ * its counters in *CELL (NULL: none). */
 static inline struct rec_bucket *object_bucket(uintptr_t caller,
 					       struct rec_cell **cell)
 {
@@ -265,29 +302,15 @@ static inline struct rec_bucket *object_bucket(uintptr_t caller,
 	uint32_t freed = atomic_load_explicit(&rec_pyframes_codes_freed,
 					      memory_order_relaxed);
 	uintptr_t f = rec_pyframes_first(ts), instr;
-	unsigned set = (unsigned)((f * 0x9e3779b97f4a7c15ULL) >>
-				  (64 - SET_BITS));
 	struct chains *t = chains;
-	struct chain *c = NULL;
+	struct chain *c;
 
 	if (__builtin_expect(!t, 0)) {
 		chains = t = rec_count_scratch(chains_size);
 		if (!t)
 			return NULL;
 	}
-	for (unsigned way = 0; way < WAYS; way++) {
-		struct chain *k;
-
-		if (t->first[set][way] != f)
-			continue;
-		k = chain_at(t, set, way);
-		if (k->freed == freed && chain_as_was(k, f)) {
-			c = k;
-			break;
-		}
-	}
-	if (!c)
-		c = chain_make(t, set, f, freed);
+	c = chain_of(t, f, freed, &f);
 	/* (F is read once a walk found it a frame.) */
 	instr = c && f ? frame_word(f, off_instr) : 0;
 	for (unsigned i = 0; c && i < SITE_WAYS; i++) {
