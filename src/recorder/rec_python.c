@@ -169,6 +169,8 @@ struct chains {
 };
 static size_t chain_size, chains_size;
 static unsigned off_prev, off_instr; /* the frame's (python_offsets) */
+static unsigned off_ob_type;         /* an object's */
+static uintptr_t code_type;          /* &PyCode_Type */
 static __thread struct chains *chains;
 
 static inline struct chain *chain_at(struct chains *t, unsigned set,
@@ -259,8 +261,6 @@ site_make(struct chain *c, uintptr_t caller, uintptr_t f, uintptr_t instr,
 	return b;
 }
 
-/* The bucket of an object allocated now, asked for by code at CALLER, and
- * its counters in *CELL (NULL: none). */
 /* The chain from F: the thread's last one, if it is F's as it was (its
  * words are read while F is, from the chain's own first frame: neither
  * waits for the other), else one of F's set. */
@@ -422,8 +422,7 @@ static void py_free(void *ctx, void *p)
 	teardown_check();
 	/* (A block whose second word is the code type, be it a code object
 	 * or not, costs the chains' memos a walk.) */
-	if (*(const uintptr_t *)((const char *)p + rec_py.off->ob_type) ==
-	    rec_py.code_type)
+	if (*(const uintptr_t *)((const char *)p + off_ob_type) == code_type)
 		atomic_fetch_add_explicit(&rec_pyframes_codes_freed, 1,
 					  memory_order_relaxed);
 	h = py_hdr_of(p);
@@ -631,6 +630,8 @@ void rec_python_init(void)
 		     2 * (size_t)rec_cfg.depth * sizeof(uintptr_t);
 	chains_size = sizeof(struct chains) + SETS * WAYS * chain_size;
 	off_prev = py.off->frame_previous;
+	off_ob_type = py.off->ob_type;
+	code_type = py.code_type;
 	off_instr = py.off->frame_prev_instr;
 	py.eval_lo = (uintptr_t)eval;
 	py.eval_hi = py.eval_lo + es->st_size;
