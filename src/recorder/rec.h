@@ -227,6 +227,8 @@ struct rec_config {
 	bool active;
 	bool mmap;              /* HEAP_PROFILE_MMAP */
 	bool no_stop;           /* DMPROF_NO_STOP: read the process running */
+	bool no_scan;           /* DMPROF_NO_SCAN: no PAGEMAP_SCAN (as before
+				 * Linux 6.7: smaps says where pages are) */
 	int pageframe;          /* DEEP_HEAP_PROFILE_PAGEFRAME: 0, 1, 2 */
 	unsigned depth;
 	double time_interval;   /* seconds, 0: none */
