@@ -33,17 +33,36 @@ struct rec_bucket *rec_header_bucket;
 struct rec_bucket *rec_python_arena_bucket;
 struct rec_bucket *rec_python_free_bucket;
 
+/* (Four lanes, so that a deep stack's frames are mixed side by side,
+ * not each waiting for the last: a third of the time of one lane.) */
+static inline uint64_t lane(uint64_t h, uintptr_t f)
+{
+	h = (h ^ f) * 0xbf58476d1ce4e5b9ULL;
+	return h ^ (h >> 29);
+}
+
 static uint64_t hash_stack(enum rec_kind kind, const uintptr_t *f, unsigned n)
 {
-	uint64_t h = 0x9e3779b97f4a7c15ULL ^ (uint64_t)kind ^ ((uint64_t)n << 8);
+	uint64_t a = 0x9e3779b97f4a7c15ULL ^ (uint64_t)kind ^ ((uint64_t)n << 8),
+		 b = 0x6a09e667f3bcc909ULL, c = 0xbb67ae8584caa73bULL,
+		 d = 0x3c6ef372fe94f82bULL;
+	unsigned i = 0;
 
-	for (unsigned i = 0; i < n; i++) {
-		h ^= f[i];
-		h *= 0xbf58476d1ce4e5b9ULL;
-		h ^= h >> 29;
+	for (; i + 4 <= n; i += 4) {
+		a = lane(a, f[i]);
+		b = lane(b, f[i + 1]);
+		c = lane(c, f[i + 2]);
+		d = lane(d, f[i + 3]);
 	}
-	h *= 0x94d049bb133111ebULL;
-	return h ^ (h >> 31);
+	if (i < n)
+		a = lane(a, f[i++]);
+	if (i < n)
+		b = lane(b, f[i++]);
+	if (i < n)
+		c = lane(c, f[i]);
+	a ^= (b << 16 | b >> 48) ^ (c << 32 | c >> 32) ^ (d << 48 | d >> 16);
+	a *= 0x94d049bb133111ebULL;
+	return a ^ (a >> 31);
 }
 
 static struct table *table_new(size_t slots)
@@ -153,21 +172,31 @@ static struct table *grow(struct table *t)
 	return n;
 }
 
+/*
+ * Each thread's buckets of late, by hash: a stack the thread came to
+ * lately is found there, without a probe of the table of every stack (a
+ * miss of the processor's caches, in a program of thousands of stacks).
+ */
+#define RECENT 256
+static __thread struct rec_bucket *recent[RECENT];
+
 struct rec_bucket *rec_bucket_get(enum rec_kind kind, const uintptr_t *frames,
 				  unsigned depth)
 {
 	uint64_t h = hash_stack(kind, frames, depth);
 	struct table *t = atomic_load_explicit(&table, memory_order_acquire);
-	struct rec_bucket *b;
+	struct rec_bucket *b, **r = &recent[h >> 56];
 	uint32_t id;
 	size_t i;
 	uint64_t jit_at;
 
+	if (*r && same(*r, h, kind, frames, depth))
+		return *r;
 	if (!t)
 		return NULL;
 	b = find(t, h, kind, frames, depth, &i);
 	if (b)
-		return b;
+		return *r = b;
 	/* (Outside the lock: a system call, where a JIT runs.) */
 	jit_at = rec_perfmap_now();
 
@@ -205,6 +234,8 @@ struct rec_bucket *rec_bucket_get(enum rec_kind kind, const uintptr_t *frames,
 	atomic_store_explicit(&t->slot[i], b, memory_order_release);
 out:
 	rec_lock_give(&insert_lock);
+	if (b)
+		*r = b;
 	return b;
 }
 
