@@ -1806,12 +1806,6 @@ static void do_dump(const char *reason)
 	memset(&d, 0, sizeof(d));
 	memset(&c, 0, sizeof(c));
 	memset(&how, 0, sizeof(how));
-	/*
-	 * The program's allocations wait from here to the end of the walk,
-	 * so that the dump is of one moment (the original producer dumped
-	 * under its allocator's lock).
-	 */
-	atomic_store(&rec_dumping, true);
 	clock_gettime(CLOCK_REALTIME, &d.now);
 	if (!dump_count)
 		run_start = d.now.tv_sec;
@@ -1819,8 +1813,16 @@ static void do_dump(const char *reason)
 	if (!pm_buf)
 		pm_buf = rec_alloc(PM_CHUNK * 8);
 	t0 = monotonic();
+	/* (While the program runs on: the room takes its measure of tables
+	 * that may grow by then, with a quarter to spare.) */
 	if (pm_buf)
 		make_room();
+	/*
+	 * The program's allocations wait from here to the end of the walk,
+	 * so that the dump is of one moment (the original producer dumped
+	 * under its allocator's lock).
+	 */
+	atomic_store(&rec_dumping, true);
 	c.d = &d;
 	if (rec_cfg.no_stop) {
 		how.not_stopped = "DMPROF_NO_STOP is set";
