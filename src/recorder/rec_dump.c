@@ -42,6 +42,7 @@
 static rec_lock dump_lock = REC_LOCK_INIT;
 atomic_bool rec_dumping;
 static unsigned dump_count;   /* dumps written by this process */
+static unsigned no_buckets;   /* .buckets files in a row not written */
 static int my_pid;
 static long run_start;        /* seconds, at this process's first dump */
 static bool said_write_error, said_limit, said_pfn, said_not_stopped;
@@ -1670,9 +1671,20 @@ static void write_files(void)
 	jit_named = rec_perfmap_names(&names_text);
 	two[0] = &names_text;
 	two[1] = &buckets_text;
-	if (!write_file(name, two, 2)) {
-		dump_count--; /* (its number is for the next one) */
-		return;
+	/*
+	 * None when there is nothing new to define (half of a short
+	 * process's dumps: a file made is an inode allocated), but for one
+	 * in ten: the original loads .buckets files until eleven in a row
+	 * are missing.
+	 */
+	if (names_text.len || buckets_text.len || no_buckets == 9) {
+		if (!write_file(name, two, 2)) {
+			dump_count--; /* (its number is for the next one) */
+			return;
+		}
+		no_buckets = 0;
+	} else {
+		no_buckets++;
 	}
 	rec_python_names_written(named);
 	rec_perfmap_names_written(jit_named);
@@ -1951,6 +1963,7 @@ void rec_dump_after_fork(void)
 
 	my_pid = getpid();
 	dump_count = 0;
+	no_buckets = 0;
 	rec_buf_free(&maps_written); /* (its .maps is not written yet) */
 	said_write_error = said_limit = false;
 	for (uint32_t id = 0; id < nb; id++) {

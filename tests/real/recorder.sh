@@ -109,6 +109,17 @@ check_dumps() { # LABEL FIRST_DUMP MIN_DUMPS
 		done
 		ok
 	fi
+	# A dump with no new stack writes no .buckets file, but for one in
+	# ten: the original loads them until eleven in a row are missing.
+	ls "${2%.0001.heap}".*.heap "${2%.0001.heap}".*.buckets 2>/dev/null |
+		awk -F. -v label="$label" '
+		{ n = $(NF - 1) + 0 }
+		/\.heap$/ { if (n > last) last = n }
+		/\.buckets$/ { if (n - prev > 10) gap = n; prev = n }
+		END {
+			if (last - prev > 10) gap = last
+			if (!prev || gap) { printf "%s: .buckets missing before dump %d\n", label, gap; exit 1 }
+		}' >gaps || { bad "$(cat gaps)"; return; }
 	"$bin" csv --bytes "$2" >sums.csv 2>sums.err ||
 		{ bad "$label: csv failed: $(head -3 sums.err)"; return; }
 	# (Debian's binaries are stripped: that is not the recorder's doing.)
