@@ -28,12 +28,16 @@ struct pages {
 	_Atomic(struct page *) p[];
 };
 
+/* Totals not yet in rec_allocated and rec_inuse. */
+struct pending {
+	int64_t alloc, inuse;
+};
+
 struct counters {
 	struct rec_pooled pooled; /* (first) */
 	_Atomic(struct pages *) pages;
 	int64_t headers;          /* header bytes live (a thread's part) */
-	int64_t alloc_pending;    /* not yet in rec_allocated */
-	int64_t inuse_pending;    /* not yet in rec_inuse */
+	struct pending pending;
 	void *scratch;            /* rec_count_scratch's */
 };
 
@@ -49,14 +53,13 @@ static __thread struct counters *mine;
 #define GET(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define ADD(x, d) __atomic_store_n(&(x), GET(x) + (d), __ATOMIC_RELAXED)
 
-/* A thread's pending totals into the global ones. */
-static void flush(struct counters *c)
+/* Pending totals into the global ones. */
+static void flush(struct pending *p)
 {
-	atomic_fetch_add_explicit(&rec_allocated, (uint64_t)c->alloc_pending,
+	atomic_fetch_add_explicit(&rec_allocated, (uint64_t)p->alloc,
 				  memory_order_relaxed);
-	atomic_fetch_add_explicit(&rec_inuse, c->inuse_pending,
-				  memory_order_relaxed);
-	c->alloc_pending = c->inuse_pending = 0;
+	atomic_fetch_add_explicit(&rec_inuse, p->inuse, memory_order_relaxed);
+	p->alloc = p->inuse = 0;
 }
 
 static void retire(void *arg)
@@ -64,7 +67,7 @@ static void retire(void *arg)
 	struct counters *c = arg;
 
 	/* The thread's pending totals first, then the counters to the pool. */
-	flush(c);
+	flush(&c->pending);
 	if (mine == c)
 		mine = NULL;
 	rec_pool_put(&pool, c);
@@ -171,19 +174,32 @@ struct rec_cell *rec_count_cell(uint32_t id)
 	return cell(id);
 }
 
-void rec_count_alloc_cell(struct rec_cell *cell_of, uint64_t size,
-			  uint64_t header)
+/* A block of SIZE bytes counted in K, its totals pending in P. */
+static inline void counted(struct rec_cell *k, struct pending *p,
+			   uint64_t size)
 {
-	struct rec_cell *k = cell_of;
-	struct counters *c = mine;
-
 	ADD(k->allocs, 1);
 	ADD(k->live, (int64_t)size);
-	ADD(c->headers, (int64_t)header);
-	c->alloc_pending += (int64_t)size;
-	c->inuse_pending += (int64_t)size;
-	if (c->alloc_pending >= BATCH)
-		flush(c);
+	p->alloc += (int64_t)size;
+	p->inuse += (int64_t)size;
+	if (p->alloc >= BATCH)
+		flush(p);
+}
+
+static inline void uncounted(struct rec_cell *k, struct pending *p,
+			     uint64_t size)
+{
+	ADD(k->frees, 1);
+	ADD(k->live, -(int64_t)size);
+	p->inuse -= (int64_t)size;
+	if (p->inuse <= -BATCH)
+		flush(p);
+}
+
+void rec_count_alloc_cell(struct rec_cell *k, uint64_t size, uint64_t header)
+{
+	ADD(mine->headers, (int64_t)header);
+	counted(k, &mine->pending, size);
 }
 
 void rec_count_alloc(uint32_t id, uint64_t size, uint64_t header)
@@ -197,16 +213,11 @@ void rec_count_alloc(uint32_t id, uint64_t size, uint64_t header)
 void rec_count_free(uint32_t id, uint64_t size, uint64_t header)
 {
 	struct rec_cell *k = cell(id);
-	struct counters *c = mine;
 
 	if (!k)
 		return;
-	ADD(k->frees, 1);
-	ADD(k->live, -(int64_t)size);
-	ADD(c->headers, -(int64_t)header);
-	c->inuse_pending -= (int64_t)size;
-	if (c->inuse_pending <= -BATCH)
-		flush(c);
+	ADD(mine->headers, -(int64_t)header);
+	uncounted(k, &mine->pending, size);
 }
 
 /*
@@ -215,41 +226,23 @@ void rec_count_free(uint32_t id, uint64_t size, uint64_t header)
  * thread frees it (its header says which cell), with pending totals of
  * their own.
  */
-static int64_t gil_alloc_pending, gil_inuse_pending;
-
-static void gil_flush(void)
-{
-	atomic_fetch_add_explicit(&rec_allocated, (uint64_t)gil_alloc_pending,
-				  memory_order_relaxed);
-	atomic_fetch_add_explicit(&rec_inuse, gil_inuse_pending,
-				  memory_order_relaxed);
-	gil_alloc_pending = gil_inuse_pending = 0;
-}
+static struct pending gil;
 
 void rec_count_gil_alloc(struct rec_cell *k, uint64_t size)
 {
-	ADD(k->allocs, 1);
-	ADD(k->live, (int64_t)size);
-	gil_alloc_pending += (int64_t)size;
-	gil_inuse_pending += (int64_t)size;
-	if (gil_alloc_pending >= BATCH)
-		gil_flush();
+	counted(k, &gil, size);
 }
 
 void rec_count_gil_free(struct rec_cell *k, uint64_t size)
 {
-	ADD(k->frees, 1);
-	ADD(k->live, -(int64_t)size);
-	gil_inuse_pending -= (int64_t)size;
-	if (gil_inuse_pending <= -BATCH)
-		gil_flush();
+	uncounted(k, &gil, size);
 }
 
 uint64_t rec_count_allocated(void)
 {
 	uint64_t n = atomic_load_explicit(&rec_allocated, memory_order_relaxed);
 
-	return mine ? n + (uint64_t)mine->alloc_pending : n;
+	return mine ? n + (uint64_t)mine->pending.alloc : n;
 }
 
 int64_t rec_count_sum(uint32_t nb, struct rec_totals *out)
@@ -295,7 +288,7 @@ void rec_count_after_fork(void)
 	 * what they had not yet told. */
 	for (struct rec_pooled *it = pool.all; it; it = it->next)
 		if (it != &mine->pooled)
-			flush((struct counters *)it);
+			flush(&((struct counters *)it)->pending);
 	rec_pool_after_fork(&pool, mine);
 }
 

@@ -862,6 +862,17 @@ static bool no_scan; /* the kernel has no PAGEMAP_SCAN */
  */
 static struct pm_region reg[PM_SCAN_REGIONS];
 
+/* Ask FD's kernel where the present or swapped pages of [AT, END) are,
+ * into REG; the count, or -1 (errno set).  *A says where it stopped. */
+static long pm_scan(int fd, uintptr_t at, uintptr_t end, struct pm_scan *a)
+{
+	*a = (struct pm_scan){ sizeof(*a), 0, at, end, 0, (uintptr_t)reg,
+			       PM_SCAN_REGIONS, 0, 0, 0,
+			       PM_IS_PRESENT | PM_IS_SWAPPED,
+			       PM_IS_PRESENT | PM_IS_SWAPPED };
+	return rec_raw_ioctl(fd, PM_SCAN, a);
+}
+
 static uint64_t committed(uintptr_t lo, uintptr_t hi, struct pf_line *pf)
 {
 	uintptr_t at = lo & ~(uintptr_t)(page - 1), done = lo;
@@ -875,11 +886,8 @@ static uint64_t committed(uintptr_t lo, uintptr_t hi, struct pf_line *pf)
 	limit = win_end;
 	win_end = 0; /* (the kernel says where the pages are) */
 	while (at < end) {
-		struct pm_scan a = { sizeof(a), 0, at, end, 0, (uintptr_t)reg,
-				     PM_SCAN_REGIONS, 0, 0, 0,
-				     PM_IS_PRESENT | PM_IS_SWAPPED,
-				     PM_IS_PRESENT | PM_IS_SWAPPED };
-		long n = rec_raw_ioctl(pm_fd, PM_SCAN, &a);
+		struct pm_scan a;
+		long n = pm_scan(pm_fd, at, end, &a);
 
 		if (n < 0 || a.walk_end <= at) {
 			no_scan = n < 0 && (errno == ENOTTY || errno == EINVAL);
@@ -920,14 +928,11 @@ static const char *maps_source(bool *resident)
 	} else if (scan < 0) {
 		size_t pg = page ? page : 4096;
 		uintptr_t at = (uintptr_t)&scan & ~(uintptr_t)(pg - 1);
-		struct pm_scan a = { sizeof(a), 0, at, at + pg, 0,
-				     (uintptr_t)reg, PM_SCAN_REGIONS, 0, 0, 0,
-				     PM_IS_PRESENT | PM_IS_SWAPPED,
-				     PM_IS_PRESENT | PM_IS_SWAPPED };
+		struct pm_scan a;
 		int fd = rec_raw_open("/proc/thread-self/pagemap",
 				      O_RDONLY | O_CLOEXEC);
 
-		scan = fd >= 0 && rec_raw_ioctl(fd, PM_SCAN, &a) >= 0;
+		scan = fd >= 0 && pm_scan(fd, at, at + pg, &a) >= 0;
 		if (fd >= 0)
 			rec_raw_close(fd);
 	}

@@ -19,6 +19,15 @@ mkdir -p "$work"
 export LC_ALL=C DMPROF_POLICY_PATH="$top/policies" XDG_CACHE_HOME="$work/cache"
 cases=${*:-gperf-1m gperf-pool deep parse gperf-series symbolize-dynsym symbolize-dwarf recorder recorder-programs python snapshot daemon python-heap core}
 
+# wait_ready SECONDS: until the program started in the background says
+# "ready" in $d/ready, or SECONDS have gone by.
+wait_ready() {
+	for _ in $(seq $(($1 * 10))); do
+		grep -q '^ready$' "$d/ready" 2>/dev/null && break
+		sleep 0.1
+	done
+}
+
 # measure NAME COMMAND...: run it, set $secs (wall, to the millisecond:
 # time(1) says only hundredths), $rss_kb (peak) and $cpu (percent of one
 # core).
@@ -662,10 +671,7 @@ snapshot() {
 		gcc -O2 "$here/heapread.c" -o "$d/heapread" || return
 	"$d/heapknown" "$d/known" big 10000000 >"$d/ready" 2>&1 &
 	pid=$!
-	for _ in $(seq 600); do
-		grep -q '^ready$' "$d/ready" 2>/dev/null && break
-		sleep 0.1
-	done
+	wait_ready 60
 	floor= walk= held= took= noscan= rss=$(awk '/^VmRSS/ { print $2 }' /proc/$pid/status)
 	for i in 1 2 3; do
 		f=$("$d/heapread" $pid | awk '{ print $2 / 1000 }')
@@ -802,10 +808,7 @@ objs = [(i, str(i) * 16) for i in range(3400000)]
 print("ready", flush=True)
 time.sleep(3600)' >"$d/ready" 2>&1 &
 	pid=$!
-	for _ in $(seq 1200); do
-		grep -q '^ready$' "$d/ready" 2>/dev/null && break
-		sleep 0.1
-	done
+	wait_ready 120
 	rss=$(awk '/^VmRSS/ { print $2 }' /proc/$pid/status)
 	rm -rf "$d/out"
 	held_thrice "$d" $pid
@@ -874,10 +877,7 @@ core() {
 		gcc -O2 "$here/heapread.c" -o "$d/heapread" || return
 	"$d/core_heap" >"$d/ready" 2>&1 &
 	pid=$!
-	for _ in $(seq 600); do
-		grep -q '^ready$' "$d/ready" 2>/dev/null && break
-		sleep 0.1
-	done
+	wait_ready 60
 	heap=$(awk '$NF == "[heap]" { print $1 }' /proc/$pid/maps)
 	gcore -o "$d/core" $pid >"$d/gcore.out" 2>&1
 	kill $pid
