@@ -59,6 +59,17 @@ struct python_offsets {
 	 * bytes of a bytes object start */
 	uint16_t var_size, dict_used, set_used, long_digits, float_value,
 		bytes_data;
+	/* The free lists the recorder keeps empty (rec_python.c): a
+	 * thread's interpreter, and in the interpreter the dicts' and the
+	 * lists' (an array and its count), the tuples' (a linked list and a
+	 * count for each size of 1 to TUPLE_LISTS items, linked through a
+	 * tuple's first item) and the floats' (a count, then a linked list);
+	 * how many floats it holds at most; a type's tp_dealloc and
+	 * tp_free */
+	uint16_t tstate_interp, dicts_free, dicts_nfree, lists_free,
+		lists_nfree, tuples_free, tuples_nfree, tuple_lists,
+		tuple_items, floats_nfree, floats_free, floats_max,
+		type_dealloc, type_free;
 };
 
 /*
@@ -104,6 +115,11 @@ static const struct python_offsets python_offsets_table[] = {
 		.bytearray_bytes = 32, .set_table = 40, .set_smalltable = 64,
 		.var_size = 16, .dict_used = 16, .set_used = 24,
 		.long_digits = 24, .float_value = 16, .bytes_data = 32,
+		.tstate_interp = 16, .dicts_free = 4520, .dicts_nfree = 5160,
+		.lists_free = 3872, .lists_nfree = 4512, .tuples_free = 3632,
+		.tuples_nfree = 3792, .tuple_lists = 20, .tuple_items = 24,
+		.floats_nfree = 3608, .floats_free = 3616, .floats_max = 100,
+		.type_dealloc = 48, .type_free = 320,
 	},
 };
 static const struct pymalloc_layout pymalloc_table[] = {

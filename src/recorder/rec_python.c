@@ -486,6 +486,186 @@ static void arena_free(void *ctx, void *p, size_t size)
 	INSIDE((o->free(o->ctx, p, size), 0));
 }
 
+/* ---- free lists ---- */
+
+/*
+ * CPython keeps dicts, lists, tuples and floats it is done with on free
+ * lists, and gives them out again without asking its allocator: an
+ * object reborn so would keep the stack of its first life (a dict made
+ * for a moment on one line, kept by the next one).  tracemalloc gives it
+ * its new stack (_Py_NewReference calls it back, a call inside the
+ * interpreter no preload library can reach); the recorder lets none of
+ * them wait on a free list instead, so that each is allocated afresh,
+ * through the hook.  A dict, list or tuple its tp_dealloc (wrapped) put
+ * on its list is taken back off and freed; the floats' list (the eval
+ * loop frees floats past their type) is emptied and its count set to its
+ * most, so that none is put on it, again whenever a full collection has
+ * cleared it (seen at the next dealloc).  What stays as CPython keeps
+ * it: the dict keys' list (tracemalloc keeps their first stack too), the
+ * rarer lists (async generators', contexts').
+ */
+typedef void (*dealloc_fn)(void *op);
+static const struct python_offsets *off;
+static char *dict_type, *list_type, *tuple_type, *float_type; /* Py*_Type */
+static dealloc_fn dict_dealloc, list_dealloc, tuple_dealloc;
+static dealloc_fn dict_free, list_free, tuple_free, float_free;
+
+/* The interpreter of the thread holding the GIL (the caller). */
+static char *interp(void)
+{
+	uintptr_t ts = atomic_load_explicit(tstate_current,
+					    memory_order_relaxed);
+
+	return ts ? *(char **)(ts + off->tstate_interp) : NULL;
+}
+
+/* No float on its list in IN, and none to be put there. */
+static void floats_off(char *in)
+{
+	int *n = (int *)(in + off->floats_nfree);
+	void **head = (void **)(in + off->floats_free);
+
+	if (__builtin_expect(*n == off->floats_max, 1))
+		return;
+	while (*head) { /* (linked through their type's word) */
+		void *f = *head;
+
+		*head = *(void **)((char *)f + off->ob_type);
+		float_free(f);
+	}
+	*n = off->floats_max;
+}
+
+/*
+ * A dealloc runs in CPython's trashcan, which defers the objects of a
+ * deep chain (a million nested lists) instead of freeing them by as deep
+ * a recursion; but only where the type's tp_dealloc is that function
+ * itself, no longer true once it is the recorder's.  So the recorder's
+ * runs the trashcan in its stead, under the same condition (the type's
+ * tp_dealloc is MINE: not for a subclass, whose subtype_dealloc has its
+ * own): NULL (no trashcan), DEFERRED (OP deferred: nothing more to do),
+ * or the thread state to end it with.
+ */
+#define DEFERRED ((void *)1)
+static void (*gc_untrack)(void *op);
+static int (*trash_begin)(void *tstate, void *op);
+static void (*trash_end)(void *tstate);
+
+static void *trashcan(void *op, dealloc_fn mine)
+{
+	char *type = *(char **)((char *)op + off->ob_type);
+	void *ts;
+
+	if (*(dealloc_fn *)(type + off->type_dealloc) != mine ||
+	    !(ts = (void *)atomic_load_explicit(tstate_current,
+						 memory_order_relaxed)))
+		return NULL;
+	gc_untrack(op); /* (first, as the deallocs do) */
+	return trash_begin(ts, op) ? DEFERRED : ts;
+}
+
+/* OP, just deallocated, taken back off the array-and-count free list at
+ * FREE, NFREE of the interpreter and freed, if it was put there. */
+static void unpark(unsigned free, unsigned nfree, void *op,
+		   dealloc_fn tp_free)
+{
+	char *in = interp();
+	int *n;
+	void **list;
+
+	if (!in)
+		return;
+	n = (int *)(in + nfree);
+	list = (void **)(in + free);
+	if (*n > 0 && list[*n - 1] == op) {
+		--*n;
+		tp_free(op);
+	}
+	floats_off(in);
+}
+
+/* The dealloc ORIG of OP, wrapped by MINE, of a type whose free list is
+ * an array and its count at FREE, NFREE (freed by TP_FREE). */
+static void array_dealloc(void *op, dealloc_fn mine, dealloc_fn orig,
+			  unsigned free, unsigned nfree, dealloc_fn tp_free)
+{
+	void *ts = trashcan(op, mine);
+
+	if (ts == DEFERRED)
+		return;
+	orig(op);
+	unpark(free, nfree, op, tp_free);
+	if (ts)
+		trash_end(ts);
+}
+
+static void dict_dealloc_unparked(void *op)
+{
+	array_dealloc(op, dict_dealloc_unparked, dict_dealloc,
+		      off->dicts_free, off->dicts_nfree, dict_free);
+}
+
+static void list_dealloc_unparked(void *op)
+{
+	array_dealloc(op, list_dealloc_unparked, list_dealloc,
+		      off->lists_free, off->lists_nfree, list_free);
+}
+
+static void tuple_dealloc_unparked(void *op)
+{
+	intptr_t size = *(const intptr_t *)((char *)op + off->var_size);
+	void *ts = trashcan(op, tuple_dealloc_unparked);
+	void **head;
+	char *in;
+
+	if (ts == DEFERRED)
+		return;
+	tuple_dealloc(op);
+	if (size >= 1 && size <= off->tuple_lists && (in = interp())) {
+		head = (void **)(in + off->tuples_free) + (size - 1);
+		if (*head == op) {
+			*head = *(void **)((char *)op + off->tuple_items);
+			((int *)(in + off->tuples_nfree))[size - 1]--;
+			tuple_free(op);
+		}
+		floats_off(in);
+	}
+	if (ts)
+		trash_end(ts);
+}
+
+/* The tp_dealloc of type T replaced by MINE (unless NULL; the old one
+ * into *OLD), its tp_free into *FREE; false where T is missing. */
+static bool swap_dealloc(char *t, dealloc_fn mine, dealloc_fn *old,
+			 dealloc_fn *free)
+{
+	if (!t)
+		return false;
+	*free = *(dealloc_fn *)(t + off->type_free);
+	if (mine) {
+		*old = *(dealloc_fn *)(t + off->type_dealloc);
+		*(dealloc_fn *)(t + off->type_dealloc) = mine;
+	}
+	return true;
+}
+
+/* (Under the GIL: no other thread deallocates now.) */
+static void free_lists_off(void)
+{
+	char *in = interp();
+
+	if (!in || !gc_untrack || !trash_begin || !trash_end ||
+	    !swap_dealloc(float_type, NULL, NULL, &float_free))
+		return;
+	floats_off(in);
+	swap_dealloc(dict_type, dict_dealloc_unparked, &dict_dealloc,
+		     &dict_free);
+	swap_dealloc(list_type, list_dealloc_unparked, &list_dealloc,
+		     &list_free);
+	swap_dealloc(tuple_type, tuple_dealloc_unparked, &tuple_dealloc,
+		     &tuple_free);
+}
+
 /*
  * Wrap the object and memory domains, now that the interpreter has made
  * them what they will stay (its pre-initialization sets them from
@@ -499,6 +679,7 @@ static void wrap(void)
 	const char *env = getenv("PYTHONMALLOC");
 
 	atomic_store(&rec_python_state, PY_ON);
+	free_lists_off();
 	if (env && !strncmp(env, "malloc", 6))
 		return;
 	get_allocator(PY_DOMAIN_MEM, &orig_mem);
@@ -629,6 +810,14 @@ void rec_python_init(void)
 	chain_size = sizeof(struct chain) +
 		     2 * (size_t)rec_cfg.depth * sizeof(uintptr_t);
 	chains_size = sizeof(struct chains) + SETS * WAYS * chain_size;
+	off = py.off;
+	dict_type = sym("PyDict_Type");
+	list_type = sym("PyList_Type");
+	tuple_type = sym("PyTuple_Type");
+	float_type = sym("PyFloat_Type");
+	gc_untrack = (void (*)(void *))sym("PyObject_GC_UnTrack");
+	trash_begin = (int (*)(void *, void *))sym("_PyTrash_begin");
+	trash_end = (void (*)(void *))sym("_PyTrash_end");
 	off_prev = py.off->frame_previous;
 	off_ob_type = py.off->ob_type;
 	code_type = py.code_type;

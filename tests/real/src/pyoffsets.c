@@ -7,6 +7,7 @@
 #include <Python.h>
 #include <internal/pycore_frame.h>
 #include <internal/pycore_gc.h>
+#include <internal/pycore_interp.h>
 #include <internal/pycore_runtime.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -54,5 +55,19 @@ int main(void)
 	P("long_digits", offsetof(PyLongObject, ob_digit));
 	P("float_value", offsetof(PyFloatObject, ob_fval));
 	P("bytes_data", offsetof(PyBytesObject, ob_sval));
+	P("tstate_interp", offsetof(PyThreadState, interp));
+	P("dicts_free", offsetof(PyInterpreterState, dict_state.free_list));
+	P("dicts_nfree", offsetof(PyInterpreterState, dict_state.numfree));
+	P("lists_free", offsetof(PyInterpreterState, list.free_list));
+	P("lists_nfree", offsetof(PyInterpreterState, list.numfree));
+	P("tuples_free", offsetof(PyInterpreterState, tuple.free_list));
+	P("tuples_nfree", offsetof(PyInterpreterState, tuple.numfree));
+	P("tuple_lists", PyTuple_NFREELISTS);
+	P("tuple_items", offsetof(PyTupleObject, ob_item));
+	P("floats_nfree", offsetof(PyInterpreterState, float_state.numfree));
+	P("floats_free", offsetof(PyInterpreterState, float_state.free_list));
+	P("floats_max", PyFloat_MAXFREELIST);
+	P("type_dealloc", offsetof(PyTypeObject, tp_dealloc));
+	P("type_free", offsetof(PyTypeObject, tp_free));
 	return 0;
 }

@@ -57,5 +57,19 @@ int main(int argc, char **argv)
 	P(long_digits);
 	P(float_value);
 	P(bytes_data);
+	P(tstate_interp);
+	P(dicts_free);
+	P(dicts_nfree);
+	P(lists_free);
+	P(lists_nfree);
+	P(tuples_free);
+	P(tuples_nfree);
+	P(tuple_lists);
+	P(tuple_items);
+	P(floats_nfree);
+	P(floats_free);
+	P(floats_max);
+	P(type_dealloc);
+	P(type_free);
 	return 0;
 }

@@ -7,6 +7,12 @@ a known allocation at a known line of this file, then ends.
   spawn       a child of multiprocessing (spawn) keeps 30000 strings
   ext N       a C extension (pyext) whose thread, which never held the
               GIL, mallocs N blocks of 1 KiB
+  reborn      20000 each of dicts, lists, tuples and floats dropped on
+              one line, and as many kept on the next
+  nested      chains of 300000 nested lists, tuples and dicts dropped
+              (CPython frees them without a recursion as deep): "nested"
+With tracemalloc on, a scenario prints its statistics by line at the
+end, as app.py does: "BYTES COUNT FILE:LINE".
 """
 import os
 import sys
@@ -16,7 +22,7 @@ KEEP = []
 
 
 def child_strings(n):
-    KEEP.append(["child-%08d" % i * 3 for i in range(n)])
+    KEEP.append(["child-%08d" % i * 3 for i in range(n)])  # child site
     return len(KEEP[-1])
 
 
@@ -30,7 +36,7 @@ def fork():
 
 def setprofile():
     sys.setprofile(lambda frame, event, arg: None)
-    KEEP.append(["profiled-%08d" % i * 3 for i in range(20000)])
+    KEEP.append(["profiled-%08d" % i * 3 for i in range(20000)])  # profiled
     sys.setprofile(None)
 
 
@@ -69,6 +75,33 @@ def callers():
     KEEP.append(list(g))  # caller 2500
 
 
+# reborn: what the kept line makes, CPython's free lists serve from the
+# memory of what the line before dropped; the objects are the kept
+# line's (tracemalloc's count, which _Py_NewReference tells).
+def reborn():
+    for i in range(20000):
+        dropped = ({"d": i}, [i, i], (i, i + 1), i * 0.5)  # dropped site
+        KEEP.append(({"k": i}, [i, i], (i, i + 2), i * 1.5))  # kept site
+    return dropped
+
+
+def nested():
+    for make in (lambda x: [x], lambda x: (x,), lambda x: {"in": x}):
+        chain = None
+        for _ in range(300000):
+            chain = make(chain)
+        del chain
+    print("nested")
+
+
+def traced():
+    import tracemalloc
+    if tracemalloc.is_tracing():
+        for st in tracemalloc.take_snapshot().statistics("lineno"):
+            frame = st.traceback[0]
+            print(st.size, st.count, "%s:%d" % (frame.filename, frame.lineno))
+
+
 def ext(n):
     sys.path.insert(0, os.getcwd())
     import pyext
@@ -87,5 +120,10 @@ if __name__ == "__main__":
         spawn()
     elif what == "callers":
         callers()
+    elif what == "reborn":
+        reborn()
+    elif what == "nested":
+        nested()
     elif what == "ext":
         ext(int(sys.argv[2]))
+    traced()
