@@ -245,10 +245,11 @@ static void report(const struct snapshot_opts *o, const struct taken *t)
 	else if (t->n)
 		inform("snapshot", "%zu snapshots of process %d: %s.%04lu.snap "
 				   ".. %s.%04lu.snap; it stood still up to "
-				   "%.1f ms (%.1f ms on average)",
+				   "%.1f ms (%.1f ms on average; a snapshot "
+				   "took up to %.1f ms)",
 		       t->n, (int)o->pid, t->prefix, t->first, t->prefix,
 		       t->next - 1, t->held_max * 1e3,
-		       t->held_sum / (double)t->n * 1e3);
+		       t->held_sum / (double)t->n * 1e3, t->took_max * 1e3);
 }
 
 static int cmd_snapshot_run(struct cmd_args *a)
