@@ -458,17 +458,24 @@ done
 if hk_start snapheld "$tmp/heap/heapknown" snapheld big 2000000; then
 	"$bin" snapshot --max-copy 1 -o held/ $hk_pid >/dev/null 2>&1 &
 	dm=$!
+	# (Killed once it holds: a kill before the hold would test nothing.)
+	seen=
 	for _ in $(seq 200); do
-		[ "$(awk '/^TracerPid/ { print $2 }' /proc/$hk_pid/status)" != 0 ] && break
+		[ "$(awk '/^TracerPid/ { print $2 }' /proc/$hk_pid/status)" != 0 ] &&
+			seen=yes && break
 		sleep 0.01
 	done
 	kill -9 $dm
 	wait $dm 2>/dev/null
 	sleep 0.2
-	st=$(sed -n 's/^State:[[:space:]]*\(.\).*/\1/p' /proc/$hk_pid/status)
-	tr=$(awk '/^TracerPid/ { print $2 }' /proc/$hk_pid/status)
-	[ "$st" != T ] && [ "$st" != t ] && [ "$tr" = 0 ] && kill -0 $hk_pid &&
-		ok || bad "snapshot: dmprof killed while holding: state $st, tracer $tr"
+	# (Every thread: none left stopped or traced.)
+	st=$(sed -n 's/^State:[[:space:]]*\(.\).*/\1/p' /proc/$hk_pid/task/*/status |
+		sort -u | tr -d '\n')
+	tr=$(awk '/^TracerPid/ { print $2 }' /proc/$hk_pid/task/*/status | sort -u |
+		tr -d '\n')
+	[ "$seen" = yes ] && [ "${st#*[Tt]}" = "$st" ] && [ "$tr" = 0 ] &&
+		kill -0 $hk_pid && ok ||
+		bad "snapshot: dmprof killed while holding: held ${seen:-never seen}, states $st, tracers $tr"
 	hk_stop
 fi
 
