@@ -383,17 +383,22 @@ Test(recmap, other_old_none)
 	struct timespec old[2] = { { 1000000000, 0 }, { 1000000000, 0 } };
 	FILE *f;
 
-	snprintf(other, sizeof(other), "/tmp/perf-%d.map", (int)getpid() + 1);
-	if (access(other, F_OK) != 0) {
-		f = fopen(other, "w");
-		cr_assert_not_null(f);
-		fputs("30000000 100 JS:*theirs /x.js:1:1\n", f);
-		fclose(f);
-		cr_assert(rec_perfmap_update(copy_path));
-		unlink(other);
-		named(0x30000011, UINT64_MAX, name, sizeof(name));
-		cr_assert_str_eq(name, "", "another process's map read");
+	/* (Another process id whose map no run left in /tmp.) */
+	for (int k = 1;; k++) {
+		snprintf(other, sizeof(other), "/tmp/perf-%d.map",
+			 (int)getpid() + k);
+		if (access(other, F_OK) != 0)
+			break;
+		cr_assert_lt(k, 100000, "no free process id for a map");
 	}
+	f = fopen(other, "wx");
+	cr_assert_not_null(f);
+	fputs("30000000 100 JS:*theirs /x.js:1:1\n", f);
+	fclose(f);
+	cr_assert(rec_perfmap_update(copy_path));
+	unlink(other);
+	named(0x30000011, UINT64_MAX, name, sizeof(name));
+	cr_assert_str_eq(name, "", "another process's map read");
 	map_write("30000000 100 JS:*stale /x.js:1:1\n", "w");
 	cr_assert_eq(utimensat(AT_FDCWD, map_path, old, 0), 0);
 	cr_assert(rec_perfmap_update(copy_path));
