@@ -15,8 +15,20 @@ program headers, the first 16 KiB of [heap] (the segment holding
 HEAP_BLOCK), small writable segments whole, the first 1 KiB of read-only
 ones, nothing of the others.
 
+With --python, CORE is a CPython 3.11 process's (census.py's) and
+HEAP_JSON what `dmprof heap --json` said of it; the seed (about 120 KiB)
+holds as --from's would, with [heap] as far as pymalloc's arena table
+(early in it) and glibc's main arena's top moved to the next chunk there,
+and besides: the first page of the interpreter's .bss, the table's
+pointer copied to its first word (the pointer itself lies further in);
+the first two pools of the arena that starts lowest in its mapping (the
+other arenas' pools said unreadable); and the pages of the interpreter's
+data holding the static types of those pools' objects (str, int, ...).
+The pieces of a segment held apart are segments of their own.
+
 Usage: coreseeds.py DIR
        coreseeds.py --from CORE HEAP_BLOCK OUT
+       coreseeds.py --python CORE HEAP_JSON OUT
 """
 import struct
 import sys
@@ -228,8 +240,9 @@ def synthetic(kind):
     return core(segs, notes)
 
 
-def from_core(path, heap_block, out):
-    """A real core made small (see the usage)."""
+def read_core(path):
+    """The core at PATH: its bytes, its CORE notes, its PT_LOAD headers
+    (as lists)."""
     data = open(path, "rb").read()
     phoff, phnum = struct.unpack_from("<Q", data, 32)[0], \
         struct.unpack_from("<H", data, 56)[0]
@@ -243,12 +256,33 @@ def from_core(path, heap_block, out):
             if data[at + 12:at + 12 + nsz] == b"CORE\0":
                 notes += data[at:at + size]
             at += size
-    pos = 64 + 56 * (1 + sum(p[0] == PT_LOAD for p in ph))
-    new = [[PT_NOTE, 0, pos, 0, 0, len(notes), 0, 4]]
-    body = bytearray(notes)
-    pos += len(notes)
-    for p in ph:
-        if p[0] != PT_LOAD:
+    return data, notes, [p for p in ph if p[0] == PT_LOAD]
+
+
+def from_core(path, heap_block, out, holds=None, patches=()):
+    """A real core made small (see the usage).  HOLDS: for the segments
+    at those addresses, the [lo, hi) ranges of them to keep, each a
+    segment of its own (the rest in segments that hold no bytes), but
+    one range at a segment's start is its first bytes; PATCHES: (address, bytes) written over what is kept."""
+    data, notes, loads = read_core(path)
+    holds = holds or {}
+    pieces = []   # (flags, vaddr, memsz, align, bytes)
+    for p in loads:
+        if p[3] in holds and [lo for lo, _ in holds[p[3]]] == [p[3]]:
+            # (A prefix: the segment whole, as --from keeps [heap].)
+            n = min(holds[p[3]][0][1] - p[3], p[5])
+            pieces.append((p[1], p[3], p[6], p[7], data[p[2]:p[2] + n]))
+            continue
+        if p[3] in holds:
+            at = p[3]
+            for lo, hi in sorted(holds[p[3]]) + [(p[3] + p[6],) * 2]:
+                if lo > at:
+                    pieces.append((p[1], at, lo - at, p[7], b""))
+                if hi > lo:
+                    n = max(0, min(hi, p[3] + p[5]) - lo)
+                    pieces.append((p[1], lo, hi - lo, p[7],
+                                   data[p[2] + lo - p[3]:][:n]))
+                at = hi
             continue
         # What dmprof reads most: [heap]'s start, small writable data
         # (libc's: main_arena, mp_), the ELF headers at files' starts.
@@ -261,9 +295,19 @@ def from_core(path, heap_block, out):
         else:
             keep = 1024
         keep = min(keep, p[5])
-        new.append([PT_LOAD, p[1], pos, p[3], 0, keep, p[6], p[7]])
-        body += data[p[2]:p[2] + keep]
-        pos += keep
+        pieces.append((p[1], p[3], p[6], p[7], data[p[2]:p[2] + keep]))
+    pos = 64 + 56 * (1 + len(pieces))
+    new = [[PT_NOTE, 0, pos, 0, 0, len(notes), 0, 4]]
+    body = bytearray(notes)
+    pos += len(notes)
+    for flags, vaddr, memsz, align, b in pieces:
+        new.append([PT_LOAD, flags, pos, vaddr, 0, len(b), memsz, align])
+        body += b
+        for at, patch in patches:
+            if vaddr <= at and at + len(patch) <= vaddr + len(b):
+                o = len(body) - len(b) + at - vaddr
+                body[o:o + len(patch)] = patch
+        pos += len(b)
     head = bytearray(data[:64])
     struct.pack_into("<QQ", head, 32, 64, 0)
     struct.pack_into("<HHHH", head, 56, len(new), 64, 0, 0)
@@ -271,9 +315,89 @@ def from_core(path, heap_block, out):
         f.write(bytes(head) + b"".join(PHDR.pack(*p) for p in new) + body)
 
 
+def from_python(path, heap_json, out):
+    """A CPython process's core made small (see the usage)."""
+    import json
+    doc = json.load(open(heap_json))
+    py = doc["python"]
+    data, _, loads = read_core(path)
+
+    def seg(addr):
+        return next((p for p in loads if p[3] <= addr < p[3] + p[6]), None)
+
+    def word(addr):
+        p = seg(addr)
+        if not p or addr + 8 > p[3] + p[5]:
+            return 0
+        return struct.unpack_from("<Q", data, p[2] + addr - p[3])[0]
+
+    def page(a):
+        return a & ~(PAGE - 1)
+
+    table = int(py["arena_table"], 16)
+    pool = py["pool_size"]
+    holds, patches = {}, []
+    # [heap] as far as the table's block, then a chunk made glibc's top
+    # (its size to the heap's end).
+    heap = seg(table)
+    at = heap[3]
+    while at <= table:
+        size = word(at + 8) & ~7
+        if not size:
+            sys.exit("coreseeds.py: %s: no chunk at 0x%x" % (path, at))
+        at += size
+    end = heap[3] + heap[6]
+    holds[heap[3]] = [(heap[3], page(at + 16 + PAGE - 1))]
+    patches.append((at + 8, struct.pack("<Q", (end - at) | 1)))
+    patches.append((int(doc["main_arena"], 16) + MS_TOP,
+                    struct.pack("<Q", at)))
+    # The .bss: its first page, the table's pointer copied there.
+    bss = seg(int(py["arena_table_pointer"], 16))
+    holds[bss[3]] = [(bss[3], bss[3] + PAGE)]
+    patches.append((bss[3], struct.pack("<Q", table)))
+    # The first two pools of the arena that starts lowest in its mapping.
+    best = None
+    for i in range(py["arena_table_entries"]):
+        a = word(table + 48 * i)
+        if a and seg(a):
+            lo = (a + pool - 1) & ~(pool - 1)
+            if best is None or lo - seg(a)[3] < best[1] - seg(best[0])[3]:
+                best = (a, lo)
+    pools = []
+    if best:
+        holds[seg(best[0])[3]] = [(best[1], best[1] + 2 * pool)]
+        pools = [best[1], best[1] + pool]
+    # The static types of their blocks' objects (a word at +8, +24 or
+    # +40 that points into the interpreter's file-backed data).
+    module = next((p for p in loads if p[1] & PF_W and p[3] + p[6] == bss[3]),
+                  None)
+    types = set()
+    for p in pools:
+        size = ((word(p + 32) >> 32) + 1) * 16   # szidx, after arenaindex
+        for b in range(p + 48, p + pool - size + 1, size):
+            for w in (8, 24, 40):
+                t = word(b + w)
+                if module and module[3] <= t < module[3] + module[6]:
+                    types.add(page(t))
+    if module:
+        holds[module[3]] = [(t, min(t + 2 * PAGE, module[3] + module[6]))
+                            for t in sorted(types)]
+        merged = []
+        for lo, hi in holds[module[3]]:
+            if merged and lo <= merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(hi, merged[-1][1]))
+            else:
+                merged.append((lo, hi))
+        holds[module[3]] = merged
+    from_core(path, table, out, holds, patches)
+
+
 def main():
     if len(sys.argv) == 5 and sys.argv[1] == "--from":
         from_core(sys.argv[2], int(sys.argv[3], 16), sys.argv[4])
+        return
+    if len(sys.argv) == 5 and sys.argv[1] == "--python":
+        from_python(sys.argv[2], sys.argv[3], sys.argv[4])
         return
     if len(sys.argv) != 2:
         sys.exit(__doc__)

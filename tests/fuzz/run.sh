@@ -133,8 +133,10 @@ seed() {
 			cp "$f" "$d/"
 		done ;;
 	core)
-		# Small synthetic cores (tests/fuzz/coreseeds.py), and a core
-		# gcore took of tests/hostile/coreprog.c made small.
+		# Small synthetic cores (tests/fuzz/coreseeds.py), a core gcore
+		# took of tests/hostile/coreprog.c made small, and one of a
+		# Python process (with ./dmprof built: its heap --json says
+		# where pymalloc's table is).
 		python3 tests/fuzz/coreseeds.py "$d"
 		if command -v gcore >/dev/null &&
 			gcc -O0 -o "$d/prog" tests/hostile/coreprog.c; then
@@ -151,6 +153,26 @@ seed() {
 				--from "$d/g.$p" "$(cut -d' ' -f2 "$d/out")" \
 				"$d/gcore-small.core"
 			rm -f "$d/prog" "$d/out" "$d/g.$p"
+		fi
+		# A core of a CPython 3.11 process (census.py) made small:
+		# pymalloc's table, two of its pools and their objects' types.
+		if [ -x /usr/bin/python3.11 ] && [ -x ./dmprof ] &&
+			command -v gcore >/dev/null; then
+			/usr/bin/python3.11 tests/real/src/pyapp/census.py 0.01 \
+				>"$d/out" 2>/dev/null &
+			p=$!
+			for _ in $(seq 100); do
+				grep -q '^waiting$' "$d/out" 2>/dev/null && break
+				sleep 0.1
+			done
+			gcore -o "$d/g" $p >/dev/null 2>&1
+			kill -9 $p
+			wait $p 2>/dev/null
+			[ -s "$d/g.$p" ] &&
+				./dmprof heap --json "$d/g.$p" >"$d/py.json" 2>/dev/null &&
+				python3 tests/fuzz/coreseeds.py --python "$d/g.$p" \
+					"$d/py.json" "$d/python-small.core"
+			rm -f "$d/out" "$d/g.$p" "$d/py.json"
 		fi ;;
 	json)
 		find samples tests/golden -name '*.json' -size -200k -exec cp {} "$d"/ \; 2>/dev/null
