@@ -399,19 +399,28 @@ static void add_block(struct inspect *in, size_t i, bool py, uint64_t addr,
 	ib->size = size;
 }
 
-/* IN's blocks of pymalloc's, of its type. */
+/* IN's blocks of pymalloc's, of its type: a Python type, or for a block
+ * of none, its size's name, as the snapshot counts it (count_python). */
 static void type_py_blocks(struct capture *s, struct inspect *in)
 {
 	const struct pymalloc *py = s->h.py;
+	struct strbuf sb = STRBUF_INIT;
 
 	for (size_t i = 0; walked_py(&s->h) && i < py->nblocks; i++) {
 		uint64_t b = py->blocks[i];
+		uint64_t size = py_class_size(py, py_block_class(b)), lo, hi;
+		const char *name = py->types[py->type_of[i]].name;
 
-		if (py->type_of[i] &&
-		    !strcmp(py->types[py->type_of[i]].name, in->type))
-			add_block(in, i, true, py_block_addr(b),
-				  py_class_size(py, py_block_class(b)));
+		if (!py->type_of[i]) {
+			snap_size_bounds(snap_size_class(size), &lo, &hi);
+			sb_reset(&sb);
+			sb_addf(&sb, "size-%" PRIu64 "..%" PRIu64, lo, hi);
+			name = sb.buf;
+		}
+		if (!strcmp(name, in->type))
+			add_block(in, i, true, py_block_addr(b), size);
 	}
+	sb_release(&sb);
 }
 
 /* The Python type of IB, or NULL; its type object in *TYPE. */
@@ -423,6 +432,8 @@ static const char *block_py_type(const struct capture *s,
 
 	if (!ib->py)
 		return py_type_of(s, ib->block, type);
+	if (!s->h.py->type_of[ib->block])
+		return NULL;
 	pt = &s->h.py->types[s->h.py->type_of[ib->block]];
 	*type = pt->addr;
 	return pt->name;

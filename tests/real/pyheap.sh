@@ -17,6 +17,8 @@
 #   - a snapshot's and a core's components hold every byte (mustbezero
 #     0, the components summing to total; live, total within 0.5% of the
 #     kernel's Rss + Swap), pymalloc's free space malloc-python-free;
+#   - expand -t of the size class of most blocks of no known type (most
+#     of them pymalloc's) lists as many as top --json counts;
 #   - under PYTHONMALLOC=malloc: said (no arenas), the glibc heap walked
 #     all the same.
 pyd=/usr/bin/python3.11
@@ -88,6 +90,20 @@ ph_inspect() { # LABEL WHAT PID_OR_CORE
 		bad "pyheap: $1: $2: expand -t dict: none of len $ph_big: $(head -3 "$1.exp" "$1.eerr" | tr '\n' '|')"
 }
 
+# The blocks of no known type (pymalloc's among them): expand -t of the
+# size class top --json counts most blocks of lists them all.
+ph_sizes() { # LABEL WHAT CORE
+	set -- "$1" "$2" "$3" $(python3 -c 'import json, sys
+t = [t for t in json.load(open(sys.argv[1]))["types"] if t["name"].startswith("size-")]
+t.sort(key=lambda t: -t["count"])
+print(t[0]["name"], t[0]["count"]) if t else None' "$1.top")
+	[ $# = 5 ] || { bad "pyheap: $1: $2: no size class among top's types"; return; }
+	"$bin" expand -t "$4" "$3" >"$1.exp" 2>"$1.eerr" &&
+		grep -q "^$4: $5 blocks in use, " "$1.exp" &&
+		[ "$(grep -c '^  0x[0-9a-f]*  [0-9]* bytes' "$1.exp")" = "$5" ] && ok ||
+		bad "pyheap: $1: $2: expand -t $4: not top's $5 blocks: $(head -1 "$1.exp") $(grep -c '^  0x' "$1.exp") listed"
+}
+
 ph_run() { # LABEL PYTHON
 	if ph_start "$1" "$2"; then
 		"$bin" heap --json $ph_pid >"$1.json" 2>"$1.err" ||
@@ -115,6 +131,7 @@ ph_run() { # LABEL PYTHON
 				ph_count "$1.cchecks"
 				ph_snap "$1" "gcore's core" "$1.core.$ph_pid"
 				ph_inspect "$1" "gcore's core" "$1.core.$ph_pid"
+				ph_sizes "$1" "gcore's core" "$1.core.$ph_pid"
 				rm -f "$1.core.$ph_pid"
 			else
 				bad "pyheap: $1: gcore wrote no core"
