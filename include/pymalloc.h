@@ -60,6 +60,8 @@ struct py_link {
 
 /* What a walk of the arenas found wrong (a pool whose count is not its
  * free list's, a header that is no pool's). */
+struct type_memo;
+
 struct py_problem {
 	struct fault f;
 };
@@ -101,6 +103,10 @@ struct pymalloc {
 	struct arena arena;
 	struct py_problem *problems;
 	size_t nproblems, problems_alloc;
+	/* Types ready and named whose own type is not type (pymalloc.c's
+	 * memos): said after the walk, those its blocks name. */
+	struct type_memo **bad_meta;
+	size_t nbad_meta, bad_meta_alloc;
 	/* Why pymalloc was not walked (an interpreter without a row, run
 	 * with PYTHONMALLOC=malloc, or no table found), when not. */
 	struct fault why;

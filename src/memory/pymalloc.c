@@ -9,6 +9,7 @@
  */
 #include "pymalloc.h"
 
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -279,6 +280,8 @@ static bool find_table(struct pymalloc *p, struct procimage *img,
 struct type_memo {
 	uint64_t addr;
 	uint32_t index;   /* 0: not a type */
+	uint32_t hits;    /* (of a bad_meta one: blocks that named it) */
+	const char *name; /* (of a bad_meta one) */
 };
 
 static uint32_t add_type(struct pymalloc *p, uint64_t addr, const char *name,
@@ -305,30 +308,48 @@ static uint32_t type_of(struct pymalloc *p, struct procimage *img, uint64_t t)
 	char name[NAME_MAX_LEN + 1];
 	size_t len;
 
-	if (m)
+	if (m) {
+		m->hits += m->name != NULL;
 		return m->index;
+	}
 	m = arena_alloc(&p->arena, sizeof(*m));
 	m->addr = t;
 	m->index = 0;
+	m->hits = 0;
+	m->name = NULL;
 	hashmap_put(&p->by_addr, h, m);
 	if (t & 7 || !read_word(img, t + o->ob_type, &meta) ||
 	    !read_word(img, t + o->type_flags, &flags) ||
 	    !(flags & TPFLAGS_READY) ||
 	    !read_word(img, t + o->type_name, &name_at))
 		return 0;
-	/* Its type is type, or a type whose type is (a metaclass). */
-	for (int d = 0; meta != p->type_type; d++)
-		if (d == META_DEPTH || meta & 7 ||
-		    !read_word(img, meta + o->ob_type, &meta))
-			return 0;
 	len = img->read(img, name_at, name, NAME_MAX_LEN);
 	name[len] = '\0';
 	len = strlen(name);
 	if (!len || len == NAME_MAX_LEN)
 		return 0;
+	/* (A name starts as an identifier: "str", "_io.TextIOWrapper".) */
+	if (!isalpha((unsigned char)name[0]) && name[0] != '_')
+		return 0;
 	for (size_t i = 0; i < len; i++)
 		if ((unsigned char)name[i] < 0x21 || name[i] == 0x7f)
 			return 0;
+	/* Its type is type, or a type whose type is (a metaclass).  A
+	 * type ready and named whose types do not end there is kept aside:
+	 * said after the walk if blocks name it (its objects untyped). */
+	for (int d = 0; meta != p->type_type; d++)
+		if (d == META_DEPTH || meta & 7 ||
+		    !read_word(img, meta + o->ob_type, &meta)) {
+			char *keep = arena_alloc(&p->arena, len + 1);
+
+			memcpy(keep, name, len + 1);
+			m->name = keep;
+			m->hits = 1;
+			GROW(p->bad_meta, p->nbad_meta + 1,
+			     p->bad_meta_alloc);
+			p->bad_meta[p->nbad_meta++] = m;
+			return 0;
+		}
 	m->index = add_type(p, t, name, len, flags);
 	return m->index;
 }
@@ -366,11 +387,18 @@ uint32_t pymalloc_type_head(struct pymalloc *p, struct procimage *img,
 	(void)addr;
 	for (size_t i = 0; i < 3; i++) {
 		size_t at = offs[i];
-		uint64_t refcnt, tp, flags, want;
+		uint64_t refcnt, tp, flags, want, gc_next;
 		uint32_t t;
 
 		if (at + o->ob_type + 8 > len)
 			break;
+		/* (A collected object's PyGC_Head first: its next is none
+		 * or a pointer, not a count.  So a tuple whose type is
+		 * garbled is not read as an object of another layout,
+		 * its size for a count and its first item for a type.) */
+		if (at && (gc_next = load_u64(head + at - 16)) &&
+		    gc_next < 0x10000)
+			continue;
 		refcnt = load_u64(head + at);
 		tp = load_u64(head + at + o->ob_type);
 		if (!refcnt || refcnt >= REFCNT_MAX || !tp ||
@@ -685,6 +713,34 @@ struct pymalloc *pymalloc_new(const char *module, unsigned major,
 	return p;
 }
 
+/*
+ * Most blocks in use of no type that reads as one: not a heap of Python
+ * objects as the walk knows them (a type garbled, in a core).  Said, not
+ * guessed: such blocks are counted by their size class.  (A process
+ * holds some buffers of no type, a percent or two of its blocks.)
+ */
+static void untyped_said(struct pymalloc *p, struct procimage *img)
+{
+	size_t none = 0;
+
+	/* (Eight blocks or more: not a pointer a probe met by chance.) */
+	for (size_t i = 0; i < p->nbad_meta; i++)
+		if (p->bad_meta[i]->hits >= 8)
+			problem(p, img->name, p->bad_meta[i]->addr,
+				"type '%s': its type is not type, nor a "
+				"type whose type is (a cycle of types?): its "
+				"objects (%u blocks) are not typed",
+				p->bad_meta[i]->name, p->bad_meta[i]->hits);
+
+	for (size_t i = 0; i < p->nblocks; i++)
+		none += !p->type_of[i];
+	if (p->nblocks >= 1000 && 2 * none > p->nblocks)
+		problem(p, img->name, p->table,
+			"%zu of its %zu blocks in use have no type that "
+			"reads as one (their ob_type garbled?): counted by "
+			"their size only", none, p->nblocks);
+}
+
 void pymalloc_run(struct pymalloc *p, struct procimage *img,
 		  const struct heap *h)
 {
@@ -707,6 +763,7 @@ void pymalloc_run(struct pymalloc *p, struct procimage *img,
 	w.pool = xmalloc(p->lay->pool_size);
 	w.free_map = xmalloc(p->lay->pool_size / p->lay->alignment / 8 + 1);
 	walk_arenas(&w);
+	untyped_said(p, img);
 	type_links(&w);
 	free(w.links);
 	free(w.free_map);
@@ -735,6 +792,7 @@ void pymalloc_free(struct pymalloc *p)
 	for (size_t i = 0; i < p->nproblems; i++)
 		fault_release(&p->problems[i].f);
 	free(p->problems);
+	free(p->bad_meta);
 	fault_release(&p->why);
 	free(p->module);
 	free(p->blocks);

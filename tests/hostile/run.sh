@@ -487,6 +487,23 @@ if [ -x "$py" ] && command -v gcore >/dev/null; then
 		said 'its free list goes to'
 		check core-py-arenas-outside-said 0 "$bin" heap pv/py-arenas-outside.core
 		said 'cannot be read'
+		check core-py-obtype-garbled-said 0 "$bin" heap pv/py-obtype-garbled.core
+		said 'no type that reads as one'
+		check core-py-type-cycles-said 0 "$bin" heap pv/py-type-cycles.core
+		said 'a cycle of types'
+		# (A tuple whose type is garbled is not an object of another
+		# layout: its first item taken for a class's type.)
+		"$bin" top --json pv/py-type-cycles.core 2>/dev/null >pcy.json
+		python3 -c '
+import json, sys
+t = json.load(open(sys.argv[1]))
+names = {x.get("name") for x in t.get("types", [])}
+bad = [n for n in ("BuiltinImporter", "FrozenImporter") if n in names]
+sys.exit("typed as %s" % bad if bad else 0)' pcy.json 2>pcy.err &&
+			pass=$((pass + 1)) || {
+			echo "FAIL core-py-type-cycles: blocks typed by a layout they are not of: $(cat pcy.err)"
+			fail=$((fail + 1))
+		}
 		rm -f pyc.core pv/*.core
 	else
 		echo "FAIL cores: census.py's core could not be taken or walked"
