@@ -862,6 +862,9 @@ time.sleep(3600)' >"$d/ready" 2>&1 &
 		best3 pycore-snapshot sh -c 'rm -rf "$1" && exec "$0" snapshot -o "$1/" "$2"' \
 			"$bin" "$d/cout" "$d/core.$pid" || return
 		snap_s=$secs snap_kb=$rss_kb
+		printf '%-22s %-34s %9.2f s/GB %8.3f s/M objects\n' core \
+			"python core: snapshot per GB and M" "$(echo "$snap_s / $gb" | bc -l)" \
+			"$(echo "$snap_s / ($mo + 0.000001)" | bc -l)"
 		chap=${CHAP:-$(command -v chap || true)}
 		if [ -n "$chap" ] && [ -x "$chap" ]; then
 			best3 pycore-chap sh -c 'echo "count used" | "$0" "$1"' \
