@@ -76,7 +76,7 @@ struct classifier {
 		uint32_t *root; /* (the root's entries, by frame id) */
 		size_t nroot;
 		uint32_t nodes;
-	} trie[2];            /* [1]: of clean stacks (see below) */
+	} trie[4];            /* by clean | head_clean << 1 (see below) */
 	bool prefix_off;
 	/*
 	 * The literals of the malloc rules' patterns that look at a whole
@@ -100,8 +100,21 @@ struct classifier {
 		uint64_t *tmp;
 		uint64_t *synth;
 	} clean_scan[2];
+	/*
+	 * The same for the malloc rules' head patterns that loop (see
+	 * struct pattern): the literals of each one's key group.  On a
+	 * stack without them ("head-clean": a C stack, for the linux
+	 * policy's first-Python-frame rules) such a pattern fails once it
+	 * is undecided over the start, without a scan of the whole stack,
+	 * so the column still depends on the first frames alone (trie[2]
+	 * and trie[3]).  SYNTH: what a head-clean stack cannot hold, for
+	 * the subject's scan_head (those literals' bits clear).
+	 */
+	struct clean_scan head_scan[2];
 	bool clean_done;
-	bool clean;           /* the current bucket's stack is */
+	bool clean;           /* the current bucket's stack is clean */
+	bool head_clean;      /* it is head-clean (false without such rules) */
+	bool head_any;        /* the policy has such rules */
 	/* What the current bucket's matching looked at: its first USED
 	 * frames, and the stack's end too if USED_END. */
 	uint32_t used;

@@ -69,6 +69,18 @@ struct pattern {
 	size_t nlits;         /* (0: no prefilter) */
 	uint32_t ngroups;     /* at most 64 */
 	bool exact;           /* and holding one is matching */
+	/* The minimum length its literals were taken at (3, or 1 for a
+	 * head pattern without longer ones). */
+	uint8_t lit_min;
+	/*
+	 * HEAD stays undecided over a start of any number of frames that
+	 * say nothing ("x x x ..."): the linux policy's first-Python-frame
+	 * rules, a loop over the frames.  On a field without its literals
+	 * only the scan of all of it says it fails; KEY_GROUP is the group
+	 * whose absence a classifier looks for (see struct classifier).
+	 */
+	bool loops;
+	uint8_t key_group;
 	unsigned long line;   /* where it is written, for diagnostics */
 	unsigned long col;
 };
@@ -244,6 +256,14 @@ struct subject {
 	 * clean stack: see struct classifier), the field's own; NULL when
 	 * not worth it yet (see run_head). */
 	const uint64_t *(*scan_own)(void *ctx, int field);
+	/*
+	 * Optional: what the field cannot hold, where the caller knows it
+	 * without a scan (a classifier's head-clean stack): the bits of
+	 * literals known absent clear, every other set; or NULL.  Asked
+	 * of a head pattern before its field is looked at, and not kept
+	 * as a scan (a set bit is no literal found).
+	 */
+	const uint64_t *(*scan_head)(void *ctx, int field);
 	/*
 	 * Optional: does the field hold PAT's pieces (PAT->seq), frame by
 	 * frame, each frame's state from pattern_seq_step?  1 or 0, or -1

@@ -21,7 +21,7 @@ void classifier_init(struct classifier *c, struct policy *p,
 	c->p = p;
 	c->m = m;
 	hashmap_init(&c->regions, 256);
-	for (int i = 0; i < 2; i++)
+	for (size_t i = 0; i < ARRAY_SIZE(c->trie); i++)
 		hashmap_init(&c->trie[i].map, 1024);
 	c->prefix_off = p->uses[COND_TYPE];
 }
@@ -46,8 +46,9 @@ void classifier_free(struct classifier *c)
 	for (size_t i = 0; c->seq && i < c->p->nseq; i++)
 		free(c->seq[i].st);
 	free(c->seq);
-	for (int i = 0; i < 2; i++) {
-		struct clean_scan *cs = &c->clean_scan[i];
+	for (int i = 0; i < 4; i++) {
+		struct clean_scan *cs = i < 2 ? &c->clean_scan[i]
+					      : &c->head_scan[i - 2];
 
 		acm_free(cs->a);
 		free(cs->e);
@@ -58,7 +59,7 @@ void classifier_free(struct classifier *c)
 	}
 	free(c->bucket_col);
 	hashmap_free(&c->regions);
-	for (int i = 0; i < 2; i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(c->trie); i++) {
 		hashmap_free(&c->trie[i].map);
 		free(c->trie[i].root);
 	}
@@ -379,6 +380,17 @@ static const uint64_t *scan_own(void *ctx, int field)
 	return scan_stack(c, field, c->cur->stack);
 }
 
+/* What a head-clean stack's field cannot hold (see struct
+ * classifier): the looping head patterns' key literals. */
+static const uint64_t *scan_head(void *ctx, int field)
+{
+	struct classifier *c = ctx;
+
+	if (!c->head_clean || (field != COND_STACK && field != COND_SOURCE))
+		return NULL;
+	return c->head_scan[field == COND_STACK ? 0 : 1].synth;
+}
+
 #define SEQ_UNKNOWN 0xff
 
 /*
@@ -456,6 +468,7 @@ static void stack_subject(struct classifier *c, const struct bucket *b,
 	c->used = 0;
 	c->used_end = false;
 	c->clean = false;
+	c->head_clean = false;
 	for (int i = 0; i < 2; i++) {
 		c->join[i] = (struct join_state){ 0, 0, false };
 		sb_reset(i ? &c->source : &c->stack);
@@ -464,6 +477,7 @@ static void stack_subject(struct classifier *c, const struct bucket *b,
 	subj->fill_start = fill_start;
 	subj->scan = scan_field;
 	subj->scan_own = scan_own;
+	subj->scan_head = scan_head;
 	subj->seq = seq_field;
 	subj->describe = describe_bucket;
 	subj->ctx = c;
@@ -574,6 +588,49 @@ const char *bucket_type_subject(const struct bucket *b)
 
 #define CLEAN_UNKNOWN UINT16_MAX
 
+/*
+ * The automaton of the key literals of the malloc rules' looping head
+ * patterns on FIELD into HS, and what a head-clean stack cannot hold
+ * (see struct classifier).  Only the key group: a pattern fails where
+ * one group is missing, and the others may be everywhere (the
+ * first-Python-frame rule's " ").
+ */
+static void head_init(struct classifier *c, int field, struct clean_scan *hs)
+{
+	const struct policy *p = c->p;
+	const struct acm *all = policy_prefilter(p, field);
+
+	for (size_t r = 0; all && r < p->nrules; r++) {
+		const struct pattern *pat = p->rules[r].cond[field];
+		struct literals l;
+
+		if (p->rules[r].alloc != RULE_MALLOC || !pat || !pat->loops)
+			continue;
+		/* (The prefilter's literals, as it found them.) */
+		if (!regex_literals(pat->text, pat->len, pat->lit_min, &l))
+			BUG("'%s': its literals are gone", pat->text);
+		if (!hs->a) {
+			hs->a = acm_new();
+			hs->synth = xmalloc(acm_words(all) * sizeof(uint64_t));
+			memset(hs->synth, 0xff, acm_words(all) * sizeof(uint64_t));
+		}
+		for (size_t k = 0; k < l.n; k++)
+			if (l.group[k] == pat->key_group)
+				acm_add(hs->a, l.v[k], l.len[k]);
+		for (size_t k = 0; k < pat->nlits; k++)
+			if (pat->lit_group[k] == pat->key_group)
+				hs->synth[pat->lits[k] / 64] &=
+					~(1ULL << (pat->lits[k] % 64));
+		literals_free(&l);
+	}
+	if (!hs->a)
+		return;
+	c->head_any = true;
+	acm_build(hs->a);
+	hs->tmp = xcalloc(acm_words(hs->a), sizeof(uint64_t));
+	hs->sep0 = acm_feed(hs->a, 0, " ", 1, hs->tmp);
+}
+
 /* The automata of C's whole-field malloc patterns (see struct
  * classifier), and what a clean stack's scan reads as. */
 static void clean_init(struct classifier *c)
@@ -618,6 +675,8 @@ static void clean_init(struct classifier *c)
 		cs->tmp = xcalloc(acm_words(cs->a), sizeof(uint64_t));
 		cs->sep0 = acm_feed(cs->a, 0, " ", 1, cs->tmp);
 	}
+	for (int i = 0; i < 2; i++)
+		head_init(c, i ? COND_SOURCE : COND_STACK, &c->head_scan[i]);
 }
 
 /*
@@ -722,19 +781,26 @@ static bool field_clean(struct classifier *c, struct clean_scan *cs,
 	return true;
 }
 
-/* Is S clean (see struct classifier)? */
-static bool stack_clean(struct classifier *c, const struct stack *s)
+/* Does S hold none of the literals of CS's automata (by field:
+ * COND_STACK, COND_SOURCE)? */
+static bool fields_clean(struct classifier *c, struct clean_scan *cs,
+			 const struct stack *s)
+{
+	for (int i = 0; i < 2; i++)
+		if (cs[i].a && !field_clean(c, &cs[i],
+					    i ? COND_SOURCE : COND_STACK, s))
+			return false;
+	return true;
+}
+
+/* Is S clean, and head-clean (see struct classifier)?  The latter is
+ * false without such rules: those stacks keep trie[0] and trie[1]. */
+static void stack_clean(struct classifier *c, const struct stack *s)
 {
 	if (!c->clean_done)
 		clean_init(c);
-	for (int i = 0; i < 2; i++) {
-		struct clean_scan *cs = &c->clean_scan[i];
-
-		if (cs->a && !field_clean(c, cs, i ? COND_SOURCE : COND_STACK,
-					  s))
-			return false;
-	}
-	return true;
+	c->clean = fields_clean(c, c->clean_scan, s);
+	c->head_clean = c->head_any && fields_clean(c, c->head_scan, s);
 }
 
 /* The column of bucket B, without the memo. */
@@ -752,8 +818,9 @@ static int classify_stack(struct classifier *c, const struct bucket *b)
 		subj.s[COND_TYPE] = t;
 		subj.len[COND_TYPE] = strlen(t);
 	}
-	c->clean = !c->prefix_off && stack_clean(c, b->stack);
-	trie = &c->trie[c->clean];
+	if (!c->prefix_off)
+		stack_clean(c, b->stack);
+	trie = &c->trie[c->clean | c->head_clean << 1];
 	if (!c->prefix_off && (col = prefix_find(trie, b->stack)) >= 0)
 		return col;
 	col = c->mt ? policy_match_with(c->p, c->mt, RULE_MALLOC, &subj, NULL)

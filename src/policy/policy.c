@@ -265,6 +265,61 @@ static void rule_only(struct rule *r)
 	}
 }
 
+/*
+ * Is PAT's head undecided over a start of frames that say nothing, as
+ * many as a classifier remembers a decision by and more (see struct
+ * pattern)?  (What a frame says is unknown here: "x" stands for one
+ * that names nothing a rule looks for.)
+ */
+static bool pattern_loops(const struct pattern *pat)
+{
+	static const char junk[] = "x x x x x x x x x x x x x x x x";
+	pcre2_match_data *md;
+	int rc;
+
+	if (!pat->head)
+		return false;
+	md = pcre2_match_data_create(1, NULL);
+	if (!md)
+		die("out of memory");
+	rc = pcre2_match(pat->head, (PCRE2_SPTR)junk, sizeof(junk) - 1, 0,
+			 PCRE2_PARTIAL_HARD, md, NULL);
+	pcre2_match_data_free(md);
+	return rc == PCRE2_ERROR_PARTIAL;
+}
+
+/*
+ * The group of L (of the first NGROUPS) whose absence from a field is
+ * likeliest: the one whose shortest literal is the longest; a literal of
+ * spaces alone (the separator: in every field of two frames) counts as
+ * none.  -1 if every group has one.
+ */
+static int key_group(const struct literals *l, uint32_t ngroups)
+{
+	size_t best = 0;
+	int key = -1;
+
+	for (uint32_t g = 0; g < ngroups; g++) {
+		size_t shortest = SIZE_MAX;
+
+		for (size_t k = 0; k < l->n; k++) {
+			size_t len = l->len[k];
+
+			if (l->group[k] != g)
+				continue;
+			if (strspn(l->v[k], " ") >= len)
+				len = 0;
+			if (len < shortest)
+				shortest = len;
+		}
+		if (shortest != SIZE_MAX && shortest > best) {
+			best = shortest;
+			key = (int)g;
+		}
+	}
+	return key;
+}
+
 void policy_build_prefilter(struct policy *p)
 {
 	for (int f = 0; f < COND_NFIELDS; f++) {
@@ -274,11 +329,15 @@ void policy_build_prefilter(struct policy *p)
 			struct pattern *pat = p->rules[i].cond[f];
 			struct literals l;
 
-			if (!pat || pat->match_all ||
-			    (!regex_literals(pat->text, pat->len, 3, &l) &&
-			     !(pat->head &&
-			       regex_literals(pat->text, pat->len, 1, &l))))
+			if (!pat || pat->match_all)
 				continue;
+			pat->lit_min = 3;
+			if (!regex_literals(pat->text, pat->len, 3, &l)) {
+				pat->lit_min = 1;
+				if (!pat->head ||
+				    !regex_literals(pat->text, pat->len, 1, &l))
+					continue;
+			}
 			if (!a)
 				a = acm_new();
 			pat->lits = xcalloc(l.n, sizeof(*pat->lits));
@@ -292,6 +351,12 @@ void policy_build_prefilter(struct policy *p)
 				pat->lit_group[pat->nlits] = (uint8_t)l.group[k];
 				pat->lits[pat->nlits++] =
 					acm_add(a, l.v[k], l.len[k]);
+			}
+			if (pat->nlits && pattern_loops(pat)) {
+				int g = key_group(&l, pat->ngroups);
+
+				pat->loops = g >= 0;
+				pat->key_group = g < 0 ? 0 : (uint8_t)g;
 			}
 			literals_free(&l);
 		}
@@ -500,6 +565,7 @@ int policy_match_with(const struct policy *p, struct matcher *mt,
 			continue;
 		for (int f = 0; f < COND_NFIELDS && ok; f++) {
 			const struct pattern *pat = r->cond[f];
+			const uint64_t *absent;
 			int m;
 
 			if (!pat)
@@ -515,6 +581,19 @@ int policy_match_with(const struct policy *p, struct matcher *mt,
 					    (pat->head && subj->fill_start))) {
 				if (found[f] && pat->nlits &&
 				    !has_literal(pat, found[f])) {
+					ok = false;
+					continue;
+				}
+				/*
+				 * Literals the caller knows absent without a
+				 * scan (a C stack, for the linux policy's
+				 * first-Python-frame rules, which would be
+				 * undecided over any start of it): no need
+				 * to look at the field at all.
+				 */
+				if (!found[f] && pat->nlits && subj->scan_head &&
+				    (absent = subj->scan_head(subj->ctx, f)) &&
+				    !has_literal(pat, absent)) {
 					ok = false;
 					continue;
 				}

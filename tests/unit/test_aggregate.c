@@ -466,7 +466,7 @@ Test(aggregate, first_frames_memo_decides_as_matching_does)
 			subject_text_release(&t);
 		}
 		remembered = 0;
-		for (int t = 0; t < 2; t++) {
+		for (size_t t = 0; t < ARRAY_SIZE(with.trie); t++) {
 			remembered += with.trie[t].map.count;
 			for (size_t i = 0; i < with.trie[t].nroot; i++)
 				remembered += with.trie[t].root[i] != 0;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "helpers.h"
+#include "literals.h"
 #include "policy.h"
 #include "util.h"
 
@@ -315,6 +316,54 @@ Test(policy, shipped_policies_load)
 			     p->ncols);
 		policy_free(p);
 	}
+}
+
+/*
+ * The linux policy's first-Python-frame rules loop over the frames (a
+ * classifier looks for their key literals to skip them on a C stack);
+ * rules decided on the first frames do not.  The key group is never the
+ * separator.
+ */
+Test(policy, looping_head_patterns)
+{
+	static const struct {
+		const char *col;
+		int field;
+		bool loops;
+	} want[] = {
+		{ "malloc-python-packages", COND_SOURCE, true },
+		{ "malloc-python-stdlib", COND_SOURCE, true },
+		{ "malloc-python-app", COND_SOURCE, true },
+		{ "malloc-loader", COND_STACK, false },
+		{ "malloc-python", COND_STACK, false },
+	};
+	struct policy *p = policy_load("policies/linux.policy", "linux");
+
+	cr_assert_not_null(p);
+	for (size_t i = 0; i < ARRAY_SIZE(want); i++) {
+		int col = policy_column(p, want[i].col);
+		const struct pattern *pat = NULL;
+		struct literals l;
+
+		for (size_t r = 0; r < p->nrules && !pat; r++)
+			if ((int)p->rules[r].column == col &&
+			    p->rules[r].alloc == RULE_MALLOC)
+				pat = p->rules[r].cond[want[i].field];
+		cr_assert_not_null(pat, "%s", want[i].col);
+		cr_assert_eq(pat->loops, want[i].loops, "%s", want[i].col);
+		if (!pat->loops)
+			continue;
+		cr_assert_gt(pat->nlits, 0, "%s", want[i].col);
+		cr_assert(regex_literals(pat->text, pat->len, pat->lit_min,
+					 &l));
+		for (size_t k = 0; k < l.n; k++)
+			if (l.group[k] == pat->key_group)
+				cr_assert_neq(strspn(l.v[k], " "), l.len[k],
+					      "%s: key '%s'", want[i].col,
+					      l.v[k]);
+		literals_free(&l);
+	}
+	policy_free(p);
 }
 
 /*
