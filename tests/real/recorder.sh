@@ -202,12 +202,13 @@ stress() { # DIR [NOSTOP]
 		ok
 	fi
 	if [ "$limit" = 0.005 ] && [ -z "${2:-}" ]; then
-		# (A thread that does not stop within the tracer's 200 ms
-		# is let be, and the dump says so: on a loaded machine, 3
-		# of 130 dumps once.  Any other reason fails, and so do
-		# more than a tenth of them.)
+		# (On a loaded machine the tracer may give up, as it must,
+		# and the dump says so: a thread that did not stop within
+		# its 200 ms, or threads that kept starting while it seized
+		# them; 3 of 130 dumps once.  Any other reason fails, and
+		# so do more than a tenth of them.)
 		n=$(grep -l '^Stopped: yes$' "$d"/prof.*.heap | wc -l)
-		late=$(grep -l '^Stopped: no (a thread did not stop in time' "$d"/prof.*.heap | wc -l)
+		late=$(grep -l '^Stopped: no (\(a thread did not stop in time\|threads kept starting\)' "$d"/prof.*.heap | wc -l)
 		all=$(ls "$d"/prof.*.heap | wc -l)
 		[ $((n + late)) = "$all" ] && [ $((10 * late)) -le "$all" ] && ok ||
 			bad "stress: $n of $all dumps stopped the threads, $late late: $(grep -h '^Stopped: no' "$d"/prof.*.heap | sort | uniq -c | head -3)"
