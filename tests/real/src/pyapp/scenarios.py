@@ -110,20 +110,10 @@ def ext(n):
 
 if __name__ == "__main__":
     what = sys.argv[1]
-    if what == "fork":
-        fork()
-    elif what == "setprofile":
-        setprofile()
-    elif what == "subprocess":
-        subprocess_child()
-    elif what == "spawn":
-        spawn()
-    elif what == "callers":
-        callers()
-    elif what == "reborn":
-        reborn()
-    elif what == "nested":
-        nested()
-    elif what == "ext":
+    if what == "ext":
         ext(int(sys.argv[2]))
+    else:
+        {"fork": fork, "setprofile": setprofile,
+         "subprocess": subprocess_child, "spawn": spawn, "callers": callers,
+         "reborn": reborn, "nested": nested}[what]()
     traced()
