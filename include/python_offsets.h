@@ -64,11 +64,11 @@ struct python_offsets {
 	 * lists' (an array and its count), the tuples' (a linked list and a
 	 * count for each size of 1 to TUPLE_LISTS items, linked through a
 	 * tuple's first item) and the floats' (a count, then a linked list);
-	 * how many floats it holds at most; a type's tp_dealloc and
-	 * tp_free */
+	 * how many tuples of a size and how many floats they hold at most; a
+	 * type's tp_dealloc and tp_free */
 	uint16_t tstate_interp, dicts_free, dicts_nfree, lists_free,
 		lists_nfree, tuples_free, tuples_nfree, tuple_lists,
-		tuple_items, floats_nfree, floats_free, floats_max,
+		tuple_items, tuples_max, floats_nfree, floats_free, floats_max,
 		type_dealloc, type_free;
 };
 
@@ -118,6 +118,7 @@ static const struct python_offsets python_offsets_table[] = {
 		.tstate_interp = 16, .dicts_free = 4520, .dicts_nfree = 5160,
 		.lists_free = 3872, .lists_nfree = 4512, .tuples_free = 3632,
 		.tuples_nfree = 3792, .tuple_lists = 20, .tuple_items = 24,
+		.tuples_max = 2000,
 		.floats_nfree = 3608, .floats_free = 3616, .floats_max = 100,
 		.type_dealloc = 48, .type_free = 320,
 	},

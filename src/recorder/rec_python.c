@@ -325,6 +325,7 @@ static inline struct rec_bucket *object_bucket(uintptr_t caller,
 }
 
 static __thread unsigned polls;
+static void lists_check(void);
 
 /* RAW, a block of N + 16 bytes the wrapped allocator just made (NULL:
  * none), as an object of N bytes asked for at CALLER. */
@@ -346,6 +347,7 @@ static void *object(void *raw, size_t n, uintptr_t caller)
 	 * at: objects are small.) */
 	if (__builtin_expect(++polls == 64, 0)) {
 		polls = 0;
+		lists_check();
 		rec_hooks_poll_calls(64);
 	}
 	return h + 1;
@@ -496,19 +498,23 @@ static void arena_free(void *ctx, void *p, size_t size)
  * its new stack (_Py_NewReference calls it back, a call inside the
  * interpreter no preload library can reach); the recorder lets none of
  * them wait on a free list instead, so that each is allocated afresh,
- * through the hook.  A dict, list or tuple its tp_dealloc (wrapped) put
- * on its list is taken back off and freed; the floats' list (the eval
- * loop frees floats past their type) is emptied and its count set to its
- * most, so that none is put on it, again whenever a full collection has
- * cleared it (seen at the next dealloc).  What stays as CPython keeps
- * it: the dict keys' list (tracemalloc keeps their first stack too), the
- * rarer lists (async generators', contexts').
+ * through the hook.  A dict or list its tp_dealloc (wrapped) put on its
+ * list is taken back off and freed (an array and its count: were the
+ * count kept at its most, the next new one would be taken from it).  The
+ * tuples' lists and the floats' (linked lists, taken from while not
+ * empty: the eval loop frees floats past their type) are emptied and
+ * their counts set to their most, so that none is put on them, with no
+ * wrapper; again whenever a full collection has cleared them (CPython
+ * clears them all at once: seen at the next dict's or list's dealloc, or
+ * 64 objects on).  What stays as CPython keeps it: the dict keys' list
+ * (tracemalloc keeps their first stack too), the rarer lists (async
+ * generators', contexts').
  */
 typedef void (*dealloc_fn)(void *op);
 static const struct python_offsets *off;
 static char *dict_type, *list_type, *tuple_type, *float_type; /* Py*_Type */
-static dealloc_fn dict_dealloc, list_dealloc, tuple_dealloc;
-static dealloc_fn dict_free, list_free, tuple_free, float_free;
+static dealloc_fn dict_dealloc, list_dealloc;
+static bool lists_off; /* the free lists are kept empty */
 
 /* The interpreter of the thread holding the GIL (the caller). */
 static char *interp(void)
@@ -519,21 +525,48 @@ static char *interp(void)
 	return ts ? *(char **)(ts + off->tstate_interp) : NULL;
 }
 
-/* No float on its list in IN, and none to be put there. */
-static void floats_off(char *in)
+/* The tp_free of TYPE: read when called, not when wrapped (the recorder
+ * wraps before the interpreter readies its types, and a float's is
+ * inherited then). */
+static dealloc_fn tp_free_of(const char *type)
 {
-	int *n = (int *)(in + off->floats_nfree);
-	void **head = (void **)(in + off->floats_free);
+	return *(dealloc_fn const *)(type + off->type_free);
+}
 
-	if (__builtin_expect(*n == off->floats_max, 1))
-		return;
-	while (*head) { /* (linked through their type's word) */
-		void *f = *head;
+/* No object on the linked list at *HEAD (linked through the word at
+ * NEXT), of TYPE, and its count *N at MAX: none put on it. */
+static void list_off(void **head, unsigned next, int *n, int max,
+		     const char *type)
+{
+	dealloc_fn tp_free = tp_free_of(type);
 
-		*head = *(void **)((char *)f + off->ob_type);
-		float_free(f);
+	if (!tp_free)
+		return; /* (none made yet) */
+	while (*head) {
+		void *op = *head;
+
+		*head = *(void **)((char *)op + next);
+		tp_free(op);
 	}
-	*n = off->floats_max;
+	*n = max;
+}
+
+/* No float or tuple on a free list in IN, and none to be put there. */
+static void linked_lists_off(char *in)
+{
+	int *floats = (int *)(in + off->floats_nfree);
+	int *tuples = (int *)(in + off->tuples_nfree);
+
+	if (__builtin_expect(*floats == off->floats_max &&
+				     *tuples == off->tuples_max,
+			     1))
+		return;
+	list_off((void **)(in + off->floats_free), off->ob_type, floats,
+		 off->floats_max, float_type);
+	for (unsigned i = 0; i < off->tuple_lists; i++)
+		list_off((void **)(in + off->tuples_free) + i,
+			 off->tuple_items, tuples + i, off->tuples_max,
+			 tuple_type);
 }
 
 /*
@@ -566,8 +599,7 @@ static void *trashcan(void *op, dealloc_fn mine)
 
 /* OP, just deallocated, taken back off the array-and-count free list at
  * FREE, NFREE of the interpreter and freed, if it was put there. */
-static void unpark(unsigned free, unsigned nfree, void *op,
-		   dealloc_fn tp_free)
+static void unpark(unsigned free, unsigned nfree, void *op, const char *type)
 {
 	char *in = interp();
 	int *n;
@@ -579,22 +611,31 @@ static void unpark(unsigned free, unsigned nfree, void *op,
 	list = (void **)(in + free);
 	if (*n > 0 && list[*n - 1] == op) {
 		--*n;
-		tp_free(op);
+		tp_free_of(type)(op);
 	}
-	floats_off(in);
+	linked_lists_off(in);
 }
 
-/* The dealloc ORIG of OP, wrapped by MINE, of a type whose free list is
- * an array and its count at FREE, NFREE (freed by TP_FREE). */
+/* (Under the GIL: from the object allocator.) */
+static void lists_check(void)
+{
+	char *in = interp();
+
+	if (in && lists_off)
+		linked_lists_off(in);
+}
+
+/* The dealloc ORIG of OP, wrapped by MINE, of TYPE, whose free list is
+ * an array and its count at FREE, NFREE. */
 static void array_dealloc(void *op, dealloc_fn mine, dealloc_fn orig,
-			  unsigned free, unsigned nfree, dealloc_fn tp_free)
+			  unsigned free, unsigned nfree, const char *type)
 {
 	void *ts = trashcan(op, mine);
 
 	if (ts == DEFERRED)
 		return;
 	orig(op);
-	unpark(free, nfree, op, tp_free);
+	unpark(free, nfree, op, type);
 	if (ts)
 		trash_end(ts);
 }
@@ -602,51 +643,20 @@ static void array_dealloc(void *op, dealloc_fn mine, dealloc_fn orig,
 static void dict_dealloc_unparked(void *op)
 {
 	array_dealloc(op, dict_dealloc_unparked, dict_dealloc,
-		      off->dicts_free, off->dicts_nfree, dict_free);
+		      off->dicts_free, off->dicts_nfree, dict_type);
 }
 
 static void list_dealloc_unparked(void *op)
 {
 	array_dealloc(op, list_dealloc_unparked, list_dealloc,
-		      off->lists_free, off->lists_nfree, list_free);
+		      off->lists_free, off->lists_nfree, list_type);
 }
 
-static void tuple_dealloc_unparked(void *op)
+/* The tp_dealloc of type T replaced by MINE, the old one into *OLD. */
+static void swap_dealloc(char *t, dealloc_fn mine, dealloc_fn *old)
 {
-	intptr_t size = *(const intptr_t *)((char *)op + off->var_size);
-	void *ts = trashcan(op, tuple_dealloc_unparked);
-	void **head;
-	char *in;
-
-	if (ts == DEFERRED)
-		return;
-	tuple_dealloc(op);
-	if (size >= 1 && size <= off->tuple_lists && (in = interp())) {
-		head = (void **)(in + off->tuples_free) + (size - 1);
-		if (*head == op) {
-			*head = *(void **)((char *)op + off->tuple_items);
-			((int *)(in + off->tuples_nfree))[size - 1]--;
-			tuple_free(op);
-		}
-		floats_off(in);
-	}
-	if (ts)
-		trash_end(ts);
-}
-
-/* The tp_dealloc of type T replaced by MINE (unless NULL; the old one
- * into *OLD), its tp_free into *FREE; false where T is missing. */
-static bool swap_dealloc(char *t, dealloc_fn mine, dealloc_fn *old,
-			 dealloc_fn *free)
-{
-	if (!t)
-		return false;
-	*free = *(dealloc_fn *)(t + off->type_free);
-	if (mine) {
-		*old = *(dealloc_fn *)(t + off->type_dealloc);
-		*(dealloc_fn *)(t + off->type_dealloc) = mine;
-	}
-	return true;
+	*old = *(dealloc_fn *)(t + off->type_dealloc);
+	*(dealloc_fn *)(t + off->type_dealloc) = mine;
 }
 
 /* (Under the GIL: no other thread deallocates now.) */
@@ -654,16 +664,13 @@ static void free_lists_off(void)
 {
 	char *in = interp();
 
-	if (!in || !gc_untrack || !trash_begin || !trash_end ||
-	    !swap_dealloc(float_type, NULL, NULL, &float_free))
+	if (!in || !gc_untrack || !trash_begin || !trash_end || !float_type ||
+	    !tuple_type || !dict_type || !list_type)
 		return;
-	floats_off(in);
-	swap_dealloc(dict_type, dict_dealloc_unparked, &dict_dealloc,
-		     &dict_free);
-	swap_dealloc(list_type, list_dealloc_unparked, &list_dealloc,
-		     &list_free);
-	swap_dealloc(tuple_type, tuple_dealloc_unparked, &tuple_dealloc,
-		     &tuple_free);
+	lists_off = true;
+	linked_lists_off(in);
+	swap_dealloc(dict_type, dict_dealloc_unparked, &dict_dealloc);
+	swap_dealloc(list_type, list_dealloc_unparked, &list_dealloc);
 }
 
 /*

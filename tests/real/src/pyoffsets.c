@@ -64,6 +64,7 @@ int main(void)
 	P("tuples_nfree", offsetof(PyInterpreterState, tuple.numfree));
 	P("tuple_lists", PyTuple_NFREELISTS);
 	P("tuple_items", offsetof(PyTupleObject, ob_item));
+	P("tuples_max", PyTuple_MAXFREELIST);
 	P("floats_nfree", offsetof(PyInterpreterState, float_state.numfree));
 	P("floats_free", offsetof(PyInterpreterState, float_state.free_list));
 	P("floats_max", PyFloat_MAXFREELIST);

@@ -66,6 +66,7 @@ int main(int argc, char **argv)
 	P(tuples_nfree);
 	P(tuple_lists);
 	P(tuple_items);
+	P(tuples_max);
 	P(floats_nfree);
 	P(floats_free);
 	P(floats_max);

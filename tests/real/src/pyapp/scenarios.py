@@ -14,6 +14,7 @@ a known allocation at a known line of this file, then ends.
 With tracemalloc on, a scenario prints its statistics by line at the
 end, as app.py does: "BYTES COUNT FILE:LINE".
 """
+import gc
 import os
 import sys
 
@@ -80,6 +81,8 @@ def callers():
 # line's (tracemalloc's count, which _Py_NewReference tells).
 def reborn():
     for i in range(20000):
+        if i == 10000:
+            gc.collect()  # clears the free lists: kept empty again after
         dropped = ({"d": i}, [i, i], (i, i + 1), i * 0.5)  # dropped site
         KEEP.append(({"k": i}, [i, i], (i, i + 2), i * 1.5))  # kept site
     return dropped
