@@ -1,16 +1,19 @@
 #!/bin/sh
 # Golden end-to-end tests.  Each directory tests/golden/CASE/ holds:
-#   cmd               shell commands, run with sh in a scratch copy of
+#   cmd               shell commands, run with bash in a scratch copy of
 #                     CASE/, with `dmprof` on PATH being the binary under
 #                     test
 #   expected.stdout   exact expected standard output (absent: must be empty)
 #   expected.stderr   exact expected standard error (absent: must be empty)
 #   expected.status   expected exit status of cmd (absent: 0)
-#   expected.statuses every dmprof command of cmd that does not exit 0, a
-#                     line each, "STATUS COMMAND", sorted (commands of
-#                     a pipe end in any order).  Absent: every one exits
-#                     0.  So a failing command in the middle of a pipe or
-#                     a script is seen, whatever comes after it.
+#   expected.statuses every command of cmd that does not exit 0, a line
+#                     each, sorted: "STATUS SUBCOMMAND" for dmprof's
+#                     (commands of a pipe end in any order), "STATUS sh:
+#                     COMMAND" for any other (bash's ERR trap: not in a
+#                     condition, nor inside a function or a subshell, nor
+#                     a pipe's but the last).  Absent: every one exits 0.
+#                     So a failing command in the middle of a pipe or a
+#                     script is seen, whatever comes after it.
 # Inputs live beside cmd.  The environment is clean: LC_ALL=C, TZ=UTC.
 # Whatever a case does with its standard error, a sanitizer's report
 # fails it: the sanitizers write their reports to files here
@@ -36,6 +39,18 @@ rc=\$?
 exit \$rc
 EOF
 chmod +x "$tmp/bin/dmprof"
+# The case's commands, with each other command that fails noted too, as
+# "STATUS sh: COMMAND" (bash's ERR trap: not a condition's, nor inside a
+# function, a subshell or a pipe but its end; the status it keeps).
+cat >"$tmp/cmd" <<'EOF'
+golden_failed() {
+	case $2 in dmprof | dmprof\ * | '. ./cmd') ;;
+	*) printf '%s sh: %s\n' "$1" "$2" >>"$GOLDEN_RAW" ;;
+	esac
+}
+trap 'golden_failed $? "$BASH_COMMAND"' ERR
+. ./cmd
+EOF
 san="log_path=$tmp/san/report"
 sanitizer='ERROR: \(Address\|Leak\|Thread\)Sanitizer\|WARNING: ThreadSanitizer\|: runtime error: '
 
@@ -58,7 +73,8 @@ for c in $cases; do
 			ASAN_OPTIONS="$san" UBSAN_OPTIONS="$san" \
 			TSAN_OPTIONS="$san" \
 			LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}$san" \
-			sh ./cmd >"$tmp/out" 2>"$tmp/err"
+			GOLDEN_RAW="$tmp/statuses.raw" bash "$tmp/cmd" \
+			>"$tmp/out" 2>"$tmp/err"
 		echo $? >"$tmp/status"
 	)
 	# "STATUS COMMAND" for each dmprof command that did not exit 0.
@@ -84,7 +100,7 @@ for c in $cases; do
 			fi
 		elif [ -s "$tmp/$f" ]; then
 			case $s in
-			statuses) echo "FAIL $c: dmprof commands that did not exit 0 (STATUS COMMAND):" ;;
+			statuses) echo "FAIL $c: commands that did not exit 0 (STATUS COMMAND):" ;;
 			*) echo "FAIL $c: unexpected $s:" ;;
 			esac
 			sed 's/^/    /' "$tmp/$f" | head -20; ok=0
