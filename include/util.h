@@ -116,6 +116,15 @@ void *xrecallocarray(void *p, size_t old, size_t n, size_t size);
 char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 void *xmemdup(const void *p, size_t n);
+/*
+ * Free each pointer of the list (any may be NULL): what a struct's
+ * release does with its arrays, in one call rather than a line each.
+ * (A macro, to count the list; free_array does the work.)
+ */
+#define FREE_ALL(...)                                                       \
+	free_array((void *[]){ __VA_ARGS__ },                               \
+		   sizeof((void *[]){ __VA_ARGS__ }) / sizeof(void *))
+void free_array(void *const *v, size_t n);
 /* A formatted string in new memory. */
 char *xasprintf(const char *fmt, ...) PRINTF(1, 2);
 /*

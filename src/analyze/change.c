@@ -102,10 +102,7 @@ static void pass_fit(struct pass *s, const struct model *m)
 
 static void counts_free(struct counts *c)
 {
-	free(c->allocs);
-	free(c->frees);
-	free(c->alloc_bytes);
-	free(c->line);
+	FREE_ALL(c->allocs, c->frees, c->alloc_bytes, c->line);
 }
 
 static void sums_free(struct sums *s)
@@ -415,10 +412,7 @@ int change_walk_end(struct change_walk *w, int rc)
 		changes_free(c);
 	}
 	pass_free(s);
-	free(s);
-	free(w->a_bytes);
-	free(w->a_col);
-	free(w->step);
+	FREE_ALL(s, w->a_bytes, w->a_col, w->step);
 	memset(w, 0, sizeof(*w));
 	return rc ? -1 : 0;
 }

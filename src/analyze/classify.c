@@ -51,11 +51,7 @@ void classifier_free(struct classifier *c)
 					      : &c->head_scan[i - 2];
 
 		acm_free(cs->a);
-		free(cs->e);
-		free(cs->plain[0]);
-		free(cs->plain[1]);
-		free(cs->tmp);
-		free(cs->synth);
+		FREE_ALL(cs->e, cs->plain[0], cs->plain[1], cs->tmp, cs->synth);
 	}
 	free(c->bucket_col);
 	hashmap_free(&c->regions);

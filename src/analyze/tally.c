@@ -28,10 +28,7 @@ void tally_init(struct tally *t)
 void tally_free(struct tally *t)
 {
 	hashmap_free(&t->map);
-	free(t->v);
-	free(t->by_id);
-	free(t->flag_by_id);
-	free(t->lframes);
+	FREE_ALL(t->v, t->by_id, t->flag_by_id, t->lframes);
 	arena_free(&t->arena);
 	memset(t, 0, sizeof(*t));
 }

@@ -865,10 +865,7 @@ static bool one_run(const char *a, const char *b, unsigned long *ca,
 			free(db);
 		}
 	}
-	free(pa);
-	free(pb);
-	free(ra);
-	free(rb);
+	FREE_ALL(pa, pb, ra, rb);
 	return same;
 }
 

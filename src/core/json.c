@@ -487,10 +487,7 @@ void json_free(struct json_value *v)
 		if (v->keys)
 			free(v->keys[i]);
 	}
-	free(v->items);
-	free(v->keys);
-	free(v->string);
-	free(v);
+	FREE_ALL(v->items, v->keys, v->string, v);
 }
 
 const struct json_value *json_get(const struct json_value *v, const char *key)

@@ -318,6 +318,12 @@ void *xmemdup(const void *p, size_t n)
 	return q;
 }
 
+void free_array(void *const *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+}
+
 size_t pread_full(int fd, void *buf, size_t len, uint64_t off)
 {
 	size_t got = 0;

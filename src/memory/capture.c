@@ -982,10 +982,7 @@ void capture_say_unwalked(const struct capture *s, const char *why_more)
 void capture_free(struct capture *s)
 {
 	drop_reading(s);
-	free(s->ext);
-	free(s->buckets);
-	free(s->command_line);
-	free(s->name);
+	FREE_ALL(s->ext, s->buckets, s->command_line, s->name);
 	memset(s, 0, sizeof(*s));
 }
 

@@ -833,10 +833,7 @@ static void close_core(struct procimage *img)
 				close(((struct core_path *)item)->fd);
 		hashmap_free(&c->paths);
 	}
-	free(c->files);
-	free(c->segs);
-	free(c->threads);
-	free(c->path);
+	FREE_ALL(c->files, c->segs, c->threads, c->path);
 	c->fd = -1;
 }
 

@@ -720,11 +720,7 @@ static void walk_release(struct walk *w)
 {
 	for (size_t k = 0; k < w->nlibc; k++)
 		free(w->libc[k].data);
-	free(w->regions);
-	free(w->unknown);
-	free(w->first_chunks);
-	free(w->win.buf);
-	free(w->cache);
+	FREE_ALL(w->regions, w->unknown, w->first_chunks, w->win.buf, w->cache);
 	if (w->chains.slots) {
 		size_t pos = 0;
 		void *item;

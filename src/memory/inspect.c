@@ -211,10 +211,7 @@ static void walked(struct capture *s, void *ctx)
 		struct inspect_target *t = &in->targets[k];
 		uint64_t addr = t->addr;
 
-		free(t->bytes);
-		free(t->value);
-		free(t->in);
-		free(t->out);
+		FREE_ALL(t->bytes, t->value, t->in, t->out);
 		memset(t, 0, sizeof(*t));
 		t->addr = addr;
 		place(s, t);
@@ -552,10 +549,8 @@ void inspect_release(struct inspect *in)
 	for (size_t k = 0; k < in->nblocks; k++)
 		free(in->blocks[k].value);
 	for (size_t k = 0; k < in->ntargets; k++) {
-		free(in->targets[k].value);
-		free(in->targets[k].bytes);
-		free(in->targets[k].in);
-		free(in->targets[k].out);
+		FREE_ALL(in->targets[k].value, in->targets[k].bytes,
+			 in->targets[k].in, in->targets[k].out);
 	}
 	free(in->targets);
 	free(in->order);

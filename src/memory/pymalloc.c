@@ -794,12 +794,7 @@ void pymalloc_free(struct pymalloc *p)
 	free(p->problems);
 	free(p->bad_meta);
 	fault_release(&p->why);
-	free(p->module);
-	free(p->blocks);
-	free(p->type_of);
-	free(p->spans);
-	free(p->far);
-	free(p->types);
+	FREE_ALL(p->module, p->blocks, p->type_of, p->spans, p->far, p->types);
 	hashmap_free(&p->by_addr);
 	hashmap_free(&p->by_name);
 	arena_free(&p->arena);

@@ -1041,14 +1041,8 @@ int reach_scan_run(struct reach_scan *s, const struct heap *h,
 	root_words(&sc, ROOT_REGISTERS, r->values, r->nvalues);
 	mark(&sc);
 	settle(&sc);
-	free(sc.buf);
-	free(sc.kinds);
-	free(sc.queue);
-	free(sc.groups);
-	free(sc.granules);
-	free(sc.bidx);
-	free(sc.spans);
-	free(sc.ranges);
+	FREE_ALL(sc.buf, sc.kinds, sc.queue, sc.groups, sc.granules, sc.bidx,
+		 sc.spans, sc.ranges);
 	return 0;
 }
 

@@ -1032,11 +1032,7 @@ static void typer_free(struct typing *t)
 	free(ty->have);
 	for (size_t i = 0; i < ty->npages_idx; i++)
 		free(ty->pages[i].first);
-	free(ty->pages);
-	free(ty->cands);
-	free(ty->hdrs);
-	free(ty->py_map);
-	free(ty->links);
+	FREE_ALL(ty->pages, ty->cands, ty->hdrs, ty->py_map, ty->links);
 	hashmap_free(&ty->names);
 	free(ty);
 	t->priv = NULL;

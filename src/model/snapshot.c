@@ -44,22 +44,14 @@ void snapshot_init(struct snapshot *snap, const char *path)
 
 void snapshot_release(struct snapshot *snap)
 {
-	free(snap->listed);
-	free(snap->path);
-	free(snap->run_id);
-	free(snap->command_line);
-	free(snap->reason);
+	FREE_ALL(snap->listed, snap->path, snap->run_id, snap->command_line,
+		 snap->reason);
 	for (size_t i = 0; i < snap->nmeta_extra; i++) {
 		free(snap->meta_extra[i].key);
 		free(snap->meta_extra[i].value);
 	}
-	free(snap->meta_extra);
-	free(snap->vmas);
-	free(snap->regions);
-	free(snap->pfs);
-	free(snap->gs.extra);
-	free(snap->lines);
-	free(snap->unknown);
+	FREE_ALL(snap->meta_extra, snap->vmas, snap->regions, snap->pfs,
+		 snap->gs.extra, snap->lines, snap->unknown);
 	maps_free(&snap->own_maps);
 	memset(snap, 0, sizeof(*snap));
 }

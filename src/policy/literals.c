@@ -639,13 +639,6 @@ void acm_free(struct acm *a)
 		return;
 	for (uint32_t i = 0; i < a->n; i++)
 		free(a->s[i]);
-	free(a->s);
-	free(a->slen);
-	free(a->delta);
-	free(a->dict);
-	free(a->out_head);
-	free(a->out_id);
-	free(a->out_next);
-	free(a->has_out);
-	free(a);
+	FREE_ALL(a->s, a->slen, a->delta, a->dict, a->out_head, a->out_id,
+		 a->out_next, a->has_out, a);
 }

@@ -65,10 +65,7 @@ static void batch_reset(struct batch *bt)
 
 static void batch_free(struct batch *bt)
 {
-	free(bt->v);
-	free(bt->named);
-	free(bt->frames);
-	free(bt->ids);
+	FREE_ALL(bt->v, bt->named, bt->frames, bt->ids);
 	sb_release(&bt->names);
 }
 

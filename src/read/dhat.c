@@ -494,12 +494,7 @@ int dhat_parse(struct snapshot *snap, struct filebuf *fb,
 	sb_release(&d.mode);
 	sb_release(&d.tu);
 	sb_release(&d.strs);
-	free(d.pps);
-	free(d.fs);
-	free(d.ftbl);
-	free(d.addrs);
-	free(d.names);
-	free(d.frames);
+	FREE_ALL(d.pps, d.fs, d.ftbl, d.addrs, d.names, d.frames);
 	read_pos_release(&d.pos);
 	return rc;
 }

@@ -932,13 +932,8 @@ int gperf_parse(struct snapshot *snap, struct line_stream *s,
 	}
 	if (rc == 0)
 		say_what(&g);
-	free(g.frames[0]);
-	free(g.frames[1]);
-	free(g.held_ids);
-	free(g.stack_ids);
-	free(g.nos);
-	free(g.syms);
-	free(g.firsts);
+	FREE_ALL(g.frames[0], g.frames[1], g.held_ids, g.stack_ids, g.nos,
+		 g.syms, g.firsts);
 	sb_release(&g.symtext);
 	sb_release(&g.broken);
 	read_pos_release(&g.pos);

@@ -468,11 +468,7 @@ int gperf_parse_on_two(struct gparser *g, bool *in_maps)
 		free(pp.frames[i]);
 		free(pp.hashes[i]);
 	}
-	free(pp.ids);
-	free(pp.met);
-	free(pp.slots);
-	free(pp.xlat);
-	free(pp.tmp);
+	FREE_ALL(pp.ids, pp.met, pp.slots, pp.xlat, pp.tmp);
 	return rc < 0 ? -1 : 0;
 }
 

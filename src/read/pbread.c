@@ -847,13 +847,8 @@ static void pparser_free(struct pparser *p)
 	read_pos_release(&p->pos);
 	hashmap_free(&p->loc_by_id);
 	hashmap_free(&p->func_by_id);
-	free(p->strs);
-	free(p->types);
-	free(p->samples);
-	free(p->locs);
-	free(p->lines);
-	free(p->funcs);
-	free(p->maps);
+	FREE_ALL(p->strs, p->types, p->samples, p->locs, p->lines, p->funcs,
+		 p->maps);
 }
 
 int pb_parse(struct snapshot *snap, struct filebuf *fb,

@@ -298,10 +298,7 @@ int elfimage_open_headers(struct elf_image *img, const char *path,
 void elfimage_close(struct elf_image *img)
 {
 	elf_close(&img->elf);
-	free(img->loads);
-	free(img->code);
-	free(img->data);
-	free(img->path);
+	FREE_ALL(img->loads, img->code, img->data, img->path);
 	memset(img, 0, sizeof(*img));
 }
 

@@ -678,11 +678,6 @@ void symcache_close(struct symcache *c)
 		munmap(c->map, c->map_size);
 	hashmap_free(&c->added);
 	arena_free(&c->arena);
-	free(c->interned);
-	free(c->scratch_inl);
-	free(c->ahead);
-	free(c->v);
-	free(c->path);
-	free(c->identity);
-	free(c);
+	FREE_ALL(c->interned, c->scratch_inl, c->ahead, c->v, c->path,
+		 c->identity, c);
 }

@@ -2306,10 +2306,7 @@ static void build_spans(struct unit *u)
 		if (!u->nspans || u->spans[u->nspans - 1].func != paint[k])
 			u->spans[u->nspans++] = (struct fspan){ pts[k],
 								paint[k] };
-	free(r);
-	free(pts);
-	free(paint);
-	free(next);
+	FREE_ALL(r, pts, paint, next);
 }
 
 /*
@@ -2379,14 +2376,8 @@ static bool prepare_unit(struct dwarf *d, struct unit *u)
 /* What preparing U left in it, gone: as if it had never been tried. */
 static void unit_forget(struct unit *u)
 {
-	free(u->files);
-	free(u->dirs);
-	free(u->rows);
-	free(u->seqs);
-	free(u->funcs);
-	free(u->spans);
-	free(u->fpool.v);
-	free(u->exts);
+	FREE_ALL(u->files, u->dirs, u->rows, u->seqs, u->funcs, u->spans,
+		 u->fpool.v, u->exts);
 	u->files = u->dirs = NULL;
 	u->nfiles = u->ndirs = 0;
 	u->dir_file_0 = false;
@@ -2872,16 +2863,8 @@ void dwarf_close(struct dwarf *d)
 			munmap(d->s[i].owned, d->s[i].mapped);
 		else
 			free(d->s[i].owned);
-	free(d->units);
-	free(d->uranges);
-	free(d->ext);
-	free(d->amb);
-	free(d->upool.v);
-	free(d->prep.rows);
-	free(d->prep.seqs);
-	free(d->secs);
-	free(d->syms);
-	free(d->frames);
+	FREE_ALL(d->units, d->uranges, d->ext, d->amb, d->upool.v, d->prep.rows,
+		 d->prep.seqs, d->secs, d->syms, d->frames);
 	sb_release(&d->sb);
 	arena_free(&d->arena);
 	free(d);

@@ -78,10 +78,7 @@ void symmap_binary_free(struct symmap_binary *b)
 		return;
 	for (size_t i = 0; i < b->nbufs; i++)
 		file_release(&b->bufs[i]);
-	free(b->bufs);
-	free(b->sections);
-	free(b->procs.v);
-	free(b->files.v);
+	FREE_ALL(b->bufs, b->sections, b->procs.v, b->files.v);
 	hashmap_free(&b->typeinfos);
 	free(b->typeinfo_store);
 	free(b->name);
