@@ -169,6 +169,17 @@ size_t st_mult(size_t a, size_t b);
 		}                                                           \
 	} while (0)
 
+/*
+ * Append one element to the array PTR of NR used elements of ALLOC (GROW
+ * as need be), zeroed and counted in NR: its address.
+ */
+#define PUSH_ZEROED(ptr, nr, alloc)                                         \
+	({                                                                  \
+		GROW((ptr), (nr) + 1, (alloc));                             \
+		memset(&(ptr)[(nr)], 0, sizeof(*(ptr)));                    \
+		&(ptr)[(nr)++];                                             \
+	})
+
 /* A growable, always NUL-terminated byte string (git's strbuf idea). */
 struct strbuf {
 	char *buf;

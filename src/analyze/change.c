@@ -221,9 +221,7 @@ static struct change *add_change(struct changes *c)
 {
 	struct change *ch;
 
-	GROW(c->v, c->n + 1, c->alloc);
-	ch = &c->v[c->n++];
-	memset(ch, 0, sizeof(*ch));
+	ch = PUSH_ZEROED(c->v, c->n, c->alloc);
 	ch->col = -1;
 	return ch;
 }

@@ -278,9 +278,7 @@ int copyimage_take(struct copyimage *c, struct procimage *live,
 
 		if (!copyimage_wants(v) || !pc->before)
 			continue;
-		GROW(c->v, c->n + 1, alloc);
-		cv = &c->v[c->n++];
-		memset(cv, 0, sizeof(*cv));
+		cv = PUSH_ZEROED(c->v, c->n, alloc);
 		cv->start = v->start;
 		cv->end = v->end;
 		cv->page = pc->page;

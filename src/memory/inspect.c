@@ -231,9 +231,7 @@ static struct inspect_ref *add_ref(struct inspect_ref **v, size_t *n,
 	++*count;
 	if (*n >= INSPECT_MAX_REFS)
 		return NULL;
-	GROW(*v, *n + 1, *alloc);
-	r = &(*v)[(*n)++];
-	memset(r, 0, sizeof(*r));
+	r = PUSH_ZEROED(*v, *n, *alloc);
 	r->block = -1;
 	return r;
 }
@@ -387,9 +385,7 @@ static void add_block(struct inspect *in, size_t i, bool py, uint64_t addr,
 {
 	struct inspect_block *ib;
 
-	GROW(in->blocks, in->nblocks + 1, in->blocks_alloc);
-	ib = &in->blocks[in->nblocks++];
-	memset(ib, 0, sizeof(*ib));
+	ib = PUSH_ZEROED(in->blocks, in->nblocks, in->blocks_alloc);
 	ib->block = i;
 	ib->py = py;
 	ib->addr = addr;

@@ -50,9 +50,7 @@ void procimage_add_thread(struct procimage *img, pid_t tid, uint64_t sp,
 {
 	struct image_thread *t;
 
-	GROW(img->threads, img->nthreads + 1, img->threads_alloc);
-	t = &img->threads[img->nthreads++];
-	memset(t, 0, sizeof(*t));
+	t = PUSH_ZEROED(img->threads, img->nthreads, img->threads_alloc);
 	t->tid = tid;
 	t->sp = sp;
 	if (nregs > IMAGE_NREGS)

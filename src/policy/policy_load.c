@@ -287,9 +287,7 @@ struct rule *add_rule(struct loader *ld, const char *name,
 	struct policy *p = ld->p;
 	struct rule *r;
 
-	GROW(p->rules, p->nrules + 1, p->rules_alloc);
-	r = &p->rules[p->nrules++];
-	memset(r, 0, sizeof(*r));
+	r = PUSH_ZEROED(p->rules, p->nrules, p->rules_alloc);
 	r->alloc = alloc;
 	r->line = line;
 	r->only = -1; /* (see rule_only) */

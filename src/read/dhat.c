@@ -128,9 +128,7 @@ static bool read_point(struct dparser *d, struct strbuf *key)
 	struct point *pp;
 	bool first = true;
 
-	GROW(d->pps, d->npps + 1, d->alloc_pps);
-	pp = &d->pps[d->npps++];
-	memset(pp, 0, sizeof(*pp));
+	pp = PUSH_ZEROED(d->pps, d->npps, d->alloc_pps);
 	pp->line = d->j.line;
 	if (json_peek(&d->j) != '{') {
 		json_error(&d->j, "a program point that is not an object");

@@ -329,9 +329,7 @@ static void add_region(struct snap_builder *b, uint64_t start, uint64_t end,
 	struct snapshot *snap = b->snap;
 	struct region *r;
 
-	GROW(snap->regions, snap->nregions + 1, snap->regions_alloc);
-	r = &snap->regions[snap->nregions++];
-	memset(r, 0, sizeof(*r));
+	r = PUSH_ZEROED(snap->regions, snap->nregions, snap->regions_alloc);
 	r->start = start;
 	r->end = end;
 	r->kind = bk ? REGION_HOOKED : REGION_UNHOOKED;

@@ -540,9 +540,7 @@ static void add_entry(struct writer *w, const struct symcache_entry *e)
 {
 	struct disk_entry *d;
 
-	GROW(w->ents, w->nents + 1, w->ents_alloc);
-	d = &w->ents[w->nents++];
-	memset(d, 0, sizeof(*d));
+	d = PUSH_ZEROED(w->ents, w->nents, w->ents_alloc);
 	d->addr = e->addr;
 	d->func = string_number(w, e->func);
 	d->file = string_number(w, e->file);

@@ -883,9 +883,7 @@ static struct abbrevs *read_abbrevs(struct dwarf *d, const struct unit *u,
 		}
 		if (code > UINT32_MAX)
 			goto bad;
-		GROW(s->v, n + 1, s->av);
-		a = &s->v[n++];
-		memset(a, 0, sizeof(*a));
+		a = PUSH_ZEROED(s->v, n, s->av);
 		a->code = (uint32_t)code;
 		a->tag = (uint32_t)leb128_u(&c);
 		a->children = rd(&c, 1) != 0;
@@ -1439,9 +1437,7 @@ static int read_units(struct dwarf *d)
 			return decline(d, "a unit past the end of .debug_info");
 		if (!len)
 			return decline(d, "an empty unit (padding?)");
-		GROW(d->units, d->nunits + 1, alloc);
-		u = &d->units[d->nunits++];
-		memset(u, 0, sizeof(*u));
+		u = PUSH_ZEROED(d->units, d->nunits, alloc);
 		u->off = off;
 		u->end = (size_t)(c.p - x->p) + (size_t)len;
 		off = u->end;
@@ -2107,9 +2103,7 @@ static bool scan_functions(struct prep *p, struct unit *u)
 		if (!a)
 			goto out;
 		if (a->interesting) {
-			GROW(u->funcs, u->nfuncs + 1, alloc);
-			f = &u->funcs[u->nfuncs++];
-			memset(f, 0, sizeof(*f));
+			f = PUSH_ZEROED(u->funcs, u->nfuncs, alloc);
 			f->caller_file = NO_FILE;
 			f->tag = (uint16_t)a->tag;
 			f->die = off;
