@@ -17,6 +17,12 @@
 #define PRINTF(f, a) __attribute__((format(printf, f, a)))
 #define UNUSED __attribute__((unused))
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+/*
+ * -1, 0 or 1 as A is below, equal to or above B: what a qsort comparison
+ * gives for a numeric key.  Keys chain with GNU C's "?:", the first that
+ * differs deciding: return CMP(x->start, y->start) ?: CMP(x->end, y->end).
+ */
+#define CMP(a, b) (((a) > (b)) - ((a) < (b)))
 
 /*
  * Diagnostics go to stderr as "dmprof: MSG" ("dmprof: warning: MSG").

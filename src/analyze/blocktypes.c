@@ -80,9 +80,6 @@ int blocktypes_cmp(const void *a, const void *b)
 	const struct tally_entry *x = *(const struct tally_entry *const *)a;
 	const struct tally_entry *y = *(const struct tally_entry *const *)b;
 
-	if (x->bytes != y->bytes)
-		return x->bytes > y->bytes ? -1 : 1;
-	if (x->allocs != y->allocs)
-		return x->allocs > y->allocs ? -1 : 1;
-	return strcmp(x->key, y->key);
+	return CMP(y->bytes, x->bytes) ?: CMP(y->allocs, x->allocs) ?:
+	       strcmp(x->key, y->key);
 }

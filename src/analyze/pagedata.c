@@ -185,9 +185,7 @@ static int cmp_cell(const void *a, const void *b)
 {
 	const struct cell *x = a, *y = b;
 
-	if (x->comp != y->comp)
-		return x->comp < y->comp ? -1 : 1;
-	return x->id < y->id ? -1 : x->id > y->id;
+	return CMP(x->comp, y->comp) ?: CMP(x->id, y->id);
 }
 
 /*
@@ -334,9 +332,7 @@ static int cmp_bytes_desc(const void *a, const void *b)
 {
 	const struct cell *x = a, *y = b;
 
-	if (x->bytes != y->bytes)
-		return x->bytes > y->bytes ? -1 : 1;
-	return x->id < y->id ? -1 : x->id > y->id;
+	return CMP(y->bytes, x->bytes) ?: CMP(x->id, y->id);
 }
 
 static int cmp_u32(const void *a, const void *b)

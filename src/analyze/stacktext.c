@@ -394,11 +394,8 @@ int stacktext_cmp_flat(const void *a, const void *b)
 	const struct tally_entry *x = *(const struct tally_entry *const *)a;
 	const struct tally_entry *y = *(const struct tally_entry *const *)b;
 
-	if (x->v[0] != y->v[0])
-		return x->v[0] > y->v[0] ? -1 : 1;
-	if (x->v[1] != y->v[1])
-		return x->v[1] > y->v[1] ? -1 : 1;
-	return strcmp(x->key, y->key);
+	return CMP(y->v[0], x->v[0]) ?: CMP(y->v[1], x->v[1]) ?:
+	       strcmp(x->key, y->key);
 }
 
 bool stacktext_placed_flat(const struct tally_entry *e)

@@ -194,11 +194,8 @@ static int cmp_py_type(const void *a, const void *b)
 	const struct py_type *x = *(const struct py_type *const *)a;
 	const struct py_type *y = *(const struct py_type *const *)b;
 
-	if (x->bytes != y->bytes)
-		return x->bytes > y->bytes ? -1 : 1;
-	if (x->count != y->count)
-		return x->count > y->count ? -1 : 1;
-	return strcmp(x->name, y->name);
+	return CMP(y->bytes, x->bytes) ?: CMP(y->count, x->count) ?:
+	       strcmp(x->name, y->name);
 }
 
 static const struct py_type **py_types_sorted(const struct pymalloc *py)

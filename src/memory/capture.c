@@ -809,15 +809,9 @@ static int cmp_bucket(const void *x, const void *y)
 {
 	const struct capture_bucket *a = x, *b = y;
 
-	if (a->arena != b->arena)
-		return a->arena < b->arena ? -1 : 1;
-	if (a->state != b->state)
-		return a->state < b->state ? -1 : 1;
-	if (a->cls != b->cls)
-		return a->cls < b->cls ? -1 : 1;
-	if (a->leaked != b->leaked)
-		return a->leaked ? 1 : -1;
-	return a->type < b->type ? -1 : a->type > b->type;
+	return CMP(a->arena, b->arena) ?: CMP(a->state, b->state) ?:
+	       CMP(a->cls, b->cls) ?: CMP(a->leaked, b->leaked) ?:
+	       CMP(a->type, b->type);
 }
 
 /* pymalloc's blocks in use: by size and type (when scanned); and the

@@ -109,11 +109,7 @@ static int cmp_vma(const void *a, const void *b)
 {
 	const struct vma *x = a, *y = b;
 
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	if (x->end != y->end)
-		return x->end < y->end ? -1 : 1;
-	return 0;
+	return CMP(x->start, y->start) ?: CMP(x->end, y->end);
 }
 
 /* (Of each overlapping pair the first is kept.) */

@@ -637,12 +637,9 @@ static int cmp_region(const void *a, const void *b)
 {
 	const struct region *x = a, *y = b;
 
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	if (x->end != y->end)
-		return x->end < y->end ? -1 : 1;
 	/* Equal ranges: later line last, so it wins below. */
-	return x->line < y->line ? -1 : x->line > y->line;
+	return CMP(x->start, y->start) ?: CMP(x->end, y->end) ?:
+	       CMP(x->line, y->line);
 }
 
 /*

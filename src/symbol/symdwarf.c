@@ -494,14 +494,9 @@ static int cmp_bsym(const void *a, const void *b)
 {
 	const struct bsym *x = a, *y = b;
 
-	if (x->shndx != y->shndx)
-		return x->shndx < y->shndx ? -1 : 1;
-	if (x->value != y->value)
-		return x->value < y->value ? -1 : 1;
-	/* At one address libbfd keeps the biggest, then the first. */
-	if (x->size != y->size)
-		return x->size > y->size ? -1 : 1;
-	return x->order < y->order ? -1 : x->order > y->order;
+	/* By address; at one, libbfd keeps the biggest, then the first. */
+	return CMP(x->shndx, y->shndx) ?: CMP(x->value, y->value) ?:
+	       CMP(y->size, x->size) ?: CMP(x->order, y->order);
 }
 
 /*

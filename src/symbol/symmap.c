@@ -123,9 +123,7 @@ static int cmp_range(const void *a, const void *b)
 {
 	const struct range *x = a, *y = b;
 
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
+	return CMP(x->start, y->start) ?: CMP(x->seq, y->seq);
 }
 
 static void range_sort(struct range_table *t)
