@@ -505,10 +505,9 @@ static void arena_free(void *ctx, void *p, size_t size)
  * empty: the eval loop frees floats past their type) are emptied and
  * their counts set to their most, so that none is put on them, with no
  * wrapper; again whenever a full collection has cleared them (CPython
- * clears them all at once: seen at the next dict's or list's dealloc, or
- * 64 objects on).  What stays as CPython keeps it: the dict keys' list
- * (tracemalloc keeps their first stack too), the rarer lists (async
- * generators', contexts').
+ * clears them all at once: seen within 64 objects).  What stays as
+ * CPython keeps it: the dict keys' list (tracemalloc keeps their first
+ * stack too), the rarer lists (async generators', contexts').
  */
 typedef void (*dealloc_fn)(void *op);
 static const struct python_offsets *off;
@@ -613,7 +612,6 @@ static void unpark(unsigned free, unsigned nfree, void *op, const char *type)
 		--*n;
 		tp_free_of(type)(op);
 	}
-	linked_lists_off(in);
 }
 
 /* (Under the GIL: from the object allocator.) */
