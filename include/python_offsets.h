@@ -21,10 +21,12 @@
 struct python_offsets {
 	uint8_t major, minor;
 	/* _PyRuntimeState: the thread holding the GIL
-	 * (gilstate.tstate_current), and the one finalizing the runtime
-	 * (set once Py_FinalizeEx has run the atexit handlers, before it
-	 * frees the modules and their objects). */
-	uint16_t runtime_tstate_current, runtime_finalizing;
+	 * (gilstate.tstate_current), the one finalizing the runtime (set
+	 * once Py_FinalizeEx has run the atexit handlers, before it frees
+	 * the modules and their objects), the main interpreter
+	 * (interpreters.main). */
+	uint16_t runtime_tstate_current, runtime_finalizing,
+		runtime_interp_main;
 	/* PyThreadState */
 	uint16_t tstate_cframe;
 	/* _PyCFrame */
@@ -99,6 +101,7 @@ static const struct python_offsets python_offsets_table[] = {
 	{
 		.major = 3, .minor = 11,
 		.runtime_tstate_current = 576, .runtime_finalizing = 24,
+		.runtime_interp_main = 48,
 		.tstate_cframe = 56,
 		.cframe_current_frame = 8,
 		.frame_code = 32, .frame_previous = 48,

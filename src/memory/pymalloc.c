@@ -667,6 +667,88 @@ ptrdiff_t pymalloc_find(const struct pymalloc *p, uint64_t addr)
 		       : -1;
 }
 
+/*
+ * The objects CPython keeps on its free lists to give out again: dead
+ * (their count 0, so that no type reads as theirs), each of a type of its
+ * own, "dict (free list)", as sys._debugmallocstats() counts them.  The
+ * main interpreter's lists: the dicts' and the lists' (an array and its
+ * count), the tuples' of each size and the floats' (linked lists, through
+ * a tuple's first item and a float's type; a count each).  A list whose
+ * count or links say no object of pymalloc's is left at that.
+ */
+static void free_listed(struct walk *w, uint64_t obj, size_t head,
+			uint32_t t)
+{
+	ptrdiff_t b = pymalloc_find(w->p, obj - head);
+
+	if (b >= 0 && py_block_addr(w->p->blocks[b]) == obj - head)
+		w->p->type_of[b] = t;
+}
+
+static int64_t read_count(struct walk *w, uint64_t addr)
+{
+	int32_t n;
+
+	return procimage_read_all(w->img, addr, &n, sizeof(n)) ? n : -1;
+}
+
+static void array_list(struct walk *w, uint64_t in, unsigned list,
+		       unsigned count, const char *name)
+{
+	int64_t n = read_count(w, in + count);
+	uint64_t obj[128];
+	uint32_t t;
+
+	/* (The array lies between the list and its count.) */
+	if (n <= 0 || (uint64_t)n > (count - list) / 8 || n > 128 ||
+	    !procimage_read_all(w->img, in + list, obj, (size_t)n * 8))
+		return;
+	t = pymalloc_layout_type(w->p, name);
+	for (int64_t i = 0; i < n; i++)
+		free_listed(w, obj[i], w->p->off->gc_head, t);
+}
+
+static void linked_list(struct walk *w, uint64_t head_at, int64_t n,
+			unsigned next, size_t head, const char *name)
+{
+	uint32_t t = pymalloc_layout_type(w->p, name);
+	uint64_t obj;
+
+	if (!read_word(w->img, head_at, &obj))
+		return;
+	for (int64_t i = 0; i < n && obj && pymalloc_find(w->p, obj) >= 0;
+	     i++) {
+		free_listed(w, obj, head, t);
+		if (!read_word(w->img, obj + next, &obj))
+			return;
+	}
+}
+
+static void free_lists(struct walk *w)
+{
+	const struct python_offsets *o = w->p->off;
+	uint64_t in;
+	int64_t n;
+
+	if (!w->p->runtime ||
+	    !read_word(w->img, w->p->runtime + o->runtime_interp_main, &in) ||
+	    !in)
+		return;
+	array_list(w, in, o->dicts_free, o->dicts_nfree, "dict (free list)");
+	array_list(w, in, o->lists_free, o->lists_nfree, "list (free list)");
+	for (unsigned i = 0; i < o->tuple_lists; i++) {
+		n = read_count(w, in + o->tuples_nfree + 4 * i);
+		if (n > 0 && n <= o->tuples_max)
+			linked_list(w, in + o->tuples_free + 8 * i, n,
+				    o->tuple_items, o->gc_head,
+				    "tuple (free list)");
+	}
+	n = read_count(w, in + o->floats_nfree);
+	if (n > 0 && n <= o->floats_max)
+		linked_list(w, in + o->floats_free, n, o->ob_type, 0,
+			    "float (free list)");
+}
+
 /* The storage found: the block of pymalloc's it is in is of its owner's
  * layout (the link is certain, a guess of its own is not; a dict's
  * values start past a prefix of their block). */
@@ -763,6 +845,7 @@ void pymalloc_run(struct pymalloc *p, struct procimage *img,
 	w.pool = xmalloc(p->lay->pool_size);
 	w.free_map = xmalloc(p->lay->pool_size / p->lay->alignment / 8 + 1);
 	walk_arenas(&w);
+	free_lists(&w);
 	untyped_said(p, img);
 	type_links(&w);
 	free(w.links);

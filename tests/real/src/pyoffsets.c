@@ -21,6 +21,7 @@ int main(void)
 	P("runtime_tstate_current",
 	  offsetof(_PyRuntimeState, gilstate.tstate_current));
 	P("runtime_finalizing", offsetof(_PyRuntimeState, _finalizing));
+	P("runtime_interp_main", offsetof(_PyRuntimeState, interpreters.main));
 	P("tstate_cframe", offsetof(PyThreadState, cframe));
 	P("cframe_current_frame", offsetof(_PyCFrame, current_frame));
 	P("frame_code", offsetof(_PyInterpreterFrame, f_code));

@@ -23,6 +23,7 @@ int main(int argc, char **argv)
 	P(minor);
 	P(runtime_tstate_current);
 	P(runtime_finalizing);
+	P(runtime_interp_main);
 	P(tstate_cframe);
 	P(cframe_current_frame);
 	P(frame_code);

@@ -39,6 +39,29 @@ def stats():
     return rows, sums
 
 
+def free_lists():
+    """The objects on CPython's free lists, by sys._debugmallocstats()."""
+    n = {}
+    for line in open(label + ".stats"):
+        m = re.match(r"\s*(\d+) free (?:\d+-sized )?Py(Dict|List|Float|Tuple)"
+                     r"Objects? ", line)
+        if m:
+            t = m.group(2).lower() + " (free list)"
+            n[t] = n.get(t, 0) + int(m.group(1))
+    return n
+
+
+def check_free(types):
+    """The dicts, lists and floats on their lists as the stats count them;
+    the tuples within 8 (census.py makes some after its stats)."""
+    want = free_lists()
+    check(len(want) == 4, "free lists in the stats: %s" % want)
+    for t, n in want.items():
+        have = types.get(t, 0)
+        ok = abs(have - n) <= 8 if t.startswith("tuple") else have == n
+        check(ok, "%s: %d, the stats %d" % (t, have, n))
+
+
 def census():
     counts = {}
     for line in open(label + ".out"):
@@ -88,6 +111,7 @@ def heap():
     for k, v in want.items():
         check(sums.get(k) == v, "%s: %s, walked %d" % (k, sums.get(k), v))
     check_counts({t["type"]: t["count"] for t in py["types"]})
+    check_free({t["type"]: t["count"] for t in py["types"]})
     check(not py["problems"], "problems: %s" % py["problems"][:3])
 
 
@@ -104,6 +128,7 @@ def snap():
                                        sums.get("# arenas allocated current")))
     check("types" in doc, "no types table in top --json")
     check_counts({t["name"]: t["count"] for t in doc.get("types", [])})
+    check_free({t["name"]: t["count"] for t in doc.get("types", [])})
     lines = list(csv.reader(open(sys.argv[5])))
     head, row = lines[0], lines[1]
     v = {h: int(x) for h, x in zip(head[1:], row[1:])}
