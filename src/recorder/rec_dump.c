@@ -1149,27 +1149,61 @@ static void build_mmap_list(const struct vma *vmas, size_t nv,
 	}
 }
 
-/* "%10lld %10lld %6d %6d @ %d" */
+/* Two decimal digits each, 00 to 99. */
+static const char digits2[] =
+	"00010203040506070809101112131415161718192021222324252627282930313233"
+	"34353637383940414243444546474849505152535455565758596061626364656667"
+	"6869707172737475767778798081828384858687888990919293949596979899";
+
+/* V in decimal at P, right-aligned in WIDTH columns at least; the end. */
+static char *put_dec(char *p, int64_t v, size_t width)
+{
+	char tmp[24];
+	size_t i = sizeof(tmp), n;
+	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+
+	for (; u >= 100; u /= 100) {
+		i -= 2;
+		memcpy(tmp + i, digits2 + 2 * (u % 100), 2);
+	}
+	if (u >= 10) {
+		i -= 2;
+		memcpy(tmp + i, digits2 + 2 * u, 2);
+	} else {
+		tmp[--i] = (char)('0' + u);
+	}
+	if (v < 0)
+		tmp[--i] = '-';
+	n = sizeof(tmp) - i;
+	if (n < width) {
+		memset(p, ' ', width - n);
+		p += width - n;
+	}
+	memcpy(p, tmp + i, n);
+	return p + n;
+}
+
+/* "%10lld %10lld %6d %6d @ %d", written in place (a dump writes a line
+ * for every bucket, tens of thousands in a Python program's). */
 static void stack_line(struct rec_buf *b, int64_t virt, int64_t comm,
 		       int64_t allocs, int64_t frees, uint32_t id)
 {
-	char num[24];
-	int64_t v[4] = { virt, comm, allocs, frees };
-	static const size_t width[4] = { 10, 10, 6, 6 };
+	char *p;
 
-	for (int i = 0; i < 4; i++) {
-		struct rec_buf t = { num, 0, sizeof(num) };
-
-		/* Format into the stack buffer, then pad in front. */
-		rec_buf_i64(&t, v[i]);
-		if (i)
-			rec_buf_add(b, " ", 1);
-		rec_buf_pad(b, width[i], t.len, ' ');
-		rec_buf_add(b, num, t.len);
-	}
-	rec_buf_str(b, " @ ");
-	rec_buf_u64(b, id);
-	rec_buf_add(b, "\n", 1);
+	if (!rec_buf_reserve(b, 4 * 21 + 3 + 3 + 11 + 1))
+		return;
+	p = b->p + b->len;
+	p = put_dec(p, virt, 10);
+	*p++ = ' ';
+	p = put_dec(p, comm, 10);
+	*p++ = ' ';
+	p = put_dec(p, allocs, 6);
+	*p++ = ' ';
+	p = put_dec(p, frees, 6);
+	memcpy(p, " @ ", 3);
+	p = put_dec(p + 3, id, 0);
+	*p++ = '\n';
+	b->len = (size_t)(p - b->p);
 }
 
 /* "%25s %12ld %12ld" */
@@ -1192,9 +1226,19 @@ static void stat_line(struct rec_buf *b, const char *name, int64_t virt,
 	rec_buf_add(b, "\n", 1);
 }
 
+/* Two hexadecimal digits each, 00 to ff. */
+static const char hex2[] =
+	"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+	"202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f"
+	"404142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f"
+	"606162636465666768696a6b6c6d6e6f707172737475767778797a7b7c7d7e7f"
+	"808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f"
+	"a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf"
+	"c0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedf"
+	"e0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff";
+
 static void bucket_line(struct rec_buf *b, const struct rec_bucket *k)
 {
-	static const char hex[] = "0123456789abcdef";
 	char *p;
 
 	rec_buf_u64(b, k->id);
@@ -1208,12 +1252,14 @@ static void bucket_line(struct rec_buf *b, const struct rec_bucket *k)
 		/* (A JIT's code by its name now: rec_perfmap.c.) */
 		uint64_t v = rec_perfmap_frame(k->frames[i], k->jit_at);
 		int n = v >> 32 ? (67 - __builtin_clzll(v)) / 4 : 8;
+		char digits[16];
 
+		/* (Two digits a byte: all 16, then the last N of them.) */
+		for (int d = 14; d >= 0; d -= 2, v >>= 8)
+			memcpy(digits + d, hex2 + 2 * (v & 255), 2);
 		memcpy(p, " 0x", 3);
-		p += 3;
-		for (int d = n - 1; d >= 0; d--, v >>= 4)
-			p[d] = hex[v & 15];
-		p += n;
+		memcpy(p + 3, digits + 16 - n, (size_t)n);
+		p += 3 + n;
 	}
 	*p++ = '\n';
 	b->len = (size_t)(p - b->p);
