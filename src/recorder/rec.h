@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define REC_MAX_DEPTH 64
 /* Blocks at least this big are tracked one by one (committed bytes);
@@ -547,13 +548,18 @@ extern atomic_bool rec_tsan_ready;
 extern __thread bool rec_tsan_thread_ready;
 #endif
 
+/* The recorder's dump thread (rec_hooks.c), 0 while there is none: it
+ * touches nothing of the program's, and need not stand still. */
+extern _Atomic pid_t rec_dump_thread;
+
 /* ---- rec_stop.c ---- */
 
 /*
  * Run FN(ARG) with every other thread of the process stopped (by a
  * ptrace tracer that shares the process's memory), then let them go; FN
- * runs in the tracer.  False when they could not be stopped: FN did not
- * run, and *WHY says why.  *STOPPED_FOR: seconds they stood still.
+ * runs in the tracer, or in this thread where it is the program's only
+ * one.  False when they could not be stopped: FN did not run, and *WHY
+ * says why.  *STOPPED_FOR: seconds they stood still.
  */
 bool rec_stop_world(void (*fn)(void *), void *arg, const char **why,
 		    double *stopped_for);

@@ -1059,12 +1059,15 @@ static bool last_thread(void)
 	return alone;
 }
 
+_Atomic pid_t rec_dump_thread;
+
 static void *dump_loop(void *arg)
 {
 	unsigned naps = 0;
 
 	(void)arg;
 	rec_busy = 1; /* nothing this thread allocates is the program's */
+	atomic_store(&rec_dump_thread, (pid_t)syscall(SYS_gettid));
 	while (!atomic_load(&stopping)) {
 		const char *why;
 
@@ -1079,6 +1082,7 @@ static void *dump_loop(void *arg)
 		if (++naps % 25 == 0 && last_thread())
 			exit(0);
 	}
+	atomic_store(&rec_dump_thread, 0);
 	return NULL;
 }
 
@@ -1168,6 +1172,7 @@ static void become_child(void)
 	locks(false);
 	atomic_store(&rec_dumping, false);
 	have_dumper = false;
+	atomic_store(&rec_dump_thread, 0);
 	owner = getpid();
 	if (rec_cfg.active) {
 		rec_dump_after_fork();
