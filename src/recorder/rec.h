@@ -462,6 +462,10 @@ void rec_unwind_ready(void);
  * hooks, its thread trampoline). */
 unsigned rec_unwind(uintptr_t *frames, unsigned max, uintptr_t skip_lo,
 		    uintptr_t skip_hi);
+/* The entries of the table of unwind rules now (it grows: 4,096 at
+ * first, 65,536 at most). */
+size_t rec_unwind_cache_size(void);
+
 /*
  * The same from FROM, a frame of the caller's stack (REC_CALLER() of a
  * hook): the frames in between are not stepped through again.  FROM's

@@ -661,8 +661,17 @@ static uint64_t compute(uintptr_t pc)
 
 /* ---- the cache: code address -> rule ---- */
 
-#define CACHE_BITS 16
-#define CACHE_SIZE (1u << CACHE_BITS)
+/*
+ * Open addressing, 8 probes.  The table starts at 4,096 entries (64 KiB)
+ * and is made four times larger when half full or crowded, up to 65,536
+ * (1 MiB): it is written through when made (reading memory never written
+ * maps the zero page, which would muddle the committed bytes), and a
+ * short process (gcc's as, under make) needs a few hundred rules, not a
+ * MiB of page faults.  A table replaced stays (a walk may be probing it)
+ * and is forgotten: its rules are worked out again in the new one.
+ */
+#define CACHE_BITS_FIRST 12
+#define CACHE_BITS_MOST 16
 #define PROBES 8
 
 struct entry {
@@ -670,10 +679,49 @@ struct entry {
 	_Atomic uint64_t value; /* 0 while being written */
 };
 
-static struct entry *cache;
+struct rules {
+	unsigned bits;
+	atomic_uint filled;
+	struct entry e[];
+};
+
+static struct rules *_Atomic cache;
+static atomic_bool growing;
 atomic_ulong rec_unwind_fallbacks;
 atomic_bool rec_unwind_jit;
 static atomic_uint_fast64_t generation;
+
+static struct rules *rules_new(unsigned bits)
+{
+	size_t size = sizeof(struct rules) + ((size_t)1 << bits) *
+						  sizeof(struct entry);
+	struct rules *t = rec_alloc(size);
+
+	if (t) {
+		memset(t, 0, size); /* touched */
+		t->bits = bits;
+	}
+	return t;
+}
+
+/* T, half full or crowded, replaced by a table four times its size. */
+static void rules_grow(struct rules *t)
+{
+	struct rules *n;
+
+	if (t->bits >= CACHE_BITS_MOST || atomic_exchange(&growing, true))
+		return;
+	if (atomic_load(&cache) == t && (n = rules_new(t->bits + 2)))
+		atomic_store_explicit(&cache, n, memory_order_release);
+	atomic_store(&growing, false);
+}
+
+size_t rec_unwind_cache_size(void)
+{
+	struct rules *t = atomic_load(&cache);
+
+	return t ? (size_t)1 << t->bits : 0;
+}
 
 static uint64_t rule_key(uintptr_t pc)
 {
@@ -684,17 +732,20 @@ static uint64_t rule_key(uintptr_t pc)
 
 static uint64_t rule_for(uintptr_t pc)
 {
+	struct rules *t = atomic_load_explicit(&cache, memory_order_acquire);
 	uint64_t key = rule_key(pc);
 	uint64_t h = (uint64_t)pc * 0x9e3779b97f4a7c15ULL;
-	size_t i = (size_t)(h >> (64 - CACHE_BITS));
+	size_t mask = ((size_t)1 << t->bits) - 1;
+	size_t i = (size_t)(h >> (64 - t->bits));
 	uint64_t v;
 
-	for (int k = 0; k < PROBES; k++, i = (i + 1) & (CACHE_SIZE - 1)) {
-		uint64_t have = atomic_load_explicit(&cache[i].key,
+	for (int k = 0; k < PROBES; k++, i = (i + 1) & mask) {
+		struct entry *e = &t->e[i];
+		uint64_t have = atomic_load_explicit(&e->key,
 						     memory_order_acquire);
 
 		if (have == key) {
-			v = atomic_load_explicit(&cache[i].value,
+			v = atomic_load_explicit(&e->value,
 						 memory_order_acquire);
 			return v ? v : compute(pc);
 		}
@@ -702,11 +753,15 @@ static uint64_t rule_for(uintptr_t pc)
 			continue;
 		/* An empty slot: work the rule out and keep it. */
 		v = compute(pc);
-		if (atomic_compare_exchange_strong(&cache[i].key, &have, key))
-			atomic_store_explicit(&cache[i].value, v,
+		if (atomic_compare_exchange_strong(&e->key, &have, key)) {
+			atomic_store_explicit(&e->value, v,
 					      memory_order_release);
+			if (atomic_fetch_add(&t->filled, 1) + 1 == (mask + 1) / 2)
+				rules_grow(t);
+		}
 		return v;
 	}
+	rules_grow(t);
 	return compute(pc); /* a crowded neighbourhood: no caching */
 }
 
@@ -723,9 +778,17 @@ void rec_unwind_forget(void)
 		atomic_store(&exec_making, false);
 	}
 	atomic_fetch_add(&generation, 1);
-	for (size_t i = 0; cache && i < CACHE_SIZE; i++) {
-		atomic_store_explicit(&cache[i].key, 0, memory_order_relaxed);
-		atomic_store_explicit(&cache[i].value, 0, memory_order_relaxed);
+	{
+		struct rules *t = atomic_load(&cache);
+
+		for (size_t i = 0; t && i < (size_t)1 << t->bits; i++) {
+			atomic_store_explicit(&t->e[i].key, 0,
+					      memory_order_relaxed);
+			atomic_store_explicit(&t->e[i].value, 0,
+					      memory_order_relaxed);
+		}
+		if (t)
+			atomic_store(&t->filled, 0);
 	}
 }
 
@@ -1010,7 +1073,7 @@ static inline unsigned walk(uintptr_t pc, uintptr_t sp, uintptr_t bp,
 	 * the walk ended on what the last frame's RBP was. */
 	bool fp_kept = false, end_on_bp = false;
 
-	if (!cache)
+	if (!atomic_load_explicit(&cache, memory_order_relaxed))
 		goto slow;
 	if (!stack_top)
 		stack_top = find_stack_top();
@@ -1192,9 +1255,7 @@ slow:
 
 void rec_unwind_init(void)
 {
-	cache = rec_alloc(CACHE_SIZE * sizeof(*cache));
-	if (cache)
-		memset(cache, 0, CACHE_SIZE * sizeof(*cache)); /* touched */
+	atomic_store(&cache, rules_new(CACHE_BITS_FIRST));
 	have_memo_key = pthread_key_create(&memo_key, memo_retire) == 0;
 }
 

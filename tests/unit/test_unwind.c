@@ -185,6 +185,29 @@ Test(unwind, recursion)
 	cr_assert_eq(rec_unwind_fallbacks, 0, "plain frames fell back");
 }
 
+/* The table of rules grows from its 4,096 entries when half full (a
+ * rule for each of 6,000 addresses in libc's code, each walk ending at
+ * a return address of 0), and the walks stay right after. */
+Test(unwind, rules_grow)
+{
+	static struct both b;
+	uintptr_t frames[REC_MAX_DEPTH], base = (uintptr_t)&qsort;
+	volatile uintptr_t zeros[64] = { 0 };
+	size_t before = rec_unwind_cache_size();
+
+	cr_assert_eq(before, 4096);
+	for (uintptr_t k = 0; k < 6000; k++) {
+		struct rec_frame at = { base + k, (uintptr_t)zeros, 0 };
+
+		rec_unwind_from(&at, frames, 4, 0, 0, NULL);
+	}
+	cr_assert_gt(rec_unwind_cache_size(), before, "still %zu entries",
+		     rec_unwind_cache_size());
+	memset(&b, 0, sizeof(b));
+	recurse(12, &b);
+	same(&b, 15);
+}
+
 static struct both in_qsort;
 static int taken;
 
