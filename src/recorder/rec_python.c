@@ -172,6 +172,7 @@ struct chains {
 static size_t chain_size, chains_size;
 static unsigned off_prev, off_instr; /* the frame's (python_offsets) */
 static unsigned off_ob_type;         /* an object's */
+static unsigned off_cframe, off_current; /* a thread state's, a cframe's */
 static uintptr_t code_type;          /* &PyCode_Type */
 static __thread struct chains *chains;
 
@@ -185,6 +186,16 @@ static inline struct chain *chain_at(struct chains *t, unsigned set,
 static inline uintptr_t frame_word(uintptr_t f, unsigned at)
 {
 	return *(const uintptr_t *)(f + at);
+}
+
+/* The innermost frame of TS, the thread state holding the GIL (0: none;
+ * read as rec_pyframes_first does, without its checks: the runtime's
+ * current thread state and its cframe are the interpreter's own). */
+static inline uintptr_t first_frame(uintptr_t ts)
+{
+	uintptr_t cf = ts ? frame_word(ts, off_cframe) : 0;
+
+	return cf ? frame_word(cf, off_current) : 0;
 }
 
 /* Is C the chain from F on (F its first frame) as it was? */
@@ -311,7 +322,7 @@ static inline struct rec_bucket *object_bucket(uintptr_t caller,
 					    memory_order_relaxed);
 	uint32_t freed = atomic_load_explicit(&rec_pyframes_codes_freed,
 					      memory_order_relaxed);
-	uintptr_t f = rec_pyframes_first(ts), instr;
+	uintptr_t f = first_frame(ts), instr;
 	struct chains *t = chains;
 	struct chain *c;
 
@@ -335,7 +346,9 @@ static inline struct rec_bucket *object_bucket(uintptr_t caller,
 	return site_make(c, caller, f, instr, cell);
 }
 
-static __thread unsigned polls;
+/* Objects since the last poll: every call of the object allocator holds
+ * the GIL, so one count serves all threads (no thread-local to reach). */
+static unsigned polls;
 static void lists_check(void);
 
 /* RAW, a block of N + 16 bytes the wrapped allocator just made (NULL:
@@ -864,6 +877,8 @@ void rec_python_init(void)
 	trash_begin = (int (*)(void *, void *))sym("_PyTrash_begin");
 	trash_end = (void (*)(void *))sym("_PyTrash_end");
 	off_prev = py.off->frame_previous;
+	off_cframe = py.off->tstate_cframe;
+	off_current = py.off->cframe_current_frame;
 	off_ob_type = py.off->ob_type;
 	code_type = py.code_type;
 	off_instr = py.off->frame_prev_instr;
