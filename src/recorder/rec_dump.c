@@ -1582,21 +1582,27 @@ struct dump {
 	int64_t *adj;           /* per malloc bucket: committed - size */
 	struct rec_totals *tot; /* per bucket */
 	int64_t headers;        /* bytes of the recorder's block headers */
+	int64_t py_objects;     /* bytes of pymalloc's objects, headers too */
 };
 
 /* The headers of pymalloc's objects, 16 bytes each (their hooks do not
- * count them, to spare a store). */
-static int64_t python_headers(const struct dump *d)
+ * count them, to spare a store), and the objects with them.  (Once the
+ * threads go on, of the counts taken while they stood still: a pass
+ * over every bucket, 0.3 ms of a stop with 18,000.) */
+static void python_objects(struct dump *d)
 {
-	int64_t n = 0;
+	int64_t headers = 0, live = 0;
 
 	for (uint32_t id = 0; id < d->nb; id++) {
 		const struct rec_bucket *k = rec_bucket_by_id(id);
 
-		if (k && k->kind == REC_PYOBJ)
-			n += 16 * (d->tot[id].allocs - d->tot[id].frees);
+		if (k && k->kind == REC_PYOBJ) {
+			headers += 16 * (d->tot[id].allocs - d->tot[id].frees);
+			live += d->tot[id].live;
+		}
 	}
-	return n;
+	d->headers += headers;
+	d->py_objects = live + headers;
 }
 
 /*
@@ -1632,7 +1638,7 @@ static bool take_stock(struct dump *d)
 	d->mc = d->mv + d->nb;
 	d->adj = d->mc + d->nb;
 	d->tot = (struct rec_totals *)(d->adj + d->nb);
-	d->headers = rec_count_sum(d->nb, d->tot) + python_headers(d);
+	d->headers = rec_count_sum(d->nb, d->tot);
 	return true;
 }
 
@@ -1704,15 +1710,8 @@ static void measure(struct dump *d)
 static void python_free(struct dump *d, int64_t *virt, int64_t *comm)
 {
 	uint32_t a = rec_python_arena_bucket->id;
-	int64_t objects = 0;
+	int64_t objects = d->py_objects;
 
-	for (uint32_t id = 0; id < d->nb; id++) {
-		struct rec_bucket *k = rec_bucket_by_id(id);
-
-		if (k && k->kind == REC_PYOBJ)
-			objects += d->tot[id].live +
-				   16 * (d->tot[id].allocs - d->tot[id].frees);
-	}
 	*virt = a < d->nb && d->mv[a] > objects ? d->mv[a] - objects : 0;
 	*comm = a < d->nb && d->mc[a] > objects ? d->mc[a] - objects : 0;
 }
@@ -1722,6 +1721,7 @@ static void build_stacktraces(struct dump *d)
 	rec_buf_free(&stacks);
 	rec_buf_free(&buckets_text);
 	rec_buf_free(&new_ids);
+	python_objects(d);
 	for (uint32_t id = 0; id < d->nb; id++) {
 		struct rec_bucket *k = rec_bucket_by_id(id);
 		int64_t virt, comm;
