@@ -453,6 +453,8 @@ static size_t parse_maps(const struct rec_buf *text, struct rec_buf *vmas,
 			 bool resident)
 {
 	const char *p = text->p, *end = text->p + text->len;
+	uintptr_t last = 0;
+	bool dropped = false; /* the last VMA read (its fields follow) */
 
 	rec_buf_free(vmas);
 	while (p < end) {
@@ -464,7 +466,8 @@ static size_t parse_maps(const struct rec_buf *text, struct rec_buf *vmas,
 			eol = end;
 		if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))) {
 			/* A field of the last VMA. */
-			if (vmas->len && eol - p > 5 && resident_line(p, eol))
+			if (vmas->len && !dropped && eol - p > 5 &&
+			    resident_line(p, eol))
 				((struct vma *)(vmas->p + vmas->len) - 1)
 					->resident = true;
 			p = eol + 1;
@@ -502,8 +505,17 @@ static size_t parse_maps(const struct rec_buf *text, struct rec_buf *vmas,
 			v.cls = C_OTHER;
 		if (v.namelen == 10 && !memcmp(v.name, "[vsyscall]", 10))
 			v.cls = C_SKIP;
-		if (v.end > v.start)
+		/*
+		 * (A mapping that starts before the last one ends: the maps
+		 * were read while the program changed them, as without a
+		 * stop, in more than one read.  Kept, it would cut the same
+		 * bytes twice; the first one read stands.)
+		 */
+		dropped = !(v.end > v.start && v.start >= last);
+		if (!dropped) {
 			rec_buf_add(vmas, &v, sizeof(v));
+			last = v.end;
+		}
 		p = eol + 1;
 	}
 	return vmas->len / sizeof(struct vma);
