@@ -88,6 +88,12 @@ void rec_buf_add(struct rec_buf *b, const void *data, size_t len);
 void rec_buf_str(struct rec_buf *b, const char *s);
 void rec_buf_u64(struct rec_buf *b, uint64_t v);
 void rec_buf_i64(struct rec_buf *b, int64_t v);
+/* V in decimal, right-aligned in WIDTH columns at least (two digits a
+ * table lookup: a dump writes a line for each of tens of thousands of
+ * buckets); rec_put_dec writes it at P, with room for 21 + WIDTH bytes,
+ * and returns the end. */
+void rec_buf_dec(struct rec_buf *b, int64_t v, size_t width);
+char *rec_put_dec(char *p, int64_t v, size_t width);
 void rec_buf_hex(struct rec_buf *b, uint64_t v, int width);
 void rec_buf_pad(struct rec_buf *b, size_t width, size_t used, char c);
 /* Seconds with millisecond decimals ("0.045"). */

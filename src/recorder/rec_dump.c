@@ -875,15 +875,28 @@ static bool no_scan; /* the kernel has no PAGEMAP_SCAN */
  */
 static struct pm_region reg[PM_SCAN_REGIONS];
 
-/* Ask FD's kernel where the present or swapped pages of [AT, END) are,
- * into REG; the count, or -1 (errno set).  *A says where it stopped. */
-static long pm_scan(int fd, uintptr_t at, uintptr_t end, struct pm_scan *a)
+/* Ask FD's kernel where the present or swapped pages of [AT, END) are
+ * (with NO_ZERO, but the zero page), up to N runs into VEC (never more
+ * than 512 a call: past that the kernel's WALK_END came back short of
+ * what it returned); the count, or -1 (errno set).  *A says where it
+ * stopped. */
+static long pm_scan_into(int fd, uintptr_t at, uintptr_t end,
+			 struct pm_region *vec, size_t n, bool no_zero,
+			 struct pm_scan *a)
 {
-	*a = (struct pm_scan){ sizeof(*a), 0, at, end, 0, (uintptr_t)reg,
-			       PM_SCAN_REGIONS, 0, 0, 0,
-			       PM_IS_PRESENT | PM_IS_SWAPPED,
+	uint64_t zero = no_zero ? PM_IS_PFNZERO : 0;
+
+	*a = (struct pm_scan){ sizeof(*a), 0, at, end, 0, (uintptr_t)vec,
+			       n < PM_SCAN_REGIONS ? n : PM_SCAN_REGIONS, 0,
+			       zero, zero, PM_IS_PRESENT | PM_IS_SWAPPED,
 			       PM_IS_PRESENT | PM_IS_SWAPPED };
 	return rec_raw_ioctl(fd, PM_SCAN, a);
+}
+
+/* The same into REG, zero page and all. */
+static long pm_scan(int fd, uintptr_t at, uintptr_t end, struct pm_scan *a)
+{
+	return pm_scan_into(fd, at, end, reg, PM_SCAN_REGIONS, false, a);
 }
 
 /*
@@ -919,17 +932,9 @@ static bool scan_range(uintptr_t lo, uintptr_t hi)
 	vma_scan.hi = 0;
 	vma_scan.n = vma_scan.at = 0;
 	while (at < hi) {
-		/* (Never more than 512 regions a call: past that the
-		 * kernel's WALK_END came back short of what it returned.) */
-		size_t room = SCAN_MAX - vma_scan.n;
-		struct pm_scan a = { sizeof(a), 0, at, hi, 0,
-				     (uintptr_t)(scan_reg + vma_scan.n),
-				     room < PM_SCAN_REGIONS ? room
-							    : PM_SCAN_REGIONS,
-				     0, PM_IS_PFNZERO, PM_IS_PFNZERO,
-				     PM_IS_PRESENT | PM_IS_SWAPPED,
-				     PM_IS_PRESENT | PM_IS_SWAPPED };
-		long n = rec_raw_ioctl(pm_fd, PM_SCAN, &a);
+		struct pm_scan a;
+		long n = pm_scan_into(pm_fd, at, hi, scan_reg + vma_scan.n,
+				      SCAN_MAX - vma_scan.n, true, &a);
 
 		if (n < 0 || a.walk_end <= at) {
 			if (n < 0 && (errno == ENOTTY || errno == EINVAL))
@@ -978,7 +983,6 @@ static uint64_t committed(uintptr_t lo, uintptr_t hi, struct pf_line *pf)
 	if (!no_scan && !no_filter && !(pf && pf->b)) {
 		uintptr_t to = win_end && win_end * page > end ? win_end * page
 							       : end;
-
 		bool have = vma_scan.hi && at >= vma_scan.lo &&
 			    end <= vma_scan.hi;
 
@@ -1253,40 +1257,6 @@ static void build_mmap_list(const struct vma *vmas, size_t nv,
 	}
 }
 
-/* Two decimal digits each, 00 to 99. */
-static const char digits2[] =
-	"00010203040506070809101112131415161718192021222324252627282930313233"
-	"34353637383940414243444546474849505152535455565758596061626364656667"
-	"6869707172737475767778798081828384858687888990919293949596979899";
-
-/* V in decimal at P, right-aligned in WIDTH columns at least; the end. */
-static char *put_dec(char *p, int64_t v, size_t width)
-{
-	char tmp[24];
-	size_t i = sizeof(tmp), n;
-	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-
-	for (; u >= 100; u /= 100) {
-		i -= 2;
-		memcpy(tmp + i, digits2 + 2 * (u % 100), 2);
-	}
-	if (u >= 10) {
-		i -= 2;
-		memcpy(tmp + i, digits2 + 2 * u, 2);
-	} else {
-		tmp[--i] = (char)('0' + u);
-	}
-	if (v < 0)
-		tmp[--i] = '-';
-	n = sizeof(tmp) - i;
-	if (n < width) {
-		memset(p, ' ', width - n);
-		p += width - n;
-	}
-	memcpy(p, tmp + i, n);
-	return p + n;
-}
-
 /* "%10lld %10lld %6d %6d @ %d", written in place (a dump writes a line
  * for every bucket, tens of thousands in a Python program's). */
 static void stack_line(struct rec_buf *b, int64_t virt, int64_t comm,
@@ -1297,15 +1267,15 @@ static void stack_line(struct rec_buf *b, int64_t virt, int64_t comm,
 	if (!rec_buf_reserve(b, 4 * 21 + 3 + 3 + 11 + 1))
 		return;
 	p = b->p + b->len;
-	p = put_dec(p, virt, 10);
+	p = rec_put_dec(p, virt, 10);
 	*p++ = ' ';
-	p = put_dec(p, comm, 10);
+	p = rec_put_dec(p, comm, 10);
 	*p++ = ' ';
-	p = put_dec(p, allocs, 6);
+	p = rec_put_dec(p, allocs, 6);
 	*p++ = ' ';
-	p = put_dec(p, frees, 6);
+	p = rec_put_dec(p, frees, 6);
 	memcpy(p, " @ ", 3);
-	p = put_dec(p + 3, id, 0);
+	p = rec_put_dec(p + 3, id, 0);
 	*p++ = '\n';
 	b->len = (size_t)(p - b->p);
 }
@@ -1314,19 +1284,12 @@ static void stack_line(struct rec_buf *b, int64_t virt, int64_t comm,
 static void stat_line(struct rec_buf *b, const char *name, int64_t virt,
 		      int64_t comm)
 {
-	char num[24];
-	int64_t v[2] = { virt, comm };
-
 	rec_buf_pad(b, 25, strlen(name), ' ');
 	rec_buf_str(b, name);
-	for (int i = 0; i < 2; i++) {
-		struct rec_buf t = { num, 0, sizeof(num) };
-
-		rec_buf_i64(&t, v[i]);
-		rec_buf_add(b, " ", 1);
-		rec_buf_pad(b, 12, t.len, ' ');
-		rec_buf_add(b, num, t.len);
-	}
+	rec_buf_add(b, " ", 1);
+	rec_buf_dec(b, virt, 12);
+	rec_buf_add(b, " ", 1);
+	rec_buf_dec(b, comm, 12);
 	rec_buf_add(b, "\n", 1);
 }
 

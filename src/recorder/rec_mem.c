@@ -399,14 +399,48 @@ void rec_buf_u64(struct rec_buf *b, uint64_t v)
 	rec_buf_add(b, tmp + i, sizeof(tmp) - (size_t)i);
 }
 
+/* Two decimal digits each, 00 to 99. */
+static const char digits2[] =
+	"00010203040506070809101112131415161718192021222324252627282930313233"
+	"34353637383940414243444546474849505152535455565758596061626364656667"
+	"6869707172737475767778798081828384858687888990919293949596979899";
+
+char *rec_put_dec(char *p, int64_t v, size_t width)
+{
+	char tmp[24];
+	size_t i = sizeof(tmp), n;
+	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+
+	for (; u >= 100; u /= 100) {
+		i -= 2;
+		memcpy(tmp + i, digits2 + 2 * (u % 100), 2);
+	}
+	if (u >= 10) {
+		i -= 2;
+		memcpy(tmp + i, digits2 + 2 * u, 2);
+	} else {
+		tmp[--i] = (char)('0' + u);
+	}
+	if (v < 0)
+		tmp[--i] = '-';
+	n = sizeof(tmp) - i;
+	if (n < width) {
+		memset(p, ' ', width - n);
+		p += width - n;
+	}
+	memcpy(p, tmp + i, n);
+	return p + n;
+}
+
+void rec_buf_dec(struct rec_buf *b, int64_t v, size_t width)
+{
+	if (rec_buf_reserve(b, (width > 21 ? width : 21)))
+		b->len = (size_t)(rec_put_dec(b->p + b->len, v, width) - b->p);
+}
+
 void rec_buf_i64(struct rec_buf *b, int64_t v)
 {
-	if (v < 0) {
-		rec_buf_add(b, "-", 1);
-		rec_buf_u64(b, (uint64_t)0 - (uint64_t)v);
-	} else {
-		rec_buf_u64(b, (uint64_t)v);
-	}
+	rec_buf_dec(b, v, 0);
 }
 
 void rec_buf_hex(struct rec_buf *b, uint64_t v, int width)
