@@ -166,7 +166,7 @@ $(O)/unit/%.o: tests/unit/%.c
 # (The recorder's unwinder is tested against glibc's backtrace().)
 $(O)/unit-tests: $(UNIT_OBJS) $(O)/libdmprof.a $(O)/recorder/rec_unwind.o \
 		 $(O)/recorder/rec_pyframes.o $(O)/recorder/rec_perfmap.o \
-		 $(O)/recorder/rec_mem.o
+		 $(O)/recorder/rec_mem.o $(O)/recorder/rec_unwind_saved.o
 	$(CC) $(ALL_LDFLAGS) -pthread -o $@ $^ -lcriterion $(LIBS)
 
 -include $(wildcard $(O)/*/*.d)

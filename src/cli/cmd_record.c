@@ -5,6 +5,7 @@
  * variables it shares with the original producer (HEAPPROFILE, ...), so
  * CMD's own children record too, each to its own pid.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <libgen.h>
@@ -381,6 +382,8 @@ static void set_environment(const struct record_opts *o,
 	free(preload);
 	setenv("HEAPPROFILE", prefix, 1);
 	setenv("DEEP_HEAP_PROFILE", "1", 1);
+	/* (Half-written files of gone processes: record removes them.) */
+	setenv("DMPROF_LEFTOVERS_BY_RECORD", "1", 1);
 	setenv("HEAP_PROFILE_MMAP", o->mmap ? "1" : "0", 1);
 	/* (The recorder reads plain decimals: no exponents.) */
 	snprintf(num, sizeof(num), "%.6f", o->interval);
@@ -517,6 +520,68 @@ static pid_t run_child(char **argv, int sig, int *wstatus)
 	return pid;
 }
 
+/* Is the process PID (digits at P, up to a '.') gone?  *END past them. */
+static bool gone_pid(const char *p, const char **end)
+{
+	long pid = 0;
+	const char *q = p;
+
+	for (; *q >= '0' && *q <= '9' && q - p < 10; q++)
+		pid = pid * 10 + (*q - '0');
+	*end = q;
+	return q > p && *q == '.' && pid > 0 && kill((pid_t)pid, 0) < 0 &&
+	       errno == ESRCH;
+}
+
+/*
+ * Files a process of a run left half-written, which a process that ends
+ * in the instant between writing a file and renaming it leaves (the
+ * recorder leaves this to record when under it, rather than have each
+ * process list the directory): PREFIX.PID.*.tmp, and the unwind rules'
+ * .BASE.unwind.ID.PID.tmp, of processes that are gone.
+ */
+static void remove_leftovers(const char *prefix)
+{
+	const char *slash = strrchr(prefix, '/');
+	const char *base = slash ? slash + 1 : prefix;
+	char *dir = slash ? xstrndup(prefix, (size_t)(slash - prefix + 1))
+			  : xstrdup("./");
+	size_t blen = strlen(base);
+	DIR *d = opendir(dir);
+	struct dirent *e;
+
+	while (d && (e = readdir(d))) {
+		const char *name = e->d_name, *end, *p;
+		size_t len = strlen(name);
+
+		if (len < 5 || strcmp(name + len - 4, ".tmp"))
+			continue;
+		if (!strncmp(name, base, blen) && name[blen] == '.' &&
+		    gone_pid(name + blen + 1, &end)) {
+			/* PREFIX.PID.* */
+		} else if (name[0] == '.' && !strncmp(name + 1, base, blen) &&
+			   !strncmp(name + 1 + blen, ".unwind.", 8)) {
+			/* .BASE.unwind.ID.PID.tmp: the PID before ".tmp" */
+			for (p = name + len - 4; p > name && p[-1] >= '0' &&
+						 p[-1] <= '9';)
+				p--;
+			if (p[-1] != '.' || !gone_pid(p, &end))
+				continue;
+		} else {
+			continue;
+		}
+		{
+			char *path = xasprintf("%s%s", dir, name);
+
+			unlink(path);
+			free(path);
+		}
+	}
+	if (d)
+		closedir(d);
+	free(dir);
+}
+
 static int cmd_record_run(struct cmd_args *a)
 {
 	struct record_opts o;
@@ -541,6 +606,7 @@ static int cmd_record_run(struct cmd_args *a)
 	set_environment(&o, recorder, prefix);
 	require_node_hook(recorder);
 	free(recorder);
+	remove_leftovers(prefix);
 	notices = pass_stderr();
 	pid = run_child(a->argv, o.signal, &wstatus);
 	if (notices >= 0)
@@ -549,6 +615,7 @@ static int cmd_record_run(struct cmd_args *a)
 		free(prefix);
 		return 1;
 	}
+	remove_leftovers(prefix);
 	if (!report(prefix, pid) &&
 	    !(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) >= 126))
 		inform("record", "%s wrote no dumps (a static binary, a "

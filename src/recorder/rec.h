@@ -489,6 +489,17 @@ void rec_unwind_forget(void);
 /* Around fork(): the unwinder's lock; in the child, after it. */
 void rec_unwind_locks(bool take);
 void rec_unwind_after_fork(void);
+/*
+ * The rules, for keeping them across processes (rec_unwind_saved.c): a
+ * table with room for N more; RULE kept for code address PC where a
+ * probe finds room (false: not kept); FN called with each rule known.
+ */
+void rec_unwind_reserve(size_t n);
+bool rec_unwind_put(uintptr_t pc, uint64_t rule);
+void rec_unwind_each(void (*fn)(uintptr_t pc, uint64_t rule, void *arg),
+		     void *arg);
+/* Rules this process worked out (not given by rec_unwind_put). */
+extern atomic_uint rec_unwind_computed;
 /* Captures that needed glibc's backtrace() (signal frames and such). */
 extern atomic_ulong rec_unwind_fallbacks;
 /* A walk has stepped through code of no object (a JIT's). */
@@ -498,6 +509,23 @@ extern atomic_bool rec_unwind_jit;
  * can turn the memo off, to compare). */
 extern __thread unsigned long rec_unwind_replays, rec_unwind_same;
 extern bool rec_unwind_no_memo;
+
+/* ---- rec_unwind_saved.c ---- */
+
+/*
+ * At start, the rules an earlier process of the same executable left
+ * beside the dumps (PREFIX's directory, ".BASE.unwind.BUILDID" for
+ * PREFIX DIR/BASE); at
+ * exit, this process's, when it worked out enough new ones.  The _at
+ * forms take the file's path (for the tests): how many rules were
+ * loaded; whether the file was written.
+ */
+void rec_unwind_saved_load(const char *prefix);
+void rec_unwind_saved_save(void);
+unsigned rec_unwind_saved_load_at(const char *path);
+bool rec_unwind_saved_save_at(const char *path);
+/* Rules the file gave this process. */
+extern unsigned rec_unwind_saved_loaded;
 
 /* Is PC in a sanitizer runtime's code (its calls are not the program's)? */
 bool rec_from_runtime(uintptr_t pc);

@@ -354,8 +354,12 @@ static void choose_prefix(void)
 {
 	char name[PAGE_MAX_NAME];
 	size_t len = strlen(rec_cfg.prefix);
+	const char *by_record = getenv("DMPROF_LEFTOVERS_BY_RECORD");
 
-	remove_leftovers();
+	/* (Under dmprof record, which does it before and after the run: a
+	 * listing of the directory in each process of a make is quadratic.) */
+	if (!by_record || strcmp(by_record, "1"))
+		remove_leftovers();
 	if (len >= sizeof(prefix) - 16)
 		len = sizeof(prefix) - 16;
 	memcpy(prefix, rec_cfg.prefix, len);
@@ -1511,6 +1515,13 @@ static void build_meta(const char *reason, const struct timespec *now,
 	rec_buf_str(&meta, "\nWalks: ");
 	rec_buf_i64(&meta, how->walks);
 	rec_buf_str(&meta, how->stable ? "\nStable: yes\n" : "\nStable: no\n");
+	/* Unwind rules worked out, and those an earlier process of the
+	 * same executable left (rec_unwind_saved.c). */
+	rec_buf_str(&meta, "UnwindRules: ");
+	rec_buf_i64(&meta, atomic_load(&rec_unwind_computed));
+	rec_buf_str(&meta, " computed, ");
+	rec_buf_i64(&meta, rec_unwind_saved_loaded);
+	rec_buf_str(&meta, " loaded\n");
 	/* The interpreter (or node) whose frames the stacks hold, and where
 	 * its code is (the analyzer takes its native frames for the
 	 * runtime's). */

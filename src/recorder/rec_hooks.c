@@ -855,6 +855,7 @@ static void init(void)
 		backtrace(warm, 4);
 		rec_unwind_ready();
 	}
+	rec_unwind_saved_load(rec_cfg.prefix);
 	rec_cfg.active = true;
 	atomic_store(&state, ST_READY);
 	rec_busy--;
@@ -1296,6 +1297,7 @@ __attribute__((destructor)) static void rec_stop(void)
 	}
 	rec_busy++;
 	rec_dump("Exiting");
+	rec_unwind_saved_save();
 	rec_busy--;
 }
 

@@ -674,6 +674,8 @@ static uint64_t compute(uintptr_t pc)
 #define CACHE_BITS_MOST 16
 #define PROBES 8
 
+#define KEY_PC ((1ULL << 48) - 1)
+
 struct entry {
 	_Atomic uint64_t key;   /* address | generation << 48 */
 	_Atomic uint64_t value; /* 0 while being written */
@@ -689,6 +691,7 @@ static struct rules *_Atomic cache;
 static atomic_bool growing;
 atomic_ulong rec_unwind_fallbacks;
 atomic_bool rec_unwind_jit;
+atomic_uint rec_unwind_computed;
 static atomic_uint_fast64_t generation;
 
 static struct rules *rules_new(unsigned bits)
@@ -704,6 +707,49 @@ static struct rules *rules_new(unsigned bits)
 	return t;
 }
 
+/* Keep rule V for PC in T, where a probe finds room: false if none. */
+static bool rule_put(struct rules *t, uintptr_t pc, uint64_t key, uint64_t v)
+{
+	uint64_t h = (uint64_t)pc * 0x9e3779b97f4a7c15ULL;
+	size_t mask = ((size_t)1 << t->bits) - 1;
+	size_t i = (size_t)(h >> (64 - t->bits));
+
+	for (int k = 0; k < PROBES; k++, i = (i + 1) & mask) {
+		uint64_t have = 0;
+
+		if (atomic_compare_exchange_strong(&t->e[i].key, &have, key)) {
+			atomic_store_explicit(&t->e[i].value, v,
+					      memory_order_release);
+			atomic_fetch_add(&t->filled, 1);
+			return true;
+		}
+		if (have == key)
+			return false;
+	}
+	return false;
+}
+
+/*
+ * The rules of FROM into TO, a table not yet in use: what a short process
+ * worked out before its table grew is not worked out again (cc1 of a
+ * small file: a third of its rules).  A rule FROM gets meanwhile, from
+ * another thread, is only worked out again later.
+ */
+static void rules_move(const struct rules *from, struct rules *to)
+{
+	uint64_t gen = atomic_load(&generation) << 48;
+
+	for (size_t i = 0; i < (size_t)1 << from->bits; i++) {
+		uint64_t key = atomic_load_explicit(&from->e[i].key,
+						    memory_order_acquire);
+		uint64_t v = atomic_load_explicit(&from->e[i].value,
+						  memory_order_acquire);
+
+		if (v && key && (key & ~KEY_PC) == gen)
+			rule_put(to, (uintptr_t)(key & KEY_PC), key, v);
+	}
+}
+
 /* T, half full or crowded, replaced by a table four times its size. */
 static void rules_grow(struct rules *t)
 {
@@ -711,8 +757,10 @@ static void rules_grow(struct rules *t)
 
 	if (t->bits >= CACHE_BITS_MOST || atomic_exchange(&growing, true))
 		return;
-	if (atomic_load(&cache) == t && (n = rules_new(t->bits + 2)))
+	if (atomic_load(&cache) == t && (n = rules_new(t->bits + 2))) {
+		rules_move(t, n);
 		atomic_store_explicit(&cache, n, memory_order_release);
+	}
 	atomic_store(&growing, false);
 }
 
@@ -728,6 +776,48 @@ static uint64_t rule_key(uintptr_t pc)
 	uint64_t gen = atomic_load_explicit(&generation, memory_order_acquire);
 
 	return (uint64_t)pc | gen << 48;
+}
+
+/* ---- for rec_unwind_saved.c: rules kept across processes ---- */
+
+void rec_unwind_reserve(size_t n)
+{
+	struct rules *t = atomic_load(&cache), *bigger;
+	unsigned bits = CACHE_BITS_FIRST;
+
+	while (bits < CACHE_BITS_MOST && ((size_t)1 << bits) < 4 * n)
+		bits++;
+	if (!t || t->bits >= bits || !(bigger = rules_new(bits)))
+		return;
+	rules_move(t, bigger);
+	atomic_store_explicit(&cache, bigger, memory_order_release);
+}
+
+bool rec_unwind_put(uintptr_t pc, uint64_t rule)
+{
+	struct rules *t = atomic_load_explicit(&cache, memory_order_acquire);
+
+	/* (A value as pack() makes them: no bit it does not use.) */
+	if (!t || pc > KEY_PC || !(rule & RULE_VALID) || rule & (1ULL << 56))
+		return false;
+	return rule_put(t, pc, rule_key(pc), rule);
+}
+
+void rec_unwind_each(void (*fn)(uintptr_t pc, uint64_t rule, void *arg),
+		     void *arg)
+{
+	struct rules *t = atomic_load_explicit(&cache, memory_order_acquire);
+	uint64_t gen = atomic_load(&generation) << 48;
+
+	for (size_t i = 0; t && i < (size_t)1 << t->bits; i++) {
+		uint64_t key = atomic_load_explicit(&t->e[i].key,
+						    memory_order_acquire);
+		uint64_t v = atomic_load_explicit(&t->e[i].value,
+						  memory_order_acquire);
+
+		if (v && key && (key & ~KEY_PC) == gen)
+			fn((uintptr_t)(key & KEY_PC), v, arg);
+	}
 }
 
 static uint64_t rule_for(uintptr_t pc)
@@ -753,6 +843,8 @@ static uint64_t rule_for(uintptr_t pc)
 			continue;
 		/* An empty slot: work the rule out and keep it. */
 		v = compute(pc);
+		atomic_fetch_add_explicit(&rec_unwind_computed, 1,
+					  memory_order_relaxed);
 		if (atomic_compare_exchange_strong(&e->key, &have, key)) {
 			atomic_store_explicit(&e->value, v,
 					      memory_order_release);
@@ -1293,6 +1385,24 @@ rec_unwind_from(const struct rec_frame *from, uintptr_t *frames, unsigned max,
 
 atomic_ulong rec_unwind_fallbacks;
 atomic_bool rec_unwind_jit;
+atomic_uint rec_unwind_computed;
+
+void rec_unwind_reserve(size_t n)
+{
+	(void)n;
+}
+
+bool rec_unwind_put(uintptr_t pc, uint64_t rule)
+{
+	(void)pc, (void)rule;
+	return false;
+}
+
+void rec_unwind_each(void (*fn)(uintptr_t pc, uint64_t rule, void *arg),
+		     void *arg)
+{
+	(void)fn, (void)arg;
+}
 
 void rec_unwind_ready(void)
 {

@@ -411,14 +411,15 @@ fi
 
 # 3d'. A process that ends with _exit() while dumps come 100 a second:
 #      no file is left half-written (.tmp) for anyone to trip over.
-#      One a process of a run that is gone left (pid 99999999) goes at
-#      the next process's first dump.
+#      Those a process of a run that is gone left (pid 99999999: a dump's
+#      file, the unwind rules') go when dmprof record starts and ends.
 mkdir -p we
 : >we/writers.99999999.maps.tmp
+: >we/.writers.unwind.0123abcd.99999999.tmp
 for i in 1 2 3; do
 	timeout 60 "$bin" record -o "$tmp/we/" -i 0.01 -- ./writers 0.3 _exit >/dev/null 2>&1
 done
-ls we | grep -q '\.tmp$' && bad "_exit: files left behind: $(ls we | grep '\.tmp$' | head -3)" || ok
+ls -a we | grep -q '\.tmp$' && bad "_exit: files left behind: $(ls -a we | grep '\.tmp$' | head -3)" || ok
 
 # 3e. A tiny process, zstd's threads over 20 MB, and a compile whose
 #     children (cc1, as) are recorded too: every dump of every process.
@@ -445,6 +446,53 @@ for f in cc/gcc.*.0001.heap; do
 	check_dumps "gcc process $n" "$f" 1
 done
 [ "$n" -ge 3 ] && ok || bad "gcc: $n processes recorded, want gcc, cc1 and as"
+
+# 3e'. Unwind rules kept across processes: a second compile into the same
+#      directory starts each process with the rules the first one worked
+#      out (cc1: thousands), and its stacks are the ones a compile that
+#      works every rule out gets (no ASLR for both, so that the addresses
+#      are the same: a process of the same program walks the same stacks).
+# stacks DIR PROGRAM: the stack lines of PROGRAM's .buckets files in DIR.
+stacks() {
+	for f in "$1"/*.0001.heap; do
+		grep -q "^CommandLine: [^ ]*$2 " "$f" || continue
+		cut -d' ' -f2- "${f%.0001.heap}".*.buckets
+	done | sort
+}
+if setarch -R true 2>/dev/null; then
+	printf 'int f(int x) { return x * 2; }\n' >ur.c
+	DMPROF_UNWIND_CACHE=0 setarch -R "$bin" record -o "$tmp/ur0/" -- \
+		gcc -O2 -c ur.c -o ur.o 2>/dev/null
+	for i in 1 2; do
+		rm -f "$tmp/ur2"/gcc.*
+		setarch -R "$bin" record -o "$tmp/ur2/" -- gcc -O2 -c ur.c \
+			-o ur.o 2>/dev/null
+	done
+	loaded=$(grep -h '^CommandLine: [^ ]*cc1 ' -A40 "$tmp"/ur2/*.heap |
+		sed -n 's/^UnwindRules: \([0-9]*\) computed, \([0-9]*\) loaded$/\1 \2/p' | tail -1)
+	[ "${loaded#* }" -gt 1000 ] 2>/dev/null && [ "${loaded% *}" -lt 100 ] &&
+		ok || bad "unwind rules: cc1 of the second compile: '$loaded' (computed, loaded)"
+	for p in cc1 as; do
+		stacks "$tmp/ur0" "$p" >ur0.s
+		stacks "$tmp/ur2" "$p" >ur2.s
+		[ -s ur0.s ] && cmp -s ur0.s ur2.s && ok ||
+			bad "unwind rules: $p's stacks with the rules loaded are not those worked out: $(diff ur0.s ur2.s | head -3)"
+	done
+	# A damaged file is not used: every rule worked out, stacks right.
+	for f in "$tmp"/ur2/.gcc.unwind.*; do
+		printf 'x' | dd of="$f" bs=1 seek=100 conv=notrunc 2>/dev/null
+	done
+	rm -f "$tmp/ur2"/gcc.*
+	setarch -R "$bin" record -o "$tmp/ur2/" -- gcc -O2 -c ur.c -o ur.o \
+		2>/dev/null
+	grep -h '^UnwindRules:' "$tmp"/ur2/*.heap | grep -qv ' 0 loaded$' &&
+		bad "unwind rules: a damaged file was used" || ok
+	stacks "$tmp/ur2" cc1 >ur2.s
+	stacks "$tmp/ur0" cc1 >ur0.s
+	cmp -s ur0.s ur2.s && ok || bad "unwind rules: stacks after a damaged file"
+else
+	echo "recorder: note: setarch -R cannot turn ASLR off here; unwind rules' stacks not compared"
+fi
 
 # 3f. The language runtimes under the linux policy: each one's blocks land
 #     in its component (the first frame past malloc is the runtime's), and

@@ -21,7 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/time.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
 
 #include "../../src/recorder/rec.h"
 
@@ -206,6 +210,127 @@ Test(unwind, rules_grow)
 	memset(&b, 0, sizeof(b));
 	recurse(12, &b);
 	same(&b, 15);
+}
+
+/* The rules grown into a table four times the size are all kept: the
+ * walks that worked them out work none out again. */
+Test(unwind, rules_grow_kept)
+{
+	uintptr_t frames[REC_MAX_DEPTH], base = (uintptr_t)&qsort;
+	volatile uintptr_t zeros[64] = { 0 };
+	unsigned before;
+
+	for (uintptr_t k = 0; k < 2100; k++) {
+		struct rec_frame at = { base + k, (uintptr_t)zeros, 0 };
+
+		rec_unwind_from(&at, frames, 2, 0, 0, NULL);
+	}
+	cr_assert_gt(rec_unwind_cache_size(), 4096, "it did not grow");
+	before = atomic_load(&rec_unwind_computed);
+	for (uintptr_t k = 0; k < 2000; k++) {
+		struct rec_frame at = { base + k, (uintptr_t)zeros, 0 };
+
+		rec_unwind_from(&at, frames, 2, 0, 0, NULL);
+	}
+	cr_assert_eq(atomic_load(&rec_unwind_computed), before,
+		     "%u rules worked out again",
+		     atomic_load(&rec_unwind_computed) - before);
+}
+
+/* A file of rules in a directory of its own: its path into PATH. */
+static void rules_file(char *path, size_t size)
+{
+	char dir[] = "/tmp/dmprof-unwind-XXXXXX";
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, size, "%s/rules", dir);
+}
+
+static void rules_file_gone(const char *path)
+{
+	char dir[256];
+
+	unlink(path);
+	snprintf(dir, sizeof(dir), "%.*s", (int)(strrchr(path, '/') - path),
+		 path);
+	rmdir(dir);
+}
+
+/*
+ * Rules saved, forgotten and loaded (as the next process of the same
+ * executable does): the same stacks, with no rule worked out again.
+ */
+Test(unwind, rules_saved)
+{
+	static struct both b;
+	char path[256];
+	unsigned before = 0, loaded;
+
+	rules_file(path, sizeof(path));
+	/* (One call site for both walks: the same return addresses.) */
+	for (int round = 0; round < 2; round++) {
+		if (round) {
+			cr_assert(rec_unwind_saved_save_at(path), "not saved");
+			rec_unwind_forget();
+			loaded = rec_unwind_saved_load_at(path);
+			cr_assert_gt(loaded, 5, "%u rules loaded", loaded);
+			before = atomic_load(&rec_unwind_computed);
+		}
+		memset(&b, 0, sizeof(b));
+		recurse(12, &b);
+		same(&b, 15);
+	}
+	cr_assert_eq(atomic_load(&rec_unwind_computed), before,
+		     "%u rules worked out again",
+		     atomic_load(&rec_unwind_computed) - before);
+	rules_file_gone(path);
+}
+
+/* A file of rules damaged (a byte changed, cut short, of another
+ * version, empty) is not used at all; the walks are still right. */
+Test(unwind, rules_saved_damaged)
+{
+	static struct both b;
+	char path[256];
+	struct stat st;
+	int fd;
+
+	rules_file(path, sizeof(path));
+	recurse(6, &b);
+	cr_assert(rec_unwind_saved_save_at(path), "not saved");
+	cr_assert_eq(stat(path, &st), 0);
+	for (int how = 0; how < 4; how++) {
+		char c;
+
+		cr_assert(rec_unwind_saved_save_at(path), "not saved");
+		fd = open(path, O_RDWR);
+		cr_assert_geq(fd, 0);
+		switch (how) {
+		case 0: /* a byte of a rule */
+			cr_assert_eq(pread(fd, &c, 1, st.st_size - 3), 1);
+			c ^= 4;
+			cr_assert_eq(pwrite(fd, &c, 1, st.st_size - 3), 1);
+			break;
+		case 1:
+			cr_assert_eq(ftruncate(fd, st.st_size - 16), 0);
+			break;
+		case 2: /* another version's magic */
+			cr_assert_eq(pwrite(fd, "dmpunw2\n", 8, 0), 8);
+			break;
+		case 3:
+			cr_assert_eq(ftruncate(fd, 0), 0);
+			break;
+		}
+		close(fd);
+		rec_unwind_forget();
+		cr_assert_eq(rec_unwind_saved_load_at(path), 0,
+			     "damage %d: rules loaded", how);
+		memset(&b, 0, sizeof(b));
+		recurse(6, &b);
+		same(&b, 9);
+	}
+	cr_assert_eq(rec_unwind_saved_load_at("/nonexistent/rules"), 0);
+	rules_file_gone(path);
 }
 
 static struct both in_qsort;
