@@ -469,8 +469,9 @@ void rec_unwind_ready(void);
 unsigned rec_unwind(uintptr_t *frames, unsigned max, uintptr_t skip_lo,
 		    uintptr_t skip_hi);
 /* The entries of the table of unwind rules now (it grows: 4,096 at
- * first, 65,536 at most). */
+ * first, 65,536 at most); the steps this thread's memo keeps. */
 size_t rec_unwind_cache_size(void);
+size_t rec_unwind_memo_nodes(void);
 
 /*
  * The same from FROM, a frame of the caller's stack (REC_CALLER() of a
@@ -504,10 +505,11 @@ extern atomic_uint rec_unwind_computed;
 extern atomic_ulong rec_unwind_fallbacks;
 /* A walk has stepped through code of no object (a JIT's). */
 extern atomic_bool rec_unwind_jit;
-/* This thread's walks that ended in the memo of its last walks, and
- * those that found the same stack as the last time (for the tests, which
- * can turn the memo off, to compare). */
-extern __thread unsigned long rec_unwind_replays, rec_unwind_same;
+/* This thread's walks that replayed steps kept in the memo, those that
+ * replayed every step, stepping nowhere anew, and those that replayed a
+ * whole path (for the tests, which can turn the memo off, to compare). */
+extern __thread unsigned long rec_unwind_replays, rec_unwind_same,
+	rec_unwind_paths;
 extern bool rec_unwind_no_memo;
 
 /* ---- rec_unwind_saved.c ---- */

@@ -202,7 +202,8 @@ static struct rec_bucket *bucket_at(enum rec_kind kind,
 	n = rec_unwind_from(at, frames, rec_cfg.depth, text_lo, text_hi,
 			    &note);
 
-	/* The stack of the last call from here: its bucket is noted. */
+	/* The stack of an earlier call from here, as the walk replayed
+	 * it: its bucket is noted (no lookup in the table of every stack). */
 	if (note && *note) {
 		b = *note;
 		if (b->kind == kind)

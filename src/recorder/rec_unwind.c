@@ -908,67 +908,112 @@ static uintptr_t find_stack_top(void)
 	return (uintptr_t)pthread_self();
 }
 
-/* ---- the memo: each thread's last walks ---- */
+/* ---- the memo: each thread's steps lately taken ---- */
 
 /*
  * Most allocations come from where an earlier one of the thread came
  * from, or from near it: a loop calls the same functions again, and the
  * frames towards the stack's root are those of the last time.  So each
- * thread keeps its last walks, step by step, and a walk that comes to a
- * frame one of them stepped from (the same code address, stack pointer
- * and RBP) need not step further: from there, each step reads one or two
- * words of the stack (the return address, and the saved RBP) at places
- * that follow from the frame, so if those words still hold what they
- * held, every step goes as it went, to the same frames.  Checking a word
- * is a load and a compare, where a step is a rule lookup and a dozen
- * checks.  The rules themselves must not have changed: the walks are kept
- * for one generation of the rule cache.
+ * thread keeps the steps its walks took, each from a frame (its code
+ * address and stack pointer) to its caller's, linked to the step taken
+ * next from there: a tree of its stacks, from their innermost frames to
+ * the root.  A walk that comes to a frame a step was taken from need not
+ * step: from there each step reads one word of the stack (the return
+ * address) at a place that follows from the frame, so if that word
+ * still holds what it held, the step goes as it went, to the same
+ * caller's frame.  Checking a word is a load and a compare, where a step
+ * is a rule lookup and a dozen checks.  The rules themselves must not
+ * have changed: the steps are kept for one generation of the rule cache.
+ * Any frame a step was taken from is found (a hash of the frames), not
+ * only the last walks' ones: sqlite3's allocations come by so many paths
+ * that a walk met its last walks only seven frames up; it meets this at
+ * its first frame.
  *
  * RBP is the frame pointer only where a rule says so (CFA = RBP + n);
  * elsewhere it holds whatever the code keeps in it, a loop's counter
- * maybe, which differs from one call to the next.  So a frame's RBP, and
- * the saved RBP a step reads, count only where a step further up takes
- * its CFA from RBP before another step restores it.
+ * maybe, which differs from one call to the next.  So a frame's RBP
+ * counts only at a step that takes its CFA from it: there it must be what
+ * it was.  A walk that replays steps follows RBP as the steps restore it,
+ * reading the stack words they restore it from.
  *
- * A thread keeps a few walks, one per slot, so that code alternating
- * between allocations (a node, then its string) finds each one's walk.
- * A walk that starts where a slot's last one started and finds every
- * word as it was has found the same stack: the caller may keep a note
- * with the slot (the bucket of the stack) and have it back without the
- * frames.  A walk that finds none replaces the slot used longest ago,
- * and steps only until it meets that slot's steps.
+ * Where a step's word has changed (the same function at the same depth,
+ * called from elsewhere), the other step kept from that frame is tried
+ * (two are kept from each: code that alternates between two callers), else
+ * the walk steps from there again; the step before is linked to the one
+ * taken.
  */
-struct step {
-	const uintptr_t *ra_at, *bp_at; /* the stack words the step read */
-	uintptr_t ra, bpv;              /* and what they held */
-	uintptr_t at, sp, bp;           /* the frame stepped from */
-	uint32_t keep;                  /* 1: RA is a frame of the stack */
-	uint32_t flags;                 /* STEP_* */
-};
+struct node {
+	uintptr_t at, sp, bp;  /* the frame stepped from (BP: see STEP_RBP) */
+	uintptr_t cfa, ra;     /* the caller's SP, and the word at CFA + RA_OFF */
+	uint32_t up;           /* the step from the caller's frame: index + 1 */
+	uint16_t tag, up_tag;  /* uses of the node; of UP's, when linked */
+	int16_t ra_off, bp_off;
+	uint8_t flags;         /* STEP_* */
+	uint8_t keep;          /* RA is a frame of the stack */
+	uint8_t root;          /* with UP 0: the stack ends after this step */
+} __attribute__((aligned(64))); /* (a cache line each: the nodes are
+				   read one after the other) */
 
 #define STEP_RBP 1u   /* its CFA is RBP + n */
-#define STEP_SAVED 2u /* it restores RBP (BP_AT) */
-#define STEP_NEED 4u  /* BP counts: a step takes its CFA from it */
+#define STEP_SAVED 2u /* it restores RBP from the stack (BP_OFF) */
+#define STEP_FP 4u    /* along the frame pointers (code without CFI) */
 
-/* Compare two RBPs where the step says they count. */
-static bool same_bp(const struct step *s, uintptr_t bp)
-{
-	return !((s->bp ^ bp) & -(uintptr_t)((s->flags & STEP_NEED) != 0));
-}
+/* Steps a thread keeps: NODES_FIRST at first, and more where they were
+ * all used in fewer than GROW_WALKS walks each, up to NODES_MOST; but only
+ * for a thread that walked LONG_WALKS times per node already (the pages
+ * and the copy of a larger table cost a short process more than the steps
+ * it saves: cc1 of a small file, 11,500 walks, 5% more time). */
+#define NODES_FIRST 512 /* (both powers of two) */
+#define NODES_MOST 4096
 
-/* Steps a slot holds; a walk that takes more is not kept. */
-#define MEMO_STEPS (REC_MAX_DEPTH + 16)
-#define MEMO_SLOTS 4
+/* The hash has HASH_WAYS slots a node, in sets of as many, any of which
+ * a node of the set may take: a frame that comes often is not pushed out
+ * by two others that come now and then.  (A set: 16 bytes.) */
+#define HASH_WAYS 4
+#define GROW_WALKS 16
+#define LONG_WALKS 256
 
-struct slot {
-	struct step *start;         /* where the last walk started (or NULL) */
-	unsigned n;                 /* steps, the outermost first */
-	unsigned used;              /* the last walk's, from step N - 1 down */
-	unsigned max, kept;         /* its MAX, and the frames it found */
-	bool whole;                 /* the steps go to the stack's root */
-	uint64_t last;              /* when it was last used */
-	void *note;                 /* the caller's, of the last walk */
-};
+/*
+ * A walk's path: its steps' words in a row, kept with its first step, so
+ * that a walk from there checks them all at once (loads that do not wait
+ * for one another, where the nodes are read one after the other) and,
+ * when none has changed, has its frames without a step.  Where a step
+ * takes its CFA from RBP, RBP must be what it was there: the words RBP
+ * was restored from on the way are checked too, and RBP at the start if
+ * it comes from there (worked out from the steps' flags, from the root
+ * down, when the path is kept).
+ *
+ *   word 0: steps K, the frames before the walk and its MAX (the words
+ *           the same, so is how the walk ended: at the stack's root, or
+ *           at MAX frames), how many RBP words NB, and PATH_ROOT if at
+ *           the root
+ *   word 1: which steps keep their frame (a bit each)
+ *   word 2: which steps take their CFA from RBP
+ *   word 3: which steps restore RBP from the stack
+ *   word 4: which steps need RBP as it was, coming to them
+ *   word 5: RBP at the start (for step 0, if it needs it)
+ *   then K pairs: where the step read its return address (and, in the
+ *   top 16 bits, the step's node, or NO_NODE), and what it read;
+ *   then NB pairs: where a step restored RBP from that is needed (and
+ *   the step, in the top 16 bits), and what it read
+ *
+ * A path gives the frames it gave when it was made, so the caller may
+ * keep a note with it (the bucket of the stack), which a walk that
+ * replays it gives back.  (Two paths are kept from each frame, the last
+ * two: code that alternates between two callers.)
+ *
+ * A walk that replays steps from node to node (each waits for the one
+ * before to be read) goes on, at a node that is a step of a path, with
+ * the rest of that path at once (a node knows the last path it is in,
+ * and where).  Steps along the frame pointers (code of no CFI, a JIT's)
+ * are in no path.
+ */
+#define PATH_WORDS_PER_NODE 16
+#define PATH_ROOT (1ULL << 32)
+#define PATH_HEAD 6
+#define NO_NODE 0xffffULL /* (a step a path took from another) */
+#define PATH_AT(w) ((const uintptr_t *)(uintptr_t)((w) & ((1ULL << 48) - 1)))
+#define PATH_STEPS 64
 
 /*
  * The rules a thread's walks used lately, in front of the cache of every
@@ -986,16 +1031,26 @@ struct memo {
 	uint64_t gen;               /* of the rules the steps used */
 	uintptr_t skip_lo, skip_hi; /* (which made KEEP) */
 	uint64_t walks;
+	uint64_t wrapped;           /* WALKS when NEXT last came round */
+	bool grow;                  /* the nodes came round too soon */
+	struct node *nodes;
+	uint32_t *hash;             /* by frame: node index + 1 */
+	unsigned nnodes, next;      /* (the hash has 2 * NNODES slots) */
+	/* Walks' paths (see struct path): a ring of PATH_WORDS_PER_NODE words a node, the
+	 * words ever written, and each node's two last paths (their places
+	 * in all that was written, plus one; 0: none). */
+	uint64_t *paths;
+	size_t path_words;
+	uint64_t path_end;
+	uint64_t *path_of;
+	uint64_t *in_path;          /* each node's last path: place + 1, and
+				     * the step (low 8 bits); 0: none */
+	void **notes;               /* the callers', of each node's paths */
 	struct near near[1u << NEAR_BITS];
-	struct slot slot[MEMO_SLOTS];
-	struct step fresh[MEMO_STEPS]; /* a walk's own steps */
-	/* Step I of slot K is s[I][K]: the slots' outer steps, those that
-	 * every walk checks, share their pages. */
-	struct step s[MEMO_STEPS][MEMO_SLOTS];
 };
 
 bool rec_unwind_no_memo;
-__thread unsigned long rec_unwind_replays, rec_unwind_same;
+__thread unsigned long rec_unwind_replays, rec_unwind_same, rec_unwind_paths;
 
 static __thread struct memo *memo;
 static __thread bool memo_making;
@@ -1032,15 +1087,11 @@ static void memo_release(struct memo *m)
 	atomic_store_explicit(&m->busy, false, memory_order_relaxed);
 }
 
+/* No step is found any more (those kept are reused in turn). */
 static void memo_clear(struct memo *m)
 {
-	memset(m->slot, 0, sizeof(m->slot));
-}
-
-static void slot_drop(struct slot *sl)
-{
-	sl->n = 0;
-	sl->start = NULL;
+	if (m->hash)
+		memset(m->hash, 0, HASH_WAYS * m->nnodes * sizeof(*m->hash));
 }
 
 void rec_unwind_locks(bool take)
@@ -1052,6 +1103,131 @@ void rec_unwind_after_fork(void)
 {
 	/* Only this thread lives on: the others' memos are free. */
 	rec_pool_after_fork(&memos, memo);
+}
+
+static inline size_t node_slot(const struct memo *m, uintptr_t at,
+			       uintptr_t sp)
+{
+	return (size_t)(((at ^ sp * 0x9e3779b97f4a7c15ULL) *
+			 0xbf58476d1ce4e5b9ULL) >> 40) & (HASH_WAYS * m->nnodes - 1);
+}
+
+/* Is X the step kept from the frame AT, SP, BP, its word as it was? */
+static inline bool node_ok(const struct node *x, uintptr_t at, uintptr_t sp,
+			   uintptr_t bp)
+{
+	return x->at == at && x->sp == sp &&
+	       (!(x->flags & STEP_RBP) || x->bp == bp) &&
+	       *(const uintptr_t *)(x->cfa + x->ra_off) == x->ra;
+}
+
+/* The step kept from the frame AT, SP, BP whose word is as it was, but
+ * NOT; NULL if none.  (HASH_WAYS ways of the hash: the slot's set.) */
+static inline struct node *node_find(const struct memo *m, uintptr_t at,
+				     uintptr_t sp, uintptr_t bp,
+				     const struct node *not)
+{
+	size_t set = node_slot(m, at, sp) & ~(size_t)(HASH_WAYS - 1);
+
+	for (size_t h = set; h < set + HASH_WAYS; h++) {
+		uint32_t i = m->hash[h];
+		struct node *x = i ? &m->nodes[i - 1] : NULL;
+
+		if (x && x != not && node_ok(x, at, sp, bp))
+			return x;
+	}
+	return NULL;
+}
+
+/*
+ * The node of UP, if it is still the one X was linked to.  A walk's new
+ * steps are nodes in a row, so UP is most often the next node: guessed
+ * so, a mispredicted branch costs less than waiting for UP's load to
+ * know where the next node is, node after node (walks replay most of
+ * their steps).
+ */
+static inline struct node *node_up(const struct memo *m, struct node *x)
+{
+	struct node *u = x + 1;
+
+	if (__builtin_expect(u != m->nodes + m->nnodes &&
+				     x->up == (uint32_t)(u - m->nodes) + 1,
+			     1))
+		return u->tag == x->up_tag ? u : NULL;
+	u = x->up ? &m->nodes[x->up - 1] : NULL;
+	return u && u->tag == x->up_tag ? u : NULL;
+}
+
+/* Node I into the hash: a free way of its set, else the way of the node
+ * made longest ago. */
+static void hash_put(struct memo *m, unsigned i)
+{
+	size_t set = node_slot(m, m->nodes[i].at, m->nodes[i].sp) &
+		     ~(size_t)(HASH_WAYS - 1), pick = set;
+	unsigned oldest = 0;
+
+	for (size_t h = set; h < set + HASH_WAYS; h++) {
+		unsigned age;
+
+		if (!m->hash[h]) {
+			pick = h;
+			break;
+		}
+		/* (Nodes are made in turn from NEXT on: the age of one.) */
+		age = (m->next + m->nnodes - m->hash[h]) & (m->nnodes - 1);
+		if (age >= oldest) {
+			oldest = age;
+			pick = h;
+		}
+	}
+	m->hash[pick] = i + 1;
+}
+
+/* The bytes of a memo's tables for NNODES nodes. */
+static size_t tables_size(unsigned nnodes)
+{
+	return (size_t)nnodes * (sizeof(struct node) +
+				 HASH_WAYS * sizeof(uint32_t) +
+				 3 * sizeof(uint64_t) + 2 * sizeof(void *) +
+				 PATH_WORDS_PER_NODE * sizeof(uint64_t));
+}
+
+/*
+ * M's tables for NNODES nodes, in one mapping: the nodes kept (copied
+ * in, found again by the new hash), not the paths (their ring is another
+ * size).  False without memory.
+ */
+static bool memo_size(struct memo *m, unsigned nnodes)
+{
+	char *p = rec_map_alloc(tables_size(nnodes));
+	unsigned kept = m->nodes ? m->nnodes : 0;
+
+	if (!p)
+		return false;
+	if (m->nodes) {
+		memcpy(p, m->nodes, kept * sizeof(struct node));
+		rec_map_free(m->nodes, tables_size(m->nnodes));
+	}
+	m->nodes = (struct node *)(void *)p;
+	p += nnodes * sizeof(struct node);
+	m->path_of = (uint64_t *)(void *)p;
+	p += 2 * nnodes * sizeof(uint64_t);
+	m->in_path = (uint64_t *)(void *)p;
+	p += nnodes * sizeof(uint64_t);
+	m->notes = (void **)(void *)p;
+	p += 2 * nnodes * sizeof(void *);
+	m->paths = (uint64_t *)(void *)p;
+	m->path_words = (size_t)nnodes * PATH_WORDS_PER_NODE;
+	p += m->path_words * sizeof(uint64_t);
+	m->hash = (uint32_t *)(void *)p;
+	m->path_end = 0;
+	m->next = kept;
+	m->nnodes = nnodes;
+	/* (The new hash finds the nodes kept, the later ones of a set.) */
+	for (unsigned i = 0; i < kept; i++)
+		if (m->nodes[i].at || m->nodes[i].sp)
+			hash_put(m, i);
+	return true;
 }
 
 /* This thread's memo, not in use; NULL if there is none to have. */
@@ -1071,6 +1247,8 @@ static struct memo *memo_get(void)
 	memo_making = true;
 	atomic_signal_fence(memory_order_seq_cst);
 	m = rec_pool_get(&memos, sizeof(*m));
+	if (m && !m->nodes && !memo_size(m, NODES_FIRST))
+		m = NULL; /* (its memory stays in the pool) */
 	if (m) {
 		/* (Another thread's stacks: maybe one that fork() left in
 		 * the middle of a walk.) */
@@ -1084,6 +1262,268 @@ static struct memo *memo_get(void)
 	atomic_signal_fence(memory_order_seq_cst);
 	memo_making = false;
 	return m;
+}
+
+size_t rec_unwind_memo_nodes(void)
+{
+	return memo ? memo->nnodes : 0;
+}
+
+/* A node for a new step from the frame AT, SP (the one used longest
+ * ago), found from now on. */
+static struct node *node_new(struct memo *m, uintptr_t at, uintptr_t sp)
+{
+	unsigned i = m->next;
+	struct node *x = &m->nodes[i];
+	size_t h;
+	uint16_t tag = (uint16_t)(x->tag + 1);
+
+	if (++m->next == m->nnodes) {
+		m->next = 0;
+		if (m->walks - m->wrapped < GROW_WALKS * m->nnodes &&
+		    m->walks >= LONG_WALKS * m->nnodes)
+			m->grow = true;
+		m->wrapped = m->walks;
+	}
+	if (x->at || x->sp) {
+		h = node_slot(m, x->at, x->sp) & ~(size_t)(HASH_WAYS - 1);
+		for (size_t k = h; k < h + HASH_WAYS; k++)
+			if (m->hash[k] == i + 1)
+				m->hash[k] = 0;
+	}
+	memset(x, 0, sizeof(*x));
+	m->path_of[2 * i] = m->path_of[2 * i + 1] = m->in_path[i] = 0;
+	m->notes[2 * i] = m->notes[2 * i + 1] = NULL;
+	x->tag = tag;
+	x->at = at;
+	x->sp = sp;
+	hash_put(m, i);
+	return x;
+}
+
+/* X's step goes on with Y's. */
+static inline void node_link(struct memo *m, struct node *x,
+			     const struct node *y)
+{
+	x->up = (uint32_t)(y - m->nodes) + 1;
+	x->up_tag = y->tag;
+	x->root = 0;
+}
+
+/* Do the NB pairs at P hold as they held, from step FROM on? */
+static inline uint64_t pairs_diff(const uint64_t *p, unsigned nb,
+				  unsigned from)
+{
+	uint64_t diff = 0;
+
+	for (unsigned i = 0; i < nb; i++)
+		if ((p[2 * i] >> 48) >= from)
+			diff |= *PATH_AT(p[2 * i]) ^ p[2 * i + 1];
+	return diff;
+}
+
+/* Is START's path WHICH (0: the last one, 1: the one before) the walk
+ * from there now, with RBP at BP, every word of it as it was (and N and
+ * MAX those of the walk that made it)?  Its words, or NULL. */
+static const uint64_t *path_check(const struct memo *m,
+				  const struct node *start, unsigned which,
+				  uintptr_t bp, unsigned n, unsigned max)
+{
+	uint64_t at = m->path_of[2 * (size_t)(start - m->nodes) + which];
+	uint64_t diff = 0;
+	const uint64_t *w;
+	unsigned k, nb;
+
+	/* (Written over since?) */
+	if (!at || m->path_end > at - 1 + m->path_words)
+		return NULL;
+	w = &m->paths[(at - 1) & (m->path_words - 1)];
+	k = (unsigned)(w[0] & 0xff);
+	nb = (unsigned)(w[0] >> 24 & 0xff);
+	if ((unsigned)(w[0] >> 8 & 0xff) != n ||
+	    (unsigned)(w[0] >> 16 & 0xff) != max ||
+	    ((w[4] & 1) && w[5] != bp))
+		return NULL;
+	for (unsigned i = 0; i < k; i++)
+		diff |= *PATH_AT(w[PATH_HEAD + 2 * i]) ^ w[PATH_HEAD + 1 + 2 * i];
+	if (nb)
+		diff |= pairs_diff(w + PATH_HEAD + 2 * k, nb, 0);
+	return diff ? NULL : w;
+}
+
+/* The frames of path W after the N in FRAMES: the frames there are
+ * then. */
+static unsigned path_frames(const uint64_t *w, uintptr_t *frames, unsigned n)
+{
+	unsigned k = (unsigned)(w[0] & 0xff);
+	uint64_t keep = w[1];
+
+	for (unsigned i = 0; i < k; i++)
+		if (keep >> i & 1)
+			frames[n++] = w[PATH_HEAD + 1 + 2 * i];
+	return n;
+}
+
+/* A walk's path under construction. */
+struct path {
+	uint64_t at[PATH_STEPS];  /* as in the ring */
+	uintptr_t ra[PATH_STEPS];
+	uint64_t bp_at[PATH_STEPS]; /* of a step that restores RBP (0:
+				     * unknown), and what it read */
+	uintptr_t bpv[PATH_STEPS];
+	uint64_t keep, rbp, saved;
+	uintptr_t bp0;            /* RBP at the start */
+	unsigned k;
+	bool no;   /* not to be kept */
+	bool root; /* the walk ended at the stack's root */
+};
+
+/* Step X of M (KEEP: its frame kept; BPV: the RBP it restored, if it
+ * does) onto path P. */
+static inline void path_step(const struct memo *m, struct path *p,
+			     const struct node *x, bool keep, uintptr_t bpv)
+{
+	if (p->k == PATH_STEPS || (x->flags & STEP_FP)) {
+		p->no = true;
+		return;
+	}
+	p->at[p->k] = (uint64_t)(x->cfa + x->ra_off) |
+		      (uint64_t)(x - m->nodes) << 48;
+	p->ra[p->k] = x->ra;
+	p->keep |= (uint64_t)keep << p->k;
+	p->rbp |= (uint64_t)((x->flags & STEP_RBP) != 0) << p->k;
+	if (x->flags & STEP_SAVED) {
+		p->saved |= 1ULL << p->k;
+		p->bp_at[p->k] = (uint64_t)(x->cfa + x->bp_off);
+		p->bpv[p->k] = bpv;
+	}
+	p->k++;
+}
+
+/*
+ * The rest of the path node Y is last in, after Y's step (replayed: its
+ * frame in FRAMES already), onto the walk's path P and its frames after
+ * the *N in FRAMES, up to MAX, if that path goes on to the root or to
+ * MAX frames, every word of its rest is as it was, and RBP after Y's step
+ * is as it was where the rest needs it: the walk is then done.
+ */
+static bool path_rest(const struct memo *m, const struct node *y,
+		      struct path *p, uintptr_t *frames, unsigned *n,
+		      unsigned max)
+{
+	uint64_t in = m->in_path[y - m->nodes], pos, diff = 0;
+	const uint64_t *w, *pairs;
+	unsigned j, k, nb, got = *n;
+
+	if (!in)
+		return false;
+	pos = (in >> 8) - 1;
+	j = (unsigned)(in & 0xff);
+	if (m->path_end > pos + m->path_words)
+		return false;
+	w = &m->paths[pos & (m->path_words - 1)];
+	k = (unsigned)(w[0] & 0xff);
+	nb = (unsigned)(w[0] >> 24 & 0xff);
+	pairs = w + PATH_HEAD + 2 * k;
+	/*
+	 * (A path cut at its MAX frames goes on far enough only if this
+	 * walk reaches its own MAX in it.  RBP after Y's step is the one
+	 * the path had only where Y restores it, from a word checked.)
+	 */
+	if (j >= k || w[PATH_HEAD + 2 * j] >> 48 != (uint64_t)(y - m->nodes) ||
+	    p->k + (k - j - 1) > PATH_STEPS ||
+	    (!(w[0] & PATH_ROOT) &&
+	     got + (unsigned)__builtin_popcountll(w[1] >> j >> 1) < max) ||
+	    (j + 1 < k && (w[4] >> (j + 1) & 1) && !(w[3] >> j & 1)))
+		return false;
+	for (unsigned i = j + 1; i < k; i++)
+		diff |= *PATH_AT(w[PATH_HEAD + 2 * i]) ^ w[PATH_HEAD + 1 + 2 * i];
+	if (nb)
+		diff |= pairs_diff(pairs, nb, j);
+	if (diff)
+		return false;
+	p->root = (w[0] & PATH_ROOT) != 0;
+	for (unsigned i = j + 1; i < k; i++) {
+		bool keep = w[1] >> i & 1;
+
+		if (keep && got == max) {
+			p->root = false; /* (cut at MAX) */
+			break;
+		}
+		/* (Of no node: its node now may be another's.) */
+		p->at[p->k] = (w[PATH_HEAD + 2 * i] & ((1ULL << 48) - 1)) |
+			      NO_NODE << 48;
+		p->ra[p->k] = w[PATH_HEAD + 1 + 2 * i];
+		p->keep |= (uint64_t)keep << p->k;
+		p->rbp |= (w[2] >> i & 1) << p->k;
+		p->saved |= (w[3] >> i & 1) << p->k;
+		p->bp_at[p->k] = 0;
+		for (unsigned b = 0; b < nb; b++)
+			if (pairs[2 * b] >> 48 == i) {
+				p->bp_at[p->k] = pairs[2 * b] &
+						 ((1ULL << 48) - 1);
+				p->bpv[p->k] = pairs[2 * b + 1];
+			}
+		p->k++;
+		if (keep)
+			frames[got++] = w[PATH_HEAD + 1 + 2 * i];
+	}
+	*n = got;
+	return true;
+}
+
+/* P kept as the path of START's walks (N frames before, MAX). */
+static void path_keep(struct memo *m, const struct node *start,
+		      const struct path *p, unsigned n, unsigned max)
+{
+	uint64_t need_in = 0, pos = m->path_end, *w, *pairs;
+	unsigned nb = 0;
+	bool need = false;
+	uint64_t len;
+
+	/* Which steps need RBP as it was, from the root down. */
+	for (unsigned i = p->k; i-- > 0;) {
+		if ((p->saved >> i & 1) && need) {
+			if (!p->bp_at[i])
+				return; /* (not known: no path) */
+			nb++;
+		}
+		need = (p->rbp >> i & 1) || (!(p->saved >> i & 1) && need);
+		need_in |= (uint64_t)need << i;
+	}
+	len = PATH_HEAD + 2 * (uint64_t)p->k + 2 * (uint64_t)nb;
+	if ((pos & (m->path_words - 1)) + len > m->path_words)
+		pos += m->path_words - (pos & (m->path_words - 1));
+	w = &m->paths[pos & (m->path_words - 1)];
+	w[0] = p->k | (uint64_t)n << 8 | (uint64_t)max << 16 |
+	       (uint64_t)nb << 24 | (p->root ? PATH_ROOT : 0);
+	w[1] = p->keep;
+	w[2] = p->rbp;
+	w[3] = p->saved;
+	w[4] = need_in;
+	w[5] = p->bp0;
+	pairs = w + PATH_HEAD + 2 * p->k;
+	nb = 0;
+	for (unsigned i = 0; i < p->k; i++) {
+		w[PATH_HEAD + 2 * i] = p->at[i];
+		w[PATH_HEAD + 1 + 2 * i] = p->ra[i];
+		if (p->at[i] >> 48 != NO_NODE)
+			m->in_path[p->at[i] >> 48] = (pos + 1) << 8 | i;
+		/* (A step's RBP is needed if the next one needs it.) */
+		if ((p->saved >> i & 1) && (need_in >> i >> 1 & 1)) {
+			pairs[2 * nb] = p->bp_at[i] | (uint64_t)i << 48;
+			pairs[2 * nb + 1] = p->bpv[i];
+			nb++;
+		}
+	}
+	m->path_end = pos + len;
+	/* (Two kept: code that alternates between two callers.) */
+	m->path_of[2 * (start - m->nodes) + 1] =
+		m->path_of[2 * (start - m->nodes)];
+	m->path_of[2 * (start - m->nodes)] = pos + 1;
+	m->notes[2 * (start - m->nodes) + 1] =
+		m->notes[2 * (start - m->nodes)];
+	m->notes[2 * (start - m->nodes)] = NULL;
 }
 
 /* PC's rule, through M's near ones. */
@@ -1104,48 +1544,6 @@ static uint64_t rule_near(struct memo *m, uintptr_t pc)
 	return e->value;
 }
 
-/* Do the words of steps R down to R + 1 - N of slot K hold what they
- * held? */
-static bool unchanged(const struct memo *m, unsigned k, int r, unsigned n)
-{
-	uintptr_t diff = 0;
-
-	for (int i = r; i > r - (int)n; i--) {
-		const struct step *s = &m->s[i][k];
-
-		diff |= (*s->ra_at ^ s->ra) | (*s->bp_at ^ s->bpv);
-	}
-	return !diff;
-}
-
-/*
- * Replay slot K from its step R (which starts where the walk is), after
- * the walk's *N frames, up to MAX: the frames, *N, and *STEPS the steps
- * it took; false if the stack is no longer what the slot says.
- */
-static bool replay(const struct memo *m, unsigned k, int r,
-		   uintptr_t *frames, unsigned *n, unsigned max,
-		   unsigned *steps)
-{
-	unsigned got = *n;
-	int i;
-
-	for (i = r; i >= 0 && got < max; i--) {
-		const struct step *s = &m->s[i][k];
-
-		if (*s->ra_at != s->ra || *s->bp_at != s->bpv)
-			return false;
-		frames[got] = s->ra;
-		got += (unsigned)s->keep;
-	}
-	/* (Steps of a walk that stopped at its MAX frames may end short.) */
-	if (i < 0 && got < max && !m->slot[k].whole)
-		return false;
-	*n = got;
-	*steps = (unsigned)(r - i);
-	return true;
-}
-
 /*
  * Step from the frame at PC (a return address into it, or with FIRST its
  * exact address), SP and BP to the stack's root, keeping up to MAX frames
@@ -1158,20 +1556,27 @@ static inline unsigned walk(uintptr_t pc, uintptr_t sp, uintptr_t bp,
 			    uintptr_t ret, void ***note)
 {
 	struct memo *m = NULL;
-	struct slot *sl = NULL;
-	unsigned k = 0, nf = 0, used = 0;
-	int r = -1;
-	/* The last step was along the frame pointers and kept its frame;
-	 * the walk ended on what the last frame's RBP was. */
-	bool fp_kept = false, end_on_bp = false;
+	/* The walk's first step, its last one, and the one the last step
+	 * was linked to (the first to try from the frame it led to). */
+	struct node *start = NULL, *prev = NULL, *x = NULL;
+	bool stepped = false, replayed = false;
+	/* The last step was along the frame pointers and kept its frame. */
+	bool fp_kept = false;
+	struct path path;
+	unsigned n0 = n;
+	bool start_known = false;
+	unsigned rests = 0; /* path_rest tried */
 
 	if (!atomic_load_explicit(&cache, memory_order_relaxed))
 		goto slow;
 	if (!stack_top)
 		stack_top = find_stack_top();
+	path.k = 0;
+	path.keep = path.rbp = path.saved = 0;
+	path.bp0 = bp;
+	path.no = path.root = false;
 	m = memo_get();
 	if (m) {
-		uintptr_t at = first ? pc : pc - 1;
 		uint64_t gen = atomic_load_explicit(&generation,
 						    memory_order_acquire);
 
@@ -1183,49 +1588,86 @@ static inline unsigned walk(uintptr_t pc, uintptr_t sp, uintptr_t bp,
 			m->skip_lo = skip_lo;
 			m->skip_hi = skip_hi;
 		}
+		if (m->grow && m->nnodes < NODES_MOST) {
+			memo_size(m, 2 * m->nnodes);
+			m->wrapped = m->walks;
+		}
+		m->grow = false;
 		m->walks++;
-		/* The same stack as the last time from here? */
-		for (k = 0; note && k < MEMO_SLOTS; k++) {
-			sl = &m->slot[k];
-			if (sl->start && sl->start->sp == sp &&
-			    sl->start->at == at && same_bp(sl->start, bp) &&
-			    sl->note && sl->max == max &&
-			    unchanged(m, k, (int)sl->n - 1, sl->used)) {
+		/* The walk from here as it went the last time, if it does. */
+		x = node_find(m, first ? pc : pc - 1, sp, bp, NULL);
+		start_known = x != NULL;
+		if (x && n < max) {
+			unsigned which = 0;
+			const uint64_t *w = path_check(m, x, 0, bp, n, max);
+
+			if (!w)
+				w = path_check(m, x, which = 1, bp, n, max);
+			if (w) {
+				void **place = &m->notes[2 * (x - m->nodes) +
+							 which];
+
+				rec_unwind_replays++;
 				rec_unwind_same++;
-				sl->last = m->walks;
-				*note = &sl->note;
+				rec_unwind_paths++;
+				if (note)
+					*note = place;
 				memo_release(m);
-				return sl->kept;
+				/* (Noted: the caller has the stack.) */
+				if (note && *place)
+					return n + (unsigned)__builtin_popcountll(
+							   w[1]);
+				return path_frames(w, frames, n);
 			}
 		}
-		/* No: this walk is to be the slot used longest ago. */
-		k = 0;
-		for (unsigned i = 1; i < MEMO_SLOTS; i++)
-			if (m->slot[i].last < m->slot[k].last)
-				k = i;
-		sl = &m->slot[k];
-		sl->note = NULL;
-		r = (int)sl->n - 1;
 	}
 	while (n < max) {
 		struct rule rl;
 		uintptr_t at = first ? pc : pc - 1, cfa;
-		const uintptr_t *ra_at, *bp_at;
+		const uintptr_t *ra_at;
+		struct node *y = NULL;
 
-		/* The slot's step from here, if its walk came this way. */
-		while (r >= 0 && m->s[r][k].sp < sp)
-			r--;
-		if (r >= 0 && m->s[r][k].sp == sp && m->s[r][k].at == at &&
-		    same_bp(&m->s[r][k], bp)) {
-			unsigned steps;
-
-			if (replay(m, k, r, frames, &n, max, &steps)) {
-				rec_unwind_replays++;
-				used = nf + steps;
-				goto replayed;
-			}
-			r = -1; /* (the stack has changed further up) */
+		/* A step kept from here whose word is as it was. */
+		if (m) {
+			if (x && node_ok(x, at, sp, bp))
+				y = x;
+			else
+				y = node_find(m, at, sp, bp, x);
 		}
+		if (y) {
+			if (prev) {
+				if (y != x)
+					node_link(m, prev, y);
+			} else {
+				start = y;
+			}
+			replayed = true;
+			pc = y->ra;
+			sp = y->cfa;
+			if (y->flags & STEP_SAVED)
+				bp = *(const uintptr_t *)(y->cfa + y->bp_off);
+			first = false;
+			prev = y;
+			fp_kept = false;
+			path_step(m, &path, y, y->keep, bp);
+			if (y->keep) {
+				frames[n++] = pc;
+				fp_kept = (y->flags & STEP_FP) != 0;
+			}
+			if (!pc || (y->root && !y->up)) {
+				path.root = true;
+				break;
+			}
+			if (rests < 2 && !path.no && n < max &&
+			    m->in_path[y - m->nodes]) {
+				rests++;
+				if (path_rest(m, y, &path, frames, &n, max))
+					break;
+			}
+			x = node_up(m, y);
+			continue;
+		}
+		x = NULL;
 
 		unpack(m ? rule_near(m, at) : rule_for(at), &rl);
 		if (rl.flags & RULE_END) {
@@ -1236,9 +1678,14 @@ static inline unsigned walk(uintptr_t pc, uintptr_t sp, uintptr_t bp,
 			 */
 			if ((rl.flags & RULE_NOTCODE) && fp_kept) {
 				n--;
-				if (m && nf <= MEMO_STEPS)
-					m->fresh[nf - 1].keep = 0;
+				if (prev)
+					prev->keep = 0;
 			}
+			if (prev) {
+				prev->up = 0;
+				prev->root = 1;
+			}
+			path.root = true;
 			break;
 		}
 		if (rl.flags & RULE_SLOW)
@@ -1247,12 +1694,16 @@ static inline unsigned walk(uintptr_t pc, uintptr_t sp, uintptr_t bp,
 		 * Along the frame pointers, each frame above the last (so
 		 * strictly up the stack), its two words inside it; where
 		 * the chain breaks, so does the walk: what code without CFI
-		 * did with RBP, backtrace() would not know either.
+		 * did with RBP, backtrace() would not know either.  (The
+		 * step before is left open: a walk that comes here steps
+		 * again, and looks at RBP.)
 		 */
 		if ((rl.flags & RULE_FP) &&
 		    (bp < sp || bp - sp > MAX_FRAME || (bp & 7) ||
 		     bp > stack_top - 16)) {
-			end_on_bp = true;
+			if (prev)
+				prev->up = 0, prev->root = 0;
+			path.no = true;
 			break;
 		}
 		cfa = (rl.flags & RULE_CFA_RBP ? bp : sp) + (uintptr_t)rl.cfa_off;
@@ -1261,83 +1712,75 @@ static inline unsigned walk(uintptr_t pc, uintptr_t sp, uintptr_t bp,
 		    ((rl.flags & RULE_BP_SAVED) && cfa + rl.bp_off + 8 > stack_top))
 			goto slow;
 		ra_at = (const uintptr_t *)(cfa + rl.ra_off);
-		bp_at = rl.flags & RULE_BP_SAVED
-				? (const uintptr_t *)(cfa + rl.bp_off)
-				: ra_at;
-		if (m && nf < MEMO_STEPS)
-			m->fresh[nf] = (struct step){
-				ra_at, bp_at, *ra_at, *bp_at, at, sp, bp, 0,
-				(rl.flags & RULE_CFA_RBP ? STEP_RBP : 0) |
-					(rl.flags & RULE_BP_SAVED ? STEP_SAVED
-								  : 0) };
+		if (m) {
+			y = node_new(m, at, sp);
+			y->bp = bp;
+			y->cfa = cfa;
+			y->ra = *ra_at;
+			y->ra_off = rl.ra_off;
+			y->bp_off = rl.bp_off;
+			y->flags = (rl.flags & RULE_CFA_RBP ? STEP_RBP : 0) |
+				   (rl.flags & RULE_BP_SAVED ? STEP_SAVED : 0) |
+				   (rl.flags & RULE_FP ? STEP_FP : 0);
+			if (prev)
+				node_link(m, prev, y);
+			else
+				start = y;
+			prev = y;
+			stepped = true;
+		}
 		pc = *ra_at;
 		if (rl.flags & RULE_BP_SAVED)
-			bp = *bp_at;
+			bp = *(const uintptr_t *)(cfa + rl.bp_off);
 		sp = cfa;
 		first = false;
 		fp_kept = false;
-		nf++;
-		if (!pc)
+		if (!pc) {
+			if (y) {
+				y->root = 1;
+				path_step(m, &path, y, false, bp);
+			}
+			path.root = true;
 			break;
+		}
 		/*
 		 * The recorder's own frames are not the program's: its hooks
 		 * on top, its thread trampoline at the root of a thread's
 		 * stack.
 		 */
-		if (pc >= skip_lo && pc < skip_hi)
+		if (pc >= skip_lo && pc < skip_hi) {
+			if (y)
+				path_step(m, &path, y, false, bp);
 			continue;
-		if (m && nf <= MEMO_STEPS)
-			m->fresh[nf - 1].keep = 1;
+		}
+		if (y) {
+			y->keep = 1;
+			path_step(m, &path, y, true, bp);
+		}
 		frames[n++] = pc;
 		fp_kept = (rl.flags & RULE_FP) != 0;
 	}
 	if (!m)
 		return n;
-	/* The walk stepped to its end: its steps are all the slot has. */
-	r = -1;
-	sl->whole = n < max;
-	used = nf;
-replayed:
-	/*
-	 * Its own steps, under the slot's from step R on (if it got there),
-	 * the outermost first: whether a step's RBP counts depends on the
-	 * steps above it.  Where a saved RBP does not count, the step
-	 * checks its return address twice instead.
-	 */
-	if ((unsigned)(r + 1) + nf <= MEMO_STEPS) {
-		bool need = r >= 0 ? (m->s[r][k].flags & STEP_NEED) != 0
-				   : end_on_bp;
-
-		for (unsigned j = nf; j-- > 0;) {
-			struct step *s = &m->s[r + (int)nf - (int)j][k];
-			bool saved;
-
-			*s = m->fresh[j];
-			saved = s->flags & STEP_SAVED;
-			if (!saved || !need) {
-				s->bp_at = s->ra_at;
-				s->bpv = s->ra;
-			}
-			need = (s->flags & STEP_RBP) || (!saved && need);
-			if (need)
-				s->flags |= STEP_NEED;
-		}
-		sl->n = (unsigned)(r + 1) + nf;
-		sl->start = sl->n ? &m->s[sl->n - 1][k] : NULL;
-	} else {
-		slot_drop(sl);
+	if (replayed)
+		rec_unwind_replays++;
+	if (!stepped)
+		rec_unwind_same++;
+	/* (A path only from a frame walked from before: one walk from
+	 * there may well be the only one.) */
+	if (start && start_known && !path.no && path.k) {
+		path_keep(m, start, &path, n0, max);
+		if (note)
+			*note = &m->notes[2 * (start - m->nodes)];
 	}
-	sl->used = used;
-	sl->max = max;
-	sl->kept = n;
-	sl->last = m->walks;
 	memo_release(m);
-	if (note && sl->n)
-		*note = &sl->note;
 	return n;
 slow:
 	if (m) {
-		slot_drop(sl);
+		/* (The steps made stay, open: a walk that comes to them
+		 * steps again where this one fell back.) */
+		if (prev)
+			prev->up = 0, prev->root = 0;
 		memo_release(m);
 	}
 	atomic_fetch_add_explicit(&rec_unwind_fallbacks, 1,
@@ -1390,6 +1833,11 @@ atomic_uint rec_unwind_computed;
 void rec_unwind_reserve(size_t n)
 {
 	(void)n;
+}
+
+size_t rec_unwind_memo_nodes(void)
+{
+	return 0;
 }
 
 bool rec_unwind_put(uintptr_t pc, uint64_t rule)

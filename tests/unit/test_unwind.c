@@ -77,6 +77,7 @@ static unsigned noted_walk(const struct rec_frame *at, uintptr_t *frames)
 	unsigned n = rec_unwind_from(at, frames, max_from, 0, 0, &place), k;
 	bool was = rec_unwind_no_memo;
 
+	/* (A note given back: FRAMES are left as they were.) */
 	if (place && *place) {
 		struct note *nt = *place;
 
@@ -568,6 +569,105 @@ Test(unwind, memo_frame_pointers_moved)
 
 		fpa(depth, 16 + (4 - depth) * size, &b);
 		same(&b, (unsigned)depth + 3);
+	}
+}
+
+/*
+ * Two callers in turn under the same frames (LEFT and RIGHT of
+ * memo_other_caller): once each was walked twice, every walk replays a
+ * path kept from the first frame (one of the two last), stepping
+ * nowhere.
+ */
+static unsigned long same_before, paths_before;
+
+/* (One call site of LEFT and RIGHT, in a function of its own: a loop's
+ * body may be copied, its calls then from other return addresses.) */
+static __attribute__((noinline)) void alternate(int i, struct both *b)
+{
+	void (*volatile side[2])(struct both *) = { left, right };
+
+	if (i == 4) {
+		same_before = rec_unwind_same;
+		paths_before = rec_unwind_paths;
+	}
+	side[i % 2](b);
+	same(b, 4);
+}
+
+Test(unwind, memo_paths_alternate)
+{
+	static struct both b;
+
+	noted = true;
+	for (int i = 0; i < 20; i++)
+		alternate(i, &b);
+	cr_assert_eq(rec_unwind_same - same_before, 16,
+		     "%lu of 16 walks stepped",
+		     16 - (rec_unwind_same - same_before));
+	cr_assert_eq(rec_unwind_paths - paths_before, 16,
+		     "%lu of 16 walks replayed no path",
+		     16 - (rec_unwind_paths - paths_before));
+}
+
+/*
+ * Many stacks, at many depths and from two call sites, over and over:
+ * more steps than the memo first keeps (it grows, and paths are written
+ * over in their ring), every walk still what a walk without it gives.
+ */
+static __attribute__((noinline)) int recurse2(int depth, struct both *b)
+{
+	int r;
+
+	if (!depth) {
+		take(b);
+		return 0;
+	}
+	r = depth % 3 ? recurse2(depth - 1, b) : recurse(depth - 1, b);
+	__asm__ volatile("" ::: "memory");
+	return r + 1;
+}
+
+Test(unwind, memo_many_stacks)
+{
+	static struct both b;
+
+	noted = true;
+	for (int i = 0; i < 1500; i++) {
+		int depth = (i * 37) % 57;
+
+		if (i % 2)
+			recurse2(depth, &b);
+		else
+			recurse(depth, &b);
+		same(&b, (unsigned)depth + 3);
+	}
+	cr_assert_eq(rec_unwind_fallbacks, 0, "plain frames fell back");
+}
+
+/* A thread that walks from ever new frames, long: its memo grows (and
+ * walks are still right after). */
+Test(unwind, memo_grows)
+{
+	static struct both b;
+	uintptr_t frames[REC_MAX_DEPTH], base = (uintptr_t)&qsort;
+	volatile uintptr_t zeros[64] = { 0 };
+	size_t before;
+
+	noted = true;
+	recurse(3, &b);
+	same(&b, 6);
+	before = rec_unwind_memo_nodes();
+	cr_assert_gt(before, 0);
+	for (uintptr_t k = 0; k < 600000; k++) {
+		struct rec_frame at = { base + k % 4000, (uintptr_t)zeros, 0 };
+
+		rec_unwind_from(&at, frames, 2, 0, 0, NULL);
+	}
+	cr_assert_gt(rec_unwind_memo_nodes(), before, "still %zu nodes",
+		     rec_unwind_memo_nodes());
+	for (int i = 0; i < 40; i++) {
+		recurse(i % 20, &b);
+		same(&b, (unsigned)(i % 20) + 3);
 	}
 }
 
