@@ -1131,7 +1131,14 @@ void rec_maps_remember(void)
 	rec_lock_give(&dump_lock);
 }
 
-/* PREFIX.PID.maps: the mappings of now, and executable ones now gone. */
+/*
+ * PREFIX.PID.maps: the mappings of now that the analyzer names frames
+ * from (files', every one of a binary for its load bias, and executable
+ * ones: a JIT's code, the vDSO), and executable ones now gone.  Not the
+ * anonymous data (the heap file's MMAP_LIST has every mapping at each
+ * dump): that changes at every dump, and the file would be made again
+ * each time (under make, a file made is an inode allocated).
+ */
 static void build_maps_file(const struct vma *v, size_t nv)
 {
 	const struct seen *s = (const struct seen *)seen_buf.p;
@@ -1139,6 +1146,9 @@ static void build_maps_file(const struct vma *v, size_t nv)
 
 	rec_buf_free(&maps_file);
 	for (size_t i = 0; i < nv; i++) {
+		if (v[i].perms[2] != 'x' &&
+		    !(v[i].namelen && v[i].name[0] == '/'))
+			continue;
 		rec_buf_add(&maps_file, v[i].line, v[i].linelen);
 		rec_buf_add(&maps_file, "\n", 1);
 	}

@@ -446,6 +446,12 @@ for f in cc/gcc.*.0001.heap; do
 	check_dumps "gcc process $n" "$f" 1
 done
 [ "$n" -ge 3 ] && ok || bad "gcc: $n processes recorded, want gcc, cc1 and as"
+# The .maps files name files and code only (the anonymous data changes at
+# each dump, and MMAP_LIST has it): the heap is in the dumps, not there.
+grep -l 'cc1' cc/gcc.*.maps >/dev/null &&
+	awk '$2 !~ /x/ && $6 !~ /^\// { bad = 1 } END { exit bad }' cc/gcc.*.maps &&
+	grep -q '\[heap\]' cc/gcc.*.0001.heap && ok ||
+	bad "gcc: .maps with anonymous data in it, or no [heap] in MMAP_LIST"
 
 # 3e'. Unwind rules kept across processes: a second compile into the same
 #      directory starts each process with the rules the first one worked
