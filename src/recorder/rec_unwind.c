@@ -985,8 +985,8 @@ struct node {
  *
  *   word 0: steps K, the frames before the walk and its MAX (the words
  *           the same, so is how the walk ended: at the stack's root, or
- *           at MAX frames), how many RBP words NB, and PATH_ROOT if at
- *           the root
+ *           at MAX frames), how many RBP words NB, PATH_ROOT if at the
+ *           root, and the frames it keeps (bits 40 to 47)
  *   word 1: which steps keep their frame (a bit each)
  *   word 2: which steps take their CFA from RBP
  *   word 3: which steps restore RBP from the stack
@@ -1310,6 +1310,17 @@ static inline void node_link(struct memo *m, struct node *x,
 	x->root = 0;
 }
 
+/* The bits set in V (no popcnt instruction assumed: libgcc's costs a
+ * call). */
+static inline unsigned popcount(uint64_t v)
+{
+	unsigned n = 0;
+
+	for (; v; v &= v - 1)
+		n++;
+	return n;
+}
+
 /* Do the NB pairs at P hold as they held, from step FROM on? */
 static inline uint64_t pairs_diff(const uint64_t *p, unsigned nb,
 				  unsigned from)
@@ -1433,7 +1444,7 @@ static bool path_rest(const struct memo *m, const struct node *y,
 	if (j >= k || w[PATH_HEAD + 2 * j] >> 48 != (uint64_t)(y - m->nodes) ||
 	    p->k + (k - j - 1) > PATH_STEPS ||
 	    (!(w[0] & PATH_ROOT) &&
-	     got + (unsigned)__builtin_popcountll(w[1] >> j >> 1) < max) ||
+	     got + popcount(w[1] >> j >> 1) < max) ||
 	    (j + 1 < k && (w[4] >> (j + 1) & 1) && !(w[3] >> j & 1)))
 		return false;
 	for (unsigned i = j + 1; i < k; i++)
@@ -1496,7 +1507,8 @@ static void path_keep(struct memo *m, const struct node *start,
 		pos += m->path_words - (pos & (m->path_words - 1));
 	w = &m->paths[pos & (m->path_words - 1)];
 	w[0] = p->k | (uint64_t)n << 8 | (uint64_t)max << 16 |
-	       (uint64_t)nb << 24 | (p->root ? PATH_ROOT : 0);
+	       (uint64_t)nb << 24 | (p->root ? PATH_ROOT : 0) |
+	       (uint64_t)popcount(p->keep) << 40;
 	w[1] = p->keep;
 	w[2] = p->rbp;
 	w[3] = p->saved;
@@ -1615,8 +1627,7 @@ static inline unsigned walk(uintptr_t pc, uintptr_t sp, uintptr_t bp,
 				memo_release(m);
 				/* (Noted: the caller has the stack.) */
 				if (note && *place)
-					return n + (unsigned)__builtin_popcountll(
-							   w[1]);
+					return n + (unsigned)(w[0] >> 40 & 0xff);
 				return path_frames(w, frames, n);
 			}
 		}
