@@ -1394,7 +1394,10 @@ struct path {
 static inline void path_step(const struct memo *m, struct path *p,
 			     const struct node *x, bool keep, uintptr_t bpv)
 {
-	if (p->k == PATH_STEPS || (x->flags & STEP_FP)) {
+	/* (An address above 48 bits, which 5-level page tables give only to
+	 * a program that asks, leaves no room for the node.) */
+	if (p->k == PATH_STEPS || (x->flags & STEP_FP) ||
+	    x->cfa >> 47) {
 		p->no = true;
 		return;
 	}
