@@ -220,7 +220,9 @@ static const struct file_rule *check(const uint8_t *file, size_t size,
 			      h->nobjects * sizeof(struct file_object));
 }
 
-unsigned rec_unwind_saved_load_at(const char *path)
+/* The rules of the file at PATH into the table, for the objects read
+ * (objects_read()): how many. */
+static unsigned load_file(const char *path)
 {
 	const struct file_head *h;
 	const struct file_object *fo;
@@ -244,7 +246,6 @@ unsigned rec_unwind_saved_load_at(const char *path)
 	rec_raw_close(fd);
 	if (!size || !(rules = check(file, size, &h)))
 		goto out;
-	objects_read();
 	/* Where each of the file's objects is loaded now (start 0: not). */
 	fo = (const void *)(file + sizeof(*h));
 	for (unsigned k = 0; k < h->nobjects; k++) {
@@ -273,6 +274,12 @@ out:
 		rec_map_free(file, (size_t)st.st_size);
 	rec_unwind_saved_loaded += put;
 	return put;
+}
+
+unsigned rec_unwind_saved_load_at(const char *path)
+{
+	objects_read();
+	return load_file(path);
 }
 
 /* What the walk of the table gathers into the file. */
@@ -335,18 +342,8 @@ bool rec_unwind_saved_save_at(const char *path)
 		    g.n * sizeof(*g.rules));
 	/* PATH.PID.tmp, renamed: whole or not at all. */
 	memcpy(tmp, path, len);
-	{
-		char num[16];
-		int nk = sizeof(num);
-		unsigned v = (unsigned)getpid();
-
-		do
-			num[--nk] = (char)('0' + v % 10);
-		while ((v /= 10) && nk);
-		tmp[len] = '.';
-		memcpy(tmp + len + 1, num + nk, sizeof(num) - (size_t)nk);
-		memcpy(tmp + len + 1 + sizeof(num) - nk, ".tmp", 5);
-	}
+	tmp[len] = '.';
+	memcpy(rec_put_dec(tmp + len + 1, getpid(), 0), ".tmp", 5);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	ok = fd >= 0 && rec_write_all(fd, (const char *)&h, sizeof(h), -1) &&
 	     rec_write_all(fd, (const char *)fo, g.nused * sizeof(fo[0]), -1) &&
@@ -373,9 +370,11 @@ static bool wanted(void)
 
 void rec_unwind_saved_load(const char *prefix)
 {
+	if (!wanted())
+		return;
 	objects_read();
-	if (wanted() && name_file(prefix))
-		rec_unwind_saved_load_at(saved_path);
+	if (name_file(prefix))
+		load_file(saved_path);
 }
 
 void rec_unwind_saved_save(void)
