@@ -102,11 +102,22 @@ main_pid() { # RECORD_STDERR
 check_dumps() { # LABEL FIRST_DUMP MIN_DUMPS
 	label=$1
 	if [ "$limit" = 0.005 ]; then
-		# (Each of the run's dumps, by the numbers of the first.)
+		# (Each of the run's dumps, by the numbers of the first.  A
+		# dump whose tracer gave up, as it must after 200 ms, on a
+		# thread in an uninterruptible wait (zstd's writer, on a loaded
+		# machine: once in the fresh-clone runs) says so: one such
+		# dump, or a tenth of them, as the stress test allows.)
+		late=0 all=0
 		for h in "${2%.0001.heap}".*.heap; do
-			grep -q '^Stopped: yes$' "$h" && grep -q '^Stable: yes$' "$h" ||
-				{ bad "$label: $h: $(grep '^Stopped\|^Stable' "$h" | tr '\n' ' ')"; return; }
+			all=$((all + 1))
+			grep -q '^Stable: yes$' "$h" && {
+				grep -q '^Stopped: yes$' "$h" ||
+					{ grep -q '^Stopped: no (a thread did not stop in time' "$h" &&
+						late=$((late + 1)); }
+			} || { bad "$label: $h: $(grep '^Stopped\|^Stable' "$h" | tr '\n' ' ')"; return; }
 		done
+		[ "$late" -le 1 ] || [ $((10 * late)) -le "$all" ] ||
+			{ bad "$label: $late of $all dumps did not stop the threads in time"; return; }
 		ok
 	fi
 	# A dump with no new stack writes no .buckets file, but for one in
