@@ -999,8 +999,11 @@ struct node {
  *
  * A path gives the frames it gave when it was made, so the caller may
  * keep a note with it (the bucket of the stack), which a walk that
- * replays it gives back.  (Two paths are kept from each frame, the last
- * two: code that alternates between two callers.)
+ * replays it gives back.  (PATHS paths are kept from each frame, the
+ * last ones: a function that many callers call, from frames at the same
+ * place on the stack.  sqlite3's malloc is called so: with two, 16% of
+ * its walks found no path and stepped node by node, 1.66x -> 1.41x of
+ * its time with four.)
  *
  * A walk that replays steps from node to node (each waits for the one
  * before to be read) goes on, at a node that is a step of a path, with
@@ -1014,6 +1017,7 @@ struct node {
 #define NO_NODE 0xffffULL /* (a step a path took from another) */
 #define PATH_AT(w) ((const uintptr_t *)(uintptr_t)((w) & ((1ULL << 48) - 1)))
 #define PATH_STEPS 64
+#define PATHS 4
 
 /*
  * The rules a thread's walks used lately, in front of the cache of every
@@ -1036,9 +1040,10 @@ struct memo {
 	struct node *nodes;
 	uint32_t *hash;             /* by frame: node index + 1 */
 	unsigned nnodes, next;      /* (the hash has 2 * NNODES slots) */
-	/* Walks' paths (see struct path): a ring of PATH_WORDS_PER_NODE words a node, the
-	 * words ever written, and each node's two last paths (their places
-	 * in all that was written, plus one; 0: none). */
+	/* Walks' paths (see struct path): a ring of PATH_WORDS_PER_NODE
+	 * words a node, the words ever written, and each node's PATHS last
+	 * paths, the last first (their places in all that was written, plus
+	 * one; 0: none). */
 	uint64_t *paths;
 	size_t path_words;
 	uint64_t path_end;
@@ -1188,7 +1193,8 @@ static size_t tables_size(unsigned nnodes)
 {
 	return (size_t)nnodes * (sizeof(struct node) +
 				 HASH_WAYS * sizeof(uint32_t) +
-				 3 * sizeof(uint64_t) + 2 * sizeof(void *) +
+				 (1 + PATHS) * sizeof(uint64_t) +
+				 PATHS * sizeof(void *) +
 				 PATH_WORDS_PER_NODE * sizeof(uint64_t));
 }
 
@@ -1211,11 +1217,11 @@ static bool memo_size(struct memo *m, unsigned nnodes)
 	m->nodes = (struct node *)(void *)p;
 	p += nnodes * sizeof(struct node);
 	m->path_of = (uint64_t *)(void *)p;
-	p += 2 * nnodes * sizeof(uint64_t);
+	p += (size_t)PATHS * nnodes * sizeof(uint64_t);
 	m->in_path = (uint64_t *)(void *)p;
 	p += nnodes * sizeof(uint64_t);
 	m->notes = (void **)(void *)p;
-	p += 2 * nnodes * sizeof(void *);
+	p += (size_t)PATHS * nnodes * sizeof(void *);
 	m->paths = (uint64_t *)(void *)p;
 	m->path_words = (size_t)nnodes * PATH_WORDS_PER_NODE;
 	p += m->path_words * sizeof(uint64_t);
@@ -1292,8 +1298,9 @@ static struct node *node_new(struct memo *m, uintptr_t at, uintptr_t sp)
 				m->hash[k] = 0;
 	}
 	memset(x, 0, sizeof(*x));
-	m->path_of[2 * i] = m->path_of[2 * i + 1] = m->in_path[i] = 0;
-	m->notes[2 * i] = m->notes[2 * i + 1] = NULL;
+	memset(&m->path_of[(size_t)PATHS * i], 0, PATHS * sizeof(uint64_t));
+	memset(&m->notes[(size_t)PATHS * i], 0, PATHS * sizeof(void *));
+	m->in_path[i] = 0;
 	x->tag = tag;
 	x->at = at;
 	x->sp = sp;
@@ -1340,7 +1347,7 @@ static const uint64_t *path_check(const struct memo *m,
 				  const struct node *start, unsigned which,
 				  uintptr_t bp, unsigned n, unsigned max)
 {
-	uint64_t at = m->path_of[2 * (size_t)(start - m->nodes) + which];
+	uint64_t at = m->path_of[PATHS * (size_t)(start - m->nodes) + which];
 	uint64_t diff = 0;
 	const uint64_t *w;
 	unsigned k, nb;
@@ -1532,13 +1539,14 @@ static void path_keep(struct memo *m, const struct node *start,
 		}
 	}
 	m->path_end = pos + len;
-	/* (Two kept: code that alternates between two callers.) */
-	m->path_of[2 * (start - m->nodes) + 1] =
-		m->path_of[2 * (start - m->nodes)];
-	m->path_of[2 * (start - m->nodes)] = pos + 1;
-	m->notes[2 * (start - m->nodes) + 1] =
-		m->notes[2 * (start - m->nodes)];
-	m->notes[2 * (start - m->nodes)] = NULL;
+	memmove(&m->path_of[PATHS * (size_t)(start - m->nodes) + 1],
+		&m->path_of[PATHS * (size_t)(start - m->nodes)],
+		(PATHS - 1) * sizeof(uint64_t));
+	memmove(&m->notes[PATHS * (size_t)(start - m->nodes) + 1],
+		&m->notes[PATHS * (size_t)(start - m->nodes)],
+		(PATHS - 1) * sizeof(void *));
+	m->path_of[PATHS * (size_t)(start - m->nodes)] = pos + 1;
+	m->notes[PATHS * (size_t)(start - m->nodes)] = NULL;
 }
 
 /* PC's rule, through M's near ones. */
@@ -1616,10 +1624,10 @@ static inline unsigned walk(uintptr_t pc, uintptr_t sp, uintptr_t bp,
 			unsigned which = 0;
 			const uint64_t *w = path_check(m, x, 0, bp, n, max);
 
-			if (!w)
-				w = path_check(m, x, which = 1, bp, n, max);
+			while (!w && ++which < PATHS)
+				w = path_check(m, x, which, bp, n, max);
 			if (w) {
-				void **place = &m->notes[2 * (x - m->nodes) +
+				void **place = &m->notes[PATHS * (x - m->nodes) +
 							 which];
 
 				rec_unwind_replays++;
@@ -1785,7 +1793,7 @@ static inline unsigned walk(uintptr_t pc, uintptr_t sp, uintptr_t bp,
 	if (start && start_known && !path.no && path.k) {
 		path_keep(m, start, &path, n0, max);
 		if (note)
-			*note = &m->notes[2 * (start - m->nodes)];
+			*note = &m->notes[PATHS * (size_t)(start - m->nodes)];
 	}
 	memo_release(m);
 	return n;

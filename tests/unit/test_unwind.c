@@ -580,33 +580,77 @@ Test(unwind, memo_frame_pointers_moved)
  */
 static unsigned long same_before, paths_before;
 
-/* (One call site of LEFT and RIGHT, in a function of its own: a loop's
- * body may be copied, its calls then from other return addresses.) */
-static __attribute__((noinline)) void alternate(int i, struct both *b)
+/* Walk I of callers SIDE[0 .. NSIDE) in turn, the frames DEPTH; the
+ * counts from the third round on.  (One call site of them, in a function
+ * of its own: a loop's body may be copied, its calls then from other
+ * return addresses.) */
+static __attribute__((noinline)) void in_turn(int i, struct both *b,
+					      void (*const *side)(struct both *),
+					      int nside, unsigned depth)
 {
-	void (*volatile side[2])(struct both *) = { left, right };
-
-	if (i == 4) {
+	if (i == 2 * nside) {
 		same_before = rec_unwind_same;
 		paths_before = rec_unwind_paths;
 	}
-	side[i % 2](b);
-	same(b, 4);
+	side[i % nside](b);
+	same(b, depth);
+}
+
+/* Ten rounds of the callers SIDE[0 .. NSIDE) in turn: from the third on,
+ * every walk replays a path, stepping nowhere. */
+static void paths_replayed(void (*const *side)(struct both *), int nside,
+			   unsigned depth)
+{
+	static struct both b;
+	unsigned long counted = 8 * (unsigned long)nside;
+
+	noted = true;
+	for (int i = 0; i < 10 * nside; i++)
+		in_turn(i, &b, side, nside, depth);
+	cr_assert_eq(rec_unwind_same - same_before, counted,
+		     "%lu of %lu walks stepped",
+		     counted - (rec_unwind_same - same_before), counted);
+	cr_assert_eq(rec_unwind_paths - paths_before, counted,
+		     "%lu of %lu walks replayed no path",
+		     counted - (rec_unwind_paths - paths_before), counted);
 }
 
 Test(unwind, memo_paths_alternate)
 {
-	static struct both b;
+	static void (*const side[2])(struct both *) = { left, right };
 
-	noted = true;
-	for (int i = 0; i < 20; i++)
-		alternate(i, &b);
-	cr_assert_eq(rec_unwind_same - same_before, 16,
-		     "%lu of 16 walks stepped",
-		     16 - (rec_unwind_same - same_before));
-	cr_assert_eq(rec_unwind_paths - paths_before, 16,
-		     "%lu of 16 walks replayed no path",
-		     16 - (rec_unwind_paths - paths_before));
+	paths_replayed(side, 2, 4);
+}
+
+/*
+ * Four callers in turn of one function (as sqlite3's malloc is called,
+ * through one function of its own): the walks from that function's
+ * frame go on four ways.  Once each was walked, every walk replays one
+ * of the paths kept from there.
+ */
+static __attribute__((noinline)) void mid(struct both *b)
+{
+	leaf(b);
+	__asm__ volatile("" ::: "memory");
+}
+
+#define CALLER(name)                                                         \
+	static __attribute__((noinline)) void name(struct both *b)          \
+	{                                                                    \
+		mid(b);                                                      \
+		__asm__ volatile("" ::: "memory");                           \
+	}
+CALLER(north)
+CALLER(south)
+CALLER(east)
+CALLER(west)
+
+Test(unwind, memo_paths_four_callers)
+{
+	static void (*const side[4])(struct both *) = { north, south, east,
+							 west };
+
+	paths_replayed(side, 4, 5);
 }
 
 /*
