@@ -476,6 +476,16 @@ stacks() {
 		cut -d' ' -f2- "${f%.0001.heap}".*.buckets
 	done | sort
 }
+# same_stacks A B: the stacks in files A and B, sorted, are the same but
+# for two at most.  (cc1 does not always allocate the same, ASLR off or
+# not: about one run in seven has one stack more than the others, a GC
+# table grown from a hash table's expand, with a peak dump for the bytes
+# it holds; rules worked out alike or loaded alike.  Rules loaded wrong
+# would make many of its 3,500 stacks wrong.)
+same_stacks() {
+	[ -s "$1" ] && [ -s "$2" ] &&
+		[ "$(diff "$1" "$2" | grep -c '^[<>]')" -le 2 ]
+}
 if setarch -R true 2>/dev/null; then
 	printf 'int f(int x) { return x * 2; }\n' >ur.c
 	DMPROF_UNWIND_CACHE=0 setarch -R "$bin" record -o "$tmp/ur0/" -- \
@@ -492,7 +502,7 @@ if setarch -R true 2>/dev/null; then
 	for p in cc1 as; do
 		stacks "$tmp/ur0" "$p" >ur0.s
 		stacks "$tmp/ur2" "$p" >ur2.s
-		[ -s ur0.s ] && cmp -s ur0.s ur2.s && ok ||
+		same_stacks ur0.s ur2.s && ok ||
 			bad "unwind rules: $p's stacks with the rules loaded are not those worked out: $(diff ur0.s ur2.s | head -3)"
 	done
 	# A damaged file is not used: every rule worked out, stacks right.
@@ -506,7 +516,8 @@ if setarch -R true 2>/dev/null; then
 		bad "unwind rules: a damaged file was used" || ok
 	stacks "$tmp/ur2" cc1 >ur2.s
 	stacks "$tmp/ur0" cc1 >ur0.s
-	cmp -s ur0.s ur2.s && ok || bad "unwind rules: stacks after a damaged file"
+	same_stacks ur0.s ur2.s && ok ||
+		bad "unwind rules: stacks after a damaged file: $(diff ur0.s ur2.s | head -3)"
 else
 	echo "recorder: note: setarch -R cannot turn ASLR off here; unwind rules' stacks not compared"
 fi
