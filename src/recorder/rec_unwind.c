@@ -1188,6 +1188,12 @@ static void hash_put(struct memo *m, unsigned i)
 	m->hash[pick] = i + 1;
 }
 
+/* Where X's paths and their notes start in M's path_of and notes. */
+static inline size_t paths_of(const struct memo *m, const struct node *x)
+{
+	return PATHS * (size_t)(x - m->nodes);
+}
+
 /* The bytes of a memo's tables for NNODES nodes. */
 static size_t tables_size(unsigned nnodes)
 {
@@ -1298,8 +1304,8 @@ static struct node *node_new(struct memo *m, uintptr_t at, uintptr_t sp)
 				m->hash[k] = 0;
 	}
 	memset(x, 0, sizeof(*x));
-	memset(&m->path_of[(size_t)PATHS * i], 0, PATHS * sizeof(uint64_t));
-	memset(&m->notes[(size_t)PATHS * i], 0, PATHS * sizeof(void *));
+	memset(&m->path_of[paths_of(m, x)], 0, PATHS * sizeof(uint64_t));
+	memset(&m->notes[paths_of(m, x)], 0, PATHS * sizeof(void *));
 	m->in_path[i] = 0;
 	x->tag = tag;
 	x->at = at;
@@ -1347,7 +1353,7 @@ static const uint64_t *path_check(const struct memo *m,
 				  const struct node *start, unsigned which,
 				  uintptr_t bp, unsigned n, unsigned max)
 {
-	uint64_t at = m->path_of[PATHS * (size_t)(start - m->nodes) + which];
+	uint64_t at = m->path_of[paths_of(m, start) + which];
 	uint64_t diff = 0;
 	const uint64_t *w;
 	unsigned k, nb;
@@ -1498,6 +1504,7 @@ static void path_keep(struct memo *m, const struct node *start,
 		      const struct path *p, unsigned n, unsigned max)
 {
 	uint64_t need_in = 0, pos = m->path_end, *w, *pairs;
+	size_t at;
 	unsigned nb = 0;
 	bool need = false;
 	uint64_t len;
@@ -1539,14 +1546,12 @@ static void path_keep(struct memo *m, const struct node *start,
 		}
 	}
 	m->path_end = pos + len;
-	memmove(&m->path_of[PATHS * (size_t)(start - m->nodes) + 1],
-		&m->path_of[PATHS * (size_t)(start - m->nodes)],
+	at = paths_of(m, start);
+	memmove(&m->path_of[at + 1], &m->path_of[at],
 		(PATHS - 1) * sizeof(uint64_t));
-	memmove(&m->notes[PATHS * (size_t)(start - m->nodes) + 1],
-		&m->notes[PATHS * (size_t)(start - m->nodes)],
-		(PATHS - 1) * sizeof(void *));
-	m->path_of[PATHS * (size_t)(start - m->nodes)] = pos + 1;
-	m->notes[PATHS * (size_t)(start - m->nodes)] = NULL;
+	memmove(&m->notes[at + 1], &m->notes[at], (PATHS - 1) * sizeof(void *));
+	m->path_of[at] = pos + 1;
+	m->notes[at] = NULL;
 }
 
 /* PC's rule, through M's near ones. */
@@ -1627,8 +1632,7 @@ static inline unsigned walk(uintptr_t pc, uintptr_t sp, uintptr_t bp,
 			while (!w && ++which < PATHS)
 				w = path_check(m, x, which, bp, n, max);
 			if (w) {
-				void **place = &m->notes[PATHS * (x - m->nodes) +
-							 which];
+				void **place = &m->notes[paths_of(m, x) + which];
 
 				rec_unwind_replays++;
 				rec_unwind_same++;
@@ -1793,7 +1797,7 @@ static inline unsigned walk(uintptr_t pc, uintptr_t sp, uintptr_t bp,
 	if (start && start_known && !path.no && path.k) {
 		path_keep(m, start, &path, n0, max);
 		if (note)
-			*note = &m->notes[PATHS * (size_t)(start - m->nodes)];
+			*note = &m->notes[paths_of(m, start)];
 	}
 	memo_release(m);
 	return n;
