@@ -324,9 +324,12 @@ unsigned rec_pyframes_walk(uintptr_t *framep, uintptr_t *out, unsigned max,
  */
 unsigned rec_pyframes_list(uintptr_t f, unsigned max, uintptr_t *frames,
 			   uintptr_t *instrs, bool *whole);
-/* How many code objects the object allocator's hook saw freed (or blocks
- * it took for one). */
+/* How many code objects were freed (rec_python.c wraps their dealloc to
+ * count them). */
 extern atomic_uint rec_pyframes_codes_freed;
+/* Code object CODE is being freed (under the GIL): counted, and the
+ * names kept of its instructions read again at their next use. */
+void rec_pyframes_code_freed(uintptr_t code);
 /* Find the interpreter (from the constructor): Python frames on. */
 void rec_python_init(void);
 /* CPython 3.11.2, or NULL where Python frames are not recorded. */

@@ -228,7 +228,8 @@ void rec_count_free(uint32_t id, uint64_t size, uint64_t header)
  */
 static struct pending gil;
 
-void rec_count_gil_alloc(struct rec_cell *k, uint64_t size)
+__attribute__((always_inline)) inline void
+rec_count_gil_alloc(struct rec_cell *k, uint64_t size)
 {
 	counted(k, &gil, size);
 }

@@ -75,6 +75,7 @@ struct site {
 	uintptr_t code, instr;
 	uintptr_t qualname, filename, linetable; /* the code's, then */
 	unsigned name;                            /* + 1; 0: empty */
+	unsigned freed; /* rec_pyframes_codes_freed when last checked */
 };
 
 static struct site *sites;
@@ -279,6 +280,46 @@ static unsigned name_of(uintptr_t code, uintptr_t instr)
 	return name_intern(&want);
 }
 
+/*
+ * The code objects freed lately, by the count of those freed before
+ * (rec_pyframes_codes_freed): a name kept of an instruction in one of
+ * them is read again, since a code object made at its address (its
+ * names' strings maybe at their old addresses too) is another.  A name
+ * checked last before what the log holds is read again as well.  Written
+ * under the GIL (one thread at a time); read by any.
+ */
+#define FREED_LOG 64
+static _Atomic uintptr_t freed_log[FREED_LOG];
+atomic_uint rec_pyframes_codes_freed;
+
+void rec_pyframes_code_freed(uintptr_t code)
+{
+	unsigned n = atomic_load_explicit(&rec_pyframes_codes_freed,
+					  memory_order_relaxed);
+
+	atomic_store_explicit(&freed_log[n % FREED_LOG], code,
+			      memory_order_relaxed);
+	atomic_store_explicit(&rec_pyframes_codes_freed, n + 1,
+			      memory_order_release);
+}
+
+/* May CODE have been freed (and another made there) since NOW was
+ * THEN?  (Yes where the log does not say.) */
+static bool freed_since(uintptr_t code, unsigned then, unsigned now)
+{
+	if (now - then > FREED_LOG)
+		return true;
+	for (unsigned n = then; n != now; n++)
+		if (atomic_load_explicit(&freed_log[n % FREED_LOG],
+					 memory_order_relaxed) == code)
+			return true;
+	/* (Entries written over while read: the log went round.) */
+	return atomic_load_explicit(&rec_pyframes_codes_freed,
+				    memory_order_acquire) -
+		       then >
+	       FREED_LOG;
+}
+
 static size_t site_slot(uintptr_t code, uintptr_t instr)
 {
 	return (size_t)mix(mix(0, code), instr) & sites_mask;
@@ -290,6 +331,8 @@ static uintptr_t site_addr(uintptr_t code, uintptr_t instr)
 	uintptr_t q = word(code, rec_py.off->code_qualname);
 	uintptr_t f = word(code, rec_py.off->code_filename);
 	uintptr_t lt = word(code, rec_py.off->code_linetable);
+	unsigned now = atomic_load_explicit(&rec_pyframes_codes_freed,
+					    memory_order_acquire);
 	unsigned n = UINT32_MAX;
 	size_t i;
 
@@ -302,7 +345,10 @@ static uintptr_t site_addr(uintptr_t code, uintptr_t instr)
 			if (s->code != code || s->instr != instr)
 				continue;
 			if (s->qualname == q && s->filename == f &&
-			    s->linetable == lt) {
+			    s->linetable == lt &&
+			    (s->freed == now ||
+			     !freed_since(code, s->freed, now))) {
+				s->freed = now;
 				n = s->name - 1;
 				goto out;
 			}
@@ -311,6 +357,7 @@ static uintptr_t site_addr(uintptr_t code, uintptr_t instr)
 			if (n != UINT32_MAX) {
 				s->qualname = q, s->filename = f,
 				s->linetable = lt, s->name = n + 1;
+				s->freed = now;
 			}
 			goto out;
 		}
@@ -340,7 +387,7 @@ static uintptr_t site_addr(uintptr_t code, uintptr_t instr)
 	}
 	for (i = site_slot(code, instr); sites[i].name; i = (i + 1) & sites_mask)
 		;
-	sites[i] = (struct site){ code, instr, q, f, lt, n + 1 };
+	sites[i] = (struct site){ code, instr, q, f, lt, n + 1, now };
 	nsites++;
 out:
 	rec_lock_give(&names_lock);
@@ -360,6 +407,7 @@ out:
 struct memo_frame {
 	uintptr_t frame, instr, code, qualname, filename;
 	uintptr_t addr;
+	unsigned freed; /* rec_pyframes_codes_freed then */
 };
 #define MEMO 256
 static __thread struct memo_frame memo[MEMO];
@@ -397,14 +445,16 @@ static inline uintptr_t frame_addr(uintptr_t f, uintptr_t code,
 				   uintptr_t instr, uintptr_t q, uintptr_t fn)
 {
 	struct memo_frame *m = memo_of(f, instr);
+	unsigned now = atomic_load_explicit(&rec_pyframes_codes_freed,
+					    memory_order_acquire);
 	uintptr_t a;
 
 	if (m->frame == f && m->instr == instr && m->code == code &&
-	    m->qualname == q && m->filename == fn)
+	    m->qualname == q && m->filename == fn && m->freed == now)
 		return m->addr;
 	a = site_addr(code, instr);
 	if (a)
-		*m = (struct memo_frame){ f, instr, code, q, fn, a };
+		*m = (struct memo_frame){ f, instr, code, q, fn, a, now };
 	return a;
 }
 
@@ -447,8 +497,6 @@ unreadable:
 	*framep = 0;
 	return n;
 }
-
-atomic_uint rec_pyframes_codes_freed;
 
 unsigned rec_pyframes_list(uintptr_t f, unsigned max, uintptr_t *frames,
 			   uintptr_t *instrs, bool *whole)

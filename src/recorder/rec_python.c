@@ -159,7 +159,9 @@ struct chain {
 	uint32_t next;   /* the way a miss takes next */
 	bool whole;      /* the chain ends at frame N - 1 (not cut) */
 	struct site site[1 << SITE_BITS];
-	uintptr_t word[]; /* N frames, then their N instructions */
+	struct {
+		uintptr_t at, instr;
+	} frame[]; /* N frames: their addresses and instructions */
 };
 #define SET_BITS 2
 #define SETS (1 << SET_BITS)
@@ -171,7 +173,6 @@ struct chains {
 };
 static size_t chain_size, chains_size;
 static unsigned off_prev, off_instr; /* the frame's (python_offsets) */
-static unsigned off_ob_type;         /* an object's */
 static unsigned off_cframe, off_current; /* a thread state's, a cframe's */
 static uintptr_t code_type;          /* &PyCode_Type */
 static __thread struct chains *chains;
@@ -201,13 +202,13 @@ static inline uintptr_t first_frame(uintptr_t ts)
 /* Is C the chain from F on (F its first frame) as it was? */
 static inline bool chain_as_was(const struct chain *c, uintptr_t f)
 {
-	const uintptr_t *frame = c->word, *instr = c->word + c->n;
-
 	for (unsigned i = 1; i < c->n; i++) {
-		if (frame_word(f, off_prev) != frame[i])
+		uintptr_t prev = frame_word(f, off_prev);
+
+		if (prev != c->frame[i].at)
 			return false;
-		f = frame[i];
-		if (frame_word(f, off_instr) != instr[i])
+		f = prev;
+		if (frame_word(f, off_instr) != c->frame[i].instr)
 			return false;
 	}
 	return !c->whole || !c->n || !frame_word(f, off_prev);
@@ -235,8 +236,10 @@ chain_make(struct chains *t, unsigned set, uintptr_t f, uint32_t freed)
 	c->n = n;
 	c->freed = freed;
 	c->whole = whole;
-	memcpy(c->word, frames, n * sizeof(*frames));
-	memcpy(c->word + n, instrs, n * sizeof(*instrs));
+	for (unsigned i = 0; i < n; i++) {
+		c->frame[i].at = frames[i];
+		c->frame[i].instr = instrs[i];
+	}
 	return c;
 }
 
@@ -351,17 +354,18 @@ static inline struct rec_bucket *object_bucket(uintptr_t caller,
 static unsigned polls;
 static void lists_check(void);
 
-/* RAW, a block of N + 16 bytes the wrapped allocator just made (NULL:
- * none), as an object of N bytes asked for at CALLER. */
-static void *object(void *raw, size_t n, uintptr_t caller)
+static __attribute__((noinline)) void object_poll(void)
 {
-	struct py_hdr *h = raw;
-	struct rec_cell *cell = NULL;
+	polls = 0;
+	lists_check();
+	rec_hooks_poll_calls(64);
+}
 
-	if (!raw)
-		return NULL;
-	if (!object_bucket(caller, &cell))
-		cell = NULL;
+/* H, a block of N + 16 bytes, as an object of N bytes counted in CELL
+ * (NULL: none). */
+static inline void *object_made(struct py_hdr *h, size_t n,
+				struct rec_cell *cell)
+{
 	h->cell = cell;
 	h->size = (uint32_t)n;
 	h->check = py_check(h);
@@ -369,12 +373,68 @@ static void *object(void *raw, size_t n, uintptr_t caller)
 		rec_count_gil_alloc(cell, n);
 	/* (The dump triggers every 64 objects, as if each one was looked
 	 * at: objects are small.) */
-	if (__builtin_expect(++polls == 64, 0)) {
-		polls = 0;
-		lists_check();
-		rec_hooks_poll_calls(64);
-	}
+	if (__builtin_expect(++polls == 64, 0))
+		object_poll();
 	return h + 1;
+}
+
+/* object() where the thread's last chain or its sites do not answer. */
+static __attribute__((noinline)) void *object_named(void *raw, size_t n,
+						    uintptr_t caller)
+{
+	struct rec_cell *cell = NULL;
+
+	if (!object_bucket(caller, &cell))
+		cell = NULL;
+	return object_made(raw, n, cell);
+}
+
+/*
+ * RAW, a block of N + 16 bytes the wrapped allocator just made (NULL:
+ * none), as an object of N bytes asked for at CALLER.  Most objects are
+ * made under the chain of the thread's last one, at a site it has:
+ * that path alone is here, with few registers to save; the rest is
+ * object_named's.
+ */
+static inline __attribute__((always_inline)) void *
+object_inline(void *raw, size_t n, uintptr_t caller)
+{
+	const struct chains *t = chains;
+	const struct chain *c;
+	uintptr_t f, g, instr;
+	unsigned at, freed;
+
+	if (__builtin_expect(!raw, 0))
+		return NULL;
+	if (__builtin_expect(!t || !(c = t->last), 0))
+		return object_named(raw, n, caller);
+	f = first_frame(atomic_load_explicit(tstate_current,
+					     memory_order_relaxed));
+	freed = atomic_load_explicit(&rec_pyframes_codes_freed,
+				     memory_order_relaxed);
+	g = c->first;
+	/* (G, not F: the compiler may not take one for the other.) */
+	__asm__("" : "+r"(g));
+	if (__builtin_expect(c->first != f || !f || c->freed != freed ||
+				     !chain_as_was(c, g),
+			     0))
+		return object_named(raw, n, caller);
+	instr = frame_word(g, off_instr);
+	at = site_set(caller, instr);
+	for (unsigned i = 0; i < SITE_WAYS; i++) {
+		const struct site *s = &c->site[(at + i) & SITE_MASK];
+
+		if (s->caller == caller && s->instr == instr && s->b)
+			return object_made(raw, n, s->cell);
+	}
+	return object_named(raw, n, caller);
+}
+
+/* The same, called (object_inline is py_malloc's, the most called). */
+static __attribute__((noinline)) void *object(void *raw, size_t n,
+					      uintptr_t caller)
+{
+	return object_inline(raw, n, caller);
 }
 
 static void forget(struct py_hdr *h)
@@ -435,8 +495,9 @@ static void *py_malloc(void *ctx, size_t n)
 	rec_hooks_wait_dump();
 	if (!wanted(n))
 		return o->malloc(o->ctx, n);
-	return object(BUSY(o->malloc(o->ctx, n + sizeof(struct py_hdr))), n,
-		      caller);
+	return object_inline(BUSY(o->malloc(o->ctx,
+					    n + sizeof(struct py_hdr))),
+			     n, caller);
 }
 
 static void *py_calloc(void *ctx, size_t k, size_t size)
@@ -461,11 +522,6 @@ static void py_free(void *ctx, void *p)
 		return;
 	rec_hooks_wait_dump();
 	teardown_check();
-	/* (A block whose second word is the code type, be it a code object
-	 * or not, costs the chains' memos a walk.) */
-	if (*(const uintptr_t *)((const char *)p + off_ob_type) == code_type)
-		atomic_fetch_add_explicit(&rec_pyframes_codes_freed, 1,
-					  memory_order_relaxed);
 	h = py_hdr_of(p);
 	if (!h) {
 		o->free(o->ctx, p); /* not one of ours: as if unwrapped */
@@ -773,6 +829,22 @@ void rec_python_poll(void)
 		wrap();
 }
 
+/*
+ * Code objects freed, told as their dealloc starts (before their memory
+ * can be another's): the names kept of the instructions in them are not
+ * the next code object's there (rec_pyframes_code_freed).  Wrapped from
+ * the constructor on (PyCode_Type's dealloc is set statically), so that
+ * none is missed; code cannot be subclassed: every code object's
+ * dealloc is the type's.
+ */
+static dealloc_fn code_dealloc;
+
+static void code_dealloc_told(void *op)
+{
+	rec_pyframes_code_freed((uintptr_t)op);
+	code_dealloc(op);
+}
+
 /* ---- finding the interpreter ---- */
 
 /*
@@ -866,7 +938,7 @@ void rec_python_init(void)
 	tstate_current = (const _Atomic uintptr_t *)(
 		py.runtime + py.off->runtime_tstate_current);
 	chain_size = sizeof(struct chain) +
-		     2 * (size_t)rec_cfg.depth * sizeof(uintptr_t);
+		     rec_cfg.depth * sizeof(((struct chain *)0)->frame[0]);
 	chains_size = sizeof(struct chains) + SETS * WAYS * chain_size;
 	off = py.off;
 	dict_type = sym("PyDict_Type");
@@ -879,7 +951,6 @@ void rec_python_init(void)
 	off_prev = py.off->frame_previous;
 	off_cframe = py.off->tstate_cframe;
 	off_current = py.off->cframe_current_frame;
-	off_ob_type = py.off->ob_type;
 	code_type = py.code_type;
 	off_instr = py.off->frame_prev_instr;
 	py.eval_lo = (uintptr_t)eval;
@@ -887,6 +958,7 @@ void rec_python_init(void)
 	find_binary(eval);
 	if (!rec_pyframes_init(&py))
 		return; /* (no memory for the names) */
+	swap_dealloc((char *)py.code_type, code_dealloc_told, &code_dealloc);
 	/* The arenas from the first: the interpreter sets its allocators
 	 * up later (PYTHONMALLOC), but not the arenas'. */
 	{

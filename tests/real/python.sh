@@ -185,6 +185,19 @@ py_record pyreborn "$pyd" "$S" reborn && {
 		python3 "$pysrc/compare.py" "$pysrc" pyreborn.top reborn.traced 3 >pyreborn.cmp 2>&1 &&
 		ok || bad "reborn: against tracemalloc: $(tr '\n' ' ' <pyreborn.cmp) $(head -2 pyreborn.top.err)"
 }
+# Code objects freed and others made at their addresses (twelve
+# functions compiled from one text, each run and freed before the next):
+# each file's line its own strings, as tracemalloc counts them (the names
+# kept of the old code objects' instructions would give them all to the
+# first two).
+PYTHONHASHSEED=0 "$pyd" -X tracemalloc "$S" recompiled >recompiled.traced 2>recompiled.terr ||
+	bad "recompiled under tracemalloc: $(tail -2 recompiled.terr)"
+py_record pyrecompiled "$pyd" "$S" recompiled && {
+	"$bin" top --json "$py_final" >pyrecompiled.top 2>pyrecompiled.top.err &&
+		python3 "$pysrc/compare.py" "$pysrc" pyrecompiled.top recompiled.traced 12 \
+			>pyrecompiled.cmp 2>&1 &&
+		ok || bad "recompiled: against tracemalloc: $(tr '\n' ' ' <pyrecompiled.cmp | cut -c1-400)"
+}
 # Chains of nested containers freed (the recorder's deallocs of dicts,
 # lists and tuples keep CPython's trashcan: without it, a crash).
 py_record pynested "$pyd" "$S" nested && {

@@ -237,6 +237,58 @@ Test(pyframes, a_code_object_made_again_at_an_address)
 	free(text);
 }
 
+/* Freed, and another code object made at its address whose names'
+ * strings are at the old ones' addresses too (their text new): told, the
+ * walk reads the names again.  FREES code objects are told freed, C
+ * among them when C_TOO. */
+static void made_again_in_place(unsigned frees, bool c_too)
+{
+	const struct python_offsets *o = python_offsets_for(3, 11);
+	uintptr_t c = code("first", "/app/first.py", 1);
+	uintptr_t fr = frame(c, 0, 0, true);
+	uintptr_t q = *(uintptr_t *)(c + o->code_qualname);
+	uintptr_t fn = *(uintptr_t *)(c + o->code_filename);
+	uintptr_t a, b, f;
+	bool broken = false;
+	char *text;
+
+	start(o);
+	f = fr;
+	cr_assert_eq(rec_pyframes_walk(&f, &a, 1, false, &broken), 1);
+	for (unsigned i = 0; i < frees; i++)
+		rec_pyframes_code_freed(c_too && i == 0 ? c : c + 4096 + i);
+	memcpy((char *)q + o->str_ascii_data, "again", 5);
+	memcpy((char *)fn + o->str_ascii_data, "/app/again.py", 13);
+	f = fr;
+	cr_assert_eq(rec_pyframes_walk(&f, &b, 1, false, &broken), 1);
+	text = names();
+	if (c_too) {
+		cr_assert_neq(a, b);
+		cr_assert(strstr(text, "\tagain\t/app/again.py\t1\n"), "%s",
+			  text);
+	} else {
+		/* (Others freed: the name kept stays.) */
+		cr_assert_eq(a, b);
+	}
+	free(text);
+}
+
+Test(pyframes, a_code_object_made_again_with_its_names_in_place)
+{
+	made_again_in_place(3, true);
+}
+
+Test(pyframes, a_code_object_freed_long_ago_is_read_again)
+{
+	/* (More frees than the log holds: C's among them is not seen.) */
+	made_again_in_place(200, true);
+}
+
+Test(pyframes, other_code_objects_freed_keep_a_name)
+{
+	made_again_in_place(3, false);
+}
+
 Test(pyframes, a_chains_list_is_its_frames_and_instructions)
 {
 	const struct python_offsets *o = python_offsets_for(3, 11);

@@ -11,6 +11,9 @@ a known allocation at a known line of this file, then ends.
               one line, and as many kept on the next
   nested      chains of 300000 nested lists, tuples and dicts dropped
               (CPython frees them without a recursion as deep): "nested"
+  recompiled  twelve functions compiled from one text, as files gen0.py
+              to gen11.py, each run once (function I keeps 1000 (I + 1)
+              strings) and freed before the next is compiled
 With tracemalloc on, a scenario prints its statistics by line at the
 end, as app.py does: "BYTES COUNT FILE:LINE".
 """
@@ -88,6 +91,18 @@ def reborn():
     return dropped
 
 
+# A code object freed and another made where it was: the instructions
+# the recorder saw in the old one are not the new one's names.
+def recompiled():
+    text = "def make(n):\n    return ['c%d' % j * 2 for j in range(n)]\n"
+    for i in range(12):
+        ns = {}
+        exec(compile(text, os.path.join(HERE, "gen%d.py" % i), "exec"), ns)
+        KEEP.append(ns["make"](1000 * (i + 1)))
+        del ns
+        gc.collect()  # (the function and its globals: a cycle)
+
+
 def nested():
     for make in (lambda x: [x], lambda x: (x,), lambda x: {"in": x}):
         chain = None
@@ -118,5 +133,6 @@ if __name__ == "__main__":
     else:
         {"fork": fork, "setprofile": setprofile,
          "subprocess": subprocess_child, "spawn": spawn, "callers": callers,
-         "reborn": reborn, "nested": nested}[what]()
+         "reborn": reborn, "nested": nested,
+         "recompiled": recompiled}[what]()
     traced()
