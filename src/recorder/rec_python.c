@@ -149,7 +149,7 @@ struct site {
 	struct rec_bucket *b;
 	struct rec_cell *cell; /* b's counters in this thread */
 };
-#define SITE_BITS 5
+#define SITE_BITS 6
 #define SITE_MASK ((1u << SITE_BITS) - 1)
 #define SITE_WAYS 4 /* the slots a site may take, from its hash's on */
 struct chain {
