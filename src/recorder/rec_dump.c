@@ -1714,10 +1714,23 @@ static void python_free(struct dump *d, int64_t *virt, int64_t *comm)
 
 static void build_stacktraces(struct dump *d)
 {
+	size_t unwritten = 0;
+
 	rec_buf_free(&stacks);
 	rec_buf_free(&buckets_text);
 	rec_buf_free(&new_ids);
 	python_objects(d);
+	/* (Room for the lines first, in memory at once: see populate in
+	 * rec_mem.c.) */
+	for (uint32_t id = 0; id < d->nb; id++) {
+		const struct rec_bucket *k = rec_bucket_by_id(id);
+
+		if (k && !atomic_load_explicit(&k->written,
+					       memory_order_relaxed))
+			unwritten += 32 + (size_t)k->depth * 19;
+	}
+	rec_buf_room(&stacks, (size_t)d->nb * 56);
+	rec_buf_room(&buckets_text, unwritten);
 	for (uint32_t id = 0; id < d->nb; id++) {
 		struct rec_bucket *k = rec_bucket_by_id(id);
 		int64_t virt, comm;
