@@ -559,7 +559,7 @@ static void *py_realloc(void *ctx, void *p, size_t n)
 	if (!q)
 		return NULL; /* the old block as it was */
 	forget(&saved);
-	return object(q, n, caller);
+	return object_inline(q, n, caller);
 }
 
 /*
