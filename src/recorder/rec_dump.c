@@ -216,15 +216,8 @@ static int open_unnamed(const char *path)
 static bool name_unnamed(int fd, const char *path, const char *tmp)
 {
 	char proc[64] = "/proc/thread-self/fd/";
-	int k = 21, v = fd;
-	char num[16];
-	int nk = sizeof(num);
 
-	do
-		num[--nk] = (char)('0' + v % 10);
-	while ((v /= 10) && nk);
-	memcpy(proc + k, num + nk, sizeof(num) - (size_t)nk);
-	proc[k + sizeof(num) - (size_t)nk] = 0;
+	*rec_put_dec(proc + strlen(proc), fd, 0) = '\0';
 	if (linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0)
 		return true;
 	if (errno != EEXIST)
