@@ -8,6 +8,7 @@
 #include "run.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -89,6 +90,18 @@ int run_open_dumps(struct run *r, const char *const *dumps, size_t n,
 	return run_open_companions(r);
 }
 
+/*
+ * What malloc holds free, given back after a phase that freed much: the
+ * heap grows 64 MiB at a time and keeps it (malloc_setup), and a parse
+ * on two cores leaves the other thread's arena's blocks free.  A
+ * million-stack profile's csv held 29 MB free at the end of its parse;
+ * its peak RSS fell from 326 to 314 MB.
+ */
+static void give_back(void)
+{
+	malloc_trim(0);
+}
+
 void run_symbolize(struct run *r)
 {
 	symbolize_model(&r->model, r->sym, r->has_maps ? &r->maps : NULL);
@@ -107,14 +120,18 @@ void run_symbolize_snapshot(struct run *r, const struct snapshot *snap)
 	bool last = ++r->snaps_symbolized == r->series.ndumps;
 
 	/* (Not while a dump is read ahead: that thread interns.) */
-	if (last && !r->reading_ahead)
+	if (last && !r->reading_ahead) {
 		model_trim(&r->model);
+		give_back();
+	}
 	symbolize_model(&r->model, r->sym,
 			snap->has_own_maps ? &snap->own_maps
 					   : r->has_maps ? &r->maps : NULL);
 	r->symbolized = true;
-	if (last)
+	if (last) {
 		symbolizer_trim(r->sym);
+		give_back();
+	}
 }
 
 int run_load_dump(struct run *r, size_t i, struct snapshot *snap)
@@ -125,6 +142,8 @@ int run_load_dump(struct run *r, size_t i, struct snapshot *snap)
 		return -1;
 	snap->counter = r->series.dumps[i].counter;
 	model_note_runtime(&r->model, snap);
+	if (i + 1 == r->series.ndumps)
+		give_back();
 	return 0;
 }
 
