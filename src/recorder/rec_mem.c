@@ -347,9 +347,12 @@ void rec_pool_after_fork(struct rec_pool *p, const void *keep)
  * Linux 5.14): a dump writes megabytes into buffers it has not touched,
  * and a fault a page (a trap each, dearer in a virtual machine) cost a
  * Python program's first dumps more than their writing (2,500 faults in
- * json of make bench).  Older kernels refuse it: the pages are touched
- * one by one then.
+ * json of make bench).  A few pages are touched one by one (a short
+ * process's dumps made 40 calls for a page or two each), as they are
+ * where the kernel refuses it.
  */
+#define POPULATE_PAGES 16
+
 static void populate(char *p, size_t len)
 {
 	uintptr_t lo = (uintptr_t)p & ~(uintptr_t)4095;
@@ -358,7 +361,8 @@ static void populate(char *p, size_t len)
 	if (!len)
 		return;
 #ifdef MADV_POPULATE_WRITE
-	if (!madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE))
+	if (hi - lo >= POPULATE_PAGES * 4096 &&
+	    !madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE))
 		return;
 #endif
 	for (uintptr_t o = (uintptr_t)p; o < (uintptr_t)p + len;
