@@ -1301,15 +1301,34 @@ static void stat_line(struct rec_buf *b, const char *name, int64_t virt,
 }
 
 /* Two hexadecimal digits each, 00 to ff. */
-static const char hex2[] =
-	"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
-	"202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f"
-	"404142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f"
-	"606162636465666768696a6b6c6d6e6f707172737475767778797a7b7c7d7e7f"
-	"808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f"
-	"a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf"
-	"c0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedf"
-	"e0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff";
+/* A word in memory order read as a little-endian number (or back). */
+static inline uint64_t little_end(uint64_t x)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	return x;
+#else
+	return __builtin_bswap64(x);
+#endif
+}
+
+/*
+ * X's eight hex digits, the most significant first, as the eight bytes
+ * of the word returned (in memory order): each nibble spread to a byte
+ * of its own, then made a digit, 'a' to 'f' past 9, all at once (a dump
+ * of a Python program or of cc1 writes half a million frames).
+ */
+static inline uint64_t hex8(uint32_t x)
+{
+	uint64_t v = x, ten;
+
+	v = (v | v << 16) & 0x0000ffff0000ffffULL;
+	v = (v | v << 8) & 0x00ff00ff00ff00ffULL;
+	v = (v | v << 4) & 0x0f0f0f0f0f0f0f0fULL; /* nibble i in byte i */
+	ten = ((v + 0x0606060606060606ULL) >> 4) & 0x0101010101010101ULL;
+	v += 0x3030303030303030ULL + ten * ('a' - '0' - 10);
+	/* (Byte 7, the most significant digit, first in memory.) */
+	return little_end(__builtin_bswap64(v));
+}
 
 static void bucket_line(struct rec_buf *b, const struct rec_bucket *k)
 {
@@ -1325,15 +1344,21 @@ static void bucket_line(struct rec_buf *b, const struct rec_bucket *k)
 	for (unsigned i = 0; i < k->depth; i++) {
 		/* (A JIT's code by its name now: rec_perfmap.c.) */
 		uint64_t v = rec_perfmap_frame(k->frames[i], k->jit_at);
-		int n = v >> 32 ? (67 - __builtin_clzll(v)) / 4 : 8;
-		char digits[16];
+		unsigned hi = v >> 32 ? (67 - __builtin_clzll(v)) / 4 - 8 : 0;
+		uint64_t lo = hex8((uint32_t)v);
 
-		/* (Two digits a byte: all 16, then the last N of them.) */
-		for (int d = 14; d >= 0; d -= 2, v >>= 8)
-			memcpy(digits + d, hex2 + 2 * (v & 255), 2);
 		memcpy(p, " 0x", 3);
-		memcpy(p + 3, digits + 16 - n, (size_t)n);
-		p += 3 + n;
+		/* (Eight bytes each, the high digits' shifted to the first
+		 * HI: within the 19 reserved, the rest written over.) */
+		if (hi) {
+			uint64_t h = hex8((uint32_t)(v >> 32));
+
+			h = little_end(h) >> 8 * (8 - hi);
+			h = little_end(h);
+			memcpy(p + 3, &h, 8);
+		}
+		memcpy(p + 3 + hi, &lo, 8);
+		p += 3 + hi + 8;
 	}
 	*p++ = '\n';
 	b->len = (size_t)(p - b->p);
