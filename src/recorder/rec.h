@@ -326,7 +326,7 @@ unsigned rec_pyframes_list(uintptr_t f, unsigned max, uintptr_t *frames,
 			   uintptr_t *instrs, bool *whole);
 /* How many code objects were freed (rec_python.c wraps their dealloc to
  * count them). */
-extern atomic_uint rec_pyframes_codes_freed;
+extern _Atomic uint64_t rec_pyframes_codes_freed;
 /* Code object CODE is being freed (under the GIL): counted, and the
  * names kept of its instructions read again at their next use. */
 void rec_pyframes_code_freed(uintptr_t code);

@@ -1300,7 +1300,6 @@ static void stat_line(struct rec_buf *b, const char *name, int64_t virt,
 	rec_buf_add(b, "\n", 1);
 }
 
-/* Two hexadecimal digits each, 00 to ff. */
 /* A word in memory order read as a little-endian number (or back). */
 static inline uint64_t little_end(uint64_t x)
 {

@@ -367,7 +367,8 @@ static void populate(char *p, size_t len)
 #endif
 	for (uintptr_t o = (uintptr_t)p; o < (uintptr_t)p + len;
 	     o = (o | 4095) + 1)
-		*(volatile char *)o = *(volatile char *)o;
+		*(volatile char *)o = 0; /* (no one's yet: past a buffer's
+					    data, or a fresh mapping) */
 }
 
 static void buf_grow(struct rec_buf *b, size_t need)

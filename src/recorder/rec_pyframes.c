@@ -75,7 +75,7 @@ struct site {
 	uintptr_t code, instr;
 	uintptr_t qualname, filename, linetable; /* the code's, then */
 	unsigned name;                            /* + 1; 0: empty */
-	unsigned freed; /* rec_pyframes_codes_freed when last checked */
+	uint64_t freed; /* rec_pyframes_codes_freed when last checked */
 };
 
 static struct site *sites;
@@ -290,33 +290,39 @@ static unsigned name_of(uintptr_t code, uintptr_t instr)
  */
 #define FREED_LOG 64
 static _Atomic uintptr_t freed_log[FREED_LOG];
-atomic_uint rec_pyframes_codes_freed;
+_Atomic uint64_t rec_pyframes_codes_freed; /* (64 bits: never round) */
 
 void rec_pyframes_code_freed(uintptr_t code)
 {
-	unsigned n = atomic_load_explicit(&rec_pyframes_codes_freed,
+	uint64_t n = atomic_load_explicit(&rec_pyframes_codes_freed,
 					  memory_order_relaxed);
 
 	atomic_store_explicit(&freed_log[n % FREED_LOG], code,
-			      memory_order_relaxed);
+			      memory_order_release);
 	atomic_store_explicit(&rec_pyframes_codes_freed, n + 1,
 			      memory_order_release);
 }
 
-/* May CODE have been freed (and another made there) since NOW was
- * THEN?  (Yes where the log does not say.) */
-static bool freed_since(uintptr_t code, unsigned then, unsigned now)
+/*
+ * May CODE have been freed (and another made there) since NOW was
+ * THEN?  (Yes where the log does not say.)  Entry N is written over by
+ * the free counted N + FREED_LOG, before the count goes past it: a
+ * count of THEN + FREED_LOG, read after the entries (the fence: what was
+ * read of them was written before it), may be a free writing entry
+ * THEN's slot.
+ */
+static bool freed_since(uintptr_t code, uint64_t then, uint64_t now)
 {
-	if (now - then > FREED_LOG)
+	if (now - then >= FREED_LOG)
 		return true;
-	for (unsigned n = then; n != now; n++)
+	for (uint64_t n = then; n != now; n++)
 		if (atomic_load_explicit(&freed_log[n % FREED_LOG],
 					 memory_order_relaxed) == code)
 			return true;
-	/* (Entries written over while read: the log went round.) */
+	atomic_thread_fence(memory_order_acquire);
 	return atomic_load_explicit(&rec_pyframes_codes_freed,
-				    memory_order_acquire) -
-		       then >
+				    memory_order_relaxed) -
+		       then >=
 	       FREED_LOG;
 }
 
@@ -331,7 +337,7 @@ static uintptr_t site_addr(uintptr_t code, uintptr_t instr)
 	uintptr_t q = word(code, rec_py.off->code_qualname);
 	uintptr_t f = word(code, rec_py.off->code_filename);
 	uintptr_t lt = word(code, rec_py.off->code_linetable);
-	unsigned now = atomic_load_explicit(&rec_pyframes_codes_freed,
+	uint64_t now = atomic_load_explicit(&rec_pyframes_codes_freed,
 					    memory_order_acquire);
 	unsigned n = UINT32_MAX;
 	size_t i;
@@ -407,7 +413,7 @@ out:
 struct memo_frame {
 	uintptr_t frame, instr, code, qualname, filename;
 	uintptr_t addr;
-	unsigned freed; /* rec_pyframes_codes_freed then */
+	uint64_t freed; /* rec_pyframes_codes_freed then */
 };
 #define MEMO 256
 static __thread struct memo_frame memo[MEMO];
@@ -445,13 +451,16 @@ static inline uintptr_t frame_addr(uintptr_t f, uintptr_t code,
 				   uintptr_t instr, uintptr_t q, uintptr_t fn)
 {
 	struct memo_frame *m = memo_of(f, instr);
-	unsigned now = atomic_load_explicit(&rec_pyframes_codes_freed,
+	uint64_t now = atomic_load_explicit(&rec_pyframes_codes_freed,
 					    memory_order_acquire);
 	uintptr_t a;
 
 	if (m->frame == f && m->instr == instr && m->code == code &&
-	    m->qualname == q && m->filename == fn && m->freed == now)
+	    m->qualname == q && m->filename == fn &&
+	    (m->freed == now || !freed_since(code, m->freed, now))) {
+		m->freed = now;
 		return m->addr;
+	}
 	a = site_addr(code, instr);
 	if (a)
 		*m = (struct memo_frame){ f, instr, code, q, fn, a, now };

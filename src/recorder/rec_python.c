@@ -155,7 +155,7 @@ struct site {
 struct chain {
 	uintptr_t first; /* its innermost frame */
 	uint32_t n;      /* frames (UINT32_MAX: none kept here) */
-	uint32_t freed;  /* rec_pyframes_codes_freed when made */
+	uint64_t freed;  /* rec_pyframes_codes_freed when made */
 	uint32_t next;   /* the way a miss takes next */
 	bool whole;      /* the chain ends at frame N - 1 (not cut) */
 	struct site site[1 << SITE_BITS];
@@ -174,7 +174,6 @@ struct chains {
 static size_t chain_size, chains_size;
 static unsigned off_prev, off_instr; /* the frame's (python_offsets) */
 static unsigned off_cframe, off_current; /* a thread state's, a cframe's */
-static uintptr_t code_type;          /* &PyCode_Type */
 static __thread struct chains *chains;
 
 static inline struct chain *chain_at(struct chains *t, unsigned set,
@@ -217,7 +216,7 @@ static inline bool chain_as_was(const struct chain *c, uintptr_t f)
 /* The chain from F (made now in a way of SET); NULL where a frame fails
  * a check (such a chain is walked at each object). */
 static __attribute__((noinline)) struct chain *
-chain_make(struct chains *t, unsigned set, uintptr_t f, uint32_t freed)
+chain_make(struct chains *t, unsigned set, uintptr_t f, uint64_t freed)
 {
 	unsigned way = t->next[set]++ % WAYS, max = rec_cfg.depth - 1;
 	struct chain *c = chain_at(t, set, way);
@@ -289,7 +288,7 @@ site_make(struct chain *c, uintptr_t caller, uintptr_t f, uintptr_t instr,
  * words are read while F is, from the chain's own first frame: neither
  * waits for the other), else one of F's set. */
 static inline struct chain *chain_of(struct chains *t, uintptr_t f,
-				     uint32_t freed, uintptr_t *first)
+				     uint64_t freed, uintptr_t *first)
 {
 	struct chain *c = t->last;
 	unsigned set;
@@ -323,7 +322,7 @@ static inline struct rec_bucket *object_bucket(uintptr_t caller,
 {
 	uintptr_t ts = atomic_load_explicit(tstate_current,
 					    memory_order_relaxed);
-	uint32_t freed = atomic_load_explicit(&rec_pyframes_codes_freed,
+	uint64_t freed = atomic_load_explicit(&rec_pyframes_codes_freed,
 					      memory_order_relaxed);
 	uintptr_t f = first_frame(ts), instr;
 	struct chains *t = chains;
@@ -402,7 +401,8 @@ object_inline(void *raw, size_t n, uintptr_t caller)
 	const struct chains *t = chains;
 	const struct chain *c;
 	uintptr_t f, g, instr;
-	unsigned at, freed;
+	uint64_t freed;
+	unsigned at;
 
 	if (__builtin_expect(!raw, 0))
 		return NULL;
@@ -951,7 +951,6 @@ void rec_python_init(void)
 	off_prev = py.off->frame_previous;
 	off_cframe = py.off->tstate_cframe;
 	off_current = py.off->cframe_current_frame;
-	code_type = py.code_type;
 	off_instr = py.off->frame_prev_instr;
 	py.eval_lo = (uintptr_t)eval;
 	py.eval_hi = py.eval_lo + es->st_size;
