@@ -307,9 +307,9 @@ void rec_pyframes_code_freed(uintptr_t code)
  * May CODE have been freed (and another made there) since NOW was
  * THEN?  (Yes where the log does not say.)  Entry N is written over by
  * the free counted N + FREED_LOG, before the count goes past it: a
- * count of THEN + FREED_LOG, read after the entries (the fence: what was
- * read of them was written before it), may be a free writing entry
- * THEN's slot.
+ * count of THEN + FREED_LOG, read after the entries (read acquiring: a
+ * count written before an entry read is seen), may be a free writing
+ * entry THEN's slot.
  */
 static bool freed_since(uintptr_t code, uint64_t then, uint64_t now)
 {
@@ -317,11 +317,10 @@ static bool freed_since(uintptr_t code, uint64_t then, uint64_t now)
 		return true;
 	for (uint64_t n = then; n != now; n++)
 		if (atomic_load_explicit(&freed_log[n % FREED_LOG],
-					 memory_order_relaxed) == code)
+					 memory_order_acquire) == code)
 			return true;
-	atomic_thread_fence(memory_order_acquire);
 	return atomic_load_explicit(&rec_pyframes_codes_freed,
-				    memory_order_relaxed) -
+				    memory_order_acquire) -
 		       then >=
 	       FREED_LOG;
 }
