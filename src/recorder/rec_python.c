@@ -158,10 +158,12 @@ struct chain {
 	uint64_t freed;  /* rec_pyframes_codes_freed when made */
 	uint32_t next;   /* the way a miss takes next */
 	bool whole;      /* the chain ends at frame N - 1 (not cut) */
+	bool named;      /* chain_names holds its frames' names */
 	struct site site[1 << SITE_BITS];
 	struct {
 		uintptr_t at, instr;
-	} frame[]; /* N frames: their addresses and instructions */
+	} frame[]; /* N frames: their addresses and instructions; then,
+		      rec_cfg.depth of them on, their names (chain_names) */
 };
 #define SET_BITS 2
 #define SETS (1 << SET_BITS)
@@ -242,6 +244,19 @@ chain_make(struct chains *t, unsigned set, uintptr_t f, uint64_t freed)
 	return c;
 }
 
+/*
+ * The names of C's frames (the addresses a walk gives them), once a
+ * stack was made under it: while the chain is as it was, its frames
+ * after the first run the same code objects at the same instructions,
+ * none freed since, so that a new site under it names its first frame
+ * only (a Python program's start makes thousands of stacks, most of
+ * them under chains it has: python3 -c pass 7,300).
+ */
+static inline uintptr_t *chain_names(struct chain *c)
+{
+	return (uintptr_t *)(c->frame + rec_cfg.depth);
+}
+
 static inline unsigned site_set(uintptr_t caller, uintptr_t instr)
 {
 	return (unsigned)(((caller ^ instr * 31) * 0x9e3779b97f4a7c15ULL) >>
@@ -254,15 +269,29 @@ static __attribute__((noinline)) struct rec_bucket *
 site_make(struct chain *c, uintptr_t caller, uintptr_t f, uintptr_t instr,
 	  struct rec_cell **cell)
 {
-	uintptr_t frames[REC_MAX_DEPTH];
+	uintptr_t frames[REC_MAX_DEPTH], g = f;
 	bool broken = false;
 	struct rec_bucket *b;
 	struct site *s;
 	unsigned n;
 
 	frames[0] = caller;
-	n = 1 + rec_pyframes_walk(&f, frames + 1, rec_cfg.depth - 1, false,
-				  &broken);
+	if (c && c->named && c->n >= 1 &&
+	    rec_pyframes_walk(&g, frames + 1, 1, false, &broken) == 1 &&
+	    !broken) {
+		memcpy(frames + 2, chain_names(c) + 1,
+		       (c->n - 1) * sizeof(*frames));
+		n = 1 + c->n;
+	} else {
+		broken = false;
+		n = 1 + rec_pyframes_walk(&f, frames + 1, rec_cfg.depth - 1,
+					  false, &broken);
+		if (c && !broken && n == 1 + c->n) {
+			memcpy(chain_names(c), frames + 1,
+			       c->n * sizeof(*frames));
+			c->named = true;
+		}
+	}
 	rec_busy++;
 	b = rec_bucket_get(REC_PYOBJ, frames, n);
 	*cell = b ? rec_count_cell(b->id) : NULL;
@@ -938,7 +967,8 @@ void rec_python_init(void)
 	tstate_current = (const _Atomic uintptr_t *)(
 		py.runtime + py.off->runtime_tstate_current);
 	chain_size = sizeof(struct chain) +
-		     rec_cfg.depth * sizeof(((struct chain *)0)->frame[0]);
+		     rec_cfg.depth * (sizeof(((struct chain *)0)->frame[0]) +
+				      sizeof(uintptr_t));
 	chains_size = sizeof(struct chains) + SETS * WAYS * chain_size;
 	off = py.off;
 	dict_type = sym("PyDict_Type");
