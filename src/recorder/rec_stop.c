@@ -28,6 +28,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
@@ -525,6 +526,25 @@ static double run_alone(struct stop *s)
 	return t0;
 }
 
+/*
+ * Is the program run by Valgrind (which preloads its core into it)?  It
+ * runs one thread at a time under a lock of its own, and the tracer, a
+ * clone it runs as a process of its own, waits for that lock: a thread
+ * stopped while it held it would stop the tracer, and the program, for
+ * ever (seen with callgrind on a busy Python program).
+ */
+static bool under_valgrind(void)
+{
+	static int known = -1;
+
+	if (known < 0) {
+		const char *pre = getenv("LD_PRELOAD");
+
+		known = pre && strstr(pre, "/vgpreload_core-") != NULL;
+	}
+	return known;
+}
+
 bool rec_stop_world(void (*fn)(void *), void *arg, const char **why,
 		    double *stopped_for)
 {
@@ -547,6 +567,11 @@ bool rec_stop_world(void (*fn)(void *), void *arg, const char **why,
 		*stopped_for = run_alone(&s);
 		errno = saved;
 		return true;
+	}
+	if (under_valgrind()) {
+		*why = "run by Valgrind, whose lock a stopped thread could "
+		       "hold";
+		return false;
 	}
 	if (!tracer_stack) {
 		tracer_stack = rec_alloc(TRACER_STACK);

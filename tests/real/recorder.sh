@@ -893,5 +893,32 @@ want = b" ".join(os.fsencode(a) for a in sys.argv[1:])
 assert got == want, (got, want)' "$py" -c "$cl_prog" "$cl_arg" 2>cl.out &&
 	ok || bad "command line: not back from $cl_dump: $(cat cl.err cl.out | tail -3)"
 
+# 8c. A program Valgrind runs (one thread at a time, under its lock): a
+#     dump of a program of two threads does not stop them (a stopped one
+#     could hold the lock the tracer waits for: callgrind on a busy Python
+#     program stood still for ever), says why, and the run ends.
+if command -v valgrind >/dev/null 2>&1; then
+	vg_prog='import threading, time
+threading.Thread(target=time.sleep, args=(30,), daemon=True).start()
+t = time.time()
+while time.time() - t < 3:
+    x = [str(i) for i in range(1000)]
+print("done")'
+	# (The interpreter itself: not a wrapper script Valgrind would run.)
+	vg_py=$("$py" -c 'import sys; print(sys.executable)')
+	timeout 300 "$bin" record -i 0.2 -o "$tmp/vg/" -- valgrind --tool=none -q \
+		"$vg_py" -c "$vg_prog" >vg.out 2>vg.err
+	r=$?
+	[ $r = 0 ] && [ "$(cat vg.out)" = done ] && ok ||
+		bad "valgrind: status $r, output '$(cat vg.out)': $(tail -3 vg.err)"
+	pid=$(main_pid vg.err)
+	n=$(grep -l '^Stopped: no (run by Valgrind' vg/*."$(printf %05d "${pid:-0}")".*.heap 2>/dev/null | wc -l)
+	y=$(grep -l '^Stopped: yes$' vg/*."$(printf %05d "${pid:-0}")".*.heap 2>/dev/null | wc -l)
+	[ "$n" -ge 2 ] && [ "$y" = 0 ] && ok ||
+		bad "valgrind: $n dumps said Valgrind kept them running, $y stopped: $(grep -h '^Stopped' vg/*.heap | sort | uniq -c)"
+else
+	bad "valgrind: not installed (make check installs it)"
+fi
+
 echo "recorder: $pass passed, $fail failed"
 [ $fail = 0 ]
