@@ -456,7 +456,8 @@ void *xcalloc_table(size_t n, size_t size)
  * symbolization's time and more of a warm one's (symbolize-dwarf: 12,500
  * page faults cold, 4,900 warm; 3,100 and 800 in huge pages).  So the
  * heap is grown by 64 MiB at a time (M_TOP_PAD: only what is touched is
- * resident, and no more is given back below it), and that first stretch
+ * resident, and no more is given back below it, until a run gives back
+ * what its parse freed: give_back in run.c), and that first stretch
  * is advised huge (Debian's transparent_hugepage is "madvise": nothing is
  * huge unless asked).  What the heap grows by after it, other threads'
  * arenas and blocks malloc maps on their own stay in small pages.  (Not

@@ -592,17 +592,6 @@ static void *py_realloc(void *ctx, void *p, size_t n)
 }
 
 /*
- * pymalloc's arenas, as it maps and unmaps them.  Each is faulted in
- * whole at once (MADV_POPULATE_WRITE, Linux 5.14; older kernels refuse
- * it, and the arena is faulted page by page as before): the headers make
- * every object a size class larger, and as many more page faults, one
- * trap each, cost a program of small objects more than the headers'
- * writes do (dictstr of make bench: 1.61x -> 1.53x).  What that adds to
- * the Rss is the part of the newest arena pymalloc has not carved yet
- * (it maps an arena only when every pool of the others is in use): at
- * most one MiB, counted as pymalloc's free bytes.
- */
-/*
  * Arenas pymalloc gave back, kept for the next it asks for: a program
  * that drops a structure and builds the next one (a round of work) has
  * pymalloc unmap arenas and map them again, each faulted in afresh.  At
@@ -621,6 +610,17 @@ static struct {
 static unsigned nkept;
 static size_t kept_bytes, arena_bytes; /* kept; in pymalloc's hands */
 
+/*
+ * pymalloc's arenas, as it maps and unmaps them.  Each is faulted in
+ * whole at once (MADV_POPULATE_WRITE, Linux 5.14; older kernels refuse
+ * it, and the arena is faulted page by page as before): the headers make
+ * every object a size class larger, and as many more page faults, one
+ * trap each, cost a program of small objects more than the headers'
+ * writes do (dictstr of make bench: 1.61x -> 1.53x).  What that adds to
+ * the Rss is the part of the newest arena pymalloc has not carved yet
+ * (it maps an arena only when every pool of the others is in use): at
+ * most one MiB, counted as pymalloc's free bytes.
+ */
 static void *arena_alloc(void *ctx, size_t size)
 {
 	struct py_arenas *o = ctx;

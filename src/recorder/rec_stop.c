@@ -528,10 +528,11 @@ static double run_alone(struct stop *s)
 
 /*
  * Is the program run by Valgrind (which preloads its core into it)?  It
- * runs one thread at a time under a lock of its own, and the tracer, a
- * clone it runs as a process of its own, waits for that lock: a thread
- * stopped while it held it would stop the tracer, and the program, for
- * ever (seen with callgrind on a busy Python program).
+ * runs one thread at a time under a lock of its own, and runs the tracer,
+ * a clone sharing the memory, as one more of its threads, that waits for
+ * that lock too: a thread stopped while it held it would stop the tracer,
+ * and the program, for ever (seen with callgrind on a busy Python
+ * program).
  */
 static bool under_valgrind(void)
 {
