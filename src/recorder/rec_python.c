@@ -200,17 +200,29 @@ static inline uintptr_t first_frame(uintptr_t ts)
 	return cf ? frame_word(cf, off_current) : 0;
 }
 
-/* Is C the chain from F on (F its first frame) as it was? */
-static inline bool chain_as_was(const struct chain *c, uintptr_t f)
+/*
+ * Is C the chain from its first frame on as it was?  Each word is read at
+ * an address from the chain's own array, not at the one the word before
+ * gave (the same, where the chain is as it was): the loads wait for the
+ * branches before them, not for each other's data, and the processor has
+ * them in flight together.  (The asm keeps the compiler from taking the
+ * address from the word just compared equal to it: a walk again, one
+ * load after the other.  With the frames in the cache, as they mostly
+ * are, dictstr of make bench took as long either way.)
+ */
+static inline bool chain_as_was(const struct chain *c)
 {
-	for (unsigned i = 1; i < c->n; i++) {
-		uintptr_t prev = frame_word(f, off_prev);
+	uintptr_t f = c->frame[0].at;
 
-		if (prev != c->frame[i].at)
+	for (unsigned i = 1; i < c->n; i++) {
+		uintptr_t at = c->frame[i].at;
+
+		if (frame_word(f, off_prev) != at)
 			return false;
-		f = prev;
-		if (frame_word(f, off_instr) != c->frame[i].instr)
+		__asm__("" : "+r"(at));
+		if (frame_word(at, off_instr) != c->frame[i].instr)
 			return false;
+		f = at;
 	}
 	return !c->whole || !c->n || !frame_word(f, off_prev);
 }
@@ -327,7 +339,7 @@ static inline struct chain *chain_of(struct chains *t, uintptr_t f,
 
 		/* (G, not F: the compiler may not take one for the other.) */
 		__asm__("" : "+r"(g));
-		if (c->first == f && c->freed == freed && chain_as_was(c, g)) {
+		if (c->first == f && c->freed == freed && chain_as_was(c)) {
 			*first = g;
 			return c;
 		}
@@ -337,7 +349,7 @@ static inline struct chain *chain_of(struct chains *t, uintptr_t f,
 	for (unsigned way = 0; way < WAYS; way++) {
 		c = chain_at(t, set, way);
 		if (c->first == f && c->n != UINT32_MAX && c->freed == freed &&
-		    chain_as_was(c, f))
+		    chain_as_was(c))
 			return t->last = c;
 	}
 	c = chain_make(t, set, f, freed);
@@ -445,7 +457,7 @@ object_inline(void *raw, size_t n, uintptr_t caller)
 	/* (G, not F: the compiler may not take one for the other.) */
 	__asm__("" : "+r"(g));
 	if (__builtin_expect(c->first != f || !f || c->freed != freed ||
-				     !chain_as_was(c, g),
+				     !chain_as_was(c),
 			     0))
 		return object_named(raw, n, caller);
 	instr = frame_word(g, off_instr);
