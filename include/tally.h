@@ -86,5 +86,8 @@ struct tally_line **tally_lines_sorted(const struct tally_entry *e, size_t *n);
 
 /* By bytes, largest first, then by key: the order every report uses. */
 int tally_cmp_bytes(const void *a, const void *b);
+/* The order of two entries' keys, the whole of them (a key may hold a
+ * NUL: a function's, its file after its name). */
+int tally_key_cmp(const struct tally_entry *x, const struct tally_entry *y);
 
 #endif

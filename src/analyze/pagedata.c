@@ -732,7 +732,7 @@ static int cmp_v0(const void *a, const void *b)
 
 	if (x->v[0] != y->v[0])
 		return x->v[0] > y->v[0] ? -1 : 1;
-	return strcmp(x->key, y->key);
+	return tally_key_cmp(x, y);
 }
 
 /*

@@ -303,7 +303,11 @@ static void place(struct tally_entry *e, const struct lframe *l,
 /*
  * The entry of LF's function in FUNCS: by frame id when the frame is
  * one function and of the model FUNCS caches (a million stacks over a
- * few hundred thousand frames), else by its name.
+ * few hundred thousand frames), else by its name.  An interpreted
+ * function (a Python or JIT frame of a run on such a runtime, in no
+ * binary) is its name in its file, as pprof keeps them apart: every
+ * Python module's top level is a "<module>", and two files may each have
+ * a "main" or a "<lambda>".
  */
 /* Can FUNCS cache what it knows of LF by frame id?  Then with room. */
 static bool by_id(struct tally *funcs, const struct model *m,
@@ -383,6 +387,11 @@ static struct tally_entry *function_entry(struct tally *funcs,
 		return funcs->by_id[lf->f->id];
 	sb_reset(name);
 	frame_name(name, lf->f, lf->k);
+	if (m->runtime && !lf->f->bin && frame_file(lf->f, lf->k)) {
+		/* (After a NUL: the key's text is the name alone.) */
+		sb_addch(name, '\0');
+		sb_addstr(name, frame_file(lf->f, lf->k));
+	}
 	e = tally_get(funcs, name->buf, name->len);
 	if (cached)
 		funcs->by_id[lf->f->id] = e;
@@ -395,7 +404,7 @@ int stacktext_cmp_flat(const void *a, const void *b)
 	const struct tally_entry *y = *(const struct tally_entry *const *)b;
 
 	return CMP(y->v[0], x->v[0]) ?: CMP(y->v[1], x->v[1]) ?:
-	       strcmp(x->key, y->key);
+	       tally_key_cmp(x, y);
 }
 
 bool stacktext_placed_flat(const struct tally_entry *e)

@@ -109,6 +109,13 @@ void tally_sort(struct tally *t, int (*cmp)(const void *, const void *))
 		qsort(t->v, t->n, sizeof(*t->v), cmp);
 }
 
+int tally_key_cmp(const struct tally_entry *x, const struct tally_entry *y)
+{
+	int c = memcmp(x->key, y->key, x->len < y->len ? x->len : y->len);
+
+	return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
 int tally_cmp_bytes(const void *a, const void *b)
 {
 	const struct tally_entry *x = *(const struct tally_entry *const *)a;
@@ -116,5 +123,5 @@ int tally_cmp_bytes(const void *a, const void *b)
 
 	if (x->bytes != y->bytes)
 		return x->bytes > y->bytes ? -1 : 1;
-	return strcmp(x->key, y->key); /* ties: stable, readable order */
+	return tally_key_cmp(x, y); /* ties: stable, readable order */
 }

@@ -41,6 +41,8 @@ enum {
 /* A row of any of the three tables. */
 struct row {
 	const char *name;       /* a stack's: NULL until asked (row_name) */
+	size_t key_len;         /* a function's: its key's (a file may follow
+				   the name's NUL: stacktext_tally_functions) */
 	char *own_name;
 	const char *file;
 	uint32_t line;
@@ -113,7 +115,9 @@ static int cmp_rows(const void *x, const void *y)
 		return a->allocs > b->allocs ? -1 : 1;
 	if (ca != cb)
 		return (ga == 0 ? ca > cb : ca < cb) ? -1 : 1;
-	return strcmp(row_name(a), row_name(b));
+	return strcmp(row_name(a), row_name(b)) ?:
+	       /* (Functions of one name in two files.) */
+	       strcmp(a->file ? a->file : "", b->file ? b->file : "");
 }
 
 struct table {
@@ -396,6 +400,7 @@ static void build_stacks_and_functions(struct diff *d)
 			continue;
 		r = add_row(&d->funcs);
 		r->name = e->key;
+		r->key_len = e->len;
 		r->file = e->file;
 		r->line = e->line;
 		r->a = e->v[2];
@@ -440,7 +445,7 @@ static void place_calls(struct diff *d)
 		want = printed(d, &d->funcs, i) &&
 		       !stacktext_placed_flat(tally_find(
 			       &d->ftally, d->funcs.v[i].name,
-			       strlen(d->funcs.v[i].name)));
+			       d->funcs.v[i].key_len));
 	for (size_t i = 0; want && i < d->c.n && !source; i++) {
 		const struct model *m = d->c.v[i].m;
 
@@ -466,9 +471,9 @@ static void place_calls(struct diff *d)
 
 		if (!printed(d, &d->funcs, i) ||
 		    stacktext_placed_flat(tally_find(&d->ftally, r->name,
-						 strlen(r->name))))
+						 r->key_len)))
 			continue;
-		e = tally_find(&all, r->name, strlen(r->name));
+		e = tally_find(&all, r->name, r->key_len);
 		r->file = e->file;
 		r->line = e->line;
 	}

@@ -189,11 +189,12 @@ py_record pyreborn "$pyd" "$S" reborn && {
 # functions compiled from one text, each run and freed before the next):
 # each file's line its own strings, as tracemalloc counts them (the names
 # kept of the old code objects' instructions would give them all to the
-# first two).
+# first two), and each file's "make" a function of its own (-n: twelve
+# of them and the rest).
 PYTHONHASHSEED=0 "$pyd" -X tracemalloc "$S" recompiled >recompiled.traced 2>recompiled.terr ||
 	bad "recompiled under tracemalloc: $(tail -2 recompiled.terr)"
 py_record pyrecompiled "$pyd" "$S" recompiled && {
-	"$bin" top --json "$py_final" >pyrecompiled.top 2>pyrecompiled.top.err &&
+	"$bin" top --json -n 40 "$py_final" >pyrecompiled.top 2>pyrecompiled.top.err &&
 		python3 "$pysrc/compare.py" "$pysrc" pyrecompiled.top recompiled.traced 12 \
 			>pyrecompiled.cmp 2>&1 &&
 		ok || bad "recompiled: against tracemalloc: $(tr '\n' ' ' <pyrecompiled.cmp | cut -c1-400)"

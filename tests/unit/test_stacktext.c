@@ -127,6 +127,61 @@ Test(stacks, flat_goes_past_the_allocator_cum_counts_once)
 	cr_assert_not(t.overflow);
 }
 
+/* The entry of function NAME in FILE, a key of both (an interpreted
+ * function's). */
+static const struct tally_entry *fn_in(const char *name, const char *file)
+{
+	char key[256];
+	size_t n = strlen(name), k = strlen(file);
+
+	cr_assert_lt(n + 1 + k, sizeof(key));
+	memcpy(key, name, n + 1);
+	memcpy(key + n + 1, file, k);
+	return tally_find(&t, key, n + 1 + k);
+}
+
+/* Python's top levels: a "<module>" in each file, one function each. */
+static void two_modules(const char *runtime)
+{
+	load();
+	m.runtime = runtime;
+	name(1, "<module>", "/app/a.py", 3);
+	name(4, "<module>", "/app/b.py", 7);
+	name(2, "run", "/app/prog.py", 12);
+	stacktext_tally_functions(&t, &m, stack_of(1), (int64_t[]){ 100 }, 1, true);
+	stacktext_tally_functions(&t, &m, stack_of(2), (int64_t[]){ 50 }, 1, true);
+}
+
+Test(stacks, an_interpreted_function_is_its_name_in_its_file)
+{
+	const struct tally_entry *a, *b;
+
+	two_modules("python");
+	a = fn_in("<module>", "/app/a.py");
+	b = fn_in("<module>", "/app/b.py");
+	cr_assert_not_null(a);
+	cr_assert_not_null(b);
+	cr_assert_eq(a->v[0], 100);
+	cr_assert_eq(b->v[0], 50);
+	/* The key's text is the name alone; the file is its place. */
+	cr_assert_str_eq(a->key, "<module>");
+	cr_assert_str_eq(b->file, "/app/b.py");
+	cr_assert_eq(b->line, 7);
+	cr_assert_eq(fn_in("run", "/app/prog.py")->v[1], 150);
+	cr_assert_null(tally_find(&t, "<module>", 8));
+	/* Sorted apart, the same way every time. */
+	tally_sort(&t, stacktext_cmp_flat);
+	cr_assert_eq(t.v[0], a);
+	cr_assert_eq(t.v[1], b);
+	cr_assert_eq(t.v[2], fn_in("run", "/app/prog.py"));
+}
+
+Test(stacks, a_c_function_is_its_name_alone)
+{
+	two_modules(NULL);
+	cr_assert_eq(fn("<module>")->v[0], 150);
+}
+
 static const char *text(const struct stack *st, uint64_t depth,
 			enum stack_form form)
 {
