@@ -89,22 +89,33 @@ int run_load_dump(struct run *r, size_t i, struct snapshot *snap);
 
 /*
  * A run's dumps read in order, each next one read ahead on another core
- * while the caller works on the one it has.  Only deep dumps are: their
- * reader leaves the model alone but for interned strings (which lock
- * meanwhile) and the bucket table it looks up.  What reading a dump
- * says is said when the caller takes it, as if it were read then.
+ * while the caller works on the one it has; a caller that reads them
+ * one after the other has the two next ones read, each on a core of its
+ * own (reading a deep dump costs more than summing it: deep of make
+ * bench waited a sixth of its time for the one reader).  Only deep dumps
+ * are: their reader leaves the model alone but for interned strings
+ * (which lock meanwhile) and the bucket table it looks up.  What reading
+ * a dump says is said when the caller takes it, as if it were read then.
  */
-struct run_reader {
-	struct run *r;
+struct run_ahead {
 	struct task task;     /* a dump being read ahead, and what reading
 				 it said */
-	size_t ahead;         /* which */
+	size_t i;             /* which */
 	struct snapshot snap; /* its snapshot, */
 	int rc;               /* its run_load_dump result */
 	bool other;           /* not of the run's format: not read */
+	struct read_run reading; /* the run's, as it was when it started */
+	unsigned warned;      /* (reading.warned then) */
+	struct run *r;
+};
+struct run_reader {
+	struct run *r;
+	struct run_ahead ahead[2];
 };
 
 void run_reader_init(struct run_reader *rr, struct run *r);
+/* malloc's pad for two dumps read at once (once a process). */
+void run_pad_readers(void);
 /*
  * run_load_dump(R, I, SNAP); then dump NEXT (SIZE_MAX: none) is read
  * ahead, for the next call.  The caller must not change the model but

@@ -7,14 +7,29 @@
  */
 #include "threads.h"
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+/* The cores online, asked once: glibc reads a file of /sys each time
+ * (five times for each dump a deep run reads). */
+static long online(void)
+{
+	static _Atomic long n;
+	long v = atomic_load_explicit(&n, memory_order_relaxed);
+
+	if (!v) {
+		v = sysconf(_SC_NPROCESSORS_ONLN);
+		atomic_store_explicit(&n, v, memory_order_relaxed);
+	}
+	return v;
+}
+
 size_t threads_wanted(void)
 {
 	const char *env = getenv("DMPROF_THREADS");
-	long n = env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+	long n = env ? strtol(env, NULL, 10) : online();
 
 	return n < 1 ? 1 : n > 16 ? 16 : (size_t)n;
 }
