@@ -90,9 +90,10 @@ int run_load_dump(struct run *r, size_t i, struct snapshot *snap);
 /*
  * A run's dumps read in order, each next one read ahead on another core
  * while the caller works on the one it has; a caller that reads them
- * one after the other has the two next ones read, each on a core of its
- * own (reading a deep dump costs more than summing it: deep of make
- * bench waited a sixth of its time for the one reader).  Only deep dumps
+ * one after the other and sums each (run_reader.two) has the two next
+ * ones read, each on a core of its own (reading a deep dump costs more
+ * than summing it: csv of make bench's deep run waited a sixth of its
+ * time for the one reader).  Only deep dumps
  * are: their reader leaves the model alone but for interned strings
  * (which lock meanwhile) and the bucket table it looks up.  What reading
  * a dump says is said when the caller takes it, as if it were read then.
@@ -111,6 +112,11 @@ struct run_ahead {
 struct run_reader {
 	struct run *r;
 	struct run_ahead ahead[2];
+	/* The caller's: it asks for the dumps one after the other and
+	 * does little with each (csv sums them), so the one after the
+	 * next is read too.  (diff's walk of each dump costs more than
+	 * reading it: a second reader only held more memory.) */
+	bool two;
 };
 
 void run_reader_init(struct run_reader *rr, struct run *r);

@@ -51,8 +51,9 @@ int timeline_build(struct timeline *tl, const struct timeline_options *opt)
 		/* (Every dump is read: a deep run's buckets at once.) */
 		classify_buckets(&cls[p]);
 	}
-	/* (The next dump is read while this one is classified.) */
+	/* (The next two dumps are read while this one is summed.) */
 	run_reader_init(&rr, &tl->run);
+	rr.two = true;
 	for (size_t i = 0; i < nd; i++) {
 		const char *path = tl->run.series.dumps[i].path;
 		struct snapshot snap;

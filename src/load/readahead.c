@@ -157,8 +157,8 @@ int run_reader_load(struct run_reader *rr, size_t i, size_t next,
 	/* (One after the other: the one after NEXT too, while a core
 	 * reads NEXT.) */
 	start(rr, next);
-	if (next != SIZE_MAX && next == i + 1 && threads_wanted() > 1 &&
-	    next + 1 < r->series.ndumps) {
+	if (rr->two && next != SIZE_MAX && next == i + 1 &&
+	    threads_wanted() > 1 && next + 1 < r->series.ndumps) {
 		run_pad_readers();
 		start(rr, next + 1);
 	}
