@@ -81,9 +81,10 @@ struct slot {
 	const struct vma *v;
 	uint64_t elf;
 	uint32_t where;      /* symcache_find_many's */
-	uint32_t sym;        /* index + 1 in its binary's code, 0: none */
-	bool placed;         /* elf is set (a binary of V's name is open) */
-	bool sym_found, past;
+	/* (24 bytes: a batch has a slot per frame, 400,000 of them.) */
+	uint32_t sym : 29;   /* index + 1 in its binary's code, 0: none */
+	uint32_t placed : 1; /* elf is set (a binary of V's name is open) */
+	uint32_t sym_found : 1, past : 1;
 };
 
 /* A memo: one interned string to another (mangled -> demangled, ...). */
@@ -663,10 +664,9 @@ static int bfd_answer(struct binary *b, uint64_t a, struct dwarf_frame *chain,
  */
 static void find_slots(struct bfdsym *bs, struct binary *b, size_t from)
 {
-	uint64_t *elf = xcalloc(bs->nbatch - from + 1, sizeof(*elf));
-	uint32_t *where = xcalloc(bs->nbatch - from + 1, sizeof(*where));
-	uint32_t *pos = xcalloc(bs->nbatch - from + 1, sizeof(*pos));
-	size_t n = 0;
+	uint64_t *elf;
+	uint32_t *where;
+	size_t n = 0, k = 0;
 
 	b->slots_batch = bs->batch_id;
 	for (size_t i = from; i < bs->nbatch; i++) {
@@ -677,15 +677,22 @@ static void find_slots(struct bfdsym *bs, struct binary *b, size_t from)
 				 b->img.nloads, &sl->elf))
 			continue;
 		sl->placed = true;
-		elf[n] = sl->elf;
-		pos[n++] = (uint32_t)(i - from);
+		n++;
 	}
+	/* (B's addresses only: a batch of a million frames in eight
+	 * binaries would hold 16 MB more for the first.) */
+	elf = xcalloc(n + 1, sizeof(*elf));
+	where = xcalloc(n + 1, sizeof(*where));
+	for (size_t i = from; i < bs->nbatch && k < n; i++)
+		if (bs->slots[i].placed && bs->slots[i].v->name == b->name)
+			elf[k++] = bs->slots[i].elf;
 	symcache_find_many(b->cache, elf, n, where);
-	for (size_t k = 0; k < n; k++)
-		bs->slots[from + pos[k]].where = where[k];
+	k = 0;
+	for (size_t i = from; i < bs->nbatch && k < n; i++)
+		if (bs->slots[i].placed && bs->slots[i].v->name == b->name)
+			bs->slots[i].where = where[k++];
 	free(elf);
 	free(where);
-	free(pos);
 }
 
 /* The ELF symbol of the call before return address SL->elf. */
@@ -694,9 +701,15 @@ static const struct elf_sym *slot_symbol(struct binary *b, struct slot *sl)
 	const struct elf_sym *sym;
 
 	if (!sl->sym_found) {
+		bool past = false;
+
 		binary_symbols(b);
 		sym = elfimage_find(b->img.code, b->img.ncode, sl->elf - 1,
-			       &sl->past);
+			       &past);
+		sl->past = past;
+		/* (Past 2^29 functions: found again each time.) */
+		if (sym && sym - b->img.code >= (1 << 29) - 1)
+			return sym;
 		sl->sym = sym ? (uint32_t)(sym - b->img.code) + 1 : 0;
 		sl->sym_found = true;
 	}

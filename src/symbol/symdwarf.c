@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "arena.h"
 #include "hashmap.h"
@@ -126,6 +127,7 @@ struct section {
 	const uint8_t *raw;
 	size_t raw_size;
 	bool compressed;
+	bool raw_mapped; /* RAW is a mapping of the file's (not memory) */
 };
 
 enum { S_INFO, S_ABBREV, S_LINE, S_STR, S_LINE_STR, S_RANGES, S_RNGLISTS,
@@ -588,6 +590,7 @@ static int read_elf(struct dwarf *d)
 				return decline(d, "a DWARF section past the "
 						  "end of the file");
 			x->raw_size = sh.size;
+			x->raw_mapped = f->mapped;
 			x->compressed = sh.flags & SHF_COMPRESSED;
 			x->present = true;
 		}
@@ -615,6 +618,22 @@ static void *inflated_buffer(struct section *x, size_t size)
 		}
 	}
 	return xmalloc(size ? size : 1);
+}
+
+/*
+ * The file's pages of a section inflated are read no more: out of the
+ * process's memory (a mapping of the file, read-only: read again from
+ * it if ever touched).  libc's debug file is 4 MB, most of it
+ * compressed DWARF.
+ */
+static void drop_pages(const uint8_t *p, size_t size)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t lo = ((uintptr_t)p + page - 1) & ~(page - 1);
+	uintptr_t hi = ((uintptr_t)p + size) & ~(page - 1);
+
+	if (hi > lo)
+		madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
 /* Inflate a SHF_COMPRESSED section (zlib; zstd is left to libbfd). */
@@ -653,6 +672,8 @@ static bool inflate(struct section *x)
 	libdeflate_free_decompressor(z);
 	x->p = x->owned;
 	x->size = size;
+	if (ok && x->raw_mapped)
+		drop_pages(x->raw, x->raw_size);
 	return ok;
 }
 
