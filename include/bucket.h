@@ -27,13 +27,12 @@ struct bucket_type {
 	bool has_typeinfo;         /* a t... word was present */
 };
 
-/* (48 bytes: a million of them is common.) */
+/* (32 bytes: a million of them is common.  Where one a producer
+ * numbered was defined is the model's: model_bucket_place.) */
 struct bucket {
 	uint64_t id;               /* the producer's id */
 	const struct stack *stack;
 	struct bucket_type *type;  /* NULL: none recorded */
-	const char *source;        /* file that defined it (interned) */
-	unsigned long source_line;
 	uint32_t index;            /* dense 0..n-1, for per-bucket caches */
 	uint8_t kind;              /* enum alloc_kind */
 };

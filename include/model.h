@@ -22,6 +22,15 @@ struct model {
 	 * ids: by stack id, the malloc bucket then the mmap one. */
 	uint32_t *anon;
 	size_t nanon;
+	/* Where each bucket a producer numbered was defined, by index: for
+	 * the word on a redefinition (a bucket made of a stack has no
+	 * number of its own and is never defined twice: none kept).  A
+	 * place is a file, + 1 in PLACE_FILES (0: none), and a line. */
+	struct { uint32_t file, line; } *places;
+	size_t nplaces;
+	const char **place_files;
+	size_t nplace_files, place_files_alloc;
+	bool anon_stale;     /* gone with model_trim, to be built again */
 	/* Frames and buckets before these are symbolized. */
 	size_t frames_done, buckets_done;
 	/* The binaries frames are in (see model_binary); [0] unused. */
@@ -36,9 +45,8 @@ struct model {
 	/* Frames a profile named itself (see model_named_frame). */
 	struct hashmap named;
 	uint64_t next_synthetic;
-	/* The last source model_stack_bucket interned (a reader's million
-	 * lines name one: compared, not hashed), and "". */
-	const char *source, *empty;
+	/* "", interned: the type name of model_stack_bucket's buckets. */
+	const char *empty;
 };
 
 void model_init(struct model *m);
@@ -69,6 +77,15 @@ struct bucket *model_define_stack_bucket(struct model *m, uint64_t id,
 					 const char *type_name,
 					 const struct stack *stack,
 					 const char *source, unsigned long line);
+
+struct bucket_place {
+	const char *source; /* the file (interned); NULL: not kept */
+	unsigned long line;
+};
+/* Where bucket B was defined (by model_define_bucket or
+ * model_define_stack_bucket), or a place of NULL. */
+struct bucket_place model_bucket_place(const struct model *m,
+				       const struct bucket *b);
 
 /*
  * The stack of FRAMES (addresses, innermost first), interned; NULL after

@@ -46,6 +46,10 @@ struct read_run {
 	/* What the run's text heap profiles count, as the first said
 	 * (gperf.c's own code; 0 before the first). */
 	int profile_kind;
+	/* The dump read is the run's last: no frame or stack comes after
+	 * its own (a reader may let the tables that find them go once its
+	 * stacks are in: model_trim). */
+	bool last;
 };
 
 /* Where a reader is in its file, for what it says about it. */

@@ -132,6 +132,7 @@ static void start(struct run_reader *rr, size_t i)
 		return;
 	a->i = i;
 	a->reading = r->reading;
+	a->reading.last = i + 1 == r->series.ndumps;
 	a->warned = r->reading.warned;
 	a->other = false;
 	/* (Shared already while another reads: that one reads the flag.) */

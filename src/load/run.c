@@ -159,6 +159,7 @@ void run_symbolize_snapshot(struct run *r, const struct snapshot *snap)
 
 int run_load_dump(struct run *r, size_t i, struct snapshot *snap)
 {
+	r->reading.last = i + 1 == r->series.ndumps;
 	if (profile_load_part(snap, r->series.dumps[i].path,
 			      r->series.dumps[i].part, &r->model,
 			      &r->reading) < 0)

@@ -31,6 +31,8 @@ void model_free(struct model *m)
 {
 	bucket_set_free(&m->buckets);
 	free(m->anon);
+	free(m->places);
+	free(m->place_files);
 	hashmap_free(&m->named);
 	free(m->bins);
 	stacks_free(&m->stacks);
@@ -44,6 +46,36 @@ void model_trim(struct model *m)
 {
 	frames_trim(&m->frames);
 	stacks_trim(&m->stacks);
+	/* (A million stacks' map is 8 MB.) */
+	free(m->anon);
+	m->anon = NULL;
+	m->nanon = 0;
+	m->anon_stale = true;
+}
+
+/* The map of (stack, kind) to bucket again, from the buckets that have
+ * a stack, after model_trim: a profile without bucket ids makes all its
+ * buckets through it. */
+static void anon_ready(struct model *m)
+{
+	size_t n = 1024;
+
+	m->anon_stale = false;
+	while (n < m->stacks.n)
+		n = st_mult(n, 2);
+	m->anon = xcalloc(st_mult(n, 2), sizeof(*m->anon));
+	m->nanon = n;
+	for (size_t i = 0; i < m->buckets.n; i++) {
+		const struct bucket *b = m->buckets.v[i];
+		uint32_t *slot;
+
+		if (!b->stack || b->stack->id >= n)
+			continue;
+		slot = &m->anon[2 * (size_t)b->stack->id +
+				(b->kind == ALLOC_MMAP)];
+		if (!*slot)
+			*slot = b->index + 1;
+	}
 }
 
 const struct stack *model_intern_stack(struct model *m,
@@ -107,12 +139,53 @@ struct bucket *model_define_bucket(struct model *m, uint64_t id,
 	return b;
 }
 
-struct bucket *model_define_stack_bucket(struct model *m, uint64_t id,
-					 enum alloc_kind kind,
-					 bool has_typeinfo, uint64_t typeinfo,
-					 const char *type_name,
-					 const struct stack *stack,
-					 const char *source, unsigned long line)
+struct bucket_place model_bucket_place(const struct model *m,
+				       const struct bucket *b)
+{
+	if (b->index >= m->nplaces || !m->places[b->index].file)
+		return (struct bucket_place){ NULL, 0 };
+	return (struct bucket_place){ m->place_files[m->places[b->index].file -
+						     1],
+				      m->places[b->index].line };
+}
+
+/* B was defined at SOURCE:LINE (interned).  (A line past 2^32 - 1, of
+ * a file of a hundred GB, is no place.) */
+static void place(struct model *m, const struct bucket *b, const char *source,
+		  unsigned long line)
+{
+	size_t f = m->nplace_files;
+
+	/* (A file defines thousands: the last one first.) */
+	if (f && m->place_files[f - 1] == source)
+		f--;
+	else
+		for (f = 0; f < m->nplace_files; f++)
+			if (m->place_files[f] == source)
+				break;
+	if (f == m->nplace_files) {
+		GROW(m->place_files, f + 1, m->place_files_alloc);
+		m->place_files[m->nplace_files++] = source;
+	}
+	if (b->index >= m->nplaces) {
+		size_t n = m->nplaces ? m->nplaces : 1024;
+
+		while (n <= b->index)
+			n = st_mult(n, 2);
+		m->places = xrecallocarray(m->places, m->nplaces, n,
+					   sizeof(*m->places));
+		m->nplaces = n;
+	}
+	m->places[b->index].file = line <= UINT32_MAX ? (uint32_t)f + 1 : 0;
+	m->places[b->index].line = (uint32_t)line;
+}
+
+/* model_define_stack_bucket, where a place is kept if PLACED. */
+static struct bucket *define(struct model *m, uint64_t id,
+			     enum alloc_kind kind, bool has_typeinfo,
+			     uint64_t typeinfo, const char *type_name,
+			     const struct stack *stack, const char *source,
+			     unsigned long line, bool placed)
 {
 	struct bucket *b = bucket_set_find(&m->buckets, id);
 
@@ -134,9 +207,17 @@ struct bucket *model_define_stack_bucket(struct model *m, uint64_t id,
 		 * The producer writes each bucket once per process; a
 		 * different redefinition means files of two runs are mixed.
 		 */
-		warning("%s:%lu: bucket %" PRIu64 " redefined (previously "
-			"at %s:%lu); using the later definition",
-			source, line, id, b->source, b->source_line);
+		struct bucket_place was = model_bucket_place(m, b);
+
+		if (was.source)
+			warning("%s:%lu: bucket %" PRIu64 " redefined "
+				"(previously at %s:%lu); using the later "
+				"definition",
+				source, line, id, was.source, was.line);
+		else
+			warning("%s:%lu: bucket %" PRIu64 " redefined; using "
+				"the later definition",
+				source, line, id);
 	}
 	b->kind = kind;
 	if (!b->type && (has_typeinfo || typeinfo || *type_name)) {
@@ -154,9 +235,20 @@ struct bucket *model_define_stack_bucket(struct model *m, uint64_t id,
 		b->type->name = type_name;
 	}
 	b->stack = stack;
-	b->source = source;
-	b->source_line = line;
+	if (placed)
+		place(m, b, source, line);
 	return b;
+}
+
+struct bucket *model_define_stack_bucket(struct model *m, uint64_t id,
+					 enum alloc_kind kind,
+					 bool has_typeinfo, uint64_t typeinfo,
+					 const char *type_name,
+					 const struct stack *stack,
+					 const char *source, unsigned long line)
+{
+	return define(m, id, kind, has_typeinfo, typeinfo, type_name, stack,
+		      source, line, true);
 }
 
 void model_bucket_type(struct model *m, struct bucket *b, uint64_t typeinfo,
@@ -188,6 +280,8 @@ struct bucket *model_stack_bucket(struct model *m, enum alloc_kind kind,
 	struct bucket *b;
 	uint32_t *slot;
 
+	if (m->anon_stale)
+		anon_ready(m);
 	/* (By stack id: a new stack's is the next, not a cache miss.) */
 	if (stack->id >= m->nanon) {
 		size_t n = m->nanon ? m->nanon : 1024;
@@ -203,10 +297,9 @@ struct bucket *model_stack_bucket(struct model *m, enum alloc_kind kind,
 		return m->buckets.v[*slot - 1];
 	if (!m->empty)
 		m->empty = strtab_intern_str(&m->strings, "");
-	if (!m->source || strcmp(source, m->source))
-		m->source = strtab_intern_str(&m->strings, source);
-	b = model_define_stack_bucket(m, m->buckets.n + 1, kind, false, 0,
-				      m->empty, stack, m->source, line);
+	/* (No place kept: the next number is never defined again.) */
+	b = define(m, m->buckets.n + 1, kind, false, 0, m->empty, stack,
+		   source, line, false);
 	if (b)
 		*slot = b->index + 1;
 	return b;
