@@ -53,9 +53,8 @@ void model_trim(struct model *m)
 	m->anon_stale = true;
 }
 
-/* The map of (stack, kind) to bucket again, from the buckets that have
- * a stack, after model_trim: a profile without bucket ids makes all its
- * buckets through it. */
+/* The map of (stack, kind) to bucket again after model_trim, from the
+ * buckets made of a stack (those without a place: no producer's number). */
 static void anon_ready(struct model *m)
 {
 	size_t n = 1024;
@@ -69,7 +68,8 @@ static void anon_ready(struct model *m)
 		const struct bucket *b = m->buckets.v[i];
 		uint32_t *slot;
 
-		if (!b->stack || b->stack->id >= n)
+		if (!b->stack || b->stack->id >= n ||
+		    (b->index < m->nplaces && m->places[b->index].file))
 			continue;
 		slot = &m->anon[2 * (size_t)b->stack->id +
 				(b->kind == ALLOC_MMAP)];

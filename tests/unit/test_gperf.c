@@ -165,6 +165,34 @@ Test(gperf, heap_tag_is_unsampled)
 	cr_assert_eq(snap.gs.row[GS_PROFILED_MALLOC].committed, 4096);
 }
 
+/* A run's last dump lets the model's tables by content go before its
+ * buckets are made; a dump read after finds its stacks' buckets again
+ * (html reads a run's dumps twice). */
+Test(gperf, last_dump_trims_and_buckets_are_found_again)
+{
+	const struct bucket *b0, *b1;
+	size_t n;
+
+	run.last = true;
+	cr_assert_eq(load(HDR("heapprofile") LINES MAPS), 0);
+	cr_assert(m.anon_stale || m.nanon, "the map is made after the trim");
+	b0 = snap.lines[0].bucket;
+	b1 = snap.lines[1].bucket;
+	n = m.buckets.n;
+	model_trim(&m);
+	cr_assert(m.anon_stale);
+	snapshot_release(&snap);
+	run.last = false;
+	cr_assert_eq(load(HDR("heapprofile") LINES
+			  "     1:       16 [     1:       16] @ 0x00401170\n"
+			  MAPS),
+		     0);
+	cr_assert_eq(snap.lines[0].bucket, b0);
+	cr_assert_eq(snap.lines[1].bucket, b1);
+	cr_assert_eq(m.buckets.n, n + 1);
+	cr_assert_neq(snap.lines[2].bucket, b0);
+}
+
 Test(gperf, header_spacing_and_leading_blank_lines)
 {
 	cr_assert_eq(load("\n  \nheap profile:1:4096[5:8192]@heapprofile\n"
