@@ -300,15 +300,6 @@ static void place(struct tally_entry *e, const struct lframe *l,
 		e->flags |= PLACE_FLAT;
 }
 
-/*
- * The entry of LF's function in FUNCS: by frame id when the frame is
- * one function and of the model FUNCS caches (a million stacks over a
- * few hundred thousand frames), else by its name.  An interpreted
- * function (a Python or JIT frame of a run on such a runtime, in no
- * binary) is its name in its file, as pprof keeps them apart: every
- * Python module's top level is a "<module>", and two files may each have
- * a "main" or a "<lambda>".
- */
 /* Can FUNCS cache what it knows of LF by frame id?  Then with room. */
 static bool by_id(struct tally *funcs, const struct model *m,
 		  const struct lframe *lf)
@@ -375,6 +366,15 @@ static bool allocator_frame(struct tally *funcs, const struct model *m,
 	return frame_flags(funcs, m, lf) & FRAME_ALLOCATOR;
 }
 
+/*
+ * The entry of LF's function in FUNCS: by frame id when the frame is
+ * one function and of the model FUNCS caches (a million stacks over a
+ * few hundred thousand frames), else by its name.  An interpreted
+ * function (a Python or JIT frame of a run on such a runtime, in no
+ * binary) is its name in its file, as pprof keeps them apart: every
+ * Python module's top level is a "<module>", and two files may each have
+ * a "main" or a "<lambda>".
+ */
 static struct tally_entry *function_entry(struct tally *funcs,
 					  const struct model *m,
 					  const struct lframe *lf,
