@@ -54,13 +54,34 @@ static inline const char *bucket_type_sym(const struct bucket *b)
 	return b->type ? b->type->sym : NULL;
 }
 
+/*
+ * What a stack line notes of its bucket to be summed without fetching
+ * the bucket (snapshot.line_index): its index, BUCKET_KEY_MMAP for an
+ * mmap bucket, BUCKET_KEY_NONE for none (or for an index too big to tell
+ * from these two: such a line has no key).
+ */
+enum { BUCKET_KEY_MMAP = UINT32_MAX - 1, BUCKET_KEY_NONE = UINT32_MAX };
+
+static inline uint32_t bucket_key(const struct bucket *b)
+{
+	if (!b || b->index >= BUCKET_KEY_MMAP)
+		return BUCKET_KEY_NONE;
+	return b->kind == ALLOC_MMAP ? BUCKET_KEY_MMAP : b->index;
+}
+
+/* A bucket by id, with its key beside it. */
+struct bucket_slot {
+	struct bucket *b;
+	uint32_t key;
+};
+
 struct bucket_set {
 	/* Every bucket's id is its index + 1 (as readers that number them
 	 * give them): found by index, in no table. */
 	bool by_index;
 	/* Else id -> bucket: small ids (producers count from 0) in an
 	 * array, others in a map (hash_u64 identity). */
-	struct bucket **dense;
+	struct bucket_slot *dense;
 	size_t ndense;
 	struct hashmap by_id;
 	size_t nsparse;       /* entries in by_id */
@@ -77,9 +98,15 @@ static inline void bucket_set_prefetch(const struct bucket_set *s, uint64_t id)
 		prefetch(&s->dense[id]);
 }
 struct bucket *bucket_set_find(const struct bucket_set *s, uint64_t id);
+/* The same, and its bucket_key in *KEY (from the table, where the ids
+ * are small: the bucket is not fetched). */
+struct bucket *bucket_set_find_key(const struct bucket_set *s, uint64_t id,
+				   uint32_t *key);
 /* Add B, the last of V, by its id (no bucket of that id may be there
  * yet). */
 void bucket_set_add(struct bucket_set *s, struct bucket *b);
+/* B's kind changed (a redefinition): its key with it. */
+void bucket_set_rekey(struct bucket_set *s, const struct bucket *b);
 /* Buckets sorted by id (a new array the caller frees). */
 struct bucket **bucket_set_sorted(const struct bucket_set *s);
 

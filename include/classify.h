@@ -147,6 +147,16 @@ void classifier_free(struct classifier *c);
  */
 int classify_malloc(struct classifier *c, const struct bucket *b);
 
+/* The same, of B whose index is INDEX (a snapshot's line_index): B is
+ * not fetched when its column is known. */
+static inline int classify_malloc_index(struct classifier *c, uint32_t index,
+					const struct bucket *b)
+{
+	if (index < c->nbucket_col && c->bucket_col[index] > 0)
+		return c->bucket_col[index] - 1;
+	return classify_malloc(c, b);
+}
+
 /*
  * Classify the buckets of SNAP's malloc lines that C has not seen yet,
  * on every core: helper threads take shares of them while this one
@@ -169,6 +179,14 @@ static inline void classify_prefetch(const struct classifier *c,
 {
 	if (b->index < c->nbucket_col)
 		prefetch(&c->bucket_col[b->index]);
+}
+
+/* The same, of the bucket of index I (a snapshot's line_index). */
+static inline void classify_prefetch_index(const struct classifier *c,
+					   uint32_t i)
+{
+	if (i < c->nbucket_col)
+		prefetch(&c->bucket_col[i]);
 }
 /*
  * Where a profile has no MMAP_LIST (gperftools), its mmap stack lines are

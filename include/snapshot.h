@@ -177,6 +177,9 @@ struct snapshot {
 
 	struct stack_line *lines;
 	size_t nlines, lines_alloc;
+	/* Each line's bucket_key (NULL: not made; see
+	 * snapshot_index_lines). */
+	uint32_t *line_index;
 	bool has_alloc_bytes;  /* the lines count allocated bytes too */
 	/* The profile does not count allocations and frees: a line's alloc
 	 * is its blocks in use and free 0, and nobody prints them as
@@ -212,6 +215,16 @@ struct snapshot {
 /* An empty snapshot of PATH (page size 4096, no maps of its own). */
 void snapshot_init(struct snapshot *snap, const char *path);
 void snapshot_release(struct snapshot *snap);
+
+/*
+ * SNAP's line_index, once its lines have their buckets, if its reader
+ * did not make it.  Buckets are fetched from all over the model: the
+ * thread that read the dump does so (a reader that looks buckets up by
+ * id has the keys from the table: bucket_set_find_key), and whoever sums
+ * it (another thread, once per policy) reads a key beside each line.
+ * Not made where a line's bucket has no key.
+ */
+void snapshot_index_lines(struct snapshot *snap);
 
 /*
  * Warn about stack lines naming buckets no .buckets file defines, saying

@@ -59,18 +59,30 @@ static int add_malloc(struct classifier *c, const struct snapshot *snap,
 {
 	const struct policy *p = c->p;
 
+	const uint32_t *index = snap->line_index;
+
 	for (size_t i = 0; i < snap->nlines; i++) {
 		const struct stack_line *l = &snap->lines[i];
 		int col;
 
 		/*
-		 * Buckets come in no order: fetch those of the lines ahead,
-		 * then (once they are here) their memo entries.
+		 * Buckets come in no order: fetch the memo entries of the
+		 * lines ahead (by the index the reader noted, else from the
+		 * buckets, fetched first).
 		 */
-		if (i + 16 < snap->nlines && snap->lines[i + 16].bucket)
-			prefetch(snap->lines[i + 16].bucket);
-		if (i + 8 < snap->nlines && snap->lines[i + 8].bucket)
-			classify_prefetch(c, snap->lines[i + 8].bucket);
+		if (index) {
+			if (i + 16 < snap->nlines)
+				classify_prefetch_index(c, index[i + 16]);
+		} else {
+			if (i + 16 < snap->nlines && snap->lines[i + 16].bucket)
+				prefetch(snap->lines[i + 16].bucket);
+			if (i + 8 < snap->nlines && snap->lines[i + 8].bucket)
+				classify_prefetch(c, snap->lines[i + 8].bucket);
+		}
+		if (index && index[i] < BUCKET_KEY_MMAP) {
+			col = classify_malloc_index(c, index[i], l->bucket);
+			goto counted;
+		}
 		if (l->bucket && l->bucket->kind == ALLOC_MMAP) {
 			struct region r;
 
@@ -91,6 +103,7 @@ static int add_malloc(struct classifier *c, const struct snapshot *snap,
 			continue;
 		}
 		col = classify_malloc(c, l->bucket);
+counted:
 		if (col < 0)
 			return -1;
 		/* (malloc-unused is computed: its lines join it there.) */
@@ -417,6 +430,7 @@ int aggregate_items(struct classifier *c, const struct snapshot *snap,
 			(snap->has_pagecount || group);
 
 	size_t unknown = 0; /* (a cursor in snap->unknown) */
+	const uint32_t *index = snap->line_index;
 
 	classify_snapshot(c, snap);
 	for (size_t i = 0; i < snap->nlines; i++) {
@@ -427,8 +441,11 @@ int aggregate_items(struct classifier *c, const struct snapshot *snap,
 		 * and stacks (whose ids item sinks index by). */
 		if (i + 16 < snap->nlines && snap->lines[i + 16].bucket)
 			prefetch(snap->lines[i + 16].bucket);
+		if (index && i + 16 < snap->nlines)
+			classify_prefetch_index(c, index[i + 16]);
 		if (i + 8 < snap->nlines && snap->lines[i + 8].bucket) {
-			classify_prefetch(c, snap->lines[i + 8].bucket);
+			if (!index)
+				classify_prefetch(c, snap->lines[i + 8].bucket);
 			prefetch(snap->lines[i + 8].bucket->stack);
 		}
 		memset(&it, 0, sizeof(it));
@@ -448,7 +465,9 @@ int aggregate_items(struct classifier *c, const struct snapshot *snap,
 			it.col = classify_hooked(c, l->bucket, &vma_unknown, 0);
 		} else {
 			it.kind = ITEM_MALLOC;
-			it.col = classify_malloc(c, l->bucket);
+			it.col = index ? classify_malloc_index(c, index[i],
+								l->bucket)
+				       : classify_malloc(c, l->bucket);
 		}
 		if (it.bucket && it.col < 0)
 			return -1;

@@ -260,5 +260,7 @@ int profile_load_part_as(struct snapshot *snap, const char *path, int part,
 	}
 	if (rc < 0)
 		snapshot_release(snap);
+	else
+		snapshot_index_lines(snap);
 	return rc;
 }

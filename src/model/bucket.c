@@ -41,11 +41,31 @@ struct bucket *bucket_set_find(const struct bucket_set *s, uint64_t id)
 {
 	if (s->by_index)
 		return id && id <= s->n ? s->v[id - 1] : NULL;
-	if (id < s->ndense && s->dense[id])
-		return s->dense[id];
+	if (id < s->ndense && s->dense[id].b)
+		return s->dense[id].b;
 	if (!s->nsparse)
 		return NULL;
 	return hashmap_get(&s->by_id, hash_u64(id), NULL, NULL);
+}
+
+struct bucket *bucket_set_find_key(const struct bucket_set *s, uint64_t id,
+				   uint32_t *key)
+{
+	struct bucket *b;
+
+	if (!s->by_index && id < s->ndense && s->dense[id].b) {
+		*key = s->dense[id].key;
+		return s->dense[id].b;
+	}
+	b = bucket_set_find(s, id);
+	*key = bucket_key(b);
+	return b;
+}
+
+void bucket_set_rekey(struct bucket_set *s, const struct bucket *b)
+{
+	if (!s->by_index && b->id < s->ndense && s->dense[b->id].b == b)
+		s->dense[b->id].key = bucket_key(b);
 }
 
 static void add_by_id(struct bucket_set *s, struct bucket *b);
@@ -84,7 +104,7 @@ static void add_by_id(struct bucket_set *s, struct bucket *b)
 		s->ndense = n;
 	}
 	if (b->id < s->ndense) {
-		s->dense[b->id] = b;
+		s->dense[b->id] = (struct bucket_slot){ b, bucket_key(b) };
 	} else {
 		hashmap_put(&s->by_id, hash_u64(b->id), b);
 		s->nsparse++;

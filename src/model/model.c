@@ -199,6 +199,7 @@ static struct bucket *define(struct model *m, uint64_t id,
 		memset(b, 0, sizeof(*b));
 		b->id = id;
 		b->index = (uint32_t)m->buckets.n;
+		b->kind = kind;
 		GROW(m->buckets.v, m->buckets.n + 1, m->buckets.alloc);
 		m->buckets.v[m->buckets.n++] = b;
 		bucket_set_add(&m->buckets, b);
@@ -219,7 +220,10 @@ static struct bucket *define(struct model *m, uint64_t id,
 				"the later definition",
 				source, line, id);
 	}
-	b->kind = kind;
+	if (b->kind != kind) {
+		b->kind = kind;
+		bucket_set_rekey(&m->buckets, b);
+	}
 	if (!b->type && (has_typeinfo || typeinfo || *type_name)) {
 		b->type = arena_alloc(&m->arena, sizeof(*b->type));
 		memset(b->type, 0, sizeof(*b->type));

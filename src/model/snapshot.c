@@ -51,9 +51,30 @@ void snapshot_release(struct snapshot *snap)
 		free(snap->meta_extra[i].value);
 	}
 	FREE_ALL(snap->meta_extra, snap->vmas, snap->regions, snap->pfs,
-		 snap->gs.extra, snap->lines, snap->unknown);
+		 snap->gs.extra, snap->lines, snap->line_index, snap->unknown);
 	maps_free(&snap->own_maps);
 	memset(snap, 0, sizeof(*snap));
+}
+
+void snapshot_index_lines(struct snapshot *snap)
+{
+	enum { AHEAD = 16 };
+	const struct stack_line *l = snap->lines;
+	uint32_t *v;
+
+	if (snap->line_index || !snap->nlines)
+		return;
+	v = xreallocarray(NULL, snap->nlines, sizeof(*v));
+	for (size_t i = 0; i < snap->nlines; i++) {
+		if (i + AHEAD < snap->nlines && l[i + AHEAD].bucket)
+			prefetch(l[i + AHEAD].bucket);
+		v[i] = bucket_key(l[i].bucket);
+		if (v[i] == BUCKET_KEY_NONE && l[i].bucket) {
+			free(v);
+			return;
+		}
+	}
+	snap->line_index = v;
 }
 
 void snapshot_warn_unknown_buckets(const struct snapshot *snap,

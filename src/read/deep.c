@@ -774,20 +774,29 @@ static void find_buckets(struct parser *p)
 	enum { AHEAD = 16 };
 	struct snapshot *snap = p->snap;
 	const struct model *m = p->m;
+	uint32_t *keys = xreallocarray(NULL, snap->nlines ? snap->nlines : 1,
+				       sizeof(*keys));
+	bool keyed = true;
 
 	for (size_t i = 0; i < snap->nlines; i++) {
 		struct stack_line *sl = &snap->lines[i];
 
 		if (i >= p->found_from && i < p->found_to) {
-			/* (The tail's: looked up there.) */
+			/* (The tail's: looked up there, the key where its
+			 * id was.) */
+			keys[i] = sl->bucket ? (uint32_t)p->ids[i]
+					     : BUCKET_KEY_NONE;
 		} else {
 			if (i + AHEAD < snap->nlines)
 				bucket_set_prefetch(&m->buckets,
 						    p->ids[i + AHEAD]);
-			sl->bucket = bucket_set_find(&m->buckets, p->ids[i]);
+			sl->bucket = bucket_set_find_key(&m->buckets,
+							 p->ids[i], &keys[i]);
 		}
-		if (sl->bucket)
+		if (sl->bucket) {
+			keyed = keyed && keys[i] != BUCKET_KEY_NONE;
 			continue;
+		}
 		if (!snap->nunknown)
 			snap->first_unknown_line = p->nos[i];
 		GROW(snap->unknown, snap->nunknown + 1, snap->unknown_alloc);
@@ -796,6 +805,13 @@ static void find_buckets(struct parser *p)
 		snap->unknown_bucket_bytes =
 			add64(snap->unknown_bucket_bytes, sl->committed,
 			      &snap->overflow);
+	}
+	/* (A line without a key: the keys are made from the buckets.) */
+	if (keyed && snap->nlines) {
+		free(snap->line_index);
+		snap->line_index = keys;
+	} else {
+		free(keys);
 	}
 }
 

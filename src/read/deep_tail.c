@@ -45,10 +45,17 @@ static void tail_main(void *arg)
 		t->nos[t->n] = t->no + t->n + 1;
 		t->n++;
 	}
+	/* (A found bucket's key goes where its id was: find_buckets takes
+	 * it there.) */
 	for (size_t i = 0; i < t->n; i++) {
+		uint32_t key;
+
 		if (i + AHEAD < t->n)
 			bucket_set_prefetch(&t->m->buckets, t->ids[i + AHEAD]);
-		t->lines[i].bucket = bucket_set_find(&t->m->buckets, t->ids[i]);
+		t->lines[i].bucket = bucket_set_find_key(&t->m->buckets,
+							 t->ids[i], &key);
+		if (t->lines[i].bucket)
+			t->ids[i] = key;
 	}
 }
 

@@ -88,6 +88,27 @@ Test(buckets, redefinition_later_wins)
 	cr_assert_null(strstr(stderr_text(), "r2.buckets:1: "));
 }
 
+/* A bucket's key (what a stack line notes of it) follows its kind
+ * through a redefinition, in the table of ids as out of it. */
+Test(buckets, key_follows_a_redefinition)
+{
+	const char *p = write_file("k.buckets", "5 malloc 0x1\n"
+						"0 mmap 0x2\n"
+						"5 mmap 0x3\n"
+						"0 malloc 0x4\n", -1);
+	uint32_t key;
+
+	capture_stderr();
+	cr_assert_eq(bucketfile_load(&m, p), 0);
+	cr_assert_not(m.buckets.by_index);
+	cr_assert_not_null(bucket_set_find_key(&m.buckets, 5, &key));
+	cr_assert_eq(key, BUCKET_KEY_MMAP);
+	cr_assert_not_null(bucket_set_find_key(&m.buckets, 0, &key));
+	cr_assert_eq(key, bucket_set_find(&m.buckets, 0)->index);
+	cr_assert_null(bucket_set_find_key(&m.buckets, 9, &key));
+	cr_assert_eq(key, BUCKET_KEY_NONE);
+}
+
 static void expect_error(const char *content, const char *msg)
 {
 	const char *p = write_file("bad.buckets", content, -1);

@@ -150,9 +150,10 @@ static void setup(void)
 {
 	struct strbuf sb = { 0 };
 
-	/* Buckets 1 to 100. */
+	/* Buckets 1 to 100, the tens mmap ones. */
 	for (int i = 1; i <= 100; i++)
-		sb_addf(&sb, "%d malloc 0x%x\n", i, 0x1000 + i);
+		sb_addf(&sb, "%d %s 0x%x\n", i, i % 10 ? "malloc" : "mmap",
+			0x1000 + i);
 	model_init(&m);
 	memset(&run, 0, sizeof(run));
 	cr_assert_eq(bucketfile_load(&m, write_file("r.buckets", sb.buf, -1)),
@@ -210,7 +211,9 @@ static const char *big_dump(size_t n, const size_t *odd, size_t nodd)
 }
 
 /* The dump of big_dump(N, ODD, NODD) reads right: every stack line in
- * order, with its bucket. */
+ * order, with its bucket, and its bucket's key beside it (the index of
+ * a malloc bucket, BUCKET_KEY_MMAP, BUCKET_KEY_NONE for none: what
+ * summing it reads instead of the bucket). */
 static void check_big(size_t n, const size_t *odd, size_t nodd)
 {
 	size_t at = 0, k = 0, unknown = 0;
@@ -218,6 +221,7 @@ static void check_big(size_t n, const size_t *odd, size_t nodd)
 	capture_stderr();
 	cr_assert_eq(profile_load(&snap, big_dump(n, odd, nodd), &m, &run), 0,
 		     "%s", stderr_text());
+	cr_assert_not_null(snap.line_index);
 	for (size_t i = 0; i < n; i++) {
 		const struct stack_line *sl = &snap.lines[at];
 		uint64_t want = i % 100 + 1;
@@ -234,6 +238,8 @@ static void check_big(size_t n, const size_t *odd, size_t nodd)
 					cr_assert_eq(snap.first_unknown_line,
 						     HEAD_LINES + i + 1);
 				cr_assert_null(sl->bucket);
+				cr_assert_eq(snap.line_index[at],
+					     BUCKET_KEY_NONE);
 				at++;
 				continue;
 			}
@@ -243,6 +249,9 @@ static void check_big(size_t n, const size_t *odd, size_t nodd)
 		cr_assert_eq(sl->alloc, 1);
 		cr_assert_not_null(sl->bucket, "line %zu", i);
 		cr_assert_eq(sl->bucket->id, want, "line %zu", i);
+		cr_assert_eq(snap.line_index[at],
+			     want % 10 ? sl->bucket->index : BUCKET_KEY_MMAP,
+			     "line %zu", i);
 		at++;
 	}
 	cr_assert_eq(snap.nlines, at);
