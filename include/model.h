@@ -58,6 +58,10 @@ void model_free(struct model *m);
  */
 void model_trim(struct model *m);
 
+/* About N more buckets (and stacks) are coming: room made for them at
+ * once. */
+void model_expect_buckets(struct model *m, size_t n);
+
 /*
  * Define (or redefine: the later definition wins, as in the original) the
  * bucket ID, whose stack is FRAMES (addresses, innermost first); SOURCE

@@ -12,6 +12,10 @@
 
 #include "input.h"
 
+#if defined(__SSE2__) && defined(__x86_64__)
+#include <emmintrin.h>
+#endif
+
 /* A cursor over one line's bytes. */
 struct cursor {
 	const char *p;
@@ -145,22 +149,49 @@ static inline uint64_t xdigits8_value(uint64_t w, unsigned n)
 }
 
 /*
- * "0x" and 1 to 16 hex digits at P, then END or a blank: the word's
- * length, its value in *V.  0 if P holds no such word (let the general
- * parser say why).  Reads up to 18 bytes from P, which LIMIT (the end of
- * the buffer, past END) must allow.
+ * The hex digits that open the 16 bytes at Q: how many (0 to 16), and
+ * the number they spell in *V when there is one.  An address is a dozen
+ * digits: with SSE2 (every x86-64) the sixteen bytes are looked at
+ * together, in a third of the instructions of two words' SWAR.
  */
-static inline size_t hex_word(const char *p, const char *end,
-			      const char *limit, uint64_t *v)
+static inline unsigned xdigits16(const char *q, uint64_t *v)
 {
-	const char *q = p + 2;
+#if defined(__SSE2__) && defined(__x86_64__)
+	const __m128i x = _mm_loadu_si128((const __m128i *)(const void *)q);
+	const __m128i lower = _mm_or_si128(x, _mm_set1_epi8(0x20));
+	/* (Signed compares: a byte from 0x80 up is below all of them.) */
+	const __m128i digit =
+		_mm_and_si128(_mm_cmpgt_epi8(x, _mm_set1_epi8('0' - 1)),
+			      _mm_cmplt_epi8(x, _mm_set1_epi8('9' + 1)));
+	const __m128i alpha =
+		_mm_and_si128(_mm_cmpgt_epi8(lower, _mm_set1_epi8('a' - 1)),
+			      _mm_cmplt_epi8(lower, _mm_set1_epi8('f' + 1)));
+	unsigned other = ~(unsigned)_mm_movemask_epi8(
+				 _mm_or_si128(digit, alpha)) & 0xffffu;
+	unsigned n = other ? (unsigned)__builtin_ctz(other) : 16;
+	__m128i val, pairs;
 	uint64_t w;
-	unsigned n, k;
 
-	if (end - p < 3 || limit - q < 16 || p[0] != '0' || p[1] != 'x')
+	if (!n)
 		return 0;
-	w = load8(q);
-	n = xdigits8(w);
+	/* Each byte its digit's value (0 where no digit); each pair of
+	 * bytes one byte, the first digit high; the eight bytes as the
+	 * number of all sixteen digits, then only the first N kept. */
+	val = _mm_or_si128(
+		_mm_and_si128(digit, _mm_sub_epi8(x, _mm_set1_epi8('0'))),
+		_mm_and_si128(alpha,
+			      _mm_sub_epi8(lower, _mm_set1_epi8('a' - 10))));
+	pairs = _mm_or_si128(
+		_mm_slli_epi16(_mm_and_si128(val, _mm_set1_epi16(0x00ff)), 4),
+		_mm_srli_epi16(val, 8));
+	w = __builtin_bswap64(
+		(uint64_t)_mm_cvtsi128_si64(_mm_packus_epi16(pairs, pairs)));
+	*v = n == 16 ? w : w >> (4 * (16 - n));
+	return n;
+#else
+	uint64_t w = load8(q);
+	unsigned n = xdigits8(w), k;
+
 	if (!n)
 		return 0;
 	*v = xdigits8_value(w, n);
@@ -172,6 +203,27 @@ static inline size_t hex_word(const char *p, const char *end,
 			n += k;
 		}
 	}
+	return n;
+#endif
+}
+
+/*
+ * "0x" and 1 to 16 hex digits at P, then END or a blank: the word's
+ * length, its value in *V.  0 if P holds no such word (let the general
+ * parser say why).  Reads up to 18 bytes from P, which LIMIT (the end of
+ * the buffer, past END) must allow.
+ */
+static inline size_t hex_word(const char *p, const char *end,
+			      const char *limit, uint64_t *v)
+{
+	const char *q = p + 2;
+	unsigned n;
+
+	if (end - p < 3 || limit - q < 16 || p[0] != '0' || p[1] != 'x')
+		return 0;
+	n = xdigits16(q, v);
+	if (!n)
+		return 0;
 	/* (More than 16 digits: no blank after the 16th.) */
 	if (q + n > end || (q + n < end && q[n] != ' '))
 		return 0;

@@ -98,10 +98,20 @@ void frames_free(struct frame_table *t);
 /* The id of ADDR's frame; FRAME_NONE when 2^32 - 1 ids are taken. */
 #define FRAME_NONE UINT32_MAX
 uint32_t frames_intern(struct frame_table *t, uint64_t addr);
+/* The same, ADDR's hash_u64 H known. */
+uint32_t frames_intern_hashed(struct frame_table *t, uint64_t addr,
+			      uint64_t h);
 /* Ask for the slot of ADDR early, to intern it soon. */
 static inline void frames_prefetch(const struct frame_table *t, uint64_t addr)
 {
 	prefetch(&t->slots[(size_t)hash_u64(addr) & t->mask]);
+}
+/* The same, of hash H: H. */
+static inline uint64_t frames_prefetch_hashed(const struct frame_table *t,
+					      uint64_t h)
+{
+	prefetch(&t->slots[(size_t)h & t->mask]);
+	return h;
 }
 /*
  * The id of ADDR's frame, which the caller knows is not interned: its
@@ -141,6 +151,10 @@ const struct stack *stacks_intern_hashed(struct stack_table *t,
 					 const uint32_t *frames,
 					 uint32_t depth, uint64_t hash);
 
+/* Room for N stacks in all: the table made as big as it would grow to
+ * (no table made and let go on the way: fresh memory is a page fault
+ * and a page zeroed). */
+void stacks_reserve(struct stack_table *t, size_t n);
 /* Forget the stacks from id N on. */
 void stacks_truncate(struct stack_table *t, size_t n);
 /* The same as frames_trim, for stacks. */

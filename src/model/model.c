@@ -180,6 +180,18 @@ static void place(struct model *m, const struct bucket *b, const char *source,
 	m->places[b->index].line = (uint32_t)line;
 }
 
+void model_expect_buckets(struct model *m, size_t n)
+{
+	size_t total = st_add(m->buckets.n, n);
+
+	stacks_reserve(&m->stacks, st_add(m->stacks.n, n));
+	if (total > m->buckets.alloc) {
+		m->buckets.v = xreallocarray(m->buckets.v, total,
+					     sizeof(*m->buckets.v));
+		m->buckets.alloc = total;
+	}
+}
+
 /* model_define_stack_bucket, where a place is kept if PLACED. */
 static struct bucket *define(struct model *m, uint64_t id,
 			     enum alloc_kind kind, bool has_typeinfo,

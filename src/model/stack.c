@@ -59,11 +59,17 @@ static struct frame *frame_new(struct frame_table *t, uint64_t addr)
 
 uint32_t frames_intern(struct frame_table *t, uint64_t addr)
 {
+	return frames_intern_hashed(t, addr, hash_u64(addr));
+}
+
+uint32_t frames_intern_hashed(struct frame_table *t, uint64_t addr,
+			      uint64_t h)
+{
 	size_t k;
 	struct frame *f;
 
 	frames_ready(t);
-	k = (size_t)hash_u64(addr) & t->mask;
+	k = (size_t)h & t->mask;
 	while (t->slots[k].id) {
 		if (t->slots[k].addr == addr)
 			return t->slots[k].id - 1;
@@ -302,6 +308,22 @@ const struct stack *stacks_intern_hashed(struct stack_table *t,
 		stacks_rehash(t, t->slots, t->mask + 1, t->n,
 			      st_mult(t->mask + 1, 2));
 	return s;
+}
+
+void stacks_reserve(struct stack_table *t, size_t n)
+{
+	size_t nslots = t->mask + 1;
+
+	if (t->stale)
+		return; /* (built for what it holds when asked) */
+	while (st_mult(n, 4) > st_mult(nslots, 3))
+		nslots = st_mult(nslots, 2);
+	if (nslots > t->mask + 1)
+		stacks_rehash(t, t->slots, t->mask + 1, t->n, nslots);
+	if (n > t->alloc) {
+		t->v = xreallocarray(t->v, n, sizeof(*t->v));
+		t->alloc = n;
+	}
 }
 
 void stacks_truncate(struct stack_table *t, size_t n)

@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "threads.h"
 #include "reader.h"
@@ -69,13 +70,14 @@ static void batch_free(struct batch *bt)
 	sb_release(&bt->names);
 }
 
-enum { BATCH_LINES = 16384, AHEAD = 64 };
+enum { BATCH_LINES = 16384, AHEAD = 64, SAMPLE_LINES = 1024 };
 
 /* Returns 0, or -1 after an error (an id table is full). */
 static int batch_define(struct model *m, struct batch *bt,
 			const char *source)
 {
 	const char *empty = strtab_intern_str(&m->strings, "");
+	uint64_t hashes[AHEAD];
 
 	/* The frames named first: the buckets after them use them. */
 	for (size_t i = 0; i < bt->nnamed; i++) {
@@ -91,10 +93,18 @@ static int batch_define(struct model *m, struct batch *bt,
 				source, b->no, b->addr);
 	}
 	GROW(bt->ids, bt->nframes, bt->ids_alloc);
+	/* (Each frame's hash made once: for its prefetch, kept in a ring
+	 * until it is interned.) */
+	for (size_t i = 0; i < AHEAD && i < bt->nframes; i++)
+		hashes[i] = frames_prefetch_hashed(&m->frames,
+						   hash_u64(bt->frames[i]));
 	for (size_t i = 0; i < bt->nframes; i++) {
+		uint64_t h = hashes[i % AHEAD];
+
 		if (i + AHEAD < bt->nframes)
-			frames_prefetch(&m->frames, bt->frames[i + AHEAD]);
-		bt->ids[i] = frames_intern(&m->frames, bt->frames[i]);
+			hashes[i % AHEAD] = frames_prefetch_hashed(
+				&m->frames, hash_u64(bt->frames[i + AHEAD]));
+		bt->ids[i] = frames_intern_hashed(&m->frames, bt->frames[i], h);
 		if (bt->ids[i] == FRAME_NONE)
 			return error("%s: more than %" PRIu32 " distinct frames",
 				     source, FRAME_NONE - 1);
@@ -131,64 +141,19 @@ static int batch_define(struct model *m, struct batch *bt,
 	return 0;
 }
 
-#define ONES 0x0101010101010101ULL
-#define HIGHS 0x8080808080808080ULL
-
-/* The bytes of W (each below 0x80) from LO to HI: their high bit set. */
-static inline uint64_t bytes_in(uint64_t w, unsigned lo, unsigned hi)
-{
-	return (w + ONES * (0x80 - lo)) & ~(w + ONES * (0x7f - hi)) & HIGHS;
-}
-
-/*
- * The hex digits that open the 8 bytes W: how many (0 to 8), and their
- * value in *V.  A frame's address is a dozen of them: eight at a time,
- * not one (the digits were most of the time spent on a .buckets file).
- */
-static inline unsigned hex8(uint64_t w, uint64_t *v)
-{
-	uint64_t digit, alpha, other, x;
-	unsigned n;
-
-	/* (A byte from 0x80 up is none, whatever it reads as below.) */
-	other = w & HIGHS;
-	w &= ~HIGHS;
-	digit = bytes_in(w, '0', '9');
-	alpha = bytes_in(w | ONES * 0x20, 'a', 'f');
-	other |= ~(digit | alpha) & HIGHS;
-	n = other ? (unsigned)__builtin_ctzll(other) >> 3 : 8;
-	if (!n)
-		return 0;
-	/* Each byte its digit's value; the first N as the low digits of
-	 * eight (the first byte is the lowest, and the most significant). */
-	x = (w & ONES * 0x0f) + (alpha >> 7) * 9;
-	if (n < 8)
-		x <<= 8 * (8 - n);
-	x = ((x << 4) + (x >> 8)) & 0x00ff00ff00ff00ffULL;
-	x = ((x << 8) + (x >> 16)) & 0x0000ffff0000ffffULL;
-	*v = ((x << 16) + (x >> 32)) & 0xffffffffULL;
-	return n;
-}
-
 /*
  * The hex digits at P, before END: how many (17: too many for 64 bits),
  * their value in *V.
  */
 static inline unsigned hex_run(const char *p, const char *end, uint64_t *v)
 {
-	uint64_t hi, lo;
-	unsigned n = 0, m;
+	unsigned n = 0;
 	int d;
 
-	if (end - p >= 16 && (n = hex8(load8(p), &hi)) == 8) {
-		m = hex8(load8(p + 8), &lo);
-		if (m == 8 && p + 16 < end && hex_value(p[16]) >= 0)
+	if (end - p >= 16) {
+		n = xdigits16(p, v);
+		if (n == 16 && p + 16 < end && hex_value(p[16]) >= 0)
 			return 17;
-		*v = m == 8 ? hi << 32 | lo : m ? hi << (4 * m) | lo : hi;
-		return 8 + m;
-	}
-	if (n) {
-		*v = hi;
 		return n;
 	}
 	/* Near the end of the line: a digit at a time. */
@@ -196,6 +161,53 @@ static inline unsigned hex_run(const char *p, const char *end, uint64_t *v)
 	for (; p < end && n <= 16 && (d = hex_value(*p)) >= 0; p++, n++)
 		*v = *v << 4 | (unsigned)d;
 	return n;
+}
+
+/*
+ * Frames from P (at the blank before one) while each is one blank, "0x"
+ * and 1 to 16 hex digits, with 16 bytes to read after its "0x" before
+ * END: they go to BT, and where they stop is returned.  Finding where a
+ * frame ends waits for its digits to be read, and the next frame's
+ * reading waited for that: a chain through every frame of the line.
+ * Producers print addresses as wide as each other (zero-padded, or of
+ * one region), so the next frame is looked for where the last width
+ * puts it, the check of that guess off the chain; a wrong guess is a
+ * mispredicted branch, not a wrong frame.
+ */
+static const char *frames_run(struct batch *bt, const char *p,
+			      const char *end, size_t *depth)
+{
+	size_t guess = 0, miss, n0 = bt->nframes;
+	uint64_t *out;
+
+	/* (A frame takes 4 bytes at least: room for all at once.) */
+	GROW(bt->frames, bt->nframes + (size_t)(end - p) / 4 + 1,
+	     bt->frames_alloc);
+	out = bt->frames + bt->nframes;
+	while (end - p >= 19 && p[0] == ' ' && p[1] == '0' && p[2] == 'x') {
+		uint64_t v;
+		unsigned n = xdigits16(p + 3, &v);
+		size_t step = 3 + (size_t)n;
+
+		if (!n || (p + step < end && p[step] != ' ' &&
+			   p[step] != '\t'))
+			break; /* (17 digits too: no blank after 16) */
+		*out++ = v;
+		/*
+		 * (Not p += step, which is what a compiler makes of "if
+		 * step differs, guess = step; p += guess": the chain would
+		 * go through the digits again.  The difference hidden from
+		 * it, the guess is only written when wrong.)
+		 */
+		miss = step ^ guess;
+		__asm__("" : "+r"(miss));
+		if (miss)
+			guess = step;
+		p += guess;
+	}
+	*depth += (size_t)(out - (bt->frames + n0));
+	bt->nframes = (size_t)(out - bt->frames);
+	return p;
 }
 
 /* Text up to a tab or the end, unescaped into the batch's names; false
@@ -302,10 +314,11 @@ static int parse_bucket_line(struct batch *bt, struct reader_pos *pos,
 		 * digits.  Anything else goes the general way below.
 		 */
 		if (in_frames) {
-			const char *p = c.p, *end = c.end;
+			const char *p, *end = c.end;
 			uint64_t v = 0;
 			unsigned n;
 
+			p = c.p = frames_run(bt, c.p, end, &depth);
 			while (p < end && (*p == ' ' || *p == '\t'))
 				p++;
 			if (end - p > 2 && p[0] == '0' && p[1] == 'x') {
@@ -385,6 +398,8 @@ out:
 struct chunk {
 	struct batch bt;
 	size_t file;        /* which path */
+	const char *from;   /* where its lines start in the file's bytes */
+	size_t bytes;       /* how many they take */
 };
 
 enum { NCHUNKS = 4 };
@@ -396,14 +411,17 @@ struct loader {
 	struct chunk chunks[NCHUNKS]; /* the hand-off's slots */
 	struct chunk *cur;  /* the thread's */
 	/* this one's */
+	uint64_t total;     /* the files' bytes (0: not known) */
+	bool expected;      /* the model told how many buckets come */
 	size_t last;        /* the file of the chunk defined last */
 	const char *source; /* its path, interned */
 	size_t loaded;      /* files defined */
 };
 
-/* The thread's next chunk, of file FILE: false when this one takes no
- * more. */
-static bool next_chunk(struct handoff *h, struct loader *ld, size_t file)
+/* The thread's next chunk, of file FILE from FROM: false when this one
+ * takes no more. */
+static bool next_chunk(struct handoff *h, struct loader *ld, size_t file,
+		       const char *from)
 {
 	size_t slot = handoff_slot(h);
 
@@ -411,8 +429,18 @@ static bool next_chunk(struct handoff *h, struct loader *ld, size_t file)
 		return false;
 	ld->cur = &ld->chunks[slot];
 	ld->cur->file = file;
+	ld->cur->from = from;
+	ld->cur->bytes = 0;
 	batch_reset(&ld->cur->bt);
 	return true;
+}
+
+/* The thread's chunk handed over, its lines ending at TO: false when
+ * this one takes no more. */
+static bool put_chunk(struct handoff *h, struct loader *ld, const char *to)
+{
+	ld->cur->bytes = (size_t)(to - ld->cur->from);
+	return handoff_put(h);
 }
 
 /* Parse file FILE into chunks: 0, -1 after an error (said), 1 when this
@@ -427,7 +455,7 @@ static int parse_file(struct handoff *h, struct loader *ld, size_t file)
 
 	if (file_load(&fb, pos.path) < 0)
 		return -1;
-	if (!next_chunk(h, ld, file))
+	if (!next_chunk(h, ld, file, fb.data))
 		rc = 1;
 	lines_init(&r, fb.data, fb.size);
 	while (!rc && lines_next(&r, &l)) {
@@ -446,11 +474,12 @@ static int parse_file(struct handoff *h, struct loader *ld, size_t file)
 		else if (parse_bucket_line(&ld->cur->bt, &pos, &l) < 0)
 			rc = -1;
 		else if (ld->cur->bt.n == BATCH_LINES &&
-			 (!handoff_put(h) || !next_chunk(h, ld, file)))
+			 (!put_chunk(h, ld, r.p) ||
+			  !next_chunk(h, ld, file, r.p)))
 			rc = 1;
 	}
 	/* (After an error too: the lines before it are defined first.) */
-	if (rc != 1 && !handoff_put(h))
+	if (rc != 1 && !put_chunk(h, ld, r.p))
 		rc = 1;
 	file_release(&fb);
 	read_pos_release(&pos);
@@ -482,14 +511,43 @@ static int define_chunk(void *arg, size_t slot)
 					       ld->paths[c->file]);
 		ld->loaded++;
 	}
+	/*
+	 * A chunk of many lines tells how many bytes a bucket takes, so about how
+	 * many buckets all the files hold: the model makes room for them
+	 * once, where its tables would have doubled twenty times (a
+	 * million stacks: 32 MB of tables made and let go).
+	 */
+	if (!ld->expected && c->bt.n >= SAMPLE_LINES && c->bytes) {
+		double per = (double)c->bytes / (double)c->bt.n;
+
+		ld->expected = true;
+		if (ld->total > c->bytes)
+			model_expect_buckets(ld->m,
+					     (size_t)((double)ld->total / per));
+	}
 	return batch_define(ld->m, &c->bt, ld->source) < 0;
+}
+
+/* The bytes of the N files PATHS (0 if one cannot be asked). */
+static uint64_t files_bytes(const char *const *paths, size_t n)
+{
+	uint64_t total = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		struct stat st;
+
+		if (stat(paths[i], &st) < 0 || st.st_size < 0)
+			return 0;
+		total += (uint64_t)st.st_size;
+	}
+	return total;
 }
 
 int bucketfile_load_many(struct model *m, const char *const *paths, size_t n,
 		      size_t *loaded)
 {
 	struct loader ld = { .m = m, .paths = paths, .n = n,
-			     .last = SIZE_MAX };
+			     .total = files_bytes(paths, n), .last = SIZE_MAX };
 	int rc = handoff_run(NCHUNKS, parse_files, define_chunk, &ld);
 
 	for (size_t i = 0; i < NCHUNKS; i++)

@@ -1,5 +1,6 @@
 /* .buckets files into the model. */
 #include <criterion/criterion.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +108,87 @@ Test(buckets, key_follows_a_redefinition)
 	cr_assert_eq(key, bucket_set_find(&m.buckets, 0)->index);
 	cr_assert_null(bucket_set_find_key(&m.buckets, 9, &key));
 	cr_assert_eq(key, BUCKET_KEY_NONE);
+}
+
+static void expect_error(const char *content, const char *msg);
+
+static uint64_t xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/*
+ * Frames of every width (1 to 16 digits, either case), runs of one
+ * width and widths that change at every frame, blanks of one space or
+ * more, a tab: each bucket's frames what a digit-at-a-time reading
+ * gives.  (The reader guesses where the next frame is from the width of
+ * the last one.)
+ */
+Test(buckets, frames_of_any_width_and_blank)
+{
+	enum { LINES = 3000, MAXD = 40 };
+	struct strbuf sb = STRBUF_INIT;
+	static uint64_t want[LINES][MAXD];
+	static uint32_t depth[LINES];
+	uint64_t seed = 0x9e3779b97f4a7c15ULL;
+
+	for (int i = 0; i < LINES; i++) {
+		unsigned width = 1 + (unsigned)(xorshift(&seed) % 16);
+		bool same = xorshift(&seed) & 1;
+
+		depth[i] = (uint32_t)(xorshift(&seed) % MAXD);
+		sb_addf(&sb, "%d %s", i + 1, i % 7 ? "malloc" : "mmap");
+		for (uint32_t k = 0; k < depth[i]; k++) {
+			uint64_t r = xorshift(&seed);
+			unsigned w = same ? width
+					  : 1 + (unsigned)(xorshift(&seed) % 16);
+			char digits[17];
+
+			/* (A frame of W digits, the first not 0.) */
+			want[i][k] = w == 16 ? r | 1ULL << 63
+					     : (r & ((1ULL << (4 * w)) - 1)) |
+						       1ULL << (4 * w - 4);
+			snprintf(digits, sizeof(digits),
+				 r & 0x100 ? "%" PRIX64 : "%" PRIx64,
+				 want[i][k]);
+			sb_addstr(&sb, r % 13 == 0   ? "\t"
+				       : r % 11 == 0 ? "   "
+						     : " ");
+			sb_addf(&sb, "0x%s", digits);
+		}
+		sb_addstr(&sb, xorshift(&seed) % 5 == 0 ? " \n" : "\n");
+	}
+	cr_assert_eq(bucketfile_load(&m, write_file("w.buckets", sb.buf,
+						    (long)sb.len)),
+		     0);
+	sb_release(&sb);
+	for (int i = 0; i < LINES; i++) {
+		const struct bucket *b = bucket_set_find(&m.buckets,
+							 (uint64_t)i + 1);
+
+		cr_assert_not_null(b, "bucket %d", i + 1);
+		cr_assert_eq(b->stack->depth, depth[i], "bucket %d", i + 1);
+		for (uint32_t k = 0; k < depth[i]; k++)
+			cr_assert_eq(frame_get(&m.frames,
+					       b->stack->frames[k])->addr,
+				     want[i][k], "bucket %d frame %u", i + 1,
+				     k);
+	}
+}
+
+/* Seventeen digits after frames of a width the reader guessed. */
+Test(buckets, too_many_digits_after_a_run)
+{
+	expect_error("1 malloc 0x123456789abc 0x123456789abc 0x123456789abc "
+		     "0x123456789abc0ffff 0x1\n",
+		     "bad.buckets:1: out-of-range frame address "
+		     "'0x123456789abc0ffff'");
+	expect_error("1 malloc 0x123456789abc 0x123456789abc 0x123456789abc "
+		     "0x12345678z 0x1\n",
+		     "bad.buckets:1: invalid frame address '0x12345678z'");
 }
 
 static void expect_error(const char *content, const char *msg)

@@ -1,5 +1,6 @@
 /* Input: lines, words and numbers. */
 #include <criterion/criterion.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,6 +222,38 @@ Test(input, hex_words_eight_bytes_at_a_time)
 	cr_assert_eq(hex_word("0x12", (const char *)"0x12" + 4,
 			      (const char *)"0x12" + 5, &(uint64_t){ 0 }),
 		     0);
+}
+
+/* Sixteen bytes at once: the hex digits that open them, as a digit at a
+ * time counts them, bytes from 0x80 up (0xe1 is 'a' with the high bit)
+ * and the neighbours of each range included. */
+Test(input, hex_digits_sixteen_bytes_at_once)
+{
+	static const char pool[] = "0123456789abcdefABCDEF/:@`gG \t\x80\xb0"
+				   "\xc1\xe1\xe6\xff";
+	uint64_t seed = 88172645463325252ULL;
+
+	for (int i = 0; i < 200000; i++) {
+		char buf[16];
+		uint64_t v = 0, want = 0;
+		unsigned n, k;
+
+		for (k = 0; k < sizeof(buf); k++) {
+			seed ^= seed << 13;
+			seed ^= seed >> 7;
+			seed ^= seed << 17;
+			/* Mostly digits, so that long runs come. */
+			buf[k] = pool[seed % (seed & 0x300 ? 22
+							   : sizeof(pool) - 1)];
+		}
+		for (k = 0; k < sizeof(buf) && hex_value(buf[k]) >= 0; k++)
+			want = want << 4 | (uint64_t)hex_value(buf[k]);
+		n = xdigits16(buf, &v);
+		cr_assert_eq(n, k, "case %d", i);
+		if (n)
+			cr_assert_eq(v, want, "case %d: %" PRIx64 " for %" PRIx64,
+				     i, v, want);
+	}
 }
 
 /* Every line as lines_next() gives it from the whole text. */
