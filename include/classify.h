@@ -40,6 +40,9 @@ struct frame_scan {
 struct classifier {
 	struct policy *p;
 	const struct model *m;
+	/* The column of every malloc bucket when the policy's first malloc
+	 * rule takes anything (-1: a bucket's own). */
+	int malloc_all;
 	struct frame_scan scan[2]; /* COND_STACK, COND_SOURCE */
 	const struct bucket *cur;  /* the bucket being classified */
 	int32_t *bucket_col;  /* by bucket index: column + 1; 0 = not yet */

@@ -27,6 +27,9 @@ void policy_set_free(struct policy_set *set);
 bool policy_known(const char *spec);
 /* Does some policy of SET look at F (source=: symbolize with lines)? */
 bool policy_set_uses(const struct policy_set *set, enum cond_field f);
+/* Does some rule look at a stack's names, files or type (a pattern that
+ * is not a catch-all's)?  Else a bucket's column needs no symbols. */
+bool policy_set_needs_names(const struct policy_set *set);
 /* Load exactly one policy (commands that show one); SPEC NULL: the
  * index's default, which must be one. */
 struct policy *policy_set_load_one(const char *spec);

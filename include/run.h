@@ -28,6 +28,9 @@ struct run {
 	struct symbolizer *sym;  /* NULL: nothing to symbolize with */
 	const struct sym_options *opts; /* the caller's */
 	bool symbolized;
+	/* Nobody looks at the frames' names (a timeline whose policies
+	 * decide without them): run_symbolize* leave them. */
+	bool names_unused;
 	size_t snaps_symbolized; /* by run_symbolize_snapshot */
 	bool reading_ahead;      /* a thread interns into the model */
 	enum dump_format format; /* of the first dump */

@@ -24,6 +24,16 @@ void classifier_init(struct classifier *c, struct policy *p,
 	for (size_t i = 0; i < ARRAY_SIZE(c->trie); i++)
 		hashmap_init(&c->trie[i].map, 1024);
 	c->prefix_off = p->uses[COND_TYPE];
+	/* (The first malloc rule is the first to match: if it takes
+	 * anything, no bucket's stack is looked at.) */
+	c->malloc_all = -1;
+	for (size_t i = 0; i < p->nrules; i++) {
+		if (p->rules[i].alloc != RULE_MALLOC)
+			continue;
+		if (rule_is_catch_all(&p->rules[i]))
+			c->malloc_all = (int)p->rules[i].column;
+		break;
+	}
 }
 
 void classifier_free(struct classifier *c)
@@ -806,6 +816,8 @@ static int classify_stack(struct classifier *c, const struct bucket *b)
 	struct prefix_trie *trie;
 	int col;
 
+	if (c->malloc_all >= 0)
+		return c->malloc_all;
 	memset(&subj, 0, sizeof(subj));
 	stack_subject(c, b, &subj);
 	if (c->p->uses[COND_TYPE]) {
@@ -1076,6 +1088,12 @@ void classify_buckets(struct classifier *c)
 	size_t nthreads = threads_wanted(), n = 0;
 	uint32_t *v;
 
+	/* (Nothing to decide ahead when the first rule takes all: each
+	 * bucket's column is had at once.) */
+	if (c->malloc_all >= 0) {
+		c->all_upto = m->buckets.n;
+		return;
+	}
 	if (nthreads < 2 || m->buckets.n - c->all_upto < FEW)
 		return;
 	memo_room(c, m->buckets.n);

@@ -35,6 +35,8 @@ int timeline_build(struct timeline *tl, const struct timeline_options *opt)
 	/* source= needs DWARF lines, which are costly: only on demand. */
 	if (policy_set_uses(&tl->set, COND_SOURCE))
 		opt->sym->want_source = true;
+	/* (A caller with its own pass may show names; csv shows none.) */
+	tl->run.names_unused = !opt->each && !policy_set_needs_names(&tl->set);
 	run_symbolize(&tl->run);
 	np = tl->set.n;
 	nd = tl->run.series.ndumps;

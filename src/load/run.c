@@ -127,7 +127,9 @@ void run_pad_readers(void)
 
 void run_symbolize(struct run *r)
 {
-	symbolize_model(&r->model, r->sym, r->has_maps ? &r->maps : NULL);
+	if (!r->names_unused)
+		symbolize_model(&r->model, r->sym,
+				r->has_maps ? &r->maps : NULL);
 	r->symbolized = true;
 }
 
@@ -147,9 +149,11 @@ void run_symbolize_snapshot(struct run *r, const struct snapshot *snap)
 		model_trim(&r->model);
 		give_back();
 	}
-	symbolize_model(&r->model, r->sym,
-			snap->has_own_maps ? &snap->own_maps
-					   : r->has_maps ? &r->maps : NULL);
+	if (!r->names_unused)
+		symbolize_model(&r->model, r->sym,
+				snap->has_own_maps ? &snap->own_maps
+				: r->has_maps	   ? &r->maps
+						   : NULL);
 	r->symbolized = true;
 	if (last) {
 		symbolizer_trim(r->sym);

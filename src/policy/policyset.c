@@ -316,6 +316,23 @@ bool policy_set_uses(const struct policy_set *set, enum cond_field f)
 	return false;
 }
 
+bool policy_set_needs_names(const struct policy_set *set)
+{
+	static const enum cond_field named[] = { COND_STACK, COND_SOURCE,
+						 COND_TYPE };
+
+	for (size_t i = 0; i < set->n; i++)
+		for (size_t k = 0; k < set->v[i]->nrules; k++)
+			for (size_t f = 0; f < ARRAY_SIZE(named); f++) {
+				const struct pattern *pat =
+					set->v[i]->rules[k].cond[named[f]];
+
+				if (pat && !pat->match_all)
+					return true;
+			}
+	return false;
+}
+
 struct policy *policy_set_load_one(const char *spec)
 {
 	struct policy_set set;

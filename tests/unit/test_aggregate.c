@@ -480,3 +480,47 @@ Test(aggregate, first_frames_memo_decides_as_matching_does)
 		pol = NULL;
 	}
 }
+
+/*
+ * A policy whose first malloc rule takes anything decides every malloc
+ * bucket by it, without a look at its stack (no joined names built);
+ * one whose first malloc rule looks at names decides each by its own.
+ */
+Test(aggregate, first_malloc_rule_taking_all_decides_every_bucket)
+{
+	static const char all_first[] =
+		"dmprof-policy 1\ncolumns all cache m u\n"
+		"rule all malloc stack='.*'\n"
+		"rule cache malloc stack='.*Cache.*'\n"
+		"rule m mmap\nrule u unhooked\n";
+	static const char named_first[] =
+		"dmprof-policy 1\ncolumns cache all m u\n"
+		"rule cache malloc stack='.*Cache.*'\n"
+		"rule all malloc\n"
+		"rule m mmap\nrule u unhooked\n";
+	struct classifier c;
+
+	load_run(heap);
+	pol = policy_parse(all_first, strlen(all_first), "a.policy", NULL);
+	cr_assert_not_null(pol);
+	classifier_init(&c, pol, &m);
+	cr_assert_eq(c.malloc_all, policy_column(pol, "all"));
+	for (uint64_t id = 1; id <= 2; id++)
+		cr_assert_eq(classify_malloc(&c, bucket_set_find(&m.buckets,
+								 id)),
+			     policy_column(pol, "all"));
+	cr_assert_eq(c.stack.len, 0, "names joined: '%s'", sb_str(&c.stack));
+	classifier_free(&c);
+	policy_free(pol);
+
+	pol = policy_parse(named_first, strlen(named_first), "n.policy",
+			   NULL);
+	cr_assert_not_null(pol);
+	classifier_init(&c, pol, &m);
+	cr_assert_eq(c.malloc_all, -1);
+	cr_assert_eq(classify_malloc(&c, bucket_set_find(&m.buckets, 1)),
+		     policy_column(pol, "cache"));
+	cr_assert_eq(classify_malloc(&c, bucket_set_find(&m.buckets, 2)),
+		     policy_column(pol, "all"));
+	classifier_free(&c);
+}
