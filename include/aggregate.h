@@ -54,6 +54,10 @@ struct item {
 	const struct vma *vma;       /* of a region (or vma_unknown) */
 	const struct stack_line *line; /* of a stack line, else NULL */
 	int64_t bytes;               /* committed */
+	/* Its bucket's stack's id, where the snapshot noted it for a sink
+	 * that asked (aggregate_items_by_stack_id); else BUCKET_KEY_NONE,
+	 * and bucket->stack->id tells. */
+	uint32_t stack_id;
 };
 
 /* Say that the sizes of SNAP overflow when added up; returns 1 (a status). */
@@ -70,6 +74,16 @@ int sizes_overflow(const struct snapshot *snap);
 int aggregate_items(struct classifier *c, const struct snapshot *snap,
 		    const struct pfn_table *group, bool by_page,
 		    int (*fn)(void *ctx, const struct item *it), void *ctx);
+/*
+ * The same for a FN that looks at a stack by its id only: where the
+ * snapshot noted its lines' stack ids (snapshot.line_stack), items carry
+ * them, and neither buckets nor stacks are fetched for FN.
+ */
+int aggregate_items_by_stack_id(struct classifier *c,
+				const struct snapshot *snap,
+				const struct pfn_table *group, bool by_page,
+				int (*fn)(void *ctx, const struct item *it),
+				void *ctx);
 
 /*
  * Does column C of P count an item of KIND that the rules put in column

@@ -55,12 +55,17 @@ static inline const char *bucket_type_sym(const struct bucket *b)
 }
 
 /*
- * What a stack line notes of its bucket to be summed without fetching
- * the bucket (snapshot.line_index): its index, BUCKET_KEY_MMAP for an
- * mmap bucket, BUCKET_KEY_NONE for none (or for an index too big to tell
- * from these two: such a line has no key).
+ * What a stack line notes of its bucket, to be summed without fetching
+ * the bucket (snapshot.line_index, line_stack): its key, the index of a
+ * malloc bucket, BUCKET_KEY_MMAP for an mmap bucket, BUCKET_KEY_NONE for
+ * none (or for an index too big to tell from these two: such a line has
+ * no key); and its stack's id (BUCKET_KEY_NONE: none).
  */
 enum { BUCKET_KEY_MMAP = UINT32_MAX - 1, BUCKET_KEY_NONE = UINT32_MAX };
+
+struct bucket_note {
+	uint32_t key, stack;
+};
 
 static inline uint32_t bucket_key(const struct bucket *b)
 {
@@ -69,10 +74,19 @@ static inline uint32_t bucket_key(const struct bucket *b)
 	return b->kind == ALLOC_MMAP ? BUCKET_KEY_MMAP : b->index;
 }
 
-/* A bucket by id, with its key beside it. */
+static inline struct bucket_note bucket_note(const struct bucket *b)
+{
+	struct bucket_note n = { bucket_key(b), BUCKET_KEY_NONE };
+
+	if (b && b->stack)
+		n.stack = b->stack->id;
+	return n;
+}
+
+/* A bucket by id, with its note beside it. */
 struct bucket_slot {
 	struct bucket *b;
-	uint32_t key;
+	struct bucket_note note;
 };
 
 struct bucket_set {
@@ -98,15 +112,16 @@ static inline void bucket_set_prefetch(const struct bucket_set *s, uint64_t id)
 		prefetch(&s->dense[id]);
 }
 struct bucket *bucket_set_find(const struct bucket_set *s, uint64_t id);
-/* The same, and its bucket_key in *KEY (from the table, where the ids
+/* The same, and its bucket_note in *N (from the table, where the ids
  * are small: the bucket is not fetched). */
-struct bucket *bucket_set_find_key(const struct bucket_set *s, uint64_t id,
-				   uint32_t *key);
+struct bucket *bucket_set_find_note(const struct bucket_set *s, uint64_t id,
+				    struct bucket_note *n);
 /* Add B, the last of V, by its id (no bucket of that id may be there
  * yet). */
 void bucket_set_add(struct bucket_set *s, struct bucket *b);
-/* B's kind changed (a redefinition): its key with it. */
-void bucket_set_rekey(struct bucket_set *s, const struct bucket *b);
+/* B's kind or stack set (a definition, a redefinition): its note with
+ * them. */
+void bucket_set_renote(struct bucket_set *s, const struct bucket *b);
 /* Buckets sorted by id (a new array the caller frees). */
 struct bucket **bucket_set_sorted(const struct bucket_set *s);
 

@@ -178,8 +178,9 @@ struct snapshot {
 	struct stack_line *lines;
 	size_t nlines, lines_alloc;
 	/* Each line's bucket_key (NULL: not made; see
-	 * snapshot_index_lines). */
-	uint32_t *line_index;
+	 * snapshot_index_lines), and its bucket's stack's id (NULL: not
+	 * made; made by readers that have it from the bucket table). */
+	uint32_t *line_index, *line_stack;
 	bool has_alloc_bytes;  /* the lines count allocated bytes too */
 	/* The profile does not count allocations and frees: a line's alloc
 	 * is its blocks in use and free 0, and nobody prints them as
@@ -220,7 +221,7 @@ void snapshot_release(struct snapshot *snap);
  * SNAP's line_index, once its lines have their buckets, if its reader
  * did not make it.  Buckets are fetched from all over the model: the
  * thread that read the dump does so (a reader that looks buckets up by
- * id has the keys from the table: bucket_set_find_key), and whoever sums
+ * id has the keys from the table: bucket_set_find_note), and whoever sums
  * it (another thread, once per policy) reads a key beside each line.
  * Not made where a line's bucket has no key.
  */

@@ -388,6 +388,7 @@ static int region_items(struct classifier *c, const struct snapshot *snap,
 	if (!n)
 		return 0; /* no page resident: no bytes, and no column */
 	memset(&it, 0, sizeof(it));
+	it.stack_id = BUCKET_KEY_NONE;
 	it.vma = v;
 	it.bucket = r->bucket;
 	it.bucket_id = r->bucket_id;
@@ -421,9 +422,11 @@ static int region_items(struct classifier *c, const struct snapshot *snap,
 	return fn(ctx, &it) ? -1 : 0;
 }
 
-int aggregate_items(struct classifier *c, const struct snapshot *snap,
-		    const struct pfn_table *group, bool by_page,
-		    int (*fn)(void *ctx, const struct item *it), void *ctx)
+/* aggregate_items, where IDS_ONLY says that FN looks at stacks by
+ * their ids only (item.stack_id). */
+static int items(struct classifier *c, const struct snapshot *snap,
+		 const struct pfn_table *group, bool by_page, bool ids_only,
+		 int (*fn)(void *ctx, const struct item *it), void *ctx)
 {
 	static const struct pfn_table none = { NULL, 0 };
 	bool per_page = by_page && snap->pageframe_length &&
@@ -431,19 +434,24 @@ int aggregate_items(struct classifier *c, const struct snapshot *snap,
 
 	size_t unknown = 0; /* (a cursor in snap->unknown) */
 	const uint32_t *index = snap->line_index;
+	const uint32_t *stacks = ids_only ? snap->line_stack : NULL;
 
 	classify_snapshot(c, snap);
 	for (size_t i = 0; i < snap->nlines; i++) {
 		const struct stack_line *l = &snap->lines[i];
 		struct item it;
 
-		/* As add_malloc: the buckets ahead, then their memo entries
-		 * and stacks (whose ids item sinks index by). */
-		if (i + 16 < snap->nlines && snap->lines[i + 16].bucket)
-			prefetch(snap->lines[i + 16].bucket);
+		/* As add_malloc: the memo entries ahead (from the lines'
+		 * keys, else from their buckets, fetched first), and but for
+		 * a sink that wants stack ids only, which the lines note,
+		 * their stacks (whose ids item sinks index by). */
 		if (index && i + 16 < snap->nlines)
 			classify_prefetch_index(c, index[i + 16]);
-		if (i + 8 < snap->nlines && snap->lines[i + 8].bucket) {
+		if (!stacks && i + 16 < snap->nlines &&
+		    snap->lines[i + 16].bucket)
+			prefetch(snap->lines[i + 16].bucket);
+		if (!stacks && i + 8 < snap->nlines &&
+		    snap->lines[i + 8].bucket) {
 			if (!index)
 				classify_prefetch(c, snap->lines[i + 8].bucket);
 			prefetch(snap->lines[i + 8].bucket->stack);
@@ -453,10 +461,12 @@ int aggregate_items(struct classifier *c, const struct snapshot *snap,
 		it.bucket = l->bucket;
 		it.bytes = l->committed;
 		it.col = -1;
+		it.stack_id = stacks ? stacks[i] : BUCKET_KEY_NONE;
 		if (!l->bucket) {
 			it.kind = ITEM_LINE_NO_BUCKET;
 			it.bucket_id = snapshot_unknown_id(snap, i, &unknown);
-		} else if (l->bucket->kind == ALLOC_MMAP) {
+		} else if (index ? index[i] == BUCKET_KEY_MMAP
+				 : l->bucket->kind == ALLOC_MMAP) {
 			/* Deep dumps account mmap through MMAP_LIST. */
 			if (snap->mmap_by_regions)
 				continue;
@@ -479,6 +489,22 @@ int aggregate_items(struct classifier *c, const struct snapshot *snap,
 				 group ? group : &none, fn, ctx) < 0)
 			return -1;
 	return 0;
+}
+
+int aggregate_items(struct classifier *c, const struct snapshot *snap,
+		    const struct pfn_table *group, bool by_page,
+		    int (*fn)(void *ctx, const struct item *it), void *ctx)
+{
+	return items(c, snap, group, by_page, false, fn, ctx);
+}
+
+int aggregate_items_by_stack_id(struct classifier *c,
+				const struct snapshot *snap,
+				const struct pfn_table *group, bool by_page,
+				int (*fn)(void *ctx, const struct item *it),
+				void *ctx)
+{
+	return items(c, snap, group, by_page, true, fn, ctx);
 }
 
 bool column_counts(const struct policy *p, int c, enum item_kind kind,

@@ -48,24 +48,24 @@ struct bucket *bucket_set_find(const struct bucket_set *s, uint64_t id)
 	return hashmap_get(&s->by_id, hash_u64(id), NULL, NULL);
 }
 
-struct bucket *bucket_set_find_key(const struct bucket_set *s, uint64_t id,
-				   uint32_t *key)
+struct bucket *bucket_set_find_note(const struct bucket_set *s, uint64_t id,
+				    struct bucket_note *n)
 {
 	struct bucket *b;
 
 	if (!s->by_index && id < s->ndense && s->dense[id].b) {
-		*key = s->dense[id].key;
+		*n = s->dense[id].note;
 		return s->dense[id].b;
 	}
 	b = bucket_set_find(s, id);
-	*key = bucket_key(b);
+	*n = bucket_note(b);
 	return b;
 }
 
-void bucket_set_rekey(struct bucket_set *s, const struct bucket *b)
+void bucket_set_renote(struct bucket_set *s, const struct bucket *b)
 {
 	if (!s->by_index && b->id < s->ndense && s->dense[b->id].b == b)
-		s->dense[b->id].key = bucket_key(b);
+		s->dense[b->id].note = bucket_note(b);
 }
 
 static void add_by_id(struct bucket_set *s, struct bucket *b);
@@ -104,7 +104,7 @@ static void add_by_id(struct bucket_set *s, struct bucket *b)
 		s->ndense = n;
 	}
 	if (b->id < s->ndense) {
-		s->dense[b->id] = (struct bucket_slot){ b, bucket_key(b) };
+		s->dense[b->id] = (struct bucket_slot){ b, bucket_note(b) };
 	} else {
 		hashmap_put(&s->by_id, hash_u64(b->id), b);
 		s->nsparse++;

@@ -232,10 +232,7 @@ static struct bucket *define(struct model *m, uint64_t id,
 				"the later definition",
 				source, line, id);
 	}
-	if (b->kind != kind) {
-		b->kind = kind;
-		bucket_set_rekey(&m->buckets, b);
-	}
+	b->kind = kind;
 	if (!b->type && (has_typeinfo || typeinfo || *type_name)) {
 		b->type = arena_alloc(&m->arena, sizeof(*b->type));
 		memset(b->type, 0, sizeof(*b->type));
@@ -251,6 +248,7 @@ static struct bucket *define(struct model *m, uint64_t id,
 		b->type->name = type_name;
 	}
 	b->stack = stack;
+	bucket_set_renote(&m->buckets, b);
 	if (placed)
 		place(m, b, source, line);
 	return b;

@@ -51,7 +51,8 @@ void snapshot_release(struct snapshot *snap)
 		free(snap->meta_extra[i].value);
 	}
 	FREE_ALL(snap->meta_extra, snap->vmas, snap->regions, snap->pfs,
-		 snap->gs.extra, snap->lines, snap->line_index, snap->unknown);
+		 snap->gs.extra, snap->lines, snap->line_index, snap->line_stack,
+		 snap->unknown);
 	maps_free(&snap->own_maps);
 	memset(snap, 0, sizeof(*snap));
 }

@@ -774,27 +774,31 @@ static void find_buckets(struct parser *p)
 	enum { AHEAD = 16 };
 	struct snapshot *snap = p->snap;
 	const struct model *m = p->m;
-	uint32_t *keys = xreallocarray(NULL, snap->nlines ? snap->nlines : 1,
-				       sizeof(*keys));
+	size_t n = snap->nlines ? snap->nlines : 1;
+	uint32_t *keys = xreallocarray(NULL, n, sizeof(*keys));
+	uint32_t *stacks = xreallocarray(NULL, n, sizeof(*stacks));
 	bool keyed = true;
 
 	for (size_t i = 0; i < snap->nlines; i++) {
 		struct stack_line *sl = &snap->lines[i];
+		struct bucket_note note = { BUCKET_KEY_NONE, BUCKET_KEY_NONE };
 
 		if (i >= p->found_from && i < p->found_to) {
-			/* (The tail's: looked up there, the key where its
+			/* (The tail's: looked up there, the note where its
 			 * id was.) */
-			keys[i] = sl->bucket ? (uint32_t)p->ids[i]
-					     : BUCKET_KEY_NONE;
+			if (sl->bucket)
+				note = deep_note_unpack(p->ids[i]);
 		} else {
 			if (i + AHEAD < snap->nlines)
 				bucket_set_prefetch(&m->buckets,
 						    p->ids[i + AHEAD]);
-			sl->bucket = bucket_set_find_key(&m->buckets,
-							 p->ids[i], &keys[i]);
+			sl->bucket = bucket_set_find_note(&m->buckets,
+							  p->ids[i], &note);
 		}
+		keys[i] = note.key;
+		stacks[i] = note.stack;
 		if (sl->bucket) {
-			keyed = keyed && keys[i] != BUCKET_KEY_NONE;
+			keyed = keyed && note.key != BUCKET_KEY_NONE;
 			continue;
 		}
 		if (!snap->nunknown)
@@ -809,9 +813,11 @@ static void find_buckets(struct parser *p)
 	/* (A line without a key: the keys are made from the buckets.) */
 	if (keyed && snap->nlines) {
 		free(snap->line_index);
+		free(snap->line_stack);
 		snap->line_index = keys;
+		snap->line_stack = stacks;
 	} else {
-		free(keys);
+		FREE_ALL(keys, stacks);
 	}
 }
 

@@ -142,4 +142,17 @@ const char *deep_tail_join(struct parser *p, bool keep);
 bool deep_tail_take(struct parser *p, struct line_reader *r,
 		    const char *end);
 
+/* A bucket's note where its id was (the tail's lines: see tail_main). */
+static inline uint64_t deep_note_pack(struct bucket_note n)
+{
+	return (uint64_t)n.stack << 32 | n.key;
+}
+
+static inline struct bucket_note deep_note_unpack(uint64_t v)
+{
+	struct bucket_note n = { (uint32_t)v, (uint32_t)(v >> 32) };
+
+	return n;
+}
+
 #endif

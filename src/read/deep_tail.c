@@ -45,17 +45,17 @@ static void tail_main(void *arg)
 		t->nos[t->n] = t->no + t->n + 1;
 		t->n++;
 	}
-	/* (A found bucket's key goes where its id was: find_buckets takes
-	 * it there.) */
+	/* (A found bucket's note goes where its id was: find_buckets
+	 * takes it there.) */
 	for (size_t i = 0; i < t->n; i++) {
-		uint32_t key;
+		struct bucket_note note;
 
 		if (i + AHEAD < t->n)
 			bucket_set_prefetch(&t->m->buckets, t->ids[i + AHEAD]);
-		t->lines[i].bucket = bucket_set_find_key(&t->m->buckets,
-							 t->ids[i], &key);
+		t->lines[i].bucket = bucket_set_find_note(&t->m->buckets,
+							  t->ids[i], &note);
 		if (t->lines[i].bucket)
-			t->ids[i] = key;
+			t->ids[i] = deep_note_pack(note);
 	}
 }
 

@@ -524,3 +524,52 @@ Test(aggregate, first_malloc_rule_taking_all_decides_every_bucket)
 		     policy_column(pol, "all"));
 	classifier_free(&c);
 }
+
+struct seen {
+	size_t lines, regions, noted;
+};
+
+static int see_item(void *ctx, const struct item *it)
+{
+	struct seen *s = ctx;
+
+	if (!it->line) {
+		s->regions++;
+		cr_assert_eq(it->stack_id, BUCKET_KEY_NONE);
+		return 0;
+	}
+	s->lines++;
+	if (it->stack_id != BUCKET_KEY_NONE) {
+		s->noted++;
+		cr_assert_not_null(it->bucket);
+		cr_assert_eq(it->stack_id, it->bucket->stack->id);
+	}
+	return 0;
+}
+
+/* Items of a deep dump's lines carry their stacks' ids (as the reader
+ * noted them) for a sink that asked; regions, and other sinks, none. */
+Test(aggregate, items_by_stack_id)
+{
+	struct classifier c;
+	struct seen by_id = { 0 }, plain = { 0 };
+
+	load_run(heap);
+	cr_assert_not_null(snap.line_stack);
+	pol = policy_parse(POLICY, strlen(POLICY), "p.policy", NULL);
+	cr_assert_not_null(pol);
+	classifier_init(&c, pol, &m);
+	capture_stderr();
+	cr_assert_eq(aggregate_items_by_stack_id(&c, &snap, NULL, true,
+						 see_item, &by_id),
+		     0);
+	cr_assert_eq(aggregate_items(&c, &snap, NULL, true, see_item, &plain),
+		     0);
+	/* (Two malloc lines noted; the unknown bucket's line none; the
+	 * mmap line goes as its region.) */
+	cr_assert_eq(by_id.lines, 3);
+	cr_assert_eq(by_id.noted, 2);
+	cr_assert_gt(by_id.regions, 0);
+	cr_assert_eq(plain.noted, 0);
+	classifier_free(&c);
+}

@@ -89,25 +89,32 @@ Test(buckets, redefinition_later_wins)
 	cr_assert_null(strstr(stderr_text(), "r2.buckets:1: "));
 }
 
-/* A bucket's key (what a stack line notes of it) follows its kind
- * through a redefinition, in the table of ids as out of it. */
-Test(buckets, key_follows_a_redefinition)
+/* A bucket's note (what a stack line keeps of it: its key, its stack)
+ * follows its kind and stack through a redefinition, in the table of
+ * ids as out of it. */
+Test(buckets, note_follows_a_redefinition)
 {
 	const char *p = write_file("k.buckets", "5 malloc 0x1\n"
 						"0 mmap 0x2\n"
 						"5 mmap 0x3\n"
 						"0 malloc 0x4\n", -1);
-	uint32_t key;
+	struct bucket_note n;
 
 	capture_stderr();
 	cr_assert_eq(bucketfile_load(&m, p), 0);
 	cr_assert_not(m.buckets.by_index);
-	cr_assert_not_null(bucket_set_find_key(&m.buckets, 5, &key));
-	cr_assert_eq(key, BUCKET_KEY_MMAP);
-	cr_assert_not_null(bucket_set_find_key(&m.buckets, 0, &key));
-	cr_assert_eq(key, bucket_set_find(&m.buckets, 0)->index);
-	cr_assert_null(bucket_set_find_key(&m.buckets, 9, &key));
-	cr_assert_eq(key, BUCKET_KEY_NONE);
+	cr_assert_not_null(bucket_set_find_note(&m.buckets, 5, &n));
+	cr_assert_eq(n.key, BUCKET_KEY_MMAP);
+	cr_assert_eq(n.stack, bucket_set_find(&m.buckets, 5)->stack->id);
+	cr_assert_eq(frame_get(&m.frames, m.stacks.v[n.stack]->frames[0])->addr,
+		     0x3);
+	cr_assert_not_null(bucket_set_find_note(&m.buckets, 0, &n));
+	cr_assert_eq(n.key, bucket_set_find(&m.buckets, 0)->index);
+	cr_assert_eq(frame_get(&m.frames, m.stacks.v[n.stack]->frames[0])->addr,
+		     0x4);
+	cr_assert_null(bucket_set_find_note(&m.buckets, 9, &n));
+	cr_assert_eq(n.key, BUCKET_KEY_NONE);
+	cr_assert_eq(n.stack, BUCKET_KEY_NONE);
 }
 
 static void expect_error(const char *content, const char *msg);

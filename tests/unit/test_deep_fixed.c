@@ -222,6 +222,7 @@ static void check_big(size_t n, const size_t *odd, size_t nodd)
 	cr_assert_eq(profile_load(&snap, big_dump(n, odd, nodd), &m, &run), 0,
 		     "%s", stderr_text());
 	cr_assert_not_null(snap.line_index);
+	cr_assert_not_null(snap.line_stack);
 	for (size_t i = 0; i < n; i++) {
 		const struct stack_line *sl = &snap.lines[at];
 		uint64_t want = i % 100 + 1;
@@ -240,6 +241,8 @@ static void check_big(size_t n, const size_t *odd, size_t nodd)
 				cr_assert_null(sl->bucket);
 				cr_assert_eq(snap.line_index[at],
 					     BUCKET_KEY_NONE);
+				cr_assert_eq(snap.line_stack[at],
+					     BUCKET_KEY_NONE);
 				at++;
 				continue;
 			}
@@ -251,6 +254,8 @@ static void check_big(size_t n, const size_t *odd, size_t nodd)
 		cr_assert_eq(sl->bucket->id, want, "line %zu", i);
 		cr_assert_eq(snap.line_index[at],
 			     want % 10 ? sl->bucket->index : BUCKET_KEY_MMAP,
+			     "line %zu", i);
+		cr_assert_eq(snap.line_stack[at], sl->bucket->stack->id,
 			     "line %zu", i);
 		at++;
 	}
