@@ -208,6 +208,55 @@ static inline unsigned xdigits16(const char *q, uint64_t *v)
 }
 
 /*
+ * Words from P (at the blank before one) while each is one blank, "0x"
+ * and 1 to 16 hex digits ended by a blank (a space, or a tab if TAB) or
+ * END, with 16 bytes readable after its "0x" before LIMIT: their values
+ * to OUT, which has room for (END - P) / 4 + 1 (a word takes 4 bytes at
+ * least); how many in *N, and where they stop.
+ *
+ * A frame's end waits for its digits to be read, and the next frame's
+ * reading waited for that: a chain through every frame of a line.
+ * Producers print addresses as wide as each other (zero-padded, or of
+ * one region), so the next word is looked for where the last width puts
+ * it, the check of that guess off the chain; a wrong guess is a
+ * mispredicted branch, not a wrong word.
+ */
+static inline const char *hex_words_run(const char *p, const char *end,
+					const char *limit, bool tab,
+					uint64_t *out, size_t *n)
+{
+	size_t guess = 0, miss;
+	const uint64_t *first = out;
+
+	while (limit - p >= 19 && end - p >= 4 && p[0] == ' ' &&
+	       p[1] == '0' && p[2] == 'x') {
+		uint64_t v;
+		unsigned k = xdigits16(p + 3, &v);
+		size_t step = 3 + (size_t)k;
+
+		/* (17 digits too: no blank after 16.) */
+		if (!k || p + step > end ||
+		    (p + step < end && p[step] != ' ' &&
+		     !(tab && p[step] == '\t')))
+			break;
+		*out++ = v;
+		/*
+		 * (Not p += step, which is what a compiler makes of "if
+		 * step differs, guess = step; p += guess": the chain would
+		 * go through the digits again.  The difference hidden from
+		 * it, the guess is only written when wrong.)
+		 */
+		miss = step ^ guess;
+		__asm__("" : "+r"(miss));
+		if (miss)
+			guess = step;
+		p += guess;
+	}
+	*n = (size_t)(out - first);
+	return p;
+}
+
+/*
  * "0x" and 1 to 16 hex digits at P, then END or a blank: the word's
  * length, its value in *V.  0 if P holds no such word (let the general
  * parser say why).  Reads up to 18 bytes from P, which LIMIT (the end of

@@ -163,50 +163,19 @@ static inline unsigned hex_run(const char *p, const char *end, uint64_t *v)
 	return n;
 }
 
-/*
- * Frames from P (at the blank before one) while each is one blank, "0x"
- * and 1 to 16 hex digits, with 16 bytes to read after its "0x" before
- * END: they go to BT, and where they stop is returned.  Finding where a
- * frame ends waits for its digits to be read, and the next frame's
- * reading waited for that: a chain through every frame of the line.
- * Producers print addresses as wide as each other (zero-padded, or of
- * one region), so the next frame is looked for where the last width
- * puts it, the check of that guess off the chain; a wrong guess is a
- * mispredicted branch, not a wrong frame.
- */
+/* Frames from P, the blank before one, in the common form: to BT (see
+ * hex_words_run); where they stop. */
 static const char *frames_run(struct batch *bt, const char *p,
 			      const char *end, size_t *depth)
 {
-	size_t guess = 0, miss, n0 = bt->nframes;
-	uint64_t *out;
+	size_t n;
 
-	/* (A frame takes 4 bytes at least: room for all at once.) */
 	GROW(bt->frames, bt->nframes + (size_t)(end - p) / 4 + 1,
 	     bt->frames_alloc);
-	out = bt->frames + bt->nframes;
-	while (end - p >= 19 && p[0] == ' ' && p[1] == '0' && p[2] == 'x') {
-		uint64_t v;
-		unsigned n = xdigits16(p + 3, &v);
-		size_t step = 3 + (size_t)n;
-
-		if (!n || (p + step < end && p[step] != ' ' &&
-			   p[step] != '\t'))
-			break; /* (17 digits too: no blank after 16) */
-		*out++ = v;
-		/*
-		 * (Not p += step, which is what a compiler makes of "if
-		 * step differs, guess = step; p += guess": the chain would
-		 * go through the digits again.  The difference hidden from
-		 * it, the guess is only written when wrong.)
-		 */
-		miss = step ^ guess;
-		__asm__("" : "+r"(miss));
-		if (miss)
-			guess = step;
-		p += guess;
-	}
-	*depth += (size_t)(out - (bt->frames + n0));
-	bt->nframes = (size_t)(out - bt->frames);
+	/* (16 bytes read after a frame's "0x": within the line.) */
+	p = hex_words_run(p, end, end, true, bt->frames + bt->nframes, &n);
+	bt->nframes += n;
+	*depth += n;
 	return p;
 }
 

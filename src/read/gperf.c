@@ -267,6 +267,15 @@ int gperf_parse_stack_line_into(struct gparser *g, const struct line *l,
 	gl.alloc_objs = v[2];
 	gl.alloc_bytes = v[3];
 	gl.cut = cut != NOT_CUT;
+	/* Most frames at once (see hex_words_run), then the rest. */
+	if (cut != CUT_AT_EOF &&
+	    (size_t)(c.end - c.p) / 4 < UINT32_MAX - 1) {
+		size_t n;
+
+		GROW(*frames, (size_t)(c.end - c.p) / 4 + 1, *alloc);
+		c.p = hex_words_run(c.p, c.end, limit, false, *frames, &n);
+		gl.depth = (uint32_t)n;
+	}
 	for (;;) {
 		uint64_t addr;
 		size_t n;

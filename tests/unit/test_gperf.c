@@ -1094,3 +1094,67 @@ Test(gperf, frames_of_the_thread_taken_over)
 	sb_release(&sb);
 }
 
+
+/*
+ * Frames of every width, runs of one width and widths that change at
+ * every frame, blanks of one space or more and tabs, a line that ends
+ * in a blank: each line's frames what a word at a time gives (the
+ * reader guesses where the next frame is from the width of the last).
+ */
+Test(gperf, frames_of_any_width_and_blank)
+{
+	enum { NLINES = 2000, MAXD = 40 };
+	struct strbuf sb = STRBUF_INIT;
+	static uint64_t want[NLINES][MAXD];
+	static uint32_t depth[NLINES];
+	uint64_t seed = 0x2545f4914f6cdd1dULL;
+	int64_t total = 0;
+
+	for (int i = 0; i < NLINES; i++)
+		total += i + 1;
+	sb_addf(&sb, "heap profile: %6d: %8" PRId64 " [%6d: %8" PRId64
+		     "] @ heapprofile\n", NLINES, total, NLINES, total);
+	for (int i = 0; i < NLINES; i++) {
+		bool same;
+		unsigned width;
+
+		seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+		same = seed & 1;
+		width = 1 + (unsigned)(seed >> 8) % 16;
+		depth[i] = 1 + (uint32_t)((seed >> 16) % (MAXD - 1));
+		sb_addf(&sb, "%6d: %8d [%6d: %8d] @", 1, i + 1, 1, i + 1);
+		for (uint32_t k = 0; k < depth[i]; k++) {
+			unsigned w;
+			uint64_t r;
+
+			seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+			r = seed;
+			w = same ? width : 1 + (unsigned)(r >> 56) % 16;
+			/* (W digits, the first not 0; and the frame's own:
+			 * the lines' stacks all differ.) */
+			want[i][k] = w == 16 ? r | 1ULL << 63
+					     : (r & ((1ULL << (4 * w)) - 1)) |
+						       1ULL << (4 * w - 4);
+			if (k == 0)
+				want[i][k] = 0x1000000ULL + (uint64_t)i;
+			sb_addstr(&sb, r % 13 == 0   ? "\t"
+				       : r % 11 == 0 ? "   "
+						     : " ");
+			sb_addf(&sb, "0x%" PRIx64, want[i][k]);
+		}
+		sb_addstr(&sb, i % 5 == 0 ? " \n" : "\n");
+	}
+	capture_stderr();
+	cr_assert_eq(load_len(sb.buf, (long)sb.len), 0, "%s", stderr_text());
+	sb_release(&sb);
+	cr_assert_eq(snap.nlines, NLINES);
+	for (int i = 0; i < NLINES; i++) {
+		const struct bucket *b = snap.lines[i].bucket;
+
+		cr_assert_eq(snap.lines[i].committed, i + 1);
+		cr_assert_eq(b->stack->depth, depth[i], "line %d", i);
+		for (uint32_t k = 0; k < depth[i]; k++)
+			cr_assert_eq(frame_addr(b, k), want[i][k],
+				     "line %d frame %u", i, k);
+	}
+}
