@@ -3,6 +3,7 @@
 
 #include <criterion/criterion.h>
 #include <ftw.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,4 +145,34 @@ uint8_t *fake_image_at(struct fake_image *f, uint64_t addr)
 			return f->segs[i].data + (addr - f->segs[i].addr);
 	cr_assert_fail("no segment at 0x%llx", (unsigned long long)addr);
 	return NULL;
+}
+
+static uint64_t xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+void frames_text(struct strbuf *sb, uint64_t *seed, uint32_t depth,
+		 bool same_width, uint64_t *want)
+{
+	unsigned width = 1 + (unsigned)(xorshift(seed) % 16);
+
+	for (uint32_t k = 0; k < depth; k++) {
+		uint64_t r = xorshift(seed);
+		unsigned w = same_width ? width
+					: 1 + (unsigned)(xorshift(seed) % 16);
+		char digits[17];
+
+		/* (W digits, the first not 0.) */
+		want[k] = w == 16 ? r | 1ULL << 63
+				  : (r & ((1ULL << (4 * w)) - 1)) |
+					    1ULL << (4 * w - 4);
+		snprintf(digits, sizeof(digits),
+			 r & 0x100 ? "%" PRIX64 : "%" PRIx64, want[k]);
+		sb_addstr(sb, r % 13 == 0 ? "\t" : r % 11 == 0 ? "   " : " ");
+		sb_addf(sb, "0x%s", digits);
+	}
 }

@@ -5,6 +5,7 @@
 #ifndef DMPROF_TEST_HELPERS_H
 #define DMPROF_TEST_HELPERS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,6 +21,16 @@ const char *write_file(const char *name, const char *content, long len);
  */
 void capture_stderr(void);
 const char *stderr_text(void);
+
+struct strbuf;
+/*
+ * DEPTH frames as readers of stack lines meet them, to SB: each a blank
+ * (one space, three, or a tab), "0x" and its address in either case, of
+ * 1 to 16 digits (all as wide as each other if SAME_WIDTH, else each its
+ * own), random from *SEED; the addresses to WANT.
+ */
+void frames_text(struct strbuf *sb, uint64_t *seed, uint32_t depth,
+		 bool same_width, uint64_t *want);
 
 /*
  * A process image over a few buffers of the test's (zeroed, owned), for

@@ -119,14 +119,6 @@ Test(buckets, note_follows_a_redefinition)
 
 static void expect_error(const char *content, const char *msg);
 
-static uint64_t xorshift(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
-
 /*
  * Frames of every width (1 to 16 digits, either case), runs of one
  * width and widths that change at every frame, blanks of one space or
@@ -143,30 +135,10 @@ Test(buckets, frames_of_any_width_and_blank)
 	uint64_t seed = 0x9e3779b97f4a7c15ULL;
 
 	for (int i = 0; i < LINES; i++) {
-		unsigned width = 1 + (unsigned)(xorshift(&seed) % 16);
-		bool same = xorshift(&seed) & 1;
-
-		depth[i] = (uint32_t)(xorshift(&seed) % MAXD);
+		depth[i] = (uint32_t)(seed % MAXD);
 		sb_addf(&sb, "%d %s", i + 1, i % 7 ? "malloc" : "mmap");
-		for (uint32_t k = 0; k < depth[i]; k++) {
-			uint64_t r = xorshift(&seed);
-			unsigned w = same ? width
-					  : 1 + (unsigned)(xorshift(&seed) % 16);
-			char digits[17];
-
-			/* (A frame of W digits, the first not 0.) */
-			want[i][k] = w == 16 ? r | 1ULL << 63
-					     : (r & ((1ULL << (4 * w)) - 1)) |
-						       1ULL << (4 * w - 4);
-			snprintf(digits, sizeof(digits),
-				 r & 0x100 ? "%" PRIX64 : "%" PRIx64,
-				 want[i][k]);
-			sb_addstr(&sb, r % 13 == 0   ? "\t"
-				       : r % 11 == 0 ? "   "
-						     : " ");
-			sb_addf(&sb, "0x%s", digits);
-		}
-		sb_addstr(&sb, xorshift(&seed) % 5 == 0 ? " \n" : "\n");
+		frames_text(&sb, &seed, depth[i], i % 2, want[i]);
+		sb_addstr(&sb, i % 5 == 0 ? " \n" : "\n");
 	}
 	cr_assert_eq(bucketfile_load(&m, write_file("w.buckets", sb.buf,
 						    (long)sb.len)),

@@ -1115,33 +1115,13 @@ Test(gperf, frames_of_any_width_and_blank)
 	sb_addf(&sb, "heap profile: %6d: %8" PRId64 " [%6d: %8" PRId64
 		     "] @ heapprofile\n", NLINES, total, NLINES, total);
 	for (int i = 0; i < NLINES; i++) {
-		bool same;
-		unsigned width;
-
-		seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
-		same = seed & 1;
-		width = 1 + (unsigned)(seed >> 8) % 16;
-		depth[i] = 1 + (uint32_t)((seed >> 16) % (MAXD - 1));
+		depth[i] = 1 + (uint32_t)(seed % (MAXD - 1));
 		sb_addf(&sb, "%6d: %8d [%6d: %8d] @", 1, i + 1, 1, i + 1);
-		for (uint32_t k = 0; k < depth[i]; k++) {
-			unsigned w;
-			uint64_t r;
-
-			seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
-			r = seed;
-			w = same ? width : 1 + (unsigned)(r >> 56) % 16;
-			/* (W digits, the first not 0; and the frame's own:
-			 * the lines' stacks all differ.) */
-			want[i][k] = w == 16 ? r | 1ULL << 63
-					     : (r & ((1ULL << (4 * w)) - 1)) |
-						       1ULL << (4 * w - 4);
-			if (k == 0)
-				want[i][k] = 0x1000000ULL + (uint64_t)i;
-			sb_addstr(&sb, r % 13 == 0   ? "\t"
-				       : r % 11 == 0 ? "   "
-						     : " ");
-			sb_addf(&sb, "0x%" PRIx64, want[i][k]);
-		}
+		/* (The first frame the line's own: the lines' stacks all
+		 * differ.) */
+		want[i][0] = 0x1000000ULL + (uint64_t)i;
+		sb_addf(&sb, " 0x%" PRIx64, want[i][0]);
+		frames_text(&sb, &seed, depth[i] - 1, i % 2, want[i] + 1);
 		sb_addstr(&sb, i % 5 == 0 ? " \n" : "\n");
 	}
 	capture_stderr();
