@@ -172,7 +172,7 @@ Test(change, across_runs_by_names)
 Test(change, stacks_that_go_shrank)
 {
 	/* Bytes of 0x50 .. 0xb0 in five dumps; -1: not in the dump. */
-	static const int bytes[7][5] = {
+	static const int bytes[8][5] = {
 		{ 100, -1, 300, 400, 500 },  /* 0x50: went, came back */
 		{ 100, 200, 300, 400, -1 },  /* 0x60: went at the end */
 		{ 100, 200, 300, 400, 500 }, /* 0x70: a leak */
@@ -180,6 +180,7 @@ Test(change, stacks_that_go_shrank)
 		{ -1, -1, 100, 200, 300 },   /* 0x90: came late */
 		{ -1, -1, -1, 100, 200 },    /* 0xa0: came later, grew on */
 		{ -1, -1, -1, -1, 100 },     /* 0xb0: came at the end */
+		{ 100, -1, -1, -1, -1 },     /* 0xc0: in the first only */
 	};
 	struct open_run o;
 	struct changes c;
@@ -189,7 +190,7 @@ Test(change, stacks_that_go_shrank)
 		struct strbuf sb = STRBUF_INIT;
 
 		sb_addstr(&sb, "heap profile: 1: 1 [ 1: 1] @ heapprofile\n");
-		for (int s = 0; s < 7; s++)
+		for (int s = 0; s < 8; s++)
 			if (bytes[s][d] >= 0)
 				sb_addf(&sb, "1: %d [ 1: %d] @ 0x%x 0x99\n",
 					bytes[s][d], bytes[s][d], 0x50 + 16 * s);
@@ -213,6 +214,9 @@ Test(change, stacks_that_go_shrank)
 	 * one step is not yet one.) */
 	cr_assert(of(&c, 0xa0)->suspect);
 	cr_assert_not(of(&c, 0xb0)->suspect);
+	cr_assert_eq(of(&c, 0xc0)->a, 100);
+	cr_assert_eq(of(&c, 0xc0)->b, 0);
+	cr_assert_not(of(&c, 0xc0)->suspect);
 	changes_free(&c);
 	close_run(&o);
 }
