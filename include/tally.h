@@ -53,6 +53,12 @@ struct tally {
 	uint8_t *flag_by_id;    /* and what it is (FRAME_*: 0, not yet) */
 	size_t nby_id;
 	const void *by_id_of;
+	/* The same for the logical frames of frames with inlined functions:
+	 * frame id -> 1 + where its first one is, in mentry and mflag. */
+	uint32_t *multi_at;
+	struct tally_entry **mentry;
+	uint8_t *mflag;
+	size_t nmulti, multi_alloc;
 	/* stacktext_tally_functions': whose frame owns a stack's bytes
 	 * (NULL: pprof's rule); the user's. */
 	const struct owners *owners;

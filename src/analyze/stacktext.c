@@ -31,6 +31,14 @@ static const char *frame_file(const struct frame *f, uint32_t k)
 struct lframe {
 	const struct frame *f;
 	uint32_t k;
+	uint32_t slot;   /* where a tally keeps what it knows of it: */
+	uint8_t kept;    /* LF_* (see tally_lframes) */
+};
+
+enum {
+	LF_NONE,   /* nowhere */
+	LF_SINGLE, /* by frame id (a frame of one function) */
+	LF_MULTI,  /* in tally.mentry, mflag */
 };
 
 static size_t logical_frames(const struct model *m, const struct stack *st,
@@ -43,8 +51,7 @@ static size_t logical_frames(const struct model *m, const struct stack *st,
 
 		for (uint32_t k = 0; k < frame_nlogical(f); k++) {
 			GROW(*out, n + 1, *alloc);
-			(*out)[n].f = f;
-			(*out)[n++].k = k;
+			(*out)[n++] = (struct lframe){ f, k, 0, LF_NONE };
 		}
 	}
 	return n;
@@ -287,11 +294,15 @@ static bool is_allocator(const struct lframe *l)
 static void place(struct tally_entry *e, const struct lframe *l,
 		  int64_t bytes, bool flat)
 {
-	const char *file = frame_file(l->f, l->k);
 	bool had_flat = e->flags & PLACE_FLAT;
+	const char *file;
 
-	if (!file || (had_flat && !flat) ||
+	/* (The frame itself only when it may be the place: it is far.) */
+	if ((had_flat && !flat) ||
 	    (had_flat == flat && bytes <= e->file_bytes))
+		return;
+	file = frame_file(l->f, l->k);
+	if (!file)
 		return;
 	e->file = file;
 	e->line = frame_line(l->f, l->k);
@@ -300,20 +311,22 @@ static void place(struct tally_entry *e, const struct lframe *l,
 		e->flags |= PLACE_FLAT;
 }
 
-/* Can FUNCS cache what it knows of LF by frame id?  Then with room. */
-static bool by_id(struct tally *funcs, const struct model *m,
-		  const struct lframe *lf)
+/* Can FUNCS keep what it knows of M's frames by their ids?  Then with
+ * room for every frame. */
+static bool tally_frames_ready(struct tally *funcs, const struct model *m)
 {
 	size_t n = m->frames.n;
 
-	if (frame_nlogical(lf->f) != 1 ||
-	    (funcs->by_id_of && funcs->by_id_of != m))
+	if (funcs->by_id_of && funcs->by_id_of != m)
 		return false;
 	if (funcs->nby_id < n) {
 		funcs->by_id = xrecallocarray(funcs->by_id, funcs->nby_id, n,
 					      sizeof(*funcs->by_id));
 		funcs->flag_by_id = xrecallocarray(funcs->flag_by_id,
 						   funcs->nby_id, n, 1);
+		funcs->multi_at = xrecallocarray(funcs->multi_at,
+						 funcs->nby_id, n,
+						 sizeof(*funcs->multi_at));
 		funcs->nby_id = n;
 	}
 	funcs->by_id_of = m;
@@ -326,7 +339,85 @@ enum {
 	FRAME_ALLOCATOR = 2,
 	FRAME_OWN = 4, /* the program's own code */
 	FRAME_WRAPPER = 8, /* an allocator wrapper (owner.h) */
+	FRAME_SHAPE = 16, /* whether FRAME_INLINED is known */
+	FRAME_INLINED = 32, /* it has inlined functions: no by_id */
 };
+
+/* Where FUNCS keeps what it knows of the NL logical frames of frame ID
+ * (of inlined functions): the first's slot in mentry and mflag. */
+static uint32_t multi_slot(struct tally *funcs, uint32_t id, uint32_t nl)
+{
+	size_t at = funcs->nmulti, old = funcs->multi_alloc;
+
+	if (funcs->multi_at[id])
+		return funcs->multi_at[id] - 1;
+	GROW(funcs->mentry, at + nl, funcs->multi_alloc);
+	funcs->mflag = xrecallocarray(funcs->mflag, old, funcs->multi_alloc,
+				      1);
+	memset(funcs->mentry + at, 0, nl * sizeof(*funcs->mentry));
+	funcs->nmulti += nl;
+	funcs->multi_at[id] = (uint32_t)at + 1;
+	return (uint32_t)at;
+}
+
+/*
+ * logical_frames for FUNCS' tallies, each with where FUNCS keeps what it
+ * knows of it (its function's entry, what kind of frame it is): by frame
+ * id for a frame of one function, else by (id, logical frame).  Whether
+ * a frame has inlined functions is kept by id too: a million stacks of a
+ * few hundred thousand frames would each fetch every frame they hold
+ * only to count them.
+ */
+static size_t tally_lframes(struct tally *funcs, const struct model *m,
+			    const struct stack *st)
+{
+	bool cache = tally_frames_ready(funcs, m);
+	size_t n = 0;
+
+	for (uint32_t i = 0; i < st->depth; i++) {
+		uint32_t id = st->frames[i], nl, at = id;
+		const struct frame *f = frame_get(&m->frames, id);
+		uint8_t kept = LF_NONE;
+
+		if (cache) {
+			uint8_t *fl = &funcs->flag_by_id[id];
+
+			if (!(*fl & FRAME_SHAPE))
+				*fl |= FRAME_SHAPE |
+				       (f->ninline ? FRAME_INLINED : 0);
+			nl = *fl & FRAME_INLINED ? frame_nlogical(f) : 1;
+			kept = nl == 1 ? LF_SINGLE : LF_MULTI;
+			if (nl > 1)
+				at = multi_slot(funcs, id, nl);
+		} else {
+			nl = frame_nlogical(f);
+		}
+		for (uint32_t k = 0; k < nl; k++) {
+			GROW(funcs->lframes, n + 1, funcs->lframes_alloc);
+			funcs->lframes[n++] = (struct lframe){
+				f, k, kept == LF_MULTI ? at + k : at, kept
+			};
+		}
+	}
+	return n;
+}
+
+/* What FUNCS knows of LF's kind (FRAME_*), if it keeps it. */
+static uint8_t *kept_flag(struct tally *funcs, const struct lframe *lf)
+{
+	return lf->kept == LF_SINGLE  ? &funcs->flag_by_id[lf->slot]
+	       : lf->kept == LF_MULTI ? &funcs->mflag[lf->slot]
+				      : NULL;
+}
+
+/* LF's function's entry in FUNCS, if it keeps it. */
+static struct tally_entry **kept_entry(struct tally *funcs,
+				       const struct lframe *lf)
+{
+	return lf->kept == LF_SINGLE  ? &funcs->by_id[lf->slot]
+	       : lf->kept == LF_MULTI ? &funcs->mentry[lf->slot]
+				      : NULL;
+}
 
 static uint8_t frame_kind(struct tally *funcs, const struct model *m,
 			  const struct lframe *lf)
@@ -350,13 +441,12 @@ static uint8_t frame_kind(struct tally *funcs, const struct model *m,
 static uint8_t frame_flags(struct tally *funcs, const struct model *m,
 			   const struct lframe *lf)
 {
-	uint8_t *flag;
+	uint8_t *flag = kept_flag(funcs, lf);
 
-	if (!by_id(funcs, m, lf))
+	if (!flag)
 		return frame_kind(funcs, m, lf);
-	flag = &funcs->flag_by_id[lf->f->id];
-	if (!*flag)
-		*flag = frame_kind(funcs, m, lf);
+	if (!(*flag & FRAME_KNOWN))
+		*flag |= frame_kind(funcs, m, lf);
 	return *flag;
 }
 
@@ -380,11 +470,10 @@ static struct tally_entry *function_entry(struct tally *funcs,
 					  const struct lframe *lf,
 					  struct strbuf *name)
 {
-	struct tally_entry *e;
-	bool cached = by_id(funcs, m, lf);
+	struct tally_entry *e, **kept = kept_entry(funcs, lf);
 
-	if (cached && funcs->by_id[lf->f->id])
-		return funcs->by_id[lf->f->id];
+	if (kept && *kept)
+		return *kept;
 	sb_reset(name);
 	frame_name(name, lf->f, lf->k);
 	if (m->runtime && !lf->f->bin && frame_file(lf->f, lf->k)) {
@@ -393,8 +482,8 @@ static struct tally_entry *function_entry(struct tally *funcs,
 		sb_addstr(name, frame_file(lf->f, lf->k));
 	}
 	e = tally_get(funcs, name->buf, name->len);
-	if (cached)
-		funcs->by_id[lf->f->id] = e;
+	if (kept)
+		*kept = e;
 	return e;
 }
 
@@ -487,12 +576,11 @@ static size_t find_owner(struct tally *funcs, const struct model *m,
 bool stacktext_programs_bytes(struct tally *funcs, const struct model *m,
 			      const struct stack *st)
 {
+	size_t nf = tally_lframes(funcs, m, st), first;
 	struct lframe *v = funcs->lframes;
-	size_t nf = logical_frames(m, st, &v, &funcs->lframes_alloc), first;
 	size_t owner;
 	bool own;
 
-	funcs->lframes = v;
 	owner = find_owner(funcs, m, v, nf, &first, &own);
 	for (size_t i = first; own && i < owner; i++)
 		if (owner_runtime_state(frame_func(v[i].f, v[i].k)))
@@ -516,8 +604,8 @@ struct tally_entry *stacktext_tally_functions(struct tally *funcs,
 					      const int64_t *add, size_t n,
 					      bool cum)
 {
+	size_t nf = tally_lframes(funcs, m, st), owner;
 	struct lframe *v = funcs->lframes;
-	size_t nf = logical_frames(m, st, &v, &funcs->lframes_alloc), owner;
 	size_t first;
 	struct strbuf name = STRBUF_INIT;
 	struct tally_entry *own = NULL;
@@ -525,7 +613,6 @@ struct tally_entry *stacktext_tally_functions(struct tally *funcs,
 	/* A function met twice in this stack (recursion) counts once. */
 	uint64_t stamp = ++funcs->stamp;
 
-	funcs->lframes = v;
 	if (stack_is_marker(m, st))
 		return NULL;
 	if (!nf) {

@@ -28,7 +28,8 @@ void tally_init(struct tally *t)
 void tally_free(struct tally *t)
 {
 	hashmap_free(&t->map);
-	FREE_ALL(t->v, t->by_id, t->flag_by_id, t->lframes);
+	FREE_ALL(t->v, t->by_id, t->flag_by_id, t->lframes, t->multi_at,
+		 t->mentry, t->mflag);
 	arena_free(&t->arena);
 	memset(t, 0, sizeof(*t));
 }

@@ -729,3 +729,55 @@ Test(stacks, compact_text_folds_library_runs)
 			 "(vector.tcc:453) <- ...");
 	sb_release(&sb);
 }
+
+/*
+ * Frames with inlined functions: what a tally keeps of each logical
+ * frame (its function's entry, its kind), kept by (frame, logical frame)
+ * when the tally is the model's, gives what it gives when nothing is
+ * kept (a tally of another model's): over several passes, in which the
+ * same frames come again.
+ */
+Test(stacks, inlined_frames_kept_as_when_not)
+{
+	static const struct inline_frame in1[] = {
+		{ .func = "Entry::make", .file = "entry.h", .line = 5 },
+	};
+	static const struct inline_frame in5[] = {
+		{ .func = "operator new(unsigned long)", .file = NULL },
+		{ .func = "step", .file = "walk.h", .line = 2 },
+	};
+	struct tally plain;
+	int other;
+
+	load();
+	m.frames.v[1]->inl = in1;
+	m.frames.v[1]->ninline = 1;
+	m.frames.v[5]->inl = in5;
+	m.frames.v[5]->ninline = 2;
+	tally_init(&plain);
+	plain.by_id_of = &other; /* (another model's: keeps nothing) */
+	for (int pass = 0; pass < 3; pass++)
+		for (uint64_t id = 1; id <= 4; id++) {
+			int64_t add[1] = { (int64_t)(id * 10 + pass) };
+
+			stacktext_tally_functions(&t, &m, stack_of(id), add, 1,
+						  pass != 1);
+			stacktext_tally_functions(&plain, &m, stack_of(id),
+						  add, 1, pass != 1);
+		}
+	cr_assert_not_null(t.multi_at);
+	cr_assert_null(plain.multi_at);
+	cr_assert_eq(t.n, plain.n);
+	for (size_t i = 0; i < plain.n; i++) {
+		const struct tally_entry *p = plain.v[i];
+		const struct tally_entry *e = tally_find(&t, p->key, p->len);
+
+		cr_assert_not_null(e, "%s", p->key);
+		cr_assert_eq(e->v[0], p->v[0], "%s", p->key);
+		cr_assert_eq(e->v[1], p->v[1], "%s", p->key);
+		cr_assert_eq(e->line, p->line, "%s", p->key);
+	}
+	cr_assert_not_null(tally_find(&t, "Entry::make", 11));
+	cr_assert_not_null(tally_find(&t, "step", 4));
+	tally_free(&plain);
+}
