@@ -22,13 +22,19 @@ struct open_run {
 	struct sym_options opts;
 };
 
-static void open_run(struct open_run *o, const char *first, unsigned flags)
+static void open_run_with(struct open_run *o, const char *first,
+			  unsigned flags, const char *policy)
 {
 	memset(o, 0, sizeof(*o));
 	cr_assert_eq(run_open(&o->r, first, flags, &o->opts, NULL), 0);
-	o->p = policy_parse(policy_text, strlen(policy_text), "t.policy", NULL);
+	o->p = policy_parse(policy, strlen(policy), "t.policy", NULL);
 	cr_assert_not_null(o->p);
 	classifier_init(&o->cls, o->p, &o->r.model);
+}
+
+static void open_run(struct open_run *o, const char *first, unsigned flags)
+{
+	open_run_with(o, first, flags, policy_text);
 }
 
 static void close_run(struct open_run *o)
@@ -219,4 +225,79 @@ Test(change, stacks_that_go_shrank)
 	cr_assert_not(of(&c, 0xc0)->suspect);
 	changes_free(&c);
 	close_run(&o);
+}
+
+/*
+ * A walk on two cores (two dumps read ahead, the buckets classified on
+ * both) as on one: a deep run of 9,000 buckets (enough to be classified
+ * ahead, as for a whole run), two buckets to a stack, the stacks in two
+ * columns, lines that come, go and come back: the same changes.
+ */
+Test(change, a_walk_on_two_cores_as_on_one)
+{
+	static const char policy[] =
+		"dmprof-policy 1\n"
+		"columns FROM_HERE_FOR_TOTAL leak app mmap unhooked "
+		"UNTIL_HERE_FOR_TOTAL mmap-tcmalloc\n"
+		"rule mmap-tcmalloc mmap stack='.*Sbrk.*'\n"
+		"rule leak malloc stack='0x00000000000b1.*'\n"
+		"rule app malloc\nrule mmap mmap\nrule unhooked unhooked\n";
+	enum { NB = 9000, ND = 4 };
+	struct strbuf sb = STRBUF_INIT;
+	struct changes c[2];
+	struct open_run o[2];
+	char first[4096], name[64];
+
+	for (int i = 0; i < NB; i++)
+		sb_addf(&sb, "%d malloc 0x%x 0x99\n", i, 0xa000 + i / 2);
+	write_file("w.00001.0001.buckets", sb.buf, (long)sb.len);
+	for (int d = 0; d < ND; d++) {
+		sb_reset(&sb);
+		sb_addstr(&sb, "heap profile: DUMP_DEEP_6\nGLOBAL_STATS:\n"
+			       "total 1 2\nSTACKTRACES:\n"
+			       "   virtual  committed\n");
+		for (int i = 0; i < NB; i++) {
+			long long bytes = (i * 13LL + d * 101LL) % 1000;
+
+			if ((i * 7 + d) % 5 == 0)
+				continue; /* (not in this dump) */
+			sb_addf(&sb, "%10lld %10lld %6d %6d @ %d\n", bytes,
+				bytes, 1 + d + i % 3, d, i);
+		}
+		snprintf(name, sizeof(name), "w.00001.%04d.heap", d + 1);
+		write_file(name, sb.buf, (long)sb.len);
+	}
+	sb_release(&sb);
+	snprintf(first, sizeof(first), "%s/w.00001.0001.heap", tmpdir());
+	capture_stderr();
+	/* (Each run's model kept open: the changes point into it.) */
+	for (int k = 0; k < 2; k++) {
+		setenv("DMPROF_THREADS", k ? "2" : "1", 1);
+		open_run_with(&o[k], first, RUN_ALL_DUMPS, policy);
+		cr_assert_eq(changes_in_run(&c[k], &o[k].r, &o[k].cls, 0,
+					    ND - 1),
+			     0, "%s", stderr_text());
+	}
+	unsetenv("DMPROF_THREADS");
+	cr_assert_eq(c[0].n, c[1].n);
+	cr_assert_gt(c[0].n, 4000);
+	cr_assert_eq(c[0].a.heap, c[1].a.heap);
+	cr_assert_eq(c[0].b.heap, c[1].b.heap);
+	cr_assert_eq(c[0].a.allocs, c[1].a.allocs);
+	cr_assert_eq(c[0].b.frees, c[1].b.frees);
+	for (size_t i = 0; i < c[0].n; i++) {
+		const struct change *x = &c[0].v[i], *y = &c[1].v[i];
+
+		cr_assert_eq(x->st->id, y->st->id, "change %zu", i);
+		cr_assert_eq(x->a, y->a, "change %zu", i);
+		cr_assert_eq(x->b, y->b, "change %zu", i);
+		cr_assert_eq(x->col, y->col, "change %zu", i);
+		cr_assert_eq(x->allocs, y->allocs, "change %zu", i);
+		cr_assert_eq(x->frees, y->frees, "change %zu", i);
+		cr_assert_eq(x->suspect, y->suspect, "change %zu", i);
+	}
+	changes_free(&c[0]);
+	changes_free(&c[1]);
+	close_run(&o[0]);
+	close_run(&o[1]);
 }
