@@ -107,6 +107,7 @@ struct change_walk {
 	struct pass *s;
 	int64_t *a_bytes;
 	int *a_col;
+	struct step *step;
 	size_t n;
 };
 void change_walk_begin(struct change_walk *w, struct changes *c,

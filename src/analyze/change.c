@@ -49,13 +49,11 @@ struct counts {
  * stacks a snapshot has are visited.
  */
 struct sums {
-	/* (Together: an item costs one cache miss, not three; and its step
-	 * through a walk's passes beside them, folded in there: see fold.) */
+	/* (Together: an item costs one cache miss, not three.) */
 	struct sum {
 		int64_t bytes;
 		uint32_t stamp;
 		int col;          /* of its last item with bytes, or first */
-		struct step st;
 	} *v;
 	uint32_t *touched;        /* the ids this pass wrote */
 	size_t ntouched, touched_alloc;
@@ -67,7 +65,6 @@ struct pass {
 	uint32_t k;               /* this pass's stamp: 1, 2, ... */
 	struct sums cur;
 	struct counts *counting;  /* at an end, else NULL */
-	struct change_walk *walk; /* the walk it is a pass of, or NULL */
 	size_t ncounts;           /* what ends' counts cover */
 	struct counts ends[2];
 	const struct stack_line *lines_end; /* of the snapshot summed */
@@ -131,39 +128,6 @@ static int64_t at(const struct sums *s, uint32_t id, uint32_t k)
 	return s->v[id].stamp == k ? s->v[id].bytes : 0;
 }
 
-/*
- * Stack ID's sums of the pass they are stamped with, E, into its step
- * through W: did it grow, shrink, go, come back.  Done when the stack is
- * next summed (its step on the line just fetched for its sums) or at the
- * walk's end, not after each pass: a pass's stacks, in no order, cost a
- * miss each to visit again.
- */
-static void fold(struct change_walk *w, uint32_t id, struct sum *e)
-{
-	struct step *st = &e->st;
-	uint32_t p = e->stamp;
-	int64_t now = e->bytes;
-	/* (What it had at the pass before: nothing if it was not in it.) */
-	int64_t before = st->pass + 1 == p ? st->last : 0;
-
-	if (p == 1) {
-		/* The walk's first pass: A. */
-		w->a_bytes[id] = now;
-		w->a_col[id] = e->col + 1; /* (0: none) */
-	} else if (now > before) {
-		st->grown++;
-	}
-	/* Less than before; or it went, after it had bytes, and has come
-	 * back. */
-	if (p > 1 && (now < before ||
-		      (st->pass && st->pass + 1 < p && st->last > 0)))
-		st->grown |= SHRANK;
-	if (!st->first && now > 0)
-		st->first = p;
-	st->last = now;
-	st->pass = p;
-}
-
 static int add_item(void *ctx, const struct item *it)
 {
 	struct pass *s = ctx;
@@ -189,9 +153,6 @@ static int add_item(void *ctx, const struct item *it)
 	id = it->stack_id != BUCKET_KEY_NONE ? it->stack_id
 					     : it->bucket->stack->id;
 	if (c->v[id].stamp != s->k) {
-		if (s->walk && c->v[id].stamp &&
-		    c->v[id].st.pass != c->v[id].stamp)
-			fold(s->walk, id, &c->v[id]);
 		c->v[id].stamp = s->k;
 		c->v[id].bytes = 0;
 		c->v[id].col = it->col;
@@ -302,7 +263,7 @@ static bool suspect(const struct step *e, size_t steps)
 static void collect(struct changes *c, const struct pass *s,
 		    const struct counts *ca, const struct counts *cb,
 		    const struct model *m, const int64_t *a_bytes,
-		    const int *a_col, size_t steps)
+		    const int *a_col, const struct step *step, size_t steps)
 {
 	bool live = c->has & CHANGES_LIVE;
 
@@ -349,7 +310,7 @@ static void collect(struct changes *c, const struct pass *s,
 		ch->blocks_a = blocks_a;
 		ch->blocks_b = blocks_b;
 		ch->suspect = (c->has & CHANGES_SERIES) &&
-			      suspect(&s->cur.v[id].st, steps);
+			      suspect(&step[id], steps);
 	}
 }
 
@@ -369,7 +330,6 @@ void change_walk_begin(struct change_walk *w, struct changes *c,
 	w->count = w->forward;
 	w->alloc_bytes = true;
 	w->s = xcalloc(1, sizeof(*w->s));
-	w->s->walk = w;
 }
 
 int change_walk_add(struct change_walk *w, size_t k,
@@ -406,7 +366,36 @@ int change_walk_add(struct change_walk *w, size_t k,
 	w->a_bytes = xrecallocarray(w->a_bytes, w->n, s->n,
 				    sizeof(*w->a_bytes));
 	w->a_col = xrecallocarray(w->a_col, w->n, s->n, sizeof(*w->a_col));
+	w->step = xrecallocarray(w->step, w->n, s->n, sizeof(*w->step));
 	w->n = s->n;
+	for (size_t t = 0; t < s->cur.ntouched; t++) {
+		uint32_t id = s->cur.touched[t];
+		int64_t now = s->cur.v[id].bytes;
+		struct step *e = &w->step[id];
+		/* (What it had at the pass before: nothing if it was not
+		 * in it.) */
+		int64_t before = e->pass + 1 == s->k ? e->last : 0;
+
+		/* (Stacks come in no order: those ahead are fetched
+		 * meanwhile.) */
+		if (t + 8 < s->cur.ntouched)
+			prefetch(&w->step[s->cur.touched[t + 8]]);
+		if (k == 0) {
+			w->a_bytes[id] = now;
+			w->a_col[id] = s->cur.v[id].col + 1; /* (0: none) */
+		} else if (now > before) {
+			e->grown++;
+		}
+		/* Less than before; or it went, after it had bytes, and
+		 * has come back. */
+		if (k && (now < before ||
+			  (e->pass && e->pass + 1 < s->k && e->last > 0)))
+			e->grown |= SHRANK;
+		if (!e->first && now > 0)
+			e->first = s->k;
+		e->last = now;
+		e->pass = s->k;
+	}
 	return 0;
 }
 
@@ -418,16 +407,11 @@ int change_walk_end(struct change_walk *w, int rc)
 	/* A and B were read. */
 	if (!rc && (!c->a.path || !c->b.path))
 		rc = -1;
-	/* Each stack's last pass folded in; then what went after it had
-	 * bytes, and did not come back. */
-	for (size_t id = 0; !rc && id < w->n; id++) {
-		struct sum *e = &s->cur.v[id];
-
-		if (e->stamp && e->st.pass != e->stamp)
-			fold(w, (uint32_t)id, e);
-		if (e->st.pass && e->st.pass < s->k && e->st.last > 0)
-			e->st.grown |= SHRANK;
-	}
+	/* What went after it had bytes, and did not come back. */
+	for (size_t id = 0; !rc && id < w->n; id++)
+		if (w->step[id].pass && w->step[id].pass < s->k &&
+		    w->step[id].last > 0)
+			w->step[id].grown |= SHRANK;
 	if (!rc) {
 		/* (Passes: the dumps read, empty ones left out.) */
 		c->snapshots = s->k;
@@ -437,12 +421,12 @@ int change_walk_end(struct change_walk *w, int rc)
 			 (c->a.live && c->b.live ? CHANGES_LIVE : 0);
 		/* (From A to A, A's counts are B's.) */
 		collect(c, s, &s->ends[0], &s->ends[w->steps ? 1 : 0], w->m,
-			w->a_bytes, w->a_col, s->k - 1);
+			w->a_bytes, w->a_col, w->step, s->k - 1);
 	} else {
 		changes_free(c);
 	}
 	pass_free(s);
-	FREE_ALL(s, w->a_bytes, w->a_col);
+	FREE_ALL(s, w->a_bytes, w->a_col, w->step);
 	memset(w, 0, sizeof(*w));
 	return rc ? -1 : 0;
 }
