@@ -176,20 +176,20 @@ void classify_snapshot(struct classifier *c, const struct snapshot *snap);
  * searched for new ones.
  */
 void classify_buckets(struct classifier *c);
-/* Ask for B's memo entry early, to classify it soon. */
-static inline void classify_prefetch(const struct classifier *c,
-				     const struct bucket *b)
-{
-	if (b->index < c->nbucket_col)
-		prefetch(&c->bucket_col[b->index]);
-}
-
-/* The same, of the bucket of index I (a snapshot's line_index). */
+/* Ask for the memo entry of the bucket of index I (a snapshot's
+ * line_index) early, to classify it soon. */
 static inline void classify_prefetch_index(const struct classifier *c,
 					   uint32_t i)
 {
 	if (i < c->nbucket_col)
 		prefetch(&c->bucket_col[i]);
+}
+
+/* The same, of bucket B. */
+static inline void classify_prefetch(const struct classifier *c,
+				     const struct bucket *b)
+{
+	classify_prefetch_index(c, b->index);
 }
 /*
  * Where a profile has no MMAP_LIST (gperftools), its mmap stack lines are
