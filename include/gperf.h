@@ -27,4 +27,14 @@ int gperf_parse(struct snapshot *snap, struct line_stream *s,
  */
 bool gperf_last_at_exit(const char *path);
 
+/*
+ * The files of the executable mappings a profile at PATH names in its
+ * MAPPED_LIBRARIES: trailer, read from the end of the file (its last 1
+ * MiB) without reading the rest: new strings, *N of them; NULL when the
+ * file is not a regular one or the trailer is not found there.  Silent:
+ * the dump's own reading says what is wrong with it.  (For symbolization
+ * to get ready while the stacks are read.)
+ */
+char **gperf_binaries(const char *path, size_t *n);
+
 #endif

@@ -41,6 +41,10 @@ struct profile_traits {
 	/* Does the producer of the run whose first dump is PATH write its
 	 * last dump at exit, after teardown, without saying so?  NULL: no. */
 	bool (*last_at_exit)(const char *path);
+	/* The binaries the dump at PATH maps, found without reading it
+	 * (new strings, *N of them), so that symbolization gets ready while
+	 * it is read; NULL: not known before. */
+	char **(*binaries)(const char *path, size_t *n);
 };
 const struct profile_traits *profile_traits(enum dump_format format);
 /* Row I of the readers' table, in order; NULL past the last. */

@@ -45,6 +45,15 @@ struct symbolizer_ops {
 	 */
 	void (*prepare)(struct symbolizer *s, const struct maps *maps,
 			const uint64_t *addrs, size_t n);
+	/*
+	 * Optional: get ready for lookups in the binaries at PATHS (N, as
+	 * the maps name them): open them, read their symbols and what their
+	 * DWARF's reading needs first, on the calling thread, while the
+	 * caller's other threads read a dump.  Nothing else of S is used
+	 * until it returns.  What goes wrong is said at the first lookup,
+	 * not here.
+	 */
+	void (*ready)(struct symbolizer *s, char *const *paths, size_t n);
 	/* Optional: let go of what serves only further lookups (read again
 	 * if they come). */
 	void (*trim)(struct symbolizer *s);

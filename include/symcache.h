@@ -36,6 +36,8 @@ struct symcache;
  * Strings are interned in STRINGS.
  */
 struct symcache *symcache_open(const char *identity, struct strtab *strings);
+/* Is there a cache for IDENTITY (whatever it holds)?  Thread-safe. */
+bool symcache_exists(const char *identity);
 /*
  * What ADDR symbolized to, or NULL.  The entry (and its inlined frames)
  * is valid until the next symcache_get or symcache_put: copy it.

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "input.h"
+#include "threads.h"
 #include "util.h"
 
 /* Is the first dump one?  Nothing else is looked for until it is known. */
@@ -161,12 +162,70 @@ void run_symbolize_snapshot(struct run *r, const struct snapshot *snap)
 	}
 }
 
+/*
+ * The symbolizer made ready for the binaries a dump maps while the dump
+ * is read: a heap profile names them only at its end, after its stacks,
+ * and opening them (symbol tables sorted, a debug file's DWARF inflated
+ * and its abbreviations read) came after reading all of it, on one core.
+ */
+struct readying {
+	struct task task;
+	struct symbolizer *sym;
+	char **paths;
+	size_t n;
+};
+
+static void free_paths(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+static void readying_main(void *arg)
+{
+	struct readying *rd = arg;
+
+	rd->sym->ops->ready(rd->sym, rd->paths, rd->n);
+}
+
+/* Begun for the run's first dump, when its format names them early. */
+static bool readying_begin(struct run *r, size_t i, struct readying *rd)
+{
+	const struct profile_traits *t = profile_traits(r->format);
+
+	memset(rd, 0, sizeof(*rd));
+	if (i || r->snaps_symbolized || r->names_unused || !r->sym ||
+	    !r->sym->ops->ready || !t->binaries || threads_wanted() < 2)
+		return false;
+	rd->sym = r->sym;
+	rd->paths = t->binaries(r->series.dumps[i].path, &rd->n);
+	/* (What it says is dropped: the first lookup says it again.) */
+	if (rd->n && task_start(&rd->task, readying_main, rd, true))
+		return true;
+	free_paths(rd->paths, rd->n);
+	return false;
+}
+
+static void readying_end(struct readying *rd)
+{
+	task_release(&rd->task);
+	free_paths(rd->paths, rd->n);
+}
+
 int run_load_dump(struct run *r, size_t i, struct snapshot *snap)
 {
+	struct readying rd;
+	bool readying = readying_begin(r, i, &rd);
+	int rc;
+
 	r->reading.last = i + 1 == r->series.ndumps;
-	if (profile_load_part(snap, r->series.dumps[i].path,
-			      r->series.dumps[i].part, &r->model,
-			      &r->reading) < 0)
+	rc = profile_load_part(snap, r->series.dumps[i].path,
+			       r->series.dumps[i].part, &r->model,
+			       &r->reading);
+	if (readying)
+		readying_end(&rd);
+	if (rc < 0)
 		return -1;
 	snap->counter = r->series.dumps[i].counter;
 	model_note_runtime(&r->model, snap);

@@ -22,8 +22,11 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "gperf_parse.h"
 #include "reader.h"
@@ -820,6 +823,8 @@ int gperf_fast_ids_line(struct gparser *g, const struct gline *gl,
 	if (gl->depth)
 		memcpy(g->held_ids, ids, gl->depth * sizeof(*ids));
 	g->held_hash = hash;
+	/* (Interned when the next line is taken: its slot asked for now.) */
+	stacks_prefetch(&g->m->stacks, hash);
 	g->held_first = first;
 	g->held_by_id = true;
 	return 0;
@@ -967,4 +972,76 @@ bool gperf_last_at_exit(const char *path)
 	if (f)
 		fclose(f);
 	return yes;
+}
+
+/* The last LEN bytes of the regular file FD (of SIZE bytes) at BUF. */
+static bool read_tail(int fd, char *buf, size_t len, off_t size)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t k = pread(fd, buf + got, len - got,
+				  size - (off_t)len + (off_t)got);
+
+		if (k <= 0)
+			return false;
+		got += (size_t)k;
+	}
+	return true;
+}
+
+char **gperf_binaries(const char *path, size_t *n)
+{
+	static const char mark[] = "\nMAPPED_LIBRARIES:\n";
+	const size_t most = 1u << 20;
+	struct arena arena = ARENA_INIT;
+	struct strtab names;
+	struct stat st;
+	char **v = NULL, *buf = NULL;
+	const char *p, *end, *at = NULL;
+	size_t len, alloc = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	*n = 0;
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size <= 0)
+		goto out;
+	len = (uint64_t)st.st_size < most ? (size_t)st.st_size : most;
+	buf = xmalloc(len);
+	if (!read_tail(fd, buf, len, st.st_size))
+		goto out;
+	/* (The last one: a comment may quote the header, not end the
+	 * file's lines.) */
+	for (p = buf; (p = memmem(p, len - (size_t)(p - buf), mark,
+				  sizeof(mark) - 1));
+	     p++)
+		at = p;
+	if (!at)
+		goto out;
+	strtab_init(&names, &arena);
+	end = buf + len;
+	for (p = at + sizeof(mark) - 1; p < end;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		struct vma v1;
+		bool seen = false;
+
+		if (maps_parse_line(p, l, &v1, &names) == 0 &&
+		    vma_executable(&v1) && v1.name[0] == '/') {
+			for (size_t i = 0; i < *n && !seen; i++)
+				seen = !strcmp(v[i], v1.name);
+			if (!seen) {
+				GROW(v, *n + 1, alloc);
+				v[(*n)++] = xstrdup(v1.name);
+			}
+		}
+		p += l + 1;
+	}
+	strtab_free(&names);
+	arena_free(&arena);
+out:
+	free(buf);
+	close(fd);
+	return v;
 }

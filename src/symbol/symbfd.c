@@ -53,6 +53,7 @@ struct binary {
 	 */
 	struct dwarf *dw;
 	bool dw_tried, dw_off;
+	struct dwarf *dw_begun; /* by bfd_ready: finished at the first lookup */
 	bool dw_refused;        /* nor does libbfd: no DWARF at all */
 	struct dwarf_answer *answers;
 	size_t nanswers, next_answer;
@@ -109,8 +110,23 @@ struct memo_map {
 	struct memo front[MEMO_FRONT];
 };
 
+/*
+ * A binary opened ahead, on another thread (bfd_ready): taken by
+ * open_binary when a lookup first meets the file at HOST.
+ */
+struct readied {
+	char *host;
+	struct binary *b;  /* until taken */
+	struct strbuf why; /* FAILED: why its headers could not be read */
+	bool failed;
+	bool fetch;        /* stripped, no debug file here: debuginfod's turn */
+	bool taken;
+};
+
 struct bfdsym {
 	struct symbolizer base;
+	struct readied **ready;
+	size_t nready;
 	struct hashmap bins; /* interned name -> binary */
 	struct binary **v;
 	size_t n;
@@ -465,54 +481,124 @@ static void binary_symbols(struct binary *b)
 		    b->ok ? "some" : "none", b->img.ncode);
 }
 
-static void open_binary(struct bfdsym *bs, struct binary *b)
+/* Is B stripped, with no debug file found on this machine? */
+static bool lacks_debug_file(const struct binary *b)
 {
-	struct strbuf why = STRBUF_INIT;
-	char *host = sym_host_path(bs->base.opts, b->name);
-	char *id;
+	return (!b->img.has_symtab || !b->img.has_debug_info) && !b->has_dbg;
+}
 
-	b->opened = true;
-	if (elfimage_open_headers(&b->img, host, &why) < 0) {
-		warning("cannot read '%s'%s%s: %s; its frames stay "
-			"unsymbolized",
-			host, strcmp(host, b->name) ? " for " : "",
-			strcmp(host, b->name) ? b->name : "", why.buf);
+/*
+ * B's files: the binary at HOST (false, WHY saying why, when its headers
+ * cannot be read), and, when it is stripped, its debug file, which has
+ * the full story: by build-id, by .gnu_debuglink, else (FETCH) from
+ * debuginfod.
+ */
+static bool open_files(struct bfdsym *bs, struct binary *b, const char *host,
+		       struct strbuf *why, bool fetch)
+{
+	if (elfimage_open_headers(&b->img, host, why) < 0) {
 		elfimage_close(&b->img);
-		goto out;
+		return false;
 	}
-	/* A stripped binary: its debug file has the full story. */
 	if (!b->img.has_symtab || !b->img.has_debug_info) {
 		if (find_by_build_id(bs->base.opts, b))
 			b->dbg_how = "by build-id";
 		else if (find_by_debuglink(bs->base.opts, b))
 			b->dbg_how = "by .gnu_debuglink";
-		else
+		else if (fetch)
 			find_by_debuginfod(bs, b);
 		b->has_dbg = b->dbg_how != NULL;
 	}
+	return true;
+}
+
+static bool has_code(const struct binary *b)
+{
+	return b->img.has_code || (b->has_dbg && b->dbg.has_code);
+}
+
+/* The file whose DWARF is read for B, or NULL. */
+static const struct elf_image *dwarf_image(const struct binary *b)
+{
+	return b->has_dbg && b->dbg.has_debug_info ? &b->dbg
+	       : b->img.has_debug_info		   ? &b->img
+						   : NULL;
+}
+
+/* What the symbol cache of B is keyed by (a new string), or NULL. */
+static char *cache_identity(const struct binary *b)
+{
+	struct strbuf full = STRBUF_INIT;
+	char *id = identity(&b->img), *dbg;
+
+	if (!id)
+		return NULL;
+	dbg = b->has_dbg ? identity(&b->dbg) : NULL;
+	/* What the results depend on: the binary and its debug file. */
+	sb_addf(&full, "%s debug=%s", id, dbg ? dbg : "none");
+	free(dbg);
+	free(id);
+	return sb_detach(&full);
+}
+
+/* The binary opened ahead at HOST, not taken yet, or NULL. */
+static struct readied *readied_at(struct bfdsym *bs, const char *host)
+{
+	for (size_t i = 0; i < bs->nready; i++)
+		if (!bs->ready[i]->taken && !strcmp(bs->ready[i]->host, host))
+			return bs->ready[i];
+	return NULL;
+}
+
+/*
+ * The files of B, opened ahead as R (taken): what open_files would have
+ * done, its images in place (a DWARF reader begun on them points to
+ * them).
+ */
+static bool take_readied(struct bfdsym *bs, struct binary *b,
+			 struct readied *r, struct strbuf *why)
+{
+	r->taken = true;
+	if (r->failed) {
+		sb_add(why, r->why.buf, r->why.len);
+		return false;
+	}
+	if (r->fetch) {
+		find_by_debuginfod(bs, b);
+		b->has_dbg = b->dbg_how != NULL;
+	}
+	return true;
+}
+
+static void open_binary(struct bfdsym *bs, struct binary *b,
+			struct readied *r)
+{
+	struct strbuf why = STRBUF_INIT;
+	char *host = sym_host_path(bs->base.opts, b->name);
+	char *full;
+
+	b->opened = true;
+	if (r ? !take_readied(bs, b, r, &why)
+	      : !open_files(bs, b, host, &why, true)) {
+		warning("cannot read '%s'%s%s: %s; its frames stay "
+			"unsymbolized",
+			host, strcmp(host, b->name) ? " for " : "",
+			strcmp(host, b->name) ? b->name : "", why.buf);
+		goto out;
+	}
 	/* (Its symbols are read when needed: a warm run may never.) */
-	b->ok = b->img.has_code || (b->has_dbg && b->dbg.has_code);
+	b->ok = has_code(b);
 	if (!b->ok)
 		warning("'%s' has no symbols (stripped, and no debug file "
 			"found%s); its frames stay unsymbolized", host,
 			getenv("DEBUGINFOD_URLS") && *getenv("DEBUGINFOD_URLS")
 				? ", not even by debuginfod"
 				: "");
-	b->dwarf = b->has_dbg && b->dbg.has_debug_info ? b->dbg.path
-		   : b->img.has_debug_info		? b->img.path
-							: NULL;
-	id = identity(&b->img);
-	if (id && !bs->base.opts->no_cache) {
-		struct strbuf full = STRBUF_INIT;
-		char *dbg = b->has_dbg ? identity(&b->dbg) : NULL;
-
-		/* What the results depend on: the binary and its debug file. */
-		sb_addf(&full, "%s debug=%s", id, dbg ? dbg : "none");
-		b->cache = symcache_open(full.buf, bs->base.strings);
-		sb_release(&full);
-		free(dbg);
+	b->dwarf = dwarf_image(b) ? dwarf_image(b)->path : NULL;
+	if (!bs->base.opts->no_cache && (full = cache_identity(b))) {
+		b->cache = symcache_open(full, bs->base.strings);
+		free(full);
 	}
-	free(id);
 	if (bs->base.opts->verbose) {
 		binary_symbols(b);
 		say_sources(bs, b, host);
@@ -524,6 +610,7 @@ out:
 
 static struct binary *binary_for(struct bfdsym *bs, const char *name)
 {
+	struct readied *r = NULL;
 	uint64_t h;
 	struct binary *b;
 
@@ -533,14 +620,20 @@ static struct binary *binary_for(struct bfdsym *bs, const char *name)
 	h = hash_u64((uintptr_t)name);
 	b = hashmap_get(&bs->bins, h, NULL, NULL);
 	if (!b) {
-		b = xcalloc(1, sizeof(*b));
+		char *host = bs->nready ? sym_host_path(bs->base.opts, name)
+					: NULL;
+
+		r = host ? readied_at(bs, host) : NULL;
+		free(host);
+		/* (Opened ahead: the binary itself is taken.) */
+		b = r ? r->b : xcalloc(1, sizeof(*b));
 		b->name = name;
 		hashmap_put(&bs->bins, h, b);
 		bs->v = xreallocarray(bs->v, bs->n + 1, sizeof(*bs->v));
 		bs->v[bs->n++] = b;
 	}
 	if (!b->opened)
-		open_binary(bs, b);
+		open_binary(bs, b, r);
 	bs->last = b;
 	return b;
 }
@@ -779,8 +872,11 @@ static int own_answers(struct bfdsym *bs, struct binary *b)
 			b->dw_off = true;
 			return -1;
 		}
-		d = dwarf_begin(b->has_dbg && b->dbg.has_debug_info ? &b->dbg
-								    : &b->img);
+		d = b->dw_begun ? b->dw_begun
+				: dwarf_begin(b->has_dbg && b->dbg.has_debug_info
+						      ? &b->dbg
+						      : &b->img);
+		b->dw_begun = NULL;
 		/* (The batch's questions found while .debug_info inflates
 		 * on the other core: it took longer than this core's part.) */
 		if (bs->batch && bs->next) {
@@ -1082,6 +1178,8 @@ static void bfd_trim(struct symbolizer *s)
 
 		dwarf_close(b->dw);
 		b->dw = NULL;
+		dwarf_close(b->dw_begun);
+		b->dw_begun = NULL;
 		/* (A reader that declined, or fell out of step, stays off.) */
 		if (!b->dw_off)
 			b->dw_tried = false;
@@ -1100,6 +1198,80 @@ static void bfd_trim(struct symbolizer *s)
 	memo_clear(&bs->files);
 }
 
+/* The binary at HOST, opened as far as a lookup will need. */
+static void ready_one(struct bfdsym *bs, struct readied *r)
+{
+	const struct sym_options *o = bs->base.opts;
+	const char *urls = getenv("DEBUGINFOD_URLS"), *env;
+	struct binary *b = r->b = xcalloc(1, sizeof(*r->b));
+	char *full;
+
+	if (!open_files(bs, b, r->host, &r->why, false)) {
+		r->failed = true;
+		return;
+	}
+	/* (Fetching is main's, and what it fetches changes the rest.) */
+	r->fetch = urls && *urls && lacks_debug_file(b);
+	if (r->fetch)
+		return;
+	b->ok = has_code(b);
+	if (!o->no_cache && (full = cache_identity(b))) {
+		bool warm = symcache_exists(full);
+
+		free(full);
+		/* (A warm run may not need its symbols at all.) */
+		if (warm)
+			return;
+	}
+	binary_symbols(b);
+	env = getenv("DMPROF_DWARF");
+	if ((!o->want_source && o->no_inline) || !dwarf_image(b) ||
+	    (env && !strcmp(env, "libbfd")))
+		return;
+	/* (Finished at the first lookup, after its questions are found.) */
+	b->dw_begun = dwarf_begin(dwarf_image(b));
+}
+
+static void bfd_ready(struct symbolizer *s, char *const *paths, size_t n)
+{
+	struct bfdsym *bs = (struct bfdsym *)s;
+
+	bs->ready = xreallocarray(bs->ready, bs->nready + n,
+				  sizeof(*bs->ready));
+	for (size_t i = 0; i < n; i++) {
+		char *host = sym_host_path(bs->base.opts, paths[i]);
+		struct readied *r;
+
+		if (readied_at(bs, host)) {
+			free(host);
+			continue;
+		}
+		r = bs->ready[bs->nready++] = xcalloc(1, sizeof(*r));
+		r->host = host;
+		ready_one(bs, r);
+	}
+}
+
+static void readied_free(struct bfdsym *bs)
+{
+	for (size_t i = 0; i < bs->nready; i++) {
+		struct readied *r = bs->ready[i];
+
+		/* (Taken, the binary is the symbolizer's: freed with it.) */
+		if (!r->taken) {
+			dwarf_close(r->b->dw_begun);
+			elfimage_close(&r->b->img);
+			if (r->b->has_dbg)
+				elfimage_close(&r->b->dbg);
+			free(r->b);
+		}
+		free(r->host);
+		sb_release(&r->why);
+		free(r);
+	}
+	free(bs->ready);
+}
+
 static void bfd_destroy(struct symbolizer *s)
 {
 	struct bfdsym *bs = (struct bfdsym *)s;
@@ -1116,6 +1288,7 @@ static void bfd_destroy(struct symbolizer *s)
 			     b->unresolved - MAX_WHY);
 		symcache_close(b->cache);
 		dwarf_close(b->dw);
+		dwarf_close(b->dw_begun);
 		free(b->answers);
 		if (b->abfd)
 			bfd_close(b->abfd);
@@ -1141,6 +1314,7 @@ static void bfd_destroy(struct symbolizer *s)
 	hashmap_free(&bs->files.map);
 	free(bs->slots);
 	sb_release(&bs->sb);
+	readied_free(bs);
 	free(bs);
 }
 
@@ -1149,6 +1323,7 @@ static const struct symbolizer_ops bfd_ops = {
 	.code = bfd_code,
 	.data = bfd_data,
 	.prepare = bfd_prepare,
+	.ready = bfd_ready,
 	.trim = bfd_trim,
 	.destroy = bfd_destroy,
 };

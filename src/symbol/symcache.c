@@ -102,18 +102,24 @@ struct symcache {
 
 static char dir[4096];
 
-const char *symcache_dir(void)
+/* The cache's directory, in BUF of SIZE bytes, or NULL. */
+static const char *dir_in(char *buf, size_t size)
 {
 	const char *xdg = getenv("XDG_CACHE_HOME");
 	const char *home = getenv("HOME");
 
 	if (xdg && *xdg)
-		snprintf(dir, sizeof(dir), "%s/dmprof/symbols", xdg);
+		snprintf(buf, size, "%s/dmprof/symbols", xdg);
 	else if (home && *home)
-		snprintf(dir, sizeof(dir), "%s/.cache/dmprof/symbols", home);
+		snprintf(buf, size, "%s/.cache/dmprof/symbols", home);
 	else
 		return NULL;
-	return dir;
+	return buf;
+}
+
+const char *symcache_dir(void)
+{
+	return dir_in(dir, sizeof(dir));
 }
 
 /* mkdir -p, private to the user. */
@@ -290,6 +296,18 @@ size_t symcache_count(const struct symcache *c)
 			n++;
 	}
 	return n;
+}
+
+bool symcache_exists(const char *identity)
+{
+	char d[4096], path[4200];
+	struct stat st;
+
+	if (!dir_in(d, sizeof(d)))
+		return false;
+	snprintf(path, sizeof(path), "%s/%016" PRIx64 ".bin", d,
+		 stable_hash(identity));
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
 }
 
 struct symcache *symcache_open(const char *identity, struct strtab *strings)
