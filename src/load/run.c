@@ -208,7 +208,7 @@ static bool readying_begin(struct run *r, size_t i, struct readying *rd)
 	memset(rd, 0, sizeof(*rd));
 	if (i || r->snaps_symbolized || r->names_unused || !r->sym ||
 	    !r->sym->ops->ready || !t->binaries || threads_wanted() < 2 ||
-	    stat(r->series.dumps[i].path, &st) < 0 ||
+	    stat(r->series.dumps[i].path, &st) < 0 || !S_ISREG(st.st_mode) ||
 	    st.st_size >= READY_BELOW)
 		return false;
 	rd->sym = r->sym;

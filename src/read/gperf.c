@@ -1000,7 +1000,8 @@ char **gperf_binaries(const char *path, size_t *n)
 	char **v = NULL, *buf = NULL;
 	const char *p, *end, *at = NULL;
 	size_t len, alloc = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* (Not blocking on a FIFO that has no writer: it is not read.) */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 
 	*n = 0;
 	if (fd < 0)

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "gperf.h"
 #include "helpers.h"
@@ -59,9 +60,10 @@ Test(symready, binaries_from_the_trailer)
 	sb_release(&sb);
 }
 
-Test(symready, the_last_trailer_and_none)
+Test(symready, the_last_trailer_and_none, .timeout = 20)
 {
 	struct strbuf sb = STRBUF_INIT;
+	char fifo[4096];
 	const char *path;
 	size_t n = 7;
 	char **v;
@@ -70,8 +72,12 @@ Test(symready, the_last_trailer_and_none)
 	path = write_file("none.0001.heap", head, -1);
 	cr_assert_null(gperf_binaries(path, &n));
 	cr_assert_eq(n, 0);
-	/* Not a regular file, or none at all. */
+	/* Not a regular file (a FIFO without a writer: not waited for), or
+	 * none at all. */
 	cr_assert_null(gperf_binaries("/dev/null", &n));
+	snprintf(fifo, sizeof(fifo), "%s/fifo.0001.heap", tmpdir());
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	cr_assert_null(gperf_binaries(fifo, &n));
 	cr_assert_null(gperf_binaries("/nonexistent/p.heap", &n));
 	/* Two: the last is the file's (an earlier one is in a line). */
 	sb_addstr(&sb, head);
