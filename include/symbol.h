@@ -49,11 +49,13 @@ struct symbolizer_ops {
 	 * Optional: get ready for lookups in the binaries at PATHS (N, as
 	 * the maps name them): open them, read their symbols and what their
 	 * DWARF's reading needs first, on the calling thread, while the
-	 * caller's other threads read a dump.  Nothing else of S is used
-	 * until it returns.  What goes wrong is said at the first lookup,
-	 * not here.
+	 * caller's other threads read a dump; no binary more once *STOP is
+	 * set (the others are opened at their first lookup, as without).
+	 * Nothing else of S is used until it returns.  What goes wrong is
+	 * said at the first lookup, not here.
 	 */
-	void (*ready)(struct symbolizer *s, char *const *paths, size_t n);
+	void (*ready)(struct symbolizer *s, char *const *paths, size_t n,
+		      const _Atomic bool *stop);
 	/* Optional: let go of what serves only further lookups (read again
 	 * if they come). */
 	void (*trim)(struct symbolizer *s);

@@ -8,6 +8,7 @@
 #include "run.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,6 +174,7 @@ struct readying {
 	struct symbolizer *sym;
 	char **paths;
 	size_t n;
+	_Atomic bool stop;
 };
 
 /*
@@ -196,7 +198,7 @@ static void readying_main(void *arg)
 {
 	struct readying *rd = arg;
 
-	rd->sym->ops->ready(rd->sym, rd->paths, rd->n);
+	rd->sym->ops->ready(rd->sym, rd->paths, rd->n, &rd->stop);
 }
 
 /* Begun for the run's first dump, when its format names them early. */
@@ -206,6 +208,7 @@ static bool readying_begin(struct run *r, size_t i, struct readying *rd)
 	struct stat st;
 
 	memset(rd, 0, sizeof(*rd));
+	atomic_init(&rd->stop, false);
 	if (i || r->snaps_symbolized || r->names_unused || !r->sym ||
 	    !r->sym->ops->ready || !t->binaries || threads_wanted() < 2 ||
 	    stat(r->series.dumps[i].path, &st) < 0 || !S_ISREG(st.st_mode) ||
@@ -220,8 +223,14 @@ static bool readying_begin(struct run *r, size_t i, struct readying *rd)
 	return false;
 }
 
+/*
+ * Once the dump is read: the binary being opened is waited for, those
+ * not begun yet are left to their first lookup (a profile may map many
+ * libraries with debug files that none of its frames are in).
+ */
 static void readying_end(struct readying *rd)
 {
+	atomic_store(&rd->stop, true);
 	task_release(&rd->task);
 	free_paths(rd->paths, rd->n);
 }

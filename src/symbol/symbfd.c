@@ -22,6 +22,7 @@
 #include <libdeflate.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1288,13 +1289,14 @@ static void ready_one(struct bfdsym *bs, struct readied *r)
 	b->dw_begun = dwarf_begin(dwarf_image(b));
 }
 
-static void bfd_ready(struct symbolizer *s, char *const *paths, size_t n)
+static void bfd_ready(struct symbolizer *s, char *const *paths, size_t n,
+		      const _Atomic bool *stop)
 {
 	struct bfdsym *bs = (struct bfdsym *)s;
 
 	bs->ready = xreallocarray(bs->ready, bs->nready + n,
 				  sizeof(*bs->ready));
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n && !atomic_load(stop); i++) {
 		char *host = sym_host_path(bs->base.opts, paths[i]);
 		struct readied *r;
 

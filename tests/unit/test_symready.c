@@ -5,6 +5,7 @@
  */
 #include <criterion/criterion.h>
 #include <dlfcn.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,21 +128,23 @@ struct ready_arg {
 	struct symbolizer *s;
 	char **paths;
 	size_t n;
+	_Atomic bool stop;
 };
 
 static void ready_main(void *arg)
 {
 	struct ready_arg *a = arg;
 
-	a->s->ops->ready(a->s, a->paths, a->n);
+	a->s->ops->ready(a->s, a->paths, a->n, &a->stop);
 }
 
 /*
  * Symbolize the frames in a process laid out as this one, plus a library
- * that is not there; READY: the binaries opened ahead on a thread first.
+ * that is not there; READY: the binaries opened ahead on a thread first
+ * (2: told to stop before the first, as a dump read before it begins).
  * Returns the frames' text and what was said, in OUT.
  */
-static void symbolize(const struct sym_options *opts, bool ready,
+static void symbolize(const struct sym_options *opts, int ready,
 		      struct strbuf *out)
 {
 	struct vma missing = { 0x7ffffff00000, 0x7ffffff01000, 0, 7, 0, 0,
@@ -162,7 +165,7 @@ static void symbolize(const struct sym_options *opts, bool ready,
 	s = symbfd_open(&m.strings, opts);
 	capture_stderr();
 	if (ready) {
-		struct ready_arg a = { s, NULL, 0 };
+		struct ready_arg a = { s, NULL, 0, ready == 2 };
 		struct task t = { 0 };
 
 		for (size_t i = 0; i < maps.n; i++) {
@@ -210,10 +213,13 @@ Test(symready, opened_ahead_answers_the_same)
 	set_frames();
 	for (size_t i = 0; i < ARRAY_SIZE(with); i++) {
 		struct strbuf plain = STRBUF_INIT, ahead = STRBUF_INIT;
+		struct strbuf stopped = STRBUF_INIT;
 
-		symbolize(&with[i], false, &plain);
-		symbolize(&with[i], true, &ahead);
+		symbolize(&with[i], 0, &plain);
+		symbolize(&with[i], 1, &ahead);
+		symbolize(&with[i], 2, &stopped);
 		cr_assert_str_eq(ahead.buf, plain.buf);
+		cr_assert_str_eq(stopped.buf, plain.buf);
 		/* (This binary's own functions are named, and the missing
 		 * library is said once.) */
 		cr_assert_not_null(strstr(plain.buf, "gperf_binaries"));
@@ -226,5 +232,6 @@ Test(symready, opened_ahead_answers_the_same)
 				      "cannot read"));
 		sb_release(&plain);
 		sb_release(&ahead);
+		sb_release(&stopped);
 	}
 }
