@@ -153,6 +153,13 @@ size_t st_add(size_t a, size_t b);
  * addresses of a batch.  Returns V or TMP, whichever holds the result.
  */
 uint64_t *radix_sort_u64(uint64_t *v, uint64_t *tmp, size_t n, unsigned from);
+/*
+ * Addresses in order, each with its place: the N keys V, each an
+ * address's offset from the lowest above its place ((addr - min) << 32 |
+ * i), sorted by radix_sort_u64.  V is taken: the sorted keys are
+ * returned (V or a new array; the caller frees them).
+ */
+uint64_t *sort_places(uint64_t *v, size_t n);
 
 /* Up to LEN bytes at OFF of FD: what pread gives until the end of the
  * file or an error (EINTR retried). */

@@ -577,3 +577,12 @@ uint64_t *radix_sort_u64(uint64_t *v, uint64_t *tmp, size_t n,
 	}
 	return v;
 }
+
+uint64_t *sort_places(uint64_t *v, size_t n)
+{
+	uint64_t *tmp = xmalloc(st_mult(n ? n : 1, sizeof(*tmp)));
+	uint64_t *sorted = radix_sort_u64(v, tmp, n, 32);
+
+	free(sorted == v ? tmp : v);
+	return sorted;
+}

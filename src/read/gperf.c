@@ -974,22 +974,6 @@ bool gperf_last_at_exit(const char *path)
 	return yes;
 }
 
-/* The last LEN bytes of the regular file FD (of SIZE bytes) at BUF. */
-static bool read_tail(int fd, char *buf, size_t len, off_t size)
-{
-	size_t got = 0;
-
-	while (got < len) {
-		ssize_t k = pread(fd, buf + got, len - got,
-				  size - (off_t)len + (off_t)got);
-
-		if (k <= 0)
-			return false;
-		got += (size_t)k;
-	}
-	return true;
-}
-
 char **gperf_binaries(const char *path, size_t *n)
 {
 	static const char mark[] = "\nMAPPED_LIBRARIES:\n";
@@ -1010,7 +994,7 @@ char **gperf_binaries(const char *path, size_t *n)
 		goto out;
 	len = (uint64_t)st.st_size < most ? (size_t)st.st_size : most;
 	buf = xmalloc(len);
-	if (!read_tail(fd, buf, len, st.st_size))
+	if (pread_full(fd, buf, len, (uint64_t)st.st_size - len) != len)
 		goto out;
 	/* (The last one: a comment may quote the header, not end the
 	 * file's lines.) */

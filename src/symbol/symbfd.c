@@ -825,7 +825,7 @@ static const struct elf_sym *slot_symbol(struct binary *b, struct slot *sl)
 static void find_symbols(struct bfdsym *bs, struct binary *b, size_t from)
 {
 	const struct elf_sym *code;
-	uint64_t *v, *tmp, *sorted, min = UINT64_MAX, max = 0;
+	uint64_t *v, *sorted, min = UINT64_MAX, max = 0;
 	size_t n = 0, k = 0, lo = 0;
 
 	for (size_t i = from; i < bs->nbatch; i++) {
@@ -842,14 +842,13 @@ static void find_symbols(struct bfdsym *bs, struct binary *b, size_t from)
 	binary_symbols(b);
 	code = b->img.code;
 	v = xcalloc(n, sizeof(*v));
-	tmp = xcalloc(n, sizeof(*tmp));
 	for (size_t i = from; i < bs->nbatch && k < n; i++) {
 		const struct slot *sl = &bs->slots[i];
 
 		if (sl->placed && !sl->sym_found && sl->v->name == b->name)
 			v[k++] = (sl->elf - 1 - min) << 32 | i;
 	}
-	sorted = radix_sort_u64(v, tmp, n, 32);
+	sorted = sort_places(v, n);
 	for (k = 0; k < n; k++) {
 		uint64_t a = (sorted[k] >> 32) + min;
 		const struct elf_sym *sym;
@@ -861,8 +860,7 @@ static void find_symbols(struct bfdsym *bs, struct binary *b, size_t from)
 		keep_symbol(b, &bs->slots[(uint32_t)sorted[k]], sym,
 			    sym && sym->size && a - sym->addr >= sym->size);
 	}
-	free(v);
-	free(tmp);
+	free(sorted);
 }
 
 /*

@@ -418,7 +418,7 @@ static void keep_batch(struct symcache *c, const uint32_t *where, size_t n)
 void symcache_find_many(struct symcache *c, const uint64_t *addrs, size_t n,
 			uint32_t *where)
 {
-	uint64_t *v, *tmp, *sorted, min = UINT64_MAX, max = 0;
+	uint64_t *v, *sorted, min = UINT64_MAX, max = 0;
 	size_t j = 0;
 
 	for (size_t i = 0; i < n; i++) {
@@ -444,10 +444,9 @@ void symcache_find_many(struct symcache *c, const uint64_t *addrs, size_t n,
 	/* Each address as its offset from the lowest, above its place in
 	 * the batch: 8 bytes to sort, not 16. */
 	v = xcalloc(n, sizeof(*v));
-	tmp = xcalloc(n, sizeof(*tmp));
 	for (size_t i = 0; i < n; i++)
 		v[i] = (addrs[i] - min) << 32 | i;
-	sorted = radix_sort_u64(v, tmp, n, 32);
+	sorted = sort_places(v, n);
 	/* The file walked once beside the sorted batch. */
 	for (size_t i = 0; i < n; i++) {
 		uint64_t q = (sorted[i] >> 32) + min;
@@ -457,8 +456,7 @@ void symcache_find_many(struct symcache *c, const uint64_t *addrs, size_t n,
 			j < c->nents && c->ents[j].addr == q ? (uint32_t)j + 1
 							     : 0;
 	}
-	free(v);
-	free(tmp);
+	free(sorted);
 	keep_batch(c, where, n);
 }
 

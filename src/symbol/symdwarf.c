@@ -1538,7 +1538,7 @@ static const struct urange *interval_at(const struct dwarf *d, uint64_t addr)
 static void intervals_at(const struct dwarf *d, const uint64_t *addrs,
 			 size_t n, const struct urange **at)
 {
-	uint64_t *v, *tmp, *sorted, min = UINT64_MAX, max = 0;
+	uint64_t *v, *sorted, min = UINT64_MAX, max = 0;
 	size_t i = 0;
 
 	for (size_t k = 0; k < n; k++) {
@@ -1551,10 +1551,9 @@ static void intervals_at(const struct dwarf *d, const uint64_t *addrs,
 		return;
 	}
 	v = xcalloc(n, sizeof(*v));
-	tmp = xcalloc(n, sizeof(*tmp));
 	for (size_t k = 0; k < n; k++)
 		v[k] = (addrs[k] - min) << 32 | k;
-	sorted = radix_sort_u64(v, tmp, n, 32);
+	sorted = sort_places(v, n);
 	for (size_t k = 0; k < n; k++) {
 		uint64_t a = (sorted[k] >> 32) + min;
 
@@ -1562,8 +1561,7 @@ static void intervals_at(const struct dwarf *d, const uint64_t *addrs,
 			i++;
 		at[(uint32_t)sorted[k]] = interval_of(d, i, a);
 	}
-	free(v);
-	free(tmp);
+	free(sorted);
 }
 
 
@@ -2732,7 +2730,7 @@ static void find_one(const struct dwarf *d, uint64_t addr, struct hint *h,
 static void find_all(const struct dwarf *d, const uint64_t *addrs, size_t n,
 		     struct locus *w)
 {
-	uint64_t min = UINT64_MAX, max = 0, *v, *tmp, *sorted;
+	uint64_t min = UINT64_MAX, max = 0, *v, *sorted;
 	struct hint h = { 0 };
 	struct sym_hint sh = { .sec = -1 };
 	size_t m = 0;
@@ -2751,12 +2749,11 @@ static void find_all(const struct dwarf *d, const uint64_t *addrs, size_t n,
 	}
 	/* Each address as its offset from the lowest, above its place. */
 	v = xmalloc(m * sizeof(*v));
-	tmp = xmalloc(m * sizeof(*tmp));
 	m = 0;
 	for (size_t i = 0; i < n; i++)
 		if (w[i].sec >= 0)
 			v[m++] = (addrs[i] - min) << 32 | i;
-	sorted = radix_sort_u64(v, tmp, m, 32);
+	sorted = sort_places(v, m);
 	for (size_t k = 0; k < m; k++) {
 		size_t i = (uint32_t)sorted[k];
 
@@ -2765,8 +2762,7 @@ static void find_all(const struct dwarf *d, const uint64_t *addrs, size_t n,
 			prefetch(&w[(uint32_t)sorted[k + 16]]);
 		find_one(d, addrs[i], &h, &sh, &w[i]);
 	}
-	free(v);
-	free(tmp);
+	free(sorted);
 }
 
 /*
