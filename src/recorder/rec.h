@@ -488,6 +488,10 @@ size_t rec_unwind_memo_nodes(void);
 unsigned rec_unwind_from(const struct rec_frame *from, uintptr_t *frames,
 			 unsigned max, uintptr_t skip_lo, uintptr_t skip_hi,
 			 void ***note);
+/* The note a walk from FROM would give back now, if the thread's memo
+ * has the walk and the note at hand (else NULL: walk). */
+void *rec_unwind_noted(const struct rec_frame *from, unsigned max,
+		       uintptr_t skip_lo, uintptr_t skip_hi);
 /* Code was unloaded: forget what is known of it. */
 void rec_unwind_forget(void);
 /* Around fork(): the unwinder's lock; in the child, after it. */

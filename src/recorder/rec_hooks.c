@@ -199,6 +199,10 @@ static struct rec_bucket *bucket_at(enum rec_kind kind,
 		n = rec_python_splice(frames, n, rec_cfg.depth);
 		return rec_bucket_get(kind, frames, n);
 	}
+	/* (Most calls: the walk's first look has the note at hand.) */
+	b = rec_unwind_noted(at, rec_cfg.depth, text_lo, text_hi);
+	if (b && b->kind == kind)
+		return b;
 	n = rec_unwind_from(at, frames, rec_cfg.depth, text_lo, text_hi,
 			    &note);
 

@@ -1349,7 +1349,8 @@ static inline uint64_t pairs_diff(const uint64_t *p, unsigned nb,
 /* Is START's path WHICH (0: the last one, 1: the one before) the walk
  * from there now, with RBP at BP, every word of it as it was (and N and
  * MAX those of the walk that made it)?  Its words, or NULL. */
-static const uint64_t *path_check(const struct memo *m,
+static inline __attribute__((always_inline)) const uint64_t *
+path_check(const struct memo *m,
 				  const struct node *start, unsigned which,
 				  uintptr_t bp, unsigned n, unsigned max)
 {
@@ -1850,6 +1851,45 @@ rec_unwind_from(const struct rec_frame *from, uintptr_t *frames, unsigned max,
 		    skip_lo, skip_hi, from->pc, note);
 }
 
+/*
+ * walk()'s first look, on its own: the memo's path from FROM, every word
+ * of it as it was, and the note kept with it.  Most of a program's calls
+ * come from where they came before, down the same stack: they end here,
+ * without the whole walk's frame to set up and its arguments to pass.
+ * (Anything else, the whole walk decides: a memo to make, clear or grow.)
+ */
+void *rec_unwind_noted(const struct rec_frame *from, unsigned max,
+		       uintptr_t skip_lo, uintptr_t skip_hi)
+{
+	struct memo *m = memo;
+	const struct node *x;
+	const uint64_t *w = NULL;
+	unsigned n, which;
+	void *note;
+
+	if (__builtin_expect(!m || !stack_top || !from->pc || !max, 0) ||
+	    atomic_load_explicit(&m->busy, memory_order_relaxed) ||
+	    rec_unwind_no_memo || m->grow || m->skip_lo != skip_lo ||
+	    m->skip_hi != skip_hi ||
+	    m->gen != atomic_load_explicit(&generation, memory_order_acquire))
+		return NULL;
+	n = from->pc < skip_lo || from->pc >= skip_hi;
+	memo_hold(m);
+	x = node_find(m, from->pc - 1, from->sp, from->bp, NULL);
+	if (x && n < max)
+		for (which = 0; !w && which < PATHS; which++)
+			w = path_check(m, x, which, from->bp, n, max);
+	note = w ? m->notes[paths_of(m, x) + which - 1] : NULL;
+	if (note) {
+		m->walks++;
+		rec_unwind_replays++;
+		rec_unwind_same++;
+		rec_unwind_paths++;
+	}
+	memo_release(m);
+	return note;
+}
+
 #else /* not x86-64 with _dl_find_object: glibc's unwinder */
 
 atomic_ulong rec_unwind_fallbacks;
@@ -1905,6 +1945,13 @@ __attribute__((noinline)) unsigned rec_unwind(uintptr_t *frames,
 {
 	return from_backtrace(frames, max, skip_lo, skip_hi,
 			      (uintptr_t)__builtin_return_address(0));
+}
+
+void *rec_unwind_noted(const struct rec_frame *from, unsigned max,
+		       uintptr_t skip_lo, uintptr_t skip_hi)
+{
+	(void)from, (void)max, (void)skip_lo, (void)skip_hi;
+	return NULL;
 }
 
 __attribute__((noinline)) unsigned

@@ -70,21 +70,29 @@ static struct note *note_of(const uintptr_t *frames, unsigned n)
  * note when it has them.  It must give what a walk without the memo
  * gives, every frame.
  */
+static unsigned long noted_first; /* walks that rec_unwind_noted ended */
+
 static unsigned noted_walk(const struct rec_frame *at, uintptr_t *frames)
 {
 	uintptr_t plain[REC_MAX_DEPTH];
-	void **place;
-	unsigned n = rec_unwind_from(at, frames, max_from, 0, 0, &place), k;
+	void **place = NULL;
+	/* (The hooks' first look, then the walk if it finds nothing.) */
+	struct note *first = rec_unwind_noted(at, max_from, 0, 0);
+	unsigned n = 0, k;
 	bool was = rec_unwind_no_memo;
 
+	if (!first)
+		n = rec_unwind_from(at, frames, max_from, 0, 0, &place);
+	else
+		noted_first++;
 	/* (A note given back: FRAMES are left as they were.) */
-	if (place && *place) {
-		struct note *nt = *place;
-
-		memcpy(frames, nt->frames, nt->n * sizeof(frames[0]));
-		n = nt->n;
-	} else if (place) {
+	if (!first && place && *place)
+		first = *place;
+	else if (place)
 		*place = note_of(frames, n);
+	if (first) {
+		memcpy(frames, first->frames, first->n * sizeof(frames[0]));
+		n = first->n;
 	}
 	rec_unwind_no_memo = true;
 	k = rec_unwind_from(at, plain, max_from, 0, 0, NULL);
@@ -578,7 +586,7 @@ Test(unwind, memo_frame_pointers_moved)
  * path kept from the first frame (one of the two last), stepping
  * nowhere.
  */
-static unsigned long same_before, paths_before;
+static unsigned long same_before, paths_before, first_before;
 
 /* Walk I of callers SIDE[0 .. NSIDE) in turn, the frames DEPTH; the
  * counts from the third round on.  (One call site of them, in a function
@@ -591,6 +599,7 @@ static __attribute__((noinline)) void in_turn(int i, struct both *b,
 	if (i == 2 * nside) {
 		same_before = rec_unwind_same;
 		paths_before = rec_unwind_paths;
+		first_before = noted_first;
 	}
 	side[i % nside](b);
 	same(b, depth);
@@ -613,6 +622,10 @@ static void paths_replayed(void (*const *side)(struct both *), int nside,
 	cr_assert_eq(rec_unwind_paths - paths_before, counted,
 		     "%lu of %lu walks replayed no path",
 		     counted - (rec_unwind_paths - paths_before), counted);
+	/* (Each of them the hooks' first look found, with its note.) */
+	cr_assert_eq(noted_first - first_before, counted,
+		     "%lu of %lu walks not ended by rec_unwind_noted",
+		     counted - (noted_first - first_before), counted);
 }
 
 Test(unwind, memo_paths_alternate)
