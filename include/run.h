@@ -35,6 +35,8 @@ struct run {
 	bool reading_ahead;      /* a thread interns into the model */
 	enum dump_format format; /* of the first dump */
 	bool self_contained;     /* heap profiles: their own stacks, maps */
+	struct task trim;        /* the symbolizer trimmed, after the last */
+	bool trimming;           /* snapshot's symbolization (run.c) */
 };
 
 /*

@@ -127,8 +127,31 @@ void run_pad_readers(void)
 	done = true;
 }
 
+/*
+ * After the run's last symbolization, what served its lookups goes (a
+ * debug file's DWARF, tens of MB, and what the heap then has free): on
+ * another core, while the caller goes on with the names (3 of the 65 ms
+ * of symbolize-dwarf's cold stacktrace).  The symbolizer is the task's
+ * until it is joined: before it is used again, and when the run closes.
+ */
+static void trim_main(void *arg)
+{
+	struct run *r = arg;
+
+	symbolizer_trim(r->sym);
+	give_back();
+}
+
+static void trim_join(struct run *r)
+{
+	if (r->trimming)
+		task_release(&r->trim);
+	r->trimming = false;
+}
+
 void run_symbolize(struct run *r)
 {
+	trim_join(r);
 	if (!r->names_unused)
 		symbolize_model(&r->model, r->sym,
 				r->has_maps ? &r->maps : NULL);
@@ -146,6 +169,8 @@ void run_symbolize_snapshot(struct run *r, const struct snapshot *snap)
 	 */
 	bool last = ++r->snaps_symbolized == r->series.ndumps;
 
+	trim_join(r);
+
 	/* (Not while a dump is read ahead: that thread interns.) */
 	if (last && !r->reading_ahead) {
 		model_trim(&r->model);
@@ -157,10 +182,8 @@ void run_symbolize_snapshot(struct run *r, const struct snapshot *snap)
 				: r->has_maps	   ? &r->maps
 						   : NULL);
 	r->symbolized = true;
-	if (last) {
-		symbolizer_trim(r->sym);
-		give_back();
-	}
+	if (last && !(r->trimming = task_start(&r->trim, trim_main, r, false)))
+		trim_main(r);
 }
 
 /*
@@ -258,6 +281,7 @@ int run_load_dump(struct run *r, size_t i, struct snapshot *snap)
 
 void run_close(struct run *r)
 {
+	trim_join(r);
 	symbolizer_destroy(r->sym);
 	maps_free(&r->maps);
 	series_free(&r->series);
