@@ -1369,10 +1369,13 @@ path_check(const struct memo *m,
 	    (unsigned)(w[0] >> 16 & 0xff) != max ||
 	    ((w[4] & 1) && w[5] != bp))
 		return NULL;
+	/* (Out at the first word that differs: of the paths kept from a
+	 * frame, those of the other callers differ a few steps up.) */
 	for (unsigned i = 0; i < k; i++)
-		diff |= *PATH_AT(w[PATH_HEAD + 2 * i]) ^ w[PATH_HEAD + 1 + 2 * i];
+		if (*PATH_AT(w[PATH_HEAD + 2 * i]) != w[PATH_HEAD + 1 + 2 * i])
+			return NULL;
 	if (nb)
-		diff |= pairs_diff(w + PATH_HEAD + 2 * k, nb, 0);
+		diff = pairs_diff(w + PATH_HEAD + 2 * k, nb, 0);
 	return diff ? NULL : w;
 }
 

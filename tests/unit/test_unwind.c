@@ -743,6 +743,60 @@ Test(unwind, memo_cut_short)
 	}
 }
 
+/* SIDE(B) from one call site: the same return address each time. */
+static __attribute__((noinline)) void in_turn_cut(void (*side)(struct both *),
+						  struct both *b)
+{
+	side(b);
+	__asm__ volatile("" ::: "memory");
+}
+
+/*
+ * Two callers of the same frames, cut at MAX_FROM right at the caller's
+ * frame: the two walks differ in their last word only (the return
+ * address into one caller or the other, every frame below at the same
+ * place), which a replayed path must check too.
+ */
+static __attribute__((noinline)) void cut_left(struct both *b)
+{
+	recurse(5, b);
+	__asm__ volatile("" ::: "memory");
+}
+
+static __attribute__((noinline)) void cut_right(struct both *b)
+{
+	recurse(5, b);
+	__asm__ volatile("" ::: "memory");
+}
+
+Test(unwind, memo_cut_at_the_caller)
+{
+	static struct both b;
+	static void (*const side[2])(struct both *) = { cut_left, cut_right };
+	uintptr_t last[2] = { 0, 0 };
+	unsigned at = 0;
+
+	/* Where the callers' frame is, from a walk of the whole stack (the
+	 * compiler decides how many frames recurse makes). */
+	from_caller = true;
+	in_turn_cut(cut_left, &b);
+	for (unsigned j = 1; j < b.n_mine && !at; j++)
+		if (b.mine[j] > (uintptr_t)cut_left &&
+		    b.mine[j] - (uintptr_t)cut_left < 32)
+			at = j;
+	cr_assert(at > 1, "no frame of cut_left in the stack");
+	from_caller = false;
+	noted = cut = true;
+	max_from = at; /* (B->mine[0] is take's own) */
+	for (int i = 0; i < 12; i++) {
+		in_turn_cut(side[i % 2], &b);
+		cr_assert_eq(b.n_mine, at + 1, "%u frames", b.n_mine);
+		last[i % 2] = b.mine[at];
+		same(&b, b.n_mine);
+	}
+	cr_assert_neq(last[0], last[1], "the two walks end alike");
+}
+
 /* The rules forgotten (a library unloaded): no walk of before is kept. */
 static void nothing(void)
 {
