@@ -171,6 +171,9 @@ struct abbrevs {
  * they stay dense (as compilers number them: 1, 2, 3...), in a hash table
  * beyond.
  */
+/* The forms of DWARF 5 are below it (the GNU ones far above). */
+#define FORMS 0x30
+
 struct abbrev_scratch {
 	struct abbrev *v;
 	size_t av;
@@ -179,6 +182,11 @@ struct abbrev_scratch {
 	uint8_t *dense;  /* code -> 1 when seen, below ndense */
 	size_t ndense;
 	struct hashmap sparse;
+	/* form_known and form_size of forms below FORMS for units of
+	 * SHAPE (see form_sizes; 0: none yet). */
+	uint32_t shape;
+	int16_t size[FORMS];
+	bool known[FORMS];
 };
 
 /* libbfd's struct arange: a first range, more after it. */
@@ -801,6 +809,26 @@ static void abbrevs_free(struct abbrevs *t)
 	hashmap_free(&t->codes);
 }
 
+/*
+ * form_known and form_size of each form for units of U's shape, worked
+ * out once: a debug file's tables have hundreds of thousands of
+ * attributes (libc's: 309,000), and each switch was a jump the
+ * processor could not foresee, form after form.
+ */
+static void form_sizes(struct abbrev_scratch *s, const struct unit *u)
+{
+	uint32_t shape = 1u << 24 | (uint32_t)u->version << 16 |
+			 (uint32_t)u->addr_size << 8 | u->offset_size;
+
+	if (s->shape == shape)
+		return;
+	for (uint32_t f = 0; f < FORMS; f++) {
+		s->known[f] = form_known(f);
+		s->size[f] = (int16_t)form_size(f, u);
+	}
+	s->shape = shape;
+}
+
 static bool code_seen(const struct abbrev_scratch *s, uint64_t code)
 {
 	if (code < s->ndense && s->dense[code])
@@ -888,6 +916,7 @@ static struct abbrevs *read_abbrevs(struct dwarf *d, const struct unit *u,
 	*next = 0;
 	if (off >= d->s[S_ABBREV].size)
 		return NULL;
+	form_sizes(s, u);
 	c = (struct byte_cur){ d->s[S_ABBREV].p + off,
 			  d->s[S_ABBREV].p + d->s[S_ABBREV].size, false };
 	for (uint64_t code = leb128_u(&c); !c.bad;) {
@@ -916,7 +945,9 @@ static struct abbrevs *read_abbrevs(struct dwarf *d, const struct unit *u,
 				imp = leb128_s(&c);
 			if (!name || c.bad)
 				break;
-			if (!form_known((uint32_t)form) || name > UINT32_MAX) {
+			if (!(form < FORMS ? s->known[form]
+					   : form_known((uint32_t)form)) ||
+			    name > UINT32_MAX) {
 				a->fixed = -2; /* declines if ever read */
 				form = 0;
 			}
@@ -927,7 +958,9 @@ static struct abbrevs *read_abbrevs(struct dwarf *d, const struct unit *u,
 				(uint32_t)name, (uint32_t)form, imp
 			};
 			a->nattr++;
-			sz = form ? form_size((uint32_t)form, u) : -1;
+			sz = !form	    ? -1
+			     : form < FORMS ? s->size[form]
+					    : form_size((uint32_t)form, u);
 			/* (Past 2^30 bytes, read attribute by attribute:
 			 * the sum must not overflow.) */
 			if (a->fixed >= 0)
