@@ -1350,9 +1350,8 @@ static inline uint64_t pairs_diff(const uint64_t *p, unsigned nb,
  * from there now, with RBP at BP, every word of it as it was (and N and
  * MAX those of the walk that made it)?  Its words, or NULL. */
 static inline __attribute__((always_inline)) const uint64_t *
-path_check(const struct memo *m,
-				  const struct node *start, unsigned which,
-				  uintptr_t bp, unsigned n, unsigned max)
+path_check(const struct memo *m, const struct node *start, unsigned which,
+	   uintptr_t bp, unsigned n, unsigned max)
 {
 	uint64_t at = m->path_of[paths_of(m, start) + which];
 	uint64_t diff = 0;

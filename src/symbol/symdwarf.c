@@ -163,6 +163,9 @@ struct abbrevs {
 	struct hashmap codes;    /* else code -> index + 1 */
 };
 
+/* The forms of DWARF 5 are below it (the GNU ones far above). */
+#define FORMS 0x30
+
 /*
  * Where tables are read before they are kept: grown once, for the largest
  * table, and reused (each table's own arrays are then allocated to size:
@@ -171,9 +174,6 @@ struct abbrevs {
  * they stay dense (as compilers number them: 1, 2, 3...), in a hash table
  * beyond.
  */
-/* The forms of DWARF 5 are below it (the GNU ones far above). */
-#define FORMS 0x30
-
 struct abbrev_scratch {
 	struct abbrev *v;
 	size_t av;
