@@ -177,10 +177,11 @@ static unsigned log2_of(size_t a)
  * The stack of the call a hook is serving: AT is its caller's frame, as
  * the hook found it (REC_CALLER()), so the recorder's own frames are not
  * stepped through.  (A hook that another hook called starts inside the
- * recorder: those frames are skipped.)
+ * recorder: those frames are skipped.)  LOOKED: the walk's first look
+ * (rec_unwind_noted) was taken already, and found nothing of KIND.
  */
 static struct rec_bucket *bucket_at(enum rec_kind kind,
-				    const struct rec_frame *at)
+				    const struct rec_frame *at, bool looked)
 {
 	uintptr_t frames[REC_MAX_DEPTH];
 	void **note;
@@ -200,7 +201,8 @@ static struct rec_bucket *bucket_at(enum rec_kind kind,
 		return rec_bucket_get(kind, frames, n);
 	}
 	/* (Most calls: the walk's first look has the note at hand.) */
-	b = rec_unwind_noted(at, rec_cfg.depth, text_lo, text_hi);
+	b = looked ? NULL : rec_unwind_noted(at, rec_cfg.depth, text_lo,
+					     text_hi);
 	if (b && b->kind == kind)
 		return b;
 	n = rec_unwind_from(at, frames, rec_cfg.depth, text_lo, text_hi,
@@ -274,9 +276,17 @@ static void *finish(void *raw, size_t size, size_t off,
 	    tracking())
 		rec_python_poll();
 	if (tracking()) {
-		rec_busy++;
-		b = bucket_at(REC_MALLOC, at);
-		rec_busy--;
+		/* (Most calls: the walk's first look has the note at hand,
+		 * and allocates nothing: taken here, before the hooks are
+		 * set busy for what may.) */
+		b = rec_py.on ? NULL
+			      : rec_unwind_noted(at, rec_cfg.depth, text_lo,
+						 text_hi);
+		if (!b || b->kind != REC_MALLOC) {
+			rec_busy++;
+			b = bucket_at(REC_MALLOC, at, true);
+			rec_busy--;
+		}
 	}
 	h->size = size;
 	/* (OFF is a power of two.) */
@@ -571,7 +581,7 @@ static void note_map(void *r, size_t len, const struct rec_frame *at)
 	if (r == MAP_FAILED || !rec_cfg.mmap || !tracking())
 		return;
 	rec_busy++;
-	b = bucket_at(REC_MMAP, at);
+	b = bucket_at(REC_MMAP, at, false);
 	if (b) {
 		rec_count_alloc(b->id, 0, 0);
 		rec_map_add((uintptr_t)r, page_up((uintptr_t)r + len), b->id);
