@@ -335,7 +335,8 @@ static void *finish(void *raw, size_t size, size_t off,
  * gone).  MAPPED: glibc had mapped it on its own (so it is in the large
  * table whatever its size).
  */
-static void forget(void *p, const struct hdr *h, bool mapped)
+static inline __attribute__((always_inline)) void
+forget(void *p, const struct hdr *h, bool mapped)
 {
 	uint32_t id = h->meta & 0x3fffff;
 	size_t off = (size_t)1 << (h->meta >> 22);
