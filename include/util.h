@@ -160,6 +160,9 @@ uint64_t *radix_sort_u64(uint64_t *v, uint64_t *tmp, size_t n, unsigned from);
  * returned (V or a new array; the caller frees them).
  */
 uint64_t *sort_places(uint64_t *v, size_t n);
+/* The same keys made of the N addresses ADDRS, none below MIN nor more
+ * than 4 GB above it, each placed by its index. */
+uint64_t *sort_addrs(const uint64_t *addrs, size_t n, uint64_t min);
 
 /* Up to LEN bytes at OFF of FD: what pread gives until the end of the
  * file or an error (EINTR retried). */

@@ -586,3 +586,12 @@ uint64_t *sort_places(uint64_t *v, size_t n)
 	free(sorted == v ? tmp : v);
 	return sorted;
 }
+
+uint64_t *sort_addrs(const uint64_t *addrs, size_t n, uint64_t min)
+{
+	uint64_t *v = xmalloc(st_mult(n ? n : 1, sizeof(*v)));
+
+	for (size_t i = 0; i < n; i++)
+		v[i] = (addrs[i] - min) << 32 | i;
+	return sort_places(v, n);
+}

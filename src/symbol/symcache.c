@@ -418,7 +418,7 @@ static void keep_batch(struct symcache *c, const uint32_t *where, size_t n)
 void symcache_find_many(struct symcache *c, const uint64_t *addrs, size_t n,
 			uint32_t *where)
 {
-	uint64_t *v, *sorted, min = UINT64_MAX, max = 0;
+	uint64_t *sorted, min = UINT64_MAX, max = 0;
 	size_t j = 0;
 
 	for (size_t i = 0; i < n; i++) {
@@ -443,10 +443,7 @@ void symcache_find_many(struct symcache *c, const uint64_t *addrs, size_t n,
 	}
 	/* Each address as its offset from the lowest, above its place in
 	 * the batch: 8 bytes to sort, not 16. */
-	v = xcalloc(n, sizeof(*v));
-	for (size_t i = 0; i < n; i++)
-		v[i] = (addrs[i] - min) << 32 | i;
-	sorted = sort_places(v, n);
+	sorted = sort_addrs(addrs, n, min);
 	/* The file walked once beside the sorted batch. */
 	for (size_t i = 0; i < n; i++) {
 		uint64_t q = (sorted[i] >> 32) + min;

@@ -1571,7 +1571,7 @@ static const struct urange *interval_at(const struct dwarf *d, uint64_t addr)
 static void intervals_at(const struct dwarf *d, const uint64_t *addrs,
 			 size_t n, const struct urange **at)
 {
-	uint64_t *v, *sorted, min = UINT64_MAX, max = 0;
+	uint64_t *sorted, min = UINT64_MAX, max = 0;
 	size_t i = 0;
 
 	for (size_t k = 0; k < n; k++) {
@@ -1583,10 +1583,7 @@ static void intervals_at(const struct dwarf *d, const uint64_t *addrs,
 			at[k] = interval_at(d, addrs[k]);
 		return;
 	}
-	v = xcalloc(n, sizeof(*v));
-	for (size_t k = 0; k < n; k++)
-		v[k] = (addrs[k] - min) << 32 | k;
-	sorted = sort_places(v, n);
+	sorted = sort_addrs(addrs, n, min);
 	for (size_t k = 0; k < n; k++) {
 		uint64_t a = (sorted[k] >> 32) + min;
 
