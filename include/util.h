@@ -134,11 +134,18 @@ void free_array(void *const *v, size_t n);
 /* A formatted string in new memory. */
 char *xasprintf(const char *fmt, ...) PRINTF(1, 2);
 /*
- * Zeroed memory for a big table looked up at random: from 4 MiB on, in
- * huge pages where the kernel gives them (far fewer TLB misses).  Freed
- * with free().
+ * Zeroed memory for a big array or a table looked up at random: from 1
+ * MiB on, in huge pages where the kernel gives them (a fault and a TLB
+ * entry for 2 MiB, not 512; its size rounded up to them).  Freed with
+ * free().
  */
 void *xcalloc_table(size_t n, size_t size);
+/*
+ * LEN zeroed bytes mapped on their own, in huge pages where the kernel
+ * gives them, or NULL; *MAPPED is what munmap takes back (LEN rounded up
+ * to them).
+ */
+void *huge_map(size_t len, size_t *mapped);
 /*
  * malloc's heap grown 64 MiB at a time, the first 64 MiB in huge pages
  * where the kernel gives them: called once, first thing in main.

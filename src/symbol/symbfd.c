@@ -964,7 +964,7 @@ static int own_answers(struct bfdsym *bs, struct binary *b)
 		if (n) {
 			int rc;
 
-			b->answers = xcalloc(n, sizeof(*b->answers));
+			b->answers = xcalloc_table(n, sizeof(*b->answers));
 			rc = dwarf_lookup(b->dw, q, n, b->answers, &why);
 			if (rc == -2) {
 				free(q);
@@ -1068,7 +1068,7 @@ static void bfd_prepare(struct symbolizer *s, const struct maps *maps,
 	bs->batch_maps = maps;
 	bs->batch_id++;
 	free(bs->slots);
-	bs->slots = n ? xcalloc(n, sizeof(*bs->slots)) : NULL;
+	bs->slots = n ? xcalloc_table(n, sizeof(*bs->slots)) : NULL;
 	for (size_t i = 0; i < n; i++)
 		bs->slots[i].v = maps ? maps_find(maps, addrs[i]) : NULL;
 }
