@@ -62,6 +62,18 @@ struct dwarf *dwarf_finish(struct dwarf *d, const char **why);
  */
 int dwarf_lookup(struct dwarf *d, const uint64_t *addrs, size_t n,
 		 struct dwarf_answer *out, const char **why);
+/*
+ * The same, for a caller that reads the answers in order as they come:
+ * dwarf_lookup_start returns once the part that may decline the file is
+ * done (as dwarf_lookup would), with each OUT[i].addr set; the answers
+ * are then made on another core where there are two.  dwarf_answer
+ * gives OUT[I] once it is answered (it waits); dwarf_lookup_wait waits
+ * for them all, and comes before OUT is freed (dwarf_close waits too).
+ */
+int dwarf_lookup_start(struct dwarf *d, const uint64_t *addrs, size_t n,
+		       struct dwarf_answer *out, const char **why);
+const struct dwarf_answer *dwarf_answer(struct dwarf *d, size_t i);
+void dwarf_lookup_wait(struct dwarf *d);
 void dwarf_close(struct dwarf *d);
 
 #endif

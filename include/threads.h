@@ -46,6 +46,29 @@ bool task_start(struct task *t, void (*fn)(void *arg), void *arg,
 void task_join(struct task *t);
 void task_release(struct task *t);
 
+/* ---- a count to wait on ---- */
+
+/*
+ * How far one thread's work has got, for another that waits on it (a
+ * batch's answers, read while the later ones are written).  Raising it
+ * is two plain atomic operations unless someone waits.  Only one thread
+ * waits at a time.
+ */
+struct progress {
+	_Atomic size_t done;
+	_Atomic bool waiting;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+};
+
+void progress_init(struct progress *p);
+void progress_free(struct progress *p);
+/* DONE is done (and what was written before it is there to read); 0
+ * starts again. */
+void progress_set(struct progress *p, size_t done);
+/* Wait until N is done. */
+void progress_wait(struct progress *p, size_t n);
+
 /* ---- a pool ---- */
 
 /*

@@ -77,6 +77,49 @@ void task_release(struct task *t)
 	sb_release(&t->said);
 }
 
+/* ---- a count to wait on ---- */
+
+void progress_init(struct progress *p)
+{
+	atomic_init(&p->done, 0);
+	atomic_init(&p->waiting, false);
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->cond, NULL);
+}
+
+void progress_free(struct progress *p)
+{
+	pthread_mutex_destroy(&p->lock);
+	pthread_cond_destroy(&p->cond);
+}
+
+/*
+ * (Sequentially consistent, both sides: the raiser stores DONE and then
+ * reads WAITING, the waiter stores WAITING and then reads DONE, so at
+ * least one of them sees the other's store: no wait is missed.)
+ */
+void progress_set(struct progress *p, size_t done)
+{
+	atomic_store(&p->done, done);
+	if (atomic_load(&p->waiting)) {
+		pthread_mutex_lock(&p->lock);
+		pthread_cond_broadcast(&p->cond);
+		pthread_mutex_unlock(&p->lock);
+	}
+}
+
+void progress_wait(struct progress *p, size_t n)
+{
+	if (atomic_load_explicit(&p->done, memory_order_acquire) >= n)
+		return;
+	pthread_mutex_lock(&p->lock);
+	atomic_store(&p->waiting, true);
+	while (atomic_load(&p->done) < n)
+		pthread_cond_wait(&p->cond, &p->lock);
+	atomic_store(&p->waiting, false);
+	pthread_mutex_unlock(&p->lock);
+}
+
 /* ---- a pool ---- */
 
 struct share {

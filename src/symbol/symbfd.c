@@ -957,6 +957,8 @@ static int own_answers(struct bfdsym *bs, struct binary *b)
 			/* (Outside a batch: libbfd's pace, one at a time.) */
 			return -1;
 		}
+		/* (The last batch's answers, all made, before they go.) */
+		dwarf_lookup_wait(b->dw);
 		free(b->answers);
 		b->answers = NULL;
 		b->nanswers = b->next_answer = 0;
@@ -965,7 +967,7 @@ static int own_answers(struct bfdsym *bs, struct binary *b)
 			int rc;
 
 			b->answers = xcalloc_table(n, sizeof(*b->answers));
-			rc = dwarf_lookup(b->dw, q, n, b->answers, &why);
+			rc = dwarf_lookup_start(b->dw, q, n, b->answers, &why);
 			if (rc == -2) {
 				free(q);
 				goto refused;
@@ -1014,7 +1016,9 @@ static void dwarf_lookup_at(struct bfdsym *bs, struct binary *b, uint64_t a,
 	e->flags |= SC_DWARF;
 	if (own_answers(bs, b) == 0 && b->next_answer < b->nanswers &&
 	    b->answers[b->next_answer].addr == a) {
-		const struct dwarf_answer *ans = &b->answers[b->next_answer++];
+		/* (Made on another core meanwhile: see dwarf_lookup_start.) */
+		const struct dwarf_answer *ans =
+			dwarf_answer(b->dw, b->next_answer++);
 
 		chain = ans->frames;
 		n = (int)ans->nframes;

@@ -1139,6 +1139,61 @@ Test(symdwarf, units_prepared_ahead)
 }
 
 /*
+ * A batch big enough to be answered on another core while its first
+ * answers are read: each answer, taken in order as it comes (the first
+ * ones before the last are made), is the one a lookup on one thread
+ * gives, and the frames of the first stay where they were while more
+ * are made (5,000 answers: frames in more than one block).  A new lookup
+ * and closing the reader wait for a batch whose answers were not read.
+ */
+Test(symdwarf, answers_read_as_they_come)
+{
+	enum { NUNITS = 40, N = 5000 };
+	static struct dwarf_answer one[N], two[N];
+	static uint64_t addrs[N];
+	static const struct dwarf_frame *first[N];
+	struct elf e = { .n = 0 };
+	const char *why = NULL;
+
+	for (int i = 0; i < N; i++)
+		addrs[i] = 0x1000 + 0x20 * (uint64_t)((i * 7) % NUNITS) +
+			   (i % 3 ? 0x18 : 0x8);
+	cr_assert_eq(ask_ahead(NUNITS, -1, "1", addrs, N, one), 0);
+	for (int i = 0; i < N; i++) {
+		cr_assert_eq(one[i].nframes, 1);
+		one[i].frames = memcpy(xmalloc(sizeof(*one[i].frames)),
+				       one[i].frames, sizeof(*one[i].frames));
+	}
+	close_reader();
+	units_for_ahead(&e, NUNITS, -1);
+	setenv("DMPROF_THREADS", "2", 1);
+	cr_assert_eq(dwarf_lookup_start(dw, addrs, N, two, &why), 0);
+	for (int i = 0; i < N; i++) {
+		const struct dwarf_answer *got;
+
+		/* (Each address is there before its answer.) */
+		cr_assert_eq(two[i].addr, addrs[i]);
+		got = dwarf_answer(dw, (size_t)i);
+		cr_assert_eq(got, &two[i]);
+		cr_assert_eq(got->nframes, 1);
+		first[i] = got->frames;
+		cr_assert_str_eq(got->frames[0].func, one[i].frames[0].func);
+		cr_assert_eq(got->frames[0].line, one[i].frames[0].line);
+	}
+	dwarf_lookup_wait(dw);
+	for (int i = 0; i < N; i++) {
+		cr_assert_eq(two[i].frames, first[i]);
+		cr_assert_str_eq(two[i].frames[0].func, one[i].frames[0].func);
+		free((void *)one[i].frames);
+	}
+	/* Unread: the next lookup, then closing, wait for it. */
+	cr_assert_eq(dwarf_lookup_start(dw, addrs, N, two, &why), 0);
+	cr_assert_eq(dwarf_lookup_start(dw, addrs, N / 2, one, &why), 0);
+	close_reader();
+	unsetenv("DMPROF_THREADS");
+}
+
+/*
  * A reader begun (.debug_info inflating on another thread) and finished
  * answers as one opened; one begun and closed unfinished lets its thread
  * end; one that declines as it begins says why when finished.
