@@ -5,6 +5,7 @@
 #ifndef DMPROF_ARENA_H
 #define DMPROF_ARENA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct arena_block;
@@ -14,8 +15,11 @@ struct arena {
 	char *cur;
 	char *end;
 	size_t total; /* bytes handed out, for statistics */
+	/* Blocks of 2 MiB in huge pages (xcalloc_table), for an arena that
+	 * fills megabytes at once: one fault a block, not 512. */
+	bool huge;
 };
-#define ARENA_INIT { NULL, NULL, NULL, 0 }
+#define ARENA_INIT { NULL, NULL, NULL, 0, false }
 
 /* SIZE bytes aligned to 8 (nothing kept in an arena needs more); never
  * fails (dies on out-of-memory). */

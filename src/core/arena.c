@@ -18,10 +18,20 @@ struct arena_block {
 	max_align_t data[];
 };
 
+#define HUGE_BLOCK ((size_t)2 << 20)
+
+/* The payload of A's blocks. */
+static size_t block_size(const struct arena *a)
+{
+	return a->huge ? HUGE_BLOCK - sizeof(struct arena_block)
+		       : ARENA_BLOCK;
+}
+
 static char *new_block(struct arena *a, size_t payload)
 {
 	struct arena_block *b =
-		xmalloc(st_add(sizeof(*b), payload));
+		a->huge ? xcalloc_table(1, HUGE_BLOCK)
+			: xmalloc(st_add(sizeof(*b), payload));
 
 	b->next = a->blocks;
 	a->blocks = b;
@@ -36,7 +46,7 @@ void *arena_alloc(struct arena *a, size_t size)
 	if (size == 0)
 		size = ARENA_ALIGN;
 	a->total += size;
-	if (size > ARENA_BLOCK / 4) {
+	if (size > block_size(a) / 4) {
 		/*
 		 * Big: own block, linked behind the current one so the
 		 * current block keeps serving small requests.
@@ -54,8 +64,8 @@ void *arena_alloc(struct arena *a, size_t size)
 		return b->data;
 	}
 	if (!a->cur || (size_t)(a->end - a->cur) < size) {
-		a->cur = new_block(a, ARENA_BLOCK);
-		a->end = a->cur + ARENA_BLOCK;
+		a->cur = new_block(a, block_size(a));
+		a->end = a->cur + block_size(a);
 	}
 	p = a->cur;
 	a->cur += size;

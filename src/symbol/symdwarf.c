@@ -321,6 +321,7 @@ struct dwarf {
 	struct inflating info;
 	int begun;        /* dwarf_begin's result: 0, or -1 (declined) */
 	struct arena arena;
+	struct arena tables;        /* the abbreviation tables' arrays */
 	struct unit *units;
 	size_t nunits;
 	/* Units with ranges, sorted by start: one range each. */
@@ -803,11 +804,9 @@ static bool is_func_tag(uint32_t tag)
 	       tag == TAG_entry_point;
 }
 
+/* (Its arrays are in the tables' arena.) */
 static void abbrevs_free(struct abbrevs *t)
 {
-	free(t->attrs);
-	free(t->v);
-	free(t->by_code);
 	hashmap_free(&t->codes);
 }
 
@@ -892,6 +891,15 @@ static uint64_t abbrev_key(const struct unit *u, uint64_t off)
 static void *copy_array(const void *p, size_t n, size_t size)
 {
 	return n ? memcpy(xreallocarray(NULL, n, size), p, n * size) : NULL;
+}
+
+/* The same in the abbreviation tables' arena. */
+static void *table_copy(struct dwarf *d, const void *p, size_t n,
+			size_t size)
+{
+	return n ? memcpy(arena_alloc(&d->tables, st_mult(n, size)), p,
+			  n * size)
+		 : NULL;
 }
 
 /*
@@ -989,15 +997,18 @@ static struct abbrevs *read_abbrevs(struct dwarf *d, const struct unit *u,
 	k->key = abbrev_key(u, off);
 	t = &k->t;
 	t->n = n;
-	t->v = copy_array(s->v, n, sizeof(*t->v));
-	t->attrs = copy_array(s->attrs, nattrs, sizeof(*t->attrs));
+	t->v = table_copy(d, s->v, n, sizeof(*t->v));
+	t->attrs = table_copy(d, s->attrs, nattrs, sizeof(*t->attrs));
 	/* (A table without attributes has no array: NULL + 0 is undefined,
 	 * and each a->attr stays NULL, never read.) */
 	for (size_t i = 0; t->attrs && i < n; i++)
 		t->v[i].attr = t->attrs + t->v[i].first;
 	if (maxcode <= 4 * n + 64) {
 		t->ncodes = maxcode;
-		t->by_code = xcalloc(maxcode + 1, sizeof(*t->by_code));
+		t->by_code = arena_alloc(&d->tables,
+					 st_mult(maxcode + 1,
+						 sizeof(*t->by_code)));
+		memset(t->by_code, 0, (maxcode + 1) * sizeof(*t->by_code));
 		for (size_t i = 0; i < n; i++)
 			t->by_code[t->v[i].code] = &t->v[i];
 	} else {
@@ -2985,6 +2996,8 @@ struct dwarf *dwarf_begin(const struct elf_image *img)
 
 	d->img = img;
 	d->cache_sec = -1;
+	/* (libc's tables: 67,000 abbreviations, 8 MB read at once.) */
+	d->tables.huge = true;
 	progress_init(&d->answered);
 	d->prep.d = d;
 	hashmap_init(&d->abbrev_tabs, 64);
@@ -3043,5 +3056,6 @@ void dwarf_close(struct dwarf *d)
 		 d->prep.seqs, d->secs, d->syms);
 	sb_release(&d->sb);
 	arena_free(&d->arena);
+	arena_free(&d->tables);
 	free(d);
 }

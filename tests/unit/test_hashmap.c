@@ -90,3 +90,35 @@ Test(arena, big_and_small)
 	cr_assert_str_eq(arena_strndup(&a, "abcdef", 3), "abc");
 	arena_free(&a);
 }
+
+/*
+ * An arena of huge blocks: small requests fill a block of 2 MiB (its
+ * payload past the block's header) before the next, zeroed; big ones get
+ * their own; all of it stays apart and is freed at once.
+ */
+Test(arena, huge_blocks)
+{
+	struct arena a = ARENA_INIT;
+	char *first, *p = NULL, *big;
+
+	a.huge = true;
+	first = arena_alloc(&a, 1000);
+	/* (The block's first payload byte: its header before it.) */
+	cr_assert_eq(((uintptr_t)first) % (2u << 20), 16);
+	for (size_t used = 1000; used + 1000 <= (2u << 20) - 16; used += 1000) {
+		p = arena_alloc(&a, 1000);
+		cr_assert_eq(p, first + used);
+	}
+	cr_assert_eq(p[999], 0);
+	/* The next block. */
+	p = arena_alloc(&a, 1000);
+	cr_assert_neq((uintptr_t)p >> 21, (uintptr_t)first >> 21);
+	big = arena_alloc(&a, 1u << 20);
+	memset(big, 3, 1u << 20);
+	memset(first, 1, 1000);
+	cr_assert_eq(p[0], 0);
+	cr_assert_eq(arena_alloc(&a, 8), p + 1000);
+	arena_free(&a);
+	cr_assert(a.huge);
+	cr_assert_null(a.blocks);
+}
