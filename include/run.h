@@ -37,6 +37,9 @@ struct run {
 	bool self_contained;     /* heap profiles: their own stacks, maps */
 	struct task trim;        /* the symbolizer trimmed, after the last */
 	bool trimming;           /* snapshot's symbolization (run.c) */
+	/* The caller does nothing big after the last snapshot's names (it
+	 * prints them): the symbolizer is not trimmed for it. */
+	bool light_end;
 };
 
 /*

@@ -41,6 +41,7 @@ static int cmd_stacktrace_run(struct cmd_args *a)
 		return 1;
 	}
 	snapshot_warn_unknown_buckets(&snap, "left out");
+	r.light_end = true; /* (the lines are printed, no more) */
 	run_symbolize_snapshot(&r, &snap);
 	for (size_t i = 0; i < snap.nlines; i++) {
 		const struct stack_line *l = &snap.lines[i];
