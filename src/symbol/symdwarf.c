@@ -321,7 +321,9 @@ struct dwarf {
 	struct inflating info;
 	int begun;        /* dwarf_begin's result: 0, or -1 (declined) */
 	struct arena arena;
-	struct arena tables;        /* the abbreviation tables' arrays */
+	/* What fills megabytes at once (huge pages): the abbreviation
+	 * tables' arrays, the answers' frames. */
+	struct arena big;
 	struct unit *units;
 	size_t nunits;
 	/* Units with ranges, sorted by start: one range each. */
@@ -804,7 +806,7 @@ static bool is_func_tag(uint32_t tag)
 	       tag == TAG_entry_point;
 }
 
-/* (Its arrays are in the tables' arena.) */
+/* (Its arrays are in the reader's arena of big things.) */
 static void abbrevs_free(struct abbrevs *t)
 {
 	hashmap_free(&t->codes);
@@ -893,11 +895,11 @@ static void *copy_array(const void *p, size_t n, size_t size)
 	return n ? memcpy(xreallocarray(NULL, n, size), p, n * size) : NULL;
 }
 
-/* The same in the abbreviation tables' arena. */
+/* The same in the reader's arena of big things. */
 static void *table_copy(struct dwarf *d, const void *p, size_t n,
 			size_t size)
 {
-	return n ? memcpy(arena_alloc(&d->tables, st_mult(n, size)), p,
+	return n ? memcpy(arena_alloc(&d->big, st_mult(n, size)), p,
 			  n * size)
 		 : NULL;
 }
@@ -1005,7 +1007,7 @@ static struct abbrevs *read_abbrevs(struct dwarf *d, const struct unit *u,
 		t->v[i].attr = t->attrs + t->v[i].first;
 	if (maxcode <= 4 * n + 64) {
 		t->ncodes = maxcode;
-		t->by_code = arena_alloc(&d->tables,
+		t->by_code = arena_alloc(&d->big,
 					 st_mult(maxcode + 1,
 						 sizeof(*t->by_code)));
 		memset(t->by_code, 0, (maxcode + 1) * sizeof(*t->by_code));
@@ -2640,7 +2642,7 @@ struct frame_block {
 static struct dwarf_frame *frames_next(struct dwarf *d)
 {
 	if (!d->frames || d->frames->n + ANSWER_FRAMES > FRAME_BLOCK) {
-		struct frame_block *b = xmalloc(sizeof(*b));
+		struct frame_block *b = arena_alloc(&d->big, sizeof(*b));
 
 		b->next = d->frames;
 		b->n = 0;
@@ -2996,8 +2998,8 @@ struct dwarf *dwarf_begin(const struct elf_image *img)
 
 	d->img = img;
 	d->cache_sec = -1;
-	/* (libc's tables: 67,000 abbreviations, 8 MB read at once.) */
-	d->tables.huge = true;
+	/* (libc's abbreviation tables: 8 MB read at once.) */
+	d->big.huge = true;
 	progress_init(&d->answered);
 	d->prep.d = d;
 	hashmap_init(&d->abbrev_tabs, 64);
@@ -3030,12 +3032,6 @@ void dwarf_close(struct dwarf *d)
 		return;
 	dwarf_lookup_wait(d);
 	progress_free(&d->answered);
-	while (d->frames) {
-		struct frame_block *b = d->frames;
-
-		d->frames = b->next;
-		free(b);
-	}
 	/* (Begun, and not finished: its inflating ends first.) */
 	if (d->info.threaded)
 		task_release(&d->info.task);
@@ -3056,6 +3052,6 @@ void dwarf_close(struct dwarf *d)
 		 d->prep.seqs, d->secs, d->syms);
 	sb_release(&d->sb);
 	arena_free(&d->arena);
-	arena_free(&d->tables);
+	arena_free(&d->big);
 	free(d);
 }
