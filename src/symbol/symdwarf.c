@@ -2798,6 +2798,41 @@ static void find_one(const struct dwarf *d, uint64_t addr, struct hint *h,
 		w->sym = sym_search(d, w->sec, addr, sh);
 }
 
+/* The addresses of a batch in order, found in shares (find_all). */
+struct finding {
+	const struct dwarf *d;
+	const uint64_t *addrs;
+	struct locus *w;
+	const uint64_t *sorted; /* offset << 32 | place */
+	size_t m, shares;
+};
+
+/* A share of the sorted addresses, each searched from the last. */
+static void find_share(void *ctx, size_t i, bool here)
+{
+	const struct finding *f = ctx;
+	size_t lo = f->m * i / f->shares, hi = f->m * (i + 1) / f->shares;
+	struct hint h = { 0 };
+	struct sym_hint sh = { .sec = -1 };
+
+	(void)here;
+	for (size_t k = lo; k < hi; k++) {
+		size_t at = (uint32_t)f->sorted[k];
+
+		/* (W is read and written out of order: asked for ahead.) */
+		if (k + 16 < hi)
+			prefetch(&f->w[(uint32_t)f->sorted[k + 16]]);
+		find_one(f->d, f->addrs[at], &h, &sh, &f->w[at]);
+	}
+}
+
+/*
+ * A batch this big is searched on two cores, half its addresses each
+ * (they depend on nothing but the units, decoded by now): 82,000 took
+ * 2.7 ms on one.
+ */
+#define FIND_SHARED_MIN 8192
+
 static void find_all(const struct dwarf *d, const uint64_t *addrs, size_t n,
 		     struct locus *w)
 {
@@ -2825,13 +2860,12 @@ static void find_all(const struct dwarf *d, const uint64_t *addrs, size_t n,
 		if (w[i].sec >= 0)
 			v[m++] = (addrs[i] - min) << 32 | i;
 	sorted = sort_places(v, m);
-	for (size_t k = 0; k < m; k++) {
-		size_t i = (uint32_t)sorted[k];
+	{
+		struct finding f = { d, addrs, w, sorted, m, 1 };
 
-		/* (W is read and written out of order: asked for ahead.) */
-		if (k + 16 < m)
-			prefetch(&w[(uint32_t)sorted[k + 16]]);
-		find_one(d, addrs[i], &h, &sh, &w[i]);
+		if (m >= FIND_SHARED_MIN && threads_wanted() > 1)
+			f.shares = 2;
+		pool_run(f.shares, find_share, &f);
 	}
 	free(sorted);
 }
