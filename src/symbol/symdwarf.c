@@ -1578,27 +1578,23 @@ static const struct urange *interval_at(const struct dwarf *d, uint64_t addr)
 }
 
 /*
- * interval_at of each of the N addresses of ADDRS, into AT: the addresses
- * sorted, then walked beside the intervals (a binary search each, with
- * its mispredicted branches, was a tenth of a cold run: 82,000 addresses
- * in libc's 1,600 units).  Too few, or spread over 4 GB: one by one.
+ * interval_at of each of the N addresses of ADDRS, into AT: walked in
+ * their order SORTED (batch_order's, keys above MIN) beside the intervals
+ * (a binary search each, with its mispredicted branches, was a tenth of
+ * a cold run: 82,000 addresses in libc's 1,600 units); without it, one
+ * by one.
  */
 static void intervals_at(const struct dwarf *d, const uint64_t *addrs,
-			 size_t n, const struct urange **at)
+			 size_t n, const uint64_t *sorted, uint64_t min,
+			 const struct urange **at)
 {
-	uint64_t *sorted, min = UINT64_MAX, max = 0;
 	size_t i = 0;
 
-	for (size_t k = 0; k < n; k++) {
-		min = addrs[k] < min ? addrs[k] : min;
-		max = addrs[k] > max ? addrs[k] : max;
-	}
-	if (n < 64 || max - min > UINT32_MAX || n > UINT32_MAX) {
+	if (!sorted) {
 		for (size_t k = 0; k < n; k++)
 			at[k] = interval_at(d, addrs[k]);
 		return;
 	}
-	sorted = sort_addrs(addrs, n, min);
 	for (size_t k = 0; k < n; k++) {
 		uint64_t a = (sorted[k] >> 32) + min;
 
@@ -1606,9 +1602,7 @@ static void intervals_at(const struct dwarf *d, const uint64_t *addrs,
 			i++;
 		at[(uint32_t)sorted[k]] = interval_of(d, i, a);
 	}
-	free(sorted);
 }
-
 
 /* Is [LOW, HIGH) within U's own ranges? */
 static bool inside_own(const struct dwarf *d, const struct unit *u,
@@ -2834,40 +2828,41 @@ static void find_share(void *ctx, size_t i, bool here)
 #define FIND_SHARED_MIN 8192
 
 static void find_all(const struct dwarf *d, const uint64_t *addrs, size_t n,
-		     struct locus *w)
+		     const uint64_t *sorted, struct locus *w)
 {
-	uint64_t min = UINT64_MAX, max = 0, *v, *sorted;
-	struct hint h = { 0 };
-	struct sym_hint sh = { .sec = -1 };
-	size_t m = 0;
+	struct finding f = { d, addrs, w, sorted, n, 1 };
 
-	for (size_t i = 0; i < n; i++)
-		if (w[i].sec >= 0) {
-			min = addrs[i] < min ? addrs[i] : min;
-			max = addrs[i] > max ? addrs[i] : max;
-			m++;
-		}
-	if (m < 64 || max - min > UINT32_MAX || n > UINT32_MAX) {
+	if (!sorted) {
 		/* (A few, or spread over more than 4 GB: as they come.) */
+		struct hint h = { 0 };
+		struct sym_hint sh = { .sec = -1 };
+
 		for (size_t i = 0; i < n; i++)
 			find_one(d, addrs[i], &h, &sh, &w[i]);
 		return;
 	}
-	/* Each address as its offset from the lowest, above its place. */
-	v = xmalloc(m * sizeof(*v));
-	m = 0;
-	for (size_t i = 0; i < n; i++)
-		if (w[i].sec >= 0)
-			v[m++] = (addrs[i] - min) << 32 | i;
-	sorted = sort_places(v, m);
-	{
-		struct finding f = { d, addrs, w, sorted, m, 1 };
+	if (n >= FIND_SHARED_MIN && threads_wanted() > 1)
+		f.shares = 2;
+	pool_run(f.shares, find_share, &f);
+}
 
-		if (m >= FIND_SHARED_MIN && threads_wanted() > 1)
-			f.shares = 2;
-		pool_run(f.shares, find_share, &f);
+/*
+ * The N addresses of ADDRS as keys (their offsets from *MIN, the lowest,
+ * above their places), sorted: the order both searches of a batch walk
+ * in.  NULL when they are too few, or spread over more than 4 GB.
+ */
+static uint64_t *batch_order(const uint64_t *addrs, size_t n, uint64_t *min)
+{
+	uint64_t lo = UINT64_MAX, hi = 0;
+
+	for (size_t k = 0; k < n; k++) {
+		lo = addrs[k] < lo ? addrs[k] : lo;
+		hi = addrs[k] > hi ? addrs[k] : hi;
 	}
-	free(sorted);
+	*min = lo;
+	if (n < 64 || hi - lo > UINT32_MAX || n > UINT32_MAX)
+		return NULL;
+	return sort_addrs(addrs, n, lo);
 }
 
 /*
@@ -2977,26 +2972,28 @@ int dwarf_lookup_start(struct dwarf *d, const uint64_t *addrs, size_t n,
 {
 	const struct urange **at;
 	struct locus *w;
+	uint64_t min, *sorted;
 
 	dwarf_lookup_wait(d);
 	if (d->declined)
 		goto no;
 	/* (The units' ranges stay as they are: searched once.) */
 	at = xcalloc_table(n ? n : 1, sizeof(*at));
-	intervals_at(d, addrs, n, at);
+	sorted = batch_order(addrs, n, &min);
+	intervals_at(d, addrs, n, sorted, min, at);
 	prepare_ahead(d, at, n);
 	/* (Whatever declines the file does so in the first part.) */
 	w = xcalloc_table(n ? n : 1, sizeof(*w));
 	for (size_t i = 0; i < n; i++) {
 		locate(d, addrs[i], at[i], &w[i]);
 		if (d->declined) {
-			free(w);
-			free(at);
+			FREE_ALL(w, at, sorted);
 			goto no;
 		}
 	}
 	free(at);
-	find_all(d, addrs, n, w);
+	find_all(d, addrs, n, sorted, w);
+	free(sorted);
 	/* (The addresses first: the caller checks them, in step, before
 	 * it waits for their answers.) */
 	for (size_t i = 0; i < n; i++)
