@@ -1938,13 +1938,18 @@ static void make_room(void)
 {
 	size_t nv = 0, nrec, nb, maps_len = 0, per_vma = 2048;
 	uintptr_t *bases;
+	bool resident;
 
 	if (read_all("/proc/thread-self/maps", &tmp_buf))
 		for (size_t i = 0; i < tmp_buf.len; i++)
 			nv += tmp_buf.p[i] == '\n';
 	maps_len = tmp_buf.len + tmp_buf.len / 4 + 4096;
 	nv += nv / 4 + 16;
-	if (vmas_buf.len >= sizeof(struct vma) && maps_text.len)
+	/* (What the walk reads: maps itself, or smaps' 20 lines a VMA.) */
+	maps_source(&resident);
+	if (resident)
+		per_vma = maps_len / nv + 1;
+	else if (vmas_buf.len >= sizeof(struct vma) && maps_text.len)
 		per_vma = maps_text.len / (vmas_buf.len / sizeof(struct vma)) +
 			  256;
 	nrec = rec_table_room() + rec_self_count() +

@@ -504,9 +504,13 @@ bool rec_buf_reserve(struct rec_buf *b, size_t n)
  */
 bool rec_buf_room(struct rec_buf *b, size_t n)
 {
+	size_t cap = b->cap;
+
 	if (!rec_buf_reserve(b, n))
 		return false;
-	populate(b->p + b->len, n);
+	/* (A buffer that grew for them has them in memory already.) */
+	if (b->cap == cap)
+		populate(b->p + b->len, n);
 	return true;
 }
 
