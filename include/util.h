@@ -212,9 +212,28 @@ struct strbuf {
 #define STRBUF_INIT { NULL, 0, 0 }
 
 void sb_grow(struct strbuf *sb, size_t extra);
-void sb_add(struct strbuf *sb, const void *data, size_t len);
+
+/* (Inline where there is room: a stack's text is built a name and a
+ * blank at a time, hundreds of thousands of them a command.) */
+static inline void sb_add(struct strbuf *sb, const void *data, size_t len)
+{
+	if (sb->alloc - sb->len <= len)
+		sb_grow(sb, len);
+	if (len) /* (DATA may then be NULL) */
+		memcpy(sb->buf + sb->len, data, len);
+	sb->len += len;
+	sb->buf[sb->len] = '\0';
+}
+
+static inline void sb_addch(struct strbuf *sb, int c)
+{
+	if (sb->alloc - sb->len <= 1)
+		sb_grow(sb, 1);
+	sb->buf[sb->len++] = (char)c;
+	sb->buf[sb->len] = '\0';
+}
+
 void sb_addstr(struct strbuf *sb, const char *s);
-void sb_addch(struct strbuf *sb, int c);
 void sb_addf(struct strbuf *sb, const char *fmt, ...) PRINTF(2, 3);
 void sb_vaddf(struct strbuf *sb, const char *fmt, va_list ap);
 void sb_reset(struct strbuf *sb);

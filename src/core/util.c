@@ -369,25 +369,9 @@ void sb_grow(struct strbuf *sb, size_t extra)
 	}
 }
 
-void sb_add(struct strbuf *sb, const void *data, size_t len)
-{
-	sb_grow(sb, len);
-	if (len) /* (DATA may then be NULL) */
-		memcpy(sb->buf + sb->len, data, len);
-	sb->len += len;
-	sb->buf[sb->len] = '\0';
-}
-
 void sb_addstr(struct strbuf *sb, const char *s)
 {
 	sb_add(sb, s, strlen(s));
-}
-
-void sb_addch(struct strbuf *sb, int c)
-{
-	sb_grow(sb, 1);
-	sb->buf[sb->len++] = (char)c;
-	sb->buf[sb->len] = '\0';
 }
 
 void sb_vaddf(struct strbuf *sb, const char *fmt, va_list ap)
