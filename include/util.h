@@ -133,6 +133,8 @@ void *xmemdup(const void *p, size_t n);
 void free_array(void *const *v, size_t n);
 /* A formatted string in new memory. */
 char *xasprintf(const char *fmt, ...) PRINTF(1, 2);
+/* The size of a huge page (x86-64's transparent ones). */
+#define HUGE_PAGE ((size_t)2 << 20)
 /*
  * Zeroed memory for a big array or a table looked up at random: from 1
  * MiB on, in huge pages where the kernel gives them (a fault and a TLB

@@ -18,19 +18,17 @@ struct arena_block {
 	max_align_t data[];
 };
 
-#define HUGE_BLOCK ((size_t)2 << 20)
-
 /* The payload of A's blocks. */
 static size_t block_size(const struct arena *a)
 {
-	return a->huge ? HUGE_BLOCK - sizeof(struct arena_block)
+	return a->huge ? HUGE_PAGE - sizeof(struct arena_block)
 		       : ARENA_BLOCK;
 }
 
 static char *new_block(struct arena *a, size_t payload)
 {
 	struct arena_block *b =
-		a->huge ? xcalloc_table(1, HUGE_BLOCK)
+		a->huge ? xcalloc_table(1, HUGE_PAGE)
 			: xmalloc(st_add(sizeof(*b), payload));
 
 	b->next = a->blocks;

@@ -420,8 +420,6 @@ const char *sb_str(const struct strbuf *sb)
 	return sb->buf ? sb->buf : "";
 }
 
-#define HUGE_PAGE ((size_t)2 << 20)
-
 static size_t huge_round(size_t len)
 {
 	if (len > SIZE_MAX - HUGE_PAGE)
@@ -484,7 +482,7 @@ void *huge_map(size_t len, size_t *mapped)
  */
 bool malloc_setup(void)
 {
-	const uintptr_t huge = 2u << 20;
+	const uintptr_t huge = HUGE_PAGE;
 	uintptr_t brk0 = (uintptr_t)sbrk(0), lo, hi;
 	void *held[4];
 	size_t n = 0;

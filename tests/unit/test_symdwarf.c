@@ -1093,6 +1093,19 @@ static int ask_ahead(int nunits, int bad, const char *threads,
 }
 
 /*
+ * The one frame of each of the N answers of A copied out (the answers
+ * live in the reader until it closes); the caller frees them.
+ */
+static void keep_one_frame(struct dwarf_answer *a, int n)
+{
+	for (int i = 0; i < n; i++) {
+		cr_assert_eq(a[i].nframes, 1);
+		a[i].frames = memcpy(xmalloc(sizeof(*a[i].frames)),
+				     a[i].frames, sizeof(*a[i].frames));
+	}
+}
+
+/*
  * Units decoded ahead of the questions, on two threads, answer as units
  * decoded one by one as questions come: the one that another's DIE
  * decodes too, in whatever order the questions come; and a unit that
@@ -1110,12 +1123,7 @@ Test(symdwarf, units_prepared_ahead)
 		addrs[i] = 0x1000 + 0x20 * (uint64_t)(NUNITS - 1 - i / 2) +
 			   (i % 2 ? 0x18 : 0x8);
 	cr_assert_eq(ask_ahead(NUNITS, -1, "1", addrs, N, one), 0);
-	/* (The answers live in the reader until it closes: copied.) */
-	for (int i = 0; i < N; i++) {
-		cr_assert_eq(one[i].nframes, 1);
-		one[i].frames = memcpy(xmalloc(sizeof(*one[i].frames)),
-				       one[i].frames, sizeof(*one[i].frames));
-	}
+	keep_one_frame(one, N);
 	cr_assert_eq(ask_ahead(NUNITS, -1, "2", addrs, N, two), 0);
 	for (int i = 0; i < N; i++) {
 		int k = NUNITS - 1 - i / 2;
@@ -1159,11 +1167,7 @@ Test(symdwarf, answers_read_as_they_come)
 		addrs[i] = 0x1000 + 0x20 * (uint64_t)((i * 7) % NUNITS) +
 			   (i % 3 ? 0x18 : 0x8);
 	cr_assert_eq(ask_ahead(NUNITS, -1, "1", addrs, N, one), 0);
-	for (int i = 0; i < N; i++) {
-		cr_assert_eq(one[i].nframes, 1);
-		one[i].frames = memcpy(xmalloc(sizeof(*one[i].frames)),
-				       one[i].frames, sizeof(*one[i].frames));
-	}
+	keep_one_frame(one, N);
 	close_reader();
 	units_for_ahead(&e, NUNITS, -1);
 	setenv("DMPROF_THREADS", "2", 1);
