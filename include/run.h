@@ -40,6 +40,7 @@ struct run {
 	/* The caller does nothing big after the last snapshot's names (it
 	 * prints them): the symbolizer is not trimmed for it. */
 	bool light_end;
+	uint64_t bytes_read;     /* the dumps' sizes, so far (run.c) */
 };
 
 /*
