@@ -595,6 +595,120 @@ uint64_t *radix_sort_u64(uint64_t *v, uint64_t *tmp, size_t n,
 	return v;
 }
 
+/*
+ * Below this many, qsort: a radix sort's passes over 2,048 counts cost
+ * more than the comparisons they save.
+ */
+#define SORT_KEYED_MIN 256
+
+/* Keys K (with their indexes X) sorted by their bits, TK and TX as large:
+ * whichever pair holds the result is left in *K and *X. */
+static void radix_pairs(uint64_t **k, uint32_t **x, uint64_t *tk,
+			uint32_t *tx, size_t n)
+{
+	uint64_t *v = *k, max = 0;
+	uint32_t *ix = *x;
+
+	for (size_t i = 0; i < n; i++)
+		max = v[i] > max ? v[i] : max;
+	for (unsigned shift = 0; shift < 64 && max >> shift; shift += 11) {
+		size_t count[2048] = { 0 }, sum = 0;
+		uint64_t *t;
+		uint32_t *tix;
+		bool one = false;
+
+		for (size_t i = 0; i < n; i++)
+			count[(v[i] >> shift) & 2047]++;
+		for (size_t d = 0; d < 2048; d++) {
+			size_t c = count[d];
+
+			one |= c == n;
+			count[d] = sum;
+			sum += c;
+		}
+		if (one) /* (all alike in these bits: already in order) */
+			continue;
+		for (size_t i = 0; i < n; i++) {
+			size_t to = count[(v[i] >> shift) & 2047]++;
+
+			tk[to] = v[i];
+			tx[to] = ix[i];
+		}
+		t = v;
+		v = tk;
+		tk = t;
+		tix = ix;
+		ix = tx;
+		tx = tix;
+	}
+	*k = v;
+	*x = ix;
+}
+
+/*
+ * The N elements at V (in the order they came) in CMP's order, stably:
+ * by insertion where they are few (a run of equal keys is a few aliases),
+ * else by qsort, stable itself in glibc given the memory.
+ */
+static void sort_run(char *v, size_t n, size_t size,
+		     int (*cmp)(const void *, const void *), char *tmp)
+{
+	if (n > 32) {
+		qsort(v, n, size, cmp);
+		return;
+	}
+	for (size_t i = 1; i < n; i++) {
+		size_t j = i;
+
+		if (cmp(v + (i - 1) * size, v + i * size) <= 0)
+			continue;
+		memcpy(tmp, v + i * size, size);
+		while (j > 0 && cmp(v + (j - 1) * size, tmp) > 0)
+			j--;
+		memmove(v + (j + 1) * size, v + j * size, (i - j) * size);
+		memcpy(v + j * size, tmp, size);
+	}
+}
+
+void sort_keyed(void *base, size_t n, size_t size,
+		uint64_t (*key)(const void *),
+		int (*cmp)(const void *, const void *))
+{
+	char *b = base, *out;
+	uint64_t *keys, *k, min = UINT64_MAX;
+	uint32_t *places, *x;
+
+	if (n < SORT_KEYED_MIN || n > UINT32_MAX) {
+		qsort(base, n, size, cmp);
+		return;
+	}
+	keys = xmalloc(st_mult(n, 2 * sizeof(*keys)));
+	places = xmalloc(st_mult(n, 2 * sizeof(*places)));
+	for (size_t i = 0; i < n; i++) {
+		keys[i] = key(b + i * size);
+		places[i] = (uint32_t)i;
+		min = keys[i] < min ? keys[i] : min;
+	}
+	for (size_t i = 0; i < n; i++)
+		keys[i] -= min;
+	k = keys;
+	x = places;
+	radix_pairs(&k, &x, keys + n, places + n, n);
+	/* (One more element's room: sort_run's.) */
+	out = xmalloc(st_mult(n + 1, size));
+	for (size_t i = 0; i < n; i++)
+		memcpy(out + i * size, b + (size_t)x[i] * size, size);
+	for (size_t lo = 0, hi; lo < n; lo = hi) {
+		for (hi = lo + 1; hi < n && k[hi] == k[lo]; hi++)
+			;
+		if (hi - lo > 1)
+			sort_run(out + lo * size, hi - lo, size, cmp,
+				 out + n * size);
+	}
+	memcpy(b, out, n * size);
+	FREE_ALL(out, keys, places);
+}
+
 uint64_t *sort_places(uint64_t *v, size_t n)
 {
 	uint64_t *tmp = xmalloc(st_mult(n ? n : 1, sizeof(*tmp)));

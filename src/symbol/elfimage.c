@@ -25,6 +25,11 @@ static int cmp_sym(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
+static uint64_t sym_key(const void *a)
+{
+	return ((const struct elf_sym *)a)->addr;
+}
+
 /*
  * At one address (aliases, like malloc and __libc_malloc), keep one name:
  * a public one over one starting with '_', then the shorter.
@@ -44,7 +49,7 @@ static void finish_syms(struct elf_sym *v, size_t *n)
 
 	if (!*n)
 		return;
-	qsort(v, *n, sizeof(*v), cmp_sym);
+	sort_keyed(v, *n, sizeof(*v), sym_key, cmp_sym);
 	for (size_t i = 0; i < *n; i++) {
 		if (out && v[out - 1].addr == v[i].addr) {
 			if (!v[out - 1].size)

@@ -518,6 +518,16 @@ static int cmp_bsym(const void *a, const void *b)
 	       CMP(y->size, x->size) ?: CMP(x->order, y->order);
 }
 
+/* cmp_bsym's first two keys in one (values past 2^48 alike: the rest of
+ * the order is cmp_bsym's). */
+static uint64_t bsym_key(const void *a)
+{
+	const struct bsym *x = a;
+	uint64_t top = ((uint64_t)1 << 48) - 1;
+
+	return (uint64_t)x->shndx << 48 | (x->value < top ? x->value : top);
+}
+
 /*
  * The symbols _bfd_elf_maybe_function_sym takes: not sections, files,
  * objects or TLS; not the hidden local untyped zero-sized ones annobin
@@ -556,7 +566,8 @@ static void read_symbols(struct dwarf *d, const struct elf_shdr *symtab)
 		};
 	}
 	if (d->nsyms)
-		qsort(d->syms, d->nsyms, sizeof(*d->syms), cmp_bsym);
+		sort_keyed(d->syms, d->nsyms, sizeof(*d->syms), bsym_key,
+			   cmp_bsym);
 }
 
 static int read_elf(struct dwarf *d)
