@@ -178,7 +178,8 @@ uint64_t *sort_addrs(const uint64_t *addrs, size_t n, uint64_t min);
  * stably (as glibc's does, given the memory): by KEY's value first, by
  * a radix sort, then CMP within each run of equal keys.  KEY must agree
  * with CMP: CMP(a, b) < 0 only where KEY(a) <= KEY(b).  For tables of
- * thousands, where qsort's calls to CMP were most of the time.
+ * thousands, where qsort's calls to CMP were most of the time, and of a
+ * few, where its setup was.
  */
 void sort_keyed(void *base, size_t n, size_t size,
 		uint64_t (*key)(const void *),

@@ -2346,6 +2346,18 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static uint64_t u64_key(const void *a)
+{
+	return *(const uint64_t *)a;
+}
+
+static uint64_t frange_key(const void *a)
+{
+	const struct frange *x = a;
+
+	return x->high - x->low;
+}
+
 /* The first of the N points P that is not painted, from K on. */
 static size_t unpainted(size_t *next, size_t k)
 {
@@ -2394,7 +2406,7 @@ static void build_spans(struct unit *u)
 		pts[2 * i] = r[i].low;
 		pts[2 * i + 1] = r[i].high;
 	}
-	qsort(pts, 2 * nr, sizeof(*pts), cmp_u64);
+	sort_keyed(pts, 2 * nr, sizeof(*pts), u64_key, cmp_u64);
 	for (size_t i = 0; i < 2 * nr; i++)
 		if (!np || pts[np - 1] != pts[i])
 			pts[np++] = pts[i];
@@ -2403,7 +2415,7 @@ static void build_spans(struct unit *u)
 	next = xcalloc(np, sizeof(*next));
 	for (size_t k = 0; k < np; k++)
 		next[k] = k;
-	qsort(r, nr, sizeof(*r), cmp_frange);
+	sort_keyed(r, nr, sizeof(*r), frange_key, cmp_frange);
 	for (size_t i = 0; i < nr; i++) {
 		size_t k = PARTITION_POINT(np, m, pts[m] < r[i].low);
 		size_t end = PARTITION_POINT(np, m, pts[m] < r[i].high);

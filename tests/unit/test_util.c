@@ -98,7 +98,9 @@ Test(util, sort_keyed_is_a_stable_sort)
 		uint64_t span;
 		uint32_t ties;
 	} cases[] = {
-		{ 10, 100, 3 },      /* below the radix sort's size: qsort */
+		{ 10, 100, 3 },      /* a few: by insertion */
+		{ 32, 5, 3 },        /* as many as insertion takes */
+		{ 100, 20, 3 },      /* below the radix sort's size: qsort */
 		{ 5000, 1000, 4 },   /* runs of about 5 */
 		{ 5000, 7, 3 },      /* runs of hundreds */
 		{ 3000, UINT64_MAX, 2 }, /* keys over all 64 bits */
