@@ -108,6 +108,8 @@ struct memo {
 
 struct memo_map {
 	struct hashmap map;
+	struct memo last; /* the last asked for: frames come in runs of a
+			     function (an address's neighbours) */
 	struct memo front[MEMO_FRONT];
 };
 
@@ -216,15 +218,19 @@ static struct memo *memo_front(struct memo_map *m, const void *key)
 
 static const char *memo_get(struct memo_map *m, const void *key)
 {
-	struct memo *f = memo_front(m, key), *e;
+	struct memo *f, *e;
 
-	if (f->key == key)
-		return f->value;
-	e = hashmap_get(&m->map, hash_u64((uintptr_t)key), NULL, NULL);
-	if (!e)
-		return NULL;
-	*f = *e;
-	return e->value;
+	if (m->last.key == key && key)
+		return m->last.value;
+	f = memo_front(m, key);
+	if (f->key != key) {
+		e = hashmap_get(&m->map, hash_u64((uintptr_t)key), NULL, NULL);
+		if (!e)
+			return NULL;
+		*f = *e;
+	}
+	m->last = *f;
+	return f->value;
 }
 
 static const char *memo_put(struct bfdsym *bs, struct memo_map *m,
@@ -1081,7 +1087,7 @@ static void bfd_code(struct symbolizer *s, const struct maps *maps,
 		     uint64_t addr, struct sym_info *out)
 {
 	struct bfdsym *bs = (struct bfdsym *)s;
-	const struct symcache_entry *hit;
+	const struct symcache_entry *hit, *ep = NULL;
 	struct symcache_entry e;
 	const struct elf_sym *sym;
 	const struct vma *v;
@@ -1130,8 +1136,10 @@ static void bfd_code(struct symbolizer *s, const struct maps *maps,
 		elf = sl->elf;
 	hit = sl ? symcache_get_at(b->cache, elf, sl->where)
 		 : symcache_get(b->cache, elf);
+	/* (A hit is read where it is: a copy of it, just written, waited
+	 * for the stores to land.) */
 	if (hit && (!need_dwarf || (hit->flags & SC_DWARF))) {
-		e = *hit;
+		ep = hit;
 		b->cached++;
 	} else {
 		b->looked_up++;
@@ -1158,13 +1166,14 @@ static void bfd_code(struct symbolizer *s, const struct maps *maps,
 		if (need_dwarf && (!sym || !past))
 			dwarf_lookup_at(bs, b, elf - 1, &e);
 		symcache_put(b->cache, &e);
+		ep = &e;
 	}
-	if (o->verbose > 1 && (!e.func || starts_with(e.func, "?? after "))) {
+	if (o->verbose > 1 && (!ep->func || starts_with(ep->func, "?? after "))) {
 		/* (Whether it has a .symtab is known once its symbols are
 		 * read, which a warm run may not have needed.) */
 		binary_symbols(b);
 		say_why(bs, b, addr, "%s %s%s",
-			e.func ? "past the end of the nearest symbol of"
+			ep->func ? "past the end of the nearest symbol of"
 			       : "below every symbol of",
 			v->name,
 			b->img.has_symtab ? ""
@@ -1172,20 +1181,20 @@ static void bfd_code(struct symbolizer *s, const struct maps *maps,
 					    "functions have symbols; a debug "
 					    "file would have the others)");
 	}
-	out->func = shown(bs, e.func);
-	out->file = e.file;
-	out->line = e.line;
-	if (e.ninline && !o->no_inline) {
+	out->func = shown(bs, ep->func);
+	out->file = ep->file;
+	out->line = ep->line;
+	if (ep->ninline && !o->no_inline) {
 		struct inline_frame *inl =
 			arena_alloc(bs->base.strings->arena,
-				    e.ninline * sizeof(*inl));
+				    ep->ninline * sizeof(*inl));
 
-		for (int k = 0; k < e.ninline; k++) {
-			inl[k] = e.inl[k];
-			inl[k].func = shown(bs, e.inl[k].func);
+		for (int k = 0; k < ep->ninline; k++) {
+			inl[k] = ep->inl[k];
+			inl[k].func = shown(bs, ep->inl[k].func);
 		}
 		out->inl = inl;
-		out->ninline = e.ninline;
+		out->ninline = ep->ninline;
 	}
 }
 
@@ -1220,6 +1229,7 @@ static void memo_clear(struct memo_map *m)
 
 	hashmap_free(&m->map);
 	hashmap_init(&m->map, n);
+	memset(&m->last, 0, sizeof(m->last));
 	memset(m->front, 0, sizeof(m->front));
 }
 

@@ -2032,7 +2032,7 @@ static bool decode_program(struct prep *p, struct unit *u, size_t *alloc,
 	 * last read first; nested ones go, overlapping ones are cut. */
 	for (size_t i = 0; i < u->nseqs; i++)
 		u->seqs[i].index = (uint32_t)(u->nseqs - 1 - i);
-	if (u->nseqs)
+	if (u->nseqs > 1)
 		qsort_r(u->seqs, u->nseqs, sizeof(*u->seqs), cmp_seq, u->rows);
 	nlive = u->nseqs ? 1 : 0;
 	for (size_t i = 1; i < u->nseqs; i++) {
