@@ -34,8 +34,8 @@
  * and the thread's table becomes the model's at the end.
  */
 enum rec_kind {
-	REC_STACK,  /* a stack line, parsed: its new frames' addresses,
-		       then its frames' ids follow */
+	REC_STACK,  /* a stack line, parsed: its frames' ids follow, then
+		       (8-aligned) the addresses of those met first */
 	REC_TEXT,   /* any other line: its text follows */
 	REC_MAPS,   /* the maps' header; the thread has stopped */
 };
@@ -80,9 +80,6 @@ struct pipe {
 	int fcur;
 	bool pending;           /* the other is a line's, to send */
 	struct rec pend;        /* its record */
-	uint32_t *ids;          /* the line's frames' */
-	uint64_t *met;          /* the addresses it met first */
-	size_t ids_alloc, met_alloc;
 	struct frame_slot *slots; /* address -> id + 1 (see above) */
 	size_t mask;
 	uint32_t next_id;       /* the next frame's */
@@ -129,12 +126,12 @@ static bool pipe_room(struct pipe *pp, size_t n)
 	return true;
 }
 
-/* Add record R and N bytes at P, then N2 at P2, after it (8-aligned):
- * false when this thread takes no more. */
+/* Add record R and N bytes at P after it (8-aligned): false when this
+ * thread takes no more. */
 static bool pipe_put(struct pipe *pp, const struct rec *r, const void *p,
-		     size_t n, const void *p2, size_t n2)
+		     size_t n)
 {
-	size_t size = sizeof(*r) + ((n + n2 + 7) & ~(size_t)7);
+	size_t size = sizeof(*r) + ((n + 7) & ~(size_t)7);
 	char *at;
 
 	if (!pipe_room(pp, size))
@@ -143,8 +140,6 @@ static bool pipe_put(struct pipe *pp, const struct rec *r, const void *p,
 	memcpy(at, r, sizeof(*r));
 	if (n)
 		memcpy(at + sizeof(*r), p, n);
-	if (n2)
-		memcpy(at + sizeof(*r) + n, p2, n2);
 	pp->cur->len += size;
 	return true;
 }
@@ -164,15 +159,15 @@ static void pipe_prefetch(struct pipe *pp, int b, uint32_t n)
 }
 
 /*
- * The ids of line buffer B's N frames into pp->ids, the addresses met
- * first into pp->met (*NMET of them).  (Room for their ids was made
+ * The ids of line buffer B's N frames into IDS, the addresses met first
+ * into MET (*NMET of them, N at most).  (Room for their ids was made
  * sure of: see pipe_main.)
  */
-static void pipe_ids(struct pipe *pp, int b, uint32_t n, uint32_t *nmet)
+static void pipe_ids(struct pipe *pp, int b, uint32_t n, uint32_t *ids,
+		     uint64_t *met, uint32_t *nmet)
 {
 	const uint64_t *a = pp->frames[b], *h = pp->hashes[b];
 
-	GROW(pp->ids, n, pp->ids_alloc);
 	*nmet = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		size_t k = (size_t)h[i] & pp->mask;
@@ -182,29 +177,48 @@ static void pipe_ids(struct pipe *pp, int b, uint32_t n, uint32_t *nmet)
 		if (!pp->slots[k].id) {
 			pp->slots[k].addr = a[i];
 			pp->slots[k].id = ++pp->next_id;
-			GROW(pp->met, *nmet + 1, pp->met_alloc);
-			pp->met[(*nmet)++] = a[i];
+			met[(*nmet)++] = a[i];
 		}
-		pp->ids[i] = pp->slots[k].id - 1;
+		ids[i] = pp->slots[k].id - 1;
 		if ((size_t)pp->next_id * 2 > pp->mask)
 			frame_slots_grow(&pp->slots, &pp->mask);
 	}
 }
 
-/* The line parsed before, if any, to this thread: false when it takes
- * no more. */
+/* Where a stack record's addresses met first start, after its DEPTH ids
+ * (8-aligned). */
+static size_t met_offset(uint32_t depth)
+{
+	return ((size_t)depth * sizeof(uint32_t) + 7) & ~(size_t)7;
+}
+
+/*
+ * The line parsed before, if any, to this thread: false when it takes
+ * no more.  Its ids and the addresses met first are written in the
+ * block where they go, room made for all its frames met first (a copy
+ * of each line's ids, a call to memcpy of a size not known, was a sixth
+ * of this thread's time).
+ */
 static bool pipe_flush(struct pipe *pp)
 {
 	struct rec *r = &pp->pend;
 	int b = 1 - pp->fcur;
+	uint32_t depth = r->gl.depth;
+	size_t ids_at = sizeof(*r), met_at = ids_at + met_offset(depth);
+	char *at;
 
 	if (!pp->pending)
 		return true;
 	pp->pending = false;
-	pipe_ids(pp, b, r->gl.depth, &r->nnew);
-	r->first = r->gl.depth ? pp->frames[b][0] : 0;
-	return pipe_put(pp, r, pp->met, r->nnew * sizeof(*pp->met), pp->ids,
-			r->gl.depth * sizeof(*pp->ids));
+	if (!pipe_room(pp, met_at + (size_t)depth * sizeof(uint64_t)))
+		return false;
+	at = pp->cur->buf + pp->cur->len;
+	pipe_ids(pp, b, depth, (uint32_t *)(at + ids_at),
+		 (uint64_t *)(at + met_at), &r->nnew);
+	r->first = depth ? pp->frames[b][0] : 0;
+	memcpy(at, r, sizeof(*r));
+	pp->cur->len += met_at + (size_t)r->nnew * sizeof(uint64_t);
+	return true;
 }
 
 /* The thread: 0 at the end of the lines or the maps' header, -1 after a
@@ -262,13 +276,13 @@ static int pipe_main(struct handoff *h, void *arg)
 		if (!memchr(l.p, '\0', l.len) &&
 		    (r.which = gperf_maps_header(&l))) {
 			r.kind = REC_MAPS;
-			pipe_put(pp, &r, NULL, 0, NULL, 0);
+			pipe_put(pp, &r, NULL, 0);
 			break;
 		}
 		r.kind = REC_TEXT;
 		r.len = l.len;
 		r.newline = l.newline;
-		if (!pipe_put(pp, &r, l.p, l.len, NULL, 0))
+		if (!pipe_put(pp, &r, l.p, l.len))
 			break;
 	}
 	if (got <= 0)
@@ -357,15 +371,15 @@ static int take_block(void *arg, size_t slot)
 		at += sizeof(r);
 		switch (r.kind) {
 		case REC_STACK:
-			at += (r.nnew * sizeof(uint64_t) +
-			       r.gl.depth * sizeof(uint32_t) + 7) &
-			      ~(size_t)7;
-			if ((pp->rc = take_met(pp, (const uint64_t *)p,
-					       r.nnew)) < 0 ||
-			    (pp->rc = take_stack(
-				     pp, &r,
-				     (const uint32_t *)(p + r.nnew *
-								    sizeof(uint64_t)))) < 0)
+			at += met_offset(r.gl.depth) +
+			      r.nnew * sizeof(uint64_t);
+			if ((pp->rc = take_met(
+				     pp,
+				     (const uint64_t *)(p + met_offset(
+								    r.gl.depth)),
+				     r.nnew)) < 0 ||
+			    (pp->rc = take_stack(pp, &r,
+						 (const uint32_t *)p)) < 0)
 				return TAKEN_ALL;
 			break;
 		case REC_TEXT:
@@ -497,7 +511,7 @@ int gperf_parse_on_two(struct gparser *g, bool *in_maps)
 		free(pp.frames[i]);
 		free(pp.hashes[i]);
 	}
-	FREE_ALL(pp.ids, pp.met, pp.slots, pp.xlat, pp.tmp);
+	FREE_ALL(pp.slots, pp.xlat, pp.tmp);
 	return rc < 0 ? -1 : 0;
 }
 
