@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "elfimage.h"
+#include "search.h"
 #include "symcache.h"
 #include "symdwarf.h"
 #include "util.h"
@@ -60,6 +61,7 @@ struct binary {
 	size_t nanswers, next_answer;
 	unsigned long batch;    /* the batch the answers are for */
 	unsigned long slots_batch; /* the batch its slots were found for */
+	size_t *at, nat;        /* and their places in it (find_slots) */
 	bfd *abfd;
 	asymbol **bfd_syms;
 	bool bfd_tried;
@@ -764,11 +766,16 @@ static int bfd_answer(struct binary *b, uint64_t a, struct dwarf_frame *chain,
  */
 static void find_slots(struct bfdsym *bs, struct binary *b, size_t from)
 {
-	uint64_t *elf;
+	uint64_t *elf = NULL;
 	uint32_t *where;
-	size_t n = 0, k = 0;
+	size_t *at = NULL;
+	size_t n = 0, alloc = 0, at_alloc = 0;
 
 	b->slots_batch = bs->batch_id;
+	/* (B's addresses only, grown as found: a batch of a million frames
+	 * in eight binaries would hold 16 MB more for the first.  Their
+	 * places are kept: the batch was walked twice more for them, a
+	 * seventh of a warm symbolization's naming.) */
 	for (size_t i = from; i < bs->nbatch; i++) {
 		struct slot *sl = &bs->slots[i];
 
@@ -777,22 +784,27 @@ static void find_slots(struct bfdsym *bs, struct binary *b, size_t from)
 				 b->img.nloads, &sl->elf))
 			continue;
 		sl->placed = true;
-		n++;
+		GROW(elf, n + 1, alloc);
+		GROW(at, n + 1, at_alloc);
+		elf[n] = sl->elf;
+		at[n++] = i;
 	}
-	/* (B's addresses only: a batch of a million frames in eight
-	 * binaries would hold 16 MB more for the first.) */
-	elf = xcalloc(n + 1, sizeof(*elf));
 	where = xcalloc(n + 1, sizeof(*where));
-	for (size_t i = from; i < bs->nbatch && k < n; i++)
-		if (bs->slots[i].placed && bs->slots[i].v->name == b->name)
-			elf[k++] = bs->slots[i].elf;
 	symcache_find_many(b->cache, elf, n, where);
-	k = 0;
-	for (size_t i = from; i < bs->nbatch && k < n; i++)
-		if (bs->slots[i].placed && bs->slots[i].v->name == b->name)
-			bs->slots[i].where = where[k++];
-	free(elf);
-	free(where);
+	for (size_t k = 0; k < n; k++)
+		bs->slots[at[k]].where = where[k];
+	FREE_ALL(elf, where, b->at);
+	b->at = at;
+	b->nat = n;
+}
+
+/* The first of B's places in the batch (see find_slots) at FROM or
+ * after. */
+static size_t places_from(struct bfdsym *bs, struct binary *b, size_t from)
+{
+	if (b->slots_batch != bs->batch_id)
+		find_slots(bs, b, from);
+	return PARTITION_POINT(b->nat, k, b->at[k] < from);
 }
 
 /* SL's symbol is SYM (PAST its end or not), of B's. */
@@ -832,12 +844,12 @@ static void find_symbols(struct bfdsym *bs, struct binary *b, size_t from)
 {
 	const struct elf_sym *code;
 	uint64_t *v, *sorted, min = UINT64_MAX, max = 0;
-	size_t n = 0, k = 0, lo = 0;
+	size_t n = 0, k = 0, lo = 0, first = places_from(bs, b, from);
 
-	for (size_t i = from; i < bs->nbatch; i++) {
-		const struct slot *sl = &bs->slots[i];
+	for (size_t j = first; j < b->nat; j++) {
+		const struct slot *sl = &bs->slots[b->at[j]];
 
-		if (!sl->placed || sl->sym_found || sl->v->name != b->name)
+		if (sl->sym_found)
 			continue;
 		min = sl->elf - 1 < min ? sl->elf - 1 : min;
 		max = sl->elf - 1 > max ? sl->elf - 1 : max;
@@ -848,11 +860,11 @@ static void find_symbols(struct bfdsym *bs, struct binary *b, size_t from)
 	binary_symbols(b);
 	code = b->img.code;
 	v = xcalloc(n, sizeof(*v));
-	for (size_t i = from; i < bs->nbatch && k < n; i++) {
-		const struct slot *sl = &bs->slots[i];
+	for (size_t j = first; j < b->nat && k < n; j++) {
+		const struct slot *sl = &bs->slots[b->at[j]];
 
-		if (sl->placed && !sl->sym_found && sl->v->name == b->name)
-			v[k++] = (sl->elf - 1 - min) << 32 | i;
+		if (!sl->sym_found)
+			v[k++] = (sl->elf - 1 - min) << 32 | b->at[j];
 	}
 	sorted = sort_places(v, n);
 	for (k = 0; k < n; k++) {
@@ -886,14 +898,12 @@ static size_t batch_queries(struct bfdsym *bs, struct binary *b,
 	*out = xcalloc(bs->nbatch - bs->next + 2, sizeof(**out));
 	find_symbols(bs, b, bs->next - 1);
 	hashmap_init(&seen, 64);
-	for (size_t i = bs->next - 1; i < bs->nbatch; i++) {
+	for (size_t j = places_from(bs, b, bs->next - 1); j < b->nat; j++) {
 		const struct symcache_entry *hit;
 		const struct elf_sym *sym;
-		struct slot *sl = &bs->slots[i];
+		struct slot *sl = &bs->slots[b->at[j]];
 		uint64_t elf = sl->elf;
 
-		if (!sl->placed || sl->v->name != b->name)
-			continue;
 		hit = symcache_get_at(b->cache, elf, sl->where);
 		if (hit && (!need_dwarf || (hit->flags & SC_DWARF)))
 			continue;
@@ -1360,6 +1370,7 @@ static void bfd_destroy(struct symbolizer *s)
 		dwarf_close(b->dw);
 		dwarf_close(b->dw_begun);
 		free(b->answers);
+		free(b->at);
 		if (b->abfd)
 			bfd_close(b->abfd);
 		free(b->bfd_syms);
