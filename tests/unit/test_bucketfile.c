@@ -277,6 +277,20 @@ Test(buckets, load_many)
 	sb_release(&a);
 }
 
+/* No files (a run of heap profiles): nothing loaded, nothing said, the
+ * model as it was. */
+Test(buckets, load_none)
+{
+	size_t loaded = 7;
+
+	capture_stderr();
+	cr_assert_eq(bucketfile_load_many(&m, NULL, 0, &loaded), 0);
+	cr_assert_eq(loaded, 0);
+	cr_assert_eq(m.buckets.n, 0);
+	cr_assert_str_eq(stderr_text(), "");
+	cr_assert_eq(bucketfile_load_many(&m, NULL, 0, NULL), 0);
+}
+
 /* An error stops the load; what the files said before it comes first. */
 Test(buckets, load_many_messages_in_order)
 {
