@@ -646,45 +646,19 @@ static void radix_pairs(uint64_t **k, uint32_t **x, uint64_t *tk,
 }
 
 /*
- * The N elements at V (in the order they came) in CMP's order, stably:
- * by insertion where they are few (a run of equal keys is a few aliases),
- * else by qsort, stable itself in glibc given the memory.
- */
-static void sort_run(char *v, size_t n, size_t size,
-		     int (*cmp)(const void *, const void *), char *tmp)
-{
-	if (n > 32) {
-		qsort(v, n, size, cmp);
-		return;
-	}
-	for (size_t i = 1; i < n; i++) {
-		size_t j = i;
-
-		if (cmp(v + (i - 1) * size, v + i * size) <= 0)
-			continue;
-		memcpy(tmp, v + i * size, size);
-		while (j > 0 && cmp(v + (j - 1) * size, tmp) > 0)
-			j--;
-		memmove(v + (j + 1) * size, v + j * size, (i - j) * size);
-		memcpy(v + j * size, tmp, size);
-	}
-}
-
-/*
- * A few elements (of at most SORT_SMALL_SIZE bytes) by insertion, on
- * their keys, CMP asked only between equal keys: a DWARF unit's
- * functions are a dozen, and qsort's setup cost more than their sorting
- * (1,474 units' two sorts: 2.4 ms of a cold symbolization).
+ * A few elements (SORT_SMALL at most) by insertion, stably, on their
+ * keys, CMP asked only between equal keys (TMP: room for one element): a
+ * DWARF unit's functions are a dozen, and qsort's setup cost more than
+ * their sorting (1,474 units' two sorts: 2.4 ms of a cold
+ * symbolization); a run of equal keys is a few aliases.
  */
 #define SORT_SMALL 32
-#define SORT_SMALL_SIZE 64
 
 static void sort_small(char *b, size_t n, size_t size,
 		       uint64_t (*key)(const void *),
-		       int (*cmp)(const void *, const void *))
+		       int (*cmp)(const void *, const void *), char *tmp)
 {
 	uint64_t k[SORT_SMALL];
-	char t[SORT_SMALL_SIZE];
 
 	for (size_t i = 0; i < n; i++)
 		k[i] = key(b + i * size);
@@ -698,9 +672,9 @@ static void sort_small(char *b, size_t n, size_t size,
 			j--;
 		if (j == i)
 			continue;
-		memcpy(t, b + i * size, size);
+		memcpy(tmp, b + i * size, size);
 		memmove(b + (j + 1) * size, b + j * size, (i - j) * size);
-		memcpy(b + j * size, t, size);
+		memcpy(b + j * size, tmp, size);
 		memmove(k + j + 1, k + j, (i - j) * sizeof(*k));
 		k[j] = ki;
 	}
@@ -710,12 +684,12 @@ void sort_keyed(void *base, size_t n, size_t size,
 		uint64_t (*key)(const void *),
 		int (*cmp)(const void *, const void *))
 {
-	char *b = base, *out;
+	char *b = base, *out, tmp[64];
 	uint64_t *keys, *k, min = UINT64_MAX;
 	uint32_t *places, *x;
 
-	if (n <= SORT_SMALL && size <= SORT_SMALL_SIZE) {
-		sort_small(b, n, size, key, cmp);
+	if (n <= SORT_SMALL && size <= sizeof(tmp)) {
+		sort_small(b, n, size, key, cmp, tmp);
 		return;
 	}
 	if (n < SORT_KEYED_MIN || n > UINT32_MAX) {
@@ -734,16 +708,20 @@ void sort_keyed(void *base, size_t n, size_t size,
 	k = keys;
 	x = places;
 	radix_pairs(&k, &x, keys + n, places + n, n);
-	/* (One more element's room: sort_run's.) */
+	/* (One more element's room: sort_small's.) */
 	out = xmalloc(st_mult(n + 1, size));
 	for (size_t i = 0; i < n; i++)
 		memcpy(out + i * size, b + (size_t)x[i] * size, size);
 	for (size_t lo = 0, hi; lo < n; lo = hi) {
 		for (hi = lo + 1; hi < n && k[hi] == k[lo]; hi++)
 			;
-		if (hi - lo > 1)
-			sort_run(out + lo * size, hi - lo, size, cmp,
-				 out + n * size);
+		/* (A long run, by qsort: stable itself in glibc, given the
+		 * memory.) */
+		if (hi - lo > SORT_SMALL)
+			qsort(out + lo * size, hi - lo, size, cmp);
+		else if (hi - lo > 1)
+			sort_small(out + lo * size, hi - lo, size, key, cmp,
+				   out + n * size);
 	}
 	memcpy(b, out, n * size);
 	FREE_ALL(out, keys, places);
