@@ -169,9 +169,13 @@ uint64_t *radix_sort_u64(uint64_t *v, uint64_t *tmp, size_t n, unsigned from);
  * returned (V or a new array; the caller frees them).
  */
 uint64_t *sort_places(uint64_t *v, size_t n);
-/* The same keys made of the N addresses ADDRS, none below MIN nor more
- * than 4 GB above it, each placed by its index. */
-uint64_t *sort_addrs(const uint64_t *addrs, size_t n, uint64_t min);
+/*
+ * A batch of N addresses ADDRS as those keys (their offsets from *MIN,
+ * the lowest, above their places), sorted: the order a batch's searches
+ * walk in.  NULL when there are too few to be worth it (under 64), or
+ * they spread over more than 4 GB: the caller takes them as they come.
+ */
+uint64_t *sort_batch(const uint64_t *addrs, size_t n, uint64_t *min);
 
 /*
  * Sort N elements of SIZE bytes at BASE as qsort(3) with CMP would, and

@@ -736,11 +736,19 @@ uint64_t *sort_places(uint64_t *v, size_t n)
 	return sorted;
 }
 
-uint64_t *sort_addrs(const uint64_t *addrs, size_t n, uint64_t min)
+uint64_t *sort_batch(const uint64_t *addrs, size_t n, uint64_t *min)
 {
-	uint64_t *v = xmalloc(st_mult(n ? n : 1, sizeof(*v)));
+	uint64_t lo = UINT64_MAX, hi = 0, *v;
 
+	for (size_t i = 0; i < n; i++) {
+		lo = addrs[i] < lo ? addrs[i] : lo;
+		hi = addrs[i] > hi ? addrs[i] : hi;
+	}
+	*min = lo;
+	if (n < 64 || hi - lo > UINT32_MAX || n > UINT32_MAX)
+		return NULL;
+	v = xmalloc(st_mult(n, sizeof(*v)));
 	for (size_t i = 0; i < n; i++)
-		v[i] = (addrs[i] - min) << 32 | i;
+		v[i] = (addrs[i] - lo) << 32 | i;
 	return sort_places(v, n);
 }

@@ -418,15 +418,12 @@ static void keep_batch(struct symcache *c, const uint32_t *where, size_t n)
 void symcache_find_many(struct symcache *c, const uint64_t *addrs, size_t n,
 			uint32_t *where)
 {
-	uint64_t *sorted, min = UINT64_MAX, max = 0;
+	uint64_t *sorted = NULL, min;
 	size_t j = 0;
 
-	for (size_t i = 0; i < n; i++) {
-		min = addrs[i] < min ? addrs[i] : min;
-		max = addrs[i] > max ? addrs[i] : max;
-	}
-	if (!c || c->nents >= UINT32_MAX || n < 64 || n > UINT32_MAX ||
-	    max - min > UINT32_MAX) {
+	if (c && c->nents < UINT32_MAX)
+		sorted = sort_batch(addrs, n, &min);
+	if (!sorted) {
 		/* (A few, or spread over more than 4 GB: one by one.) */
 		for (size_t i = 0; i < n; i++) {
 			size_t k = c && c->nents < UINT32_MAX
@@ -441,9 +438,6 @@ void symcache_find_many(struct symcache *c, const uint64_t *addrs, size_t n,
 		keep_batch(c, where, n);
 		return;
 	}
-	/* Each address as its offset from the lowest, above its place in
-	 * the batch: 8 bytes to sort, not 16. */
-	sorted = sort_addrs(addrs, n, min);
 	/* The file walked once beside the sorted batch. */
 	for (size_t i = 0; i < n; i++) {
 		uint64_t q = (sorted[i] >> 32) + min;

@@ -1601,7 +1601,7 @@ static const struct urange *interval_at(const struct dwarf *d, uint64_t addr)
 
 /*
  * interval_at of each of the N addresses of ADDRS, into AT: walked in
- * their order SORTED (batch_order's, keys above MIN) beside the intervals
+ * their order SORTED (sort_batch's, keys above MIN) beside the intervals
  * (a binary search each, with its mispredicted branches, was a tenth of
  * a cold run: 82,000 addresses in libc's 1,600 units); without it, one
  * by one.
@@ -2881,25 +2881,6 @@ static void find_all(const struct dwarf *d, const uint64_t *addrs, size_t n,
 }
 
 /*
- * The N addresses of ADDRS as keys (their offsets from *MIN, the lowest,
- * above their places), sorted: the order both searches of a batch walk
- * in.  NULL when they are too few, or spread over more than 4 GB.
- */
-static uint64_t *batch_order(const uint64_t *addrs, size_t n, uint64_t *min)
-{
-	uint64_t lo = UINT64_MAX, hi = 0;
-
-	for (size_t k = 0; k < n; k++) {
-		lo = addrs[k] < lo ? addrs[k] : lo;
-		hi = addrs[k] > hi ? addrs[k] : hi;
-	}
-	*min = lo;
-	if (n < 64 || hi - lo > UINT32_MAX || n > UINT32_MAX)
-		return NULL;
-	return sort_addrs(addrs, n, lo);
-}
-
-/*
  * The last part, in the order asked (libbfd's names depend on the
  * questions before): the answer, as _bfd_dwarf2_find_nearest_line and
  * the inliner calls give it.
@@ -3013,7 +2994,7 @@ int dwarf_lookup_start(struct dwarf *d, const uint64_t *addrs, size_t n,
 		goto no;
 	/* (The units' ranges stay as they are: searched once.) */
 	at = xcalloc_table(n ? n : 1, sizeof(*at));
-	sorted = batch_order(addrs, n, &min);
+	sorted = sort_batch(addrs, n, &min);
 	intervals_at(d, addrs, n, sorted, min, at);
 	prepare_ahead(d, at, n);
 	/* (Whatever declines the file does so in the first part.) */
