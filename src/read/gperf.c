@@ -540,10 +540,15 @@ static int intern_held(struct gparser *g)
 	return 0;
 }
 
-/* The mapping of the last line's first frame, and what it is. */
+/* The mappings of the last lines' first frames, and what each is: a
+ * profile's frames are in a few mappings, its lines' first ones in any
+ * of them, in no order (a name searched at each line was a tenth of
+ * gperf-1m's build of its buckets). */
+#define KIND_MEMO 4
 struct kind_memo {
-	const struct vma *v;
-	bool tcmalloc;
+	const struct vma *v[KIND_MEMO];
+	bool tcmalloc[KIND_MEMO];
+	unsigned next;
 };
 
 /*
@@ -558,6 +563,7 @@ static enum alloc_kind line_kind(const struct gparser *g, size_t i,
 {
 	const struct snapshot *snap = g->snap;
 	const struct vma *v;
+	unsigned k;
 
 	if (g->type != H_GPERF)
 		return ALLOC_MALLOC;
@@ -567,17 +573,18 @@ static enum alloc_kind line_kind(const struct gparser *g, size_t i,
 	 */
 	if (!stack->depth)
 		return i == g->cut_line ? ALLOC_MALLOC : ALLOC_MMAP;
-	/* (A million lines' frames are in a few mappings.) */
-	v = memo->v;
-	if (!v || first < v->start || first >= v->end) {
-		v = snap->has_own_maps ? maps_find(&snap->own_maps, first)
-				       : NULL;
-		if (!v)
-			return ALLOC_MALLOC;
-		memo->v = v;
-		memo->tcmalloc = strstr(v->name, "libtcmalloc") != NULL;
+	for (k = 0; k < KIND_MEMO; k++) {
+		v = memo->v[k];
+		if (v && first >= v->start && first < v->end)
+			return memo->tcmalloc[k] ? ALLOC_MMAP : ALLOC_MALLOC;
 	}
-	return memo->tcmalloc ? ALLOC_MMAP : ALLOC_MALLOC;
+	v = snap->has_own_maps ? maps_find(&snap->own_maps, first) : NULL;
+	if (!v)
+		return ALLOC_MALLOC;
+	k = memo->next++ % KIND_MEMO;
+	memo->v[k] = v;
+	memo->tcmalloc[k] = strstr(v->name, "libtcmalloc") != NULL;
+	return memo->tcmalloc[k] ? ALLOC_MMAP : ALLOC_MALLOC;
 }
 
 /* Each line's bucket, now that the maps are read; 0, or -1 after an
@@ -587,7 +594,7 @@ static int build(struct gparser *g)
 	struct snapshot *snap = g->snap;
 	struct model *m = g->m;
 	int64_t malloc_bytes = 0, mmap_bytes = 0;
-	struct kind_memo memo = { NULL, false };
+	struct kind_memo memo = { { NULL }, { false }, 0 };
 
 	for (size_t i = 0; i < snap->nlines; i++) {
 		struct stack_line *sl = &snap->lines[i];
