@@ -379,8 +379,26 @@ static inline void wait_dump(void)
 
 /* ---- the malloc family ---- */
 
-/* A block from glibc, bookkept, with errno as the caller left it. */
-static void *done(void *raw, size_t size, size_t off, int saved_errno,
+/*
+ * The thread's errno, which each hook keeps as it found it: its address
+ * is the thread's for its life (and the same in a child of fork()), so
+ * it is asked for once, not through the PLT in every malloc and free
+ * (4% of the allocation bench of make bench, 397 -> 382 ms).
+ */
+static __thread int *errno_at;
+
+static inline int *errno_ptr(void)
+{
+	int *e = errno_at;
+
+	if (__builtin_expect(!e, 0))
+		e = errno_at = &errno;
+	return e;
+}
+
+/* A block from glibc, bookkept, with errno (at EP) as the caller left it
+ * (SAVED). */
+static void *done(void *raw, size_t size, size_t off, int *ep, int saved,
 		  const struct rec_frame *at)
 {
 	void *p;
@@ -388,53 +406,55 @@ static void *done(void *raw, size_t size, size_t off, int saved_errno,
 	if (!raw)
 		return NULL; /* (glibc set errno) */
 	p = finish(raw, size, off, at);
-	errno = saved_errno;
+	*ep = saved;
 	return p;
 }
 
 EXPORT void *malloc(size_t n)
 {
 	struct rec_frame at = REC_CALLER();
-	int e = errno;
+	int *ep = errno_ptr(), e = *ep;
 
 	wait_dump();
 	if (n > SIZE_MAX - 16) {
-		errno = ENOMEM;
+		*ep = ENOMEM;
 		return NULL;
 	}
-	return done(libc_malloc(n + 16), n, 16, e, &at);
+	return done(libc_malloc(n + 16), n, 16, ep, e, &at);
 }
 
 EXPORT void free(void *p)
 {
 	struct hdr *h;
-	int e = errno;
+	int *ep, e;
 
 	if (!p)
 		return;
+	ep = errno_ptr();
+	e = *ep;
 	wait_dump();
 	h = hdr_of(p);
 	libc_free(h ? release(p, h) : p);
-	errno = e;
+	*ep = e;
 }
 
 EXPORT void *calloc(size_t n, size_t m)
 {
 	struct rec_frame at = REC_CALLER();
 	size_t total;
-	int e = errno;
+	int *ep = errno_ptr(), e = *ep;
 
 	wait_dump();
 	if (__builtin_mul_overflow(n, m, &total) || total > SIZE_MAX - 16) {
-		errno = ENOMEM;
+		*ep = ENOMEM;
 		return NULL;
 	}
-	return done(libc_calloc(1, total + 16), total, 16, e, &at);
+	return done(libc_calloc(1, total + 16), total, 16, ep, e, &at);
 }
 
 static void *aligned(size_t align, size_t n, const struct rec_frame *at)
 {
-	int e = errno;
+	int *ep = errno_ptr(), e = *ep;
 
 	wait_dump();
 	if (align < 16)
@@ -443,10 +463,10 @@ static void *aligned(size_t align, size_t n, const struct rec_frame *at)
 		align = (size_t)1 << log2_of(align);
 	/* (The header keeps log2 of ALIGN: any power of two fits.) */
 	if (align > SIZE_MAX / 2 + 1 || n > SIZE_MAX - align) {
-		errno = ENOMEM;
+		*ep = ENOMEM;
 		return NULL;
 	}
-	return done(libc_memalign(align, n + align), n, align, e, at);
+	return done(libc_memalign(align, n + align), n, align, ep, e, at);
 }
 
 /* The bytes of a recorder block the program may use. */
@@ -464,7 +484,7 @@ EXPORT void *realloc(void *p, size_t n)
 	struct hdr *h, saved;
 	void *q, *raw;
 	bool mapped;
-	int e = errno;
+	int *ep = errno_ptr(), e = *ep;
 
 	wait_dump();
 	if (!p)
@@ -484,7 +504,7 @@ EXPORT void *realloc(void *p, size_t n)
 		if (q) {
 			memcpy(q, p, keep < n ? keep : n);
 			free(p);
-			errno = e;
+			*ep = e;
 		}
 		return q;
 	}
@@ -496,7 +516,7 @@ EXPORT void *realloc(void *p, size_t n)
 	if (!q)
 		return NULL; /* the old block as it was; glibc set errno */
 	forget(p, &saved, mapped);
-	return done(q, n, 16, e, &at);
+	return done(q, n, 16, ep, e, &at);
 }
 
 EXPORT void *reallocarray(void *p, size_t n, size_t m)

@@ -70,7 +70,7 @@ if [ -n "$tsan" ]; then
 else
 	g++ -g -O1 -pthread "$src/rec_cxx.cc" -o cxx || exit 1
 	gcc -g -O1 -pthread "$src/rec_stress.c" -o stress -ldl || exit 1
-	gcc -g -O1 "$src/rec_semantics.c" -o semantics || exit 1
+	gcc -g -O1 -pthread "$src/rec_semantics.c" -o semantics || exit 1
 	gcc -g -O1 -pthread "$src/rec_threads.c" -o threads || exit 1
 	gcc -g -O1 -pthread "$src/rec_writers.c" -o writers || exit 1
 	gcc -g -O1 -pthread "$src/rec_paths.c" -o paths || exit 1
