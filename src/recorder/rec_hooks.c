@@ -383,7 +383,7 @@ static inline void wait_dump(void)
  * The thread's errno, which each hook keeps as it found it: its address
  * is the thread's for its life (and the same in a child of fork()), so
  * it is asked for once, not through the PLT in every malloc and free
- * (4% of the allocation bench of make bench, 397 -> 382 ms).
+ * (the allocation bench of make bench: 404.7 -> 394.5 ms, 250 alone).
  */
 static __thread int *errno_at;
 
