@@ -843,42 +843,36 @@ static const struct elf_sym *slot_symbol(struct binary *b, struct slot *sl)
 static void find_symbols(struct bfdsym *bs, struct binary *b, size_t from)
 {
 	const struct elf_sym *code;
-	uint64_t *v, *sorted, min = UINT64_MAX, max = 0;
-	size_t n = 0, k = 0, lo = 0, first = places_from(bs, b, from);
+	size_t n = 0, lo = 0, first = places_from(bs, b, from);
+	uint64_t *a = xmalloc(st_mult(b->nat - first + 1, sizeof(*a)));
+	size_t *place = xmalloc(st_mult(b->nat - first + 1, sizeof(*place)));
+	uint64_t *sorted, min;
 
 	for (size_t j = first; j < b->nat; j++) {
 		const struct slot *sl = &bs->slots[b->at[j]];
 
 		if (sl->sym_found)
 			continue;
-		min = sl->elf - 1 < min ? sl->elf - 1 : min;
-		max = sl->elf - 1 > max ? sl->elf - 1 : max;
-		n++;
+		a[n] = sl->elf - 1;
+		place[n++] = b->at[j];
 	}
-	if (n < 64 || max - min > UINT32_MAX || bs->nbatch > UINT32_MAX)
-		return;
-	binary_symbols(b);
-	code = b->img.code;
-	v = xcalloc(n, sizeof(*v));
-	for (size_t j = first; j < b->nat && k < n; j++) {
-		const struct slot *sl = &bs->slots[b->at[j]];
-
-		if (!sl->sym_found)
-			v[k++] = (sl->elf - 1 - min) << 32 | b->at[j];
+	sorted = sort_batch(a, n, &min);
+	if (sorted) {
+		binary_symbols(b);
+		code = b->img.code;
 	}
-	sorted = sort_places(v, n);
-	for (k = 0; k < n; k++) {
-		uint64_t a = (sorted[k] >> 32) + min;
+	for (size_t k = 0; sorted && k < n; k++) {
+		uint64_t addr = (sorted[k] >> 32) + min;
 		const struct elf_sym *sym;
 
 		/* (elfimage_find's partition point, found by walking.) */
-		while (lo < b->img.ncode && code[lo].addr <= a)
+		while (lo < b->img.ncode && code[lo].addr <= addr)
 			lo++;
 		sym = lo ? &code[lo - 1] : NULL;
-		keep_symbol(b, &bs->slots[(uint32_t)sorted[k]], sym,
-			    sym && sym->size && a - sym->addr >= sym->size);
+		keep_symbol(b, &bs->slots[place[(uint32_t)sorted[k]]], sym,
+			    sym && sym->size && addr - sym->addr >= sym->size);
 	}
-	free(sorted);
+	FREE_ALL(a, place, sorted);
 }
 
 /*
