@@ -464,8 +464,15 @@ struct rec_frame {
 #endif
 
 void rec_unwind_init(void);
-/* libgcc is loaded (backtrace() has run): what the unwinder needs of it. */
-void rec_unwind_ready(void);
+/*
+ * What the unwinder needs of libgcc, which glibc's backtrace() runs on,
+ * if the program has it loaded: true then.  Else it is left unloaded
+ * (loading it costs each process more than its dumps' files: its
+ * constructor asks the CPU what it is, trapped on a virtual machine) and
+ * LINK, which loads it through backtrace() with the recorder's own
+ * allocations aside, is called by the first walk that falls back.
+ */
+bool rec_unwind_ready(void (*link)(void));
 /* Up to MAX return addresses of the caller's stack, innermost first,
  * without those in [SKIP_LO, SKIP_HI) (the recorder's own frames: its
  * hooks, its thread trampoline). */
@@ -508,8 +515,9 @@ void rec_unwind_each(void (*fn)(uintptr_t pc, uint64_t rule, void *arg),
 		     void *arg);
 /* Rules this process worked out (not given by rec_unwind_put). */
 extern atomic_uint rec_unwind_computed;
-/* Captures that needed glibc's backtrace() (signal frames and such). */
-extern atomic_ulong rec_unwind_fallbacks;
+/* Captures that needed glibc's backtrace() (signal frames and such),
+ * and those of them cut at a signal frame, libgcc not loaded. */
+extern atomic_ulong rec_unwind_fallbacks, rec_unwind_cut;
 /* A walk has stepped through code of no object (a JIT's). */
 extern atomic_bool rec_unwind_jit;
 /* This thread's walks that replayed steps kept in the memo, those that

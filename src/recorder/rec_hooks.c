@@ -832,6 +832,21 @@ static void peaks_or_inuse(void)
 static pid_t owner;        /* the process the recorder's state is of */
 static bool thread_wanted; /* a time interval or a signal */
 
+/*
+ * libgcc loaded for backtrace(), by the first walk that falls back in a
+ * program that did not have it (rec_unwind_ready): what the loader
+ * allocates is not the program's.  (Two threads at once: glibc loads it
+ * once.)
+ */
+static void link_unwinder(void)
+{
+	void *warm[4];
+
+	rec_busy++;
+	backtrace(warm, 4);
+	rec_busy--;
+}
+
 static void init(void)
 {
 	int expect = ST_NEW;
@@ -884,12 +899,12 @@ static void init(void)
 	rec_unwind_init();
 	rec_count_init();
 	{
-		/* backtrace() (the unwinder's fallback) loads libgcc on
-		 * first use: do it now. */
+		/* backtrace() (the unwinder's fallback) sets itself up on
+		 * first use: now, where the program has libgcc. */
 		void *warm[4];
 
-		backtrace(warm, 4);
-		rec_unwind_ready();
+		if (rec_unwind_ready(link_unwinder))
+			backtrace(warm, 4);
 	}
 	rec_unwind_saved_load(rec_cfg.prefix);
 	rec_cfg.active = true;

@@ -423,15 +423,46 @@ restore:
 struct fde_bases {
 	void *tbase, *dbase, *func;
 };
-static const void *(*libgcc_find_fde)(void *pc, struct fde_bases *bases);
+typedef const void *find_fde_fn(void *pc, struct fde_bases *bases);
+static _Atomic(find_fde_fn *) libgcc_find_fde;
 
-void rec_unwind_ready(void)
+/*
+ * Whether backtrace() can be called without loading libgcc: the program
+ * had it (a C++ program, a JIT), or a fallback loaded it (link_now).
+ */
+static atomic_bool linked;
+static void (*link_now)(void);
+
+static bool find_libgcc(void)
 {
 	void *gcc = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_NOLOAD);
 
-	if (gcc)
-		libgcc_find_fde = (const void *(*)(void *, struct fde_bases *))
-			dlsym(gcc, "_Unwind_Find_FDE");
+	if (!gcc)
+		return false;
+	atomic_store(&libgcc_find_fde,
+		     (find_fde_fn *)dlsym(gcc, "_Unwind_Find_FDE"));
+	atomic_store(&linked, true);
+	return true;
+}
+
+bool rec_unwind_ready(void (*link)(void))
+{
+	link_now = link;
+	return find_libgcc();
+}
+
+/*
+ * Is the return address PC the kernel's way back from a signal handler
+ * (glibc's __restore_rt: mov $15, %rax; syscall)?  A walk that meets it
+ * runs in a handler, where libgcc must not be loaded: the handler may
+ * have interrupted the loader, or malloc.
+ */
+static bool sigreturn_at(uintptr_t pc)
+{
+	static const unsigned char code[] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00,
+					      0x00, 0x00, 0x0f, 0x05 };
+
+	return pc && !memcmp((const void *)pc, code, sizeof(code));
 }
 
 /* ---- executable memory: where a frame pointer's return address goes ---- */
@@ -599,7 +630,10 @@ static uint64_t compute(uintptr_t pc)
 		 * frame pointers, unless it registered CFI with libgcc,
 		 * which backtrace() then follows.
 		 */
-		if (libgcc_find_fde && libgcc_find_fde((void *)pc, &bases))
+		find_fde_fn *find = atomic_load_explicit(&libgcc_find_fde,
+							 memory_order_relaxed);
+
+		if (find && find((void *)pc, &bases))
 			return pack(&r);
 		v = fp_rule(pc);
 		if (v & RULE_FP)
@@ -689,7 +723,7 @@ struct rules {
 
 static struct rules *_Atomic cache;
 static atomic_bool growing;
-atomic_ulong rec_unwind_fallbacks;
+atomic_ulong rec_unwind_fallbacks, rec_unwind_cut;
 atomic_bool rec_unwind_jit;
 atomic_uint rec_unwind_computed;
 static atomic_uint_fast64_t generation;
@@ -1814,6 +1848,21 @@ slow:
 	}
 	atomic_fetch_add_explicit(&rec_unwind_fallbacks, 1,
 				  memory_order_relaxed);
+	if (!atomic_load_explicit(&linked, memory_order_acquire)) {
+		/*
+		 * In a signal handler (a program's malloc there), libgcc
+		 * is not loaded: the stack ends at the handler's frames.
+		 * Elsewhere it is, once.
+		 */
+		if (sigreturn_at(pc)) {
+			atomic_fetch_add_explicit(&rec_unwind_cut, 1,
+						  memory_order_relaxed);
+			return n;
+		}
+		if (link_now)
+			link_now();
+		find_libgcc();
+	}
 	return from_backtrace(frames, max, skip_lo, skip_hi, ret);
 }
 
@@ -1894,7 +1943,7 @@ void *rec_unwind_noted(const struct rec_frame *from, unsigned max,
 
 #else /* not x86-64 with _dl_find_object: glibc's unwinder */
 
-atomic_ulong rec_unwind_fallbacks;
+atomic_ulong rec_unwind_fallbacks, rec_unwind_cut;
 atomic_bool rec_unwind_jit;
 atomic_uint rec_unwind_computed;
 
@@ -1920,8 +1969,10 @@ void rec_unwind_each(void (*fn)(uintptr_t pc, uint64_t rule, void *arg),
 	(void)fn, (void)arg;
 }
 
-void rec_unwind_ready(void)
+bool rec_unwind_ready(void (*link)(void))
 {
+	(void)link;
+	return true; /* (every walk is backtrace()'s: loaded now) */
 }
 
 void rec_unwind_init(void)

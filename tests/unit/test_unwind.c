@@ -11,7 +11,9 @@
  * the code that called it, or, where the chain breaks (RBP unaligned, out
  * of the stack, at a return address that is no code), to the JIT's frame
  * and no further, never falling back; the memo the same, where the end of
- * a walk depends on RBP.
+ * a walk depends on RBP.  In a program without libgcc, the first walk
+ * that falls back loads it, once; one in a signal handler does not, and
+ * ends at the handler.
  */
 #include <criterion/criterion.h>
 #include <execinfo.h>
@@ -174,9 +176,14 @@ static __attribute__((noinline)) int recurse(int depth, struct both *b)
 
 static void init(void)
 {
+	void *warm[4];
+
 	rec_unwind_init();
 	from_caller = noted = cut = false;
 	max_from = REC_MAX_DEPTH - 1;
+	/* (As for a program with libgcc: backtrace() may be called.) */
+	backtrace(warm, 4);
+	cr_assert(rec_unwind_ready(NULL), "no libgcc after backtrace()");
 }
 
 TestSuite(unwind, .init = init);
@@ -1019,4 +1026,115 @@ Test(unwind, memo_jit)
 			through_jit(&b, kinds[i] != 0);
 	}
 	cr_assert_gt(rec_unwind_same, 0, "no walk found the same stack");
+}
+
+/* ---- libgcc left unloaded until a walk falls back ---- */
+
+/*
+ * test_unwind_expr_frame(FN, ARG) calls FN(ARG) from a frame whose CFA
+ * is a DWARF expression (RBP + 16), which the unwinder leaves to
+ * backtrace().
+ */
+void test_unwind_expr_frame(void (*fn)(void *), void *arg);
+__asm__(".text\n"
+	".globl test_unwind_expr_frame\n"
+	".type test_unwind_expr_frame, @function\n"
+	"test_unwind_expr_frame:\n"
+	".cfi_startproc\n"
+	"push %rbp\n"
+	".cfi_def_cfa_offset 16\n"
+	".cfi_offset %rbp, -16\n"
+	"mov %rsp, %rbp\n"
+	".cfi_escape 0x0f, 0x02, 0x76, 0x10\n" /* def_cfa_expression breg6 16 */
+	"mov %rdi, %rax\n"
+	"mov %rsi, %rdi\n"
+	"call *%rax\n"
+	"pop %rbp\n"
+	".cfi_def_cfa %rsp, 8\n"
+	"ret\n"
+	".cfi_endproc\n"
+	".size test_unwind_expr_frame, .-test_unwind_expr_frame\n");
+
+static int links;
+static bool gcc_there;
+
+static void count_link(void)
+{
+	void *warm[4];
+
+	backtrace(warm, 4);
+	links++;
+}
+
+static void lazy_init(void)
+{
+	rec_unwind_init();
+	from_caller = noted = cut = false;
+	max_from = REC_MAX_DEPTH - 1;
+	links = 0;
+	gcc_there = rec_unwind_ready(count_link);
+}
+
+TestSuite(unwind_lazy, .init = lazy_init);
+
+static __attribute__((noinline)) void take_void(void *b)
+{
+	take(b);
+	__asm__ volatile("" ::: "memory");
+}
+
+Test(unwind_lazy, linked_by_the_first_fallback)
+{
+	static struct both b;
+
+	if (gcc_there)
+		cr_skip_test("libgcc was loaded before the test began");
+	recurse(3, &b);
+	same(&b, 6);
+	cr_assert_eq(links, 0, "plain frames loaded libgcc");
+	for (int i = 0; i < 3; i++) {
+		test_unwind_expr_frame(take_void, &b);
+		same(&b, 4);
+	}
+	cr_assert_eq(rec_unwind_fallbacks, 3, "%lu fallbacks",
+		     (unsigned long)rec_unwind_fallbacks);
+	cr_assert_eq(links, 1, "libgcc loaded %d times", links);
+	cr_assert_eq(rec_unwind_cut, 0);
+}
+
+static struct both in_lazy_handler;
+
+static void lazy_handler(int sig)
+{
+	(void)sig;
+	take(&in_lazy_handler);
+	__asm__ volatile("" ::: "memory"); /* (a frame of its own) */
+}
+
+Test(unwind_lazy, cut_in_a_signal_handler)
+{
+	static struct both b;
+
+	if (gcc_there)
+		cr_skip_test("libgcc was loaded before the test began");
+	signal(SIGUSR1, lazy_handler);
+	raise(SIGUSR1);
+	/* take, the handler, the kernel's way back: no further. */
+	cut = true;
+	same(&in_lazy_handler, 3);
+	cr_assert_eq(in_lazy_handler.n_mine, 3, "%u frames",
+		     in_lazy_handler.n_mine);
+	cr_assert_gt(in_lazy_handler.n_theirs, 5, "backtrace: %d frames",
+		     in_lazy_handler.n_theirs);
+	cr_assert_eq(links, 0, "libgcc loaded in a signal handler");
+	cr_assert_eq(rec_unwind_cut, 1);
+	/* Out of the handler, a fallback loads it; then the handler's
+	 * walks go through. */
+	test_unwind_expr_frame(take_void, &b);
+	same(&b, 4);
+	cr_assert_eq(links, 1);
+	cut = false;
+	raise(SIGUSR1);
+	same(&in_lazy_handler, 4);
+	cr_assert_eq(rec_unwind_cut, 1);
 }
