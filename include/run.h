@@ -10,6 +10,7 @@
 
 #include "profile.h"
 #include "maps.h"
+#include "bucketfile.h"
 #include "model.h"
 #include "series.h"
 #include "symbol.h"
@@ -23,8 +24,13 @@ struct run {
 	struct series series;
 	struct model model;
 	struct read_run reading; /* the readers' options and memory */
-	struct maps maps;        /* PREFIX.maps or PREFIX.symmap/maps */
+	struct maps maps;        /* PREFIX.maps or PREFIX.symmap/maps, or
+				  * the dumps' own (dump_maps) */
 	bool has_maps;
+	/* The dumps hold their buckets and maps (no bucket files): the
+	 * maps, until loaded (companion.c). */
+	bool buckets_in_dumps;
+	struct dump_maps dump_maps;
 	struct symbolizer *sym;  /* NULL: nothing to symbolize with */
 	const struct sym_options *opts; /* the caller's */
 	bool symbolized;

@@ -49,6 +49,14 @@ char *series_first_dump(const char *dump);
  */
 int series_of(struct series *s, const char *const *dumps, size_t n);
 void series_free(struct series *s);
+/*
+ * Every PREFIX.N.heap of S's run, ascending, whichever dumps S holds:
+ * where a run with no bucket files has its buckets (dmprof record's one
+ * file a dump).  Returns 0 or -1 (message printed).
+ */
+int series_heaps(const struct series *s, struct series_file **out,
+		 size_t *n);
+void series_files_free(struct series_file *v, size_t n);
 
 /*
  * The dumps of one process of a recorded run, whose processes each

@@ -251,6 +251,7 @@ struct record_opts {
 	uint64_t depth;
 	bool mmap;
 	bool no_peaks;
+	bool separate;          /* --separate-files */
 };
 
 enum {
@@ -261,6 +262,7 @@ enum {
 	OPT_NO_MMAP,
 	OPT_NO_PEAKS,
 	OPT_SIGNAL,
+	OPT_SEPARATE,
 };
 
 static const char *const pageframe_choices[] = { "1", "2", NULL };
@@ -299,6 +301,10 @@ static const struct cmd_option options[] = {
 	  .help = "frames per stack, 1 to 64 (default 32)" },
 	{ .key = OPT_NO_MMAP, .name = "no-mmap",
 	  .help = "do not record mmap calls" },
+	{ .key = OPT_SEPARATE, .name = "separate-files",
+	  .help = "each dump's new buckets in PREFIX.PID.NNNN.buckets and "
+		  "the maps in PREFIX.PID.maps, as the original wrote "
+		  "them (default: in the dump)" },
 	{ .key = OPT_PAGEFRAME, .name = "pageframe", .arg = "2",
 	  .type = OPT_CHOICE, .choices = pageframe_choices,
 	  .flags = OPT_OPTIONAL,
@@ -328,6 +334,7 @@ static int parse_options(struct cmd_args *a, struct record_opts *o)
 	o->depth = args_count(a, OPT_DEPTH, 32);
 	o->mmap = !args_has(a, OPT_NO_MMAP);
 	o->no_peaks = args_has(a, OPT_NO_PEAKS);
+	o->separate = args_has(a, OPT_SEPARATE);
 	o->signal = SIGUSR2;
 	if (sig && (o->signal = signal_number(sig)) < 0)
 		return cmd_usage_error(a, "bad signal '%s' (USR1, USR2, HUP, "
@@ -399,6 +406,8 @@ static void set_environment(const struct record_opts *o,
 	/* (Otherwise the environment's say, on by default.) */
 	if (o->no_peaks)
 		setenv("DMPROF_PEAK_DUMPS", "0", 1);
+	if (o->separate)
+		setenv("DMPROF_SEPARATE_FILES", "1", 1);
 	snprintf(num, sizeof(num), "%d", o->pageframe);
 	setenv("DEEP_HEAP_PROFILE_PAGEFRAME", num, 1);
 	snprintf(num, sizeof(num), "%" PRIu64, o->depth);

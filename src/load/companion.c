@@ -24,6 +24,31 @@ static bool file_exists(const char *path)
 	return stat(path, &st) == 0;
 }
 
+/*
+ * With no bucket files, a run's dumps may hold their buckets themselves
+ * (dmprof record's one file a dump): every dump of the run is looked at,
+ * not only those read, as a bucket is defined in the dump that first
+ * had it.
+ */
+static int load_buckets_in_dumps(struct run *r, size_t *loaded)
+{
+	struct series_file *heaps = NULL;
+	const char **paths;
+	size_t n = 0;
+	int rc;
+
+	if (series_heaps(&r->series, &heaps, &n) < 0)
+		return -1;
+	paths = xcalloc(n ? n : 1, sizeof(*paths));
+	for (size_t i = 0; i < n; i++)
+		paths[i] = heaps[i].path;
+	rc = bucketfile_load_dumps(&r->model, paths, n, loaded, &r->dump_maps);
+	free(paths);
+	series_files_free(heaps, n);
+	r->buckets_in_dumps = rc == 0 && *loaded;
+	return rc;
+}
+
 static int load_buckets(struct run *r)
 {
 	size_t loaded = 0, n = r->series.nbuckets;
@@ -34,12 +59,26 @@ static int load_buckets(struct run *r)
 		paths[i] = r->series.buckets[i].path;
 	rc = bucketfile_load_many(&r->model, paths, n, &loaded);
 	free(paths);
+	if (rc == 0 && !n && !r->self_contained)
+		rc = load_buckets_in_dumps(r, &loaded);
 	if (rc < 0)
 		return -1;
 	if (!loaded && !r->self_contained)
-		warning("no bucket definitions found (%s.NNNN.buckets); "
-			"every bucket is unknown", r->series.prefix);
+		warning("no bucket definitions found (%s.NNNN.buckets, or "
+			"BUCKETS sections in the dumps); every bucket is "
+			"unknown", r->series.prefix);
 	return 0;
+}
+
+/* The maps the dumps hold, the last written (as PREFIX.maps would be). */
+static int load_dump_maps(struct run *r)
+{
+	struct dump_maps *dm = &r->dump_maps;
+	int rc = maps_parse(&r->maps, dm->text.buf, dm->text.len, dm->path,
+			    dm->line, &r->model.strings, false);
+
+	r->has_maps = rc == 0;
+	return rc;
 }
 
 static int load_maps(struct run *r)
@@ -48,6 +87,12 @@ static int load_maps(struct run *r)
 	int rc = 0;
 
 	sb_addf(&path, "%s.maps", r->series.prefix);
+	if (!file_exists(path.buf) && r->dump_maps.text.len) {
+		rc = load_dump_maps(r);
+		dump_maps_release(&r->dump_maps);
+		sb_release(&path);
+		return rc;
+	}
 	if (!file_exists(path.buf)) {
 		sb_reset(&path);
 		sb_addf(&path, "%s.symmap/maps", r->series.prefix);
@@ -56,8 +101,8 @@ static int load_maps(struct run *r)
 		rc = maps_load(&r->maps, path.buf, &r->model.strings);
 		r->has_maps = rc == 0;
 	} else if (!r->self_contained) {
-		warning("no maps (%s.maps or %s.symmap/maps); addresses stay "
-			"unsymbolized",
+		warning("no maps (%s.maps, a MAPS section in the dumps, or "
+			"%s.symmap/maps); addresses stay unsymbolized",
 			r->series.prefix, r->series.prefix);
 	}
 	sb_release(&path);
@@ -99,8 +144,10 @@ static const struct companion {
 	const char *what;  /* for the reader of this table */
 	int (*load)(struct run *r);
 } companions[] = {
-	{ "bucket definitions: PREFIX.NNNN.buckets", load_buckets },
-	{ "maps: PREFIX.maps, else PREFIX.symmap/maps", load_maps },
+	{ "bucket definitions: PREFIX.NNNN.buckets, else the dumps' own",
+	  load_buckets },
+	{ "maps: PREFIX.maps, else the dumps' own, else PREFIX.symmap/maps",
+	  load_maps },
 	{ "JIT code's names: PREFIX.PID.perfmap copies", load_perfmap },
 	{ "a symbolizer: PREFIX.symmap/, else the binaries", open_symbolizer },
 };

@@ -319,6 +319,7 @@ void run_close(struct run *r)
 	trim_join(r);
 	symbolizer_destroy(r->sym);
 	maps_free(&r->maps);
+	dump_maps_release(&r->dump_maps);
 	series_free(&r->series);
 	model_free(&r->model);
 	memset(r, 0, sizeof(*r));

@@ -218,11 +218,17 @@ int series_process(struct series *s, const char *prefix, size_t *others)
 	return 0;
 }
 
-static void series_files_free(struct series_file *v, size_t n)
+void series_files_free(struct series_file *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		free(v[i].path);
 	free(v);
+}
+
+int series_heaps(const struct series *s, struct series_file **out,
+		 size_t *n)
+{
+	return series_scan(s->prefix, "heap", out, n);
 }
 
 unsigned long series_last(const char *prefix, const char *suffix)

@@ -84,7 +84,8 @@ void snapshot_warn_unknown_buckets(const struct snapshot *snap,
 	if (!snap->nunknown)
 		return;
 	warning("%s:%lu: bucket %" PRIu64 " is not defined in any .buckets "
-		"file (%zu such line%s, %" PRId64 " committed bytes: %s)",
+		"file or BUCKETS section (%zu such line%s, %" PRId64
+		" committed bytes: %s)",
 		snap->path, snap->first_unknown_line, snap->unknown[0].id,
 		snap->nunknown, snap->nunknown > 1 ? "s" : "",
 		snap->unknown_bucket_bytes, consequence);

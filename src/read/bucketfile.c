@@ -377,6 +377,10 @@ struct loader {
 	struct model *m;
 	const char *const *paths;
 	size_t n;
+	/* Dumps holding their buckets themselves: the BUCKETS sections,
+	 * and the last MAPS section, of each. */
+	struct dump_maps *maps;
+	size_t sections;    /* BUCKETS sections met (the thread's) */
 	struct chunk chunks[NCHUNKS]; /* the hand-off's slots */
 	struct chunk *cur;  /* the thread's */
 	/* this one's */
@@ -412,23 +416,95 @@ static bool put_chunk(struct handoff *h, struct loader *ld, const char *to)
 	return handoff_put(h);
 }
 
+/* ---- a dump's own BUCKETS and MAPS sections (dmprof record's) ---- */
+
+static bool line_is(const struct line *l, const char *lit)
+{
+	size_t n = strlen(lit);
+
+	return l->len == n && !memcmp(l->p, lit, n);
+}
+
+/* What a dump's line is to its own sections: which one it opens, or
+ * the end of them (its data's first section). */
+enum { NOT_A_HEADER, OPENS_BUCKETS, OPENS_MAPS, ENDS_THEM };
+
+static int dump_header(const struct line *l)
+{
+	if (!l->len || l->p[l->len - 1] != ':')
+		return NOT_A_HEADER;
+	if (line_is(l, "BUCKETS:"))
+		return OPENS_BUCKETS;
+	if (line_is(l, "MAPS:"))
+		return OPENS_MAPS;
+	if (line_is(l, "MMAP_LIST:") || line_is(l, "GLOBAL_STATS:") ||
+	    line_is(l, "STACKTRACES:"))
+		return ENDS_THEM;
+	return NOT_A_HEADER;
+}
+
+/*
+ * A dump, up to its data: the first 64 KiB, or all of it where its
+ * sections go on past them.  (Its stack lines, most of a big dump, are
+ * the reader's, later.)
+ */
+static int load_dump_head(struct filebuf *fb, const char *path)
+{
+	const size_t head = 64 << 10;
+
+	if (file_load_head(fb, path, head) < 0)
+		return -1;
+	if (fb->size < head || memmem(fb->data, fb->size, "\nMMAP_LIST:\n", 12) ||
+	    memmem(fb->data, fb->size, "\nSTACKTRACES:\n", 14))
+		return 0;
+	file_release(fb);
+	return file_load(fb, path);
+}
+
 /* Parse file FILE into chunks: 0, -1 after an error (said), 1 when this
- * thread takes no more. */
+ * thread takes no more.  A dump's lines are those of its BUCKETS
+ * section; its MAPS section's are kept in LD->maps (the last one's). */
 static int parse_file(struct handoff *h, struct loader *ld, size_t file)
 {
 	struct reader_pos pos = { .path = ld->paths[file] };
 	struct filebuf fb;
 	struct line_reader r;
 	struct line l;
-	int rc = 0;
+	int rc = 0, in = ld->maps ? NOT_A_HEADER : OPENS_BUCKETS;
 
-	if (file_load(&fb, pos.path) < 0)
+	if ((ld->maps ? load_dump_head(&fb, pos.path)
+		      : file_load(&fb, pos.path)) < 0)
 		return -1;
 	if (!next_chunk(h, ld, file, fb.data))
 		rc = 1;
 	lines_init(&r, fb.data, fb.size);
 	while (!rc && lines_next(&r, &l)) {
 		pos.line = l.no;
+		if (ld->maps) {
+			int hd = dump_header(&l);
+
+			if (hd == ENDS_THEM)
+				break;
+			if (hd == OPENS_MAPS) {
+				sb_reset(&ld->maps->text);
+				free(ld->maps->path);
+				ld->maps->path = xstrdup(pos.path);
+				ld->maps->line = l.no + 1;
+			}
+			if (hd == OPENS_BUCKETS)
+				ld->sections++;
+			if (hd != NOT_A_HEADER) {
+				in = hd;
+				continue;
+			}
+			if (in == OPENS_MAPS) {
+				sb_add(&ld->maps->text, l.p, l.len);
+				sb_addch(&ld->maps->text, '\n');
+				continue;
+			}
+			if (in != OPENS_BUCKETS)
+				continue;
+		}
 		if (!l.newline) {
 			/*
 			 * A writer killed mid-line: the bucket may have lost
@@ -512,11 +588,13 @@ static uint64_t files_bytes(const char *const *paths, size_t n)
 	return total;
 }
 
-int bucketfile_load_many(struct model *m, const char *const *paths, size_t n,
-		      size_t *loaded)
+static int load_many(struct model *m, const char *const *paths, size_t n,
+		     size_t *loaded, struct dump_maps *maps)
 {
-	struct loader ld = { .m = m, .paths = paths, .n = n,
-			     .total = files_bytes(paths, n), .last = SIZE_MAX };
+	/* (A dump's size says nothing of its buckets': no guess.) */
+	struct loader ld = { .m = m, .paths = paths, .n = n, .maps = maps,
+			     .total = maps ? 0 : files_bytes(paths, n),
+			     .last = SIZE_MAX };
 	int rc;
 
 	/* (No files, as a heap profile has: no thread started and waited
@@ -531,8 +609,27 @@ int bucketfile_load_many(struct model *m, const char *const *paths, size_t n,
 	for (size_t i = 0; i < NCHUNKS; i++)
 		batch_free(&ld.chunks[i].bt);
 	if (loaded)
-		*loaded = ld.loaded;
+		*loaded = maps ? ld.sections : ld.loaded;
 	return rc ? -1 : 0;
+}
+
+int bucketfile_load_many(struct model *m, const char *const *paths, size_t n,
+			 size_t *loaded)
+{
+	return load_many(m, paths, n, loaded, NULL);
+}
+
+int bucketfile_load_dumps(struct model *m, const char *const *dumps, size_t n,
+			  size_t *loaded, struct dump_maps *maps)
+{
+	return load_many(m, dumps, n, loaded, maps);
+}
+
+void dump_maps_release(struct dump_maps *maps)
+{
+	sb_release(&maps->text);
+	free(maps->path);
+	memset(maps, 0, sizeof(*maps));
 }
 
 int bucketfile_load(struct model *m, const char *path)

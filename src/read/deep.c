@@ -911,7 +911,13 @@ static const struct {
 	{ "GLOBAL_STATS:", SEC_GLOBAL_STATS },
 	{ "STACKTRACES:", SEC_STACKTRACES },
 	{ "MAPPED_LIBRARIES:", SEC_MAPPED_LIBRARIES },
+	{ "BUCKETS:", SEC_BUCKETS },
+	{ "MAPS:", SEC_MAPS },
 };
+
+/* The sections the run's companions read only before these. */
+#define DATA_SECTIONS                                                        \
+	(1u << SEC_MMAP_LIST | 1u << SEC_GLOBAL_STATS | 1u << SEC_STACKTRACES)
 
 static int section_header(struct parser *p)
 {
@@ -921,6 +927,12 @@ static int section_header(struct parser *p)
 		if (p->seen & (1u << sections[i].sec))
 			return read_error(&p->pos, "second %s section",
 					  sections[i].header);
+		if ((sections[i].sec == SEC_BUCKETS ||
+		     sections[i].sec == SEC_MAPS) &&
+		    (p->seen & DATA_SECTIONS))
+			return read_error(&p->pos, "%s section after the "
+					  "dump's data (it comes before "
+					  "MMAP_LIST)", sections[i].header);
 		p->seen |= 1u << sections[i].sec;
 		p->sec = sections[i].sec;
 		if (p->sec == SEC_META)
@@ -1021,6 +1033,10 @@ static int parse_lines(struct parser *p, const struct filebuf *fb)
 			break;
 		case SEC_STACKTRACES:
 			rc = parse_stack_line(p);
+			break;
+		case SEC_BUCKETS:
+		case SEC_MAPS:
+			rc = 0; /* (the run's companions': bucketfile.c) */
 			break;
 		default:
 			rc = read_error(&p->pos,

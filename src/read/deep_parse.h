@@ -25,6 +25,10 @@ enum section {
 	SEC_GLOBAL_STATS,
 	SEC_STACKTRACES,
 	SEC_MAPPED_LIBRARIES,
+	/* dmprof record's, after META: read by the run's companions
+	 * (bucketfile.c), skipped here */
+	SEC_BUCKETS,
+	SEC_MAPS,
 };
 
 /*

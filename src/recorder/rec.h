@@ -236,6 +236,9 @@ struct rec_config {
 	bool no_stop;           /* DMPROF_NO_STOP: read the process running */
 	bool no_scan;           /* DMPROF_NO_SCAN: no PAGEMAP_SCAN (as before
 				 * Linux 6.7: smaps says where pages are) */
+	bool separate_files;    /* DMPROF_SEPARATE_FILES: the buckets and the
+				 * maps in files of their own, as the
+				 * original wrote them */
 	int pageframe;          /* DEEP_HEAP_PROFILE_PAGEFRAME: 0, 1, 2 */
 	unsigned depth;
 	double time_interval;   /* seconds, 0: none */

@@ -1,8 +1,10 @@
 /*
- * Writing a dump: PREFIX.PID.NNNN.heap in DUMP_DEEP_6, the buckets first
- * seen since the last dump in PREFIX.PID.NNNN.buckets, the process's
- * mappings in PREFIX.PID.maps, and a JIT's perf map, if it writes one, in
- * PREFIX.PID.perf.map (rec_perfmap.c).
+ * Writing a dump: PREFIX.PID.NNNN.heap in DUMP_DEEP_6, with the buckets
+ * first seen since the last dump in a BUCKETS section and the process's
+ * mappings, when they changed, in a MAPS section (the original's layout,
+ * DMPROF_SEPARATE_FILES=1: in PREFIX.PID.NNNN.buckets and PREFIX.PID.maps),
+ * and a JIT's perf map, if it writes one, in PREFIX.PID.perf.map
+ * (rec_perfmap.c).
  *
  * Every VMA of the process's maps is cut into regions: the mappings the hooks
  * saw ("hooked", with the bucket of the call that made them), the
@@ -358,9 +360,14 @@ static void choose_prefix(void)
 	memcpy(prefix, rec_cfg.prefix, len);
 	prefix[len] = 0;
 	for (int k = 2; k < 1000; k++) {
-		file_name(name, 0, ".maps");
-		if (access(name, F_OK) != 0)
-			return;
+		/* (An image's first dump, or in the original's layout its
+		 * maps, which come before it.) */
+		file_name(name, 1, ".heap");
+		if (access(name, F_OK) != 0) {
+			file_name(name, 0, ".maps");
+			if (access(name, F_OK) != 0)
+				return;
+		}
 		memcpy(prefix + len, ".exec", 5);
 		{
 			char d[4] = { (char)('0' + k / 100), (char)('0' + k / 10 % 10),
@@ -1826,20 +1833,49 @@ static void build_global_stats(struct dump *d)
  * The files, the heap file last (a dump is complete when it is there):
  * the new buckets, the maps, the heap.
  */
-static void write_files(void)
+/*
+ * Written: what the next dumps need not define or write again.  (NAMED
+ * and JIT_NAMED: the names rec_python_names and rec_perfmap_names gave.)
+ */
+static void buckets_written(unsigned named, unsigned jit_named)
+{
+	rec_python_names_written(named);
+	rec_perfmap_names_written(jit_named);
+	for (size_t i = 0; i < new_ids.len / sizeof(uint32_t); i++) {
+		uint32_t id;
+
+		memcpy(&id, new_ids.p + i * sizeof(id), sizeof(id));
+		atomic_store(&rec_bucket_by_id(id)->written, true);
+	}
+}
+
+/* Do the maps differ from those last written (to FILE, if it is one)? */
+static bool maps_changed(const char *file)
+{
+	return !maps_file.p || maps_file.len != maps_written.len ||
+	       memcmp(maps_file.p, maps_written.p, maps_file.len) ||
+	       (file && access(file, F_OK) != 0);
+}
+
+static void maps_now_written(void)
+{
+	rec_buf_free(&maps_written);
+	rec_buf_add(&maps_written, maps_file.p, maps_file.len);
+}
+
+/*
+ * The original's layout (DMPROF_SEPARATE_FILES): the new buckets in
+ * PREFIX.PID.NNNN.buckets, the maps in PREFIX.PID.maps when they
+ * changed, then the dump.
+ */
+static void write_separate(unsigned named, unsigned jit_named)
 {
 	struct rec_buf *heap_parts[5] = { &meta, &mmap_list, &gstats, &head,
 					  &stacks };
 	struct rec_buf *one[1], *two[2];
 	char name[PAGE_MAX_NAME];
-	unsigned named, jit_named;
 
-	dump_count++;
 	file_name(name, dump_count, ".buckets");
-	/* Python's and a JIT's frames' names first: the buckets use them. */
-	rec_buf_free(&names_text);
-	named = rec_python_names(&names_text);
-	jit_named = rec_perfmap_names(&names_text);
 	two[0] = &names_text;
 	two[1] = &buckets_text;
 	/*
@@ -1857,32 +1893,74 @@ static void write_files(void)
 	} else {
 		no_buckets++;
 	}
-	rec_python_names_written(named);
-	rec_perfmap_names_written(jit_named);
-	/* Written: the next .buckets files need not define them again. */
-	for (size_t i = 0; i < new_ids.len / sizeof(uint32_t); i++) {
-		uint32_t id;
-
-		memcpy(&id, new_ids.p + i * sizeof(id), sizeof(id));
-		atomic_store(&rec_bucket_by_id(id)->written, true);
-	}
-	/*
-	 * The .maps file again only when it changed: most of a short
-	 * process's dumps (when main returns, at exit) find it as it was,
-	 * and a file made is an inode allocated and one freed.
-	 */
+	buckets_written(named, jit_named);
 	file_name(name, 0, ".maps");
 	one[0] = &maps_file;
-	if (!maps_file.p || maps_file.len != maps_written.len ||
-	    memcmp(maps_file.p, maps_written.p, maps_file.len) ||
-	    access(name, F_OK) != 0) {
-		rec_buf_free(&maps_written);
+	if (maps_changed(name)) {
 		if (!write_file(name, one, 1))
 			return;
-		rec_buf_add(&maps_written, maps_file.p, maps_file.len);
+		maps_now_written();
 	}
 	file_name(name, dump_count, ".heap");
 	write_file(name, heap_parts, 5);
+}
+
+/*
+ * One file a dump: after META, the buckets new since the last dump (a
+ * BUCKETS section: the lines a .buckets file would hold), and the maps
+ * when they changed since the last dump (MAPS: what PREFIX.PID.maps
+ * would hold).  A short process's two dumps are two files, not five: on
+ * ext4 without a journal each file made seeks its inode past those
+ * deleted in the last minute, the most of a short process's dumps there.
+ */
+static void write_one_file(unsigned named, unsigned jit_named)
+{
+	static char bh[] = "BUCKETS:\n", mh[] = "MAPS:\n";
+	struct rec_buf buckets_head = { bh, sizeof(bh) - 1, 0 },
+		       maps_head = { mh, sizeof(mh) - 1, 0 };
+	struct rec_buf *parts[9];
+	char name[PAGE_MAX_NAME];
+	bool new_buckets = names_text.len || buckets_text.len,
+	     new_maps = maps_changed(NULL);
+	int n = 0;
+
+	parts[n++] = &meta;
+	if (new_buckets) {
+		parts[n++] = &buckets_head;
+		parts[n++] = &names_text;
+		parts[n++] = &buckets_text;
+	}
+	if (new_maps) {
+		parts[n++] = &maps_head;
+		parts[n++] = &maps_file;
+	}
+	parts[n++] = &mmap_list;
+	parts[n++] = &gstats;
+	parts[n++] = &head;
+	parts[n++] = &stacks;
+	file_name(name, dump_count, ".heap");
+	if (!write_file(name, parts, n)) {
+		dump_count--;
+		return;
+	}
+	buckets_written(named, jit_named);
+	if (new_maps)
+		maps_now_written();
+}
+
+static void write_files(void)
+{
+	unsigned named, jit_named;
+
+	dump_count++;
+	/* Python's and a JIT's frames' names first: the buckets use them. */
+	rec_buf_free(&names_text);
+	named = rec_python_names(&names_text);
+	jit_named = rec_perfmap_names(&names_text);
+	if (rec_cfg.separate_files)
+		write_separate(named, jit_named);
+	else
+		write_one_file(named, jit_named);
 }
 
 static double monotonic(void)

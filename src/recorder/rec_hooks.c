@@ -869,6 +869,7 @@ static void init(void)
 	rec_say_init();
 	rec_cfg.mmap = env_u64("HEAP_PROFILE_MMAP", 0) != 0;
 	rec_cfg.no_stop = env_u64("DMPROF_NO_STOP", 0) != 0;
+	rec_cfg.separate_files = env_u64("DMPROF_SEPARATE_FILES", 0) != 0;
 	rec_cfg.no_scan = env_u64("DMPROF_NO_SCAN", 0) != 0;
 	rec_cfg.pageframe = (int)env_u64("DEEP_HEAP_PROFILE_PAGEFRAME", 0);
 	rec_cfg.depth = (unsigned)env_u64("DMPROF_STACK_DEPTH", 32);

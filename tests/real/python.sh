@@ -117,7 +117,7 @@ py_app "PYTHONMALLOC=debug" pydbg PYTHONMALLOC=debug
 # python3 -m: the same lines (the module run from its directory).
 if (cd "$pysrc" && PYTHONHASHSEED=0 "$bin" record -o "$tmp/pymod/" -- "$pyd" -m app 1 5000 \
 	>"$tmp/pymod.out" 2>"$tmp/pymod.err"); then
-	grep -q "	make_words.<locals>.<listcomp>	.*app.py	18$" pymod/*.buckets &&
+	grep -q "	make_words.<locals>.<listcomp>	.*app.py	18$" pymod/*.heap &&
 		ok || bad "python3 -m app: no named frame of app.py:18"
 else
 	bad "python3 -m app: $(tail -2 pymod.err)"
@@ -234,7 +234,7 @@ if gcc -O2 -g -std=gnu11 -I"$top/include" -D_GNU_SOURCE -DPYTHON_OFFSETS_NONE \
 		"$pyd" "$pysrc/app.py" 1 2000 >/dev/null 2>nopy.err
 	n=$(grep -c 'python 3\.11\.[0-9]*: no table of this version' nopy-run/p.log 2>/dev/null)
 	[ "$n" = 1 ] && ok || bad "no table: said $n times: $(cat nopy-run/p.log nopy.err 2>/dev/null | head -3)"
-	grep -q '^frame ' nopy-run/*.buckets && bad "no table: Python frames named all the same" || ok
+	grep -q '^frame ' nopy-run/*.heap && bad "no table: Python frames named all the same" || ok
 	[ -s nopy.err ] && bad "no table: the program's stderr: $(head -2 nopy.err)" || ok
 else
 	bad "a recorder without the table: $(tail -3 nopy.build)"
@@ -243,7 +243,7 @@ fi
 # The other build of python3 first in PATH (a shared libpython).
 if [ -n "$pyp" ] && [ -x "$pyp" ]; then
 	if py_record pyother "$pyp" "$pysrc/app.py" 1 5000; then
-		grep -q "	Store.remember	.*store.py	19$" pyother/*.buckets &&
+		grep -q "	Store.remember	.*store.py	19$" pyother/*.heap &&
 			ok || bad "$pyp: no named frame of store.py:19"
 		grep -q "^Runtime: python 3\.[0-9.]* /" "$py_first" &&
 			ok || bad "$pyp: no Runtime line in META"

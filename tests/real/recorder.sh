@@ -93,6 +93,20 @@ fi
 # The first dump of the process PID under PREFIX.
 first() { printf '%s.%05d.0001.heap' "$1" "$2"; }
 
+# The lines of section SECTION (BUCKETS or MAPS) of the dumps FILE...,
+# where dmprof record writes the new buckets and the changed maps; with
+# DMPROF_SEPARATE_FILES=1, the .buckets and .maps files beside them.
+sections() { # SECTION FILE...
+	s=$1
+	shift
+	awk -v s="$s:" 'FNR == 1 { on = 0 } $0 == s { on = 1; next }
+		/^[A-Z_]+:$/ { on = 0 } on' "$@"
+}
+# The maps of the process of dumps PREFIX.NNNN.heap, either way.
+maps_of() { # PREFIX
+	if [ -e "$1.maps" ]; then cat "$1.maps"; else sections MAPS "$1".*.heap; fi
+}
+
 # The pid of the process that ran CMD (the one record names first).
 main_pid() { # RECORD_STDERR
 	sed -n 's/^dmprof record: [0-9]* dumps\{0,1\} of pid \([0-9]*\):.*/\1/p' "$1"
@@ -120,8 +134,14 @@ check_dumps() { # LABEL FIRST_DUMP MIN_DUMPS
 			{ bad "$label: $late of $all dumps did not stop the threads in time"; return; }
 		ok
 	fi
-	# A dump with no new stack writes no .buckets file, but for one in
-	# ten: the original loads them until eleven in a row are missing.
+	# The buckets are in the dumps: the first has them.  In the
+	# original's layout (DMPROF_SEPARATE_FILES) a dump with no new stack
+	# writes no .buckets file, but for one in ten: the original loads
+	# them until eleven in a row are missing.
+	if ! ls "${2%.0001.heap}".*.buckets >/dev/null 2>&1; then
+		grep -q '^BUCKETS:$' "$2" ||
+			{ bad "$label: no BUCKETS section in $2"; return; }
+	else
 	ls "${2%.0001.heap}".*.heap "${2%.0001.heap}".*.buckets 2>/dev/null |
 		awk -F. -v label="$label" '
 		{ n = $(NF - 1) + 0 }
@@ -131,6 +151,7 @@ check_dumps() { # LABEL FIRST_DUMP MIN_DUMPS
 			if (last - prev > 10) gap = last
 			if (!prev || gap) { printf "%s: .buckets missing before dump %d\n", label, gap; exit 1 }
 		}' >gaps || { bad "$(cat gaps)"; return; }
+	fi
 	"$bin" csv --bytes "$2" >sums.csv 2>sums.err ||
 		{ bad "$label: csv failed: $(head -3 sums.err)"; return; }
 	# (Debian's binaries are stripped: that is not the recorder's doing.)
@@ -199,8 +220,8 @@ stress() { # DIR [NOSTOP]
 	pid=$(main_pid "$d.err")
 	children=$(ls "$d"/prof.*.0001.heap 2>/dev/null | grep -vc "\.$(printf %05d "${pid:-0}")\.")
 	[ "$children" = 5 ] && ok || bad "stress: $children children wrote dumps, want 5"
-	grep -q 'libplug.so' "$d/prof.$(printf %05d "${pid:-0}").maps" &&
-		ok || bad "stress: the dlclose()d library is not in .maps"
+	maps_of "$d/prof.$(printf %05d "${pid:-0}")" | grep -q 'libplug.so' &&
+		ok || bad "stress: the dlclose()d library is not in the maps"
 	for f in "$d"/prof.*.0001.heap; do
 		"$bin" list "$f" >/dev/null 2>st.list || bad "stress: list $f: $(head -2 st.list)"
 	done
@@ -398,8 +419,13 @@ fi
 # 3d. Threads that write while dumps are taken, 20 a second: every dump
 #     adds up (above; dumps come no faster than one per ten times a
 #     dump's cost); with the stop turned off, some must not.
-timeout 60 "$bin" record -o "$tmp/wr/prof" -i 0.05 -- ./writers 3 >wr.out 2>wr.err
+#    (In the original's layout, each dump's new buckets and the maps in
+#    files of their own.)
+timeout 60 "$bin" record --separate-files -o "$tmp/wr/prof" -i 0.05 -- ./writers 3 >wr.out 2>wr.err
 [ $? = 0 ] && grep -qx 'writers: ok' wr.out && ok || bad "writers: $(cat wr.out wr.err | head -3)"
+ls wr/prof.*.0001.buckets wr/prof.*.maps >/dev/null 2>&1 &&
+	! grep -q '^BUCKETS:$\|^MAPS:$' wr/prof.*.heap && ok ||
+	bad "writers: --separate-files wrote no .buckets or .maps, or wrote sections"
 pid=$(main_pid wr.err)
 [ -n "$pid" ] && check_dumps writers "$(first wr/prof "$pid")" 5
 if [ "$limit" = 0.005 ]; then
@@ -437,11 +463,15 @@ ls -a we | grep -q '\.tmp$' && bad "_exit: files left behind: $(ls -a we | grep 
 "$bin" record -o "$tmp/tr/" -- /bin/true 2>tr.err && ok || bad "true: $(cat tr.err)"
 pid=$(main_pid tr.err)
 [ -n "$pid" ] && check_dumps true "$(first tr/true "$pid")" 1
+#    One file a dump: its new buckets and the maps in it.
+[ -n "$pid" ] && [ "$(ls tr | grep -vc '\.heap$')" = 0 ] &&
+	grep -q '^MAPS:$' "$(first tr/true "$pid")" && ok ||
+	bad "true: files beside the dumps, or no MAPS section: $(ls tr | head -5)"
 #    The recorder loads no libgcc into a program that has none (its
 #    constructor's CPU questions cost a short process more than its
 #    dumps' files here): only a walk that falls back does.
 if [ -n "$pid" ] && [ -z "$tsan" ]; then
-	grep -q libgcc_s "tr/true.$(printf %05d "$pid").maps" &&
+	maps_of "tr/true.$(printf %05d "$pid")" | grep -q libgcc_s &&
 		bad "true: the recorder loaded libgcc" || ok
 fi
 if command -v zstd >/dev/null 2>&1; then
@@ -464,10 +494,11 @@ for f in cc/gcc.*.0001.heap; do
 	check_dumps "gcc process $n" "$f" 1
 done
 [ "$n" -ge 3 ] && ok || bad "gcc: $n processes recorded, want gcc, cc1 and as"
-# The .maps files name files and code only (the anonymous data changes at
-# each dump, and MMAP_LIST has it): the heap is in the dumps, not there.
-grep -l 'cc1' cc/gcc.*.maps >/dev/null &&
-	awk '$2 !~ /x/ && $6 !~ /^\// { bad = 1 } END { exit bad }' cc/gcc.*.maps &&
+# The maps name files and code only (the anonymous data changes at each
+# dump, and MMAP_LIST has it): the heap is in MMAP_LIST, not there.
+sections MAPS cc/gcc.*.heap >cc.maps
+grep -q 'cc1' cc.maps &&
+	awk '$2 !~ /x/ && $6 !~ /^\// { bad = 1 } END { exit bad }' cc.maps &&
 	grep -q '\[heap\]' cc/gcc.*.0001.heap && ok ||
 	bad "gcc: .maps with anonymous data in it, or no [heap] in MMAP_LIST"
 
@@ -476,11 +507,11 @@ grep -l 'cc1' cc/gcc.*.maps >/dev/null &&
 #      out (cc1: thousands), and its stacks are the ones a compile that
 #      works every rule out gets (no ASLR for both, so that the addresses
 #      are the same: a process of the same program walks the same stacks).
-# stacks DIR PROGRAM: the stack lines of PROGRAM's .buckets files in DIR.
+# stacks DIR PROGRAM: the stack lines of PROGRAM's buckets in DIR.
 stacks() {
 	for f in "$1"/*.0001.heap; do
 		grep -q "^CommandLine: [^ ]*$2 " "$f" || continue
-		cut -d' ' -f2- "${f%.0001.heap}".*.buckets
+		sections BUCKETS "${f%.0001.heap}".*.heap | cut -d' ' -f2-
 	done | sort
 }
 # same_stacks A B: the stacks in files A and B, sorted, are the same but
