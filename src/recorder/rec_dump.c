@@ -1918,7 +1918,7 @@ static void write_one_file(unsigned named, unsigned jit_named)
 	static char bh[] = "BUCKETS:\n", mh[] = "MAPS:\n";
 	struct rec_buf buckets_head = { bh, sizeof(bh) - 1, 0 },
 		       maps_head = { mh, sizeof(mh) - 1, 0 };
-	struct rec_buf *parts[9];
+	struct rec_buf *parts[10]; /* (META, 3 + 2 sections' parts, 4) */
 	char name[PAGE_MAX_NAME];
 	bool new_buckets = names_text.len || buckets_text.len,
 	     new_maps = maps_changed(NULL);

@@ -261,8 +261,8 @@ Test(deep, unknown_bucket_warns_and_keeps_line)
 	snapshot_warn_unknown_buckets(&snap, "left out");
 	cr_assert(strstr(stderr_text(),
 			 "d.0001.heap:22: bucket 77 is not defined in any "
-			 ".buckets file (2 such lines, 30 committed bytes: "
-			 "left out)"));
+			 ".buckets file or BUCKETS section (2 such lines, 30 "
+			 "committed bytes: left out)"));
 }
 
 Test(deep, comments_crlf_blank_lines)
