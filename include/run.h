@@ -28,8 +28,7 @@ struct run {
 				  * the dumps' own (dump_maps) */
 	bool has_maps;
 	/* The dumps hold their buckets and maps (no bucket files): the
-	 * maps, until loaded (companion.c). */
-	bool buckets_in_dumps;
+	 * maps' text, as the last dump that has them holds it. */
 	struct dump_maps dump_maps;
 	struct symbolizer *sym;  /* NULL: nothing to symbolize with */
 	const struct sym_options *opts; /* the caller's */

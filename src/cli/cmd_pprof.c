@@ -170,7 +170,11 @@ static void print_text(struct export *x, const struct setup *o,
 		for (size_t i = 0; i < x->n[w]; i++)
 			print_entry(x->m, &x->v[w][i]);
 	printf("MAPPED_LIBRARIES:\n");
-	if (o->run.has_maps) {
+	if (o->run.has_maps && !o->run.maps.path) {
+		/* (The dumps' own: a MAPS section's text.) */
+		fwrite(o->run.dump_maps.text.buf, 1, o->run.dump_maps.text.len,
+		       stdout);
+	} else if (o->run.has_maps) {
 		struct filebuf fb;
 
 		if (file_load(&fb, o->run.maps.path) == 0) {

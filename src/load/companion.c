@@ -45,7 +45,6 @@ static int load_buckets_in_dumps(struct run *r, size_t *loaded)
 	rc = bucketfile_load_dumps(&r->model, paths, n, loaded, &r->dump_maps);
 	free(paths);
 	series_files_free(heaps, n);
-	r->buckets_in_dumps = rc == 0 && *loaded;
 	return rc;
 }
 
@@ -88,8 +87,8 @@ static int load_maps(struct run *r)
 
 	sb_addf(&path, "%s.maps", r->series.prefix);
 	if (!file_exists(path.buf) && r->dump_maps.text.len) {
+		/* (Its text stays, as a .maps file does: pprof copies it.) */
 		rc = load_dump_maps(r);
-		dump_maps_release(&r->dump_maps);
 		sb_release(&path);
 		return rc;
 	}

@@ -319,9 +319,14 @@ if [ -n "$sig" ]; then
 		{ print $c; exit }' cx.csv; }
 	head_bytes() { sed -n '1s/^heap profile: *[0-9]*: *\([0-9]*\) .*/\1/p'; }
 	texp=$(col total-exclude-profiler) arena=$(col allocator-arena) strs=$(col malloc-cxx-string)
-	got=$("$bin" pprof "$sig" linux 2>/dev/null | head_bytes)
+	"$bin" pprof "$sig" linux >cx.pprof 2>cx.pprof.err
+	got=$(head_bytes <cx.pprof)
 	[ -n "$texp" ] && [ "$got" = "$texp" ] && ok ||
 		bad "c++: pprof's total is '$got', total-exclude-profiler '$texp'"
+	# (Its maps, which the dumps hold, after MAPPED_LIBRARIES.)
+	sed -n '/^MAPPED_LIBRARIES:$/,$p' cx.pprof | grep -q '/cxx$' &&
+		[ ! -s cx.pprof.err ] && ok ||
+		bad "c++: pprof's MAPPED_LIBRARIES lacks the program: $(head -2 cx.pprof.err)"
 	orig=$("$bin" pprof --original "$sig" linux 2>/dev/null | head_bytes)
 	[ -n "$orig" ] && [ "$orig" -gt "$texp" ] && ok ||
 		bad "c++: pprof --original ($orig) no longer counts the arenas ($arena) beside the blocks"
