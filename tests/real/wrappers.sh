@@ -97,9 +97,11 @@ else
 		--save '' --appendonly no --bind 127.0.0.1 >redis.log 2>&1 &
 	rec=$!
 	redis_wait $port
-	redis-benchmark -p $port -n 200000 -r 100000 -d 200 -t set -q \
+	# (Bounded in time too: against a server that died under the
+	# recorder, redis-benchmark retries for ever.)
+	timeout 120 redis-benchmark -p $port -n 200000 -r 100000 -d 200 -t set -q \
 		>bench.out 2>&1 || bad "wrappers: redis-benchmark failed: $(tail -2 bench.out)"
-	redis-cli -p $port shutdown nosave >/dev/null 2>&1
+	timeout 30 redis-cli -p $port shutdown nosave >/dev/null 2>&1
 	wait $rec
 	last=$(ls redis/*.heap 2>/dev/null | sort | tail -1)
 	peak=$("$bin" top --json "$last" 2>/dev/null |
