@@ -34,17 +34,19 @@ static int load_buckets_in_dumps(struct run *r, size_t *loaded)
 {
 	struct series_file *heaps = NULL;
 	const char **paths;
-	size_t n = 0;
+	size_t nheaps = 0, n;
 	int rc;
 
-	if (series_heaps(&r->series, &heaps, &n) < 0)
+	if (series_heaps(&r->series, &heaps, &nheaps) < 0)
 		return -1;
-	paths = xcalloc(n ? n : 1, sizeof(*paths));
+	/* (A dump of no series, its counter renamed away: itself.) */
+	n = nheaps ? nheaps : r->series.ndumps;
+	paths = xcalloc(n + 1, sizeof(*paths));
 	for (size_t i = 0; i < n; i++)
-		paths[i] = heaps[i].path;
+		paths[i] = nheaps ? heaps[i].path : r->series.dumps[i].path;
 	rc = bucketfile_load_dumps(&r->model, paths, n, loaded, &r->dump_maps);
 	free(paths);
-	series_files_free(heaps, n);
+	series_files_free(heaps, nheaps);
 	return rc;
 }
 

@@ -1830,10 +1830,6 @@ static void build_global_stats(struct dump *d)
 }
 
 /*
- * The files, the heap file last (a dump is complete when it is there):
- * the new buckets, the maps, the heap.
- */
-/*
  * Written: what the next dumps need not define or write again.  (NAMED
  * and JIT_NAMED: the names rec_python_names and rec_perfmap_names gave.)
  */
@@ -1866,7 +1862,7 @@ static void maps_now_written(void)
 /*
  * The original's layout (DMPROF_SEPARATE_FILES): the new buckets in
  * PREFIX.PID.NNNN.buckets, the maps in PREFIX.PID.maps when they
- * changed, then the dump.
+ * changed, then the dump, last (a dump is complete when it is there).
  */
 static void write_separate(unsigned named, unsigned jit_named)
 {
