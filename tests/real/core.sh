@@ -9,6 +9,7 @@
 #   - the core cut at half its size: read as far as it goes, what is
 #     missing said, no crash;
 #   - files that are not cores: a clear error naming them.
+: "${tmp:?tests/real/run.sh sources this file, in its scratch directory}"
 cd "$tmp/heap" || exit 1
 
 # dmprof heap --json --blocks on CORE, checked against heapknown's KNOWN.

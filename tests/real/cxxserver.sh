@@ -22,6 +22,7 @@
 #     html name one peak, the dump when main returned (the most bytes in
 #     use); the page says where the total peaks, and its answer lists the
 #     session's constructor first.
+: "${tmp:?tests/real/run.sh sources this file, in its scratch directory}"
 . "$top/tests/real/cxxserver-build.sh"
 
 mkdir -p cxx && cd cxx || exit 1

@@ -9,6 +9,7 @@
 #     came from;
 #   - a second run takes it from libdebuginfod's cache: the server hears
 #     nothing more.
+: "${tmp:?tests/real/run.sh sources this file, in its scratch directory}"
 if ! command -v debuginfod >/dev/null 2>&1; then
 	echo "real: note: debuginfod is not installed (make check installs it); its checks are left out"
 	return 0 2>/dev/null || exit 0

@@ -4,6 +4,7 @@
 #   - top's flat bytes per function, at t-end, are DHAT's own "eb" summed
 #     by each program point's first frame past malloc (python3 reads the
 #     JSON).
+: "${tmp:?tests/real/run.sh sources this file, in its scratch directory}"
 if ! command -v valgrind >/dev/null 2>&1; then
 	bad "dhat: valgrind is not installed (make check installs it)"
 else

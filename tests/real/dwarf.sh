@@ -10,6 +10,7 @@
 # reader must also have answered (not declined in favour of libbfd).
 # dmprof's reader answers the same with DMPROF_THREADS=1 (.debug_info
 # inflated, then the abbreviation tables read, on one thread).
+: "${tmp:?tests/real/run.sh sources this file, in its scratch directory}"
 lib=$(dirname "$bin")/libdmprof.a
 [ -e "$lib" ] || lib=$(dirname "$bin")/build/libdmprof.a
 san=

@@ -18,6 +18,7 @@
 #   - refusals: no such process, a zombie, a process traced already, a
 #     malloc that is not glibc's (tcmalloc, jemalloc), a static binary;
 #   - a process killed during the walk: an error or a result, no crash.
+: "${tmp:?tests/real/run.sh sources this file, in its scratch directory}"
 mkdir -p "$tmp/heap" && cd "$tmp/heap" || exit 1
 gcc -g -O1 -pthread "$src/heapknown.c" -o heapknown || exit 1
 

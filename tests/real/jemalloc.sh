@@ -9,6 +9,7 @@
 #     are jeprof's, within the byte that cutting each stack's estimate
 #     to whole bytes may move: the frames inside libjemalloc (stripped:
 #     no names) own nothing.
+: "${tmp:?tests/real/run.sh sources this file, in its scratch directory}"
 je=$(ls /usr/lib/*/libjemalloc.so.2 2>/dev/null | head -1)
 if [ -z "$je" ] || ! command -v jeprof >/dev/null 2>&1; then
 	bad "jemalloc: libjemalloc2 or jeprof (libjemalloc-dev) is not installed (make check installs them)"

@@ -12,6 +12,7 @@
 #     summed;
 #   - folded -c: the lines add up to the component's csv bytes;
 #   - the same story from dmprof record's dumps.
+: "${tmp:?tests/real/run.sh sources this file, in its scratch directory}"
 gcc -g -O0 -fno-pie -no-pie "$src/leak.c" -o leak -ldl || exit 1
 mkdir -p leaktc
 env LD_PRELOAD="$libgcc $tcmalloc" TCMALLOC_STACKTRACE_METHOD=libgcc \

@@ -21,6 +21,7 @@
 # and without the flags: the JIT's frames are "JIT code 0x...", said
 # once, the dump before teardown still there.  The hook comes after the
 # caller's NODE_OPTIONS.
+: "${tmp:?tests/real/run.sh sources this file, in its scratch directory}"
 if ! command -v node >/dev/null 2>&1; then
 	echo "real: note: node is not installed: no node tests"
 	return 0 2>/dev/null || exit 0

@@ -19,6 +19,7 @@
 #     directly;
 # and top names malloc-leaked, expand lists the leaked blocks' bytes, a
 # core read directly by top says what its snapshot says.
+: "${tmp:?tests/real/run.sh sources this file, in its scratch directory}"
 cd "$tmp/heap" || exit 1
 
 # The blocks in use of SNAP by type: "TYPE COUNT" lines, sorted (leaked

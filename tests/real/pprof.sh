@@ -8,6 +8,7 @@
 #     profiles, as profile.proto and as debug=1 text: csv reads each as a
 #     series of three rows, and top and diff give main.grow's bytes as go
 #     tool pprof -top does.
+: "${tmp:?tests/real/run.sh sources this file, in its scratch directory}"
 if ! command -v go >/dev/null 2>&1; then
 	bad "pprof: go is not installed (make check installs golang-go)"
 else

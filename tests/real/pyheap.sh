@@ -21,6 +21,7 @@
 #     of them pymalloc's) lists as many as top --json counts;
 #   - under PYTHONMALLOC=malloc: said (no arenas), the glibc heap walked
 #     all the same.
+: "${tmp:?tests/real/run.sh sources this file, in its scratch directory}"
 pyd=/usr/bin/python3.11
 if [ ! -x "$pyd" ]; then
 	echo "real: note: $pyd is not installed: no Python heap tests"

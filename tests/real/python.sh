@@ -21,6 +21,7 @@
 #     never held the GIL (its blocks keep their native frames);
 #   - a recorder built without the table (-DPYTHON_OFFSETS_NONE) says
 #     once which version it saw, and records native frames only.
+: "${tmp:?tests/real/run.sh sources this file, in its scratch directory}"
 pyd=/usr/bin/python3.11
 pysrc=$src/pyapp
 if [ ! -x "$pyd" ]; then

@@ -28,6 +28,7 @@
 #     while held (once read) or right after: its snapshot stands, named
 #     after it; dmprof killed while it holds one: the process runs on,
 #     not stopped, not traced.
+: "${tmp:?tests/real/run.sh sources this file, in its scratch directory}"
 mkdir -p "$tmp/snap" && cd "$tmp/snap" || exit 1
 
 # Checks of SNAPSHOT's run, a line each: "ok" or "bad WHY".  With

@@ -11,6 +11,7 @@
 #     200-byte values over 100,000 random keys): its own functions (sds,
 #     object, dict) own the bytes, no z*alloc* frame among the owners,
 #     and the totals are pprof's.
+: "${tmp:?tests/real/run.sh sources this file, in its scratch directory}"
 mkdir -p wrap && cd wrap || exit 1
 
 # top --json's flat bytes of NAME in DUMP, with more options (0: absent).
