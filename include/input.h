@@ -52,6 +52,8 @@ void lines_init(struct line_reader *r, const char *data, size_t size);
 bool lines_next(struct line_reader *r, struct line *l);
 /* Is the line empty or white space only? */
 bool line_is_blank(const struct line *l);
+/* Is the line exactly LIT (a section header, say)? */
+bool line_is(const struct line *l, const char *lit);
 
 /*
  * A file read a block at a time and taken a line at a time, for readers of

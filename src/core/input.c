@@ -365,6 +365,13 @@ bool line_is_blank(const struct line *l)
 	return true;
 }
 
+bool line_is(const struct line *l, const char *lit)
+{
+	size_t n = strlen(lit);
+
+	return l->len == n && !memcmp(l->p, lit, n);
+}
+
 bool lines_next(struct line_reader *r, struct line *l)
 {
 	const char *nl;

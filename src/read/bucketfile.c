@@ -418,13 +418,6 @@ static bool put_chunk(struct handoff *h, struct loader *ld, const char *to)
 
 /* ---- a dump's own BUCKETS and MAPS sections (dmprof record's) ---- */
 
-static bool line_is(const struct line *l, const char *lit)
-{
-	size_t n = strlen(lit);
-
-	return l->len == n && !memcmp(l->p, lit, n);
-}
-
 /* What a dump's line is to its own sections: which one it opens, or
  * the end of them (its data's first section). */
 enum { NOT_A_HEADER, OPENS_BUCKETS, OPENS_MAPS, ENDS_THEM };

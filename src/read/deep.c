@@ -20,13 +20,6 @@
 #include "scan.h"
 #include "util.h"
 
-static bool line_is(const struct line *l, const char *lit)
-{
-	size_t n = strlen(lit);
-
-	return l->len == n && memcmp(l->p, lit, n) == 0;
-}
-
 static bool line_starts(const struct line *l, const char *lit)
 {
 	size_t n = strlen(lit);
