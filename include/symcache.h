@@ -26,6 +26,14 @@ struct symcache_entry {
 	uint32_t line;
 	uint16_t ninline;
 	struct inline_frame *inl; /* names demangled in full */
+	/*
+	 * An entry of the file, once symcache_show_with was called: the
+	 * names as its reader shows them (func's, and the inlined frames'
+	 * in a copy of their own).  NULL otherwise.
+	 */
+	const char *shown_func;
+	struct inline_frame *shown_inl;
+	bool shown;
 };
 
 struct symcache;
@@ -36,6 +44,16 @@ struct symcache;
  * Strings are interned in STRINGS.
  */
 struct symcache *symcache_open(const char *identity, struct strtab *strings);
+/*
+ * Show the file's names with SHOW (a name demangled in full in, the name
+ * to show out, never NULL): asked once for each of them, then remembered
+ * by its place in the file (a warm run's names, 82,000 addresses' and
+ * their inlined frames', had been looked up by pointer in a hash table
+ * each time: a quarter of its symbolization).
+ */
+typedef const char *symcache_show_fn(void *ctx, const char *name);
+void symcache_show_with(struct symcache *c, symcache_show_fn *show,
+			void *ctx);
 /* Is there a cache for IDENTITY (whatever it holds)?  Thread-safe. */
 bool symcache_exists(const char *identity);
 /*

@@ -579,6 +579,8 @@ static bool take_readied(struct bfdsym *bs, struct binary *b,
 	return true;
 }
 
+static const char *show_cached(void *bs, const char *full);
+
 static void open_binary(struct bfdsym *bs, struct binary *b,
 			struct readied *r)
 {
@@ -606,6 +608,8 @@ static void open_binary(struct bfdsym *bs, struct binary *b,
 	b->dwarf = dwarf_image(b) ? dwarf_image(b)->path : NULL;
 	if (!bs->base.opts->no_cache && (full = cache_identity(b))) {
 		b->cache = symcache_open(full, bs->base.strings);
+		if (!bs->base.opts->full_names)
+			symcache_show_with(b->cache, show_cached, bs);
 		free(full);
 	}
 	if (bs->base.opts->verbose) {
@@ -700,6 +704,12 @@ static const char *shorten(struct bfdsym *bs, const char *full)
 	}
 	symbol_short_name(full, strlen(full), &bs->sb);
 	return strtab_intern(bs->base.strings, bs->sb.buf, bs->sb.len);
+}
+
+/* shown(), as the symbol cache asks it (symcache_show_with). */
+static const char *show_cached(void *bs, const char *full)
+{
+	return shown(bs, full);
 }
 
 static bool open_dwarf(struct binary *b)
@@ -1185,10 +1195,16 @@ static void bfd_code(struct symbolizer *s, const struct maps *maps,
 					    "functions have symbols; a debug "
 					    "file would have the others)");
 	}
-	out->func = shown(bs, ep->func);
+	out->func = ep->shown ? ep->shown_func : shown(bs, ep->func);
 	out->file = ep->file;
 	out->line = ep->line;
-	if (ep->ninline && !o->no_inline) {
+	if (ep->ninline && !o->no_inline && ep->shown) {
+		size_t size = ep->ninline * sizeof(*out->inl);
+
+		out->inl = memcpy(arena_alloc(bs->base.strings->arena, size),
+				  ep->shown_inl, size);
+		out->ninline = ep->ninline;
+	} else if (ep->ninline && !o->no_inline) {
 		struct inline_frame *inl =
 			arena_alloc(bs->base.strings->arena,
 				    ep->ninline * sizeof(*inl));

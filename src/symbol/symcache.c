@@ -81,7 +81,13 @@ struct symcache {
 	size_t nstrs;
 	const char *blob;
 	size_t blob_size;
-	const char **interned; /* string number - 1 -> interned copy */
+	/* String number - 1 -> its interned copy, and as shown. */
+	struct cached_name {
+		const char *interned;
+		const char *shown;
+	} *names;
+	symcache_show_fn *show;
+	void *show_ctx;
 	/* What this run added: addr -> entry. */
 	struct hashmap added;
 	struct symcache_entry **v;
@@ -95,7 +101,7 @@ struct symcache {
 	size_t nahead, pos;
 	/* The answer of the last symcache_get from the file. */
 	struct symcache_entry scratch;
-	struct inline_frame *scratch_inl;
+	struct inline_frame *scratch_inl, *scratch_shown;
 	size_t scratch_alloc;
 	bool dirty;
 };
@@ -264,7 +270,7 @@ static void load(struct symcache *c)
 		inl += e->ninline;
 	}
 	c->dirty = c->nents < h->nentries;
-	c->interned = xcalloc(c->nstrs ? c->nstrs : 1, sizeof(*c->interned));
+	c->names = xcalloc(c->nstrs ? c->nstrs : 1, sizeof(*c->names));
 }
 
 /* File names must not depend on the per-process hash seed: FNV-1a. */
@@ -334,11 +340,34 @@ static const char *intern_id(struct symcache *c, uint32_t id)
 
 	if (!id)
 		return NULL;
-	if (!c->interned[id - 1]) {
+	if (!c->names[id - 1].interned) {
 		s = c->blob + c->offs[id - 1];
-		c->interned[id - 1] = strtab_intern(c->strings, s, strlen(s));
+		c->names[id - 1].interned =
+			strtab_intern(c->strings, s, strlen(s));
 	}
-	return c->interned[id - 1];
+	return c->names[id - 1].interned;
+}
+
+/* String ID as the reader shows it (see symcache_show_with). */
+static const char *shown_id(struct symcache *c, uint32_t id)
+{
+	struct cached_name *n;
+
+	if (!id)
+		return NULL;
+	n = &c->names[id - 1];
+	if (!n->shown)
+		n->shown = c->show(c->show_ctx, intern_id(c, id));
+	return n->shown;
+}
+
+void symcache_show_with(struct symcache *c, symcache_show_fn *show,
+			void *ctx)
+{
+	if (!c)
+		return;
+	c->show = show;
+	c->show_ctx = ctx;
 }
 
 /* Entry I of the file, its strings interned, in C's scratch space. */
@@ -354,10 +383,12 @@ static const struct symcache_entry *from_file(struct symcache *c, size_t i)
 	e->line = d->line;
 	e->ninline = d->ninline;
 	if (d->ninline > c->scratch_alloc) {
-		free(c->scratch_inl);
+		FREE_ALL(c->scratch_inl, c->scratch_shown);
 		c->scratch_alloc = d->ninline;
 		c->scratch_inl = xcalloc(c->scratch_alloc,
 					 sizeof(*c->scratch_inl));
+		c->scratch_shown = xcalloc(c->scratch_alloc,
+					   sizeof(*c->scratch_shown));
 	}
 	e->inl = d->ninline ? c->scratch_inl : NULL;
 	for (size_t k = 0; k < d->ninline; k++) {
@@ -367,6 +398,15 @@ static const struct symcache_entry *from_file(struct symcache *c, size_t i)
 		e->inl[k].file = intern_id(c, in->file);
 		e->inl[k].line = in->line;
 		e->inl[k].func_len = 0;
+	}
+	e->shown = c->show != NULL;
+	if (!e->shown)
+		return e;
+	e->shown_func = shown_id(c, d->func);
+	e->shown_inl = d->ninline ? c->scratch_shown : NULL;
+	for (size_t k = 0; k < d->ninline; k++) {
+		e->shown_inl[k] = e->inl[k];
+		e->shown_inl[k].func = shown_id(c, c->inls[d->inl + k].func);
 	}
 	return e;
 }
@@ -476,7 +516,7 @@ static void follow_batch(struct symcache *c, uint32_t where)
 		if (e->ninline)
 			prefetch(&c->inls[e->inl]);
 		if (e->func)
-			prefetch(&c->interned[e->func - 1]);
+			prefetch(&c->names[e->func - 1]);
 	}
 }
 
@@ -506,6 +546,10 @@ void symcache_put(struct symcache *c, const struct symcache_entry *e)
 		return;
 	copy = arena_alloc(&c->arena, sizeof(*copy));
 	*copy = *e;
+	/* (Shown names are the file's entries': the caller's own show.) */
+	copy->shown = false;
+	copy->shown_func = NULL;
+	copy->shown_inl = NULL;
 	if (e->ninline) {
 		copy->inl = arena_alloc(&c->arena,
 					e->ninline * sizeof(*copy->inl));
@@ -683,6 +727,6 @@ void symcache_close(struct symcache *c)
 		munmap(c->map, c->map_size);
 	hashmap_free(&c->added);
 	arena_free(&c->arena);
-	FREE_ALL(c->interned, c->scratch_inl, c->ahead, c->v, c->path,
+	FREE_ALL(c->names, c->scratch_inl, c->scratch_shown, c->ahead, c->v, c->path,
 		 c->identity, c);
 }

@@ -310,6 +310,85 @@ Test(symcache, round_trip)
 	symcache_close(c);
 }
 
+/* A show function that marks what it was given, and counts its calls. */
+static int shows;
+
+static const char *show_marked(void *ctx, const char *name)
+{
+	struct strbuf sb = STRBUF_INIT;
+	const char *s;
+
+	cr_assert_eq(ctx, &strings);
+	shows++;
+	sb_addf(&sb, "<%s>", name);
+	s = strtab_intern_str(&strings, sb.buf);
+	sb_release(&sb);
+	return s;
+}
+
+Test(symcache, names_shown_once_each)
+{
+	struct inline_frame inl[2] = {
+		{ NULL, NULL, 0, 0 },
+		{ NULL, NULL, 0, 0 },
+	};
+	struct symcache *c = symcache_open(ID, &strings);
+	const struct symcache_entry *g;
+	struct symcache_entry e;
+
+	e = entry(0x1000, "f(int)", "/src/a.c", 1);
+	symcache_put(c, &e);
+	inl[0].func = S("g(long)");
+	inl[0].file = S("/src/b.h");
+	inl[0].line = 5;
+	inl[1].func = S("f(int)");
+	inl[1].line = 6;
+	e = entry(0x2000, "h()", "/src/a.c", 9);
+	e.ninline = 2;
+	e.inl = inl;
+	symcache_put(c, &e);
+	e = entry(0x3000, NULL, NULL, 0);
+	symcache_put(c, &e);
+	symcache_show_with(c, show_marked, &strings);
+	/* What this run put is not the file's: shown by the caller. */
+	g = symcache_get(c, 0x1000);
+	cr_assert(!g->shown);
+	symcache_close(c);
+
+	new_run();
+	shows = 0;
+	c = symcache_open(ID, &strings);
+	/* (Not asked: names in full, nothing shown.) */
+	g = symcache_get(c, 0x2000);
+	cr_assert(!g->shown);
+	eq_str(g->inl[0].func, "g(long)");
+	symcache_show_with(c, show_marked, &strings);
+	for (int round = 0; round < 2; round++) {
+		g = symcache_get(c, 0x2000);
+		cr_assert(g->shown);
+		eq_str(g->func, "h()");
+		eq_str(g->shown_func, "<h()>");
+		cr_assert_eq(g->ninline, 2);
+		/* The inlined frames in full, and as shown. */
+		eq_str(g->inl[0].func, "g(long)");
+		eq_str(g->shown_inl[0].func, "<g(long)>");
+		eq_str(g->shown_inl[0].file, "/src/b.h");
+		cr_assert_eq(g->shown_inl[0].line, 5);
+		eq_str(g->shown_inl[1].func, "<f(int)>");
+		cr_assert_null(g->shown_inl[1].file);
+		cr_assert_eq(g->shown_inl[1].line, 6);
+		g = symcache_get(c, 0x1000);
+		eq_str(g->shown_func, "<f(int)>");
+		cr_assert_null(g->shown_inl);
+		g = symcache_get(c, 0x3000);
+		cr_assert(g->shown);
+		cr_assert_null(g->shown_func);
+	}
+	/* Each name once: h, g, f (met in an entry and an inlined frame). */
+	cr_assert_eq(shows, 3, "%d calls", shows);
+	symcache_close(c);
+}
+
 Test(symcache, file_format_and_strings_once)
 {
 	struct symcache *c = symcache_open(ID, &strings);
