@@ -45,6 +45,9 @@ struct run {
 	/* The caller does nothing big after the last snapshot's names (it
 	 * prints them): the symbolizer is not trimmed for it. */
 	bool light_end;
+	/* Told how far run_symbolize_snapshot has got (see
+	 * symbolize_model_telling), when the caller reads names meanwhile. */
+	struct progress *names_told;
 	uint64_t bytes_read;     /* the dumps' sizes, so far (run.c) */
 };
 

@@ -109,6 +109,15 @@ void symbolizer_trim(struct symbolizer *s);
  */
 void symbolize_model(struct model *m, struct symbolizer *s,
 		     const struct maps *maps);
+struct progress;
+/*
+ * The same, saying how far it has got in DONE (which may be NULL): N + 1
+ * once the frames below id N are resolved (frames are resolved in id
+ * order), 1 as it starts.  Another thread may read a frame as soon as it
+ * is said to be resolved (see cmd_stacktrace.c).
+ */
+void symbolize_model_telling(struct model *m, struct symbolizer *s,
+			     const struct maps *maps, struct progress *done);
 
 /*
  * The original's short function name: drop argument lists (with a

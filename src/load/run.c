@@ -187,10 +187,11 @@ void run_symbolize_snapshot(struct run *r, const struct snapshot *snap)
 		give_back(r);
 	}
 	if (!r->names_unused)
-		symbolize_model(&r->model, r->sym,
-				snap->has_own_maps ? &snap->own_maps
-				: r->has_maps	   ? &r->maps
-						   : NULL);
+		symbolize_model_telling(&r->model, r->sym,
+					snap->has_own_maps ? &snap->own_maps
+					: r->has_maps	   ? &r->maps
+							   : NULL,
+					r->names_told);
 	r->symbolized = true;
 	/*
 	 * (Not when the caller only prints after: nothing would stand on

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "threads.h"
 #include "util.h"
 
 int sym_options_alternative_dirs(struct sym_options *o, const char *spec)
@@ -158,6 +159,15 @@ static uint32_t frame_binary(struct model *m, const struct maps *maps,
 void symbolize_model(struct model *m, struct symbolizer *s,
 		     const struct maps *maps)
 {
+	symbolize_model_telling(m, s, maps, NULL);
+}
+
+/* (Said every this many frames: a store, and a broadcast if waited on.) */
+#define TELL_EVERY 512
+
+void symbolize_model_telling(struct model *m, struct symbolizer *s,
+			     const struct maps *maps, struct progress *done)
+{
 	struct hashmap types = HASHMAP_INIT;
 	const char *no_type = strtab_intern_str(&m->strings, "no typeinfo");
 	const char *question = strtab_intern_str(&m->strings, "?");
@@ -181,11 +191,15 @@ void symbolize_model(struct model *m, struct symbolizer *s,
 	}
 	if (maps && !m->main_bin)
 		m->main_bin = main_binary(m, maps);
+	if (done)
+		progress_set(done, m->frames_done + 1);
 	/* (Frames and buckets are only ever added: start where we were.) */
 	for (size_t i = m->frames_done; i < m->frames.n; i++) {
 		struct frame *f = m->frames.v[i];
 		struct sym_info info = { NULL, NULL, 0, 0, NULL };
 
+		if (done && i % TELL_EVERY == 0)
+			progress_set(done, i + 1);
 		if (maps && !f->bin)
 			f->bin = frame_binary(m, maps, f->addr, &last);
 		if (f->symbolized) {
@@ -217,6 +231,8 @@ void symbolize_model(struct model *m, struct symbolizer *s,
 		f->symbolized = true;
 	}
 	m->frames_done = m->frames.n;
+	if (done)
+		progress_set(done, m->frames.n + 1);
 	if (s && s->ops->prepare)
 		s->ops->prepare(s, maps, NULL, 0);
 	free(addrs);

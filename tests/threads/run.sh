@@ -1,7 +1,7 @@
 #!/bin/sh
-# Classification on every core (classify_snapshot), and reading the next
-# deep dump while this one is classified (run_reader_load), change no
-# output:
+# Classification on every core (classify_snapshot), reading the next
+# deep dump while this one is classified (run_reader_load), and printing
+# stacktrace's lines while their frames are named, change no output:
 # each command gives, byte for byte, what it gives with one thread
 # (DMPROF_THREADS=1), on inputs with enough new buckets per snapshot for
 # the helper threads to start: a gperftools profile of 30,000 stacks over
@@ -89,6 +89,10 @@ same gperf-csv csv -b --no-symbol-cache g.0001.heap
 same gperf-top top -b -n 30 g.0001.heap
 same gperf-folded folded g.0001.heap
 same gperf-pprof pprof --proto g.0001.heap
+# (Printed while the names are made: cold, then from the cache.)
+same gperf-stacktrace stacktrace --no-symbol-cache g.0001.heap
+same gperf-stacktrace-cached stacktrace g.0001.heap
+same deep-stacktrace stacktrace deep/deep.01234.0002.heap
 same deep-csv-l2 csv -b -p l2,linux deep/deep.01234.0001.heap
 same deep-diff diff -b -p l2 deep/deep.01234.0001.heap
 same deep-expand expand deep/deep.01234.0003.heap l2 tc-webkit-catch-all 2
