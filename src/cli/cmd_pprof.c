@@ -35,6 +35,14 @@ struct export {
 	const struct policy *p;
 	int col;               /* -c, or -1 */
 	bool original;
+	/*
+	 * The text profile (not --original's): a line with bytes counts
+	 * one object at least, as the original counted a hooked region.
+	 * pprof's readers refuse bytes without objects (go tool pprof:
+	 * "inuse count was 0 but inuse bytes was ..."), and a component
+	 * computed whole (malloc-unused) or a mapping has no count.
+	 */
+	bool counted;
 	/* --original: hooked regions (one object each), then stack lines,
 	 * as the original wrote them; else all in v[1], in item order. */
 	struct pprof_sample *v[2];
@@ -64,6 +72,8 @@ static const struct cmd_option options[] = {
 
 static void add_entry(struct export *x, int which, struct pprof_sample e)
 {
+	if (x->counted && e.bytes > 0 && e.objs < 1)
+		e.objs = 1;
 	GROW(x->v[which], x->n[which] + 1, x->alloc[which]);
 	x->v[which][x->n[which]++] = e;
 	if (e.col >= 0)
@@ -274,6 +284,7 @@ static int cmd_pprof_run(struct cmd_args *a)
 	memset(&x, 0, sizeof(x));
 	x.col = -1;
 	x.original = args_has(a, OPT_ORIGINAL);
+	x.counted = !x.original && !proto;
 	if (proto && x.original)
 		return cmd_usage_error(a, "--original is the original's text "
 					  "profile, not --proto");

@@ -310,8 +310,8 @@ fi
 # 3a. Its dump as a pprof profile: each byte once.  The glibc arenas
 # (allocator-arena, outside the markers) hold the malloc'd blocks, so the
 # export's total is total-exclude-profiler, not that plus the arenas; with
-# -c, the component's csv value.  go tool pprof reads the protobuf export
-# to the same totals, sees the component labels, and names the program's
+# -c, the component's csv value.  go tool pprof reads the text and the
+# protobuf exports to the same totals, sees the component labels, and names the program's
 # file from the export's mappings.
 if [ -n "$sig" ]; then
 	"$bin" csv --bytes "$sig" 2>/dev/null >cx.csv
@@ -337,6 +337,11 @@ if [ -n "$sig" ]; then
 		export GOCACHE="$tmp/gocache"
 		pp_total() { go tool pprof -top -unit=B "$1" 2>/dev/null |
 			sed -n 's/^Showing nodes accounting for .* of \([0-9]*\)B total$/\1/p'; }
+		# (The text export too: each line with bytes counts an
+		# object, which go's reader wants.)
+		got=$(pp_total cx.pprof)
+		[ "$got" = "$texp" ] && ok ||
+			bad "c++: go tool pprof -top on pprof's text: total '$got', total-exclude-profiler '$texp'"
 		"$bin" pprof --proto "$sig" linux >cx.pb.gz 2>/dev/null
 		got=$(pp_total cx.pb.gz)
 		[ "$got" = "$texp" ] && ok ||
