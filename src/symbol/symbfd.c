@@ -67,6 +67,15 @@ struct binary {
 	bool bfd_tried;
 	bool syms_done;         /* elfimage_load_symbols'd, debug file's taken */
 	struct symcache *cache;
+	/*
+	 * By symbol (its index in img.code): its name demangled in full,
+	 * and as shown, once each (a cold run of a million stacks looked
+	 * them up by pointer for each of its 120,000 addresses: a fifth of
+	 * its naming).
+	 */
+	struct symbol_names {
+		const char *full, *shown;
+	} *names;
 	/* For -v: where the debug file came from, whether its symbol tables
 	 * replaced the binary's, and the frames left unresolved. */
 	const char *dbg_how;
@@ -829,6 +838,19 @@ static void keep_symbol(struct binary *b, struct slot *sl,
 	sl->sym_found = true;
 }
 
+/* SYM's names (see struct binary), a symbol of B's code. */
+static struct symbol_names *symbol_names(struct binary *b,
+					 const struct elf_sym *sym)
+{
+	size_t i = (size_t)(sym - b->img.code);
+
+	if (i >= b->img.ncode)
+		BUG("a symbol outside its binary's table");
+	if (!b->names)
+		b->names = xcalloc_table(b->img.ncode, sizeof(*b->names));
+	return &b->names[i];
+}
+
 /* The ELF symbol of the call before return address SL->elf. */
 static const struct elf_sym *slot_symbol(struct binary *b, struct slot *sl)
 {
@@ -1109,6 +1131,7 @@ static void bfd_code(struct symbolizer *s, const struct maps *maps,
 	struct slot *sl = NULL;
 	const struct sym_options *o = s->opts;
 	bool past, need_dwarf = o->want_source || !o->no_inline;
+	const char *shown_func = NULL;
 	uint64_t elf;
 
 	/* Where the batch is: the next address after this one. */
@@ -1169,7 +1192,14 @@ static void bfd_code(struct symbolizer *s, const struct maps *maps,
 				       &past);
 		}
 		if (sym && !past) {
-			e.func = demangled(bs, sym->name);
+			struct symbol_names *nm = symbol_names(b, sym);
+
+			if (!nm->full)
+				nm->full = demangled(bs, sym->name);
+			e.func = nm->full;
+			if (!o->full_names)
+				shown_func = nm->shown ? nm->shown
+					: (nm->shown = shown(bs, e.func));
 		} else if (sym) {
 			sb_reset(&bs->sb);
 			sb_addf(&bs->sb, "?? after %s+0x%" PRIx64,
@@ -1195,7 +1225,9 @@ static void bfd_code(struct symbolizer *s, const struct maps *maps,
 					    "functions have symbols; a debug "
 					    "file would have the others)");
 	}
-	out->func = ep->shown ? ep->shown_func : shown(bs, ep->func);
+	out->func = ep->shown ? ep->shown_func
+		    : shown_func ? shown_func
+				 : shown(bs, ep->func);
 	out->file = ep->file;
 	out->line = ep->line;
 	if (ep->ninline && !o->no_inline && ep->shown) {
@@ -1282,6 +1314,8 @@ static void bfd_trim(struct symbolizer *s)
 		free(b->bfd_syms);
 		b->bfd_syms = NULL;
 		b->bfd_tried = false;
+		free(b->names);
+		b->names = NULL;
 	}
 	memo_clear(&bs->demangled);
 	memo_clear(&bs->files);
@@ -1381,6 +1415,7 @@ static void bfd_destroy(struct symbolizer *s)
 		dwarf_close(b->dw_begun);
 		free(b->answers);
 		free(b->at);
+		free(b->names);
 		if (b->abfd)
 			bfd_close(b->abfd);
 		free(b->bfd_syms);
