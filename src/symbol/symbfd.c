@@ -838,6 +838,14 @@ static void keep_symbol(struct binary *b, struct slot *sl,
 	sl->sym_found = true;
 }
 
+/* "?? after NAME+0xOFF", interned: an address past NAME's end. */
+static const char *after(struct bfdsym *bs, const char *name, uint64_t off)
+{
+	sb_reset(&bs->sb);
+	sb_addf(&bs->sb, "?? after %s+0x%" PRIx64, name, off);
+	return strtab_intern(bs->base.strings, bs->sb.buf, bs->sb.len);
+}
+
 /* SYM's names (see struct binary), a symbol of B's code. */
 static struct symbol_names *symbol_names(struct binary *b,
 					 const struct elf_sym *sym)
@@ -1191,21 +1199,24 @@ static void bfd_code(struct symbolizer *s, const struct maps *maps,
 			sym = elfimage_find(b->img.code, b->img.ncode, elf - 1,
 				       &past);
 		}
-		if (sym && !past) {
+		if (sym) {
 			struct symbol_names *nm = symbol_names(b, sym);
 
 			if (!nm->full)
 				nm->full = demangled(bs, sym->name);
-			e.func = nm->full;
-			if (!o->full_names)
-				shown_func = nm->shown ? nm->shown
-					: (nm->shown = shown(bs, e.func));
-		} else if (sym) {
-			sb_reset(&bs->sb);
-			sb_addf(&bs->sb, "?? after %s+0x%" PRIx64,
-				demangled(bs, sym->name), elf - 1 - sym->addr);
-			e.func = strtab_intern(s->strings, bs->sb.buf,
-					       bs->sb.len);
+			if (!o->full_names && !nm->shown)
+				nm->shown = shown(bs, nm->full);
+			if (!past) {
+				e.func = nm->full;
+				shown_func = o->full_names ? NULL : nm->shown;
+			} else {
+				/* (Each its own: "?? after", the name in
+				 * full and as shown, the offset.) */
+				e.func = after(bs, nm->full, elf - 1 - sym->addr);
+				if (!o->full_names)
+					shown_func = after(bs, nm->shown,
+							   elf - 1 - sym->addr);
+			}
 		}
 		if (need_dwarf && (!sym || !past))
 			dwarf_lookup_at(bs, b, elf - 1, &e);
