@@ -1,6 +1,7 @@
 /*
  * Symbol-map directories and the lookup rules of the original (reference
- * section c.3), plus the shared address rule and short names.
+ * section c.3), plus the shared address rule, short names, and how far
+ * the naming of a model's frames says it has got.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -8,7 +9,11 @@
 #include <sys/stat.h>
 
 #include "helpers.h"
+#include "model.h"
+#include "symbol.h"
 #include "symmap.h"
+#include "threads.h"
+#include <stdatomic.h>
 #include "util.h"
 
 static struct arena arena;
@@ -315,5 +320,67 @@ Test(symmap, broken_directory)
 	cr_assert(strstr(stderr_text(), "gone.nm: No such file"));
 	cr_assert(strstr(stderr_text(), "symbols of '/bin/prog' not loaded"));
 	symbolizer_destroy(s);
+	model_free(&m);
+}
+
+/*
+ * symbolize_model_telling tells how far it has got: never a frame that
+ * is not named yet (a printer may read it at once), never far behind,
+ * all of them at the end.
+ */
+static struct progress *told;
+static size_t asked;
+
+static bool reached(const struct progress *p, size_t n)
+{
+	return atomic_load(&p->done) >= n;
+}
+
+static void code_checking(struct symbolizer *s, const struct maps *maps,
+			  uint64_t addr, struct sym_info *out)
+{
+	/* Frame ASKED is being named: the ones before it at most. */
+	size_t id = (size_t)(addr >> 4) - 1;
+
+	(void)s;
+	(void)maps;
+	cr_assert_eq(id, asked, "frame %zu named out of order", id);
+	cr_assert(!reached(told, id + 2),
+		  "frame %zu said named before it was", id);
+	cr_assert(reached(told, id + 1 > 512 ? id + 1 - 512 : 1),
+		  "frame %zu: the progress is more than 512 frames behind",
+		  id);
+	out->func = "f";
+	asked++;
+}
+
+Test(symbol, naming_tells_how_far_it_has_got)
+{
+	static const struct symbolizer_ops ops = { .name = "checking",
+						   .code = code_checking };
+	struct sym_options so;
+	struct symbolizer s;
+	struct progress p;
+	struct model m;
+
+	memset(&so, 0, sizeof(so));
+	s = (struct symbolizer){ &ops, NULL, &so };
+	model_init(&m);
+	s.strings = &m.strings;
+	for (uint64_t i = 1; i <= 3000; i++)
+		cr_assert_eq(frames_intern(&m.frames, i << 4), i - 1);
+	progress_init(&p);
+	told = &p;
+	asked = 0;
+	symbolize_model_telling(&m, &s, NULL, &p);
+	cr_assert_eq(asked, 3000);
+	cr_assert(reached(&p, 3001) && !reached(&p, 3002));
+	/* Frames added later: from where it was. */
+	for (uint64_t i = 3001; i <= 3100; i++)
+		frames_intern(&m.frames, i << 4);
+	symbolize_model_telling(&m, &s, NULL, &p);
+	cr_assert_eq(asked, 3100);
+	cr_assert(reached(&p, 3101));
+	progress_free(&p);
 	model_free(&m);
 }
