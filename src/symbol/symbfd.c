@@ -661,14 +661,12 @@ static struct binary *binary_for(struct bfdsym *bs, const char *name)
 }
 
 /* A symbol's name demangled in full, without its version suffix. */
-static const char *demangled(struct bfdsym *bs, const char *sym)
+/* SYM's name demangled in full, interned (see demangled). */
+static const char *demangle(struct bfdsym *bs, const char *sym)
 {
-	const char *s = memo_get(&bs->demangled, sym);
-	const char *at;
+	const char *s, *at;
 	char *plain = NULL, *d;
 
-	if (s)
-		return s;
 	at = strchr(sym, '@');
 	/* "dlopen@@GLIBC_2.34": the version is not part of the name. */
 	if (at && at != sym)
@@ -678,8 +676,17 @@ static const char *demangled(struct bfdsym *bs, const char *sym)
 			      d ? d : plain ? plain : sym);
 	free(d);
 	free(plain);
+	return s;
+}
+
+/* The same, once for each SYM (a DWARF name: see struct binary's names
+ * for the symbols'). */
+static const char *demangled(struct bfdsym *bs, const char *sym)
+{
+	const char *s = memo_get(&bs->demangled, sym);
+
 	/* Keyed by the symbol's own pointer, stable while the image is. */
-	return memo_put(bs, &bs->demangled, sym, s);
+	return s ? s : memo_put(bs, &bs->demangled, sym, demangle(bs, sym));
 }
 
 static const char *shorten(struct bfdsym *bs, const char *full);
@@ -855,7 +862,7 @@ static struct symbol_names *symbol_names(struct binary *b,
 	if (i >= b->img.ncode)
 		BUG("a symbol outside its binary's table");
 	if (!b->names)
-		b->names = xcalloc_table(b->img.ncode, sizeof(*b->names));
+		b->names = xcalloc(b->img.ncode, sizeof(*b->names));
 	return &b->names[i];
 }
 
@@ -1202,10 +1209,11 @@ static void bfd_code(struct symbolizer *s, const struct maps *maps,
 		if (sym) {
 			struct symbol_names *nm = symbol_names(b, sym);
 
+			/* (Not in the memos: each symbol's are here.) */
 			if (!nm->full)
-				nm->full = demangled(bs, sym->name);
+				nm->full = demangle(bs, sym->name);
 			if (!o->full_names && !nm->shown)
-				nm->shown = shown(bs, nm->full);
+				nm->shown = shorten(bs, nm->full);
 			if (!past) {
 				e.func = nm->full;
 				shown_func = o->full_names ? NULL : nm->shown;
