@@ -1220,10 +1220,11 @@ static void bfd_code(struct symbolizer *s, const struct maps *maps,
 			} else {
 				/* (Each its own: "?? after", the name in
 				 * full and as shown, the offset.) */
-				e.func = after(bs, nm->full, elf - 1 - sym->addr);
+				uint64_t off = elf - 1 - sym->addr;
+
+				e.func = after(bs, nm->full, off);
 				if (!o->full_names)
-					shown_func = after(bs, nm->shown,
-							   elf - 1 - sym->addr);
+					shown_func = after(bs, nm->shown, off);
 			}
 		}
 		if (need_dwarf && (!sym || !past))

@@ -727,6 +727,6 @@ void symcache_close(struct symcache *c)
 		munmap(c->map, c->map_size);
 	hashmap_free(&c->added);
 	arena_free(&c->arena);
-	FREE_ALL(c->names, c->scratch_inl, c->scratch_shown, c->ahead, c->v, c->path,
-		 c->identity, c);
+	FREE_ALL(c->names, c->scratch_inl, c->scratch_shown, c->ahead, c->v,
+		 c->path, c->identity, c);
 }
