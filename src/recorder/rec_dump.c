@@ -497,9 +497,7 @@ static size_t parse_maps(const struct rec_buf *text, struct rec_buf *vmas,
 			q++;
 		v.name = q;
 		v.namelen = (size_t)(eol - q);
-		if (v.namelen == 11 && !memcmp(v.name, "[vsyscall]", 10))
-			v.cls = C_SKIP; /* no pagemap, no regions */
-		else if (v.namelen && v.name[0] == '/')
+		if (v.namelen && v.name[0] == '/')
 			v.cls = v.perms[2] == 'x' ? C_EXEC : C_NONEXEC;
 		else if (!v.namelen)
 			v.cls = C_ANON;
@@ -508,7 +506,7 @@ static size_t parse_maps(const struct rec_buf *text, struct rec_buf *vmas,
 		else
 			v.cls = C_OTHER;
 		if (v.namelen == 10 && !memcmp(v.name, "[vsyscall]", 10))
-			v.cls = C_SKIP;
+			v.cls = C_SKIP; /* no pagemap, no regions */
 		/*
 		 * (A mapping that starts before the last one ends: the maps
 		 * were read while the program changed them, as without a
@@ -904,15 +902,18 @@ static long pm_scan(int fd, uintptr_t at, uintptr_t end, struct pm_scan *a)
 }
 
 /*
- * The present or swapped pages of a VMA but the zero page, as the kernel
- * found them in one walk (PAGEMAP_SCAN, filtered by its categories): a
+ * The present or swapped pages but the zero page, as the kernel found
+ * them in one walk (PAGEMAP_SCAN, filtered by its categories): a
  * region's committed bytes are those of the pages listed, with no read of
- * pagemap at all.  Regions of one VMA come in order, and a VMA cut into
- * thousands of regions (Ruby's heap) is scanned once.  (A VMA of more
- * than SCAN_MAX runs of pages is read as below.)  What pagemap
- * costs a short process was most of its dumps' reading (gcc's cc1: 5% of
- * its run under record).  Not where page frames are listed (they come
- * from pagemap), nor where the kernel cannot filter (then as below).
+ * pagemap at all.  Regions come in order, and one scan reaches as far
+ * ahead as SCAN_MAX runs of pages go, up to SCAN_TO when the caller walks
+ * the whole process (MMAP_LIST): a call a VMA was a hundred calls a dump
+ * of cc1, each with a buffer the kernel allocated and freed (a third of
+ * the calls' time).  (A VMA of more than SCAN_MAX runs of pages is read
+ * as below.)  What pagemap costs a short process was most of its dumps'
+ * reading (gcc's cc1: 5% of its run under record).  Not where page
+ * frames are listed (they come from pagemap), nor where the kernel
+ * cannot filter (then as below).
  */
 #define SCAN_MAX 1024
 static struct pm_region scan_reg[SCAN_MAX];
@@ -921,21 +922,24 @@ static struct {
 	size_t n, at;     /* regions, and the first one not below LO */
 } vma_scan;
 static bool no_filter; /* the kernel's scan has no PFNZERO category */
+static uintptr_t scan_to; /* how far ahead a scan may go; 0: no further
+			     than asked */
 
 static void scan_forget(void)
 {
 	vma_scan.hi = 0;
 }
 
-/* [LO, HI) scanned into VMA_SCAN: false when it cannot be (too many
+/* [LO, NEED) and what follows it up to HI, as far as SCAN_MAX regions
+ * go, scanned into VMA_SCAN: false when [LO, NEED) cannot be (too many
  * regions, or no such scan). */
-static bool scan_range(uintptr_t lo, uintptr_t hi)
+static bool scan_range(uintptr_t lo, uintptr_t need, uintptr_t hi)
 {
 	uintptr_t at = lo;
 
 	vma_scan.hi = 0;
 	vma_scan.n = vma_scan.at = 0;
-	while (at < hi) {
+	while (at < hi && vma_scan.n < SCAN_MAX) {
 		struct pm_scan a;
 		long n = pm_scan_into(pm_fd, at, hi, scan_reg + vma_scan.n,
 				      SCAN_MAX - vma_scan.n, true, &a);
@@ -946,12 +950,14 @@ static bool scan_range(uintptr_t lo, uintptr_t hi)
 			return false;
 		}
 		vma_scan.n += (size_t)n;
+		/* (Full, it stops where the next run would have begun: the
+		 * runs listed are whole up to there.) */
 		at = a.walk_end;
-		if (at < hi && vma_scan.n == SCAN_MAX)
-			return false;
 	}
+	if (at < need)
+		return false;
 	vma_scan.lo = lo;
-	vma_scan.hi = hi;
+	vma_scan.hi = at;
 	return true;
 }
 
@@ -990,7 +996,9 @@ static uint64_t committed(uintptr_t lo, uintptr_t hi, struct pf_line *pf)
 		bool have = vma_scan.hi && at >= vma_scan.lo &&
 			    end <= vma_scan.hi;
 
-		if (have || scan_range(at, to))
+		if (scan_to > to)
+			to = scan_to;
+		if (have || scan_range(at, end, to))
 			return scanned(lo, hi);
 	}
 	if (no_scan || (end - at) / page < PM_SCAN_PAGES)
@@ -1242,6 +1250,12 @@ static void build_mmap_list(const struct vma *vmas, size_t nv,
 	if (rec_buf_reserve(&mmap_list, need))
 		memset(mmap_list.p, 0, need);
 	rec_buf_str(&mmap_list, "MMAP_LIST:\n");
+	/* (The VMAs are in order: a scan may read ahead to the last one
+	 * pagemap has, [vsyscall] being above the process's space.) */
+	scan_to = 0;
+	for (size_t i = nv; i-- > 0 && !scan_to;)
+		if (vmas[i].cls != C_SKIP)
+			scan_to = vmas[i].end;
 	for (size_t i = 0; i < nv; i++) {
 		const struct vma *v = &vmas[i];
 		uintptr_t at = v->start;
@@ -1269,6 +1283,7 @@ static void build_mmap_list(const struct vma *vmas, size_t nv,
 			emit_region(&mmap_list, v, NULL, at, v->end, g, mv, mc,
 				    nb);
 	}
+	scan_to = 0;
 }
 
 /* "%10lld %10lld %6d %6d @ %d", written in place (a dump writes a line
