@@ -1,6 +1,8 @@
 /*
  * The .buckets reader.  A bucket line is
- * "ID mmap|malloc [tTYPEINFO] [nNAME] 0xFRAME...", innermost frame first.
+ * "ID mmap|malloc [tTYPEINFO] [nNAME] 0xFRAME... [=N]", innermost frame
+ * first; "=N" (dmprof record's dumps) stands for the last N frames of the
+ * bucket line before it in its file or BUCKETS section.
  * dmprof record also names frames of interpreted code there (Python's),
  * before the buckets that use them:
  * "frame 0xADDR<TAB>FUNCTION<TAB>FILE<TAB>LINE", with tab, newline and
@@ -238,9 +240,54 @@ static int parse_frame_line(struct batch *bt, struct reader_pos *pos,
 	return 0;
 }
 
-/* Line L into BT: 0, or -1 after saying what is wrong at POS. */
+/*
+ * The bucket line before, whose last frames "=N" stands for: in the batch
+ * (its record AT), or copied out of a batch handed over (OUT).
+ */
+struct line_before {
+	size_t at;           /* SIZE_MAX: not in the batch */
+	uint64_t *out;
+	size_t nout, out_alloc;
+	bool have;           /* false: none in its file or section yet */
+};
+
+/* "=N" (the word W of LEN bytes): the last N frames of the line before,
+ * to BT; *DEPTH counts them.  0, or -1 after saying what is wrong. */
+static int frames_before(struct batch *bt, struct reader_pos *pos,
+			 const struct line_before *lb, const char *w,
+			 size_t len, size_t *depth)
+{
+	const uint64_t *from;
+	size_t had;
+	uint64_t n;
+
+	if (word_u64(w + 1, len - 1, &n) != NUM_OK || !n)
+		return read_error(pos, "invalid '%s' (expected =N, the last N "
+				  "frames of the line before)",
+				  read_quote(pos, w, len));
+	if (!lb->have)
+		return read_error(pos, "'%s' with no bucket line before it",
+				  read_quote(pos, w, len));
+	had = lb->at != SIZE_MAX ? bt->v[lb->at].depth : lb->nout;
+	if (n > had)
+		return read_error(pos, "'%s' asks for more frames than the "
+				  "line before has (%zu)",
+				  read_quote(pos, w, len), had);
+	if (*depth + n >= UINT32_MAX)
+		return read_error(pos, "stack too deep");
+	GROW(bt->frames, bt->nframes + n, bt->frames_alloc);
+	from = lb->at != SIZE_MAX ? bt->frames + bt->v[lb->at].first : lb->out;
+	memcpy(bt->frames + bt->nframes, from + had - n, n * sizeof(*from));
+	bt->nframes += n;
+	*depth += n;
+	return 0;
+}
+
+/* Line L into BT: 0, or -1 after saying what is wrong at POS.  LB is the
+ * bucket line before it. */
 static int parse_bucket_line(struct batch *bt, struct reader_pos *pos,
-			     const struct line *l)
+			     const struct line *l,
+			     const struct line_before *lb)
 {
 	struct cursor c = cursor_of(l);
 	const char *w, *name = NULL;
@@ -306,6 +353,16 @@ static int parse_bucket_line(struct batch *bt, struct reader_pos *pos,
 		}
 		if (!cursor_word(&c, &w, &len))
 			break;
+		if (w[0] == '=') {
+			if (frames_before(bt, pos, lb, w, len, &depth) < 0)
+				goto out;
+			if (cursor_word(&c, &w, &len)) {
+				read_error(pos, "'%s' after =N, which ends "
+					   "the line", read_quote(pos, w, len));
+				goto out;
+			}
+			break;
+		}
 		if (!in_frames && w[0] == 't') {
 			st = word_hex(w + 1, len - 1, &typeinfo, true);
 			if (st != NUM_OK) {
@@ -383,6 +440,7 @@ struct loader {
 	size_t sections;    /* BUCKETS sections met (the thread's) */
 	struct chunk chunks[NCHUNKS]; /* the hand-off's slots */
 	struct chunk *cur;  /* the thread's */
+	struct line_before before; /* the thread's bucket line before */
 	/* this one's */
 	uint64_t total;     /* the files' bytes (0: not known) */
 	bool expected;      /* the model told how many buckets come */
@@ -409,11 +467,32 @@ static bool next_chunk(struct handoff *h, struct loader *ld, size_t file,
 }
 
 /* The thread's chunk handed over, its lines ending at TO: false when
- * this one takes no more. */
+ * this one takes no more.  (Its last bucket line copied out first: the
+ * next line may end with its frames.) */
 static bool put_chunk(struct handoff *h, struct loader *ld, const char *to)
 {
+	struct line_before *lb = &ld->before;
+
+	if (lb->at != SIZE_MAX) {
+		const struct batch *bt = &ld->cur->bt;
+		const struct brec *r = &bt->v[lb->at];
+
+		GROW(lb->out, r->depth, lb->out_alloc);
+		if (r->depth)
+			memcpy(lb->out, bt->frames + r->first,
+			       r->depth * sizeof(*lb->out));
+		lb->nout = r->depth;
+		lb->at = SIZE_MAX;
+	}
 	ld->cur->bytes = (size_t)(to - ld->cur->from);
 	return handoff_put(h);
+}
+
+/* No bucket line before the next: a file or section begins. */
+static void no_line_before(struct line_before *lb)
+{
+	lb->at = SIZE_MAX;
+	lb->have = false;
 }
 
 /* ---- a dump's own BUCKETS and MAPS sections (dmprof record's) ---- */
@@ -463,6 +542,7 @@ static int parse_file(struct handoff *h, struct loader *ld, size_t file)
 	struct filebuf fb;
 	struct line_reader r;
 	struct line l;
+	size_t n;
 	int rc = 0, in = ld->maps ? NOT_A_HEADER : OPENS_BUCKETS;
 
 	if ((ld->maps ? load_dump_head(&fb, pos.path)
@@ -470,6 +550,7 @@ static int parse_file(struct handoff *h, struct loader *ld, size_t file)
 		return -1;
 	if (!next_chunk(h, ld, file, fb.data))
 		rc = 1;
+	no_line_before(&ld->before);
 	lines_init(&r, fb.data, fb.size);
 	while (!rc && lines_next(&r, &l)) {
 		pos.line = l.no;
@@ -484,8 +565,10 @@ static int parse_file(struct handoff *h, struct loader *ld, size_t file)
 				ld->maps->path = xstrdup(pos.path);
 				ld->maps->line = l.no + 1;
 			}
-			if (hd == OPENS_BUCKETS)
+			if (hd == OPENS_BUCKETS) {
 				ld->sections++;
+				no_line_before(&ld->before);
+			}
 			if (hd != NOT_A_HEADER) {
 				in = hd;
 				continue;
@@ -507,13 +590,21 @@ static int parse_file(struct handoff *h, struct loader *ld, size_t file)
 				"truncated?); skipped", pos.path, l.no);
 			break;
 		}
-		if (memchr(l.p, '\0', l.len))
+		if (memchr(l.p, '\0', l.len)) {
 			rc = read_error(&pos, "NUL byte in bucket line");
-		else if (parse_bucket_line(&ld->cur->bt, &pos, &l) < 0)
+			break;
+		}
+		n = ld->cur->bt.n;
+		if (parse_bucket_line(&ld->cur->bt, &pos, &l, &ld->before) < 0) {
 			rc = -1;
-		else if (ld->cur->bt.n == BATCH_LINES &&
-			 (!put_chunk(h, ld, r.p) ||
-			  !next_chunk(h, ld, file, r.p)))
+			break;
+		}
+		if (ld->cur->bt.n == n)
+			continue; /* (blank, or a frame's name) */
+		ld->before.at = n;
+		ld->before.have = true;
+		if (ld->cur->bt.n == BATCH_LINES &&
+		    (!put_chunk(h, ld, r.p) || !next_chunk(h, ld, file, r.p)))
 			rc = 1;
 	}
 	/* (After an error too: the lines before it are defined first.) */
@@ -601,6 +692,7 @@ static int load_many(struct model *m, const char *const *paths, size_t n,
 
 	for (size_t i = 0; i < NCHUNKS; i++)
 		batch_free(&ld.chunks[i].bt);
+	free(ld.before.out);
 	if (loaded)
 		*loaded = maps ? ld.sections : ld.loaded;
 	return rc ? -1 : 0;

@@ -110,8 +110,13 @@ void rec_buf_frame(struct rec_buf *b, uint64_t addr, const char *func,
  * *DIGITS (if not NULL) its digits. */
 uint64_t rec_hex(const char **p, const char *end, unsigned *digits);
 bool rec_buf_reserve(struct rec_buf *b, size_t n);
+/* The same, its pages left to be brought in as they are written. */
+bool rec_buf_reserve_only(struct rec_buf *b, size_t n);
 bool rec_buf_zero(struct rec_buf *b, size_t n);
 bool rec_buf_room(struct rec_buf *b, size_t n);
+/* Room for N more bytes, their pages brought in a step at a time as B is
+ * filled through here (rec_mem.c). */
+bool rec_buf_room_as_filled(struct rec_buf *b, size_t n);
 
 /*
  * Locks: short sections only, never held across a hook's call out.  A

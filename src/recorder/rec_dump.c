@@ -1092,7 +1092,9 @@ static const int cls_np_row[NCLS] = { G_NP_FILE_EXEC, G_NP_FILE_NONEXEC,
 static struct rec_buf maps_text, vmas_buf, regions_buf, tmp_buf, mmap_list,
 	stacks, buckets_text, meta, gstats, head, maps_file, values_buf,
 	seen_text, seen_buf, new_ids, names_text,
-	maps_written; /* what this process's .maps file holds */
+	maps_written, /* what this process's .maps file holds */
+	frames_now, frames_before; /* a bucket line's frames, and the
+				      line's before it (bucket_line) */
 
 /* Executable mappings seen at some dump or dlclose(), still named in
  * .maps after they are gone. */
@@ -1293,7 +1295,7 @@ static void stack_line(struct rec_buf *b, int64_t virt, int64_t comm,
 {
 	char *p;
 
-	if (!rec_buf_reserve(b, 4 * 21 + 3 + 3 + 11 + 1))
+	if (!rec_buf_room_as_filled(b, 4 * 21 + 3 + 3 + 11 + 1))
 		return;
 	p = b->p + b->len;
 	p = rec_put_dec(p, virt, 10);
@@ -1351,20 +1353,49 @@ static inline uint64_t hex8(uint32_t x)
 	return little_end(__builtin_bswap64(v));
 }
 
-static void bucket_line(struct rec_buf *b, const struct rec_bucket *k)
+/*
+ * Bucket K's line: "ID mmap|malloc 0xFRAME...", innermost frame first.
+ * With SHARE, the frames it ends with in common with the line before
+ * (the buckets of one dump, in the order of their ids, often come from
+ * one call path) are said as " =N", the last N frames of the line
+ * before: a dump of cc1's 5,000 buckets of 18 frames was 650 KB of them,
+ * three quarters repeats, and most of what it wrote.  (Not in the
+ * original's .buckets files: DMPROF_SEPARATE_FILES.)
+ */
+static void bucket_line(struct rec_buf *b, const struct rec_bucket *k,
+			bool share)
 {
+	struct rec_buf t;
+	uint64_t *now, *before;
+	size_t nb = frames_before.len / sizeof(uint64_t), same = 0;
+	unsigned own;
 	char *p;
 
+	/* Its frames as written (a JIT's code by its name now:
+	 * rec_perfmap.c), each once, in order. */
+	rec_buf_free(&frames_now);
+	if (!rec_buf_reserve(&frames_now, (size_t)k->depth * sizeof(*now)) ||
+	    !rec_buf_room_as_filled(b, 27 + (size_t)k->depth * 19 + 24)) {
+		frames_before.len = 0; /* (no line the next one could share) */
+		return;
+	}
 	rec_buf_u64(b, k->id);
 	rec_buf_str(b, k->kind == REC_MMAP ? " mmap" : " malloc");
+	now = (uint64_t *)frames_now.p;
+	for (unsigned i = 0; i < k->depth; i++)
+		now[i] = rec_perfmap_frame(k->frames[i], k->jit_at);
+	frames_now.len = (size_t)k->depth * sizeof(*now);
+	before = (uint64_t *)frames_before.p;
+	if (share)
+		while (same < k->depth && same < nb &&
+		       now[k->depth - 1 - same] == before[nb - 1 - same])
+			same++;
+	own = k->depth - (unsigned)same;
 	/* The frames written in place: " 0x" and 8 to 16 digits each (a
 	 * dump of a Python program writes tens of thousands of stacks). */
-	if (!rec_buf_reserve(b, (size_t)k->depth * 19 + 1))
-		return;
 	p = b->p + b->len;
-	for (unsigned i = 0; i < k->depth; i++) {
-		/* (A JIT's code by its name now: rec_perfmap.c.) */
-		uint64_t v = rec_perfmap_frame(k->frames[i], k->jit_at);
+	for (unsigned i = 0; i < own; i++) {
+		uint64_t v = now[i];
 		unsigned hi = v >> 32 ? (67 - __builtin_clzll(v)) / 4 - 8 : 0;
 		uint64_t lo = hex8((uint32_t)v);
 
@@ -1381,8 +1412,16 @@ static void bucket_line(struct rec_buf *b, const struct rec_bucket *k)
 		memcpy(p + 3 + hi, &lo, 8);
 		p += 3 + hi + 8;
 	}
+	if (same) {
+		memcpy(p, " =", 2);
+		p = rec_put_dec(p + 2, (int64_t)same, 0);
+	}
 	*p++ = '\n';
 	b->len = (size_t)(p - b->p);
+	/* (This line's frames are the next one's line before.) */
+	t = frames_before;
+	frames_before = frames_now;
+	frames_now = t;
 }
 
 /* Rss, Pss and Swap (bytes) from /proc/self/smaps_rollup; -1: unknown. */
@@ -1758,18 +1797,19 @@ static void build_stacktraces(struct dump *d)
 	rec_buf_free(&stacks);
 	rec_buf_free(&buckets_text);
 	rec_buf_free(&new_ids);
+	rec_buf_free(&frames_before); /* (a section's first line: in full) */
 	python_objects(d);
-	/* (Room for the lines first, in memory at once: see populate in
-	 * rec_mem.c.) */
+	/* (Room for the lines first, at their longest: their pages are
+	 * brought in as they are written, see rec_buf_room_as_filled.) */
 	for (uint32_t id = 0; id < d->nb; id++) {
 		const struct rec_bucket *k = rec_bucket_by_id(id);
 
 		if (k && !atomic_load_explicit(&k->written,
 					       memory_order_relaxed))
-			unwritten += 32 + (size_t)k->depth * 19;
+			unwritten += 64 + (size_t)k->depth * 19;
 	}
-	rec_buf_room(&stacks, (size_t)d->nb * 56);
-	rec_buf_room(&buckets_text, unwritten);
+	rec_buf_reserve_only(&stacks, (size_t)d->nb * 56);
+	rec_buf_reserve_only(&buckets_text, unwritten);
 	for (uint32_t id = 0; id < d->nb; id++) {
 		struct rec_bucket *k = rec_bucket_by_id(id);
 		int64_t virt, comm;
@@ -1802,7 +1842,7 @@ static void build_stacktraces(struct dump *d)
 		stack_line(&stacks, virt, comm, d->tot[id].allocs,
 			   d->tot[id].frees, id);
 		if (!atomic_load(&k->written)) {
-			bucket_line(&buckets_text, k);
+			bucket_line(&buckets_text, k, !rec_cfg.separate_files);
 			rec_buf_add(&new_ids, &id, sizeof(id));
 		}
 	}

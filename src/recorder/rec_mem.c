@@ -351,7 +351,7 @@ void rec_pool_after_fork(struct rec_pool *p, const void *keep)
  * process's dumps made 40 calls for a page or two each), as they are
  * where the kernel refuses it.
  */
-#define POPULATE_PAGES 16
+#define POPULATE_PAGES 8
 
 static void populate(char *p, size_t len)
 {
@@ -371,7 +371,9 @@ static void populate(char *p, size_t len)
 					    data, or a fresh mapping) */
 }
 
-static void buf_grow(struct rec_buf *b, size_t need)
+/* B's room made NEED bytes at least, what is asked for past its data in
+ * memory with POPULATE. */
+static void buf_grow(struct rec_buf *b, size_t need, bool populate_it)
 {
 	size_t cap = b->cap ? b->cap : 65536;
 	void *p;
@@ -398,7 +400,8 @@ static void buf_grow(struct rec_buf *b, size_t need)
 	if (!p)
 		return; /* out of memory: the writer notices the short buffer */
 	/* (What is asked for now: the rest is touched as it is used.) */
-	populate((char *)p + b->len, need - b->len);
+	if (populate_it)
+		populate((char *)p + b->len, need - b->len);
 	b->p = p;
 	b->cap = cap;
 }
@@ -408,7 +411,7 @@ void rec_buf_add(struct rec_buf *b, const void *data, size_t len)
 	if (!len)
 		return; /* (DATA may be NULL) */
 	if (b->len + len > b->cap)
-		buf_grow(b, b->len + len);
+		buf_grow(b, b->len + len, true);
 	if (b->len + len > b->cap)
 		return;
 	memcpy(b->p + b->len, data, len);
@@ -494,7 +497,14 @@ void rec_buf_hex(struct rec_buf *b, uint64_t v, int width)
 bool rec_buf_reserve(struct rec_buf *b, size_t n)
 {
 	if (b->cap - b->len < n)
-		buf_grow(b, b->len + n);
+		buf_grow(b, b->len + n, true);
+	return b->cap - b->len >= n;
+}
+
+bool rec_buf_reserve_only(struct rec_buf *b, size_t n)
+{
+	if (b->cap - b->len < n)
+		buf_grow(b, b->len + n, false);
 	return b->cap - b->len >= n;
 }
 
@@ -511,6 +521,33 @@ bool rec_buf_room(struct rec_buf *b, size_t n)
 	/* (A buffer that grew for them has them in memory already.) */
 	if (b->cap == cap)
 		populate(b->p + b->len, n);
+	return true;
+}
+
+/*
+ * Room for N more bytes, as rec_buf_reserve, and their pages in memory,
+ * brought in FILL_STEP at a time as B fills: for a buffer filled line by
+ * line after the walk, whose size is known only at most.  (The room for
+ * a dump's new bucket lines at their longest, populated whole, was most
+ * of the cost of writing them: cc1's 640 KB, of which 200 KB are used
+ * once frames are shared.)  The steps are in memory from the buffer's
+ * start as long as it is filled through here.
+ */
+#define FILL_STEP (32u << 10)
+
+bool rec_buf_room_as_filled(struct rec_buf *b, size_t n)
+{
+	size_t at = b->len, ready, want;
+
+	if (!rec_buf_reserve(b, n))
+		return false;
+	ready = (at + FILL_STEP - 1) / FILL_STEP * FILL_STEP;
+	if (at + n > ready) {
+		want = (at + n + FILL_STEP - 1) / FILL_STEP * FILL_STEP;
+		if (want > b->cap)
+			want = b->cap;
+		populate(b->p + ready, want - ready);
+	}
 	return true;
 }
 

@@ -517,12 +517,27 @@ grep -q 'cc1' cc.maps &&
 #      out (cc1: thousands), and its stacks are the ones a compile that
 #      works every rule out gets (no ASLR for both, so that the addresses
 #      are the same: a process of the same program walks the same stacks).
-# stacks DIR PROGRAM: the stack lines of PROGRAM's buckets in DIR.
+# stacks DIR PROGRAM: the stack lines of PROGRAM's buckets in DIR, each
+# in full ("=N", the last N frames of the line before, written out: a
+# section's first line has none).
 stacks() {
 	for f in "$1"/*.0001.heap; do
 		grep -q "^CommandLine: [^ ]*$2 " "$f" || continue
-		sections BUCKETS "${f%.0001.heap}".*.heap | cut -d' ' -f2-
-	done | sort
+		sections BUCKETS "${f%.0001.heap}".*.heap
+	done | awk '$1 !~ /^[0-9]+$/ { next }
+		{
+			n = NF
+			if ($NF ~ /^=[0-9]+$/) n--
+			line = $2; k = 0
+			for (i = 3; i <= n; i++) { line = line " " $i; f[++k] = $i }
+			if (n < NF)
+				for (i = pn - substr($NF, 2) + 1; i <= pn; i++) {
+					line = line " " pf[i]; f[++k] = pf[i]
+				}
+			for (i = 1; i <= k; i++) pf[i] = f[i]
+			pn = k
+			print line
+		}' | sort
 }
 # same_stacks A B: the stacks in files A and B, sorted, are the same but
 # for two at most.  (cc1 does not always allocate the same, ASLR off or

@@ -373,3 +373,111 @@ Test(buckets, numbered_in_order_then_not)
 	cr_assert_null(bucket_set_find(&m.buckets, 4));
 	cr_assert_null(bucket_set_find(&m.buckets, 5));
 }
+
+/* The frames of bucket ID, as addresses, in *N of them. */
+static const uint64_t *stack_of(uint64_t id, uint32_t *n)
+{
+	static uint64_t a[16];
+	const struct stack *st = bucket_set_find(&m.buckets, id)->stack;
+
+	cr_assert_leq(st->depth, 16);
+	for (uint32_t i = 0; i < st->depth; i++)
+		a[i] = frame_get(&m.frames, st->frames[i])->addr;
+	*n = st->depth;
+	return a;
+}
+
+static void expect_stack(uint64_t id, const uint64_t *want, uint32_t n)
+{
+	uint32_t got_n;
+	const uint64_t *got = stack_of(id, &got_n);
+
+	cr_assert_eq(got_n, n, "bucket %" PRIu64 ": %u frames", id, got_n);
+	for (uint32_t i = 0; i < n; i++)
+		cr_assert_eq(got[i], want[i], "bucket %" PRIu64 " frame %u",
+			     id, i);
+}
+
+/* "=N": the last N frames of the bucket line before, past blank lines
+ * and frames' names, whatever its kind. */
+Test(buckets, frames_of_the_line_before)
+{
+	const char *p = write_file("eq.buckets",
+		"1 malloc 0x1 0x2 0x3\n"
+		"2 malloc 0x9 =2\n"
+		"\n"
+		"frame 0x7\tf\tf.py\t3\n"
+		"3 mmap =3\n"
+		"4 malloc t0x5 nT 0x8 0x9 =1\n"
+		"5 malloc 0x6 =3\n", -1);
+
+	capture_stderr();
+	cr_assert_eq(bucketfile_load(&m, p), 0, "stderr: %s", stderr_text());
+	expect_stack(2, (uint64_t[]){ 0x9, 0x2, 0x3 }, 3);
+	expect_stack(3, (uint64_t[]){ 0x9, 0x2, 0x3 }, 3);
+	expect_stack(4, (uint64_t[]){ 0x8, 0x9, 0x3 }, 3);
+	cr_assert_str_eq(bucket_type_name(bucket_set_find(&m.buckets, 4)),
+			 "T");
+	expect_stack(5, (uint64_t[]){ 0x6, 0x8, 0x9, 0x3 }, 4);
+	/* Shared frames are the same frames, the same stack. */
+	cr_assert_eq(bucket_set_find(&m.buckets, 2)->stack,
+		     bucket_set_find(&m.buckets, 3)->stack);
+}
+
+/* The line before in another batch (16,384 lines each), handed over to
+ * be defined while the next is read. */
+Test(buckets, frames_of_a_line_in_the_batch_before)
+{
+	struct strbuf a = STRBUF_INIT;
+	const char *p;
+
+	sb_addf(&a, "0 malloc 0x1 0x2 0x3\n");
+	for (unsigned i = 1; i < 40000; i++)
+		sb_addf(&a, "%u malloc 0x%x =3\n", i, i + 100);
+	p = write_file("eqmany.buckets", a.buf, (long)a.len);
+	cr_assert_eq(bucketfile_load(&m, p), 0);
+	cr_assert_eq(m.buckets.n, 40000);
+	for (unsigned i = 16380; i < 40000; i += i < 16400 ? 1 : 997)
+		expect_stack(i, (uint64_t[]){ i + 100, 0x1, 0x2, 0x3 }, 4);
+	sb_release(&a);
+}
+
+Test(buckets, frames_of_the_line_before_errors)
+{
+	expect_error("1 malloc 0x1 =1\n",
+		     "bad.buckets:1: '=1' with no bucket line before it");
+	expect_error("1 malloc 0x1\n2 malloc 0x2 =2\n",
+		     "bad.buckets:2: '=2' asks for more frames than the line "
+		     "before has (1)");
+	expect_error("1 malloc 0x1\n2 malloc =1 0x5\n",
+		     "bad.buckets:2: '0x5' after =N, which ends the line");
+	expect_error("1 malloc 0x1\n2 malloc =0\n", "invalid '=0'");
+	expect_error("1 malloc 0x1\n2 malloc =x\n", "invalid '=x'");
+	expect_error("1 malloc 0x1\n2 malloc =\n", "invalid '='");
+	expect_error("1 malloc 0x1\n2 malloc 0x1 =99999999999999999999\n",
+		     "invalid '=99999999999999999999'");
+}
+
+/* A dump's BUCKETS section, or a file, starts with no line before: the
+ * line before is never in another dump. */
+Test(buckets, frames_of_the_line_before_not_across_dumps)
+{
+	const char *paths[2];
+	struct dump_maps maps = { STRBUF_INIT, NULL, 0 };
+
+	paths[0] = write_file("d.0001.heap",
+			      "heap profile: DUMP_DEEP_6\nBUCKETS:\n"
+			      "1 malloc 0x1 0x2\n2 malloc 0x3 =1\n"
+			      "STACKTRACES:\n", -1);
+	paths[1] = write_file("d.0002.heap",
+			      "heap profile: DUMP_DEEP_6\nBUCKETS:\n"
+			      "3 malloc 0x4 =1\nSTACKTRACES:\n", -1);
+	capture_stderr();
+	cr_assert_eq(bucketfile_load_dumps(&m, paths, 1, NULL, &maps), 0);
+	expect_stack(2, (uint64_t[]){ 0x3, 0x2 }, 2);
+	cr_assert_eq(bucketfile_load_dumps(&m, paths, 2, NULL, &maps), -1);
+	cr_assert(strstr(stderr_text(), "d.0002.heap:3: '=1' with no bucket "
+					"line before it"),
+		  "stderr: %s", stderr_text());
+	dump_maps_release(&maps);
+}
