@@ -269,6 +269,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	model_init(&m);
 	bucketfile_load(&m, path);
 	model_free(&m);
+	/* The same as a dump of dmprof record's, its sections read. */
+	{
+		struct dump_maps maps = { STRBUF_INIT, NULL, 0 };
+
+		path = as_file("f.00001.0001.heap", data, size);
+		model_init(&m);
+		bucketfile_load_dumps(&m, &path, 1, NULL, &maps);
+		dump_maps_release(&maps);
+		model_free(&m);
+	}
 	return 0;
 }
 #endif

@@ -59,6 +59,8 @@ seed() {
 		find tests/golden -name '*.snap' -size -200k -exec cp {} "$d"/ \; 2>/dev/null ;;
 	buckets)
 		cp samples/*.buckets "$d"/ 2>/dev/null
+		# A dump's own sections, lines ending in "=N" among them.
+		printf 'heap profile: DUMP_DEEP_6\nBUCKETS:\n1 malloc 0x1 0x2 0x3\n2 malloc 0x9 =2\nframe 0x7\tf\tf.py\t3\n3 mmap =3\nMAPS:\n00400000-00401000 r-xp 00000000 00:00 0 /bin/x\nSTACKTRACES:\n' >"$d/sections.heap"
 		find tests/golden -name '*.buckets' -size -200k -exec cp {} "$d"/ \; 2>/dev/null
 		[ -n "$shared" ] && cp "$shared"/compat/chromium/tests/data/*.buckets "$d"/ 2>/dev/null ;;
 	maps)
