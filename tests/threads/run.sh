@@ -33,6 +33,11 @@ gcc -O2 -o gen_gperf "$top/tests/bench/gen_gperf.c" &&
 	gcc -O2 -o gen_deep "$top/tests/bench/gen_deep.c" || exit 1
 sh "$top/tests/bench/gen_symbolize.sh" "$libc" 20000 lib >/dev/null || exit 1
 ./gen_gperf 30000 lib/frames.txt lib/maps.txt >g.0001.heap || exit 1
+# Its binary gone: naming its frames warns, after what reading it warns
+# (its header counts more bytes than its lines hold), on any number of
+# cores.
+sed '1s/^\(heap profile: *[0-9]*: *[0-9]*\)/\19/
+	s|/[^ ]*/libc\.so\.6$|/nonexistent/libc.so.6|' g.0001.heap >gone.0001.heap
 ./gen_deep deep 3 30000 60000 >/dev/null || exit 1
 # A deep run whose later dumps warn and fail: what reading a dump ahead
 # (run_reader_load) says must come where reading it then would say it.
@@ -44,7 +49,7 @@ cp -r warn broken
 sed -i 's/^STACKTRACES:/STACKTRACES:\ngarbage here/' broken/deep.01234.0002.heap
 # (Made here, now: dated, for outputs that say when, pprof's.)
 t=1700000000
-for f in g.0001.heap deep/*.heap warn/*.heap broken/*.heap; do
+for f in g.0001.heap gone.0001.heap deep/*.heap warn/*.heap broken/*.heap; do
 	touch -d @$t "$f"
 	t=$((t + 10))
 done
@@ -86,6 +91,8 @@ same() {
 }
 
 same gperf-csv csv -b --no-symbol-cache g.0001.heap
+same gperf-csv-gone csv -b --no-symbol-cache gone.0001.heap
+same gperf-expand-gone expand -vv gone.0001.heap linux malloc-app 2
 same gperf-top top -b -n 30 g.0001.heap
 same gperf-folded folded g.0001.heap
 same gperf-pprof pprof --proto g.0001.heap
