@@ -2066,16 +2066,28 @@ static void capture(void *p)
 static void make_room(void)
 {
 	size_t nv = 0, nrec, nb, maps_len = 0, per_vma = 2048;
+	size_t had = vmas_buf.len / sizeof(struct vma);
 	uintptr_t *bases;
 	bool resident;
 
-	if (read_all("/proc/thread-self/maps", &tmp_buf))
-		for (size_t i = 0; i < tmp_buf.len; i++)
-			nv += tmp_buf.p[i] == '\n';
-	maps_len = tmp_buf.len + tmp_buf.len / 4 + 4096;
-	nv += nv / 4 + 16;
 	/* (What the walk reads: maps itself, or smaps' 20 lines a VMA.) */
 	maps_source(&resident);
+	/*
+	 * After a dump whose walk read maps: its mappings and their text, as
+	 * many as then with the quarter and more to spare (a read of maps
+	 * saved, 50-140 us of a short process's dump; more mappings than
+	 * that since, and the walk, its room outgrown, is done again).
+	 */
+	if (resident && had && maps_text.len) {
+		nv = had;
+		maps_len = maps_text.len;
+	} else if (read_all("/proc/thread-self/maps", &tmp_buf)) {
+		for (size_t i = 0; i < tmp_buf.len; i++)
+			nv += tmp_buf.p[i] == '\n';
+		maps_len = tmp_buf.len;
+	}
+	maps_len += maps_len / 4 + 4096;
+	nv += nv / 4 + 16;
 	if (resident)
 		per_vma = maps_len / nv + 1;
 	else if (vmas_buf.len >= sizeof(struct vma) && maps_text.len)
