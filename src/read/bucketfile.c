@@ -257,8 +257,8 @@ static int frames_before(struct batch *bt, struct reader_pos *pos,
 			 const struct line_before *lb, const char *w,
 			 size_t len, size_t *depth)
 {
-	const uint64_t *from;
-	size_t had;
+	bool here = lb->at != SIZE_MAX;
+	size_t had = here ? bt->v[lb->at].depth : lb->nout;
 	uint64_t n;
 
 	if (word_u64(w + 1, len - 1, &n) != NUM_OK || !n)
@@ -268,16 +268,17 @@ static int frames_before(struct batch *bt, struct reader_pos *pos,
 	if (!lb->have)
 		return read_error(pos, "'%s' with no bucket line before it",
 				  read_quote(pos, w, len));
-	had = lb->at != SIZE_MAX ? bt->v[lb->at].depth : lb->nout;
 	if (n > had)
 		return read_error(pos, "'%s' asks for more frames than the "
 				  "line before has (%zu)",
 				  read_quote(pos, w, len), had);
 	if (*depth + n >= UINT32_MAX)
 		return read_error(pos, "stack too deep");
+	/* (After the growth: the line before may be in the frames moved.) */
 	GROW(bt->frames, bt->nframes + n, bt->frames_alloc);
-	from = lb->at != SIZE_MAX ? bt->frames + bt->v[lb->at].first : lb->out;
-	memcpy(bt->frames + bt->nframes, from + had - n, n * sizeof(*from));
+	memcpy(bt->frames + bt->nframes,
+	       (here ? bt->frames + bt->v[lb->at].first : lb->out) + had - n,
+	       n * sizeof(*bt->frames));
 	bt->nframes += n;
 	*depth += n;
 	return 0;

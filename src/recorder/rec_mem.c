@@ -494,18 +494,21 @@ void rec_buf_hex(struct rec_buf *b, uint64_t v, int width)
 }
 
 /* Room for N more bytes; false when there is no memory for them. */
-bool rec_buf_reserve(struct rec_buf *b, size_t n)
+static bool reserve(struct rec_buf *b, size_t n, bool populate_it)
 {
 	if (b->cap - b->len < n)
-		buf_grow(b, b->len + n, true);
+		buf_grow(b, b->len + n, populate_it);
 	return b->cap - b->len >= n;
+}
+
+bool rec_buf_reserve(struct rec_buf *b, size_t n)
+{
+	return reserve(b, n, true);
 }
 
 bool rec_buf_reserve_only(struct rec_buf *b, size_t n)
 {
-	if (b->cap - b->len < n)
-		buf_grow(b, b->len + n, false);
-	return b->cap - b->len >= n;
+	return reserve(b, n, false);
 }
 
 /*

@@ -660,8 +660,8 @@ static struct binary *binary_for(struct bfdsym *bs, const char *name)
 	return b;
 }
 
-/* A symbol's name demangled in full, without its version suffix. */
-/* SYM's name demangled in full, interned (see demangled). */
+/* SYM's name demangled in full, without its version suffix, interned
+ * (see demangled). */
 static const char *demangle(struct bfdsym *bs, const char *sym)
 {
 	const char *s, *at;
