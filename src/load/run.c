@@ -213,6 +213,8 @@ void run_symbolize_snapshot(struct run *r, const struct snapshot *snap)
 struct readying {
 	struct task task;
 	struct symbolizer *sym;
+	char **(*binaries)(const char *path, size_t *n);
+	const char *path;
 	char **paths;
 	size_t n;
 	_Atomic bool stop;
@@ -235,11 +237,15 @@ static void free_paths(char **v, size_t n)
 	free(v);
 }
 
+/* (The binaries found here too: a profile's tail read on the parse's
+ * way was 0.3-0.5 ms of a small one's before its first line.) */
 static void readying_main(void *arg)
 {
 	struct readying *rd = arg;
 
-	rd->sym->ops->ready(rd->sym, rd->paths, rd->n, &rd->stop);
+	rd->paths = rd->binaries(rd->path, &rd->n);
+	if (rd->n)
+		rd->sym->ops->ready(rd->sym, rd->paths, rd->n, &rd->stop);
 }
 
 /* Begun for the run's first dump, when its format names them early
@@ -256,12 +262,10 @@ static bool readying_begin(struct run *r, size_t i, struct readying *rd,
 	    size >= READY_BELOW)
 		return false;
 	rd->sym = r->sym;
-	rd->paths = t->binaries(r->series.dumps[i].path, &rd->n);
+	rd->binaries = t->binaries;
+	rd->path = r->series.dumps[i].path;
 	/* (What it says is dropped: the first lookup says it again.) */
-	if (rd->n && task_start(&rd->task, readying_main, rd, true))
-		return true;
-	free_paths(rd->paths, rd->n);
-	return false;
+	return task_start(&rd->task, readying_main, rd, true);
 }
 
 /*

@@ -984,7 +984,8 @@ bool gperf_last_at_exit(const char *path)
 char **gperf_binaries(const char *path, size_t *n)
 {
 	static const char mark[] = "\nMAPPED_LIBRARIES:\n";
-	const size_t most = 1u << 20;
+	/* (The list is a few KiB: its usual size read first.) */
+	const size_t first = 64u << 10, most = 1u << 20;
 	struct arena arena = ARENA_INIT;
 	struct strtab names;
 	struct stat st;
@@ -999,18 +1000,21 @@ char **gperf_binaries(const char *path, size_t *n)
 		return NULL;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size <= 0)
 		goto out;
-	len = (uint64_t)st.st_size < most ? (size_t)st.st_size : most;
-	buf = xmalloc(len);
-	if (pread_full(fd, buf, len, (uint64_t)st.st_size - len) != len)
-		goto out;
-	/* (The last one: a comment may quote the header, not end the
-	 * file's lines.) */
-	for (p = buf; (p = memmem(p, len - (size_t)(p - buf), mark,
-				  sizeof(mark) - 1));
-	     p++)
-		at = p;
-	if (!at)
-		goto out;
+	for (size_t want = first; !at; want = most) {
+		len = (uint64_t)st.st_size < want ? (size_t)st.st_size : want;
+		free(buf);
+		buf = xmalloc(len);
+		if (pread_full(fd, buf, len, (uint64_t)st.st_size - len) != len)
+			goto out;
+		/* (The last one: a comment may quote the header, not end
+		 * the file's lines.) */
+		for (p = buf; (p = memmem(p, len - (size_t)(p - buf), mark,
+					  sizeof(mark) - 1));
+		     p++)
+			at = p;
+		if (!at && (len == (uint64_t)st.st_size || want == most))
+			goto out;
+	}
 	strtab_init(&names, &arena);
 	end = buf + len;
 	for (p = at + sizeof(mark) - 1; p < end;) {

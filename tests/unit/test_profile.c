@@ -4,6 +4,8 @@
 #include <regex.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "helpers.h"
 #include "profile.h"
@@ -49,6 +51,47 @@ Test(profile, each_row_sniffs_its_own_sample_only)
 		cr_assert_eq(f, samples[i].format, "%s: %d, not %d",
 			     samples[i].name, (int)f, (int)samples[i].format);
 	}
+}
+
+/* A pipe is read once: its head, read to sniff it, would be gone when
+ * the dump is read (or a FIFO with no writer waited on for ever). */
+Test(profile, a_pipe_is_refused_not_waited_on)
+{
+	char path[4096];
+	enum dump_format f = FORMAT_ANY;
+
+	snprintf(path, sizeof(path), "%s/pipe.0001.heap", tmpdir());
+	cr_assert_eq(mkfifo(path, 0600), 0);
+	capture_stderr();
+	cr_assert_eq(profile_probe(path, &f), -1);
+	cr_assert(strstr(stderr_text(), "pipe.0001.heap: a pipe"), "%s",
+		  stderr_text());
+	unlink(path);
+}
+
+/* Its first line decides, after blank lines and comments that may fill
+ * more than the first read; past a MiB of them, it is no profile. */
+Test(profile, comments_longer_than_the_first_read_still_sniff)
+{
+	struct strbuf sb = STRBUF_INIT;
+	enum dump_format f = FORMAT_ANY;
+	const char *path;
+
+	while (sb.len < (40u << 10))
+		sb_addstr(&sb, "# a comment line of the kind pprof writes\n\n");
+	sb_addstr(&sb, samples[1].head);
+	path = write_file("c.0001.heap", sb.buf, (long)sb.len);
+	cr_assert_eq(profile_probe(path, &f), 0);
+	cr_assert_eq(f, FORMAT_GPERFTOOLS);
+	sb_reset(&sb);
+	while (sb.len < (1u << 20) + 100)
+		sb_addstr(&sb, "# a comment line of the kind pprof writes\n");
+	sb_addstr(&sb, samples[1].head);
+	path = write_file("m.0001.heap", sb.buf, (long)sb.len);
+	capture_stderr();
+	cr_assert_eq(profile_probe(path, &f), -1);
+	cr_assert(strstr(stderr_text(), "empty dump"), "%s", stderr_text());
+	sb_release(&sb);
 }
 
 Test(profile, traits_say_what_a_run_needs)

@@ -91,6 +91,19 @@ Test(symready, the_last_trailer_and_none, .timeout = 20)
 	cr_assert_eq(n, 1);
 	cr_assert_str_eq(v[0], "/bin/late");
 	free_paths(v, n);
+	/* One longer than the first read from the end (64 KiB) is found
+	 * in the second. */
+	sb_reset(&sb);
+	sb_addstr(&sb, head);
+	sb_addstr(&sb, "\nMAPPED_LIBRARIES:\n"
+		       "00400000-00401000 r-xp 00000000 08:01 1 /bin/long\n");
+	for (int i = 0; i < (100 << 10) / 32; i++)
+		sb_addstr(&sb, "00400000-00401000 r--p 0 0:0 0 \n");
+	path = write_file("long.0001.heap", sb.buf, (long)sb.len);
+	v = gperf_binaries(path, &n);
+	cr_assert_eq(n, 1);
+	cr_assert_str_eq(v[0], "/bin/long");
+	free_paths(v, n);
 	/* A trailer more than 1 MiB from the end is not looked for. */
 	sb_reset(&sb);
 	sb_addstr(&sb, head);
