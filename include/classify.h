@@ -102,6 +102,10 @@ struct classifier {
 		size_t nframes;
 		uint64_t *tmp;
 		uint64_t *synth;
+		/* A, E, PLAIN and SYNTH are another classifier's, filled
+		 * for every frame (see clean_ready): read, never written
+		 * or freed here; TMP is this one's. */
+		bool borrowed;
 	} clean_scan[2];
 	/*
 	 * The same for the malloc rules' head patterns that loop (see

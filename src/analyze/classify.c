@@ -60,8 +60,11 @@ void classifier_free(struct classifier *c)
 		struct clean_scan *cs = i < 2 ? &c->clean_scan[i]
 					      : &c->head_scan[i - 2];
 
+		free(cs->tmp);
+		if (cs->borrowed)
+			continue;
 		acm_free(cs->a);
-		FREE_ALL(cs->e, cs->plain[0], cs->plain[1], cs->tmp, cs->synth);
+		FREE_ALL(cs->e, cs->plain[0], cs->plain[1], cs->synth);
 	}
 	free(c->bucket_col);
 	hashmap_free(&c->regions);
@@ -689,23 +692,56 @@ static void clean_init(struct classifier *c)
  * Frame F's logical frames, as joined, through CS's automaton from state
  * ST: the state after them, and whether a literal was found (*FOUND).
  */
+static uint32_t text_feed(const struct acm *a, uint32_t st, const char *text,
+			  size_t len, uint64_t *tmp, bool *found)
+{
+	size_t words = acm_words(a);
+
+	memset(tmp, 0, words * sizeof(*tmp));
+	st = acm_feed(a, st, text, len, tmp);
+	*found = false;
+	for (size_t w = 0; w < words; w++)
+		*found |= tmp[w] != 0;
+	return st;
+}
+
 static uint32_t clean_feed(struct classifier *c, struct clean_scan *cs,
 			   int field, const struct frame *f, uint32_t st,
 			   bool *found)
 {
-	size_t words = acm_words(cs->a);
+	size_t len;
+	/* (Its logical frames joined, as in the field.) */
+	const char *text = frame_whole(&c->what, f, field, &len);
 
-	memset(cs->tmp, 0, words * sizeof(*cs->tmp));
-	for (uint32_t k = 0; k < frame_nlogical(f); k++) {
-		if (k)
-			st = acm_feed(cs->a, st, " ", 1, cs->tmp);
-		frame_text(&c->what, f, k, field);
-		st = acm_feed(cs->a, st, c->what.buf, c->what.len, cs->tmp);
-	}
-	*found = false;
-	for (size_t w = 0; w < words; w++)
-		*found |= cs->tmp[w] != 0;
-	return st;
+	return text_feed(cs->a, st, text, len, cs->tmp, found);
+}
+
+/* Room in CS's memo for N frames, the new ones unknown. */
+static void clean_room(struct clean_scan *cs, size_t n)
+{
+	if (cs->nframes >= n)
+		return;
+	cs->e = xreallocarray(cs->e, st_mult(n, 2), sizeof(*cs->e));
+	for (size_t i = 2 * cs->nframes; i < 2 * n; i++)
+		cs->e[i] = CLEAN_UNKNOWN;
+	for (int k = 0; k < 2; k++)
+		cs->plain[k] = xrecallocarray(cs->plain[k],
+					      (cs->nframes + 63) / 64,
+					      (n + 63) / 64, sizeof(uint64_t));
+	cs->nframes = n;
+}
+
+/* Frame ID's entry K (0: from the first state, 1: after a separator)
+ * in CS: TO and FOUND, as clean_feed said. */
+static void clean_note(struct clean_scan *cs, uint32_t id, int k,
+		       uint32_t to, bool found)
+{
+	/* (Too many states to keep: left to be fed as it comes.) */
+	if (to >= CLEAN_UNKNOWN / 2)
+		return;
+	cs->e[2 * (size_t)id + k] = (uint16_t)(to << 1 | found);
+	if (!to && !found)
+		cs->plain[k][id / 64] |= 1ULL << (id % 64);
 }
 
 /*
@@ -721,19 +757,8 @@ static bool field_clean(struct classifier *c, struct clean_scan *cs,
 	uint32_t st = 0;
 	bool found;
 
-	if (cs->nframes < c->m->frames.n) {
-		size_t n = c->m->frames.n;
-
-		cs->e = xreallocarray(cs->e, st_mult(n, 2), sizeof(*cs->e));
-		for (size_t i = 2 * cs->nframes; i < 2 * n; i++)
-			cs->e[i] = CLEAN_UNKNOWN;
-		for (int k = 0; k < 2; k++)
-			cs->plain[k] = xrecallocarray(cs->plain[k],
-						      (cs->nframes + 63) / 64,
-						      (n + 63) / 64,
-						      sizeof(uint64_t));
-		cs->nframes = n;
-	}
+	if (!cs->borrowed)
+		clean_room(cs, c->m->frames.n);
 	for (uint32_t i = 0; i < s->depth; i++) {
 		uint32_t id = s->frames[i];
 		uint16_t *e;
@@ -750,7 +775,8 @@ static bool field_clean(struct classifier *c, struct clean_scan *cs,
 				st = cs->sep0;
 			}
 		}
-		if (st != 0 && st != cs->sep0) {
+		/* (Past a borrowed memo: frames added since, each fed.) */
+		if ((st != 0 && st != cs->sep0) || id >= cs->nframes) {
 			st = clean_feed(c, cs, field,
 					frame_get(&c->m->frames, s->frames[i]),
 					st, &found);
@@ -769,16 +795,16 @@ static bool field_clean(struct classifier *c, struct clean_scan *cs,
 				frame_get(&c->m->frames, s->frames[i]), st,
 				&found);
 
-			if (to >= CLEAN_UNKNOWN / 2) {
-				/* (Too many states to keep: as it comes.) */
+			/* (A borrowed memo is read only: its unknown
+			 * entries are those too big to keep.) */
+			if (!cs->borrowed)
+				clean_note(cs, id, st != 0, to, found);
+			if (*e == CLEAN_UNKNOWN) {
 				if (found)
 					return false;
 				st = to;
 				continue;
 			}
-			*e = (uint16_t)(to << 1 | found);
-			if (!to && !found)
-				cs->plain[st != 0][id / 64] |= 1ULL << (id % 64);
 		}
 		if (*e & 1)
 			return false;
@@ -934,6 +960,15 @@ static void classify_ahead(const struct classifier *c, const uint32_t *v,
 		prefetch(st);
 		prefetch(st + 64);
 	}
+	if (i + 1 < n && !c->prefix_off) {
+		const struct stack *st = b[v[i + 1]]->stack;
+
+		/* (Its first frame's entry at the tries' roots: which trie
+		 * is known once its frames are scanned.) */
+		for (size_t t = 0; st->depth && t < ARRAY_SIZE(c->trie); t++)
+			if (st->frames[0] < c->trie[t].nroot)
+				prefetch(&c->trie[t].root[st->frames[0]]);
+	}
 	if (i + 1 < n && fs->e) {
 		const struct stack *st = b[v[i + 1]]->stack;
 
@@ -1013,6 +1048,126 @@ static uint32_t *by_first_frame(const struct classifier *c, uint32_t *v,
 	return out;
 }
 
+/* C's clean scans: the two of the stack field, then the source's. */
+static struct clean_scan *scan_n(struct classifier *c, int i)
+{
+	return i < 2 ? &c->clean_scan[i] : &c->head_scan[i - 2];
+}
+
+#define SCAN_FIELD(i) ((i) % 2 ? COND_SOURCE : COND_STACK)
+
+struct clean_part {
+	struct classifier *c;
+	size_t from, to;  /* frame ids, FROM a multiple of 64 */
+	size_t parts;
+};
+
+/*
+ * Part I of the frames' clean entries: each frame's text built once,
+ * fed to each scan of its field, from the first state and (where a
+ * separator leaves another) from the one after a separator.
+ */
+static void clean_fill(void *ctx, size_t i, bool here)
+{
+	const struct clean_part *cp = ctx;
+	struct classifier *c = cp->c;
+	size_t span = (cp->to - cp->from + cp->parts - 1) / cp->parts;
+	size_t lo, hi, words = 0;
+	struct strbuf sb = STRBUF_INIT;
+	uint64_t *tmp;
+
+	span = (span + 63) & ~(size_t)63;
+	lo = cp->from + i * span;
+	hi = lo + span < cp->to ? lo + span : cp->to;
+	(void)here;
+	for (int k = 0; k < 4; k++)
+		if (scan_n(c, k)->a && acm_words(scan_n(c, k)->a) > words)
+			words = acm_words(scan_n(c, k)->a);
+	tmp = xcalloc(words ? words : 1, sizeof(*tmp));
+	for (size_t id = lo; id < hi; id++) {
+		const struct frame *f = frame_get(&c->m->frames, (uint32_t)id);
+
+		for (int field = 0; field < 2; field++) {
+			const char *text = NULL;
+			size_t len = 0;
+
+			for (int k = field; k < 4; k += 2) {
+				struct clean_scan *cs = scan_n(c, k);
+				uint32_t to;
+				bool found;
+
+				if (!cs->a)
+					continue;
+				if (!text)
+					text = frame_whole(&sb, f, SCAN_FIELD(k),
+							   &len);
+				to = text_feed(cs->a, 0, text, len, tmp, &found);
+				clean_note(cs, (uint32_t)id, 0, to, found);
+				if (!cs->sep0)
+					continue; /* (entry 1 never asked) */
+				to = text_feed(cs->a, cs->sep0, text, len, tmp,
+					       &found);
+				clean_note(cs, (uint32_t)id, 1, to, found);
+			}
+		}
+	}
+	free(tmp);
+	sb_release(&sb);
+}
+
+/* Frames past this many new: their entries filled on every core first. */
+#define CLEAN_AHEAD 4096
+
+/*
+ * Before C and its helpers classify on every core: the clean scans'
+ * entries for all frames, filled in frame order on every core (asked
+ * for as stacks came, each was a miss, and each thread filled its own:
+ * a frame fed five times on average, gperf-pool of make bench), and
+ * lent to the helpers.
+ */
+static void clean_ready(struct classifier *c, size_t nthreads)
+{
+	size_t n = c->m->frames.n, from = SIZE_MAX;
+	struct clean_part cp;
+
+	if (c->prefix_off)
+		return;
+	if (!c->clean_done)
+		clean_init(c);
+	for (int k = 0; k < 4; k++) {
+		struct clean_scan *cs = scan_n(c, k);
+
+		if (!cs->a)
+			continue;
+		if (cs->nframes < from)
+			from = cs->nframes;
+		clean_room(cs, n);
+	}
+	if (from != SIZE_MAX && n - from >= CLEAN_AHEAD) {
+		cp = (struct clean_part){ c, from & ~(size_t)63, n, nthreads };
+		pool_run(nthreads, clean_fill, &cp);
+	}
+	for (size_t i = 0; i < c->nhelpers; i++) {
+		struct classifier *h = &c->helpers[i];
+
+		h->clean_done = true;
+		h->head_any = c->head_any;
+		for (int k = 0; k < 4; k++) {
+			struct clean_scan *hs = scan_n(h, k), *cs = scan_n(c, k);
+			uint64_t *tmp = hs->tmp;
+
+			if (!hs->borrowed && hs->a)
+				BUG("a helper's own clean scan");
+			*hs = *cs;
+			hs->borrowed = true;
+			hs->tmp = tmp;
+			if (cs->a && !tmp)
+				hs->tmp = xcalloc(acm_words(cs->a),
+						  sizeof(*hs->tmp));
+		}
+	}
+}
+
 /* Classify the N buckets of V (indexes, marked -1) with one thread per
  * core, NTHREADS of them; V is freed. */
 static void classify_marked(struct classifier *c, uint32_t *v, size_t n,
@@ -1031,6 +1186,7 @@ static void classify_marked(struct classifier *c, uint32_t *v, size_t n,
 			c->helpers[i].mt->quiet = true;
 		}
 	}
+	clean_ready(c, nthreads);
 	v = by_first_frame(c, v, n, c->nhelpers + 1, starts);
 	for (size_t i = 0; i <= c->nhelpers; i++) {
 		struct classifier *h = i ? &c->helpers[i - 1] : c;
