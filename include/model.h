@@ -123,6 +123,12 @@ void model_bucket_type(struct model *m, struct bucket *b, uint64_t typeinfo,
 struct bucket *model_stack_bucket(struct model *m, enum alloc_kind kind,
 				  const struct stack *stack,
 				  const char *source, unsigned long line);
+/*
+ * The buckets model_stack_bucket made from the N-th on, gone (their
+ * stacks' slots empty again), in a model whose buckets are numbered by
+ * it alone (false, and nothing gone, in any other).
+ */
+bool model_drop_stack_buckets(struct model *m, size_t n);
 
 /*
  * Where the model stands, to go back to if a reader that interns as it

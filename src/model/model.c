@@ -319,6 +319,28 @@ struct bucket *model_stack_bucket(struct model *m, enum alloc_kind kind,
 	return b;
 }
 
+bool model_drop_stack_buckets(struct model *m, size_t n)
+{
+	if (!m->buckets.by_index || n > m->buckets.n || n < m->buckets_done)
+		return false;
+	/* (After model_trim the map is made again from the buckets kept.) */
+	for (size_t i = n; !m->anon_stale && i < m->buckets.n; i++) {
+		const struct bucket *b = m->buckets.v[i];
+		uint32_t *slot;
+
+		if (!b->stack || b->stack->id >= m->nanon)
+			BUG("bucket %zu was not made by model_stack_bucket", i);
+		slot = &m->anon[2 * (size_t)b->stack->id +
+				(b->kind == ALLOC_MMAP)];
+		if (*slot != i + 1)
+			BUG("bucket %zu was not made by model_stack_bucket", i);
+		*slot = 0;
+	}
+	/* (Their memory stays in the arena, as the model's does.) */
+	m->buckets.n = n;
+	return true;
+}
+
 void model_mark(const struct model *m, struct model_mark *mark)
 {
 	mark->frames = m->frames.n;

@@ -493,6 +493,7 @@ static int intern_held(struct gparser *g)
 	struct snapshot *snap = g->snap;
 	const struct stack *stack;
 	struct sample_counts c;
+	struct bucket *b = NULL;
 	uint64_t first;
 
 	if (!g->holding)
@@ -536,7 +537,20 @@ static int intern_held(struct gparser *g)
 	g->firsts[snap->nlines] = first;
 	c = (struct sample_counts){ gl->objs, gl->bytes, g->has_alloc,
 				    gl->alloc_objs, gl->alloc_bytes };
-	read_add_sample(snap, NULL, &c);
+	/* (A zero-frame line's kind is the cut line's: left to build, and
+	 * the lines after it, in order.) */
+	if (g->early && !gl->depth && g->type == H_GPERF)
+		g->early = false;
+	if (g->early) {
+		/* (As line_kind will say, unless the maps hold libtcmalloc
+		 * after all: then build makes them again.) */
+		b = model_stack_bucket(g->m, ALLOC_MALLOC, stack, g->pos.path,
+				       gl->no);
+		if (!b)
+			return -1;
+		g->early_n++;
+	}
+	read_add_sample(snap, b, &c);
 	return 0;
 }
 
@@ -587,8 +601,33 @@ static enum alloc_kind line_kind(const struct gparser *g, size_t i,
 	return memo->tcmalloc[k] ? ALLOC_MMAP : ALLOC_MALLOC;
 }
 
-/* Each line's bucket, now that the maps are read; 0, or -1 after an
- * error. */
+/* Does the file's end name libtcmalloc?  (Its maps are there: where
+ * they do not, no line is mmap's but a zero-frame one.) */
+static bool tail_names_tcmalloc(const struct line_stream *s)
+{
+	static const char name[] = "libtcmalloc";
+	char buf[64 << 10];
+	size_t len;
+
+	if (!s->regular || !s->size)
+		return true; /* (unknown) */
+	len = s->size < sizeof(buf) ? s->size : sizeof(buf);
+	if (pread_full(s->fd, buf, len, (uint64_t)(s->size - len)) != len)
+		return true;
+	return memmem(buf, len, name, sizeof(name) - 1) != NULL;
+}
+
+/* Do the maps read hold libtcmalloc? */
+static bool maps_hold_tcmalloc(const struct snapshot *snap)
+{
+	for (size_t i = 0; snap->has_own_maps && i < snap->own_maps.n; i++)
+		if (strstr(snap->own_maps.v[i].name, "libtcmalloc"))
+			return true;
+	return false;
+}
+
+/* Each line's bucket, now that the maps are read (the first EARLY_N
+ * made already, if they were right); 0, or -1 after an error. */
 static int build(struct gparser *g)
 {
 	struct snapshot *snap = g->snap;
@@ -596,12 +635,26 @@ static int build(struct gparser *g)
 	int64_t malloc_bytes = 0, mmap_bytes = 0;
 	struct kind_memo memo = { { NULL }, { false }, 0 };
 
+	if (g->early_n && g->type == H_GPERF && maps_hold_tcmalloc(snap)) {
+		/* (Their maps longer than the end looked at.) */
+		if (!model_drop_stack_buckets(m, g->early_from))
+			BUG("%s: the buckets made early stay", g->pos.path);
+		for (size_t i = 0; i < g->early_n; i++)
+			snap->lines[i].bucket = NULL;
+		g->early_n = 0;
+	}
 	for (size_t i = 0; i < snap->nlines; i++) {
 		struct stack_line *sl = &snap->lines[i];
-		const struct stack *stack = m->stacks.v[g->stack_ids[i]];
-		enum alloc_kind kind = line_kind(g, i, stack, g->firsts[i],
-						 &memo);
+		const struct stack *stack;
+		enum alloc_kind kind;
 
+		if (i < g->early_n) {
+			malloc_bytes = add64(malloc_bytes, sl->committed,
+					     &snap->overflow);
+			continue;
+		}
+		stack = m->stacks.v[g->stack_ids[i]];
+		kind = line_kind(g, i, stack, g->firsts[i], &memo);
 		sl->bucket = model_stack_bucket(m, kind, stack, g->pos.path,
 						g->nos[i]);
 		if (!sl->bucket)
@@ -929,9 +982,12 @@ int gperf_parse(struct snapshot *snap, struct line_stream *s,
 			     : read_error(&g.pos, "empty profile (no 'heap "
 						  "profile:' line)");
 	}
-	if (rc == 0)
+	if (rc == 0) {
+		g.early_from = m->buckets.n;
+		g.early = m->buckets.by_index && !tail_names_tcmalloc(s);
 		rc = threads_wanted() > 1 ? gperf_parse_on_two(&g, &in_maps)
 					  : parse_lines(&g, &in_maps);
+	}
 	/* (Go's profiles have no maps: their comments name the frames.) */
 	if (rc == 0 && !in_maps && g.type == H_GPERF)
 		warning("%s: no MAPPED_LIBRARIES: section (file cut short?); "
@@ -957,6 +1013,8 @@ int gperf_parse(struct snapshot *snap, struct line_stream *s,
 			model_trim(m);
 		rc = build(&g);
 	} else {
+		if (g.early_n && !model_drop_stack_buckets(m, g.early_from))
+			BUG("%s: the buckets made early stay", g.pos.path);
 		model_rollback(m, &mark);
 	}
 	if (rc == 0)

@@ -91,6 +91,13 @@ struct gparser {
 	unsigned long *nos;
 	uint64_t *firsts;
 	size_t ids_alloc, nos_alloc, firsts_alloc;
+	/*
+	 * Or made as each line is interned, where the maps cannot make a
+	 * line mmap's (EARLY: no libtcmalloc at the file's end): the first
+	 * EARLY_N lines' buckets, the model's from EARLY_FROM on.
+	 */
+	bool early;
+	size_t early_n, early_from;
 };
 
 enum cut {

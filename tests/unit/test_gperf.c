@@ -869,6 +869,94 @@ Test(gperf, failed_file_leaves_the_model_as_it_was)
 }
 
 /*
+ * Where the file's end names no libtcmalloc, each line's bucket is made
+ * as it is read (build makes none): malloc's, a zero-frame line's mmap's
+ * and the lines after it made by build, in the lines' order either way.
+ */
+Test(gperf, buckets_made_as_read_where_no_tcmalloc)
+{
+	cr_assert_eq(load(HDR("heapprofile")
+			  "     2:     2048 [     3:     4096] @ 0x00401136\n"
+			  "     2:   131072 [     2:   131072] @\n"
+			  "     1:     2048 [     2:     4096] @ 0x00401150\n"
+			  "     1:     1024 [     1:     1024] @ 0x00401136\n"
+			  "\nMAPPED_LIBRARIES:\n"
+			  "00401000-00402000 r-xp 00001000 00:00 1 /opt/app\n"),
+		     0);
+	cr_assert_eq(snap.nlines, 4);
+	cr_assert_eq(m.buckets.n, 3);
+	for (size_t i = 0; i < 3; i++)
+		cr_assert_eq(snap.lines[i].bucket->index, i);
+	cr_assert_eq(snap.lines[3].bucket, snap.lines[0].bucket);
+	cr_assert_eq(snap.lines[0].bucket->kind, ALLOC_MALLOC);
+	cr_assert_eq(snap.lines[1].bucket->kind, ALLOC_MMAP);
+	cr_assert_eq(snap.lines[2].bucket->kind, ALLOC_MALLOC);
+	cr_assert_eq(snap.gs.row[GS_PROFILED_MMAP].committed, 131072);
+	/* (The header's count.) */
+	cr_assert_eq(snap.gs.row[GS_PROFILED_MALLOC].committed, 4096);
+}
+
+/*
+ * The maps hold libtcmalloc, but further from the end than is looked at
+ * before the lines: the buckets made as they were read go, and the
+ * lines' own are made (the hook's line mmap's), numbered as if none had
+ * been.
+ */
+Test(gperf, buckets_made_again_where_tcmalloc_is_far_from_the_end)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	sb_addstr(&sb, HDR("heapprofile")
+		  "    26:  3407872 [    26:  3407872] @ 0x7f00000014d5 "
+		  "0x00401136\n"
+		  "     2:     4096 [     2:     4096] @ 0x00401136\n"
+		  "\nMAPPED_LIBRARIES:\n"
+		  "7f0000000000-7f0000010000 r-xp 00000000 00:00 99 "
+		  "/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4\n");
+	while (sb.len < (100u << 10))
+		sb_addstr(&sb, "00401000-00402000 r-xp 00001000 00:00 1 "
+			       "/opt/app\n");
+	cr_assert_eq(load_len(sb.buf, (long)sb.len), 0);
+	cr_assert_eq(m.buckets.n, 2);
+	cr_assert_eq(snap.lines[0].bucket->kind, ALLOC_MMAP);
+	cr_assert_eq(snap.lines[0].bucket->index, 0);
+	cr_assert_eq(snap.lines[1].bucket->kind, ALLOC_MALLOC);
+	cr_assert_eq(snap.lines[1].bucket->index, 1);
+	cr_assert_eq(snap.gs.row[GS_PROFILED_MMAP].committed, 3407872);
+	/* The model finds them again, and makes no other. */
+	cr_assert_eq(model_stack_bucket(&m, ALLOC_MMAP,
+					snap.lines[0].bucket->stack, "x", 1),
+		     snap.lines[0].bucket);
+	cr_assert_eq(m.buckets.n, 2);
+	sb_release(&sb);
+}
+
+/* A file that fails after buckets were made as it was read leaves none
+ * of them, nor their stacks. */
+Test(gperf, failed_file_leaves_no_bucket_made_as_read)
+{
+	capture_stderr();
+	cr_assert_eq(load(HDR("heapprofile")
+			  "     1:     1024 [     1:     1024] @ 0x00401999\n"
+			  "     1:     1024 [     1:     1024] @ 0x00401997\n"
+			  "     1:     1024 [     1:     1024] @ 0xzz\n"
+			  "\nMAPPED_LIBRARIES:\n"
+			  "00401000-00402000 r-xp 00001000 00:00 1 /opt/app\n"),
+		     -1);
+	cr_assert_eq(m.buckets.n, 0);
+	cr_assert_eq(m.stacks.n, 0);
+	snapshot_release(&snap);
+	cr_assert_eq(load(HDR("heapprofile")
+			  "     1:     1024 [     1:     1024] @ 0x00401997\n"
+			  "\nMAPPED_LIBRARIES:\n"
+			  "00401000-00402000 r-xp 00001000 00:00 1 /opt/app\n"),
+		     0);
+	cr_assert_eq(m.buckets.n, 1);
+	cr_assert_eq(snap.lines[0].bucket->index, 0);
+	cr_assert_eq(snap.lines[0].bucket->kind, ALLOC_MALLOC);
+}
+
+/*
  * Comments that drop the first frames (as Go's leave out the runtime's)
  * do not change the line's kind: that is judged by the first address in
  * the file.
