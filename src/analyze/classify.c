@@ -1115,7 +1115,7 @@ static void clean_fill(void *ctx, size_t i, bool here)
 	sb_release(&sb);
 }
 
-/* Frames past this many new: their entries filled on every core first. */
+/* Fewer new frames than this: their entries filled on this core. */
 #define CLEAN_AHEAD 4096
 
 /*
@@ -1123,7 +1123,9 @@ static void clean_fill(void *ctx, size_t i, bool here)
  * entries for all frames, filled in frame order on every core (asked
  * for as stacks came, each was a miss, and each thread filled its own:
  * a frame fed five times on average, gperf-pool of make bench), and
- * lent to the helpers.
+ * lent to the helpers.  Every one is filled, however few are new: C
+ * writes no entry while the helpers read them (those left unknown have
+ * too many states to keep, and stay so).
  */
 static void clean_ready(struct classifier *c, size_t nthreads)
 {
@@ -1143,9 +1145,11 @@ static void clean_ready(struct classifier *c, size_t nthreads)
 			from = cs->nframes;
 		clean_room(cs, n);
 	}
-	if (from != SIZE_MAX && n - from >= CLEAN_AHEAD) {
-		cp = (struct clean_part){ c, from & ~(size_t)63, n, nthreads };
-		pool_run(nthreads, clean_fill, &cp);
+	if (from < n) {
+		size_t parts = n - from >= CLEAN_AHEAD ? nthreads : 1;
+
+		cp = (struct clean_part){ c, from & ~(size_t)63, n, parts };
+		pool_run(parts, clean_fill, &cp);
 	}
 	for (size_t i = 0; i < c->nhelpers; i++) {
 		struct classifier *h = &c->helpers[i];

@@ -38,6 +38,17 @@ sh "$top/tests/bench/gen_symbolize.sh" "$libc" 20000 lib >/dev/null || exit 1
 # cores.
 sed '1s/^\(heap profile: *[0-9]*: *[0-9]*\)/\19/
 	s|/[^ ]*/libc\.so\.6$|/nonexistent/libc.so.6|' g.0001.heap >gone.0001.heap
+# A run of two whose second dump's stacks are all new, each a frame
+# longer, over 2,000 new frames: its buckets are classified on every core
+# too, the frames' entries of the clean scans filled before (not while
+# the helpers read them: ThreadSanitizer saw that once).
+mkdir -p ser && cp g.0001.heap ser/s.0001.heap || exit 1
+awk '/MAPPED_LIBRARIES/ { maps = 1 }
+	NR > 1 && !maps && /@/ {
+		printf "%s 0x7f00001%05x\n", $0, (NR % 2000) * 16
+		next
+	}
+	{ print }' g.0001.heap >ser/s.0002.heap || exit 1
 ./gen_deep deep 3 30000 60000 >/dev/null || exit 1
 # A deep run whose later dumps warn and fail: what reading a dump ahead
 # (run_reader_load) says must come where reading it then would say it.
@@ -49,7 +60,8 @@ cp -r warn broken
 sed -i 's/^STACKTRACES:/STACKTRACES:\ngarbage here/' broken/deep.01234.0002.heap
 # (Made here, now: dated, for outputs that say when, pprof's.)
 t=1700000000
-for f in g.0001.heap gone.0001.heap deep/*.heap warn/*.heap broken/*.heap; do
+for f in g.0001.heap gone.0001.heap ser/*.heap deep/*.heap warn/*.heap \
+	broken/*.heap; do
 	touch -d @$t "$f"
 	t=$((t + 10))
 done
@@ -93,6 +105,7 @@ same() {
 same gperf-csv csv -b --no-symbol-cache g.0001.heap
 same gperf-csv-gone csv -b --no-symbol-cache gone.0001.heap
 same gperf-expand-gone expand -vv gone.0001.heap linux malloc-app 2
+same gperf-series-csv csv -b --no-symbol-cache ser/s.0001.heap
 same gperf-top top -b -n 30 g.0001.heap
 same gperf-folded folded g.0001.heap
 same gperf-pprof pprof --proto g.0001.heap
