@@ -559,6 +559,8 @@ static int intern_held(struct gparser *g)
 				       gl->no);
 		if (!b)
 			return -1;
+		GROW(g->keys, snap->nlines + 1, g->keys_alloc);
+		g->keys[snap->nlines] = bucket_key(b);
 		g->early_n++;
 	}
 	read_add_sample(snap, b, &c);
@@ -654,6 +656,7 @@ static int build(struct gparser *g)
 			snap->lines[i].bucket = NULL;
 		g->early_n = 0;
 	}
+	GROW(g->keys, snap->nlines, g->keys_alloc);
 	for (size_t i = 0; i < snap->nlines; i++) {
 		struct stack_line *sl = &snap->lines[i];
 		const struct stack *stack;
@@ -670,6 +673,7 @@ static int build(struct gparser *g)
 						g->nos[i]);
 		if (!sl->bucket)
 			return -1;
+		g->keys[i] = bucket_key(sl->bucket);
 		if (kind == ALLOC_MMAP)
 			mmap_bytes = add64(mmap_bytes, sl->committed,
 					   &snap->overflow);
@@ -686,6 +690,17 @@ static int build(struct gparser *g)
 			" bytes in use the header counts; the rest was lost "
 			"(gperftools 2.10-2.15 cut profiles at 1 MiB)",
 			g->pos.path, malloc_bytes, g->header_bytes);
+	/* (A line whose bucket has no key: none, as snapshot_index_lines
+	 * would have it.) */
+	for (size_t i = 0; g->keys && i < snap->nlines; i++)
+		if (g->keys[i] == BUCKET_KEY_NONE) {
+			free(g->keys);
+			g->keys = NULL;
+		}
+	if (snap->nlines && g->keys && !snap->line_index) {
+		snap->line_index = g->keys;
+		g->keys = NULL;
+	}
 	read_finish_profile(snap, malloc_bytes, mmap_bytes, g->has_alloc,
 			    g->has_alloc);
 	/* (gperftools' header counts malloc in full, lost lines too.) */
@@ -1031,7 +1046,7 @@ int gperf_parse(struct snapshot *snap, struct line_stream *s,
 	if (rc == 0)
 		say_what(&g);
 	FREE_ALL(g.frames[0], g.frames[1], g.held_ids, g.stack_ids, g.nos,
-		 g.syms, g.firsts);
+		 g.syms, g.firsts, g.keys);
 	sb_release(&g.symtext);
 	sb_release(&g.broken);
 	read_pos_release(&g.pos);

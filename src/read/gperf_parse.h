@@ -98,6 +98,11 @@ struct gparser {
 	 */
 	bool early;
 	size_t early_n, early_from;
+	/* The lines' bucket keys as their buckets are made, the snapshot's
+	 * line_index at the end (reading each line's bucket again after
+	 * build was 11 ms of gperf-1m's 10^6 lines). */
+	uint32_t *keys;
+	size_t keys_alloc;
 };
 
 enum cut {

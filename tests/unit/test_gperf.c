@@ -891,6 +891,11 @@ Test(gperf, buckets_made_as_read_where_no_tcmalloc)
 	cr_assert_eq(snap.lines[0].bucket->kind, ALLOC_MALLOC);
 	cr_assert_eq(snap.lines[1].bucket->kind, ALLOC_MMAP);
 	cr_assert_eq(snap.lines[2].bucket->kind, ALLOC_MALLOC);
+	/* (Each line's key, made with its bucket, early or late.) */
+	cr_assert_not_null(snap.line_index);
+	for (size_t i = 0; i < snap.nlines; i++)
+		cr_assert_eq(snap.line_index[i],
+			     bucket_key(snap.lines[i].bucket), "line %zu", i);
 	cr_assert_eq(snap.gs.row[GS_PROFILED_MMAP].committed, 131072);
 	/* (The header's count.) */
 	cr_assert_eq(snap.gs.row[GS_PROFILED_MALLOC].committed, 4096);
@@ -922,6 +927,8 @@ Test(gperf, buckets_made_again_where_tcmalloc_is_far_from_the_end)
 	cr_assert_eq(snap.lines[0].bucket->index, 0);
 	cr_assert_eq(snap.lines[1].bucket->kind, ALLOC_MALLOC);
 	cr_assert_eq(snap.lines[1].bucket->index, 1);
+	cr_assert_eq(snap.line_index[0], BUCKET_KEY_MMAP);
+	cr_assert_eq(snap.line_index[1], 1);
 	cr_assert_eq(snap.gs.row[GS_PROFILED_MMAP].committed, 3407872);
 	/* The model finds them again, and makes no other. */
 	cr_assert_eq(model_stack_bucket(&m, ALLOC_MMAP,
