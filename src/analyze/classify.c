@@ -36,6 +36,15 @@ void classifier_init(struct classifier *c, struct policy *p,
 	}
 }
 
+/* C's clean scans by I: the whole-field ones, then the head ones, each
+ * the stack field's (even I), then the source's (odd). */
+static struct clean_scan *scan_n(struct classifier *c, int i)
+{
+	return i < 2 ? &c->clean_scan[i] : &c->head_scan[i - 2];
+}
+
+#define SCAN_FIELD(i) ((i) % 2 ? COND_SOURCE : COND_STACK)
+
 void classifier_free(struct classifier *c)
 {
 	for (size_t i = 0; i < c->nhelpers; i++) {
@@ -57,8 +66,7 @@ void classifier_free(struct classifier *c)
 		free(c->seq[i].st);
 	free(c->seq);
 	for (int i = 0; i < 4; i++) {
-		struct clean_scan *cs = i < 2 ? &c->clean_scan[i]
-					      : &c->head_scan[i - 2];
+		struct clean_scan *cs = scan_n(c, i);
 
 		free(cs->tmp);
 		if (cs->borrowed)
@@ -960,21 +968,19 @@ static void classify_ahead(const struct classifier *c, const uint32_t *v,
 		prefetch(st);
 		prefetch(st + 64);
 	}
-	if (i + 1 < n && !c->prefix_off) {
+	if (i + 1 < n) {
 		const struct stack *st = b[v[i + 1]]->stack;
 
 		/* (Its first frame's entry at the tries' roots: which trie
 		 * is known once its frames are scanned.) */
-		for (size_t t = 0; st->depth && t < ARRAY_SIZE(c->trie); t++)
+		for (size_t t = 0; !c->prefix_off && st->depth &&
+				   t < ARRAY_SIZE(c->trie);
+		     t++)
 			if (st->frames[0] < c->trie[t].nroot)
 				prefetch(&c->trie[t].root[st->frames[0]]);
-	}
-	if (i + 1 < n && fs->e) {
-		const struct stack *st = b[v[i + 1]]->stack;
-
 		/* (A frame's entry where it starts the stack, else where it
 		 * follows a separator: see scan_stack.) */
-		for (uint32_t k = 0; k < st->depth; k++)
+		for (uint32_t k = 0; fs->e && k < st->depth; k++)
 			if (st->frames[k] < fs->nframes)
 				prefetch(&fs->e[2 * (size_t)st->frames[k] +
 						(k > 0)]);
@@ -1047,14 +1053,6 @@ static uint32_t *by_first_frame(const struct classifier *c, uint32_t *v,
 	free(v);
 	return out;
 }
-
-/* C's clean scans: the two of the stack field, then the source's. */
-static struct clean_scan *scan_n(struct classifier *c, int i)
-{
-	return i < 2 ? &c->clean_scan[i] : &c->head_scan[i - 2];
-}
-
-#define SCAN_FIELD(i) ((i) % 2 ? COND_SOURCE : COND_STACK)
 
 struct clean_part {
 	struct classifier *c;

@@ -567,6 +567,9 @@ static int intern_held(struct gparser *g)
 	return 0;
 }
 
+/* What names the profiler's library (libtcmalloc.so.4, and _minimal). */
+static const char tcmalloc_name[] = "libtcmalloc";
+
 /* The mappings of the last lines' first frames, and what each is: a
  * profile's frames are in a few mappings, its lines' first ones in any
  * of them, in no order (a name searched at each line was a tenth of
@@ -610,7 +613,7 @@ static enum alloc_kind line_kind(const struct gparser *g, size_t i,
 		return ALLOC_MALLOC;
 	k = memo->next++ % KIND_MEMO;
 	memo->v[k] = v;
-	memo->tcmalloc[k] = strstr(v->name, "libtcmalloc") != NULL;
+	memo->tcmalloc[k] = strstr(v->name, tcmalloc_name) != NULL;
 	return memo->tcmalloc[k] ? ALLOC_MMAP : ALLOC_MALLOC;
 }
 
@@ -618,7 +621,6 @@ static enum alloc_kind line_kind(const struct gparser *g, size_t i,
  * they do not, no line is mmap's but a zero-frame one.) */
 static bool tail_names_tcmalloc(const struct line_stream *s)
 {
-	static const char name[] = "libtcmalloc";
 	char buf[64 << 10];
 	size_t len;
 
@@ -627,14 +629,15 @@ static bool tail_names_tcmalloc(const struct line_stream *s)
 	len = s->size < sizeof(buf) ? s->size : sizeof(buf);
 	if (pread_full(s->fd, buf, len, (uint64_t)(s->size - len)) != len)
 		return true;
-	return memmem(buf, len, name, sizeof(name) - 1) != NULL;
+	return memmem(buf, len, tcmalloc_name, sizeof(tcmalloc_name) - 1) !=
+	       NULL;
 }
 
 /* Do the maps read hold libtcmalloc? */
 static bool maps_hold_tcmalloc(const struct snapshot *snap)
 {
 	for (size_t i = 0; snap->has_own_maps && i < snap->own_maps.n; i++)
-		if (strstr(snap->own_maps.v[i].name, "libtcmalloc"))
+		if (strstr(snap->own_maps.v[i].name, tcmalloc_name))
 			return true;
 	return false;
 }
