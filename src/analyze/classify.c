@@ -74,6 +74,8 @@ void classifier_free(struct classifier *c)
 		acm_free(cs->a);
 		FREE_ALL(cs->e, cs->plain[0], cs->plain[1], cs->synth);
 	}
+	if (!c->all_borrowed)
+		FREE_ALL(c->all_plain[0], c->all_plain[1]);
 	free(c->bucket_col);
 	hashmap_free(&c->regions);
 	for (size_t i = 0; i < ARRAY_SIZE(c->trie); i++) {
@@ -833,12 +835,32 @@ static bool fields_clean(struct classifier *c, struct clean_scan *cs,
 	return true;
 }
 
+/* Are all frames of S plain in every clean scan (see struct
+ * classifier)? */
+static bool all_plain(const struct classifier *c, const struct stack *s)
+{
+	for (uint32_t i = 0; i < s->depth; i++) {
+		uint32_t id = s->frames[i];
+
+		if (id >= c->nall_plain ||
+		    !(c->all_plain[i > 0][id / 64] >> (id % 64) & 1))
+			return false;
+	}
+	return true;
+}
+
 /* Is S clean, and head-clean (see struct classifier)?  The latter is
  * false without such rules: those stacks keep trie[0] and trie[1]. */
 static void stack_clean(struct classifier *c, const struct stack *s)
 {
 	if (!c->clean_done)
 		clean_init(c);
+	/* (What each scan would say of such a stack.) */
+	if (all_plain(c, s)) {
+		c->clean = true;
+		c->head_clean = c->head_any;
+		return;
+	}
 	c->clean = fields_clean(c, c->clean_scan, s);
 	c->head_clean = c->head_any && fields_clean(c, c->head_scan, s);
 }
@@ -1113,6 +1135,38 @@ static void clean_fill(void *ctx, size_t i, bool here)
 	sb_release(&sb);
 }
 
+/*
+ * C's bits of frames plain in every clean scan, from frame FROM (a
+ * multiple of 64) to N, from the scans' own (a bit past N may be set:
+ * all_plain looks below NALL_PLAIN only).  After a separator a scan
+ * goes on from its entry 1, or from entry 0 where the separator leaves
+ * it in its first state (see field_clean).
+ */
+static void all_plain_fill(struct classifier *c, size_t from, size_t n)
+{
+	size_t w0 = from / 64, words = (n + 63) / 64;
+
+	for (int k = 0; k < 2; k++)
+		c->all_plain[k] = xrecallocarray(c->all_plain[k],
+						 (c->nall_plain + 63) / 64,
+						 words, sizeof(uint64_t));
+	for (size_t w = w0; w < words; w++) {
+		uint64_t p0 = ~0ULL, p1 = ~0ULL;
+
+		for (int k = 0; k < 4; k++) {
+			const struct clean_scan *cs = scan_n(c, k);
+
+			if (!cs->a)
+				continue;
+			p0 &= cs->plain[0][w];
+			p1 &= cs->plain[cs->sep0 != 0][w];
+		}
+		c->all_plain[0][w] = p0;
+		c->all_plain[1][w] = p1;
+	}
+	c->nall_plain = n;
+}
+
 /* Fewer new frames than this: their entries filled on this core. */
 #define CLEAN_AHEAD 4096
 
@@ -1149,11 +1203,17 @@ static void clean_ready(struct classifier *c, size_t nthreads)
 		cp = (struct clean_part){ c, from & ~(size_t)63, n, parts };
 		pool_run(parts, clean_fill, &cp);
 	}
+	if (c->nall_plain < n)
+		all_plain_fill(c, c->nall_plain & ~(size_t)63, n);
 	for (size_t i = 0; i < c->nhelpers; i++) {
 		struct classifier *h = &c->helpers[i];
 
 		h->clean_done = true;
 		h->head_any = c->head_any;
+		h->all_plain[0] = c->all_plain[0];
+		h->all_plain[1] = c->all_plain[1];
+		h->nall_plain = c->nall_plain;
+		h->all_borrowed = true;
 		for (int k = 0; k < 4; k++) {
 			struct clean_scan *hs = scan_n(h, k), *cs = scan_n(c, k);
 			uint64_t *tmp = hs->tmp;

@@ -336,73 +336,85 @@ Test(aggregate, column_counts_the_items_its_sum_takes)
 	policy_free(p);
 }
 
-/*
- * What a stack's first frames decided, remembered by those frames, is
- * what matching the whole stack decides: every shipped policy, on stacks
- * of names its rules look for, with and without the memo.
- */
-Test(aggregate, first_frames_memo_decides_as_matching_does)
-{
-	static const char *const names[] = {
-		"malloc", "calloc", "realloc", "operator new",
-		"operator new[]", "__libc_malloc",
-		"std::__cxx11::basic_string::_M_create",
-		"std::vector<int>::_M_realloc_insert", "std::_Rb_tree::_M_insert",
-		"std::allocator_traits::allocate", "_PyObject_Malloc",
-		"PyList_New", "Perl_newSV", "rb_ary_new", "luaM_realloc_",
-		"v8::internal::Heap::Allocate", "_IO_file_doallocate",
-		"_dl_map_object", "WTF::fastMalloc", "WebCore::Node::create",
-		"WebKit::WebView::load", "v8::internal::Factory::New",
-		"tc_malloc", "main", "foo", "bar::baz", "?? after foo+0x10",
-		"__strdup", "fopen", "skia::Canvas",
-	};
-	static const char *const files[] = {
-		"third_party/WebKit/Source/core/dom/Node.cpp", "v8/src/heap.cc",
-		"base/memory.cc", "?", "skia/ext/canvas.cc",
-		"/usr/include/c++/12/bits/basic_string.tcc",
-		/* (The linux policy's Python rules: their files.) */
-		"/usr/lib/python3.11/json/encoder.py", "app.py",
-		"<frozen importlib._bootstrap>", "/x/site-packages/m.py",
-	};
-	/* Each way of matching first (as later rules would hide what it
-	 * looked at): frame by frame, by the prefilter's scan, by source. */
+/* Frame names of the memo tests below: names and files the shipped
+ * policies' rules look for, and names they do not. */
+static const char *const names[] = {
+	"malloc", "calloc", "realloc", "operator new",
+	"operator new[]", "__libc_malloc",
+	"std::__cxx11::basic_string::_M_create",
+	"std::vector<int>::_M_realloc_insert", "std::_Rb_tree::_M_insert",
+	"std::allocator_traits::allocate", "_PyObject_Malloc",
+	"PyList_New", "Perl_newSV", "rb_ary_new", "luaM_realloc_",
+	"v8::internal::Heap::Allocate", "_IO_file_doallocate",
+	"_dl_map_object", "WTF::fastMalloc", "WebCore::Node::create",
+	"WebKit::WebView::load", "v8::internal::Factory::New",
+	"tc_malloc", "main", "foo", "bar::baz", "?? after foo+0x10",
+	"__strdup", "fopen", "skia::Canvas",
+};
+static const char *const files[] = {
+	"third_party/WebKit/Source/core/dom/Node.cpp", "v8/src/heap.cc",
+	"base/memory.cc", "?", "skia/ext/canvas.cc",
+	"/usr/include/c++/12/bits/basic_string.tcc",
+	/* (The linux policy's Python rules: their files.) */
+	"/usr/lib/python3.11/json/encoder.py", "app.py",
+	"<frozen importlib._bootstrap>", "/x/site-packages/m.py",
+};
+/* Each way of matching first (as later rules would hide what it
+ * looked at): frame by frame, by the prefilter's scan, by source. */
 #define TAIL "rule head malloc stack='(?:malloc |operator new )*[fb]\\w+.*'\n" \
 	     "rule any malloc\nrule m mmap\nrule u unhooked\n"
-	static const char *const mine[] = {
-		"dmprof-policy 1\ncolumns seq head any m u\n"
-		"rule seq malloc stack='.*WebCore::.*v8::.*'\n" TAIL,
-		"dmprof-policy 1\ncolumns scan head any m u\n"
-		"rule scan malloc stack='.*Canvas\\b.*'\n" TAIL,
-		"dmprof-policy 1\ncolumns src head any m u\n"
-		"rule src malloc source='(?:\\S+ ){2}v8/.*'\n" TAIL,
-		/* A whole-field rule first, its literal across frames, and
-		 * alternatives that each end in ".*": clean stacks. */
-		"dmprof-policy 1\ncolumns scan alt head any m u\n"
-		"rule scan malloc stack='.* bar::baz\\b.*'\n"
-		"rule alt malloc stack='malloc (?:fopen|__strdup).*|foo .*'\n"
-		TAIL,
-		/* One without literals: no stack is clean. */
-		"dmprof-policy 1\ncolumns scan head any m u\n"
-		"rule scan malloc stack='.*[fb]oo\\b.*'\n" TAIL,
-	};
+static const char *const mine[] = {
+	"dmprof-policy 1\ncolumns seq head any m u\n"
+	"rule seq malloc stack='.*WebCore::.*v8::.*'\n" TAIL,
+	"dmprof-policy 1\ncolumns scan head any m u\n"
+	"rule scan malloc stack='.*Canvas\\b.*'\n" TAIL,
+	"dmprof-policy 1\ncolumns src head any m u\n"
+	"rule src malloc source='(?:\\S+ ){2}v8/.*'\n" TAIL,
+	/* A whole-field rule first, its literal across frames, and
+	 * alternatives that each end in ".*": clean stacks. */
+	"dmprof-policy 1\ncolumns scan alt head any m u\n"
+	"rule scan malloc stack='.* bar::baz\\b.*'\n"
+	"rule alt malloc stack='malloc (?:fopen|__strdup).*|foo .*'\n"
+	TAIL,
+	/* One without literals: no stack is clean. */
+	"dmprof-policy 1\ncolumns scan head any m u\n"
+	"rule scan malloc stack='.*[fb]oo\\b.*'\n" TAIL,
+};
 #undef TAIL
-	static const char *const pols[] = { "linux", "l0", "l1", "l2", "t0",
-					    "sourcefile", "0", "1", "2", "3",
-					    "4" };
-	static struct inline_frame inl[ARRAY_SIZE(names)];
-	uint64_t x = 0x9e3779b97f4a7c15ULL, frames[8];
+static const char *const pols[] = { "linux", "l0", "l1", "l2", "t0",
+				    "sourcefile", "0", "1", "2", "3", "4" };
 
-	for (size_t i = 0; i < ARRAY_SIZE(names) * 2; i++)
-		frames_intern(&m.frames, 0x1000 + i);
-	for (size_t i = 0; i < m.frames.n; i++) {
-		struct frame *f = m.frames.v[i];
+/* Policy K of pols: a shipped one, or one of mine. */
+static struct policy *memo_policy(size_t k)
+{
+	char path[128];
+	struct policy *p;
+
+	snprintf(path, sizeof(path), "policies/%s.policy", pols[k]);
+	p = k < 6 ? policy_load(path, pols[k])
+		  : policy_parse(mine[k - 6], strlen(mine[k - 6]), pols[k],
+				 NULL);
+	cr_assert_not_null(p, "%s", path);
+	return p;
+}
+
+/* N frames more in M, named from names and files, some with a function
+ * inlined at the call. */
+static void named_frames(struct model *mm, size_t n)
+{
+	static struct inline_frame inl[ARRAY_SIZE(names)];
+	size_t from = mm->frames.n;
+
+	for (size_t i = from; i < from + n; i++)
+		frames_intern(&mm->frames, 0x1000 + i);
+	for (size_t i = from; i < mm->frames.n; i++) {
+		struct frame *f = mm->frames.v[i];
 
 		f->func = names[i % ARRAY_SIZE(names)];
 		f->func_len = (uint32_t)strlen(f->func);
 		f->file = files[i % ARRAY_SIZE(files)];
 		f->symbolized = true;
-		/* Some with a function inlined at the call. */
-		if (i % 3 == 1) {
+		if (i % 7 == 1) {
 			struct inline_frame *in = &inl[i % ARRAY_SIZE(inl)];
 
 			in->func = names[(i + 7) % ARRAY_SIZE(names)];
@@ -412,29 +424,48 @@ Test(aggregate, first_frames_memo_decides_as_matching_does)
 			f->inl = in;
 		}
 	}
-	for (size_t n = 0; n < 4000; n++) {
+}
+
+/* N buckets more in M, of 0 to 8 frames drawn by *X from M's frames
+ * (as many as the model has, from the one at FROM on for the first). */
+static void drawn_buckets(struct model *mm, size_t n, size_t from,
+			  uint64_t *x)
+{
+	uint64_t frames[8];
+	size_t have = mm->frames.n;
+
+	for (size_t i = 0; i < n; i++) {
 		uint32_t depth;
 
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		depth = (uint32_t)(x % 9);
+		*x ^= *x << 13;
+		*x ^= *x >> 7;
+		*x ^= *x << 17;
+		depth = (uint32_t)(*x % 9);
 		for (uint32_t k = 0; k < depth; k++)
-			frames[k] = 0x1000 + (x >> (8 + 5 * k)) %
-						      (2 * ARRAY_SIZE(names));
-		cr_assert_not_null(model_intern_bucket(&m, ALLOC_MALLOC, frames,
-						       depth, "x", n + 1));
+			frames[k] = 0x1000 + (k ? 0 : from) +
+				    (*x >> (8 + 5 * k)) % (k ? have : have - from);
+		cr_assert_not_null(model_intern_bucket(mm, ALLOC_MALLOC, frames,
+						       depth, "x",
+						       mm->buckets.n + 1));
 	}
+}
+
+/*
+ * What a stack's first frames decided, remembered by those frames, is
+ * what matching the whole stack decides: every shipped policy, on stacks
+ * of names its rules look for, with and without the memo.
+ */
+Test(aggregate, first_frames_memo_decides_as_matching_does)
+{
+	uint64_t x = 0x9e3779b97f4a7c15ULL;
+
+	named_frames(&m, ARRAY_SIZE(names) * 2);
+	drawn_buckets(&m, 4000, 0, &x);
 	for (size_t k = 0; k < ARRAY_SIZE(pols); k++) {
-		char path[128];
 		struct classifier with, without;
 		size_t remembered;
 
-		snprintf(path, sizeof(path), "policies/%s.policy", pols[k]);
-		pol = k < 6 ? policy_load(path, pols[k])
-			    : policy_parse(mine[k - 6], strlen(mine[k - 6]),
-					   pols[k], NULL);
-		cr_assert_not_null(pol, "%s", path);
+		pol = memo_policy(k);
 		classifier_init(&with, pol, &m);
 		classifier_init(&without, pol, &m);
 		without.prefix_off = true;
@@ -479,6 +510,56 @@ Test(aggregate, first_frames_memo_decides_as_matching_does)
 		policy_free(pol);
 		pol = NULL;
 	}
+}
+
+/*
+ * Classified on every core (the clean scans' entries filled ahead, and
+ * the frames plain in all of them), each bucket gets the column
+ * matching its whole stack gives: over frames interned in two rounds,
+ * the second after the first round's buckets were classified (the
+ * frames' bits then made past the first's), then over frames interned
+ * after that, whose buckets are too few for the other cores.
+ */
+Test(aggregate, every_core_decides_as_matching_does)
+{
+	setenv("DMPROF_THREADS", "2", 1);
+	for (size_t k = 0; k < ARRAY_SIZE(pols); k++) {
+		struct model mm;
+		struct classifier all, without;
+		uint64_t x = 0x9e3779b97f4a7c15ULL + k;
+
+		model_init(&mm);
+		pol = memo_policy(k);
+		classifier_init(&all, pol, &mm);
+		named_frames(&mm, 100);
+		drawn_buckets(&mm, 9000, 0, &x);
+		classify_buckets(&all);
+		named_frames(&mm, 150);
+		drawn_buckets(&mm, 9000, 100, &x);
+		classify_buckets(&all);
+		/* (Where the policy has such scans.) */
+		if (all.clean_scan[0].a || all.clean_scan[1].a ||
+		    all.head_scan[0].a || all.head_scan[1].a)
+			cr_assert_eq(all.nall_plain, 250, "%s", pols[k]);
+		named_frames(&mm, 40);
+		drawn_buckets(&mm, 300, 250, &x);
+		classify_buckets(&all);
+		classifier_init(&without, pol, &mm);
+		without.prefix_off = true;
+		for (size_t i = 0; i < mm.buckets.n; i++) {
+			const struct bucket *b = mm.buckets.v[i];
+
+			cr_assert_eq(classify_malloc(&all, b),
+				     classify_malloc(&without, b),
+				     "%s: bucket %zu", pols[k], i);
+		}
+		classifier_free(&all);
+		classifier_free(&without);
+		policy_free(pol);
+		pol = NULL;
+		model_free(&mm);
+	}
+	unsetenv("DMPROF_THREADS");
 }
 
 /*
