@@ -4,9 +4,9 @@
 # row per case: what was measured, the baseline's and dmprof's wall time
 # and peak RSS, and the ratio baseline/dmprof; then the recorder's
 # overhead beside heaptrack's and gperftools' on the same program, as the
-# slowdown over the program alone; then the targets of issue 14, met or
-# not.  The figures that ratios are taken of are each the best of three
-# runs.
+# slowdown over the program alone; then the targets (issues 14, 27, 36,
+# 41), met or not.  The figures that ratios are taken of are each the
+# best of three runs.
 # Usage: tests/bench/run.sh DMPROF_BINARY [CASE...]
 set -u
 bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -96,7 +96,8 @@ row() { # CASE WHAT BASE_S BASE_KB DMPROF_S DMPROF_KB
 
 printf '%-22s %-34s %22s %20s %9s\n' case measured baseline dmprof ratio
 
-# The targets issue 14 set, as the cases meet them: printed at the end.
+# The targets (issues 14, 27, 36, 41), as the cases meet them: printed at
+# the end.
 targets=$work/targets
 : >"$targets"
 target() { # WHAT MEASURED VERDICT
