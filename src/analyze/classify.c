@@ -1136,15 +1136,15 @@ static void clean_fill(void *ctx, size_t i, bool here)
 }
 
 /*
- * C's bits of frames plain in every clean scan, from frame FROM (a
- * multiple of 64) to N, from the scans' own (a bit past N may be set:
- * all_plain looks below NALL_PLAIN only).  After a separator a scan
+ * C's bits of frames plain in every clean scan, from the word of the
+ * first frame it lacks to N, from the scans' own (a bit past N may be
+ * set: all_plain looks below NALL_PLAIN only).  After a separator a scan
  * goes on from its entry 1, or from entry 0 where the separator leaves
  * it in its first state (see field_clean).
  */
-static void all_plain_fill(struct classifier *c, size_t from, size_t n)
+static void all_plain_fill(struct classifier *c, size_t n)
 {
-	size_t w0 = from / 64, words = (n + 63) / 64;
+	size_t w0 = c->nall_plain / 64, words = (n + 63) / 64;
 
 	for (int k = 0; k < 2; k++)
 		c->all_plain[k] = xrecallocarray(c->all_plain[k],
@@ -1204,7 +1204,7 @@ static void clean_ready(struct classifier *c, size_t nthreads)
 		pool_run(parts, clean_fill, &cp);
 	}
 	if (c->nall_plain < n)
-		all_plain_fill(c, c->nall_plain & ~(size_t)63, n);
+		all_plain_fill(c, n);
 	for (size_t i = 0; i < c->nhelpers; i++) {
 		struct classifier *h = &c->helpers[i];
 
