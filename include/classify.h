@@ -35,6 +35,11 @@ struct frame_scan {
 	uint32_t sep_from, sep_to, sep_set; /* the last ' ' between frames */
 	uint64_t *found;       /* the stack's */
 	uint64_t *tmp;         /* a frame's, as it is scanned */
+	/* The last stack scanned, each of its frames' found set (a seq
+	 * pattern's pieces read there: see seq_field). */
+	const struct stack *pos_of;
+	uint32_t *pos_set;
+	size_t pos_alloc;
 };
 
 struct classifier {

@@ -48,6 +48,8 @@ struct acm *acm_new(void);
 uint32_t acm_add(struct acm *a, const char *s, size_t len);
 void acm_build(struct acm *a);
 uint32_t acm_count(const struct acm *a);
+/* The id of string S, or UINT32_MAX if it was not added. */
+uint32_t acm_find(const struct acm *a, const char *s, size_t len);
 /* Set bit id in FOUND (acm_words() words, cleared by the caller) for each
  * string that occurs in S. */
 size_t acm_words(const struct acm *a);

@@ -48,6 +48,18 @@ struct seq {
 	uint32_t k;           /* pieces, at least 1 */
 	uint32_t id;          /* 0 .. the policy's nseq - 1 */
 	pcre2_code **run;     /* "Pj+1.*...Pm" at [j * k + m - 1], j < m */
+	/*
+	 * By piece, the literals of the field's automaton its match holds
+	 * (one of each group; none: not known), and whether holding one is
+	 * matching: a frame's literals then say what it holds without the
+	 * frame's text (see pattern_seq_literals).
+	 */
+	struct seq_piece {
+		uint32_t *lits;
+		uint8_t *group;
+		uint32_t nlits, ngroups;
+		bool exact;
+	} *piece;
 };
 
 struct pattern {
@@ -101,6 +113,27 @@ struct rule {
 	int8_t only;
 	uint32_t lit_word;
 	uint64_t lit_mask;
+	/* Its run (see struct rule_run; NO_RUN: none), and the next rule
+	 * of the run with its bit (the run's end: none). */
+	uint32_t run;
+	uint32_t next_same;
+};
+
+#define NO_RUN UINT32_MAX
+
+/*
+ * Rules of one kind in a row (those of other kinds between them passed
+ * over) that each fail on a field already scanned without their one
+ * bit: once it is scanned, matching goes at once to the first of them
+ * whose bit is set, by the bits that are (a few), not rule by rule (l2's
+ * forty-five for each of a million stacks).
+ */
+struct rule_run {
+	uint32_t end;        /* past its last rule */
+	int field;
+	size_t words;        /* of a scan of the field */
+	uint32_t nlits;      /* the field's literals */
+	uint32_t *first;     /* by literal: its first rule with that bit */
 };
 
 /*
@@ -174,6 +207,9 @@ struct policy {
 	struct acm *acm[COND_NFIELDS];
 	uint64_t *found[COND_NFIELDS];
 	uint32_t nseq;        /* patterns with a seq */
+	struct rule_run *runs;
+	size_t nruns;
+	size_t first_of[RULE_NALLOC]; /* each kind's first rule (or nrules) */
 	/* alloc-fn: the allocator wrappers the policy names (owner.h),
 	 * patterns on a function's name, in order. */
 	struct pattern **alloc_fns;
@@ -372,6 +408,16 @@ int pattern_seq_step(const struct policy *p, struct matcher *mt,
 		     const struct pattern *pat, uint32_t j, const char *s,
 		     size_t len, const char *what,
 		     const struct subject *subj);
+
+/*
+ * The same from a frame's literals alone, where they decide it: J to
+ * PAT->seq->k, or -1 where only its text can say.  FOUND: the literals
+ * of the field's automaton in the frame's text, or those a scan of the
+ * joined field found ending there (a piece's literals hold no space:
+ * those are the same).
+ */
+int pattern_seq_literals(const struct pattern *pat, uint32_t j,
+			 const uint64_t *found);
 
 const char *rule_alloc_name(enum rule_alloc a);
 const char *cond_field_name(enum cond_field f);

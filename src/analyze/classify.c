@@ -61,6 +61,7 @@ void classifier_free(struct classifier *c)
 		hashmap_free(&c->scan[i].set_ids);
 		free(c->scan[i].found);
 		free(c->scan[i].tmp);
+		free(c->scan[i].pos_set);
 	}
 	for (size_t i = 0; c->seq && i < c->p->nseq; i++)
 		free(c->seq[i].st);
@@ -248,6 +249,8 @@ static const uint64_t *scan_stack(struct classifier *c, int field,
 		fs->nframes = n;
 	}
 	memset(fs->found, 0, fs->words * sizeof(*fs->found));
+	GROW(fs->pos_set, s->depth, fs->pos_alloc);
+	fs->pos_of = NULL;
 	for (uint32_t i = 0; i < s->depth; i++) {
 		struct scan_memo *e = &fs->e[2 * (size_t)s->frames[i] + (i > 0)];
 		const struct frame *f;
@@ -271,6 +274,7 @@ static const uint64_t *scan_stack(struct classifier *c, int field,
 			/* Seen from this state. */
 			st = e->to;
 			or_set(fs, e->set);
+			fs->pos_set[i] = e->set;
 			continue;
 		}
 		f = frame_get(&c->m->frames, s->frames[i]);
@@ -295,12 +299,14 @@ static const uint64_t *scan_stack(struct classifier *c, int field,
 		}
 		for (size_t w = 0; w < fs->words; w++)
 			fs->found[w] |= fs->tmp[w];
+		fs->pos_set[i] = set_of(fs, fs->tmp);
 		if (from < NO_MEMO && st < NO_MEMO) {
 			e->from = (uint16_t)from;
 			e->to = (uint16_t)st;
-			e->set = set_of(fs, fs->tmp);
+			e->set = fs->pos_set[i];
 		}
 	}
+	fs->pos_of = s;
 	return fs->found;
 }
 
@@ -415,7 +421,11 @@ static const uint64_t *scan_head(void *ctx, int field)
 /*
  * Does the current bucket's FIELD hold PAT's pieces?  Frame by frame,
  * each frame's answer remembered: a million stacks over a few hundred
- * thousand frames ask PCRE2 once per frame, and are never joined.
+ * thousand frames ask PCRE2 once per frame, and are never joined.  A
+ * stack just scanned for literals says most frames' answers without
+ * the memo (l2's ".*(WTF::|WebCore::|WebKit::).*v8::.*": a frame with
+ * neither holds nothing of it): each frame's first ask was a miss, and
+ * each thread asked its own.
  */
 static int seq_field(void *ctx, int field, const struct pattern *pat,
 		     struct matcher *mt, const char *what,
@@ -425,6 +435,11 @@ static int seq_field(void *ctx, int field, const struct pattern *pat,
 	const struct stack *st = c->cur->stack;
 	uint32_t k = pat->seq->k, j = 0;
 	struct seq_memo *sm;
+	const struct frame_scan *fs = &c->scan[field == COND_STACK ? 0 : 1];
+	/* (The stack's frames' literals, where it was scanned: whatever
+	 * state the scan met a frame in, those a piece needs are its
+	 * text's.) */
+	const uint32_t *sets = fs->pos_of == st ? fs->pos_set : NULL;
 
 	if (!c->seq)
 		c->seq = xcalloc(c->p->nseq, sizeof(*c->seq));
@@ -444,12 +459,23 @@ static int seq_field(void *ctx, int field, const struct pattern *pat,
 		return r < 0 ? -1 : (uint32_t)r == k;
 	}
 	/* (The frames' entries are far apart: all asked for at once.) */
-	for (uint32_t i = 0; i < st->depth; i++)
+	for (uint32_t i = 0; !sets && i < st->depth; i++)
 		prefetch(&sm->st[(size_t)st->frames[i] * k]);
 	for (uint32_t i = 0; i < st->depth && j < k; i++) {
 		/* (All pieces found, or the end: what it looked at.) */
 		used(c, i + 1, i + 1 == st->depth);
-		uint8_t *e = &sm->st[(size_t)st->frames[i] * k + j];
+		uint8_t *e;
+
+		if (sets) {
+			int r = pattern_seq_literals(
+				pat, j, fs->sets + (size_t)sets[i] * fs->words);
+
+			if (r >= 0) {
+				j = (uint32_t)r;
+				continue;
+			}
+		}
+		e = &sm->st[(size_t)st->frames[i] * k + j];
 
 		if (*e == SEQ_UNKNOWN) {
 			const struct frame *f =

@@ -500,10 +500,11 @@ struct acm *acm_new(void)
 
 uint32_t acm_add(struct acm *a, const char *s, size_t len)
 {
-	/* A string added before keeps its id. */
-	for (uint32_t i = 0; i < a->n; i++)
-		if (a->slen[i] == len && !memcmp(a->s[i], s, len))
-			return i;
+	uint32_t id = acm_find(a, s, len);
+
+	/* (A string added before keeps its id.) */
+	if (id != UINT32_MAX)
+		return id;
 	a->s = xreallocarray(a->s, a->n + 1, sizeof(*a->s));
 	a->slen = xreallocarray(a->slen, a->n + 1, sizeof(*a->slen));
 	a->s[a->n] = xmemdup(s, len);
@@ -514,6 +515,14 @@ uint32_t acm_add(struct acm *a, const char *s, size_t len)
 uint32_t acm_count(const struct acm *a)
 {
 	return a->n;
+}
+
+uint32_t acm_find(const struct acm *a, const char *s, size_t len)
+{
+	for (uint32_t i = 0; i < a->n; i++)
+		if (a->slen[i] == len && !memcmp(a->s[i], s, len))
+			return i;
+	return UINT32_MAX;
 }
 
 size_t acm_words(const struct acm *a)

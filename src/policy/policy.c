@@ -213,6 +213,9 @@ void policy_free(struct policy *p)
 		acm_free(p->acm[f]);
 		free(p->found[f]);
 	}
+	for (size_t i = 0; i < p->nruns; i++)
+		free(p->runs[i].first);
+	free(p->runs);
 	pcre2_match_data_free(p->md);
 	pcre2_match_context_free(p->mctx);
 	pcre2_jit_stack_free(p->jit_stack);
@@ -263,6 +266,106 @@ static void rule_only(struct rule *r)
 		r->lit_word = pat->lits[0] / 64;
 		r->lit_mask = 1ULL << (pat->lits[0] % 64);
 	}
+}
+
+/* Can R be passed over by its one bit (see struct rule_run)? */
+static bool bit_rule(const struct rule *r)
+{
+	return r->only >= 0 && r->lit_mask && !r->sharing;
+}
+
+/* Fewer rules in a row than this: tried one by one. */
+#define RUN_MIN 4
+
+/* The run of bit rules of kind A on field F that starts at rule I, if
+ * it is long enough; returns where it ends. */
+static size_t add_run(struct policy *p, enum rule_alloc a, size_t i)
+{
+	int f = p->rules[i].only;
+	size_t end = i, n = 0;
+	struct rule_run *ru;
+
+	for (size_t j = i; j < p->nrules; j++) {
+		const struct rule *r = &p->rules[j];
+
+		if (r->alloc != a)
+			continue;
+		if (!bit_rule(r) || r->only != f)
+			break;
+		end = j + 1;
+		n++;
+	}
+	if (n < RUN_MIN)
+		return end;
+	p->runs = xreallocarray(p->runs, p->nruns + 1, sizeof(*p->runs));
+	ru = &p->runs[p->nruns];
+	ru->end = (uint32_t)end;
+	ru->field = f;
+	ru->words = acm_words(p->acm[f]);
+	ru->nlits = acm_count(p->acm[f]);
+	ru->first = xmalloc(st_mult(ru->nlits, sizeof(*ru->first)));
+	for (uint32_t k = 0; k < ru->nlits; k++)
+		ru->first[k] = ru->end;
+	/* (From the last: each rule's next one with its bit is known.) */
+	for (size_t j = end; j-- > i;) {
+		struct rule *r = &p->rules[j];
+		uint32_t lit;
+
+		if (r->alloc != a)
+			continue;
+		lit = r->lit_word * 64 + (uint32_t)__builtin_ctzll(r->lit_mask);
+		r->run = (uint32_t)p->nruns;
+		r->next_same = ru->first[lit];
+		ru->first[lit] = (uint32_t)j;
+	}
+	p->nruns++;
+	return end;
+}
+
+static void build_runs(struct policy *p)
+{
+	for (int a = 0; a < RULE_NALLOC; a++)
+		p->first_of[a] = p->nrules;
+	for (size_t i = p->nrules; i-- > 0;) {
+		p->rules[i].run = NO_RUN;
+		p->first_of[p->rules[i].alloc] = i;
+	}
+	for (int a = 0; a < RULE_NALLOC; a++)
+		for (size_t i = 0; i < p->nrules;) {
+			if (p->rules[i].alloc == (enum rule_alloc)a &&
+			    bit_rule(&p->rules[i]))
+				i = add_run(p, (enum rule_alloc)a, i);
+			else
+				i++;
+		}
+}
+
+/*
+ * The first rule of run RU from rule I on whose bit FOUND holds, or the
+ * run's end: by the bits set, each literal's first rule, passed on to
+ * its next ones while before I (matching may have scanned the field in
+ * the middle of the run).
+ */
+static uint32_t run_next(const struct policy *p, const struct rule_run *ru,
+			 const uint64_t *found, uint32_t i)
+{
+	uint32_t next = ru->end;
+
+	for (size_t w = 0; w < ru->words; w++)
+		for (uint64_t bits = found[w]; bits; bits &= bits - 1) {
+			uint32_t lit = (uint32_t)(w * 64) +
+				       (uint32_t)__builtin_ctzll(bits);
+			uint32_t q;
+
+			if (lit >= ru->nlits)
+				break;
+			for (q = ru->first[lit]; q < i;
+			     q = p->rules[q].next_same)
+				;
+			if (q < next)
+				next = q;
+		}
+	return next;
 }
 
 /*
@@ -368,6 +471,7 @@ void policy_build_prefilter(struct policy *p)
 	}
 	for (size_t i = 0; i < p->nrules; i++)
 		rule_only(&p->rules[i]);
+	build_runs(p);
 }
 
 const struct acm *policy_prefilter(const struct policy *p, enum cond_field f)
@@ -539,12 +643,21 @@ int policy_match_with(const struct policy *p, struct matcher *mt,
 
 	memcpy(found, in->found, sizeof(found));
 
-	for (size_t i = 0; i < p->nrules; i++) {
+	for (size_t i = p->first_of[alloc]; i < p->nrules; i++) {
 		const struct rule *r = &p->rules[i];
 		bool ok = true;
 
 		if (r->alloc != alloc)
 			continue;
+		if (r->run != NO_RUN && found[r->only]) {
+			i = run_next(p, &p->runs[r->run], found[r->only],
+				     (uint32_t)i);
+			if (i == p->runs[r->run].end) {
+				i--; /* (none: on after the run) */
+				continue;
+			}
+			r = &p->rules[i];
+		}
 		/*
 		 * A sharing condition applies only where the sharing is known;
 		 * the original matched such a rule blindly instead, which put

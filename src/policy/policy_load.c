@@ -291,6 +291,7 @@ struct rule *add_rule(struct loader *ld, const char *name,
 	r->alloc = alloc;
 	r->line = line;
 	r->only = -1; /* (see rule_only) */
+	r->run = NO_RUN; /* (see build_runs) */
 	/* The column is resolved by policy_check(): it may come later. */
 	r->column = UINT32_MAX;
 	GROW(ld->names, p->nrules, ld->names_alloc);

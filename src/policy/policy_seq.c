@@ -10,6 +10,7 @@
 #include <ctype.h>
 #include <string.h>
 
+#include "literals.h"
 #include "util.h"
 
 /* More pieces than this: matched as a whole, as before. */
@@ -186,12 +187,93 @@ static void seq_free(struct seq *q)
 		return;
 	for (size_t i = 0; i < (size_t)q->k * q->k; i++)
 		pcre2_code_free(q->run[i]);
-	free(q->run);
-	free(q);
+	for (size_t i = 0; q->piece && i < q->k; i++)
+		FREE_ALL(q->piece[i].lits, q->piece[i].group);
+	FREE_ALL(q->run, q->piece, q);
+}
+
+/*
+ * Piece PC's literals (RE[0..LEN)) in automaton A, as struct seq says:
+ * those of its groups whose every literal A has (requiring fewer groups
+ * is always safe); exact only if all are.
+ */
+static void piece_literals(struct seq_piece *pc, const struct acm *a,
+			   const char *re, size_t len)
+{
+	struct strbuf sb = STRBUF_INIT;
+	struct literals l;
+	uint64_t whole = 0;
+
+	memset(pc, 0, sizeof(*pc));
+	sb_addf(&sb, ".*%.*s.*", (int)len, re);
+	if (!a || !regex_literals(sb.buf, sb.len, 3, &l)) {
+		sb_release(&sb);
+		return;
+	}
+	sb_release(&sb);
+	pc->lits = xcalloc(l.n ? l.n : 1, sizeof(*pc->lits));
+	pc->group = xcalloc(l.n ? l.n : 1, sizeof(*pc->group));
+	/* (Groups past 64: left out.) */
+	for (uint32_t g = 0; g < l.ngroups && g < 64; g++) {
+		uint32_t from = pc->nlits;
+		bool all = true;
+
+		for (size_t k = 0; k < l.n && all; k++) {
+			uint32_t id;
+
+			if (l.group[k] != g)
+				continue;
+			id = acm_find(a, l.v[k], l.len[k]);
+			all = id != UINT32_MAX;
+			pc->lits[pc->nlits] = id;
+			pc->group[pc->nlits++] = (uint8_t)pc->ngroups;
+		}
+		if (!all || pc->nlits == from) {
+			pc->nlits = from;
+			continue;
+		}
+		pc->ngroups++;
+		whole |= 1ULL << g;
+	}
+	pc->exact = l.exact && l.ngroups == 1 && whole == 1;
+	literals_free(&l);
+}
+
+/* Does FOUND hold one literal of each of PC's groups?  -1: PC has
+ * none to say. */
+static int piece_there(const struct seq_piece *pc, const uint64_t *found)
+{
+	uint64_t groups = 0;
+
+	if (!pc->ngroups)
+		return -1;
+	for (uint32_t i = 0; i < pc->nlits; i++)
+		if (found[pc->lits[i] / 64] >> (pc->lits[i] % 64) & 1)
+			groups |= 1ULL << pc->group[i];
+	return groups == (pc->ngroups == 64 ? UINT64_MAX
+					    : (1ULL << pc->ngroups) - 1);
+}
+
+int pattern_seq_literals(const struct pattern *pat, uint32_t j,
+			 const uint64_t *found)
+{
+	const struct seq *q = pat->seq;
+	int there = piece_there(&q->piece[j], found);
+
+	if (there <= 0)
+		return there < 0 ? -1 : (int)j;
+	/* Piece J is there: if holding one is matching, and the next one
+	 * is not there (or there is none), one more. */
+	if (!q->piece[j].exact)
+		return -1;
+	if (j + 1 == q->k)
+		return (int)q->k;
+	return piece_there(&q->piece[j + 1], found) == 0 ? (int)j + 1 : -1;
 }
 
 /* "Pj+1.*...Pm" for every j < m: what a frame holds from state j. */
-static struct seq *seq_compile(const char *re, size_t len)
+static struct seq *seq_compile(const char *re, size_t len,
+				const struct acm *a)
 {
 	size_t at[SEQ_MAX], plen[SEQ_MAX];
 	size_t k = split_pieces(re, len, at, plen);
@@ -202,6 +284,9 @@ static struct seq *seq_compile(const char *re, size_t len)
 	q = xcalloc(1, sizeof(*q));
 	q->k = (uint32_t)k;
 	q->run = xcalloc(k * k, sizeof(*q->run));
+	q->piece = xcalloc(k, sizeof(*q->piece));
+	for (size_t j = 0; j < k; j++)
+		piece_literals(&q->piece[j], a, re + at[j], plen[j]);
 	for (size_t j = 0; j < k; j++)
 		for (size_t m = j + 1; m <= k; m++) {
 			struct strbuf sb = STRBUF_INIT;
@@ -237,7 +322,8 @@ void policy_build_seqs(struct policy *p)
 			    (pat->nlits && pat->exact) ||
 			    (f != COND_STACK && f != COND_SOURCE))
 				continue;
-			pat->seq = seq_compile(pat->text, pat->len);
+			pat->seq = seq_compile(pat->text, pat->len,
+					       p->acm[f]);
 			if (pat->seq)
 				pat->seq->id = p->nseq++;
 		}

@@ -23,6 +23,21 @@ static void parse_fails(const char *text, const char *msg)
 	cr_assert(strstr(stderr_text(), msg), "stderr: %s", stderr_text());
 }
 
+/* A policy whose first malloc rule is RE on the stack. */
+static struct policy *one_rule(const char *re)
+{
+	char text[256];
+	struct policy *p;
+
+	snprintf(text, sizeof(text),
+		 HEAD "columns a b m u\nrule a malloc stack='%s'\n"
+		      "rule b malloc\n" CATCH,
+		 re);
+	p = parse(text);
+	cr_assert_not_null(p, "%s", re);
+	return p;
+}
+
 static int match(struct policy *p, enum rule_alloc a, const char *stack,
 		 const char *type, const char *path, const char *perm,
 		 unsigned sharing)
@@ -374,6 +389,21 @@ Test(policy, looping_head_patterns)
  * do.  Every shipped policy, on random subjects of words its rules look
  * for, several conditions and sharing among them.
  */
+/* The column of SUBJ's first rule of kind A that holds, each tried in
+ * turn as it is written (-1: none). */
+static int each_rule_says(const struct policy *p, struct matcher *mt,
+			  enum rule_alloc a, const struct subject *subj)
+{
+	int failed;
+
+	for (size_t r = 0; r < p->nrules; r++)
+		if (p->rules[r].alloc == a &&
+		    policy_rule_test(p, mt, &p->rules[r], subj, "test",
+				     &failed) == 1)
+			return (int)p->rules[r].column;
+	return -1;
+}
+
 Test(policy, shortcuts_decide_as_each_rule_does)
 {
 	static const char *const names[] = {
@@ -410,7 +440,7 @@ Test(policy, shortcuts_decide_as_each_rule_does)
 			struct strbuf f[2] = { STRBUF_INIT, STRBUF_INIT };
 			enum rule_alloc a = (enum rule_alloc)(t % 3);
 			struct subject subj;
-			int want = -1, got, failed;
+			int want, got;
 
 			x ^= x << 13;
 			x ^= x >> 7;
@@ -438,11 +468,7 @@ Test(policy, shortcuts_decide_as_each_rule_does)
 			subj.s[COND_PERM] = perms[(x >> 24) % ARRAY_SIZE(perms)];
 			subj.len[COND_PERM] = 4;
 			subj.sharing = 1u << ((x >> 28) % 3);
-			for (size_t r = 0; r < p->nrules && want < 0; r++)
-				if (p->rules[r].alloc == a &&
-				    policy_rule_test(p, &mt, &p->rules[r], &subj,
-						     "test", &failed) == 1)
-					want = (int)p->rules[r].column;
+			want = each_rule_says(p, &mt, a, &subj);
 			got = policy_match(p, a, &subj, "test");
 			cr_assert_eq(got, want, "%s: '%s' / '%s'", names[k],
 				     subj.s[COND_STACK], subj.s[COND_SOURCE]);
@@ -625,15 +651,9 @@ Test(policy, matching_the_start_agrees_with_the_whole)
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(patterns); i++) {
-		char text[256];
 		struct policy *p;
 
-		snprintf(text, sizeof(text),
-			 HEAD "columns a b m u\nrule a malloc stack='%s'\n"
-			      "rule b malloc\n" CATCH,
-			 patterns[i]);
-		p = parse(text);
-		cr_assert_not_null(p, "%s", patterns[i]);
+		p = one_rule(patterns[i]);
 		for (size_t k = 0; k < ARRAY_SIZE(subjects); k++) {
 			struct pieces pc = { subjects[k], strlen(subjects[k]),
 					     0, 0 };
@@ -761,16 +781,10 @@ Test(policy, matching_frame_by_frame_agrees_with_the_whole)
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(patterns); i++) {
-		char text[256];
 		struct policy *p;
 		const struct pattern *pat;
 
-		snprintf(text, sizeof(text),
-			 HEAD "columns a b m u\nrule a malloc stack='%s'\n"
-			      "rule b malloc\n" CATCH,
-			 patterns[i].re);
-		p = parse(text);
-		cr_assert_not_null(p, "%s", patterns[i].re);
+		p = one_rule(patterns[i].re);
 		pat = p->rules[0].cond[COND_STACK];
 		cr_assert_eq(pat->seq != NULL, patterns[i].split,
 			     "'%s' is %ssplit", patterns[i].re,
@@ -801,4 +815,130 @@ Test(policy, matching_frame_by_frame_agrees_with_the_whole)
 		}
 		policy_free(p);
 	}
+}
+
+/*
+ * What a frame's literals say of a split pattern's pieces is what its
+ * text says (pattern_seq_step), wherever they decide; and they decide
+ * for the frames that hold none of the next piece's literals, which is
+ * what spares a classifier the frames' texts.
+ */
+Test(policy, frames_literals_decide_as_their_text_does)
+{
+	static const char *const patterns[] = {
+		".*(WTF::|WebCore::|WebKit::).*v8::.*",
+		".*Alpha::[a-z]+.*Beta.*",         /* a piece not exact */
+		".*Gamma.*Delta.*Gamma.*",         /* a piece twice */
+		".*ab.*Epsilon.*",                 /* one without literals */
+		".*(?:Zeta|Eta)[0-9]*::run.*",
+	};
+	static const char *const frames[] = {
+		"WTF::fastMalloc", "WebCore::Node::create", "v8::internal::Heap",
+		"WebCore::a v8::b", "v8::b WebCore::a", "main", "",
+		"Alpha::x", "Alpha::", "Alpha::9 Beta", "Beta Alpha::q",
+		"GammaDelta", "Gamma Delta Gamma", "DeltaGamma", "Gamma",
+		"ab", "abEpsilon", "Epsilon", "Zeta::run", "Eta12::run",
+		"Zeta::ru", "x Eta::run y", "operator new(WTF:: v8::)",
+	};
+	unsigned decided = 0, asked = 0;
+
+	for (size_t i = 0; i < ARRAY_SIZE(patterns); i++) {
+		struct policy *p;
+		const struct pattern *pat;
+		struct matcher mt;
+
+		p = one_rule(patterns[i]);
+		pat = p->rules[0].cond[COND_STACK];
+		cr_assert_not_null(pat->seq, "'%s' is not split", patterns[i]);
+		cr_assert_not_null(p->acm[COND_STACK]);
+		matcher_of_policy(&mt, p, false);
+		for (size_t f = 0; f < ARRAY_SIZE(frames); f++) {
+			size_t words = acm_words(p->acm[COND_STACK]);
+			uint64_t found[8] = { 0 };
+
+			cr_assert_leq(words, ARRAY_SIZE(found));
+			acm_scan(p->acm[COND_STACK], frames[f],
+				 strlen(frames[f]), found);
+			for (uint32_t j = 0; j < pat->seq->k; j++) {
+				int want = pattern_seq_step(
+					p, &mt, pat, j, frames[f],
+					strlen(frames[f]), "test", NULL);
+				int got = pattern_seq_literals(pat, j, found);
+
+				asked++;
+				if (got < 0)
+					continue;
+				decided++;
+				cr_assert_eq(got, want,
+					     "'%s' from piece %u on '%s': %d, "
+					     "its text says %d",
+					     patterns[i], j, frames[f], got,
+					     want);
+			}
+		}
+		policy_free(p);
+	}
+	/* (Most frames hold none of a piece: those are decided.) */
+	cr_assert_gt(decided, asked / 2, "%u of %u decided", decided, asked);
+}
+
+/*
+ * Matching passes over a run of one-literal rules by the literals the
+ * field holds: it decides as trying each rule in turn does, where the
+ * field is scanned before the run or in its middle, where a rule of the
+ * run holds its literal but not its pattern, where rules share a
+ * literal, and across rules of another kind between them.
+ */
+Test(policy, runs_of_rules_decide_as_each_rule_does)
+{
+	static const char *const text =
+		HEAD "columns a b c d e f g h m u\n"
+		"rule a malloc stack='.*One.*'\n"
+		"rule b malloc stack='.*Two::[0-9]+.*'\n"
+		"rule m mmap stack='.*Two.*'\n"
+		"rule c malloc stack='.*Three.*'\n"
+		"rule d malloc stack='.*Two.*'\n"
+		"rule e malloc stack='.*Four.*Five.*'\n"
+		"rule f malloc stack='.*Six.*'\n"
+		"rule g malloc stack='.*Seven.*'\n"
+		"rule a malloc stack='.*Eight.*'\n"
+		"rule b malloc stack='.*Six.*'\n"
+		"rule c malloc stack='.*Nine.*'\n"
+		"rule h malloc\n" CATCH;
+	static const char *const words[] = {
+		"One", "Two::x", "Two::12", "Three", "Four", "Five", "Six",
+		"Seven", "Eight", "Nine", "main", "Tw", "Fiv",
+	};
+	struct policy *p = parse(text);
+	struct matcher mt;
+	uint64_t x = 0x9e3779b97f4a7c15ULL;
+
+	cr_assert_not_null(p);
+	/* (Rules a to d, and f to c after the two-literal one.) */
+	cr_assert_eq(p->nruns, 2);
+	matcher_of_policy(&mt, p, false);
+	for (int t = 0; t < 3000; t++) {
+		struct strbuf sb = STRBUF_INIT;
+		enum rule_alloc a = t % 4 ? RULE_MALLOC : RULE_MMAP;
+		int want, got;
+		struct subject subj;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		for (uint64_t n = x % 5, r = x >> 3; n > 0; n--, r /= 13) {
+			if (sb.len)
+				sb_addch(&sb, ' ');
+			sb_addstr(&sb, words[r % ARRAY_SIZE(words)]);
+		}
+		memset(&subj, 0, sizeof(subj));
+		subj.s[COND_STACK] = sb_str(&sb);
+		subj.len[COND_STACK] = sb.len;
+		want = each_rule_says(p, &mt, a, &subj);
+		got = policy_match(p, a, &subj, "test");
+		cr_assert_eq(got, want, "'%s': %d, each rule says %d",
+			     sb_str(&sb), got, want);
+		sb_release(&sb);
+	}
+	policy_free(p);
 }
