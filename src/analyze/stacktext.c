@@ -46,6 +46,12 @@ static size_t logical_frames(const struct model *m, const struct stack *st,
 {
 	size_t n = 0;
 
+	/* (The frames are far apart: all asked for at once, then their
+	 * names.) */
+	for (uint32_t i = 0; i < st->depth; i++)
+		prefetch(frame_get(&m->frames, st->frames[i]));
+	for (uint32_t i = 0; i < st->depth; i++)
+		prefetch(frame_get(&m->frames, st->frames[i])->func);
 	for (uint32_t i = 0; i < st->depth; i++) {
 		const struct frame *f = frame_get(&m->frames, st->frames[i]);
 
