@@ -74,6 +74,14 @@ struct pattern {
 	 * X matches its start.  NULL for patterns that begin with ".*".
 	 */
 	pcre2_code *head;
+	/*
+	 * The bytes a match of HEAD can begin with (PCRE2's own start
+	 * bits), where PCRE2 knows them: a field's first byte outside them
+	 * fails it without a match to run (most of the linux policy's
+	 * rules on most first frames).
+	 */
+	bool has_first;
+	uint64_t first[4];
 	struct seq *seq;      /* or NULL: matched on the joined field */
 	bool match_all;       /* ".*" and friends: no need to run it */
 	uint32_t *lits;       /* ids in the field's automaton: a match holds, */

@@ -554,6 +554,11 @@ static int run_head(const struct policy *p, struct matcher *mt,
 		int rc;
 
 		subj->fill_start(subj->ctx, f, min, &s, &len, &whole);
+		/* (Its first byte is the field's, however much is built.) */
+		if (min == 1 && pat->has_first && len &&
+		    !(pat->first[(uint8_t)s[0] / 64] >> ((uint8_t)s[0] % 64) &
+		      1))
+			return 0;
 		if (whole) {
 			subj->s[f] = s;
 			subj->len[f] = len;

@@ -642,12 +642,17 @@ Test(policy, matching_the_start_agrees_with_the_whole)
 		"foo\\.*", "a(?=b).*", "(?:x )*y$", "\\Qfoo.*\\E",
 		"f[^ ]* bar .*", "(?i)FOO .*", ".*bar.*", "(?:foo )+baz",
 		"foo (?!bar).*", "\\w+ \\w+",
+		/* (The bytes a match begins with: fixed, caseless, a set,
+		 * a negated class, none.) */
+		"(?i:f)oo .*", "(?:|x)foo.*", "[^a]oo .*", "\\bfoo.*",
+		"(?=f)\\w+ .*", "F?foo .*", "(?<=x)foo.*", "(?:x )*+y .*",
 	};
 	static const char *const subjects[] = {
 		"", "foo", "foo bar", "foo bar baz", "malloc calloc _dl_x y",
 		"calloc foo", "bar", "ab", "x x x y", "foo.*", "f bar z",
 		"FOO zz", "foo baz", "foo barn", "y", "foo foo foo baz",
 		"a b c d e f g h i j k l m n o p q r s t u v w x y z bar",
+		"Foo bar", "xfoo", "goo bar", "oo", "Ffoo x", "x y z",
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(patterns); i++) {
@@ -670,6 +675,16 @@ Test(policy, matching_the_start_agrees_with_the_whole)
 			cr_assert_eq(start, whole, "'%s' on '%s': %d, whole %d",
 				     patterns[i], subjects[k], start, whole);
 		}
+		policy_free(p);
+	}
+	/* (Where PCRE2 knows a match's first bytes, they are kept.) */
+	{
+		struct policy *p = one_rule("malloc .*");
+
+		cr_assert(p->rules[0].cond[COND_STACK]->has_first);
+		policy_free(p);
+		p = one_rule("(?:|x)foo.*");
+		cr_assert(p->rules[0].cond[COND_STACK]->has_first);
 		policy_free(p);
 	}
 	/* And it decides early: a long field is not built to its end. */
