@@ -88,6 +88,10 @@ struct pattern {
 	uint8_t *lit_group;   /* for each group of them, one */
 	size_t nlits;         /* (0: no prefilter) */
 	uint32_t ngroups;     /* at most 64 */
+	/* With one group of several: their bits, by word of a scan from
+	 * word MASK_LO on (has_literal's test, a few words). */
+	uint64_t *mask;
+	uint32_t mask_lo, mask_n;
 	bool exact;           /* and holding one is matching */
 	/* The minimum length its literals were taken at (3, or 1 for a
 	 * head pattern without longer ones). */

@@ -191,6 +191,7 @@ void pattern_free(struct pattern *pat)
 	pcre2_code_free(pat->head);
 	pattern_seq_free(pat);
 	free(pat->lits);
+	free(pat->mask);
 	free(pat->lit_group);
 	free(pat);
 }
@@ -423,6 +424,25 @@ static int key_group(const struct literals *l, uint32_t ngroups)
 	return key;
 }
 
+/* PAT's literal bits by word, where it has one group of several (see
+ * struct pattern). */
+static void lit_mask(struct pattern *pat)
+{
+	uint32_t lo = UINT32_MAX, hi = 0;
+
+	if (pat->ngroups != 1 || pat->nlits < 2)
+		return;
+	for (size_t k = 0; k < pat->nlits; k++) {
+		lo = pat->lits[k] / 64 < lo ? pat->lits[k] / 64 : lo;
+		hi = pat->lits[k] / 64 > hi ? pat->lits[k] / 64 : hi;
+	}
+	pat->mask_lo = lo;
+	pat->mask_n = hi - lo + 1;
+	pat->mask = xcalloc(pat->mask_n, sizeof(*pat->mask));
+	for (size_t k = 0; k < pat->nlits; k++)
+		pat->mask[pat->lits[k] / 64 - lo] |= 1ULL << (pat->lits[k] % 64);
+}
+
 void policy_build_prefilter(struct policy *p)
 {
 	for (int f = 0; f < COND_NFIELDS; f++) {
@@ -455,6 +475,7 @@ void policy_build_prefilter(struct policy *p)
 				pat->lits[pat->nlits++] =
 					acm_add(a, l.v[k], l.len[k]);
 			}
+			lit_mask(pat);
 			if (pat->nlits && pattern_loops(pat)) {
 				int g = key_group(&l, pat->ngroups);
 
@@ -493,6 +514,13 @@ static inline bool has_literal(const struct pattern *pat,
 	 */
 	if (pat->nlits == 1 && pat->ngroups == 1)
 		return found[pat->lits[0] / 64] >> (pat->lits[0] % 64) & 1;
+	/* (One group of several, most others: a word or two.) */
+	if (pat->mask) {
+		for (uint32_t w = 0; w < pat->mask_n; w++)
+			if (found[pat->mask_lo + w] & pat->mask[w])
+				return true;
+		return false;
+	}
 	want = pat->ngroups == 64 ? UINT64_MAX : (1ULL << pat->ngroups) - 1;
 	for (size_t k = 0; k < pat->nlits; k++)
 		if (found[pat->lits[k] / 64] & (1ULL << (pat->lits[k] % 64)))
