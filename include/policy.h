@@ -142,7 +142,6 @@ struct rule {
  */
 struct rule_run {
 	uint32_t end;        /* past its last rule */
-	int field;
 	size_t words;        /* of a scan of the field */
 	uint32_t nlits;      /* the field's literals */
 	uint32_t *first;     /* by literal: its first rule with that bit */

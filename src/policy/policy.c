@@ -301,7 +301,6 @@ static size_t add_run(struct policy *p, enum rule_alloc a, size_t i)
 	p->runs = xreallocarray(p->runs, p->nruns + 1, sizeof(*p->runs));
 	ru = &p->runs[p->nruns];
 	ru->end = (uint32_t)end;
-	ru->field = f;
 	ru->words = acm_words(p->acm[f]);
 	ru->nlits = acm_count(p->acm[f]);
 	ru->first = xmalloc(st_mult(ru->nlits, sizeof(*ru->first)));
@@ -314,7 +313,7 @@ static size_t add_run(struct policy *p, enum rule_alloc a, size_t i)
 
 		if (r->alloc != a)
 			continue;
-		lit = r->lit_word * 64 + (uint32_t)__builtin_ctzll(r->lit_mask);
+		lit = r->cond[f]->lits[0];
 		r->run = (uint32_t)p->nruns;
 		r->next_same = ru->first[lit];
 		ru->first[lit] = (uint32_t)j;
@@ -505,8 +504,6 @@ const struct acm *policy_prefilter(const struct policy *p, enum cond_field f)
 static inline bool has_literal(const struct pattern *pat,
 			       const uint64_t *found)
 {
-	uint64_t groups = 0, want;
-
 	/*
 	 * The common pattern, ".*LITERAL.*": one bit to test.  (Asked of
 	 * every rule in turn for each of a million stacks, the call and
@@ -521,11 +518,8 @@ static inline bool has_literal(const struct pattern *pat,
 				return true;
 		return false;
 	}
-	want = pat->ngroups == 64 ? UINT64_MAX : (1ULL << pat->ngroups) - 1;
-	for (size_t k = 0; k < pat->nlits; k++)
-		if (found[pat->lits[k] / 64] & (1ULL << (pat->lits[k] % 64)))
-			groups |= 1ULL << pat->lit_group[k];
-	return groups == want;
+	return lits_held(pat->lits, pat->lit_group, pat->nlits, pat->ngroups,
+			 found);
 }
 
 int pattern_failed(const struct policy *p, const struct matcher *mt,

@@ -172,32 +172,23 @@ static bool starts_anywhere(const char *re, size_t len)
 }
 
 /*
- * The bytes a match of HEAD (RE[0..LEN)) can begin with into PAT, if
- * PCRE2 knows them: it works them out for a pattern it may start
- * anywhere (not an anchored one), which begins with the same bytes; none
- * where a match may be empty.
+ * The bytes a match of PAT's head can begin with, if PCRE2 knows them
+ * (its start bits, or its first code unit); none where a match may be
+ * empty.
  */
-static void first_bytes(struct pattern *pat, const char *re, size_t len)
+static void first_bytes(struct pattern *pat)
 {
-	pcre2_code *code;
 	const uint8_t *bits = NULL;
 	uint32_t type = 0, unit = 0, empty = 1;
-	PCRE2_SIZE off;
-	int err;
 
-	code = pcre2_compile((PCRE2_SPTR)re, len, PCRE2_DOTALL, &err, &off,
-			     NULL);
-	if (!code)
-		return;
-	if (pcre2_pattern_info(code, PCRE2_INFO_MATCHEMPTY, &empty) != 0 ||
+	if (pcre2_pattern_info(pat->head, PCRE2_INFO_MATCHEMPTY, &empty) != 0 ||
 	    empty ||
-	    pcre2_pattern_info(code, PCRE2_INFO_FIRSTCODETYPE, &type) != 0) {
-		pcre2_code_free(code);
+	    pcre2_pattern_info(pat->head, PCRE2_INFO_FIRSTCODETYPE, &type) != 0)
 		return;
-	}
 	memset(pat->first, 0, sizeof(pat->first));
 	if (type == 1 &&
-	    pcre2_pattern_info(code, PCRE2_INFO_FIRSTCODEUNIT, &unit) == 0 &&
+	    pcre2_pattern_info(pat->head, PCRE2_INFO_FIRSTCODEUNIT, &unit) ==
+		    0 &&
 	    unit < 256) {
 		/* (Caseless or not, PCRE2 does not say: both cases.) */
 		pat->first[unit / 64] |= 1ULL << (unit % 64);
@@ -205,15 +196,14 @@ static void first_bytes(struct pattern *pat, const char *re, size_t len)
 		pat->first[toupper((int)unit) / 64] |= 1ULL << (toupper((int)unit) % 64);
 		pat->has_first = true;
 	} else if (type == 0 &&
-		   pcre2_pattern_info(code, PCRE2_INFO_FIRSTBITMAP, &bits) ==
-			   0 &&
+		   pcre2_pattern_info(pat->head, PCRE2_INFO_FIRSTBITMAP,
+				      &bits) == 0 &&
 		   bits) {
 		for (unsigned c = 0; c < 256; c++)
 			if (bits[c / 8] >> (c % 8) & 1)
 				pat->first[c / 64] |= 1ULL << (c % 64);
 		pat->has_first = true;
 	}
-	pcre2_code_free(code);
 }
 
 /*
@@ -233,7 +223,7 @@ static void compile_head(struct pattern *pat, const char *re, size_t len)
 				  NULL);
 	if (pat->head) {
 		pcre2_jit_compile(pat->head, PCRE2_JIT_PARTIAL_HARD);
-		first_bytes(pat, sb.buf, sb.len);
+		first_bytes(pat);
 	}
 	sb_release(&sb);
 }

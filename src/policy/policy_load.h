@@ -60,6 +60,20 @@ void policy_parse_json(struct loader *ld, const char *text, size_t len);
  */
 void policy_check(struct loader *ld);
 
+/* Does FOUND hold one of the N literal ids LITS of each of the NGROUPS
+ * groups (GROUP: each literal's)? */
+static inline bool lits_held(const uint32_t *lits, const uint8_t *group,
+			     size_t n, uint32_t ngroups,
+			     const uint64_t *found)
+{
+	uint64_t groups = 0;
+
+	for (size_t k = 0; k < n; k++)
+		if (found[lits[k] / 64] >> (lits[k] % 64) & 1)
+			groups |= 1ULL << group[k];
+	return groups == (ngroups == 64 ? UINT64_MAX : (1ULL << ngroups) - 1);
+}
+
 /* The literal prefilter of P's patterns (see literals.h). */
 void policy_build_prefilter(struct policy *p);
 /* The frame-by-frame form of P's patterns that have one (policy_seq.c),

@@ -243,15 +243,9 @@ static void piece_literals(struct seq_piece *pc, const struct acm *a,
  * none to say. */
 static int piece_there(const struct seq_piece *pc, const uint64_t *found)
 {
-	uint64_t groups = 0;
-
 	if (!pc->ngroups)
 		return -1;
-	for (uint32_t i = 0; i < pc->nlits; i++)
-		if (found[pc->lits[i] / 64] >> (pc->lits[i] % 64) & 1)
-			groups |= 1ULL << pc->group[i];
-	return groups == (pc->ngroups == 64 ? UINT64_MAX
-					    : (1ULL << pc->ngroups) - 1);
+	return lits_held(pc->lits, pc->group, pc->nlits, pc->ngroups, found);
 }
 
 int pattern_seq_literals(const struct pattern *pat, uint32_t j,
