@@ -344,12 +344,18 @@ static int take_met(struct pipe *pp, const uint64_t *a, uint32_t n)
 	return 0;
 }
 
-/* The record R's stack line, of the thread's ids IDS: held. */
+/* The record R's stack line, of the thread's ids IDS: held.  (HASH:
+ * theirs, if AHEAD hashed them.) */
 static int take_stack(struct pipe *pp, const struct rec *r,
-		      const uint32_t *ids)
+		      const uint32_t *ids, bool ahead, uint64_t hash)
 {
 	uint32_t depth = r->gl.depth;
 
+	/* (Hashed ahead only while no id was translated: translate, once
+	 * set, stays.) */
+	if (ahead && !pp->translate)
+		return gperf_fast_ids_line(pp->g, &r->gl, ids, hash, r->first,
+					   &pp->after_stack);
 	if (pp->translate) {
 		GROW(pp->tmp, depth, pp->tmp_alloc);
 		for (uint32_t i = 0; i < depth; i++)
@@ -365,35 +371,90 @@ static int take_stack(struct pipe *pp, const struct rec *r,
 
 /* The records of block SLOT: 0 to go on, else TAKEN_ALL (the lines
  * taken, pp->rc set) or TAKEN_MAPS (at the maps' header). */
+/* The bytes of record R and of what follows it. */
+static size_t rec_size(const struct rec *r)
+{
+	return sizeof(*r) + (r->kind == REC_STACK
+				     ? met_offset(r->gl.depth) +
+					       r->nnew * sizeof(uint64_t)
+				     : r->kind == REC_TEXT
+				     ? (r->len + 7) & ~(size_t)7
+				     : 0);
+}
+
+/*
+ * A stack's slot in the model's table, asked for a few records before it
+ * is interned: asked for one line ahead (gperf_fast_ids_line), the slot's
+ * load was 88% of the interning's samples (a million stacks, a slot of
+ * 16 MB of them each: one trip to memory a stack, not hidden).  So the
+ * records ahead are hashed, and their slots asked for, AHEAD_RECS ahead.
+ */
+#define AHEAD_RECS 8
+
+struct ahead {
+	size_t at;      /* the next record to hash */
+	unsigned n;     /* records hashed, not yet taken */
+	unsigned first; /* the ring's slot of the next one taken */
+	struct {
+		uint64_t hash;
+		bool hashed;
+	} ring[AHEAD_RECS];
+};
+
+static void ahead_fill(struct pipe *pp, const struct pipe_block *b,
+		       struct ahead *a)
+{
+	while (a->n < AHEAD_RECS && a->at < b->len) {
+		struct rec r;
+		unsigned k = (a->first + a->n++) % AHEAD_RECS;
+
+		memcpy(&r, b->buf + a->at, sizeof(r));
+		a->ring[k].hashed = r.kind == REC_STACK && !pp->translate;
+		if (a->ring[k].hashed) {
+			a->ring[k].hash = stacks_hash(
+				(const uint32_t *)(b->buf + a->at + sizeof(r)),
+				r.gl.depth);
+			stacks_prefetch(&pp->g->m->stacks, a->ring[k].hash);
+		}
+		a->at += rec_size(&r);
+		if (r.kind == REC_MAPS)
+			a->at = b->len;
+	}
+}
+
 static int take_block(void *arg, size_t slot)
 {
 	struct pipe *pp = arg;
 	struct gparser *g = pp->g;
 	const struct pipe_block *b = &pp->b[slot];
+	struct ahead a = { 0 };
 
 	for (size_t at = 0; at < b->len;) {
 		struct rec r;
 		const char *p = b->buf + at + sizeof(r);
 		struct line l;
 		int which, rc;
+		unsigned k;
 
+		ahead_fill(pp, b, &a);
+		k = a.first;
+		a.first = (a.first + 1) % AHEAD_RECS;
+		a.n--;
 		memcpy(&r, b->buf + at, sizeof(r));
-		at += sizeof(r);
+		at += rec_size(&r);
 		switch (r.kind) {
 		case REC_STACK:
-			at += met_offset(r.gl.depth) +
-			      r.nnew * sizeof(uint64_t);
 			if ((pp->rc = take_met(
 				     pp,
 				     (const uint64_t *)(p + met_offset(
 								    r.gl.depth)),
 				     r.nnew)) < 0 ||
-			    (pp->rc = take_stack(pp, &r,
-						 (const uint32_t *)p)) < 0)
+			    (pp->rc = take_stack(pp, &r, (const uint32_t *)p,
+						 a.ring[k].hashed,
+						 a.ring[k].hash)) < 0)
 				return TAKEN_ALL;
 			break;
 		case REC_TEXT:
-			at += (r.len + 7) & ~(size_t)7;
 			l = (struct line){ p, r.len, r.gl.no, r.newline };
 			/* (No reading past it: the general parser takes
 			 * every word.) */
