@@ -19,6 +19,7 @@ struct filebuf {
 	size_t cap;  /* data holds cap + 1 bytes */
 	char *path;  /* as given, for diagnostics */
 	struct timespec mtime;
+	struct stream_behind *behind; /* blocks read on another thread */
 };
 
 /* Read PATH whole.  On failure prints "PATH: reason" and returns -1. */
@@ -66,6 +67,8 @@ bool line_is(const struct line *l, const char *lit);
 /* Readable bytes past the data, zeros: hex_word() may look 18 ahead. */
 #define STREAM_PAD 32
 
+struct stream_behind;
+
 struct line_stream {
 	int fd;
 	char *path;          /* as given, for diagnostics */
@@ -79,6 +82,7 @@ struct line_stream {
 	size_t size;
 	size_t got;          /* bytes read so far */
 	struct timespec mtime;
+	struct stream_behind *behind; /* blocks read on another thread */
 };
 
 /* Open PATH and read its first block.  On failure prints "PATH: reason"
@@ -95,6 +99,13 @@ static inline const char *stream_limit(const struct line_stream *s)
 {
 	return s->buf + s->fill + STREAM_PAD;
 }
+/*
+ * The rest of S read on a thread of its own, a few blocks ahead of the
+ * lines taken, where another thread can be had (the copies out of the
+ * kernel off the caller's thread): for a big file whose lines are taken
+ * on a core that is the busier one.
+ */
+void stream_read_behind(struct line_stream *s);
 /* All that is not taken yet, read whole (a profile's small tail, or a
  * file whose reader wants it all): 0 with *P and *LEN, or -1 (said). */
 int stream_rest(struct line_stream *s, const char **p, size_t *len);

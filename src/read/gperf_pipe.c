@@ -546,6 +546,8 @@ int gperf_parse_on_two(struct gparser *g, bool *in_maps)
 	int rc;
 
 	expect_lines(g);
+	/* (The thread that parses is the slower one: the reads not its.) */
+	stream_read_behind(g->s);
 	memset(&pp, 0, sizeof(pp));
 	pp.g = g;
 	pp.block = !g->s->regular || g->s->size / 32 > PIPE_BLOCK_MAX

@@ -256,8 +256,10 @@ Test(input, hex_digits_sixteen_bytes_at_once)
 	}
 }
 
-/* Every line as lines_next() gives it from the whole text. */
-static void stream_matches(const char *path, const char *text, size_t len)
+/* Every line as lines_next() gives it from the whole text, the rest
+ * read on another thread from line BEHIND on (0: never). */
+static void stream_matches_behind(const char *path, const char *text,
+				  size_t len, unsigned long behind)
 {
 	struct line_stream s;
 	struct line_reader r;
@@ -266,6 +268,10 @@ static void stream_matches(const char *path, const char *text, size_t len)
 	cr_assert_eq(stream_open(&s, path), 0);
 	lines_init(&r, text, len);
 	while (lines_next(&r, &a)) {
+		if (a.no == behind) {
+			stream_read_behind(&s);
+			cr_assert(s.behind, "line %lu: not read behind", a.no);
+		}
 		cr_assert_eq(stream_line(&s, &b), 1, "line %lu", a.no);
 		cr_assert_eq(a.no, b.no);
 		cr_assert_eq(a.len, b.len, "line %lu: %zu, %zu", a.no, a.len,
@@ -278,6 +284,11 @@ static void stream_matches(const char *path, const char *text, size_t len)
 	cr_assert_eq(stream_line(&s, &b), 0);
 	cr_assert_eq(stream_line(&s, &b), 0);
 	stream_close(&s);
+}
+
+static void stream_matches(const char *path, const char *text, size_t len)
+{
+	stream_matches_behind(path, text, len, 0);
 }
 
 Test(input, stream_lines_across_blocks)
@@ -341,6 +352,73 @@ Test(input, stream_rest_and_whole_file)
 	cr_assert(strstr(stderr_text(), "/nonexistent/x: No such file"));
 	cr_assert_eq(stream_open(&s, tmpdir()), -1);
 	cr_assert(strstr(stderr_text(), "is a directory"));
+}
+
+/*
+ * Read behind on another thread (stream_read_behind), a file's lines are
+ * those read on one: lines of any length across the slots' blocks, a
+ * line longer than a slot's head, one longer than a block, one that ends
+ * a block exactly, no last newline; the stream closed while the
+ * thread waits for a slot; the rest taken whole midway.
+ */
+Test(input, stream_read_behind_as_on_one_thread)
+{
+	size_t len = 12 * STREAM_BLOCK + 777, at;
+	char *text = xmalloc(len);
+	uint64_t x = 88172645463325252ULL;
+	const char *path, *rest;
+	struct line_stream s;
+	struct line_reader r;
+	struct line l, a;
+	size_t rlen;
+
+	setenv("DMPROF_THREADS", "2", 1);
+	for (size_t i = 0, k = 0; i < len; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		if (k++ > x % 900) {
+			text[i] = '\n';
+			k = 0;
+		} else {
+			text[i] = x % 19 == 0 ? '\r' : (char)('a' + x % 26);
+		}
+	}
+	/* 100 KB and 2.5 blocks without a newline; one at a block's end. */
+	memset(text + 3 * STREAM_BLOCK + 5, 'h', 100000);
+	memset(text + 6 * STREAM_BLOCK + 3, 'b', 5 * STREAM_BLOCK / 2);
+	text[9 * STREAM_BLOCK - 1] = '\n';
+	text[len - 1] = 'z';
+	path = write_file("s", text, (long)len);
+	for (unsigned long from = 1; from < 400; from += 133)
+		stream_matches_behind(path, text, len, from);
+
+	/* Closed with the thread ahead, waiting for a slot. */
+	cr_assert_eq(stream_open(&s, path), 0);
+	stream_read_behind(&s);
+	cr_assert(s.behind);
+	cr_assert_eq(stream_line(&s, &l), 1);
+	usleep(20000);
+	stream_close(&s);
+
+	/* The rest, whole, after three blocks' lines.  (Last: the spare
+	 * buffer it leaves holds the file.) */
+	cr_assert_eq(stream_open(&s, path), 0);
+	stream_read_behind(&s);
+	cr_assert(s.behind);
+	lines_init(&r, text, len);
+	while ((size_t)(r.p - text) < 3 * STREAM_BLOCK) {
+		cr_assert(lines_next(&r, &a));
+		cr_assert_eq(stream_line(&s, &l), 1);
+	}
+	at = (size_t)(r.p - text);
+	cr_assert_eq(stream_rest(&s, &rest, &rlen), 0);
+	cr_assert_eq(rlen, len - at);
+	cr_assert(!memcmp(rest, text + at, rlen));
+	stream_close(&s);
+
+	unsetenv("DMPROF_THREADS");
+	free(text);
 }
 
 /* A pipe: read as it comes, short reads and all. */
