@@ -29,5 +29,8 @@ void strtab_free(struct strtab *t);
 /* The interned copy of S[0..LEN); lives as long as the arena. */
 const char *strtab_intern(struct strtab *t, const char *s, size_t len);
 const char *strtab_intern_str(struct strtab *t, const char *s);
+/* SIZE bytes in T's arena, living as long as its strings (locked as
+ * interning is, while T is shared). */
+void *strtab_alloc(struct strtab *t, size_t size);
 
 #endif

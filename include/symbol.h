@@ -46,6 +46,18 @@ struct symbolizer_ops {
 	void (*prepare)(struct symbolizer *s, const struct maps *maps,
 			const uint64_t *addrs, size_t n);
 	/*
+	 * Optional, right after prepare: name the whole batch at once, as
+	 * code() would one by one, each address's answer given to TAKE(ARG,
+	 * I, INFO), I its index in the batch (once each, from any thread;
+	 * none where code() would leave OUT zeroed), and say what code()
+	 * would say, in its order: true.  False: nothing done (the batch is
+	 * not worth it), code() is asked.
+	 */
+	bool (*code_batch)(struct symbolizer *s, const struct maps *maps,
+			   void (*take)(void *arg, size_t i,
+					const struct sym_info *info),
+			   void *arg);
+	/*
 	 * Optional: get ready for lookups in the binaries at PATHS (N, as
 	 * the maps name them): open them, read their symbols and what their
 	 * DWARF's reading needs first, on the calling thread, while the

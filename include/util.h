@@ -95,6 +95,8 @@ struct strbuf;
  * at once.
  */
 void report_capture(struct strbuf *sb);
+/* Where this thread's reports are kept (NULL: said at once). */
+struct strbuf *report_captured(void);
 void report_replay(const struct strbuf *sb);
 
 /*

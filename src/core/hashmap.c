@@ -33,7 +33,7 @@ void hashmap_init(struct hashmap *map, size_t expected)
 		seed();
 	while (cap / 4 * 3 < expected)
 		cap = st_mult(cap, 2);
-	map->slots = xcalloc(cap, sizeof(*map->slots));
+	map->slots = xcalloc_table(cap, sizeof(*map->slots));
 	map->mask = cap - 1;
 	map->count = 0;
 }

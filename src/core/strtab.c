@@ -77,3 +77,15 @@ const char *strtab_intern_str(struct strtab *t, const char *s)
 {
 	return strtab_intern(t, s, strlen(s));
 }
+
+void *strtab_alloc(struct strtab *t, size_t size)
+{
+	void *p;
+
+	if (!t->shared)
+		return arena_alloc(t->arena, size);
+	pthread_mutex_lock(&t->lock);
+	p = arena_alloc(t->arena, size);
+	pthread_mutex_unlock(&t->lock);
+	return p;
+}

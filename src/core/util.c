@@ -26,6 +26,11 @@ void report_capture(struct strbuf *sb)
 	captured = sb;
 }
 
+struct strbuf *report_captured(void)
+{
+	return captured;
+}
+
 /* A finished message (HEAD, then MSG), where messages go. */
 static void say(const char *head, const char *msg)
 {
@@ -438,8 +443,16 @@ void *xcalloc_table(size_t n, size_t size)
 	size_t len = st_mult(n, size), big;
 	void *p;
 
-	if (len < ((size_t)1 << 20))
-		return xcalloc(n, size);
+	/* (Written now: calloc leaves fresh memory untouched, and a table is
+	 * read before it is written, so each page was mapped to the zero
+	 * page first, then copied on the write: on a process of two busy
+	 * threads, each such copy also interrupts the other core to flush
+	 * its TLB.) */
+	if (len < ((size_t)1 << 20)) {
+		p = xmalloc(len);
+		memset(p, 0, len);
+		return p;
+	}
 	big = huge_round(len);
 	if (posix_memalign(&p, HUGE_PAGE, big))
 		die("out of memory (%zu bytes)", len);

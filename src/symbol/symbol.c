@@ -165,6 +165,45 @@ void symbolize_model(struct model *m, struct symbolizer *s,
 /* (Said every this many frames: a store, and a broadcast if waited on.) */
 #define TELL_EVERY 512
 
+/* F named INFO by the symbolizer (QUESTION: "?", interned). */
+static void frame_named(struct frame *f, struct sym_info info,
+			const char *question)
+{
+	/*
+	 * An empty name (a hit on the table's unnamed first range) reads as
+	 * "?", as in the original's symbol cache.
+	 */
+	if (info.func && !*info.func)
+		info.func = question;
+	f->func = info.func;
+	f->file = info.file && *info.file ? info.file : NULL;
+	f->line = info.line;
+	f->ninline = info.ninline;
+	f->inl = info.inl;
+	f->func_len = f->func ? (uint32_t)strlen(f->func) : 0;
+	for (uint16_t k = 0; k < f->ninline; k++) {
+		/* (The chain is the symbolizer's; lengths are ours.) */
+		struct inline_frame *in = (struct inline_frame *)&f->inl[k];
+
+		in->func_len = in->func ? (uint32_t)strlen(in->func) : 0;
+	}
+}
+
+/* The frames of a batch named at once (code_batch): the frame of each
+ * address, by its index in the batch. */
+struct batch_frames {
+	struct frame *const *v;
+	const uint32_t *at;
+	const char *question;
+};
+
+static void take_named(void *arg, size_t i, const struct sym_info *info)
+{
+	const struct batch_frames *bf = arg;
+
+	frame_named(bf->v[bf->at[i]], *info, bf->question);
+}
+
 void symbolize_model_telling(struct model *m, struct symbolizer *s,
 			     const struct maps *maps, struct progress *done)
 {
@@ -173,21 +212,36 @@ void symbolize_model_telling(struct model *m, struct symbolizer *s,
 	const char *question = strtab_intern_str(&m->strings, "?");
 
 	uint64_t *addrs = NULL;
+	uint32_t *at = NULL;
 	size_t naddrs = 0;
 	struct last_binary last = { NULL, 0 };
+	bool batched = false;
 
 	/* The backend may batch: it is told what is coming, in order. */
 	if (s && s->ops->prepare) {
 		addrs = xcalloc(m->frames.n - m->frames_done + 1,
 				sizeof(*addrs));
+		if (s->ops->code_batch)
+			at = xcalloc(m->frames.n - m->frames_done + 1,
+				     sizeof(*at));
 		for (size_t i = m->frames_done; i < m->frames.n; i++) {
 			/* (Each frame a miss, fetched a few ahead.) */
 			if (i + 8 < m->frames.n)
 				prefetch(m->frames.v[i + 8]);
-			if (!m->frames.v[i]->symbolized)
-				addrs[naddrs++] = m->frames.v[i]->addr;
+			if (m->frames.v[i]->symbolized)
+				continue;
+			if (at)
+				at[naddrs] = (uint32_t)i;
+			addrs[naddrs++] = m->frames.v[i]->addr;
 		}
 		s->ops->prepare(s, maps, addrs, naddrs);
+		/* (All at once, if the backend can do better so: the frames
+		 * named in place, not in a copy of a million answers.) */
+		if (at && naddrs) {
+			struct batch_frames bf = { m->frames.v, at, question };
+
+			batched = s->ops->code_batch(s, maps, take_named, &bf);
+		}
 	}
 	if (maps && !m->main_bin)
 		m->main_bin = main_binary(m, maps);
@@ -208,25 +262,11 @@ void symbolize_model_telling(struct model *m, struct symbolizer *s,
 				f->ninline = 0;
 			continue;
 		}
-		if (s)
-			s->ops->code(s, maps, f->addr, &info);
-		/*
-		 * An empty name (a hit on the table's unnamed first range)
-		 * reads as "?", as in the original's symbol cache.
-		 */
-		if (info.func && !*info.func)
-			info.func = question;
-		f->func = info.func;
-		f->file = info.file && *info.file ? info.file : NULL;
-		f->line = info.line;
-		f->ninline = info.ninline;
-		f->inl = info.inl;
-		f->func_len = f->func ? (uint32_t)strlen(f->func) : 0;
-		for (uint16_t k = 0; k < f->ninline; k++) {
-			/* (The chain is the symbolizer's; lengths are ours.) */
-			struct inline_frame *in = (struct inline_frame *)&f->inl[k];
-
-			in->func_len = in->func ? (uint32_t)strlen(in->func) : 0;
+		/* (Named already, in place, when batched.) */
+		if (!batched) {
+			if (s)
+				s->ops->code(s, maps, f->addr, &info);
+			frame_named(f, info, question);
 		}
 		f->symbolized = true;
 	}
@@ -235,7 +275,7 @@ void symbolize_model_telling(struct model *m, struct symbolizer *s,
 		progress_set(done, m->frames.n + 1);
 	if (s && s->ops->prepare)
 		s->ops->prepare(s, maps, NULL, 0);
-	free(addrs);
+	FREE_ALL(addrs, at);
 	hashmap_init(&types, 64);
 	for (size_t i = m->buckets_done; i < m->buckets.n; i++) {
 		struct bucket *b = m->buckets.v[i];

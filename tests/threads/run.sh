@@ -42,6 +42,23 @@ sed '1s/^\(heap profile: *[0-9]*: *[0-9]*\)/\19/
 # longer, over 2,000 new frames: its buckets are classified on every core
 # too, the frames' entries of the clean scans filled before (not while
 # the helpers read them: ThreadSanitizer saw that once).
+# Frames of two binaries, libc's and libstdc++'s, their lines in turn:
+# named on two cores at once (bfd_code_batch), a binary each; and the
+# second gone, its warning where naming one by one says it.
+libstdcxx=$(ls /usr/lib/*/libstdc++.so.6 /lib/*/libstdc++.so.6 2>/dev/null | head -1)
+sh "$top/tests/bench/gen_symbolize.sh" "$libstdcxx" 6000 lib2 0x7f2000000000 \
+	>/dev/null || exit 1
+grep ' @ 0x' lib/sym.0001.heap | head -6000 >two.a
+grep ' @ 0x' lib2/sym.0001.heap >two.b
+{
+	cat two.a two.b | awk '{ n += $1; b += $2 }
+		END { printf "heap profile: %d: %d [%d: %d] @ heapprofile\n", n, b, n, b }'
+	paste -d '\n' two.a two.b | grep .
+	printf '\nMAPPED_LIBRARIES:\n'
+	cat lib/maps.txt lib2/maps.txt
+} >two.0001.heap
+sed 's|/[^ ]*/libstdc++\.so\.6$|/nonexistent/libstdc++.so.6|' two.0001.heap \
+	>twogone.0001.heap
 mkdir -p ser && cp g.0001.heap ser/s.0001.heap || exit 1
 awk '/MAPPED_LIBRARIES/ { maps = 1 }
 	NR > 1 && !maps && /@/ {
@@ -60,7 +77,7 @@ cp -r warn broken
 sed -i 's/^STACKTRACES:/STACKTRACES:\ngarbage here/' broken/deep.01234.0002.heap
 # (Made here, now: dated, for outputs that say when, pprof's.)
 t=1700000000
-for f in g.0001.heap gone.0001.heap ser/*.heap deep/*.heap warn/*.heap \
+for f in g.0001.heap gone.0001.heap two.0001.heap twogone.0001.heap ser/*.heap deep/*.heap warn/*.heap \
 	broken/*.heap; do
 	touch -d @$t "$f"
 	t=$((t + 10))
@@ -106,6 +123,10 @@ same gperf-csv csv -b --no-symbol-cache g.0001.heap
 same gperf-csv-gone csv -b --no-symbol-cache gone.0001.heap
 same gperf-expand-gone expand -vv gone.0001.heap linux malloc-app 2
 same gperf-series-csv csv -b --no-symbol-cache ser/s.0001.heap
+same gperf-two-csv csv -b --no-symbol-cache two.0001.heap
+same gperf-two-stacktrace stacktrace -v --no-symbol-cache two.0001.heap
+same gperf-two-stacktrace-cached stacktrace two.0001.heap
+same gperf-two-gone stacktrace -v --no-symbol-cache twogone.0001.heap
 same gperf-top top -b -n 30 g.0001.heap
 same gperf-folded folded g.0001.heap
 same gperf-pprof pprof --proto g.0001.heap
