@@ -33,6 +33,7 @@ struct model {
 	bool anon_stale;     /* gone with model_trim, to be built again */
 	/* Frames and buckets before these are symbolized. */
 	size_t frames_done, buckets_done;
+	size_t typed;        /* buckets with a type (struct bucket_type) */
 	/* The binaries frames are in (see model_binary); [0] unused. */
 	const char **bins;
 	size_t nbins, bins_alloc;

@@ -1070,35 +1070,41 @@ static void classify_share(void *ctx, size_t i, bool here)
 	classify_shares(&shares[i]);
 }
 
+/* The part of NT (see by_first_frame) that bucket B goes to. */
+static uint8_t first_frame_part(const struct bucket *b, size_t nt)
+{
+	const struct stack *s = b->stack;
+
+	return (uint8_t)(s->depth ? s->frames[0] % nt : 0);
+}
+
 /*
- * The N buckets of V in NT parts, by their stacks' first frames (*PARTS
- * of them, part K from STARTS[K]): the columns the first frames decide
- * are remembered by each thread's classifier, so that a first frame
- * matched by one thread is not matched again by another.  V is freed.
+ * The N buckets of V in NT parts, by their stacks' first frames (PART[I]
+ * is V[I]'s, from first_frame_part; part K from STARTS[K]): the columns
+ * the first frames decide are remembered by each thread's classifier, so
+ * that a first frame matched by one thread is not matched again by
+ * another.  V and PART are freed.  (The parts are found as V is made, a
+ * bucket at hand: found here, they were two loads of a million buckets
+ * and stacks each, twice over, a tenth of a million-stack profile's
+ * classification, on one core.)
  */
-static uint32_t *by_first_frame(const struct classifier *c, uint32_t *v,
-				size_t n, size_t nt, size_t *starts)
+static uint32_t *by_first_frame(uint32_t *v, uint8_t *part, size_t n,
+				size_t nt, size_t *starts)
 {
 	uint32_t *out = xreallocarray(NULL, n ? n : 1, sizeof(*out));
 	size_t at[16] = { 0 };
 
-	for (size_t i = 0; i < n; i++) {
-		const struct stack *s = c->m->buckets.v[v[i]]->stack;
-
-		at[s->depth ? s->frames[0] % nt : 0]++;
-	}
+	for (size_t i = 0; i < n; i++)
+		at[part[i]]++;
 	for (size_t k = 0, sum = 0; k < nt; k++) {
 		starts[k] = sum;
 		sum += at[k];
 		at[k] = starts[k];
 	}
 	starts[nt] = n;
-	for (size_t i = 0; i < n; i++) {
-		const struct stack *s = c->m->buckets.v[v[i]]->stack;
-
-		out[at[s->depth ? s->frames[0] % nt : 0]++] = v[i];
-	}
-	free(v);
+	for (size_t i = 0; i < n; i++)
+		out[at[part[i]]++] = v[i];
+	FREE_ALL(v, part);
 	return out;
 }
 
@@ -1256,10 +1262,11 @@ static void clean_ready(struct classifier *c, size_t nthreads)
 	}
 }
 
-/* Classify the N buckets of V (indexes, marked -1) with one thread per
- * core, NTHREADS of them; V is freed. */
-static void classify_marked(struct classifier *c, uint32_t *v, size_t n,
-			    size_t nthreads)
+/* Classify the N buckets of V (indexes, marked -1, each in its PART of
+ * NTHREADS: first_frame_part) with one thread per core, NTHREADS of
+ * them; V and PART are freed. */
+static void classify_marked(struct classifier *c, uint32_t *v, uint8_t *part,
+			    size_t n, size_t nthreads)
 {
 	struct share shares[16];
 	size_t starts[17];
@@ -1274,8 +1281,13 @@ static void classify_marked(struct classifier *c, uint32_t *v, size_t n,
 			c->helpers[i].mt->quiet = true;
 		}
 	}
+	/* (Helpers made for another count: DMPROF_THREADS changed.) */
+	if (c->nhelpers + 1 != nthreads)
+		for (size_t i = 0; i < n; i++)
+			part[i] = first_frame_part(c->m->buckets.v[v[i]],
+						   c->nhelpers + 1);
 	clean_ready(c, nthreads);
-	v = by_first_frame(c, v, n, c->nhelpers + 1, starts);
+	v = by_first_frame(v, part, n, c->nhelpers + 1, starts);
 	for (size_t i = 0; i <= c->nhelpers; i++) {
 		struct classifier *h = i ? &c->helpers[i - 1] : c;
 
@@ -1291,8 +1303,9 @@ static void classify_marked(struct classifier *c, uint32_t *v, size_t n,
 
 void classify_snapshot(struct classifier *c, const struct snapshot *snap)
 {
-	size_t nthreads = threads_wanted(), n = 0, alloc = 0;
+	size_t nthreads = threads_wanted(), n = 0, alloc = 0, palloc = 0;
 	uint32_t *v = NULL;
+	uint8_t *part = NULL;
 
 	/* (Every bucket of the model done already: see
 	 * classify_buckets.) */
@@ -1301,12 +1314,14 @@ void classify_snapshot(struct classifier *c, const struct snapshot *snap)
 		return;
 	/* The new buckets, each once (marked -1 while pending).  Buckets
 	 * come in no order: the ones a few lines ahead are fetched
-	 * meanwhile. */
+	 * meanwhile, and the stacks of those nearer. */
 	for (size_t i = 0; i < snap->nlines; i++) {
 		const struct bucket *b = snap->lines[i].bucket;
 
 		if (i + 16 < snap->nlines && snap->lines[i + 16].bucket)
 			prefetch(snap->lines[i + 16].bucket);
+		if (i + 8 < snap->nlines && snap->lines[i + 8].bucket)
+			prefetch(snap->lines[i + 8].bucket->stack);
 
 		if (!b || b->kind == ALLOC_MMAP)
 			continue;
@@ -1315,15 +1330,17 @@ void classify_snapshot(struct classifier *c, const struct snapshot *snap)
 			continue;
 		c->bucket_col[b->index] = -1;
 		GROW(v, n + 1, alloc);
+		GROW(part, n + 1, palloc);
+		part[n] = first_frame_part(b, nthreads);
 		v[n++] = b->index;
 	}
 	if (n < FEW) {
 		for (size_t i = 0; i < n; i++)
 			c->bucket_col[v[i]] = 0;
-		free(v);
+		FREE_ALL(v, part);
 		return;
 	}
-	classify_marked(c, v, n, nthreads);
+	classify_marked(c, v, part, n, nthreads);
 }
 
 void classify_buckets(struct classifier *c)
@@ -1331,6 +1348,7 @@ void classify_buckets(struct classifier *c)
 	const struct model *m = c->m;
 	size_t nthreads = threads_wanted(), n = 0;
 	uint32_t *v;
+	uint8_t *part;
 
 	/* (Nothing to decide ahead when the first rule takes all: each
 	 * bucket's column is had at once.) */
@@ -1342,13 +1360,15 @@ void classify_buckets(struct classifier *c)
 		return;
 	memo_room(c, m->buckets.n);
 	v = xreallocarray(NULL, m->buckets.n - c->all_upto, sizeof(*v));
+	part = xmalloc(m->buckets.n - c->all_upto);
 	for (size_t i = c->all_upto; i < m->buckets.n; i++) {
 		if (m->buckets.v[i]->kind == ALLOC_MMAP || c->bucket_col[i])
 			continue;
 		c->bucket_col[i] = -1;
+		part[n] = first_frame_part(m->buckets.v[i], nthreads);
 		v[n++] = (uint32_t)i;
 	}
-	classify_marked(c, v, n, nthreads);
+	classify_marked(c, v, part, n, nthreads);
 	c->all_upto = m->buckets.n;
 }
 

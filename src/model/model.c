@@ -236,6 +236,7 @@ static struct bucket *define(struct model *m, uint64_t id,
 	if (!b->type && (has_typeinfo || typeinfo || *type_name)) {
 		b->type = arena_alloc(&m->arena, sizeof(*b->type));
 		memset(b->type, 0, sizeof(*b->type));
+		m->typed++;
 		/* (Symbolized already, as a bucket without one.) */
 		if (b->index < m->buckets_done)
 			b->type->sym = strtab_intern_str(&m->strings,
@@ -271,6 +272,7 @@ void model_bucket_type(struct model *m, struct bucket *b, uint64_t typeinfo,
 	if (!b->type) {
 		b->type = arena_alloc(&m->arena, sizeof(*b->type));
 		memset(b->type, 0, sizeof(*b->type));
+		m->typed++;
 	}
 	b->type->has_typeinfo = typeinfo != 0;
 	b->type->typeinfo = typeinfo;

@@ -277,7 +277,10 @@ void symbolize_model_telling(struct model *m, struct symbolizer *s,
 		s->ops->prepare(s, maps, NULL, 0);
 	FREE_ALL(addrs, at);
 	hashmap_init(&types, 64);
-	for (size_t i = m->buckets_done; i < m->buckets.n; i++) {
+	/* (A bucket each, a load each: not where none has a type, as in a
+	 * heap profile of a million stacks.) */
+	for (size_t i = m->typed ? m->buckets_done : m->buckets.n;
+	     i < m->buckets.n; i++) {
 		struct bucket *b = m->buckets.v[i];
 
 		/* (None recorded, or done in an earlier pass.) */
