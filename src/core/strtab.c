@@ -45,10 +45,10 @@ void strtab_share(struct strtab *t, bool shared)
 	t->shared = shared;
 }
 
-static const char *intern(struct strtab *t, const char *s, size_t len)
+static const char *intern(struct strtab *t, const char *s, size_t len,
+			  uint64_t h)
 {
 	struct key key = { s, len };
-	uint64_t h = hash_bytes(s, len);
 	struct interned *i = hashmap_get(&t->map, h, eq, &key);
 
 	if (i)
@@ -63,12 +63,14 @@ static const char *intern(struct strtab *t, const char *s, size_t len)
 
 const char *strtab_intern(struct strtab *t, const char *s, size_t len)
 {
+	uint64_t h = hash_bytes(s, len);
 	const char *r;
 
 	if (!t->shared)
-		return intern(t, s, len);
+		return intern(t, s, len, h);
+	/* (Hashed before the lock is taken: held less long.) */
 	pthread_mutex_lock(&t->lock);
-	r = intern(t, s, len);
+	r = intern(t, s, len, h);
 	pthread_mutex_unlock(&t->lock);
 	return r;
 }
