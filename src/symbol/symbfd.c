@@ -157,8 +157,11 @@ struct namer {
 	/* The DWARF reader's file names, which it keeps: pointer -> interned
 	 * (a name per frame hashed in full was a twentieth of a cold run). */
 	struct memo_map files;
-	struct arena *memos; /* their entries' (main: the strings') */
-	struct arena own;    /* a thread's */
+	/* Their entries' arena: a thread's own; NULL (main's): the strings',
+	 * through strtab_alloc (another thread may intern meanwhile: a dump
+	 * read ahead). */
+	struct arena *memos;
+	struct arena own;
 	size_t next; /* the batch's address after the one being named */
 };
 
@@ -265,7 +268,9 @@ static const char *memo_get(struct memo_map *m, const void *key)
 static const char *memo_put(struct namer *nm, struct memo_map *m,
 			    const void *key, const char *value)
 {
-	struct memo *e = arena_alloc(nm->memos, sizeof(*e));
+	struct memo *e = nm->memos ? arena_alloc(nm->memos, sizeof(*e))
+				   : strtab_alloc(nm->bs->base.strings,
+						  sizeof(*e));
 
 	e->key = key;
 	e->value = value;
@@ -1800,7 +1805,6 @@ struct symbolizer *symbfd_open(struct strtab *strings,
 	bs->base.strings = strings;
 	bs->base.opts = opts;
 	bs->main.bs = bs;
-	bs->main.memos = strings->arena;
 	hashmap_init(&bs->bins, 64);
 	/* (The memos' tables made as they fill: a warm run fills none, and
 	 * their 300 KiB zeroed were 80 page faults of its 500.) */
