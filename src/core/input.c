@@ -403,7 +403,6 @@ static int behind_more(struct line_stream *s, bool own)
 	if (b->err[i] || !n) {
 		/* (The thread has returned: nothing more is read.) */
 		s->eof = true;
-		b->taken--;
 		pad(s);
 		return b->err[i] ? error("%s: %s", s->path,
 					 strerror(b->err[i]))

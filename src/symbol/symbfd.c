@@ -834,22 +834,27 @@ static int bfd_answer(struct binary *b, uint64_t a, struct dwarf_frame *chain,
 }
 
 /*
- * Where each of B's addresses in the batch, from position FROM on, lies
- * in B and in its symbol cache: the cache is walked once beside them.
+ * Where each of B's addresses in the batch, from position FROM on (or,
+ * with AMONG, at the NMONG positions there, in order: a batch's group,
+ * not found again in every binary's walk of the whole batch), lies in B
+ * and in its symbol cache: the cache is walked once beside them.
  */
-static void find_slots(struct bfdsym *bs, struct binary *b, size_t from)
+static void find_slots_among(struct bfdsym *bs, struct binary *b,
+			     const size_t *among, size_t nmong, size_t from)
 {
 	uint64_t *elf = NULL;
 	uint32_t *where;
 	size_t *at = NULL;
 	size_t n = 0, alloc = 0, at_alloc = 0;
+	size_t last = among ? nmong : bs->nbatch - from;
 
 	b->slots_batch = bs->batch_id;
 	/* (B's addresses only, grown as found: a batch of a million frames
 	 * in eight binaries would hold 16 MB more for the first.  Their
 	 * places are kept: the batch was walked twice more for them, a
 	 * seventh of a warm symbolization's naming.) */
-	for (size_t i = from; i < bs->nbatch; i++) {
+	for (size_t j = 0; j < last; j++) {
+		size_t i = among ? among[j] : from + j;
 		struct slot *sl = &bs->slots[i];
 
 		if (!sl->v || !vma_executable(sl->v) || sl->v->name != b->name ||
@@ -869,6 +874,11 @@ static void find_slots(struct bfdsym *bs, struct binary *b, size_t from)
 	FREE_ALL(elf, where, b->at);
 	b->at = at;
 	b->nat = n;
+}
+
+static void find_slots(struct bfdsym *bs, struct binary *b, size_t from)
+{
+	find_slots_among(bs, b, NULL, 0, from);
 }
 
 /* The first of B's places in the batch (see find_slots) at FROM or
@@ -981,13 +991,15 @@ static size_t batch_queries(struct namer *nm, struct binary *b,
 	const struct sym_options *o = bs->base.opts;
 	bool need_dwarf = o->want_source || !o->no_inline;
 	struct hashmap seen = HASHMAP_INIT;
-	size_t n = 0;
+	size_t n = 0, j0;
 
 	/* (bfd_code has counted the address being looked up.) */
-	*out = xcalloc(bs->nbatch - nm->next + 2, sizeof(**out));
 	find_symbols(bs, b, nm->next - 1);
+	j0 = places_from(bs, b, nm->next - 1);
+	/* (One for each of B's places left, not each of the batch's.) */
+	*out = xcalloc(b->nat - j0 + 1, sizeof(**out));
 	hashmap_init(&seen, 64);
-	for (size_t j = places_from(bs, b, nm->next - 1); j < b->nat; j++) {
+	for (size_t j = j0; j < b->nat; j++) {
 		const struct symcache_entry *hit;
 		const struct elf_sym *sym;
 		struct slot *sl = &bs->slots[b->at[j]];
@@ -1184,6 +1196,12 @@ static void bfd_prepare(struct symbolizer *s, const struct maps *maps,
 		bs->slots[i].v = maps ? maps_find(maps, addrs[i]) : NULL;
 }
 
+/* Is V a mapping of a binary's code (whose frames a binary names)? */
+static bool binary_code(const struct vma *v)
+{
+	return v && vma_executable(v) && v->name[0] == '/';
+}
+
 /*
  * The binary that the frame at ADDR (in V, if any) is in, opened; NULL
  * when it has none to name it (said with -vv).
@@ -1198,7 +1216,7 @@ static struct binary *binary_of(struct bfdsym *bs, const struct maps *maps,
 						   : "no maps to place it");
 		return NULL;
 	}
-	if (!vma_executable(v) || v->name[0] != '/') {
+	if (!binary_code(v)) {
 		say_why(bs, NULL, addr, "in %s mapping %s %s",
 			!vma_executable(v) ? "a non-executable" : "an",
 			v->perms, *v->name ? v->name : "[anonymous]");
@@ -1426,6 +1444,7 @@ static void batch_share(void *ctx, size_t i, bool here)
 
 		if (g->b->cache && shows)
 			symcache_show_with(g->b->cache, show_cached, &nm);
+		find_slots_among(bs, g->b, g->pos, g->n, 0);
 		for (size_t j = 0; j < g->n; j++) {
 			size_t p = g->pos[j], before = bt->said[i + 1].len;
 			struct sym_info info = { NULL, NULL, 0, 0, NULL };
@@ -1490,7 +1509,7 @@ static void group_names(struct batch_two *bt)
 		const struct vma *v = bs->slots[i].v;
 		struct name_group *g;
 
-		if (!v || !vma_executable(v) || v->name[0] != '/')
+		if (!binary_code(v))
 			continue;
 		/* (A binary's addresses come in runs.) */
 		if (last == SIZE_MAX || bt->g[last].name != v->name) {
