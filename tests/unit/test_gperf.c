@@ -1065,6 +1065,19 @@ static void digest(const char *text, long len, const char *threads,
 	model_free(&mm);
 }
 
+/* ONE and TWO the same digest (megabytes of it: where they part is
+ * said, not all of them). */
+static void same_digests(const struct strbuf *one, const struct strbuf *two)
+{
+	for (size_t k = 0; k < one->len || k < two->len; k++)
+		if (k >= one->len || k >= two->len ||
+		    one->buf[k] != two->buf[k])
+			cr_assert_fail("one core and two part at byte %zu: "
+				       "'%.80s' / '%.80s'", k,
+				       k < one->len ? one->buf + k : "",
+				       k < two->len ? two->buf + k : "");
+}
+
 /*
  * On two cores a profile is read by a thread and interned by another:
  * the snapshot, the model and what is said are those of one core, for
@@ -1135,15 +1148,54 @@ Test(gperf, two_cores_read_as_one)
 	digest(big.buf, -1, "1", &one);
 	digest(big.buf, -1, "2", &two);
 	cr_assert(!strncmp(one.buf, "rc 0", 4), "%.300s", one.buf);
-	/* (Megabytes of digest: where they part, not all of them.) */
-	for (size_t k = 0; k < one.len || k < two.len; k++)
-		if (k >= one.len || k >= two.len || one.buf[k] != two.buf[k])
-			cr_assert_fail("one core and two part at byte %zu: "
-				       "'%.80s' / '%.80s'", k, one.buf + k,
-				       two.buf + k);
+	same_digests(&one, &two);
 	sb_release(&one);
 	sb_release(&two);
 	sb_release(&big);
+}
+
+/*
+ * A profile big enough for its blocks to be read on a thread of their
+ * own (stream_read_behind: 12 MB, more than four blocks after the first)
+ * and broken: cut in the middle of a stack line at its end, or with a
+ * broken word in a line far into it.  Two cores say the same as one, at
+ * the same line.
+ */
+Test(gperf, big_and_broken_read_behind_as_on_one_core)
+{
+	struct strbuf big = STRBUF_INIT, one = STRBUF_INIT, two = STRBUF_INIT;
+	size_t cut, bad;
+
+	sb_addstr(&big, HDR("heapprofile"));
+	for (size_t i = 0; big.len < (12u << 20); i++) {
+		sb_addf(&big, "%zu: %zu [%zu: %zu] @", 1 + i % 3, 16 + i,
+			1 + i % 5, 32 + i);
+		for (size_t k = 0; k < 4 + i % 11; k++)
+			sb_addf(&big, " 0x%zx", 0x401000 + (i * 31 + k) % 65536);
+		sb_addch(&big, '\n');
+	}
+	/* Cut in a line's middle: the end of a file being written. */
+	cut = big.len - 7;
+	digest(big.buf, (long)cut, "1", &one);
+	digest(big.buf, (long)cut, "2", &two);
+	cr_assert(!strncmp(one.buf, "rc 0", 4), "%.300s", one.buf);
+	same_digests(&one, &two);
+	/* A broken word ten megabytes in: an error at that line. */
+	bad = 10u << 20;
+	while (big.buf[bad] != 'x')
+		bad++;
+	big.buf[bad] = 'z';
+	sb_reset(&one);
+	sb_reset(&two);
+	digest(big.buf, (long)big.len, "1", &one);
+	digest(big.buf, (long)big.len, "2", &two);
+	cr_assert(strncmp(one.buf, "rc 0", 4), "%.300s", one.buf);
+	cr_assert(strstr(one.buf, "invalid frame address"), "%.300s", one.buf);
+	same_digests(&one, &two);
+	unsetenv("DMPROF_THREADS");
+	sb_release(&big);
+	sb_release(&one);
+	sb_release(&two);
 }
 
 /*
