@@ -15,11 +15,15 @@ struct arena {
 	char *cur;
 	char *end;
 	size_t total; /* bytes handed out, for statistics */
-	/* Blocks of 2 MiB in huge pages (xcalloc_table), for an arena that
+	/* Blocks of 2 MiB in huge pages (xmalloc_huge), for an arena that
 	 * fills megabytes at once: one fault a block, not 512. */
 	bool huge;
+	/* Huge once it holds ARENA_HUGE_FROM bytes (a model's: small for a
+	 * small run, hundreds of megabytes for a big one). */
+	bool grows_huge;
 };
-#define ARENA_INIT { NULL, NULL, NULL, 0, false }
+#define ARENA_INIT { NULL, NULL, NULL, 0, false, false }
+#define ARENA_HUGE_FROM ((size_t)8 << 20)
 
 /* SIZE bytes aligned to 8 (nothing kept in an arena needs more); never
  * fails (dies on out-of-memory). */

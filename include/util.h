@@ -144,6 +144,10 @@ char *xasprintf(const char *fmt, ...) PRINTF(1, 2);
  * free().
  */
 void *xcalloc_table(size_t n, size_t size);
+/* LEN bytes, not zeroed, in huge pages where the kernel gives them (LEN
+ * rounded up to them), for memory written before it is read (an
+ * arena's blocks).  Freed with free(). */
+void *xmalloc_huge(size_t len);
 /*
  * LEN zeroed bytes mapped on their own, in huge pages where the kernel
  * gives them, or NULL; *MAPPED is what munmap takes back (LEN rounded up

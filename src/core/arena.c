@@ -28,7 +28,7 @@ static size_t block_size(const struct arena *a)
 static char *new_block(struct arena *a, size_t payload)
 {
 	struct arena_block *b =
-		a->huge ? xcalloc_table(1, HUGE_PAGE)
+		a->huge ? xmalloc_huge(HUGE_PAGE)
 			: xmalloc(st_add(sizeof(*b), payload));
 
 	b->next = a->blocks;
@@ -62,6 +62,9 @@ void *arena_alloc(struct arena *a, size_t size)
 		return b->data;
 	}
 	if (!a->cur || (size_t)(a->end - a->cur) < size) {
+		/* (Its blocks in huge pages from then on: see grows_huge.) */
+		if (a->grows_huge && a->total >= ARENA_HUGE_FROM)
+			a->huge = true;
 		a->cur = new_block(a, block_size(a));
 		a->end = a->cur + block_size(a);
 	}
@@ -93,4 +96,6 @@ void arena_free(struct arena *a)
 	a->blocks = NULL;
 	a->cur = a->end = NULL;
 	a->total = 0;
+	if (a->grows_huge)
+		a->huge = false;
 }

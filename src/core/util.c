@@ -440,7 +440,7 @@ static size_t huge_round(size_t len)
  */
 void *xcalloc_table(size_t n, size_t size)
 {
-	size_t len = st_mult(n, size), big;
+	size_t len = st_mult(n, size);
 	void *p;
 
 	/* (Written now: calloc leaves fresh memory untouched, and a table is
@@ -453,11 +453,19 @@ void *xcalloc_table(size_t n, size_t size)
 		memset(p, 0, len);
 		return p;
 	}
-	big = huge_round(len);
+	p = xmalloc_huge(len);
+	memset(p, 0, len);
+	return p;
+}
+
+void *xmalloc_huge(size_t len)
+{
+	size_t big = huge_round(len);
+	void *p;
+
 	if (posix_memalign(&p, HUGE_PAGE, big))
 		die("out of memory (%zu bytes)", len);
 	madvise(p, big, MADV_HUGEPAGE);
-	memset(p, 0, len);
 	return p;
 }
 

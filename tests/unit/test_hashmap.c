@@ -93,8 +93,8 @@ Test(arena, big_and_small)
 
 /*
  * An arena of huge blocks: small requests fill a block of 2 MiB (its
- * payload past the block's header) before the next, zeroed; big ones get
- * their own; all of it stays apart and is freed at once.
+ * payload past the block's header) before the next; big ones get their
+ * own; all of it stays apart and is freed at once.
  */
 Test(arena, huge_blocks)
 {
@@ -108,17 +108,52 @@ Test(arena, huge_blocks)
 	for (size_t used = 1000; used + 1000 <= (2u << 20) - 16; used += 1000) {
 		p = arena_alloc(&a, 1000);
 		cr_assert_eq(p, first + used);
+		memset(p, (int)(used / 1000), 1000);
 	}
-	cr_assert_eq(p[999], 0);
 	/* The next block. */
 	p = arena_alloc(&a, 1000);
 	cr_assert_neq((uintptr_t)p >> 21, (uintptr_t)first >> 21);
+	memset(p, 0x55, 1000);
 	big = arena_alloc(&a, 1u << 20);
 	memset(big, 3, 1u << 20);
 	memset(first, 1, 1000);
-	cr_assert_eq(p[0], 0);
+	/* (Nothing written over another's bytes.) */
+	cr_assert_eq(p[0], 0x55);
+	cr_assert_eq(p[999], 0x55);
+	cr_assert_eq(first[2000], 2);
 	cr_assert_eq(arena_alloc(&a, 8), p + 1000);
 	arena_free(&a);
 	cr_assert(a.huge);
 	cr_assert_null(a.blocks);
+}
+
+/*
+ * An arena that grows huge (a model's): blocks of 1 MiB until it holds
+ * ARENA_HUGE_FROM bytes, then blocks of 2 MiB on their own huge pages;
+ * after arena_free it starts small again.
+ */
+Test(arena, grows_huge)
+{
+	struct arena a = ARENA_INIT;
+	size_t held = 0;
+	char *p;
+
+	a.grows_huge = true;
+	for (int round = 0; round < 2; round++) {
+		for (held = 0; held < ARENA_HUGE_FROM; held += 4096) {
+			p = arena_alloc(&a, 4096);
+			memset(p, 7, 4096);
+			cr_assert_not(a.huge);
+		}
+		/* (The small block in use is filled first.) */
+		for (int k = 0; !a.huge && k <= 256; k++)
+			p = arena_alloc(&a, 4096);
+		cr_assert(a.huge);
+		cr_assert_eq(((uintptr_t)p) % (2u << 20), 16);
+		memset(p, 9, 4096);
+		cr_assert_eq(arena_alloc(&a, 4096), p + 4096);
+		arena_free(&a);
+		cr_assert_not(a.huge);
+		cr_assert_null(a.blocks);
+	}
 }
