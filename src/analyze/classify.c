@@ -77,6 +77,9 @@ void classifier_free(struct classifier *c)
 	}
 	if (!c->all_borrowed)
 		FREE_ALL(c->all_plain[0], c->all_plain[1]);
+	if (!c->canon_borrowed)
+		free(c->canon);
+	free(c->texts);
 	free(c->bucket_col);
 	hashmap_free(&c->regions);
 	for (size_t i = 0; i < ARRAY_SIZE(c->trie); i++) {
@@ -528,6 +531,75 @@ static void stack_subject(struct classifier *c, const struct bucket *b,
 	subj->ctx = c;
 }
 
+/* The slot of the text (FUNC, FILE) in C's table: its own, or the
+ * empty one where it goes. */
+static struct canon_slot *text_slot(struct classifier *c, const char *func,
+				    const char *file)
+{
+	size_t k = (size_t)hash_u64((uintptr_t)func * 0x9E3779B97F4A7C15ULL ^
+				    (uintptr_t)file) &
+		   c->texts_mask;
+
+	while (c->texts[k].id &&
+	       (c->texts[k].func != func || c->texts[k].file != file))
+		k = (k + 1) & c->texts_mask;
+	return &c->texts[k];
+}
+
+static void texts_grow(struct classifier *c)
+{
+	struct canon_slot *old = c->texts;
+	size_t n = old ? c->texts_mask + 1 : 0, cap = n ? 2 * n : 4096;
+
+	c->texts = xcalloc_table(cap, sizeof(*c->texts));
+	c->texts_mask = cap - 1;
+	for (size_t i = 0; i < n; i++)
+		if (old[i].id)
+			*text_slot(c, old[i].func, old[i].file) = old[i];
+	free(old);
+}
+
+/*
+ * The canonical ids of the frames from NCANON to N (see struct
+ * classifier).  Rules read a frame's text alone: its name in the stack
+ * field and its file in the source field (frame_add_func,
+ * frame_add_file), both interned, so equal pointers are equal texts.
+ * A frame of inlined functions, or without a name (its address is its
+ * text), is its own.  A frame named after this keeps its own id: any
+ * frame of the same text may stand for another, and its own always
+ * can.
+ */
+static void canon_more(struct classifier *c, size_t n)
+{
+	if (c->ncanon >= n || c->canon_borrowed)
+		return;
+	c->canon = xreallocarray(c->canon, n, sizeof(*c->canon));
+	for (size_t id = c->ncanon; id < n; id++) {
+		const struct frame *f = frame_get(&c->m->frames, (uint32_t)id);
+		struct canon_slot *sl;
+
+		c->canon[id] = (uint32_t)id;
+		if (!f->func || f->ninline)
+			continue;
+		if (2 * (c->ntexts + 1) > (c->texts ? c->texts_mask + 1 : 0))
+			texts_grow(c);
+		sl = text_slot(c, f->func, f->file);
+		if (sl->id) {
+			c->canon[id] = sl->id - 1;
+			continue;
+		}
+		*sl = (struct canon_slot){ f->func, f->file, (uint32_t)id + 1 };
+		c->ntexts++;
+	}
+	c->ncanon = n;
+}
+
+/* The id frame ID's column is remembered by (see struct classifier). */
+static inline uint32_t canon_of(const struct classifier *c, uint32_t id)
+{
+	return id < c->ncanon ? c->canon[id] : id;
+}
+
 #define PREFIX_END UINT32_MAX
 #define PREFIX_COL 0x80000000u
 
@@ -570,13 +642,15 @@ static void prefix_put(const struct classifier *c, struct prefix_trie *t,
 }
 
 /* The column the first frames of S decided before in T, or -1. */
-static int prefix_find(const struct prefix_trie *t, const struct stack *s)
+static int prefix_find(const struct classifier *c,
+		       const struct prefix_trie *t, const struct stack *s)
 {
 	uint32_t node = 0;
 
 	for (uint32_t i = 0; i <= s->depth; i++) {
 		uint32_t v = prefix_get(t, node,
-					i < s->depth ? s->frames[i] : PREFIX_END);
+					i < s->depth ? canon_of(c, s->frames[i])
+						     : PREFIX_END);
 
 		if (!v)
 			return -1;
@@ -600,7 +674,8 @@ static void prefix_add(struct classifier *c, struct prefix_trie *t,
 	if (n == 0 || n > PREFIX_MAX || t->nodes >= PREFIX_COL - 1)
 		return;
 	for (uint32_t i = 0; i < n; i++) {
-		uint32_t frame = i < s->depth ? s->frames[i] : PREFIX_END;
+		uint32_t frame =
+			i < s->depth ? canon_of(c, s->frames[i]) : PREFIX_END;
 		uint32_t v = prefix_get(t, node, frame);
 
 		if (i + 1 == n) {
@@ -911,7 +986,7 @@ static int classify_stack(struct classifier *c, const struct bucket *b)
 	if (!c->prefix_off)
 		stack_clean(c, b->stack);
 	trie = &c->trie[c->clean | c->head_clean << 1];
-	if (!c->prefix_off && (col = prefix_find(trie, b->stack)) >= 0)
+	if (!c->prefix_off && (col = prefix_find(c, trie, b->stack)) >= 0)
 		return col;
 	col = c->mt ? policy_match_with(c->p, c->mt, RULE_MALLOC, &subj, NULL)
 		    : policy_match(c->p, RULE_MALLOC, &subj, NULL);
@@ -945,6 +1020,9 @@ int classify_malloc(struct classifier *c, const struct bucket *b)
 
 	if (b->index < c->nbucket_col && c->bucket_col[b->index] > 0)
 		return c->bucket_col[b->index] - 1;
+	/* (Here, on the caller's thread alone: its helpers read them.) */
+	if (!c->prefix_off)
+		canon_more(c, c->m->frames.n);
 	col = classify_stack(c, b);
 	if (col < 0)
 		return col;
@@ -976,7 +1054,8 @@ struct share {
 /*
  * How many buckets ahead each step of the chain is asked for: the
  * bucket, its stack, the memo entries of its frames, the frames'
- * pointers, the frames (see classify_ahead and source_ahead).  A bucket
+ * pointers, the frames, its first frame's entries at the tries' roots
+ * (see classify_ahead and source_ahead).  A bucket
  * decided at a trie's root takes a few dozen nanoseconds, less than one
  * miss: one and two ahead, each load still waited for the one before
  * it (gperf-1m of make bench: classifying 137 -> 130 ms, medians of 11).
@@ -986,6 +1065,7 @@ struct share {
 #define AHEAD_ENTRIES 2
 #define AHEAD_FRAME_PTRS 2
 #define AHEAD_FRAMES 1
+#define AHEAD_ROOT 1
 
 /*
  * The same for a policy that looks at source files: those are not in
@@ -1035,19 +1115,25 @@ static void classify_ahead(const struct classifier *c, const uint32_t *v,
 	if (i + AHEAD_ENTRIES < n) {
 		const struct stack *st = b[v[i + AHEAD_ENTRIES]]->stack;
 
-		/* (Its first frame's entry at the tries' roots: which trie
-		 * is known once its frames are scanned.) */
-		for (size_t t = 0; !c->prefix_off && st->depth &&
-				   t < ARRAY_SIZE(c->trie);
-		     t++)
-			if (st->frames[0] < c->trie[t].nroot)
-				prefetch(&c->trie[t].root[st->frames[0]]);
+		/* (Its first frame's canonical id, for the tries' roots.) */
+		if (st->depth && st->frames[0] < c->ncanon)
+			prefetch(&c->canon[st->frames[0]]);
 		/* (A frame's entry where it starts the stack, else where it
 		 * follows a separator: see scan_stack.) */
 		for (uint32_t k = 0; fs->e && k < st->depth; k++)
 			if (st->frames[k] < fs->nframes)
 				prefetch(&fs->e[2 * (size_t)st->frames[k] +
 						(k > 0)]);
+	}
+	if (i + AHEAD_ROOT < n && !c->prefix_off) {
+		const struct stack *st = b[v[i + AHEAD_ROOT]]->stack;
+		uint32_t f0 = st->depth ? canon_of(c, st->frames[0]) : 0;
+
+		/* (Its first frame's entry at the tries' roots: which trie
+		 * is known once its frames are scanned.) */
+		for (size_t t = 0; st->depth && t < ARRAY_SIZE(c->trie); t++)
+			if (f0 < c->trie[t].nroot)
+				prefetch(&c->trie[t].root[f0]);
 	}
 	if (c->p->uses[COND_SOURCE])
 		source_ahead(c, v, i, n);
@@ -1086,12 +1172,14 @@ static void classify_share(void *ctx, size_t i, bool here)
 	classify_shares(&shares[i]);
 }
 
-/* The part of NT (see by_first_frame) that bucket B goes to. */
-static uint8_t first_frame_part(const struct bucket *b, size_t nt)
+/* The part of NT (see by_first_frame) that bucket B goes to: by its
+ * first frame's text (canon_more made ready). */
+static uint8_t first_frame_part(const struct classifier *c,
+				const struct bucket *b, size_t nt)
 {
 	const struct stack *s = b->stack;
 
-	return (uint8_t)(s->depth ? s->frames[0] % nt : 0);
+	return (uint8_t)(s->depth ? canon_of(c, s->frames[0]) % nt : 0);
 }
 
 /*
@@ -1128,12 +1216,38 @@ struct clean_part {
 	struct classifier *c;
 	size_t from, to;  /* frame ids, FROM a multiple of 64 */
 	size_t parts;
+	bool copies;      /* the second pass (see clean_fill) */
 };
+
+/* Frame ID's clean entries, those of the frame of the same text that
+ * stands for it (see canon_more), filled before. */
+static void clean_copy(struct classifier *c, uint32_t id, uint32_t from)
+{
+	for (int k = 0; k < 4; k++) {
+		struct clean_scan *cs = scan_n(c, k);
+
+		if (!cs->a)
+			continue;
+		for (int j = 0; j < 2; j++) {
+			uint16_t e = cs->e[2 * (size_t)from + j];
+
+			cs->e[2 * (size_t)id + j] = e;
+			/* (As clean_note marks it: not from FROM's word,
+			 * which another thread's copies may be writing.) */
+			if (e == 0)
+				cs->plain[j][id / 64] |= 1ULL << (id % 64);
+		}
+	}
+}
 
 /*
  * Part I of the frames' clean entries: each frame's text built once,
  * fed to each scan of its field, from the first state and (where a
- * separator leaves another) from the one after a separator.
+ * separator leaves another) from the one after a separator.  Only a
+ * text's first frame is fed; in a second pass (COPIES) the others take
+ * its entries (a function's call sites are one text: gperf-pool of
+ * make bench, 480,000 frames, fed in their scans 9 ms a frame in
+ * ten).
  */
 static void clean_fill(void *ctx, size_t i, bool here)
 {
@@ -1148,6 +1262,13 @@ static void clean_fill(void *ctx, size_t i, bool here)
 	lo = cp->from + i * span;
 	hi = lo + span < cp->to ? lo + span : cp->to;
 	(void)here;
+	if (cp->copies) {
+		for (size_t id = lo; id < hi; id++)
+			if (canon_of(c, (uint32_t)id) != id)
+				clean_copy(c, (uint32_t)id,
+					   canon_of(c, (uint32_t)id));
+		return;
+	}
 	for (int k = 0; k < 4; k++)
 		if (scan_n(c, k)->a && acm_words(scan_n(c, k)->a) > words)
 			words = acm_words(scan_n(c, k)->a);
@@ -1155,6 +1276,8 @@ static void clean_fill(void *ctx, size_t i, bool here)
 	for (size_t id = lo; id < hi; id++) {
 		const struct frame *f = frame_get(&c->m->frames, (uint32_t)id);
 
+		if (canon_of(c, (uint32_t)id) != id)
+			continue;
 		for (int field = 0; field < 2; field++) {
 			const char *text = NULL;
 			size_t len = 0;
@@ -1245,10 +1368,14 @@ static void clean_ready(struct classifier *c, size_t nthreads)
 			from = cs->nframes;
 		clean_room(cs, n);
 	}
+	canon_more(c, n);
 	if (from < n) {
 		size_t parts = n - from >= CLEAN_AHEAD ? nthreads : 1;
 
-		cp = (struct clean_part){ c, from & ~(size_t)63, n, parts };
+		cp = (struct clean_part){ c, from & ~(size_t)63, n, parts,
+					  false };
+		pool_run(parts, clean_fill, &cp);
+		cp.copies = true;
 		pool_run(parts, clean_fill, &cp);
 	}
 	if (c->nall_plain < n)
@@ -1256,6 +1383,9 @@ static void clean_ready(struct classifier *c, size_t nthreads)
 	for (size_t i = 0; i < c->nhelpers; i++) {
 		struct classifier *h = &c->helpers[i];
 
+		h->canon = c->canon;
+		h->ncanon = c->ncanon;
+		h->canon_borrowed = true;
 		h->clean_done = true;
 		h->head_any = c->head_any;
 		h->all_plain[0] = c->all_plain[0];
@@ -1300,7 +1430,7 @@ static void classify_marked(struct classifier *c, uint32_t *v, uint8_t *part,
 	/* (Helpers made for another count: DMPROF_THREADS changed.) */
 	if (c->nhelpers + 1 != nthreads)
 		for (size_t i = 0; i < n; i++)
-			part[i] = first_frame_part(c->m->buckets.v[v[i]],
+			part[i] = first_frame_part(c, c->m->buckets.v[v[i]],
 						   c->nhelpers + 1);
 	clean_ready(c, nthreads);
 	v = by_first_frame(v, part, n, c->nhelpers + 1, starts);
@@ -1328,9 +1458,12 @@ void classify_snapshot(struct classifier *c, const struct snapshot *snap)
 	if (nthreads < 2 || snap->nlines < FEW ||
 	    c->all_upto == c->m->buckets.n)
 		return;
+	if (!c->prefix_off)
+		canon_more(c, c->m->frames.n);
 	/* The new buckets, each once (marked -1 while pending).  Buckets
 	 * come in no order: the ones a few lines ahead are fetched
-	 * meanwhile, and the stacks of those nearer. */
+	 * meanwhile, the stacks of those nearer, and nearer still their
+	 * first frames' canonical ids. */
 	for (size_t i = 0; i < snap->nlines; i++) {
 		const struct bucket *b = snap->lines[i].bucket;
 
@@ -1338,6 +1471,13 @@ void classify_snapshot(struct classifier *c, const struct snapshot *snap)
 			prefetch(snap->lines[i + 16].bucket);
 		if (i + 8 < snap->nlines && snap->lines[i + 8].bucket)
 			prefetch(snap->lines[i + 8].bucket->stack);
+		if (i + 4 < snap->nlines && snap->lines[i + 4].bucket) {
+			const struct stack *st =
+				snap->lines[i + 4].bucket->stack;
+
+			if (st->depth && st->frames[0] < c->ncanon)
+				prefetch(&c->canon[st->frames[0]]);
+		}
 
 		if (!b || b->kind == ALLOC_MMAP)
 			continue;
@@ -1347,7 +1487,7 @@ void classify_snapshot(struct classifier *c, const struct snapshot *snap)
 		c->bucket_col[b->index] = -1;
 		GROW(v, n + 1, alloc);
 		GROW(part, n + 1, palloc);
-		part[n] = first_frame_part(b, nthreads);
+		part[n] = first_frame_part(c, b, nthreads);
 		v[n++] = b->index;
 	}
 	if (n < FEW) {
@@ -1375,13 +1515,15 @@ void classify_buckets(struct classifier *c)
 	if (nthreads < 2 || m->buckets.n - c->all_upto < FEW)
 		return;
 	memo_room(c, m->buckets.n);
+	if (!c->prefix_off)
+		canon_more(c, m->frames.n);
 	v = xreallocarray(NULL, m->buckets.n - c->all_upto, sizeof(*v));
 	part = xmalloc(m->buckets.n - c->all_upto);
 	for (size_t i = c->all_upto; i < m->buckets.n; i++) {
 		if (m->buckets.v[i]->kind == ALLOC_MMAP || c->bucket_col[i])
 			continue;
 		c->bucket_col[i] = -1;
-		part[n] = first_frame_part(m->buckets.v[i], nthreads);
+		part[n] = first_frame_part(c, m->buckets.v[i], nthreads);
 		v[n++] = (uint32_t)i;
 	}
 	classify_marked(c, v, part, n, nthreads);

@@ -513,6 +513,57 @@ Test(aggregate, first_frames_memo_decides_as_matching_does)
 }
 
 /*
+ * The tries are keyed by a frame's text, not its address: a frame of the
+ * same name and file as one before stands for it; one of another file,
+ * with a function inlined, or without a name (its address its text) is
+ * its own; frames interned after a bucket was classified get theirs at
+ * the next.  Both decide as matching their whole stacks does.
+ */
+Test(aggregate, frames_of_one_text_share_their_decisions)
+{
+	static const struct inline_frame in = { "foo", "a.c", 3, 3 };
+	uint64_t addr[] = { 0x100, 0x200, 0x300, 0x400, 0x500, 0x600, 0x700 };
+	/* name, file; -1 inlined, 0 unnamed */
+	struct { const char *func, *file; int kind; } f[] = {
+		{ "foo", "a.c", 1 }, { "foo", "a.c", 1 }, { "foo", "b.c", 1 },
+		{ "foo", "a.c", -1 }, { NULL, NULL, 0 }, { NULL, NULL, 0 },
+		{ "foo", "b.c", 1 },
+	};
+	uint32_t want[] = { 0, 0, 2, 3, 4, 5, 2 };
+	struct classifier c, without;
+
+	pol = memo_policy(0);
+	classifier_init(&c, pol, &m);
+	classifier_init(&without, pol, &m);
+	without.prefix_off = true;
+	for (size_t i = 0; i < ARRAY_SIZE(addr); i++) {
+		struct frame *fr = frame_get(&m.frames,
+					     frames_intern(&m.frames, addr[i]));
+
+		fr->func = f[i].func;
+		fr->func_len = f[i].func ? (uint32_t)strlen(f[i].func) : 0;
+		fr->file = f[i].file;
+		if (f[i].kind < 0) {
+			fr->ninline = 1;
+			fr->inl = &in;
+		}
+		cr_assert_not_null(model_intern_bucket(&m, ALLOC_MALLOC,
+						       &addr[i], 1, "x",
+						       i + 1));
+		/* (Each new frame's id at the next bucket's.) */
+		cr_assert_eq(classify_malloc(&c, m.buckets.v[i]),
+			     classify_malloc(&without, m.buckets.v[i]));
+		cr_assert_eq(c.ncanon, i + 1);
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(want); i++)
+		cr_assert_eq(c.canon[i], want[i], "frame %zu", i);
+	/* (Two texts with a name, foo a.c and foo b.c; the rest their own.) */
+	cr_assert_eq(c.ntexts, 2);
+	classifier_free(&c);
+	classifier_free(&without);
+}
+
+/*
  * Classified on every core (the clean scans' entries filled ahead, and
  * the frames plain in all of them), each bucket gets the column
  * matching its whole stack gives: over frames interned in two rounds,
