@@ -207,7 +207,8 @@ struct rec_bucket *rec_bucket_get(enum rec_kind kind, const uintptr_t *frames,
 	if (b)
 		goto out;
 	id = atomic_load(&next_id);
-	if (id >= MAX_BUCKETS) {
+	/* (The last id is no bucket's: a block header's "untracked".) */
+	if (id >= MAX_BUCKETS - 1) {
 		b = NULL; /* full: the block goes untracked */
 		goto out;
 	}
