@@ -72,8 +72,9 @@ struct classifier {
 	} *seq;
 	/*
 	 * Columns decided on a stack's first frames, remembered by those
-	 * frames: a trie, (node << 32 | frame id, or PREFIX_END for the
-	 * stack's end) -> child node, or the column (PREFIX_COL set).
+	 * frames' texts: a trie, (node << 32 | the frame's canonical id
+	 * (see CANON), or PREFIX_END for the stack's end) -> child node,
+	 * or the column (PREFIX_COL set).
 	 * Rules anchored at the allocation site decide on a frame or
 	 * two, so a million stacks over a hundred thousand allocation
 	 * sites are matched a hundred thousand times.  Off where a rule
