@@ -1264,10 +1264,12 @@ static void clean_fill(void *ctx, size_t i, bool here)
 	hi = lo + span < cp->to ? lo + span : cp->to;
 	(void)here;
 	if (cp->copies) {
-		for (size_t id = lo; id < hi; id++)
-			if (canon_of(c, (uint32_t)id) != id)
-				clean_copy(c, (uint32_t)id,
-					   canon_of(c, (uint32_t)id));
+		for (size_t id = lo; id < hi; id++) {
+			uint32_t from = canon_of(c, (uint32_t)id);
+
+			if (from != id)
+				clean_copy(c, (uint32_t)id, from);
+		}
 		return;
 	}
 	for (int k = 0; k < 4; k++)
