@@ -17,6 +17,8 @@ struct agg_stats {
 	unsigned long malloc_unused_clamped;
 	int64_t hidden_no_bucket;        /* no-bucket bytes, no column */
 	unsigned long no_kernel_view;    /* snapshots without Rss & co. */
+	unsigned long no_pss;            /* with Rss, without Pss (dmprof
+					    record without --pss) */
 };
 
 /* Values of every builtin, whether or not the policy lists it. */

@@ -320,7 +320,7 @@ int aggregate_snapshot(struct classifier *c, const struct snapshot *snap,
 {
 	const struct policy *p = c->p;
 	struct sums sums;
-	bool kernel_missing = false;
+	bool kernel_missing = false, pss_missing = false;
 
 	memset(&sums, 0, sizeof(sums));
 	memset(values, 0, p->ncols * sizeof(*values));
@@ -337,8 +337,14 @@ int aggregate_snapshot(struct classifier *c, const struct snapshot *snap,
 		if (col->builtin >= B_RSS && col->builtin <= B_SWAP &&
 		    snap->kernel_view &&
 		    !kernel_value(snap, col->builtin, &(int64_t){ 0 }) &&
-		    stats)
-			kernel_missing = true;
+		    stats) {
+			/* (A recorder's dump has Pss when asked for.) */
+			if (col->builtin == B_PSS &&
+			    kernel_value(snap, B_RSS, &(int64_t){ 0 }))
+				pss_missing = true;
+			else
+				kernel_missing = true;
+		}
 		if (col->builtin == B_STAT)
 			values[i] = col->stat_virtual
 					    ? snap->gs.row[col->stat_row].virt
@@ -356,6 +362,8 @@ int aggregate_snapshot(struct classifier *c, const struct snapshot *snap,
 	}
 	if (kernel_missing)
 		stats->no_kernel_view++;
+	else if (pss_missing)
+		stats->no_pss++;
 	if (p->col_no_bucket < 0 && stats)
 		stats->hidden_no_bucket =
 			add64(stats->hidden_no_bucket, sums.no_bucket,

@@ -125,6 +125,11 @@ int timeline_build(struct timeline *tl, const struct timeline_options *opt)
 				"by dmprof record); shown as 0",
 				pol->label, stats[p].no_kernel_view,
 				stats[p].no_kernel_view > 1 ? "s" : "");
+		if (stats[p].no_pss)
+			warning("%s: %lu snapshot%s no Pss (dmprof record "
+				"writes it with --pss); pss shown as 0",
+				pol->label, stats[p].no_pss,
+				stats[p].no_pss > 1 ? "s have" : " has");
 		if (stats[p].hidden_no_bucket)
 			warning("%s: %" PRId64 " bytes of unknown buckets are "
 				"in no column (the policy lists no "

@@ -252,6 +252,7 @@ struct record_opts {
 	bool mmap;
 	bool no_peaks;
 	bool separate;          /* --separate-files */
+	bool pss;
 };
 
 enum {
@@ -263,6 +264,7 @@ enum {
 	OPT_NO_PEAKS,
 	OPT_SIGNAL,
 	OPT_SEPARATE,
+	OPT_PSS,
 };
 
 static const char *const pageframe_choices[] = { "1", "2", NULL };
@@ -305,6 +307,10 @@ static const struct cmd_option options[] = {
 	  .help = "each dump's new buckets in PREFIX.PID.NNNN.buckets and "
 		  "the maps in PREFIX.PID.maps, as the original wrote "
 		  "them (default: in the dump)" },
+	{ .key = OPT_PSS, .name = "pss",
+	  .help = "the kernel's Pss in each dump too, for the pss column "
+		  "(the kernel walks every page for it, the threads "
+		  "standing still: 2 GB held 31 ms, not 12)" },
 	{ .key = OPT_PAGEFRAME, .name = "pageframe", .arg = "2",
 	  .type = OPT_CHOICE, .choices = pageframe_choices,
 	  .flags = OPT_OPTIONAL,
@@ -335,6 +341,7 @@ static int parse_options(struct cmd_args *a, struct record_opts *o)
 	o->mmap = !args_has(a, OPT_NO_MMAP);
 	o->no_peaks = args_has(a, OPT_NO_PEAKS);
 	o->separate = args_has(a, OPT_SEPARATE);
+	o->pss = args_has(a, OPT_PSS);
 	o->signal = SIGUSR2;
 	if (sig && (o->signal = signal_number(sig)) < 0)
 		return cmd_usage_error(a, "bad signal '%s' (USR1, USR2, HUP, "
@@ -408,6 +415,8 @@ static void set_environment(const struct record_opts *o,
 		setenv("DMPROF_PEAK_DUMPS", "0", 1);
 	if (o->separate)
 		setenv("DMPROF_SEPARATE_FILES", "1", 1);
+	if (o->pss)
+		setenv("DMPROF_PSS", "1", 1);
 	snprintf(num, sizeof(num), "%d", o->pageframe);
 	setenv("DEEP_HEAP_PROFILE_PAGEFRAME", num, 1);
 	snprintf(num, sizeof(num), "%" PRIu64, o->depth);

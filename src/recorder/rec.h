@@ -245,6 +245,8 @@ struct rec_config {
 				 * maps in files of their own, as the
 				 * original wrote them */
 	int pageframe;          /* DEEP_HEAP_PROFILE_PAGEFRAME: 0, 1, 2 */
+	bool pss;               /* DMPROF_PSS: the kernel's Pss in each dump
+				 * (its walk of every page, see measure) */
 	unsigned depth;
 	double time_interval;   /* seconds, 0: none */
 	uint64_t alloc_interval;

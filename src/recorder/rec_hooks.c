@@ -872,6 +872,7 @@ static void init(void)
 	rec_cfg.separate_files = env_u64("DMPROF_SEPARATE_FILES", 0) != 0;
 	rec_cfg.no_scan = env_u64("DMPROF_NO_SCAN", 0) != 0;
 	rec_cfg.pageframe = (int)env_u64("DEEP_HEAP_PROFILE_PAGEFRAME", 0);
+	rec_cfg.pss = env_u64("DMPROF_PSS", 0) != 0;
 	rec_cfg.depth = (unsigned)env_u64("DMPROF_STACK_DEPTH", 32);
 	if (rec_cfg.depth < 1 || rec_cfg.depth > REC_MAX_DEPTH)
 		rec_cfg.depth = 32;

@@ -287,6 +287,28 @@ EOF
 pid=$(main_pid sq.err)
 [ -n "$pid" ] && check_dumps sqlite3 "$(first sq/prof "$pid")" 2
 
+# 2b. The kernel's Pss only where asked for (--pss): a dump has it then,
+# above 0 and at most its Rss, and a policy's pss column shows it; a dump
+# without it reads 0 there, with a warning that says why.
+"$bin" record --pss -o "$tmp/ps/prof" -i 0.2 -- sqlite3 :memory: <fill.sql >ps.out 2>ps.err
+[ $? = 0 ] && ok || bad "sqlite3 --pss: record failed: $(cat ps.err)"
+grep -l '^Pss: ' sq/prof.*.heap >/dev/null &&
+	bad "sqlite3: a dump recorded without --pss has a Pss line" || ok
+sed 's/ rss swap / rss pss swap /' "$top/policies/linux.policy" >withpss.policy
+for f in ps/prof.*.heap; do
+	meta=$(awk '$1 == "Rss:" { r = $2 } $1 == "Pss:" { p = $2 }
+		END { if (p > 0 && p <= r) print p }' "$f")
+	col=$("$bin" csv --bytes -p ./withpss.policy "$f" 2>/dev/null |
+		awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "pss") c = i }
+			NR == 2 { printf "%.0f", $c }')
+	[ -n "$meta" ] && [ "$col" = "$meta" ] && ok ||
+		bad "sqlite3 --pss: $f: Pss '$meta' (want 0 < Pss <= Rss), pss column '$col'"
+done
+f=$(ls sq/prof.*.heap | head -1)
+"$bin" csv --bytes -p ./withpss.policy "$f" 2>nopss.err >/dev/null
+grep -q 'no Pss (dmprof record writes it with --pss); pss shown as 0' nopss.err &&
+	ok || bad "sqlite3: no warning for a dump without Pss: $(cat nopss.err)"
+
 # 3. The C++ program: threads, big blocks, a mapping, a signal.
 "$bin" record -o "$tmp/cx/prof" -i 0.25 -- ./cxx >cx.out 2>cx.err
 [ $? = 0 ] && ok || bad "c++: record failed: $(cat cx.err)"
