@@ -113,6 +113,24 @@ within() {
 	target "$1" "$(printf '%.2fx its time' "$r")" "$(at_most "$r" "$4")"
 }
 
+# What fresh memory costs now (tests/bench/faultcost.c: 256 MB written a
+# byte a page, in 4 KiB pages, then in huge ones), at the start and at the
+# end: dmprof's big cases fault in hundreds of MB where awk faults in two,
+# and on this virtual machine a huge page cost 2 ms after a pause and 0.2
+# ms just after a free (README, "Speed"), so it says what phase the rows
+# were measured in.
+fault_cost() { # WHEN
+	[ -x "$work/faultcost" ] ||
+		gcc -O2 -o "$work/faultcost" "$here/faultcost.c" || return
+	# shellcheck disable=SC2046 # (two numbers)
+	set -- "$1" $("$work/faultcost" 256)
+	[ $# = 3 ] || return
+	printf '%-22s %-34s 4 KiB pages %.0f ms, huge pages %.0f ms\n' \
+		machine "fresh 256 MB written ($1)" "$2" "$3"
+	target "machine: fresh 256 MB at the $1, 4 KiB/huge pages" \
+		"$(printf '%.0f ms, %.0f ms' "$2" "$3")" stated
+}
+
 symbolize() { # CASE BINARY [ADDR2LINE_FLAGS]
 	case=$1 target=$2 flags=${3:-}
 	if [ ! -r "$target" ]; then
@@ -1031,6 +1049,7 @@ core_run() { # CORE START-END
 		"$(printf '%.2fx' "$(echo "$snap_kb / 1024 / $mb" | bc -l)")" stated
 }
 
+fault_cost start
 for c in $cases; do
 	case $c in
 	snapshot)
@@ -1068,6 +1087,8 @@ for c in $cases; do
 		echo "bench: unknown case $c" ;;
 	esac
 done
+
+fault_cost end
 
 if [ -s "$targets" ]; then
 	printf '\n%-52s %-24s %s\n' target measured verdict
