@@ -594,6 +594,15 @@ static void canon_more(struct classifier *c, size_t n)
 	c->ncanon = n;
 }
 
+/* The canonical ids of every frame so far, where the tries are on:
+ * before buckets are classified or split between threads, on the
+ * caller's thread alone (its helpers read them). */
+static void canon_ready(struct classifier *c)
+{
+	if (!c->prefix_off)
+		canon_more(c, c->m->frames.n);
+}
+
 /* The id frame ID's column is remembered by (see struct classifier). */
 static inline uint32_t canon_of(const struct classifier *c, uint32_t id)
 {
@@ -1020,9 +1029,7 @@ int classify_malloc(struct classifier *c, const struct bucket *b)
 
 	if (b->index < c->nbucket_col && c->bucket_col[b->index] > 0)
 		return c->bucket_col[b->index] - 1;
-	/* (Here, on the caller's thread alone: its helpers read them.) */
-	if (!c->prefix_off)
-		canon_more(c, c->m->frames.n);
+	canon_ready(c);
 	col = classify_stack(c, b);
 	if (col < 0)
 		return col;
@@ -1461,8 +1468,7 @@ void classify_snapshot(struct classifier *c, const struct snapshot *snap)
 	if (nthreads < 2 || snap->nlines < FEW ||
 	    c->all_upto == c->m->buckets.n)
 		return;
-	if (!c->prefix_off)
-		canon_more(c, c->m->frames.n);
+	canon_ready(c);
 	/* The new buckets, each once (marked -1 while pending).  Buckets
 	 * come in no order: the ones a few lines ahead are fetched
 	 * meanwhile, the stacks of those nearer, and nearer still their
@@ -1518,8 +1524,7 @@ void classify_buckets(struct classifier *c)
 	if (nthreads < 2 || m->buckets.n - c->all_upto < FEW)
 		return;
 	memo_room(c, m->buckets.n);
-	if (!c->prefix_off)
-		canon_more(c, m->frames.n);
+	canon_ready(c);
 	v = xreallocarray(NULL, m->buckets.n - c->all_upto, sizeof(*v));
 	part = xmalloc(m->buckets.n - c->all_upto);
 	for (size_t i = c->all_upto; i < m->buckets.n; i++) {
