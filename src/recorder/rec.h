@@ -616,6 +616,8 @@ extern __thread bool rec_tsan_thread_ready;
 /* The recorder's dump thread (rec_hooks.c), 0 while there is none: it
  * touches nothing of the program's, and need not stand still. */
 extern _Atomic pid_t rec_dump_thread;
+/* Wait (briefly) until a dump thread just started has set it. */
+void rec_dumper_known(void);
 
 /* ---- rec_stop.c ---- */
 
@@ -624,10 +626,11 @@ extern _Atomic pid_t rec_dump_thread;
  * ptrace tracer that shares the process's memory), then let them go; FN
  * runs in the tracer, or in this thread where it is the program's only
  * one.  False when they could not be stopped: FN did not run, and *WHY
- * says why.  *STOPPED_FOR: seconds they stood still.
+ * says why.  *STOPPED_FOR: seconds they stood still; *HELD: how many
+ * they were (0 where FN ran in this thread, alone).
  */
 bool rec_stop_world(void (*fn)(void *), void *arg, const char **why,
-		    double *stopped_for);
+		    double *stopped_for, unsigned *held);
 
 /* ---- rec_dump.c ---- */
 

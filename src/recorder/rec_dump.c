@@ -1516,6 +1516,7 @@ static void kernel_view(int64_t out[3])
 /* How a dump went: how long, whether the process stood still. */
 struct how {
 	double seconds, stopped;  /* the dump; the threads standing still */
+	unsigned held;            /* how many threads stood still */
 	const char *not_stopped;  /* why they were not, or NULL */
 	int walks;                /* reads of the process, 1 when all agreed */
 	bool stable;              /* Rss the same before, during and after */
@@ -1632,6 +1633,8 @@ static void build_meta(const char *reason, const struct timespec *now,
 	} else {
 		rec_buf_str(&meta, "\nStopped: yes\nStoppedSeconds: ");
 		rec_buf_seconds(&meta, how->stopped);
+		rec_buf_str(&meta, "\nStoppedThreads: ");
+		rec_buf_i64(&meta, how->held);
 	}
 	rec_buf_str(&meta, "\nWalks: ");
 	rec_buf_i64(&meta, how->walks);
@@ -2191,7 +2194,7 @@ static void do_dump(const char *reason)
 		how.not_stopped = "DMPROF_NO_STOP is set";
 		capture(&c);
 	} else if (!rec_stop_world(capture, &c, &how.not_stopped,
-				   &how.stopped)) {
+				   &how.stopped, &how.held)) {
 		if (!said_not_stopped)
 			rec_say("cannot stop the program's threads for a dump: ",
 				how.not_stopped,

@@ -1114,6 +1114,7 @@ static bool last_thread(void)
 }
 
 _Atomic pid_t rec_dump_thread;
+static atomic_int dumper_pending; /* started, and its id not yet set */
 
 static void *dump_loop(void *arg)
 {
@@ -1122,6 +1123,9 @@ static void *dump_loop(void *arg)
 	(void)arg;
 	rec_busy = 1; /* nothing this thread allocates is the program's */
 	atomic_store(&rec_dump_thread, (pid_t)syscall(SYS_gettid));
+	atomic_store(&dumper_pending, 0);
+	syscall(SYS_futex, &dumper_pending, FUTEX_WAKE_PRIVATE, INT32_MAX,
+		NULL, NULL, 0); /* (see rec_dumper_known) */
 	while (!atomic_load(&stopping)) {
 		const char *why;
 
@@ -1138,6 +1142,25 @@ static void *dump_loop(void *arg)
 	}
 	atomic_store(&rec_dump_thread, 0);
 	return NULL;
+}
+
+/*
+ * Wait, if need be, until the dump thread has said its id: until then a
+ * dump would take it for one of the program's and stop it with the
+ * tracer (rec_stop.c), 1-2 ms, which a short process paid at its first
+ * dump whenever the thread had not run yet (both cores busy, in a make).
+ * (Waited for here rather than as the thread starts: by a dump it has
+ * mostly run already.)
+ */
+void rec_dumper_known(void)
+{
+	/* (Bounded: in a child of clone(), say, no thread will say it.) */
+	for (int i = 0; i < 20 && atomic_load(&dumper_pending); i++) {
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+		syscall(SYS_futex, &dumper_pending, FUTEX_WAIT_PRIVATE, 1, &ts,
+			NULL, 0);
+	}
 }
 
 static void start_dumper(void)
@@ -1160,7 +1183,10 @@ static void start_dumper(void)
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	rec_busy++;
+	atomic_store(&dumper_pending, 1);
 	have_dumper = pthread_create(&dumper, &attr, dump_loop, NULL) == 0;
+	if (!have_dumper)
+		atomic_store(&dumper_pending, 0);
 	rec_busy--;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
@@ -1226,6 +1252,7 @@ static void become_child(void)
 	locks(false);
 	atomic_store(&rec_dumping, false);
 	have_dumper = false;
+	atomic_store(&dumper_pending, 0);
 	atomic_store(&rec_dump_thread, 0);
 	owner = getpid();
 	if (rec_cfg.active) {

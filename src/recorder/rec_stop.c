@@ -67,6 +67,7 @@ struct stop {
 	struct rec_buf tids;        /* struct tracee */
 	size_t counted, added;      /* (each_thread's callbacks) */
 	double stopped_for;         /* seconds the threads stood still */
+	unsigned held;              /* how many threads stood still */
 };
 
 static char *tracer_stack;
@@ -382,6 +383,14 @@ static void trace_all(struct stop *s)
 		s->busy = true;
 		goto out;
 	}
+	{
+		size_t n;
+		struct tracee *t = tracees(s, &n);
+
+		s->held = 0;
+		for (size_t i = 0; i < n; i++)
+			s->held += t[i].stopped && !t[i].gone;
+	}
 	s->fn(s->arg);
 	s->ran = true;
 	s->stopped_for = seconds() - t0;
@@ -547,7 +556,7 @@ static bool under_valgrind(void)
 }
 
 bool rec_stop_world(void (*fn)(void *), void *arg, const char **why,
-		    double *stopped_for)
+		    double *stopped_for, unsigned *held)
 {
 	static struct stop s;
 	int saved = errno;
@@ -564,6 +573,8 @@ bool rec_stop_world(void (*fn)(void *), void *arg, const char **why,
 	s.dumper = (pid_t)syscall(SYS_gettid);
 	s.fn = fn;
 	s.arg = arg;
+	rec_dumper_known();
+	*held = 0;
 	if (alone(&s)) {
 		*stopped_for = run_alone(&s);
 		errno = saved;
@@ -592,6 +603,7 @@ bool rec_stop_world(void (*fn)(void *), void *arg, const char **why,
 	if (!ok)
 		*why = s.busy ? "the recorder stayed busy" : s.why;
 	*stopped_for = ok ? s.stopped_for : 0;
+	*held = ok ? s.held : 0;
 	errno = saved;
 	return ok;
 }

@@ -460,6 +460,12 @@ ls wr/prof.*.0001.buckets wr/prof.*.maps >/dev/null 2>&1 &&
 	bad "writers: --separate-files wrote no .buckets or .maps, or wrote sections"
 pid=$(main_pid wr.err)
 [ -n "$pid" ] && check_dumps writers "$(first wr/prof "$pid")" 5
+#    META says how many threads stood still: the main one and the four it
+#    started, for a dump the dump thread takes while they run.
+if [ "$limit" = 0.005 ]; then
+	grep -hx 'StoppedThreads: 5' wr/prof.*.heap >/dev/null && ok ||
+		bad "writers: no dump says its 5 threads stood still: $(grep -h '^StoppedThreads' wr/prof.*.heap | sort | uniq -c | tr '\n' ' ')"
+fi
 if [ "$limit" = 0.005 ]; then
 	# (A race: a run of 40 dumps may miss it now and then; three
 	# runs all missing it means the stop is not what makes them add up.)
@@ -506,6 +512,18 @@ if [ -n "$pid" ] && [ -z "$tsan" ]; then
 	maps_of "tr/true.$(printf %05d "$pid")" | grep -q libgcc_s &&
 		bad "true: the recorder loaded libgcc" || ok
 fi
+#    A process of one thread stops none, whether its dump comes before
+#    or after the recorder's own dump thread first ran (taken for one of
+#    the program's, it was stopped by a tracer: 1-2 ms, the first dump of
+#    one process in two of a make).
+"$bin" record -o "$tmp/tt/" -- sh -c 'for i in 1 2 3 4 5 6 7 8 9 10 11 12; do /bin/true; done' 2>tt.err &&
+	ok || bad "true x12: $(cat tt.err)"
+held=$(grep -h '^StoppedThreads: ' tt/*.heap | sort | uniq -c | tr '\n' ' ')
+case $held in
+*'StoppedThreads: 0 '*) echo "$held" | grep -q 'StoppedThreads: [1-9]' &&
+	bad "true x12: threads stopped: $held" || ok ;;
+*) bad "true x12: no StoppedThreads in META: $held" ;;
+esac
 if command -v zstd >/dev/null 2>&1; then
 	awk 'BEGIN { srand(1); for (i = 0; i < 400000; i++) printf "line %d %d %x\n", i, rand() * 1e6, rand() * 1e9 }' >z.txt
 	"$bin" record -o "$tmp/zs/" -i 0.05 -- zstd -q -T2 -9 -f z.txt -o z.zst 2>zs.err &&
