@@ -163,10 +163,18 @@ $(O)/unit/%.o: tests/unit/%.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
 
+# The recorder's table of stacks with room for 16,384 of them, not four
+# million: its test fills it (tests/unit/test_rectable.c).
+$(O)/unit/rec_table_small.o: src/recorder/rec_table.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -pthread -DREC_MAX_BUCKETS=16384 \
+		-MMD -MP -c -o $@ $<
+
 # (The recorder's unwinder is tested against glibc's backtrace().)
 $(O)/unit-tests: $(UNIT_OBJS) $(O)/libdmprof.a $(O)/recorder/rec_unwind.o \
 		 $(O)/recorder/rec_pyframes.o $(O)/recorder/rec_perfmap.o \
-		 $(O)/recorder/rec_mem.o $(O)/recorder/rec_unwind_saved.o
+		 $(O)/recorder/rec_mem.o $(O)/recorder/rec_unwind_saved.o \
+		 $(O)/unit/rec_table_small.o
 	$(CC) $(ALL_LDFLAGS) -pthread -o $@ $^ -lcriterion $(LIBS)
 
 -include $(wildcard $(O)/*/*.d)

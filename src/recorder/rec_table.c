@@ -13,9 +13,14 @@
 #include <string.h>
 #include <sys/mman.h>
 
-/* Ids are dense: by_id is a table of pages of ids, made as ids come. */
-#define MAX_BUCKETS (1u << 22)
+/* Ids are dense: by_id is a table of pages of ids, made as ids come.
+ * (The unit test builds a copy with room for fewer: test_rectable.c.) */
+#ifndef REC_MAX_BUCKETS
+#define REC_MAX_BUCKETS (1u << 22)
+#endif
+#define MAX_BUCKETS REC_MAX_BUCKETS
 #define ID_PAGE (1u << 14)
+_Static_assert(MAX_BUCKETS % ID_PAGE == 0, "ids come in whole pages");
 
 struct table {
 	size_t mask;
