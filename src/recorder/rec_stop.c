@@ -347,6 +347,18 @@ static bool locks_free(void)
 	       rec_count_locks_free() && rec_hooks_locks_free();
 }
 
+/* How many threads stand still now. */
+static unsigned standing(struct stop *s)
+{
+	size_t n;
+	struct tracee *t = tracees(s, &n);
+	unsigned held = 0;
+
+	for (size_t i = 0; i < n; i++)
+		held += t[i].stopped && !t[i].gone;
+	return held;
+}
+
 static void trace_all(struct stop *s)
 {
 	int rounds = 0, added;
@@ -383,14 +395,7 @@ static void trace_all(struct stop *s)
 		s->busy = true;
 		goto out;
 	}
-	{
-		size_t n;
-		struct tracee *t = tracees(s, &n);
-
-		s->held = 0;
-		for (size_t i = 0; i < n; i++)
-			s->held += t[i].stopped && !t[i].gone;
-	}
+	s->held = standing(s);
 	s->fn(s->arg);
 	s->ran = true;
 	s->stopped_for = seconds() - t0;
