@@ -87,25 +87,35 @@ int resident_smaps(pid_t pid, const struct maps *maps,
 	return 0;
 }
 
-/* The zero page's frame number, from a page of ours read and never
- * written; 0 when frame numbers are hidden from us. */
+/*
+ * The zero page's frame number, from two pages of ours read and never
+ * written; 0 when frame numbers are hidden from us, or when a page read
+ * first is a page of its own (this VM's kernel, 6.18, gives each such
+ * read a frame: the zero page is not used, and what was read is
+ * committed).
+ */
 static uint64_t zero_pfn(uint64_t page)
 {
-	volatile char *p = mmap(NULL, page, PROT_READ,
+	volatile char *p = mmap(NULL, 2 * page, PROT_READ,
 				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	uint64_t e = 0;
+	uint64_t e[2] = { 0, 0 };
 	int fd;
 
 	if ((void *)p == MAP_FAILED)
 		return 0;
 	(void)p[0];
+	(void)p[page];
 	fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-	if (fd >= 0 && pread(fd, &e, 8, (off_t)((uintptr_t)p / page * 8)) != 8)
-		e = 0;
+	if (fd >= 0 && pread(fd, e, sizeof(e),
+			     (off_t)((uintptr_t)p / page * 8)) != sizeof(e))
+		e[0] = e[1] = 0;
 	if (fd >= 0)
 		close(fd);
-	munmap((void *)p, page);
-	return (e & PM_PRESENT) ? e & PM_PFN : 0;
+	munmap((void *)p, 2 * page);
+	if (!(e[0] & PM_PRESENT) || !(e[1] & PM_PRESENT) ||
+	    (e[0] & PM_PFN) != (e[1] & PM_PFN))
+		return 0;
+	return e[0] & PM_PFN;
 }
 
 int pagemap_open(struct pagemap *pm, pid_t pid)

@@ -770,8 +770,10 @@ static void learn_zero_pfn(void)
 	if ((void *)p == MAP_FAILED)
 		return;
 	(void)p[0]; /* a read fault maps the zero page */
+	/* (Not where it mapped a page of its own, as this VM's kernel,
+	 * 6.18, does: that frame is freed below and used again.) */
 	if (rec_raw_pread(pm_fd, &e, 8, (long)((uintptr_t)p / page * 8)) == 8 &&
-	    (e & PM_PRESENT) && (e & PM_PFN))
+	    (e & PM_PRESENT) && (e & PM_PFN) && !(e & PM_EXCLUSIVE))
 		zero_pfn = e & PM_PFN;
 	rec_raw_munmap((void *)p, page);
 }
