@@ -149,6 +149,13 @@ void *xcalloc_table(size_t n, size_t size);
  * arena's blocks).  Freed with free(). */
 void *xmalloc_huge(size_t len);
 /*
+ * P, an array of USED elements of SIZE, moved to room for N (>= USED),
+ * in huge pages from 1 MiB on (as xmalloc_huge; the rest not zeroed):
+ * for an array made big at once, whose pages are otherwise faulted in
+ * 4 KiB at a time.  Freed, and grown, as any other.
+ */
+void *xreserve_huge(void *p, size_t used, size_t n, size_t size);
+/*
  * LEN zeroed bytes mapped on their own, in huge pages where the kernel
  * gives them, or NULL; *MAPPED is what munmap takes back (LEN rounded up
  * to them).

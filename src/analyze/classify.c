@@ -1203,7 +1203,7 @@ static uint8_t first_frame_part(const struct classifier *c,
 static uint32_t *by_first_frame(uint32_t *v, uint8_t *part, size_t n,
 				size_t nt, size_t *starts)
 {
-	uint32_t *out = xreallocarray(NULL, n ? n : 1, sizeof(*out));
+	uint32_t *out = xreserve_huge(NULL, 0, n ? n : 1, sizeof(*out));
 	size_t at[16] = { 0 };
 
 	for (size_t i = 0; i < n; i++)
@@ -1469,6 +1469,13 @@ void classify_snapshot(struct classifier *c, const struct snapshot *snap)
 	    c->all_upto == c->m->buckets.n)
 		return;
 	canon_ready(c);
+	/* (Room for as many as there can be, in huge pages from a million
+	 * buckets' 1 MiB of parts on: a page or two faulted, not hundreds
+	 * as the arrays double, and copied.) */
+	alloc = c->m->buckets.n - c->all_upto;
+	alloc = palloc = snap->nlines < alloc ? snap->nlines : alloc;
+	v = xreserve_huge(NULL, 0, alloc, sizeof(*v));
+	part = xreserve_huge(NULL, 0, alloc, sizeof(*part));
 	/* The new buckets, each once (marked -1 while pending).  Buckets
 	 * come in no order: the ones a few lines ahead are fetched
 	 * meanwhile, the stacks of those nearer, and nearer still their

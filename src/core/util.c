@@ -469,6 +469,20 @@ void *xmalloc_huge(size_t len)
 	return p;
 }
 
+void *xreserve_huge(void *p, size_t used, size_t n, size_t size)
+{
+	size_t len = st_mult(n, size);
+	void *q;
+
+	if (len < ((size_t)1 << 20))
+		return xreallocarray(p, n, size);
+	q = xmalloc_huge(len);
+	if (used)
+		memcpy(q, p, used * size);
+	free(p);
+	return q;
+}
+
 void *huge_map(size_t len, size_t *mapped)
 {
 	size_t big = huge_round(len ? len : 1);

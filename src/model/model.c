@@ -195,7 +195,7 @@ void model_expect_buckets(struct model *m, size_t n)
 
 	stacks_reserve(&m->stacks, st_add(m->stacks.n, n));
 	if (total > m->buckets.alloc) {
-		m->buckets.v = xreallocarray(m->buckets.v, total,
+		m->buckets.v = xreserve_huge(m->buckets.v, m->buckets.n, total,
 					     sizeof(*m->buckets.v));
 		m->buckets.alloc = total;
 	}

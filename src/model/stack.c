@@ -321,7 +321,7 @@ void stacks_reserve(struct stack_table *t, size_t n)
 	if (nslots > t->mask + 1)
 		stacks_rehash(t, t->slots, t->mask + 1, t->n, nslots);
 	if (n > t->alloc) {
-		t->v = xreallocarray(t->v, n, sizeof(*t->v));
+		t->v = xreserve_huge(t->v, t->n, n, sizeof(*t->v));
 		t->alloc = n;
 	}
 }

@@ -567,6 +567,28 @@ static int intern_held(struct gparser *g)
 	return 0;
 }
 
+void gperf_expect_lines(struct gparser *g, size_t n)
+{
+	struct snapshot *snap = g->snap;
+	size_t at = snap->nlines;
+
+#define RESERVE(ptr, alloc)                                                 \
+	do {                                                                \
+		if (n > (alloc)) {                                          \
+			(ptr) = xreserve_huge((ptr), at < (alloc) ? at : (alloc), \
+					      n, sizeof(*(ptr)));             \
+			(alloc) = n;                                        \
+		}                                                           \
+	} while (0)
+	RESERVE(snap->lines, snap->lines_alloc);
+	RESERVE(g->stack_ids, g->ids_alloc);
+	RESERVE(g->nos, g->nos_alloc);
+	RESERVE(g->firsts, g->firsts_alloc);
+	if (g->early)
+		RESERVE(g->keys, g->keys_alloc);
+#undef RESERVE
+}
+
 /* What names the profiler's library (libtcmalloc.so.4, and _minimal). */
 static const char tcmalloc_name[] = "libtcmalloc";
 

@@ -146,6 +146,9 @@ int gperf_end_of_lines(struct gparser *g);
 int gperf_read_maps(struct gparser *g, int which, unsigned long no,
 		    bool after_stack);
 
+/* Room for N stack lines (of a big file, told by its first block): the
+ * snapshot's and the arrays kept beside them, in huge pages. */
+void gperf_expect_lines(struct gparser *g, size_t n);
 /* The lines after the header, on two threads (gperf_pipe.c): 0, or -1
  * after saying why; *IN_MAPS if the maps were read. */
 int gperf_parse_on_two(struct gparser *g, bool *in_maps);

@@ -515,7 +515,7 @@ static void pipe_table(struct pipe *pp, const struct gparser *g)
  * A big file's stacks: about as many as its lines, which its first block
  * tells the length of.  Room is made for them in the model (its stack
  * table, grown by doubling, was 5% of a million-stack profile's time in
- * fresh pages) and for the snapshot's lines, once.
+ * fresh pages) and for the snapshot's lines, once, in huge pages.
  */
 static void expect_lines(struct gparser *g)
 {
@@ -531,12 +531,11 @@ static void expect_lines(struct gparser *g)
 		return;
 	est = (size_t)((double)s->size / (double)(s->fill - s->pos) *
 		       (double)nl);
+	/* (An eighth more: a few lines past a room made exactly would
+	 * double each array, moved, its first place left resident.) */
+	est += est / 8;
 	model_expect_buckets(g->m, est);
-	if (est > g->snap->lines_alloc) {
-		g->snap->lines = xreallocarray(g->snap->lines, est,
-					       sizeof(*g->snap->lines));
-		g->snap->lines_alloc = est;
-	}
+	gperf_expect_lines(g, est);
 }
 
 /* The lines after the header, on two threads (see struct pipe). */
