@@ -210,7 +210,8 @@ demo: deps
 # The whole suite, then again under the sanitizers (and the install test
 # once), then the verdict: its last line is "N passed, N failed".
 check: deps
-	@rm -f build/results build/asan/results build/tsan/results
+	@rm -f build/results build/asan/results build/tsan/results \
+		build/results.failed build/asan/results.failed build/tsan/results.failed
 	@$(MAKE) --no-print-directory test || :
 	@$(MAKE) --no-print-directory SANITIZE=1 test || :
 	@$(MAKE) --no-print-directory SANITIZE=thread test || :

@@ -11,6 +11,7 @@ shift 5
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dmprof-suites.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT INT TERM
 : >"$results"
+rm -f "$results.failed"
 failed=0
 [ $# -gt 0 ] || set -- unit golden compat real recorder hostile browser threads
 
@@ -62,6 +63,14 @@ for suite in "$@"; do
 		f=1
 	fi
 	echo "$label $suite $p $f $s" >>"$results"
+	# What failed, for the verdict at the very end (a long log's middle
+	# may be cut where it is shown): its FAIL lines, or its last lines.
+	if [ "$f" != 0 ]; then
+		grep -E '^FAIL|\[FAIL\]|Assertion Failed|ERROR: (Address|Leak|Thread)Sanitizer|: runtime error: ' \
+			"$tmp/log" >"$tmp/failed" || tail -5 "$tmp/log" >"$tmp/failed"
+		head -20 "$tmp/failed" | cut -c1-300 |
+			sed "s/^/  $label $suite: /" >>"$results.failed"
+	fi
 	[ "$f" = 0 ] || failed=1
 done
 exit $failed

@@ -2,7 +2,8 @@
 # The verdict of make check, from the results of tests/suites.sh on each
 # build: a line per suite, why suites were skipped, and last
 # "N passed, N failed" (", N skipped" where a suite skipped).  A build
-# whose results are missing did not get to run: a failure.
+# whose results are missing did not get to run: a failure.  Then what
+# failed, the lines tests/suites.sh kept in RESULTS.failed.
 # Usage: tests/verdict.sh RESULTS...
 pass=0 fail=0 skip=0
 echo
@@ -21,6 +22,10 @@ for r in "$@"; do
 		fi
 		pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
 	done <"$r"
+done
+# What failed, as each suite said it (its first lines of FAIL).
+for r in "$@"; do
+	[ -s "$r.failed" ] && { echo "failures ($r):"; cat "$r.failed"; }
 done
 if [ $skip -gt 0 ]; then
 	echo "$pass passed, $fail failed, $skip skipped"
