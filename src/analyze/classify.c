@@ -1459,7 +1459,7 @@ static void classify_marked(struct classifier *c, uint32_t *v, uint8_t *part,
 
 void classify_snapshot(struct classifier *c, const struct snapshot *snap)
 {
-	size_t nthreads = threads_wanted(), n = 0, alloc = 0, palloc = 0;
+	size_t nthreads = threads_wanted(), n = 0, alloc, palloc, fresh;
 	uint32_t *v = NULL;
 	uint8_t *part = NULL;
 
@@ -1472,8 +1472,8 @@ void classify_snapshot(struct classifier *c, const struct snapshot *snap)
 	/* (Room for as many as there can be, in huge pages from a million
 	 * buckets' 1 MiB of parts on: a page or two faulted, not hundreds
 	 * as the arrays double, and copied.) */
-	alloc = c->m->buckets.n - c->all_upto;
-	alloc = palloc = snap->nlines < alloc ? snap->nlines : alloc;
+	fresh = c->m->buckets.n - c->all_upto;
+	alloc = palloc = snap->nlines < fresh ? snap->nlines : fresh;
 	v = xreserve_huge(NULL, 0, alloc, sizeof(*v));
 	part = xreserve_huge(NULL, 0, alloc, sizeof(*part));
 	/* The new buckets, each once (marked -1 while pending).  Buckets
