@@ -60,8 +60,9 @@ void model_free(struct model *m);
 void model_trim(struct model *m);
 
 /* About N more buckets (and stacks) are coming: room made for them at
- * once. */
-void model_expect_buckets(struct model *m, size_t n);
+ * once; BY_STACK where model_stack_bucket will make them (its map of
+ * stacks to buckets made ready too). */
+void model_expect_buckets(struct model *m, size_t n, bool by_stack);
 
 /*
  * Define (or redefine: the later definition wins, as in the original) the

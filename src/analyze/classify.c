@@ -1009,17 +1009,21 @@ static int classify_stack(struct classifier *c, const struct bucket *b)
 	return col;
 }
 
-/* Room in the memo for bucket index N - 1. */
+/* Room in the memo for bucket index N - 1: twice the room there was,
+ * or N where that is more (all of a model's buckets, made at once and
+ * in huge pages, not doubled up to them and copied). */
 static void memo_room(struct classifier *c, size_t n)
 {
-	size_t want = c->nbucket_col ? c->nbucket_col : 1024;
+	size_t want = c->nbucket_col ? st_mult(c->nbucket_col, 2) : 1024;
 
 	if (n <= c->nbucket_col)
 		return;
-	while (want < n)
-		want = st_mult(want, 2);
-	c->bucket_col = xrecallocarray(c->bucket_col, c->nbucket_col, want,
-				       sizeof(*c->bucket_col));
+	if (want < n)
+		want = n;
+	c->bucket_col = xreserve_huge(c->bucket_col, c->nbucket_col, want,
+				      sizeof(*c->bucket_col));
+	memset(c->bucket_col + c->nbucket_col, 0,
+	       (want - c->nbucket_col) * sizeof(*c->bucket_col));
 	c->nbucket_col = want;
 }
 
@@ -1474,6 +1478,7 @@ void classify_snapshot(struct classifier *c, const struct snapshot *snap)
 	 * as the arrays double, and copied.) */
 	fresh = c->m->buckets.n - c->all_upto;
 	alloc = palloc = snap->nlines < fresh ? snap->nlines : fresh;
+	memo_room(c, c->m->buckets.n);
 	v = xreserve_huge(NULL, 0, alloc, sizeof(*v));
 	part = xreserve_huge(NULL, 0, alloc, sizeof(*part));
 	/* The new buckets, each once (marked -1 while pending).  Buckets
@@ -1497,7 +1502,6 @@ void classify_snapshot(struct classifier *c, const struct snapshot *snap)
 
 		if (!b || b->kind == ALLOC_MMAP)
 			continue;
-		memo_room(c, (size_t)b->index + 1);
 		if (c->bucket_col[b->index])
 			continue;
 		c->bucket_col[b->index] = -1;

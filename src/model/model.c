@@ -189,11 +189,25 @@ static void place(struct model *m, const struct bucket *b, const char *source,
 	m->places[b->index].line = (uint32_t)line;
 }
 
-void model_expect_buckets(struct model *m, size_t n)
+void model_expect_buckets(struct model *m, size_t n, bool by_stack)
 {
 	size_t total = st_add(m->buckets.n, n);
 
-	stacks_reserve(&m->stacks, st_add(m->stacks.n, n));
+	size_t stacks = st_add(m->stacks.n, n);
+
+	stacks_reserve(&m->stacks, stacks);
+	/* (The map of stacks to buckets too, as many as said, in huge
+	 * pages: doubled to the next power of two, a million stacks' map
+	 * was 16 MB, faulted in and copied as it grew.) */
+	if (by_stack && !m->anon_stale && stacks > m->nanon) {
+		uint32_t *a = xreserve_huge(m->anon, st_mult(m->nanon, 2),
+					    st_mult(stacks, 2), sizeof(*a));
+
+		memset(a + 2 * m->nanon, 0,
+		       (stacks - m->nanon) * 2 * sizeof(*a));
+		m->anon = a;
+		m->nanon = stacks;
+	}
 	if (total > m->buckets.alloc) {
 		m->buckets.v = xreserve_huge(m->buckets.v, m->buckets.n, total,
 					     sizeof(*m->buckets.v));

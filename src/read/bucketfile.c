@@ -653,7 +653,8 @@ static int define_chunk(void *arg, size_t slot)
 		ld->expected = true;
 		if (ld->total > c->bytes)
 			model_expect_buckets(ld->m,
-					     (size_t)((double)ld->total / per));
+					     (size_t)((double)ld->total / per),
+					     false);
 	}
 	return batch_define(ld->m, &c->bt, ld->source) < 0;
 }

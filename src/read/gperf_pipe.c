@@ -534,7 +534,7 @@ static void expect_lines(struct gparser *g)
 	/* (An eighth more: a few lines past a room made exactly would
 	 * double each array, moved, its first place left resident.) */
 	est += est / 8;
-	model_expect_buckets(g->m, est);
+	model_expect_buckets(g->m, est, true);
 	gperf_expect_lines(g, est);
 }
 
