@@ -37,10 +37,17 @@ struct step {
 };
 
 /* Block counts by stack id, at one end (allocs: the blocks in use, where
- * the lines count those). */
+ * the lines count those): kept only for the stacks the end's lines have
+ * (a tenth of a deep run's million, say: by id, 100 MB for both ends,
+ * each page faulted in and cleared). */
+struct count {
+	int64_t allocs, frees, alloc_bytes;
+};
 struct counts {
-	int64_t *allocs, *frees, *alloc_bytes;
-	bool *line;               /* a stack line had the stack */
+	uint32_t *slot;           /* by stack id: its count's index + 1, 0
+				     where no stack line had the stack */
+	struct count *v;
+	size_t n, alloc;
 };
 
 /*
@@ -85,11 +92,21 @@ static void sums_fit(struct sums *s, size_t old, size_t n)
 
 static void counts_fit(struct counts *c, size_t old, size_t n)
 {
-	c->allocs = xrecallocarray(c->allocs, old, n, sizeof(*c->allocs));
-	c->frees = xrecallocarray(c->frees, old, n, sizeof(*c->frees));
-	c->alloc_bytes = xrecallocarray(c->alloc_bytes, old, n,
-				   sizeof(*c->alloc_bytes));
-	c->line = xrecallocarray(c->line, old, n, sizeof(*c->line));
+	c->slot = xrecallocarray(c->slot, old, n, sizeof(*c->slot));
+}
+
+/* Did a stack line of C's end have stack ID? */
+static bool counted_at(const struct counts *c, size_t id)
+{
+	return c->slot[id] != 0;
+}
+
+/* Stack ID's counts at C's end (all 0 where its lines lacked it). */
+static const struct count *count_of(const struct counts *c, size_t id)
+{
+	static const struct count none;
+
+	return c->slot[id] ? &c->v[c->slot[id] - 1] : &none;
 }
 
 /* Make room for every stack of M. */
@@ -105,7 +122,7 @@ static void pass_fit(struct pass *s, const struct model *m)
 
 static void counts_free(struct counts *c)
 {
-	FREE_ALL(c->allocs, c->frees, c->alloc_bytes, c->line);
+	FREE_ALL(c->slot, c->v);
 }
 
 static void sums_free(struct sums *s)
@@ -170,13 +187,17 @@ static int add_item(void *ctx, const struct item *it)
 		c->v[id].col = it->col;
 	if (s->counting && it->line) {
 		struct counts *n = s->counting;
+		struct count *e;
 
-		n->allocs[id] = add64(n->allocs[id], it->line->alloc,
-				      &s->overflow);
-		n->frees[id] = add64(n->frees[id], it->line->free, &s->overflow);
-		n->alloc_bytes[id] = add64(n->alloc_bytes[id],
-					   it->line->alloc_bytes, &s->overflow);
-		n->line[id] = true;
+		if (!n->slot[id]) {
+			PUSH_ZEROED(n->v, n->n, n->alloc);
+			n->slot[id] = (uint32_t)n->n;
+		}
+		e = &n->v[n->slot[id] - 1];
+		e->allocs = add64(e->allocs, it->line->alloc, &s->overflow);
+		e->frees = add64(e->frees, it->line->free, &s->overflow);
+		e->alloc_bytes = add64(e->alloc_bytes, it->line->alloc_bytes,
+				       &s->overflow);
 	}
 	return 0;
 }
@@ -270,7 +291,7 @@ static void collect(struct changes *c, const struct pass *s,
 	for (size_t id = 0; id < s->n; id++) {
 		int64_t a = a_bytes[id], b = at(&s->cur, (uint32_t)id, s->k);
 		bool counted = (c->has & CHANGES_COUNTS) && id < s->ncounts &&
-			       (cb->line[id] || !ca->line[id]);
+			       (counted_at(cb, id) || !counted_at(ca, id));
 		int64_t allocs = 0, frees = 0, bytes = 0;
 		int64_t blocks_a = 0, blocks_b = 0;
 		struct change *ch;
@@ -278,18 +299,20 @@ static void collect(struct changes *c, const struct pass *s,
 		if (counted) {
 			bool o = false;
 
-			allocs = sub64(cb->allocs[id], ca->allocs[id], &o);
-			frees = sub64(cb->frees[id], ca->frees[id], &o);
-			bytes = sub64(cb->alloc_bytes[id], ca->alloc_bytes[id],
-				      &o);
+			const struct count *x = count_of(ca, id),
+					   *y = count_of(cb, id);
+
+			allocs = sub64(y->allocs, x->allocs, &o);
+			frees = sub64(y->frees, x->frees, &o);
+			bytes = sub64(y->alloc_bytes, x->alloc_bytes, &o);
 			/* Counts only grow: a dump that says otherwise is not
 			 * the same count. */
 			if (o || allocs < 0 || frees < 0 || bytes < 0)
 				allocs = frees = bytes = 0;
 		}
 		if (live && id < s->ncounts) {
-			blocks_a = ca->allocs[id];
-			blocks_b = cb->allocs[id];
+			blocks_a = count_of(ca, id)->allocs;
+			blocks_b = count_of(cb, id)->allocs;
 		}
 		if (!a && !b && !allocs && !frees && !bytes && !blocks_a &&
 		    !blocks_b)
@@ -497,7 +520,8 @@ static int side(struct changes *c, struct tally *texts, struct run *r,
 		uint32_t id = s.cur.touched[t];
 		const struct stack *st = r->model.stacks.v[id];
 		int64_t bytes = s.cur.v[id].bytes;
-		int64_t blocks = s.counting ? s.ends[0].allocs[id] : 0;
+		int64_t blocks = s.counting ? count_of(&s.ends[0], id)->allocs
+					    : 0;
 		struct tally_entry *e;
 		struct change *ch;
 
