@@ -297,10 +297,9 @@ static void collect(struct changes *c, const struct pass *s,
 		struct change *ch;
 
 		if (counted) {
-			bool o = false;
-
 			const struct count *x = count_of(ca, id),
 					   *y = count_of(cb, id);
+			bool o = false;
 
 			allocs = sub64(y->allocs, x->allocs, &o);
 			frees = sub64(y->frees, x->frees, &o);

@@ -191,9 +191,8 @@ static void place(struct model *m, const struct bucket *b, const char *source,
 
 void model_expect_buckets(struct model *m, size_t n, bool by_stack)
 {
-	size_t total = st_add(m->buckets.n, n);
-
-	size_t stacks = st_add(m->stacks.n, n);
+	size_t total = st_add(m->buckets.n, n),
+	       stacks = st_add(m->stacks.n, n);
 
 	stacks_reserve(&m->stacks, stacks);
 	/* (The map of stacks to buckets too, as many as said, in huge
